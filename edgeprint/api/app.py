@@ -1,0 +1,281 @@
+"""The aiohttp application: routes, middleware (auth, problems, correlation id, timing)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+from pydantic import ValidationError
+
+from edgeprint import errors
+from edgeprint.api import problems
+from edgeprint.api.auth import TokenAuth
+from edgeprint.api.uploads import read_upload, validation_problems
+from edgeprint.config import Config
+from edgeprint.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from edgeprint.metrics import Metrics
+from edgeprint.models import (
+    IDEMPOTENCY_KEY_PATTERN,
+    JOB_ID_PATTERN,
+    Health,
+    JobListOut,
+    JobOut,
+    ReleaseRequest,
+)
+from edgeprint.service import Caller, JobService
+from edgeprint.states import JobState
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+_KEY_RE = re.compile(IDEMPOTENCY_KEY_PATTERN)
+_JOB_ID_RE = re.compile(JOB_ID_PATTERN)
+_CORRELATION_RE = re.compile(r"^[\x21-\x7e]{1,128}$")
+_LIST_PARAMS = {"state", "owner", "printer", "limit", "cursor"}
+_MAX_JSON_BODY = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Deps:
+    """What the handlers use; stored on the app under :data:`DEPS`."""
+
+    config: Config
+    service: JobService
+    metrics: Metrics
+    auth: TokenAuth
+    ready: Callable[[], Awaitable[None]]
+
+
+DEPS = web.AppKey("deps", Deps)
+
+
+def _deps(request: web.Request) -> Deps:
+    return request.app[DEPS]
+
+
+def _caller(request: web.Request, needed: str) -> Caller:
+    token = _deps(request).auth.authenticate(request.headers.get("Authorization"), needed)
+    return Caller(token.name, token.role, request.get("correlation_id"))
+
+
+def _json(model: JobOut | JobListOut | Health, status: int = 200, **headers: str) -> web.Response:
+    return web.Response(
+        status=status,
+        body=model.model_dump_json().encode(),
+        content_type="application/json",
+        headers=headers or None,
+    )
+
+
+def _job_id(request: web.Request) -> str:
+    job_id = request.match_info["job_id"]
+    if not _JOB_ID_RE.match(job_id):
+        raise errors.JobNotFound(job_id[:80])
+    return job_id
+
+
+# --- middleware ------------------------------------------------------------------
+
+
+@web.middleware
+async def _middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    cid = request.headers.get("X-Correlation-ID", "")
+    if not _CORRELATION_RE.match(cid):
+        cid = uuid.uuid4().hex
+    request["correlation_id"] = cid
+    started = time.perf_counter()
+    resp: web.StreamResponse
+    try:
+        resp = await handler(request)
+    except errors.EdgeprintError as exc:
+        resp = problems.from_error(exc)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        slug = {404: "not-found", 405: "method-not-allowed", 413: "payload-too-large"}.get(
+            exc.status, "http-error"
+        )
+        detail = exc.text or exc.reason
+        if exc.status == 404:
+            detail = f"no such resource: {request.method} {request.path[:200]}"
+        resp = problems.problem(exc.status, slug, detail)
+        if exc.status == 405:
+            resp.headers["Allow"] = exc.headers.get("Allow", "")
+    except Exception:
+        log.exception(
+            "unhandled error",
+            extra={"event": "internal_error", "path": request.path, "correlation_id": cid},
+        )
+        resp = problems.problem(500, "internal-error", "unexpected error; see the appliance log")
+    resp.headers["X-Correlation-ID"] = cid
+    resource = request.match_info.route.resource
+    route = resource.canonical if resource is not None else "unmatched"
+    _deps(request).metrics.http_request_duration.labels(
+        route=route, status=f"{resp.status // 100}xx"
+    ).observe(time.perf_counter() - started)
+    return resp
+
+
+# --- jobs ------------------------------------------------------------------------
+
+
+async def submit_job(request: web.Request) -> web.Response:
+    """POST /v1/jobs: multipart metadata + document, Idempotency-Key required."""
+    deps = _deps(request)
+    caller = _caller(request, "kiosk")
+    key = request.headers.get("Idempotency-Key")
+    if key is None:
+        raise errors.MalformedRequest(
+            "the Idempotency-Key header is required (8–80 printable ASCII characters)",
+            slug="idempotency-key-missing",
+        )
+    if not _KEY_RE.match(key):
+        raise errors.MalformedRequest(
+            "the Idempotency-Key header must be 8–80 printable ASCII characters, no spaces",
+            slug="idempotency-key-invalid",
+        )
+    server = deps.config.server
+    upload = await read_upload(
+        request,
+        deps.service.spool,
+        max_document_bytes=server.max_document_bytes,
+        max_metadata_bytes=server.max_metadata_bytes,
+    )
+    result = await deps.service.submit(upload.metadata, upload.document, key, caller)
+    out = JobOut.from_record(result.job)
+    if result.created:
+        return _json(out, 201, Location=f"/v1/jobs/{out.id}")
+    return _json(out, 200, **{"Idempotent-Replayed": "true", "Location": f"/v1/jobs/{out.id}"})
+
+
+async def get_job(request: web.Request) -> web.Response:
+    """GET /v1/jobs/{id}."""
+    _caller(request, "kiosk")
+    job = await _deps(request).service.get(_job_id(request))
+    return _json(JobOut.from_record(job))
+
+
+async def list_jobs(request: web.Request) -> web.Response:
+    """GET /v1/jobs?state=&owner=&printer=&limit=&cursor= (newest first)."""
+    _caller(request, "kiosk")
+    q = request.query
+    problems_: list[errors.FieldProblem] = []
+    unknown = sorted(set(q) - _LIST_PARAMS)
+    problems_ += [errors.FieldProblem(f"query.{u}", "unknown parameter") for u in unknown]
+    state = None
+    if "state" in q:
+        try:
+            state = JobState(q["state"])
+        except ValueError:
+            problems_.append(
+                errors.FieldProblem("query.state", f"one of {', '.join(s.value for s in JobState)}")
+            )
+    limit = 50
+    if "limit" in q:
+        if q["limit"].isdigit() and 1 <= int(q["limit"]) <= 500:
+            limit = int(q["limit"])
+        else:
+            problems_.append(errors.FieldProblem("query.limit", "an integer from 1 to 500"))
+    before = None
+    if "cursor" in q:
+        if q["cursor"].isdigit() and len(q["cursor"]) < 19:
+            before = int(q["cursor"])
+        else:
+            problems_.append(errors.FieldProblem("query.cursor", "a cursor from next_cursor"))
+    if problems_:
+        raise errors.InvalidRequest("invalid query parameters", problems_)
+    jobs = await _deps(request).service.jobs.list_jobs(
+        state=state, owner=q.get("owner"), printer=q.get("printer"), before_seq=before,
+        limit=limit,
+    )  # fmt: skip
+    next_cursor = str(jobs[-1].seq) if len(jobs) == limit else None
+    return _json(JobListOut(jobs=[JobOut.from_record(j) for j in jobs], next_cursor=next_cursor))
+
+
+async def _optional_json(request: web.Request, model: type[ReleaseRequest]) -> ReleaseRequest:
+    if request.content_length is not None and request.content_length > _MAX_JSON_BODY:
+        raise errors.PayloadTooLarge("the request body", _MAX_JSON_BODY)
+    raw = await request.content.read(_MAX_JSON_BODY + 1)
+    if len(raw) > _MAX_JSON_BODY:
+        raise errors.PayloadTooLarge("the request body", _MAX_JSON_BODY)
+    if not raw.strip():
+        return model()
+    if request.content_type not in ("application/json", "application/octet-stream"):
+        raise errors.UnsupportedDocument("send the body as application/json")
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        if any(e["type"] == "json_invalid" for e in exc.errors()):
+            raise errors.MalformedRequest("the body is not valid JSON", "malformed-json") from None
+        raise errors.InvalidRequest("invalid body", validation_problems(exc, "body")) from None
+
+
+async def release_job(request: web.Request) -> web.Response:
+    """POST /v1/jobs/{id}/release with optional {"printer": …} or {"pool": …}."""
+    caller = _caller(request, "kiosk")
+    job_id = _job_id(request)
+    body = await _optional_json(request, ReleaseRequest)
+    job = await _deps(request).service.release(job_id, caller, printer=body.printer, pool=body.pool)
+    return _json(JobOut.from_record(job))
+
+
+async def cancel_job(request: web.Request) -> web.Response:
+    """POST /v1/jobs/{id}/cancel."""
+    caller = _caller(request, "kiosk")
+    job = await _deps(request).service.cancel(_job_id(request), caller)
+    return _json(JobOut.from_record(job))
+
+
+async def replay_job(request: web.Request) -> web.Response:
+    """POST /v1/jobs/{id}/replay (tech): DEAD → RELEASED once."""
+    caller = _caller(request, "tech")
+    job = await _deps(request).service.replay(_job_id(request), caller)
+    return _json(JobOut.from_record(job))
+
+
+# --- health and metrics ------------------------------------------------------------
+
+
+async def healthz(request: web.Request) -> web.Response:
+    """GET /healthz: the process and its event loop answer."""
+    return _json(Health(status="ok"))
+
+
+async def readyz(request: web.Request) -> web.Response:
+    """GET /readyz: 200 when the store takes a write transaction within 2 s, else 503."""
+    try:
+        async with asyncio.timeout(2.0):
+            await _deps(request).ready()
+    except (errors.StoreError, TimeoutError) as exc:
+        return _json(Health(status="unavailable", detail=str(exc) or "store timed out"), 503)
+    return _json(Health(status="ok"))
+
+
+async def metrics(request: web.Request) -> web.Response:
+    """GET /metrics: Prometheus text format."""
+    deps = _deps(request)
+    deps.metrics.set_job_counts(await deps.service.jobs.count_by_state())
+    return web.Response(body=deps.metrics.render(), headers={"Content-Type": METRICS_CONTENT_TYPE})
+
+
+def build_app(deps: Deps) -> web.Application:
+    """The application with every v1 route; ``deps`` is stored under :data:`DEPS`."""
+    app = web.Application(middlewares=[_middleware], client_max_size=_MAX_JSON_BODY)
+    app[DEPS] = deps
+    app.router.add_post("/v1/jobs", submit_job)
+    app.router.add_get("/v1/jobs", list_jobs)
+    app.router.add_get("/v1/jobs/{job_id}", get_job)
+    app.router.add_post("/v1/jobs/{job_id}/release", release_job)
+    app.router.add_post("/v1/jobs/{job_id}/cancel", cancel_job)
+    app.router.add_post("/v1/jobs/{job_id}/replay", replay_job)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
+    return app

@@ -1,0 +1,96 @@
+"""Errors as ``application/problem+json`` (RFC 9457), mapped in one table.
+
+``type`` is a stable URN ``urn:edgeprint:problem:<slug>``; kiosks may switch
+on it. A 409 carries the job's current ``state``.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from edgeprint import errors
+from edgeprint.models import FieldError, Problem
+
+CONTENT_TYPE = "application/problem+json"
+TYPE_PREFIX = "urn:edgeprint:problem:"
+
+_TITLES = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    409: "Conflict",
+    413: "Content Too Large",
+    415: "Unsupported Media Type",
+    422: "Unprocessable Content",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+    507: "Insufficient Storage",
+}
+
+
+def problem(
+    status: int,
+    slug: str,
+    detail: str,
+    *,
+    headers: dict[str, str] | None = None,
+    **extra: object,
+) -> web.Response:
+    """A problem response with the given status, stable ``slug`` and human ``detail``."""
+    body = Problem(
+        type=TYPE_PREFIX + slug,
+        title=_TITLES.get(status, "Error"),
+        status=status,
+        detail=detail,
+        **extra,  # type: ignore[arg-type]
+    )
+    return web.Response(
+        status=status,
+        body=body.model_dump_json(exclude_none=True).encode(),
+        content_type=CONTENT_TYPE,
+        headers=headers,
+    )
+
+
+def _field_errors(exc: errors.InvalidRequest) -> list[FieldError] | None:
+    if not exc.errors:
+        return None
+    return [FieldError(loc=e.loc, message=e.message) for e in exc.errors]
+
+
+def from_error(exc: errors.EdgeprintError) -> web.Response:
+    """Map one of our errors to its HTTP problem response (the only such table)."""
+    match exc:
+        case errors.Unauthorized():
+            return problem(
+                401, "unauthorized", str(exc),
+                headers={"WWW-Authenticate": 'Bearer realm="edgeprint"'},
+            )  # fmt: skip
+        case errors.Forbidden():
+            return problem(403, "forbidden", str(exc))
+        case errors.JobNotFound():
+            return problem(404, "job-not-found", str(exc), job_id=exc.job_id)
+        case errors.StateConflict():
+            return problem(409, "state-conflict", str(exc), state=exc.state, job_id=exc.job_id)
+        case errors.IdempotencyKeyReused():
+            return problem(422, exc.slug, exc.detail, job_id=exc.job_id)
+        case errors.InvalidRequest():
+            return problem(422, exc.slug, exc.detail, errors=_field_errors(exc))
+        case errors.MalformedRequest():
+            return problem(400, exc.slug, exc.detail)
+        case errors.PayloadTooLarge():
+            return problem(413, "payload-too-large", str(exc))
+        case errors.UnsupportedDocument():
+            return problem(415, "unsupported-media-type", exc.detail)
+        case errors.StorageFull():
+            return problem(507, "storage-full", "the appliance's disk is full; nothing was stored")
+        case errors.StoreError():
+            return problem(
+                503, "store-unavailable", "the job store cannot take work right now; retry later",
+                headers={"Retry-After": "5"},
+            )  # fmt: skip
+        case _:
+            return problem(500, "internal-error", "unexpected error; see the appliance log")

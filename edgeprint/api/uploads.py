@@ -1,0 +1,146 @@
+"""Streaming ``multipart/form-data`` parser for ``POST /v1/jobs``.
+
+Limits are enforced while streaming (aiohttp's ``client_max_size`` does not
+cover multipart streaming): the document goes straight into the spool's
+staging file and the request is refused as soon as it passes its limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+import aiohttp
+from aiohttp import BodyPartReader, web
+from pydantic import ValidationError
+
+from edgeprint import errors
+from edgeprint.models import SubmitMetadata
+from edgeprint.spool import Spool, StagedDocument
+
+_CHUNK = 64 * 1024
+_DOCUMENT_TYPES = {"application/pdf", "application/octet-stream", "application/x-pdf"}
+#: multipart framing, part headers and the metadata part fit in this much extra.
+_FRAMING_BYTES = 64 * 1024
+
+
+@dataclass
+class Upload:
+    """A parsed submission: validated metadata and the staged (not yet durable) document."""
+
+    metadata: SubmitMetadata
+    document: StagedDocument
+
+
+def validation_problems(exc: ValidationError, prefix: str) -> list[errors.FieldProblem]:
+    """Pydantic errors as dotted ``loc`` + message pairs."""
+    out = []
+    for err in exc.errors():
+        loc = ".".join([prefix, *(str(p) for p in err["loc"])])
+        msg = "unknown field" if err["type"] == "extra_forbidden" else str(err["msg"])
+        out.append(errors.FieldProblem(loc, msg.removeprefix("Value error, ")))
+    return out
+
+
+def parse_metadata(raw: bytes) -> SubmitMetadata:
+    """Validate the metadata JSON; raises errors.MalformedRequest (not JSON) or InvalidRequest."""
+    try:
+        return SubmitMetadata.model_validate_json(raw)
+    except ValidationError as exc:
+        if any(e["type"] == "json_invalid" for e in exc.errors()):
+            raise errors.MalformedRequest(
+                "the metadata part is not valid JSON", slug="malformed-json"
+            ) from None
+        if any(e["type"] == "model_type" and not e["loc"] for e in exc.errors()):
+            raise errors.InvalidRequest(
+                "the metadata part must be a JSON object",
+                [errors.FieldProblem("metadata", "expected a JSON object")],
+            ) from None
+        raise errors.InvalidRequest(
+            "invalid metadata", validation_problems(exc, "metadata")
+        ) from None
+
+
+async def _read_metadata(part: BodyPartReader, limit: int) -> bytes:
+    buf = bytearray()
+    while chunk := await part.read_chunk(_CHUNK):
+        buf += chunk
+        if len(buf) > limit:
+            raise errors.PayloadTooLarge("the metadata part", limit)
+    return bytes(buf)
+
+
+async def _read_document(part: BodyPartReader, spool: Spool, limit: int) -> StagedDocument:
+    ctype = part.headers.get(aiohttp.hdrs.CONTENT_TYPE, "application/pdf")
+    media = ctype.split(";", 1)[0].strip().lower()
+    if media not in _DOCUMENT_TYPES:
+        raise errors.UnsupportedDocument(
+            f"the document part has Content-Type {media!r}; send application/pdf"
+        )
+    staged = spool.stage()
+    try:
+        while chunk := await part.read_chunk(_CHUNK):
+            if staged.size + len(chunk) > limit:
+                raise errors.PayloadTooLarge("the document", limit)
+            staged.write(chunk)
+    except BaseException:
+        staged.discard()
+        raise
+    return staged
+
+
+async def read_upload(
+    request: web.Request, spool: Spool, *, max_document_bytes: int, max_metadata_bytes: int
+) -> Upload:
+    """Parse the submission body into metadata and a staged document.
+
+    Raises errors.MalformedRequest (400: not multipart, truncated, duplicate
+    part), errors.PayloadTooLarge (413), errors.UnsupportedDocument (415),
+    errors.InvalidRequest (422: missing/unknown parts, bad metadata). On any
+    error the staged document is discarded: nothing is left behind.
+    """
+    if request.content_type != "multipart/form-data":
+        raise errors.UnsupportedDocument(
+            "send multipart/form-data with a 'metadata' (JSON) and a 'document' (PDF) part"
+        )
+    limit_total = max_document_bytes + max_metadata_bytes + _FRAMING_BYTES
+    if request.content_length is not None and request.content_length > limit_total:
+        raise errors.PayloadTooLarge("the request body", limit_total)
+    raw_meta: bytes | None = None
+    staged: StagedDocument | None = None
+    try:
+        try:
+            reader = await request.multipart()
+            while (part := await reader.next()) is not None:
+                if not isinstance(part, BodyPartReader):
+                    raise errors.MalformedRequest("nested multipart bodies are not accepted")
+                name = part.name
+                if name == "metadata":
+                    if raw_meta is not None:
+                        raise errors.MalformedRequest("more than one 'metadata' part")
+                    raw_meta = await _read_metadata(part, max_metadata_bytes)
+                elif name == "document":
+                    if staged is not None:
+                        raise errors.MalformedRequest("more than one 'document' part")
+                    staged = await _read_document(part, spool, max_document_bytes)
+                else:
+                    raise errors.InvalidRequest(
+                        f"unexpected part {name!r}; only 'metadata' and 'document' are accepted",
+                        [errors.FieldProblem(str(name), "unknown part")],
+                    )
+        except (ValueError, AssertionError, asyncio.IncompleteReadError, aiohttp.ClientError,
+                ConnectionError) as exc:  # fmt: skip
+            raise errors.MalformedRequest(f"malformed or truncated multipart body: {exc}") from exc
+        missing = [n for n, v in (("metadata", raw_meta), ("document", staged)) if v is None]
+        if missing:
+            raise errors.InvalidRequest(
+                f"missing part(s): {', '.join(missing)}",
+                [errors.FieldProblem(n, "required part") for n in missing],
+            )
+        assert raw_meta is not None
+        assert staged is not None
+        return Upload(parse_metadata(raw_meta), staged)
+    except BaseException:
+        if staged is not None:
+            staged.discard()
+        raise

@@ -1,0 +1,149 @@
+"""Configuration: a TOML file validated by pydantic (frozen, unknown keys refused).
+
+Load with :func:`load_config`; every problem raises :class:`errors.ConfigError`
+naming the bad key in dotted form (``printers[1].pool``).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from edgeprint import errors
+
+NAME_PATTERN = r"^[a-z0-9-]{1,40}$"
+Name = Annotated[str, Field(pattern=NAME_PATTERN)]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ServerConfig(_Frozen):
+    """``[server]``: where the API listens and where state lives."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8631, ge=1, le=65535)
+    data_dir: Path = Path("/var/lib/edgeprint")
+    max_document_bytes: int = Field(default=20 * 1024 * 1024, ge=1024, le=1024**3)
+    max_metadata_bytes: int = Field(default=16 * 1024, ge=256, le=1024 * 1024)
+    shutdown_grace_s: float = Field(default=10.0, ge=0, le=300)
+
+
+class StoreConfig(_Frozen):
+    """``[store]``: SQLite durability and the group-commit writer."""
+
+    synchronous: Literal["FULL", "NORMAL"] = "FULL"
+    busy_timeout_ms: int = Field(default=5000, ge=0, le=600_000)
+    max_batch: int = Field(default=512, ge=1, le=10_000)
+
+
+class PrinterConfig(_Frozen):
+    """One ``[[printers]]`` entry: an IPP printer edgeprint drives directly."""
+
+    name: Name
+    uri: str = Field(pattern=r"^(ipps?|https?)://[^\s/]+(:\d+)?(/\S*)?$")
+    pool: Name | None = None
+    max_inflight: int = Field(default=1, ge=1, le=16)
+
+
+class TokenConfig(_Frozen):
+    """One ``[[tokens]]`` entry: only the SHA-256 (hex) of the bearer token is stored."""
+
+    name: str = Field(min_length=1, max_length=80)
+    role: Literal["kiosk", "tech"]
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class Config(_Frozen):
+    """The whole configuration file."""
+
+    server: ServerConfig = ServerConfig()
+    store: StoreConfig = StoreConfig()
+    printers: list[PrinterConfig] = Field(default_factory=list)
+    tokens: list[TokenConfig] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique(self) -> Config:
+        _no_duplicates([p.name for p in self.printers], "printers", "name")
+        _no_duplicates([t.name for t in self.tokens], "tokens", "name")
+        _no_duplicates([t.sha256 for t in self.tokens], "tokens", "sha256")
+        printer_names = {p.name for p in self.printers}
+        for i, p in enumerate(self.printers):
+            if p.pool is not None and p.pool in printer_names:
+                raise ValueError(
+                    f"printers[{i}].pool: pool {p.pool!r} has the name of a printer; "
+                    "give pools and printers distinct names"
+                )
+        return self
+
+    @property
+    def pools(self) -> dict[str, tuple[str, ...]]:
+        """Pool name → names of its printers, in config order."""
+        out: dict[str, list[str]] = {}
+        for p in self.printers:
+            if p.pool is not None:
+                out.setdefault(p.pool, []).append(p.name)
+        return {k: tuple(v) for k, v in out.items()}
+
+    def printer(self, name: str) -> PrinterConfig | None:
+        """The printer called ``name``, or None."""
+        return next((p for p in self.printers if p.name == name), None)
+
+
+def _no_duplicates(values: list[str], section: str, key: str) -> None:
+    seen: dict[str, int] = {}
+    for i, v in enumerate(values):
+        if v in seen:
+            raise ValueError(
+                f"{section}[{i}].{key}: duplicate value (also {section}[{seen[v]}].{key})"
+            )
+        seen[v] = i
+
+
+def _loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + part
+    return out or "(top level)"
+
+
+def parse_config(data: dict[str, Any], path: str = "<config>") -> Config:
+    """Validate an already-parsed TOML table; raises errors.ConfigError."""
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        problems: list[tuple[str, str]] = []
+        for err in exc.errors():
+            msg = str(err["msg"])
+            key = _loc(tuple(err["loc"]))
+            if err["type"] == "extra_forbidden":
+                msg = "unknown key"
+            elif err["type"] == "value_error" and ": " in msg:
+                # our own validators put the key first: "Value error, printers[2].name: …"
+                msg = msg.removeprefix("Value error, ")
+                key, msg = msg.split(": ", 1)
+            problems.append((key, msg))
+        raise errors.ConfigError(path, problems) from None
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and validate a TOML config file; raises errors.ConfigError."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise errors.ConfigError(str(p), [("(file)", exc.strerror or str(exc))]) from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise errors.ConfigError(str(p), [("(file)", "not UTF-8 text")]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise errors.ConfigError(str(p), [("(syntax)", str(exc))]) from None
+    return parse_config(data, str(p))

@@ -1,0 +1,155 @@
+"""One error tree for edgeprint.
+
+Every error raised on purpose derives from :class:`EdgeprintError` and carries
+its data as attributes. Only the API layer maps these to HTTP statuses (in one
+table, ``edgeprint.api.problems``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+class EdgeprintError(Exception):
+    """Root of every error edgeprint raises on purpose."""
+
+
+class ConfigError(EdgeprintError):
+    """The configuration file cannot be used.
+
+    ``problems`` holds ``(key, message)`` pairs, the key in dotted form
+    (``printers[0].name``), so that every message names the bad key.
+    """
+
+    def __init__(self, path: str, problems: Sequence[tuple[str, str]]) -> None:
+        self.path = path
+        self.problems = list(problems)
+        lines = "\n".join(f"  {key}: {msg}" for key, msg in self.problems)
+        super().__init__(f"invalid config {path}:\n{lines}")
+
+
+# --- store ------------------------------------------------------------------
+
+
+class StoreError(EdgeprintError):
+    """The job store failed (I/O error, disk full, closed)."""
+
+
+class StoreUnavailable(StoreError):
+    """The store cannot take writes right now (closed, I/O error, locked)."""
+
+
+class StorageFull(StoreError):
+    """The disk holding ``data_dir`` is full; new work cannot be stored."""
+
+
+# --- jobs and requests ------------------------------------------------------
+
+
+class JobNotFound(EdgeprintError):
+    """No job has this id."""
+
+    def __init__(self, job_id: str) -> None:
+        self.job_id = job_id
+        super().__init__(f"no job with id {job_id!r}")
+
+
+class StateConflict(EdgeprintError):
+    """The job is not in a state that allows ``action`` (someone else won, or it is done).
+
+    ``state`` is the job's current state, reported to the client with the 409.
+    """
+
+    def __init__(self, job_id: str, action: str, state: str) -> None:
+        self.job_id = job_id
+        self.action = action
+        self.state = state
+        super().__init__(f"cannot {action} job {job_id}: it is {state}")
+
+
+@dataclass(frozen=True)
+class FieldProblem:
+    """One invalid field of a request: where (``loc``, dotted) and why."""
+
+    loc: str
+    message: str
+
+
+class InvalidRequest(EdgeprintError):
+    """The request is well-formed but its content is invalid (HTTP 422)."""
+
+    slug = "invalid-request"
+
+    def __init__(self, detail: str, errors: Sequence[FieldProblem] = ()) -> None:
+        self.detail = detail
+        self.errors = list(errors)
+        super().__init__(detail)
+
+
+class UnknownTarget(InvalidRequest):
+    """The request names a printer or pool that is not configured."""
+
+    slug = "unknown-target"
+
+
+class MissingTarget(InvalidRequest):
+    """The job would become printable without a printer or pool to print on."""
+
+    slug = "missing-target"
+
+
+class IdempotencyKeyReused(InvalidRequest):
+    """The Idempotency-Key was already used for a different request payload."""
+
+    slug = "idempotency-key-reused"
+
+    def __init__(self, key: str, job_id: str) -> None:
+        self.key = key
+        self.job_id = job_id
+        super().__init__(
+            f"Idempotency-Key {key!r} was already used for job {job_id} with a different "
+            "document or metadata; use a new key for a new job"
+        )
+
+
+class MalformedRequest(EdgeprintError):
+    """The request cannot be parsed at all (HTTP 400): bad JSON, broken multipart."""
+
+    def __init__(self, detail: str, slug: str = "malformed-request") -> None:
+        self.detail = detail
+        self.slug = slug
+        super().__init__(detail)
+
+
+class PayloadTooLarge(EdgeprintError):
+    """A document or metadata part exceeds its configured limit (HTTP 413)."""
+
+    def __init__(self, what: str, limit_bytes: int) -> None:
+        self.what = what
+        self.limit_bytes = limit_bytes
+        super().__init__(f"{what} exceeds the limit of {limit_bytes} bytes")
+
+
+class UnsupportedDocument(EdgeprintError):
+    """The document is not a PDF (HTTP 415)."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        super().__init__(detail)
+
+
+# --- auth -------------------------------------------------------------------
+
+
+class Unauthorized(EdgeprintError):
+    """No bearer token, or one that matches no configured token (HTTP 401)."""
+
+
+class Forbidden(EdgeprintError):
+    """The token is valid but its role may not do this (HTTP 403)."""
+
+    def __init__(self, role: str, needed: str) -> None:
+        self.role = role
+        self.needed = needed
+        super().__init__(f"role {role!r} may not do this; it needs role {needed!r}")

@@ -1,0 +1,146 @@
+"""The v1 API contract as pydantic models (DESIGN §5).
+
+These models validate what kiosks send and shape what edgeprint answers; the
+OpenAPI document is generated from them. Unknown fields are refused.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
+
+from edgeprint.config import NAME_PATTERN
+from edgeprint.states import JobState
+from edgeprint.store.jobs import JobRecord
+
+TargetName = Annotated[str, Field(pattern=NAME_PATTERN, description="[a-z0-9-]{1,40}")]
+#: Printable, no control characters, 1–128 characters.
+Owner = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f]+$")]
+#: 8–80 printable ASCII characters (Idempotency-Key header).
+IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{8,80}$"
+#: Job ids are 32 lowercase hex characters.
+JOB_ID_PATTERN = r"^[0-9a-f]{32}$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Target(_Strict):
+    printer: TargetName | None = Field(default=None, description="a configured printer")
+    pool: TargetName | None = Field(default=None, description="a configured pool")
+
+    @model_validator(mode="after")
+    def _one_target(self) -> _Target:
+        if self.printer is not None and self.pool is not None:
+            raise ValueError("give either printer or pool, not both")
+        return self
+
+
+class SubmitMetadata(_Target):
+    """The ``metadata`` part of ``POST /v1/jobs`` (JSON)."""
+
+    owner: Owner
+    priority: StrictInt = Field(default=100, ge=0, le=1000, description="lower prints first")
+    hold: StrictBool = Field(default=True, description="false: printable at once")
+    copies: StrictInt = Field(default=1, ge=1, le=99)
+
+    @model_validator(mode="after")
+    def _released_needs_target(self) -> SubmitMetadata:
+        if not self.hold and self.printer is None and self.pool is None:
+            raise ValueError("a job with hold=false must name a printer or a pool")
+        return self
+
+
+class ReleaseRequest(_Target):
+    """Optional JSON body of ``POST /v1/jobs/{id}/release``: where to print."""
+
+
+class DocumentOut(BaseModel):
+    """The stored document of a job."""
+
+    sha256: str = Field(description="hex SHA-256 of the PDF")
+    bytes: int = Field(description="size in bytes")
+
+
+def _iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class JobOut(BaseModel):
+    """A job as the API shows it. Times are RFC 3339 UTC strings."""
+
+    id: str
+    state: JobState
+    owner: str
+    printer: str | None = Field(description="requested printer, if any")
+    pool: str | None = Field(description="requested pool, if any")
+    priority: int
+    copies: int
+    attempts: int = Field(description="print attempts so far")
+    created_at: str
+    updated_at: str
+    released_at: str | None
+    finished_at: str | None
+    printed_on: str | None = Field(description="printer that holds or printed the job")
+    last_error: str | None
+    dead_reason: str | None
+    document: DocumentOut
+
+    @classmethod
+    def from_record(cls, job: JobRecord) -> JobOut:
+        return cls(
+            id=job.id,
+            state=job.state,
+            owner=job.owner,
+            printer=job.printer,
+            pool=job.pool,
+            priority=job.priority,
+            copies=job.copies,
+            attempts=job.attempts,
+            created_at=_iso(job.created_at) or "",
+            updated_at=_iso(job.updated_at) or "",
+            released_at=_iso(job.released_at),
+            finished_at=_iso(job.finished_at),
+            printed_on=job.printed_on,
+            last_error=job.last_error,
+            dead_reason=job.dead_reason,
+            document=DocumentOut(sha256=job.document_sha256, bytes=job.document_bytes),
+        )
+
+
+class JobListOut(BaseModel):
+    """A page of jobs, newest first; pass ``next_cursor`` as ``cursor`` for the next page."""
+
+    jobs: list[JobOut]
+    next_cursor: str | None
+
+
+class FieldError(BaseModel):
+    """One invalid field: ``loc`` is dotted (``metadata.priority``)."""
+
+    loc: str
+    message: str
+
+
+class Problem(BaseModel):
+    """An RFC 9457 problem document (``application/problem+json``)."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    state: JobState | None = Field(default=None, description="current job state (409 only)")
+    job_id: str | None = None
+    errors: list[FieldError] | None = None
+
+
+class Health(BaseModel):
+    """``/healthz`` and ``/readyz``."""
+
+    status: Literal["ok", "unavailable"]
+    detail: str | None = None

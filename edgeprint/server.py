@@ -1,0 +1,115 @@
+"""The composition root: open store → spool → service → HTTP API, close in reverse.
+
+No globals: config, metrics, store and service are built here and passed down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from edgeprint.api.app import Deps, build_app
+from edgeprint.api.auth import TokenAuth
+from edgeprint.config import Config
+from edgeprint.metrics import Metrics
+from edgeprint.service import JobService
+from edgeprint.spool import Spool
+from edgeprint.store import Store
+from edgeprint.store.jobs import Jobs
+
+log = logging.getLogger(__name__)
+
+DB_FILE = "edgeprint.sqlite3"
+
+
+@dataclass
+class Running:
+    """A started appliance: its service, store and the address the API listens on."""
+
+    service: JobService
+    store: Store
+    host: str
+    port: int
+
+
+async def _sweep_orphans(spool: Spool, jobs: Jobs) -> int:
+    """Remove documents no job refers to (a crash between rename and commit)."""
+    orphans = spool.stored_digests() - await jobs.document_digests()
+    for digest in orphans:
+        spool.remove(digest)
+    return len(orphans)
+
+
+@contextlib.asynccontextmanager
+async def running(config: Config) -> AsyncIterator[Running]:
+    """Start the appliance for ``config`` and stop it on exit (API first, then store).
+
+    Raises errors.StoreUnavailable when the store cannot be opened, OSError
+    when the port cannot be bound.
+    """
+    data_dir = config.server.data_dir
+    data_dir.mkdir(parents=True, exist_ok=True)
+    spool = Spool(data_dir)
+    spool.prepare()
+    store = Store(
+        data_dir / DB_FILE,
+        synchronous=config.store.synchronous,
+        busy_timeout_ms=config.store.busy_timeout_ms,
+        max_batch=config.store.max_batch,
+    )
+    await store.open()
+    runner: web.AppRunner | None = None
+    try:
+        metrics = Metrics()
+        jobs = Jobs(store)
+        removed = await _sweep_orphans(spool, jobs)
+        if removed:
+            log.info("orphan documents removed", extra={"event": "spool_swept", "count": removed})
+        service = JobService(config, jobs, spool, metrics)
+
+        async def ready() -> None:
+            await store.write("SELECT 1")
+
+        app = build_app(Deps(config, service, metrics, TokenAuth(list(config.tokens)), ready))
+        runner = web.AppRunner(
+            app,
+            handle_signals=False,
+            access_log=None,
+            shutdown_timeout=config.server.shutdown_grace_s,
+        )
+        await runner.setup()
+        site = web.TCPSite(runner, config.server.host, config.server.port, backlog=1024)
+        await site.start()
+        host, port = _bound_address(runner)
+        log.info(
+            "edgeprint ready",
+            extra={"event": "ready", "host": host, "port": port, "data_dir": str(data_dir)},
+        )
+        yield Running(service, store, host, port)
+    finally:
+        if runner is not None:
+            await runner.cleanup()
+        await store.close()
+        log.info("edgeprint stopped", extra={"event": "stopped"})
+
+
+def _bound_address(runner: web.AppRunner) -> tuple[str, int]:
+    addr = runner.addresses[0]
+    return str(addr[0]), int(addr[1])
+
+
+async def serve(config: Config) -> None:
+    """Run until SIGTERM or SIGINT, then stop gracefully."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with running(config):
+        await stop.wait()
+        log.info("stopping", extra={"event": "stopping"})

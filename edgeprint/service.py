@@ -1,0 +1,321 @@
+"""Use cases: submit, release, cancel, replay, claim, complete, retry, fail (DESIGN §1–§3).
+
+The only module that knows the state machine's meaning; the store only applies
+conditional writes and the API only speaks HTTP. Times come from the injected
+``clock`` (unix seconds).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from edgeprint import errors
+from edgeprint.config import Config
+from edgeprint.metrics import Metrics
+from edgeprint.models import SubmitMetadata
+from edgeprint.spool import Spool, StagedDocument
+from edgeprint.states import Action, JobState
+from edgeprint.store.jobs import GUARD_HAS_TARGET, GUARD_ON_PRINTER, JobRecord, Jobs, NewJob
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+#: Called after a job becomes printable: ``wake(printer, pool)``.
+Wake = Callable[[str | None, str | None], None]
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who asks: the token's name and role, and the request's correlation id."""
+
+    name: str
+    role: str
+    correlation_id: str | None = None
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    """The job, and whether this request created it (False: idempotent replay)."""
+
+    job: JobRecord
+    created: bool
+
+
+def _no_wake(printer: str | None, pool: str | None) -> None:
+    return None
+
+
+def request_digest(meta: SubmitMetadata, document_sha256: str) -> str:
+    """SHA-256 of the canonical metadata JSON (defaults applied) and the document digest.
+
+    Two submissions are "the same payload" for Idempotency-Key purposes
+    exactly when these digests are equal.
+    """
+    canonical = json.dumps(meta.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(f"{canonical}\n{document_sha256}".encode()).hexdigest()
+
+
+class JobService:
+    """The job use cases over one store, spool and config."""
+
+    def __init__(
+        self,
+        config: Config,
+        jobs: Jobs,
+        spool: Spool,
+        metrics: Metrics,
+        *,
+        clock: Clock = time.time,
+        wake: Wake = _no_wake,
+    ) -> None:
+        self.config = config
+        self.jobs = jobs
+        self.spool = spool
+        self.metrics = metrics
+        self.clock = clock
+        self.wake = wake
+        self._pools = config.pools
+        self._printers = {p.name for p in config.printers}
+
+    # --- targets ---------------------------------------------------------------
+
+    def check_target(self, printer: str | None, pool: str | None, where: str) -> None:
+        """Raise errors.UnknownTarget unless the named printer/pool is configured."""
+        if printer is not None and printer not in self._printers:
+            raise errors.UnknownTarget(
+                f"unknown printer {printer!r}; configured: {sorted(self._printers)}",
+                [errors.FieldProblem(f"{where}.printer", "not a configured printer")],
+            )
+        if pool is not None and pool not in self._pools:
+            raise errors.UnknownTarget(
+                f"unknown pool {pool!r}; configured: {sorted(self._pools)}",
+                [errors.FieldProblem(f"{where}.pool", "not a configured pool")],
+            )
+
+    # --- kiosk use cases -------------------------------------------------------
+
+    async def submit(
+        self,
+        meta: SubmitMetadata,
+        document: StagedDocument,
+        idempotency_key: str,
+        caller: Caller,
+    ) -> SubmitResult:
+        """Accept a job whose document has been staged; durable when it returns.
+
+        Same key + same payload → the earlier job (``created=False``). Raises
+        errors.UnsupportedDocument, errors.UnknownTarget,
+        errors.IdempotencyKeyReused, errors.StoreError. The staged document is
+        committed or discarded in every case.
+        """
+        try:
+            if not document.looks_like_pdf():
+                raise errors.UnsupportedDocument(
+                    "the document is not a PDF (no %PDF- header in its first 1024 bytes)"
+                )
+            self.check_target(meta.printer, meta.pool, "metadata")
+            digest = request_digest(meta, document.sha256)
+            existing = await self.jobs.get_by_key(idempotency_key)
+            if existing is not None:
+                return self._replayed(existing, idempotency_key, digest, caller)
+            await document.commit()
+        finally:
+            document.discard()
+
+        state = JobState.HELD if meta.hold else JobState.RELEASED
+        new = NewJob(
+            id=uuid.uuid4().hex,
+            idempotency_key=idempotency_key,
+            request_sha256=digest,
+            state=state,
+            owner=meta.owner,
+            printer=meta.printer,
+            pool=meta.pool,
+            priority=meta.priority,
+            copies=meta.copies,
+            document_sha256=document.sha256,
+            document_bytes=document.size,
+            token_name=caller.name,
+            correlation_id=caller.correlation_id,
+        )
+        job = await self.jobs.insert(new, self.clock(), caller.name)
+        if job is None:  # a concurrent request with the same key won
+            winner = await self.jobs.get_by_key(idempotency_key)
+            if winner is None:  # pragma: no cover - keys are never deleted
+                raise errors.StoreUnavailable("idempotency key vanished")
+            return self._replayed(winner, idempotency_key, digest, caller)
+        self.metrics.jobs_accepted.labels(state=job.state.value).inc()
+        log.info(
+            "job accepted",
+            extra={
+                "event": "job_accepted", "job_id": job.id, "state": job.state.value,
+                "owner": job.owner, "printer": job.printer, "pool": job.pool,
+                "bytes": job.document_bytes, "correlation_id": caller.correlation_id,
+            },
+        )  # fmt: skip
+        if job.state is JobState.RELEASED:
+            self.wake(job.printer, job.pool)
+        return SubmitResult(job, created=True)
+
+    def _replayed(self, existing: JobRecord, key: str, digest: str, caller: Caller) -> SubmitResult:
+        if existing.request_sha256 != digest:
+            raise errors.IdempotencyKeyReused(key, existing.id)
+        self.metrics.duplicates_suppressed.inc()
+        log.info(
+            "duplicate suppressed",
+            extra={
+                "event": "duplicate_suppressed", "job_id": existing.id,
+                "correlation_id": caller.correlation_id,
+            },
+        )  # fmt: skip
+        return SubmitResult(existing, created=False)
+
+    async def get(self, job_id: str) -> JobRecord:
+        """The job; raises errors.JobNotFound."""
+        job = await self.jobs.get(job_id)
+        if job is None:
+            raise errors.JobNotFound(job_id)
+        return job
+
+    async def release(
+        self,
+        job_id: str,
+        caller: Caller,
+        *,
+        printer: str | None = None,
+        pool: str | None = None,
+    ) -> JobRecord:
+        """HELD → RELEASED, optionally (re)targeting a printer or pool.
+
+        Exactly one of concurrent releases wins. Raises errors.UnknownTarget,
+        errors.JobNotFound, errors.StateConflict (with the current state),
+        errors.MissingTarget (held job with no printer/pool and none given).
+        """
+        self.check_target(printer, pool, "body")
+        now = self.clock()
+        sets: dict[str, object] = {"released_at": now}
+        guard = None
+        if printer is not None or pool is not None:
+            sets.update(printer=printer, pool=pool)
+        else:
+            guard = GUARD_HAS_TARGET
+        job = await self.jobs.transition(
+            job_id, Action.RELEASE, now=now, actor=caller.name,
+            correlation_id=caller.correlation_id, sets=sets, guard=guard,
+        )  # fmt: skip
+        if job is None:
+            current = await self.get(job_id)
+            if current.state is JobState.HELD:
+                raise errors.MissingTarget(
+                    "the job names no printer or pool; give one in the release body",
+                    [errors.FieldProblem("body", "printer or pool required")],
+                )
+            self.metrics.release_conflicts.inc()
+            log.info(
+                "release conflict",
+                extra={
+                    "event": "release_conflict", "job_id": job_id,
+                    "state": current.state.value, "correlation_id": caller.correlation_id,
+                },
+            )  # fmt: skip
+            raise errors.StateConflict(job_id, Action.RELEASE.value, current.state.value)
+        self.metrics.transitions.labels(action="release", outcome="ok").inc()
+        log.info(
+            "job released",
+            extra={
+                "event": "job_released", "job_id": job.id, "printer": job.printer,
+                "pool": job.pool, "correlation_id": caller.correlation_id,
+            },
+        )  # fmt: skip
+        self.wake(job.printer, job.pool)
+        return job
+
+    async def cancel(self, job_id: str, caller: Caller) -> JobRecord:
+        """HELD/RELEASED/DEAD → CANCELLED.
+
+        A PRINTING job is refused with errors.StateConflict until the
+        dispatcher can cancel it at the printer (DESIGN §2). Raises
+        errors.JobNotFound, errors.StateConflict.
+        """
+        job = await self.jobs.transition(
+            job_id, Action.CANCEL, now=self.clock(), actor=caller.name,
+            correlation_id=caller.correlation_id,
+            only_from=(JobState.HELD, JobState.RELEASED, JobState.DEAD),
+            sets={"finished_at": self.clock()},
+        )  # fmt: skip
+        return await self._checked(job, job_id, Action.CANCEL, caller)
+
+    async def replay(self, job_id: str, caller: Caller) -> JobRecord:
+        """DEAD → RELEASED once (attempts and back-off reset). Raises like :meth:`cancel`."""
+        job = await self.jobs.transition(
+            job_id, Action.REPLAY, now=self.clock(), actor=caller.name,
+            correlation_id=caller.correlation_id,
+            sets={"attempts": 0, "not_before": 0.0, "dead_reason": None, "printed_on": None,
+                  "printer_job_id": None, "released_at": self.clock()},
+        )  # fmt: skip
+        job = await self._checked(job, job_id, Action.REPLAY, caller)
+        self.wake(job.printer, job.pool)
+        return job
+
+    async def _checked(
+        self, job: JobRecord | None, job_id: str, action: Action, caller: Caller
+    ) -> JobRecord:
+        if job is None:
+            current = await self.get(job_id)
+            self.metrics.transitions.labels(action=action.value, outcome="conflict").inc()
+            raise errors.StateConflict(job_id, action.value, current.state.value)
+        self.metrics.transitions.labels(action=action.value, outcome="ok").inc()
+        log.info(
+            f"job {action.value}",
+            extra={
+                "event": f"job_{action.value}", "job_id": job_id, "state": job.state.value,
+                "correlation_id": caller.correlation_id,
+            },
+        )  # fmt: skip
+        return job
+
+    # --- dispatcher use cases (DESIGN §3) ----------------------------------------
+
+    async def claim_next(self, printer: str) -> JobRecord | None:
+        """RELEASED → PRINTING for the next job ``printer`` should print, or None."""
+        cfg = self.config.printer(printer)
+        pool = cfg.pool if cfg is not None else None
+        return await self.jobs.claim_next(
+            printer, pool, now=self.clock(), actor=f"printer:{printer}"
+        )
+
+    async def complete(self, job_id: str, printer: str) -> JobRecord | None:
+        """PRINTING → DONE when ``printer`` reported the job completed; None if not ours."""
+        now = self.clock()
+        return await self.jobs.transition(
+            job_id, Action.COMPLETE, now=now, actor=f"printer:{printer}",
+            sets={"finished_at": now, "last_error": None},
+            guard=GUARD_ON_PRINTER, guard_params=(printer,),
+        )  # fmt: skip
+
+    async def retry(
+        self, job_id: str, printer: str, error: str, not_before: float
+    ) -> JobRecord | None:
+        """PRINTING → RELEASED, not before ``not_before`` (unix seconds); None if not ours."""
+        return await self.jobs.transition(
+            job_id, Action.RETRY, now=self.clock(), actor=f"printer:{printer}", reason=error,
+            sets={"last_error": error, "not_before": not_before, "printer_job_id": None},
+            guard=GUARD_ON_PRINTER, guard_params=(printer,),
+        )  # fmt: skip
+
+    async def fail(
+        self, job_id: str, printer: str, dead_reason: str, error: str
+    ) -> JobRecord | None:
+        """PRINTING → DEAD with ``dead_reason`` (poison, attempts_exhausted, outcome_unknown)."""
+        now = self.clock()
+        return await self.jobs.transition(
+            job_id, Action.FAIL, now=now, actor=f"printer:{printer}", reason=dead_reason,
+            sets={"last_error": error, "dead_reason": dead_reason, "finished_at": now},
+            guard=GUARD_ON_PRINTER, guard_params=(printer,),
+        )  # fmt: skip

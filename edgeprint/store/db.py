@@ -1,0 +1,206 @@
+"""SQLite engine: one writer connection with group commit, one reader connection.
+
+Every write is one SQL statement submitted to :meth:`Store.write`. A single
+writer task takes whatever statements are queued, runs them inside one
+``BEGIN IMMEDIATE`` … ``COMMIT`` and only then answers each caller, so one
+fsync (``synchronous=FULL``) covers a whole batch and concurrent writers never
+see "database is locked". A statement that fails is rolled back alone by
+SQLite (statement atomicity) and only its caller gets the error; an error that
+aborts the transaction (disk full, I/O) fails the whole batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from edgeprint import errors
+from edgeprint.store.schema import MIGRATIONS
+
+log = logging.getLogger(__name__)
+
+Params = tuple[Any, ...]
+Rows = list[sqlite3.Row]
+
+_SQLITE_FULL = 13
+
+
+@dataclass
+class _Write:
+    sql: str
+    params: Params
+    future: asyncio.Future[Rows] = field(repr=False)
+
+
+def _translate(exc: sqlite3.Error) -> errors.StoreError:
+    if getattr(exc, "sqlite_errorcode", None) == _SQLITE_FULL or "full" in str(exc):
+        return errors.StorageFull(f"storage full: {exc}")
+    return errors.StoreUnavailable(f"store error: {exc}")
+
+
+class Store:
+    """The SQLite file at ``path`` (WAL mode); open with :meth:`open`, close with :meth:`close`.
+
+    ``synchronous`` is ``"FULL"`` (a committed write survives a power cut) or
+    ``"NORMAL"``; ``busy_timeout_ms`` is in milliseconds; ``max_batch`` caps
+    the statements per group commit.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        synchronous: str = "FULL",
+        busy_timeout_ms: int = 5000,
+        max_batch: int = 512,
+    ) -> None:
+        self.path = path
+        self._synchronous = synchronous
+        self._busy_timeout_ms = busy_timeout_ms
+        self._max_batch = max_batch
+        self._writer: aiosqlite.Connection | None = None
+        self._reader: aiosqlite.Connection | None = None
+        self._queue: asyncio.Queue[_Write | None] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self.batches = 0
+        self.writes = 0
+
+    # --- lifecycle -----------------------------------------------------------
+
+    async def open(self) -> None:
+        """Connect, apply pending migrations, start the writer task.
+
+        Raises errors.StoreUnavailable when the file cannot be opened or migrated.
+        """
+        try:
+            self._writer = await self._connect()
+            await self._writer.execute("PRAGMA journal_mode=WAL")
+            await self._migrate(self._writer)
+            self._reader = await self._connect()
+            await self._reader.execute("PRAGMA query_only=ON")
+        except sqlite3.Error as exc:
+            await self.close()
+            raise errors.StoreUnavailable(f"cannot open store {self.path}: {exc}") from exc
+        self._task = asyncio.create_task(self._run_writer(), name="store:writer")
+
+    async def close(self) -> None:
+        """Finish queued writes, stop the writer task and close both connections."""
+        if self._task is not None:
+            self._queue.put_nowait(None)
+            await self._task
+            self._task = None
+        for conn in (self._reader, self._writer):
+            if conn is not None:
+                with contextlib.suppress(sqlite3.Error, ValueError):
+                    await conn.close()
+        self._reader = self._writer = None
+
+    async def _connect(self) -> aiosqlite.Connection:
+        conn = await aiosqlite.connect(self.path, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        await conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout_ms)}")
+        await conn.execute(f"PRAGMA synchronous={self._synchronous}")
+        await conn.execute("PRAGMA foreign_keys=ON")
+        return conn
+
+    async def _migrate(self, conn: aiosqlite.Connection) -> None:
+        rows = await conn.execute_fetchall("PRAGMA user_version")
+        current = int(next(iter(rows))[0])
+        if current > len(MIGRATIONS):
+            raise sqlite3.DatabaseError(
+                f"schema version {current} is newer than this edgeprint ({len(MIGRATIONS)})"
+            )
+        for version in range(current, len(MIGRATIONS)):
+            await conn.execute("BEGIN IMMEDIATE")
+            try:
+                for stmt in MIGRATIONS[version]:
+                    await conn.execute(stmt)
+                await conn.execute(f"PRAGMA user_version={version + 1}")
+                await conn.execute("COMMIT")
+            except BaseException:
+                await conn.execute("ROLLBACK")
+                raise
+            log.info("store migrated", extra={"event": "store_migrated", "version": version + 1})
+
+    # --- reads and writes ----------------------------------------------------
+
+    async def read(self, sql: str, params: Params = ()) -> Rows:
+        """Run one read-only statement on the reader connection; raises errors.StoreUnavailable."""
+        if self._reader is None:
+            raise errors.StoreUnavailable("store is closed")
+        try:
+            return list(await self._reader.execute_fetchall(sql, params))
+        except (sqlite3.Error, ValueError) as exc:
+            raise errors.StoreUnavailable(f"store read failed: {exc}") from exc
+
+    async def write(self, sql: str, params: Params = ()) -> Rows:
+        """Run one statement in the next group commit; returns its rows once committed.
+
+        Raises errors.StorageFull or errors.StoreUnavailable; the statement's
+        effect is durable when this returns.
+        """
+        if self._task is None or self._task.done():
+            raise errors.StoreUnavailable("store is closed")
+        fut: asyncio.Future[Rows] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(_Write(sql, params, fut))
+        return await fut
+
+    async def _run_writer(self) -> None:
+        stopping = False
+        while not stopping:
+            first = await self._queue.get()
+            if first is None:
+                break
+            batch = [first]
+            while len(batch) < self._max_batch and not self._queue.empty():
+                item = self._queue.get_nowait()
+                if item is None:
+                    stopping = True
+                    break
+                batch.append(item)
+            live = [w for w in batch if not w.future.done()]
+            if live:
+                await self._commit(live)
+
+    async def _commit(self, batch: list[_Write]) -> None:
+        conn = self._writer
+        assert conn is not None
+        results: list[Rows | errors.StoreError] = []
+        try:
+            await conn.execute("BEGIN IMMEDIATE")
+            for w in batch:
+                try:
+                    results.append(list(await conn.execute_fetchall(w.sql, w.params)))
+                except sqlite3.Error as exc:
+                    if not conn.in_transaction:  # SQLite rolled the whole batch back
+                        raise
+                    results.append(_translate(exc))
+            await conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    await conn.execute("ROLLBACK")
+            err = _translate(exc)
+            log.error(
+                "group commit failed", extra={"event": "store_commit_failed", "error": str(exc)}
+            )
+            for w in batch:
+                if not w.future.done():
+                    w.future.set_exception(err)
+            return
+        self.batches += 1
+        self.writes += len(batch)
+        for w, res in zip(batch, results, strict=True):
+            if w.future.done():
+                continue
+            if isinstance(res, errors.StoreError):
+                w.future.set_exception(res)
+            else:
+                w.future.set_result(res)

@@ -1,0 +1,314 @@
+"""Job rows: the typed record and every SQL statement on ``jobs``.
+
+Each state change is one conditional ``UPDATE … WHERE id = ? AND state IN (…)
+RETURNING *``; the allowed source states come from :data:`states.TRANSITIONS`.
+``None`` from a transition means another writer won (a normal outcome).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from edgeprint.states import Action, JobState, sources, target
+from edgeprint.store.db import Store
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """One row of ``jobs``. Times are unix seconds (float)."""
+
+    seq: int
+    id: str
+    idempotency_key: str
+    request_sha256: str
+    state: JobState
+    owner: str
+    printer: str | None
+    pool: str | None
+    priority: int
+    copies: int
+    document_sha256: str
+    document_bytes: int
+    attempts: int
+    not_before: float
+    printed_on: str | None
+    printer_job_id: int | None
+    last_error: str | None
+    dead_reason: str | None
+    created_at: float
+    updated_at: float
+    released_at: float | None
+    claimed_at: float | None
+    finished_at: float | None
+    token_name: str
+    correlation_id: str | None
+    actor: str
+    reason: str | None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> JobRecord:
+        data = dict(row)
+        data["state"] = JobState(data["state"])
+        return cls(**data)
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """What :meth:`Jobs.insert` stores for a new job."""
+
+    id: str
+    idempotency_key: str
+    request_sha256: str
+    state: JobState
+    owner: str
+    printer: str | None
+    pool: str | None
+    priority: int
+    copies: int
+    document_sha256: str
+    document_bytes: int
+    token_name: str
+    correlation_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    """One row of ``job_events``."""
+
+    seq: int
+    job_id: str
+    at: float
+    from_state: JobState | None
+    to_state: JobState
+    actor: str
+    reason: str | None
+    correlation_id: str | None
+
+
+#: Columns a transition may set besides the state bookkeeping.
+_SETTABLE = frozenset(
+    {
+        "printer",
+        "pool",
+        "attempts",
+        "not_before",
+        "printed_on",
+        "printer_job_id",
+        "last_error",
+        "dead_reason",
+        "released_at",
+        "claimed_at",
+        "finished_at",
+    }
+)
+
+_INSERT = """
+INSERT INTO jobs (id, idempotency_key, request_sha256, state, owner, printer, pool, priority,
+                  copies, document_sha256, document_bytes, created_at, updated_at, released_at,
+                  token_name, correlation_id, actor, reason)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'submit')
+ON CONFLICT (idempotency_key) DO NOTHING
+RETURNING *
+"""
+
+# The next claimable job for one printer: its own jobs and its pool's, lowest
+# priority number first, the printer's own jobs before pool jobs of the same
+# priority, then acceptance order.
+_CLAIM_NEXT = """
+UPDATE jobs
+SET state = 'PRINTING', printed_on = ?, printer_job_id = NULL, claimed_at = ?,
+    attempts = attempts + 1, updated_at = ?, actor = ?, reason = 'claim'
+WHERE id = (
+    SELECT id FROM (
+        SELECT id, priority, 0 AS own, seq FROM jobs
+        WHERE state = 'RELEASED' AND printer = ? AND not_before <= ?
+        UNION ALL
+        SELECT id, priority, 1 AS own, seq FROM jobs
+        WHERE state = 'RELEASED' AND printer IS NULL AND pool = ? AND not_before <= ?
+    )
+    ORDER BY priority, own, seq
+    LIMIT 1
+) AND state = 'RELEASED'
+RETURNING *
+"""
+
+
+#: Guard for a release that keeps the job's stored target: it must have one.
+GUARD_HAS_TARGET = "(printer IS NOT NULL OR pool IS NOT NULL)"
+#: Guard for a printer's outcome: the job must still be held by that printer.
+GUARD_ON_PRINTER = "printed_on = ?"
+
+
+class Jobs:
+    """Queries on the ``jobs`` and ``job_events`` tables of one :class:`Store`."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    async def insert(self, job: NewJob, now: float, actor: str) -> JobRecord | None:
+        """Store a new job; ``None`` when its idempotency key already exists.
+
+        Raises errors.StoreError. Durable (committed) when it returns.
+        """
+        released_at = now if job.state is JobState.RELEASED else None
+        rows = await self._store.write(
+            _INSERT,
+            (
+                job.id, job.idempotency_key, job.request_sha256, job.state.value, job.owner,
+                job.printer, job.pool, job.priority, job.copies, job.document_sha256,
+                job.document_bytes, now, now, released_at, job.token_name, job.correlation_id,
+                actor,
+            ),
+        )  # fmt: skip
+        return JobRecord.from_row(rows[0]) if rows else None
+
+    async def transition(
+        self,
+        job_id: str,
+        action: Action,
+        *,
+        now: float,
+        actor: str,
+        reason: str | None = None,
+        correlation_id: str | None = None,
+        sets: Mapping[str, Any] | None = None,
+        only_from: Sequence[JobState] | None = None,
+        guard: str | None = None,
+        guard_params: tuple[Any, ...] = (),
+    ) -> JobRecord | None:
+        """Apply ``action`` to the job if its state allows it; ``None`` if it does not.
+
+        ``sets`` are extra columns to write (from a fixed allow-list);
+        ``only_from`` narrows the allowed source states further. Raises
+        errors.StoreError; ValueError for a column not in the allow-list.
+        ``guard`` is an extra SQL condition, one of the module's ``GUARD_*``
+        constants (never client input) with ``?`` marks for ``guard_params``.
+        """
+        allowed = sources(action)
+        if only_from is not None:
+            allowed = tuple(s for s in allowed if s in only_from)
+        extra = dict(sets or {})
+        bad = set(extra) - _SETTABLE
+        if bad:
+            raise ValueError(f"transition cannot set {sorted(bad)}")
+        assignments = ["state = ?", "updated_at = ?", "actor = ?", "reason = ?"]
+        params: list[Any] = [target(action).value, now, actor, reason or action.value]
+        assignments.append("correlation_id = COALESCE(?, correlation_id)")
+        params.append(correlation_id)
+        for col, value in extra.items():
+            assignments.append(f"{col} = ?")
+            params.append(value)
+        marks = ", ".join("?" for _ in allowed)
+        sql = (
+            f"UPDATE jobs SET {', '.join(assignments)} "
+            f"WHERE id = ? AND state IN ({marks})"
+            + (f" AND {guard}" if guard else "")
+            + " RETURNING *"
+        )
+        params.append(job_id)
+        params.extend(s.value for s in allowed)
+        params.extend(guard_params)
+        rows = await self._store.write(sql, tuple(params))
+        return JobRecord.from_row(rows[0]) if rows else None
+
+    async def claim_next(
+        self, printer: str, pool: str | None, *, now: float, actor: str
+    ) -> JobRecord | None:
+        """Move the next claimable job for ``printer`` to PRINTING; ``None`` if there is none.
+
+        Raises errors.StoreError.
+        """
+        rows = await self._store.write(
+            _CLAIM_NEXT, (printer, now, now, actor, printer, now, pool, now)
+        )
+        return JobRecord.from_row(rows[0]) if rows else None
+
+    async def set_printer_job_id(
+        self, job_id: str, printer: str, printer_job_id: int, *, now: float
+    ) -> bool:
+        """Record the IPP job-id of a PRINTING job on ``printer``; False if it is no longer ours."""
+        rows = await self._store.write(
+            "UPDATE jobs SET printer_job_id = ?, updated_at = ? "
+            "WHERE id = ? AND state = 'PRINTING' AND printed_on = ? RETURNING id",
+            (printer_job_id, now, job_id, printer),
+        )
+        return bool(rows)
+
+    async def get(self, job_id: str) -> JobRecord | None:
+        """The job with this id, or None. Raises errors.StoreUnavailable."""
+        rows = await self._store.read("SELECT * FROM jobs WHERE id = ?", (job_id,))
+        return JobRecord.from_row(rows[0]) if rows else None
+
+    async def get_by_key(self, idempotency_key: str) -> JobRecord | None:
+        """The job stored under this Idempotency-Key, or None."""
+        rows = await self._store.read(
+            "SELECT * FROM jobs WHERE idempotency_key = ?", (idempotency_key,)
+        )
+        return JobRecord.from_row(rows[0]) if rows else None
+
+    async def list_jobs(
+        self,
+        *,
+        state: JobState | None = None,
+        owner: str | None = None,
+        printer: str | None = None,
+        before_seq: int | None = None,
+        limit: int = 50,
+    ) -> list[JobRecord]:
+        """Jobs newest first, filtered; ``before_seq`` pages (exclusive)."""
+        where: list[str] = []
+        params: list[Any] = []
+        if state is not None:
+            where.append("state = ?")
+            params.append(state.value)
+        if owner is not None:
+            where.append("owner = ?")
+            params.append(owner)
+        if printer is not None:
+            where.append("(printer = ? OR printed_on = ?)")
+            params.extend([printer, printer])
+        if before_seq is not None:
+            where.append("seq < ?")
+            params.append(before_seq)
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        params.append(limit)
+        rows = await self._store.read(
+            f"SELECT * FROM jobs {clause} ORDER BY seq DESC LIMIT ?", tuple(params)
+        )
+        return [JobRecord.from_row(r) for r in rows]
+
+    async def events(self, job_id: str) -> list[EventRecord]:
+        """The job's event history, oldest first."""
+        rows = await self._store.read(
+            "SELECT * FROM job_events WHERE job_id = ? ORDER BY seq", (job_id,)
+        )
+        out = []
+        for r in rows:
+            d = dict(r)
+            d["from_state"] = JobState(d["from_state"]) if d["from_state"] else None
+            d["to_state"] = JobState(d["to_state"])
+            out.append(EventRecord(**d))
+        return out
+
+    async def count_by_state(self) -> dict[JobState, int]:
+        """Number of jobs in each state (every state present, zero if none)."""
+        rows = await self._store.read("SELECT state, count(*) FROM jobs GROUP BY state")
+        counts = dict.fromkeys(JobState, 0)
+        for r in rows:
+            counts[JobState(r[0])] = int(r[1])
+        return counts
+
+    async def document_in_use(self, sha256: str) -> bool:
+        """True when any job refers to the document with this digest."""
+        rows = await self._store.read(
+            "SELECT 1 FROM jobs WHERE document_sha256 = ? LIMIT 1", (sha256,)
+        )
+        return bool(rows)
+
+    async def document_digests(self) -> set[str]:
+        """Digests of every document a job refers to."""
+        rows = await self._store.read("SELECT DISTINCT document_sha256 FROM jobs")
+        return {str(r[0]) for r in rows}

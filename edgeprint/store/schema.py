@@ -1,0 +1,102 @@
+"""Schema and migrations. ``PRAGMA user_version`` is the applied migration count.
+
+Each entry of :data:`MIGRATIONS` is a list of statements applied in one
+``BEGIN IMMEDIATE`` transaction together with the new ``user_version``. Never
+edit a released migration: append a new one.
+
+The ``job_events`` rows are written by triggers, so every state change and
+its event row are one statement in one transaction by construction, and the
+table refuses UPDATE and DELETE (append-only).
+"""
+
+from __future__ import annotations
+
+from edgeprint.states import ALL_STATES
+
+_STATES_SQL = ", ".join(f"'{s.value}'" for s in ALL_STATES)
+
+_EVENT_COLUMNS = "job_id, at, from_state, to_state, actor, reason, correlation_id"
+
+MIGRATIONS: list[list[str]] = [
+    # 1: jobs + append-only events
+    [
+        f"""
+        CREATE TABLE jobs (
+            seq              INTEGER PRIMARY KEY AUTOINCREMENT,  -- acceptance order (FIFO)
+            id               TEXT    NOT NULL UNIQUE,
+            idempotency_key  TEXT    NOT NULL UNIQUE,
+            request_sha256   TEXT    NOT NULL,                   -- metadata + document digest
+            state            TEXT    NOT NULL CHECK (state IN ({_STATES_SQL})),
+            owner            TEXT    NOT NULL,
+            printer          TEXT,                               -- requested printer
+            pool             TEXT,                               -- requested pool
+            priority         INTEGER NOT NULL CHECK (priority BETWEEN 0 AND 1000),
+            copies           INTEGER NOT NULL CHECK (copies BETWEEN 1 AND 99),
+            document_sha256  TEXT    NOT NULL,
+            document_bytes   INTEGER NOT NULL CHECK (document_bytes >= 0),
+            attempts         INTEGER NOT NULL DEFAULT 0,
+            not_before       REAL    NOT NULL DEFAULT 0,         -- unix seconds
+            printed_on       TEXT,                               -- printer that holds/printed it
+            printer_job_id   INTEGER,                            -- IPP job-id at printed_on
+            last_error       TEXT,
+            dead_reason      TEXT,
+            created_at       REAL    NOT NULL,
+            updated_at       REAL    NOT NULL,
+            released_at      REAL,
+            claimed_at       REAL,
+            finished_at      REAL,
+            token_name       TEXT    NOT NULL,
+            correlation_id   TEXT,
+            -- who made the last state change, and why: read by the event triggers
+            actor            TEXT    NOT NULL,
+            reason           TEXT
+        )
+        """,
+        "CREATE INDEX jobs_by_state ON jobs (state, seq)",
+        "CREATE INDEX jobs_by_owner ON jobs (owner, seq)",
+        """CREATE INDEX jobs_ready_printer ON jobs (printer, priority, seq)
+           WHERE state = 'RELEASED'""",
+        """CREATE INDEX jobs_ready_pool ON jobs (pool, priority, seq)
+           WHERE state = 'RELEASED'""",
+        """
+        CREATE TABLE job_events (
+            seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+            job_id          TEXT NOT NULL,
+            at              REAL NOT NULL,
+            from_state      TEXT,
+            to_state        TEXT NOT NULL,
+            actor           TEXT NOT NULL,
+            reason          TEXT,
+            correlation_id  TEXT
+        )
+        """,
+        "CREATE INDEX job_events_by_job ON job_events (job_id, seq)",
+        f"""
+        CREATE TRIGGER job_events_on_insert AFTER INSERT ON jobs
+        BEGIN
+            INSERT INTO job_events ({_EVENT_COLUMNS})
+            VALUES (NEW.id, NEW.updated_at, NULL, NEW.state, NEW.actor, NEW.reason,
+                    NEW.correlation_id);
+        END
+        """,
+        f"""
+        CREATE TRIGGER job_events_on_transition AFTER UPDATE OF state ON jobs
+        WHEN OLD.state IS NOT NEW.state
+        BEGIN
+            INSERT INTO job_events ({_EVENT_COLUMNS})
+            VALUES (NEW.id, NEW.updated_at, OLD.state, NEW.state, NEW.actor, NEW.reason,
+                    NEW.correlation_id);
+        END
+        """,
+        """
+        CREATE TRIGGER job_events_no_update BEFORE UPDATE ON job_events
+        BEGIN SELECT RAISE(ABORT, 'job_events is append-only'); END
+        """,
+        """
+        CREATE TRIGGER job_events_no_delete BEFORE DELETE ON job_events
+        BEGIN SELECT RAISE(ABORT, 'job_events is append-only'); END
+        """,
+    ],
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
