@@ -26,7 +26,7 @@ class ServerConfig(_Frozen):
     """``[server]``: where the API listens and where state lives."""
 
     host: str = "127.0.0.1"
-    port: int = Field(default=8631, ge=1, le=65535)
+    port: int = Field(default=8631, ge=0, le=65535, description="0 picks a free port")
     data_dir: Path = Path("/var/lib/edgeprint")
     max_document_bytes: int = Field(default=20 * 1024 * 1024, ge=1024, le=1024**3)
     max_metadata_bytes: int = Field(default=16 * 1024, ge=256, le=1024 * 1024)

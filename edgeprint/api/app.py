@@ -54,6 +54,7 @@ class Deps:
 
 
 DEPS = web.AppKey("deps", Deps)
+CORRELATION_ID = web.RequestKey("correlation_id", str)
 
 
 def _deps(request: web.Request) -> Deps:
@@ -62,7 +63,7 @@ def _deps(request: web.Request) -> Deps:
 
 def _caller(request: web.Request, needed: str) -> Caller:
     token = _deps(request).auth.authenticate(request.headers.get("Authorization"), needed)
-    return Caller(token.name, token.role, request.get("correlation_id"))
+    return Caller(token.name, token.role, request.get(CORRELATION_ID))
 
 
 def _json(model: JobOut | JobListOut | Health, status: int = 200, **headers: str) -> web.Response:
@@ -89,7 +90,7 @@ async def _middleware(request: web.Request, handler: Handler) -> web.StreamRespo
     cid = request.headers.get("X-Correlation-ID", "")
     if not _CORRELATION_RE.match(cid):
         cid = uuid.uuid4().hex
-    request["correlation_id"] = cid
+    request[CORRELATION_ID] = cid
     started = time.perf_counter()
     resp: web.StreamResponse
     try:
