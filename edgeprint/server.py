@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
+import os
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from aiohttp import web
 
+from edgeprint import errors
 from edgeprint.api.app import Deps, build_app
 from edgeprint.api.auth import TokenAuth
 from edgeprint.config import Config
@@ -26,6 +30,7 @@ from edgeprint.store.jobs import Jobs
 log = logging.getLogger(__name__)
 
 DB_FILE = "edgeprint.sqlite3"
+LOCK_FILE = "edgeprint.lock"
 
 
 @dataclass
@@ -46,6 +51,27 @@ async def _sweep_orphans(spool: Spool, jobs: Jobs) -> int:
     return len(orphans)
 
 
+@contextlib.contextmanager
+def _exclusive(data_dir: Path) -> Iterator[None]:
+    """Hold an flock on ``data_dir/edgeprint.lock``: one appliance per data_dir.
+
+    Raises errors.StoreUnavailable when another process holds it.
+    """
+    fd = os.open(data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise errors.StoreUnavailable(
+                f"another edgeprint is running on {data_dir} (lock {LOCK_FILE} is held)"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield
+    finally:
+        os.close(fd)
+
+
 @contextlib.asynccontextmanager
 async def running(config: Config) -> AsyncIterator[Running]:
     """Start the appliance for ``config`` and stop it on exit (API first, then store).
@@ -55,6 +81,13 @@ async def running(config: Config) -> AsyncIterator[Running]:
     """
     data_dir = config.server.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
+    with _exclusive(data_dir):
+        async with _running(config, data_dir) as run:
+            yield run
+
+
+@contextlib.asynccontextmanager
+async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
     spool = Spool(data_dir)
     spool.prepare()
     store = Store(
