@@ -127,3 +127,26 @@ def make_appliance(tmp_path: Path) -> Callable[..., Any]:
 async def app(make_appliance: Callable[..., Any]) -> AsyncIterator[Appliance]:
     async with make_appliance() as a:
         yield a
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    return json.dumps(str(v))
+
+
+def to_toml(data: dict[str, Any]) -> str:
+    """A TOML text for a config dict of tables and arrays of tables (enough for our configs)."""
+    lines: list[str] = []
+    for key, value in data.items():
+        if isinstance(value, dict):
+            lines.append(f"[{key}]")
+            lines += [f"{k} = {_toml_value(v)}" for k, v in value.items()]
+        else:
+            for item in value:
+                lines.append(f"[[{key}]]")
+                lines += [f"{k} = {_toml_value(v)}" for k, v in item.items()]
+        lines.append("")
+    return "\n".join(lines)
