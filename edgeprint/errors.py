@@ -153,3 +153,53 @@ class Forbidden(EdgeprintError):
         self.role = role
         self.needed = needed
         super().__init__(f"role {role!r} may not do this; it needs role {needed!r}")
+
+
+# --- printers (classified once, in edgeprint.printers.ipp) ------------------------
+
+
+class PrinterError(EdgeprintError):
+    """An IPP request failed. ``operation`` is the IPP operation name (RFC 8011 §4)."""
+
+    def __init__(self, operation: str, detail: str, *, status_code: int | None = None) -> None:
+        self.operation = operation
+        self.detail = detail
+        self.status_code = status_code
+        code = f" (status 0x{status_code:04x})" if status_code is not None else ""
+        super().__init__(f"{operation}: {detail}{code}")
+
+
+class PrinterTransient(PrinterError):
+    """Failed, and the printer did not act on it: safe to try again later."""
+
+
+class PrinterUnreachable(PrinterTransient):
+    """No connection (refused, no route): the request never reached the printer."""
+
+
+class PrinterBusy(PrinterTransient):
+    """``server-error-busy`` (0x0507): backpressure, not a failure."""
+
+
+class PrinterPermanent(PrinterError):
+    """The printer refused the job or document itself (bad format, unsupported attributes).
+
+    Sending the same job again would fail the same way: the job is poison.
+    """
+
+
+class PrinterAmbiguous(PrinterError):
+    """Time-out or broken connection during a request the printer may have acted on.
+
+    Never settled by sending again: reconcile with the printer's job list
+    (DESIGN §3). ``body_sent`` is False when the request body (the document)
+    was not handed over whole: any copy the printer made from it is truncated.
+    """
+
+    def __init__(self, operation: str, detail: str, *, body_sent: bool = True) -> None:
+        self.body_sent = body_sent
+        super().__init__(operation, detail)
+
+
+class PrinterProtocolError(PrinterTransient):
+    """The printer's answer could not be parsed as IPP."""

@@ -39,7 +39,7 @@ class _Write:
     future: asyncio.Future[Rows] = field(repr=False)
 
 
-def _translate(exc: sqlite3.Error) -> errors.StoreError:
+def _translate(exc: Exception) -> errors.StoreError:
     if getattr(exc, "sqlite_errorcode", None) == _SQLITE_FULL or "full" in str(exc):
         return errors.StorageFull(f"storage full: {exc}")
     return errors.StoreUnavailable(f"store error: {exc}")
@@ -144,7 +144,8 @@ class Store:
         """Run one statement in the next group commit; returns its rows once committed.
 
         Raises errors.StorageFull or errors.StoreUnavailable; the statement's
-        effect is durable when this returns.
+        effect is durable when this returns. Once queued, the statement runs
+        even if the caller is cancelled while waiting.
         """
         if self._task is None or self._task.done():
             raise errors.StoreUnavailable("store is closed")
@@ -165,9 +166,9 @@ class Store:
                     stopping = True
                     break
                 batch.append(item)
-            live = [w for w in batch if not w.future.done()]
-            if live:
-                await self._commit(live)
+            # Queued writes run even if their caller has gone (cancelled): the
+            # caller cannot know whether it ran, and reconciliation expects it did.
+            await self._commit(batch)
 
     async def _commit(self, batch: list[_Write]) -> None:
         conn = self._writer
@@ -183,7 +184,7 @@ class Store:
                         raise
                     results.append(_translate(exc))
             await conn.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, ValueError) as exc:  # ValueError: connection closed
             if conn.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
                     await conn.execute("ROLLBACK")

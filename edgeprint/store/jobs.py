@@ -47,6 +47,9 @@ class JobRecord:
     correlation_id: str | None
     actor: str
     reason: str | None
+    upload: str | None
+    cancel_requested: int
+    truncated_copies: int
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> JobRecord:
@@ -102,6 +105,9 @@ _SETTABLE = frozenset(
         "released_at",
         "claimed_at",
         "finished_at",
+        "upload",
+        "cancel_requested",
+        "truncated_copies",
     }
 )
 
@@ -119,7 +125,7 @@ RETURNING *
 # priority, then acceptance order.
 _CLAIM_NEXT = """
 UPDATE jobs
-SET state = 'PRINTING', printed_on = ?, printer_job_id = NULL, claimed_at = ?,
+SET state = 'PRINTING', printed_on = ?, printer_job_id = NULL, upload = NULL, claimed_at = ?,
     attempts = attempts + 1, updated_at = ?, actor = ?, reason = 'claim'
 WHERE id = (
     SELECT id FROM (
@@ -226,16 +232,50 @@ class Jobs:
         )
         return JobRecord.from_row(rows[0]) if rows else None
 
-    async def set_printer_job_id(
-        self, job_id: str, printer: str, printer_job_id: int, *, now: float
-    ) -> bool:
-        """Record the IPP job-id of a PRINTING job on ``printer``; False if it is no longer ours."""
+    async def update_printing(
+        self, job_id: str, printer: str, *, now: float, sets: Mapping[str, Any]
+    ) -> JobRecord | None:
+        """Set columns of a job PRINTING on ``printer`` (no state change).
+
+        None when the job is no longer PRINTING there. Raises errors.StoreError.
+        """
+        bad = set(sets) - _SETTABLE
+        if bad:
+            raise ValueError(f"cannot set {sorted(bad)}")
+        cols = ", ".join(f"{c} = ?" for c in sets)
         rows = await self._store.write(
-            "UPDATE jobs SET printer_job_id = ?, updated_at = ? "
-            "WHERE id = ? AND state = 'PRINTING' AND printed_on = ? RETURNING id",
-            (printer_job_id, now, job_id, printer),
+            f"UPDATE jobs SET {cols}, updated_at = ? "
+            "WHERE id = ? AND state = 'PRINTING' AND printed_on = ? RETURNING *",
+            (*sets.values(), now, job_id, printer),
         )
-        return bool(rows)
+        return JobRecord.from_row(rows[0]) if rows else None
+
+    async def request_cancel(self, job_id: str, *, now: float, actor: str) -> JobRecord | None:
+        """Flag a PRINTING job for Cancel-Job at its printer; None if it is not PRINTING."""
+        rows = await self._store.write(
+            "UPDATE jobs SET cancel_requested = 1, updated_at = ?, actor = ? "
+            "WHERE id = ? AND state = 'PRINTING' RETURNING *",
+            (now, actor, job_id),
+        )
+        return JobRecord.from_row(rows[0]) if rows else None
+
+    async def printing_on(self, printer: str) -> list[JobRecord]:
+        """Jobs PRINTING on ``printer``, oldest claim first."""
+        rows = await self._store.read(
+            "SELECT * FROM jobs WHERE state = 'PRINTING' AND printed_on = ? ORDER BY claimed_at",
+            (printer,),
+        )
+        return [JobRecord.from_row(r) for r in rows]
+
+    async def next_not_before(self, printer: str, pool: str | None, now: float) -> float | None:
+        """The earliest future ``not_before`` of a RELEASED job this printer could take."""
+        rows = await self._store.read(
+            "SELECT min(not_before) FROM jobs WHERE state = 'RELEASED' AND not_before > ? "
+            "AND (printer = ? OR (printer IS NULL AND pool = ?))",
+            (now, printer, pool),
+        )
+        value = rows[0][0] if rows else None
+        return float(value) if value is not None else None
 
     async def get(self, job_id: str) -> JobRecord | None:
         """The job with this id, or None. Raises errors.StoreUnavailable."""

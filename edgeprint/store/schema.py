@@ -99,4 +99,18 @@ MIGRATIONS: list[list[str]] = [
     ],
 ]
 
+MIGRATIONS.append(
+    # 2: the printer boundary (DESIGN §3)
+    [
+        # NULL: no document sent for this claim; 'sending': the document may be at
+        # printed_on; 'truncated': the upload is known to have broken off.
+        """ALTER TABLE jobs ADD COLUMN upload TEXT
+           CHECK (upload IS NULL OR upload IN ('sending', 'truncated'))""",
+        "ALTER TABLE jobs ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0",
+        # copies printed from a truncated upload (recorded and counted, DESIGN §3.7)
+        "ALTER TABLE jobs ADD COLUMN truncated_copies INTEGER NOT NULL DEFAULT 0",
+        "CREATE INDEX jobs_printing ON jobs (printed_on) WHERE state = 'PRINTING'",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)

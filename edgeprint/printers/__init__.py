@@ -1,0 +1,1 @@
+"""Printers: the typed IPP client (the only home of pyipp)."""

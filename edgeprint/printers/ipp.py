@@ -1,0 +1,451 @@
+"""A typed IPP client over pyipp for the operations edgeprint uses (RFC 8011).
+
+This module is the only home of pyipp. Every failure is classified here, once,
+into :mod:`edgeprint.errors` types:
+
+- :class:`errors.PrinterUnreachable`: no connection; the printer did not act.
+- :class:`errors.PrinterBusy`: ``server-error-busy`` (0x0507), backpressure.
+- :class:`errors.PrinterTransient`: other failures the printer did not act on.
+- :class:`errors.PrinterPermanent`: the printer refused the document or its
+  attributes (RFC 8011 §4.1.6 / PWG 5100.x status codes listed in
+  :data:`POISON_STATUSES`).
+- :class:`errors.PrinterAmbiguous`: time-out or broken connection during an
+  operation that may have acted (Create-Job, Send-Document, Print-Job).
+
+pyipp 0.17.2 is used for what it does well, encoding and parsing IPP
+messages; the HTTP exchange is ours, on the shared aiohttp session, because
+its ``IPP`` class raises on any status ≥ 0x0200 with only the code (we keep
+``status-message``), its ``request_timeout`` does not cover reading the
+answer (ours covers the whole exchange), and it cannot tell whether a
+document upload was handed over whole (we track it: a time-out after the
+whole body was written is a different case from a broken upload, DESIGN §3.7).
+Attributes missing from its tag map are silently dropped (we check ours at
+import); one value parses to a scalar and several to a list (normalised).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import aiohttp.abc
+from aiohttp.payload import BytesPayload
+from pyipp.enums import IppOperation, IppStatus
+from pyipp.parser import parse as parse_ipp
+from pyipp.serializer import encode_dict as encode_ipp
+from pyipp.tags import ATTRIBUTE_TAG_MAP
+from yarl import URL
+
+from edgeprint import errors
+
+#: IPP job-state values (RFC 8011 §5.3.7).
+JOB_PENDING, JOB_HELD, JOB_PROCESSING, JOB_STOPPED = 3, 4, 5, 6
+JOB_CANCELED, JOB_ABORTED, JOB_COMPLETED = 7, 8, 9
+JOB_TERMINAL = frozenset({JOB_CANCELED, JOB_ABORTED, JOB_COMPLETED})
+
+#: Statuses that blame the document or its attributes: the job is poison.
+POISON_STATUSES = frozenset(
+    {
+        IppStatus.ERROR_DOCUMENT_FORMAT_NOT_SUPPORTED,  # 0x040A
+        IppStatus.ERROR_ATTRIBUTES_OR_VALUES,  # 0x040B
+        IppStatus.ERROR_CONFLICTING,  # 0x040E
+        IppStatus.ERROR_DOCUMENT_FORMAT_ERROR,  # 0x0410
+        IppStatus.ERROR_DOCUMENT_PASSWORD,  # 0x0417
+        IppStatus.ERROR_DOCUMENT_PERMISSION,  # 0x0418
+        IppStatus.ERROR_DOCUMENT_SECURITY,  # 0x0419
+        IppStatus.ERROR_DOCUMENT_UNPRINTABLE,  # 0x041A
+        IppStatus.ERROR_REQUEST_ENTITY,  # 0x0408 document too large for this printer
+    }
+)
+_NOT_FOUND = frozenset({IppStatus.ERROR_NOT_FOUND, IppStatus.ERROR_GONE})
+
+#: Operations the printer may have acted on before a time-out or disconnect.
+_ACTING = frozenset({IppOperation.CREATE_JOB, IppOperation.SEND_DOCUMENT, IppOperation.PRINT_JOB})
+
+_PRINTER_ATTRS = [
+    "printer-state",
+    "printer-state-reasons",
+    "printer-state-message",
+    "queued-job-count",
+    "operations-supported",
+    "document-format-supported",
+    "copies-supported",
+    "printer-is-accepting-jobs",
+    "printer-up-time",
+]
+_JOB_ATTRS = [
+    "job-id",
+    "job-name",
+    "job-state",
+    "job-state-reasons",
+    "job-state-message",
+    "job-k-octets",
+    "job-k-octets-processed",
+    "job-originating-user-name",
+    "job-impressions-completed",
+]
+#: Every attribute this client sends; pyipp drops any it has no tag for.
+_SENT_ATTRIBUTES = (
+    "requesting-user-name",
+    "job-name",
+    "document-format",
+    "last-document",
+    "job-id",
+    "which-jobs",
+    "requested-attributes",
+    "copies",
+)
+_missing = [a for a in _SENT_ATTRIBUTES if a not in ATTRIBUTE_TAG_MAP]
+if _missing:  # pragma: no cover - a pyipp upgrade would trip this at import
+    raise ImportError(f"pyipp has no tag for {_missing}: it would drop them silently")
+
+#: Observer of each request: (operation, outcome, seconds).
+Observe = Callable[[str, str, float], None]
+
+_HEADERS = {"Content-Type": "application/ipp", "Accept": "application/ipp"}
+_request_ids = itertools.count(1)
+
+
+class _TrackedBody(BytesPayload):
+    """A request body that knows whether all of it was handed to the connection."""
+
+    written = False
+
+    async def write(self, writer: aiohttp.abc.AbstractStreamWriter) -> None:
+        await super().write(writer)
+        self.written = True
+
+    async def write_with_length(
+        self, writer: aiohttp.abc.AbstractStreamWriter, content_length: int | None
+    ) -> None:
+        await super().write_with_length(writer, content_length)
+        self.written = True
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return value
+    return [value]
+
+
+def _op_name(op: IppOperation) -> str:
+    return "-".join(part.capitalize() for part in op.name.split("_"))
+
+
+@dataclass(frozen=True)
+class PrinterStatus:
+    """What Get-Printer-Attributes says (RFC 8011 §5.4)."""
+
+    state: int  # printer-state: 3 idle, 4 processing, 5 stopped
+    reasons: tuple[str, ...]  # printer-state-reasons, e.g. ("media-empty-report",)
+    message: str
+    queued_job_count: int
+    operations: frozenset[str]  # e.g. {"Create-Job", "Send-Document", …}
+    formats: frozenset[str]  # document-format-supported
+    copies_supported: bool
+    accepting_jobs: bool
+    up_time_s: int | None  # printer-up-time, seconds
+
+    @property
+    def supports_create_job(self) -> bool:
+        """True when Create-Job and Send-Document are both in operations-supported."""
+        return {"Create-Job", "Send-Document"} <= self.operations
+
+
+@dataclass(frozen=True)
+class PrinterJob:
+    """A job as the printer reports it (RFC 8011 §5.3)."""
+
+    job_id: int
+    name: str
+    state: int  # job-state, see JOB_* constants
+    reasons: tuple[str, ...]
+    message: str
+    k_octets: int | None  # job-k-octets: document size received, KiB rounded up
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in JOB_TERMINAL
+
+
+def _printer_job(attrs: Mapping[str, Any]) -> PrinterJob:
+    k = attrs.get("job-k-octets")
+    return PrinterJob(
+        job_id=int(attrs.get("job-id", 0)),
+        name=str(attrs.get("job-name", "")),
+        state=int(attrs.get("job-state", 0)),
+        reasons=tuple(str(r) for r in _as_list(attrs.get("job-state-reasons"))),
+        message=str(attrs.get("job-state-message", "")),
+        k_octets=int(k) if isinstance(k, int) else None,
+    )
+
+
+_OPERATION_NAMES = {op.value: _op_name(op) for op in IppOperation}
+
+
+def _status_name(code: int) -> str:
+    try:
+        return IppStatus(code).name.lower().replace("_", "-")
+    except ValueError:
+        return "unknown-status"
+
+
+class IppClient:
+    """One printer at ``uri`` (ipp://host:port/path), over the shared aiohttp ``session``.
+
+    ``request_timeout_s`` bounds every request (seconds) except document
+    uploads, which get ``upload_timeout_s``. ``observe(operation, outcome,
+    seconds)`` is called for every request (metrics).
+    """
+
+    def __init__(
+        self,
+        uri: str,
+        session: aiohttp.ClientSession,
+        *,
+        request_timeout_s: float = 10.0,
+        upload_timeout_s: float = 60.0,
+        observe: Observe | None = None,
+    ) -> None:
+        self.uri = uri
+        self._session = session
+        self._request_timeout_s = request_timeout_s
+        self._upload_timeout_s = upload_timeout_s
+        self._observe = observe
+        parsed = URL(uri)
+        scheme = "https" if parsed.scheme in ("ipps", "https") else "http"
+        default_port = 631 if parsed.scheme in ("ipp", "ipps") else None
+        self._url = parsed.with_scheme(scheme)
+        if parsed.explicit_port is None and default_port is not None:
+            self._url = self._url.with_port(default_port)
+
+    # --- transport and classification ---------------------------------------------
+
+    def _encode(self, op: IppOperation, message: dict[str, Any]) -> bytes:
+        operation_attributes = {
+            "attributes-charset": "utf-8",
+            "attributes-natural-language": "en",
+            "printer-uri": self.uri,
+            **message.get("operation-attributes-tag", {}),
+        }
+        request = {
+            "version": (2, 0),
+            "operation": op,
+            "request-id": next(_request_ids),
+            "operation-attributes-tag": operation_attributes,
+        }
+        if "job-attributes-tag" in message:
+            request["job-attributes-tag"] = message["job-attributes-tag"]
+        encoded: bytes = encode_ipp(request)
+        return encoded
+
+    async def _call(
+        self,
+        op: IppOperation,
+        message: dict[str, Any],
+        *,
+        document: bytes | None = None,
+        ok_not_found: bool = False,
+    ) -> dict[str, Any] | None:
+        """Send one request; the parsed answer, or None for not-found when allowed.
+
+        With a ``document``, the deadline is ``upload_timeout_s`` and an
+        ambiguous failure says whether the whole body was handed to the
+        connection (``errors.PrinterAmbiguous.body_sent``).
+        """
+        name = _op_name(op)
+        started = time.perf_counter()
+        outcome = "error"
+        body = _TrackedBody(self._encode(op, message) + (document or b""))
+        timeout_s = self._upload_timeout_s if document is not None else self._request_timeout_s
+        try:
+            try:
+                async with asyncio.timeout(timeout_s):
+                    async with self._session.post(
+                        self._url, data=body, headers=_HEADERS, allow_redirects=False
+                    ) as resp:
+                        raw = await resp.read()
+                        http_status = resp.status
+            except TimeoutError as exc:
+                outcome = "timeout"
+                raise self._transport(op, "no answer in time", exc, body.written) from exc
+            except (aiohttp.ClientError, OSError) as exc:
+                outcome = "unreachable"
+                raise self._transport(
+                    op, str(exc) or type(exc).__name__, exc, body.written
+                ) from exc
+            if http_status != 200:
+                outcome = f"http-{http_status}"
+                raise errors.PrinterTransient(name, f"HTTP status {http_status}")
+            try:
+                parsed: dict[str, Any] = parse_ipp(raw)
+            except Exception as exc:  # struct.error, IndexError… from a malformed answer
+                outcome = "bad-answer"
+                raise errors.PrinterProtocolError(name, "answer is not valid IPP") from exc
+            status = int(parsed["status-code"])
+            outcome = _status_name(status)
+            if status < 0x0200:
+                return parsed
+            if ok_not_found and status in _NOT_FOUND:
+                return None
+            raise self._status_error(op, status, parsed)
+        finally:
+            if self._observe is not None:
+                self._observe(name, outcome, time.perf_counter() - started)
+
+    @staticmethod
+    def _transport(
+        op: IppOperation, detail: str, cause: BaseException, body_sent: bool
+    ) -> errors.PrinterError:
+        name = _op_name(op)
+        if isinstance(cause, aiohttp.ClientConnectorError | ConnectionRefusedError):
+            return errors.PrinterUnreachable(name, f"cannot connect: {cause}")
+        if op in _ACTING:
+            return errors.PrinterAmbiguous(name, f"outcome unknown: {detail}", body_sent=body_sent)
+        return errors.PrinterTransient(name, detail)
+
+    @staticmethod
+    def _status_error(op: IppOperation, status: int, parsed: dict[str, Any]) -> errors.PrinterError:
+        name = _op_name(op)
+        op_attrs = parsed.get("operation-attributes")
+        message = str(op_attrs.get("status-message", "")) if isinstance(op_attrs, dict) else ""
+        detail = f"{_status_name(status)}{': ' + message if message else ''}"
+        if status == IppStatus.ERROR_BUSY:
+            return errors.PrinterBusy(name, detail, status_code=status)
+        if status in POISON_STATUSES:
+            return errors.PrinterPermanent(name, detail, status_code=status)
+        return errors.PrinterTransient(name, detail, status_code=status)
+
+    # --- operations ------------------------------------------------------------------
+
+    async def get_printer_attributes(self) -> PrinterStatus:
+        """Get-Printer-Attributes (RFC 8011 §4.2.5); raises errors.PrinterTransient (or a subclass)."""
+        parsed = await self._call(
+            IppOperation.GET_PRINTER_ATTRIBUTES,
+            {"operation-attributes-tag": {"requested-attributes": _PRINTER_ATTRS}},
+        )
+        assert parsed is not None
+        attrs: dict[str, Any] = parsed["printers"][0] if parsed["printers"] else {}
+        copies = attrs.get("copies-supported")
+        up = attrs.get("printer-up-time")
+        return PrinterStatus(
+            state=int(attrs.get("printer-state", 3)),
+            reasons=tuple(
+                str(r) for r in _as_list(attrs.get("printer-state-reasons")) if r != "none"
+            ),
+            message=str(attrs.get("printer-state-message", "")),
+            queued_job_count=int(attrs.get("queued-job-count", 0)),
+            operations=frozenset(
+                _OPERATION_NAMES.get(int(o), str(o))
+                for o in _as_list(attrs.get("operations-supported"))
+            ),
+            formats=frozenset(str(f) for f in _as_list(attrs.get("document-format-supported"))),
+            copies_supported=copies is not None and copies != [1, 1] and copies != 1,
+            accepting_jobs=bool(attrs.get("printer-is-accepting-jobs", True)),
+            up_time_s=int(up) if isinstance(up, int) else None,
+        )
+
+    def _job_attributes(self, copies: int | None) -> dict[str, Any]:
+        return {"job-attributes-tag": {"copies": copies}} if copies and copies > 1 else {}
+
+    async def create_job(self, job_name: str, user: str, *, copies: int | None = None) -> int:
+        """Create-Job (RFC 8011 §4.2.4); returns the printer's job-id.
+
+        Raises errors.PrinterAmbiguous (it may exist), errors.PrinterBusy,
+        errors.PrinterPermanent, errors.PrinterTransient.
+        """
+        message: dict[str, Any] = {
+            "operation-attributes-tag": {"requesting-user-name": user, "job-name": job_name},
+            **self._job_attributes(copies),
+        }
+        parsed = await self._call(IppOperation.CREATE_JOB, message)
+        return self._job_id(IppOperation.CREATE_JOB, parsed)
+
+    async def send_document(
+        self, job_id: int, user: str, data: bytes, document_format: str
+    ) -> None:
+        """Send-Document with last-document=true (RFC 8011 §4.3.1); the whole upload is bounded.
+
+        Raises errors.PrinterAmbiguous (the printer may have all or part of it),
+        errors.PrinterPermanent, errors.PrinterUnreachable, errors.PrinterTransient.
+        """
+        message = {
+            "operation-attributes-tag": {
+                "job-id": job_id,
+                "requesting-user-name": user,
+                "document-format": document_format,
+                "last-document": True,
+            }
+        }
+        await self._call(IppOperation.SEND_DOCUMENT, message, document=data)
+
+    async def print_job(
+        self,
+        job_name: str,
+        user: str,
+        data: bytes,
+        document_format: str,
+        *,
+        copies: int | None = None,
+    ) -> int:
+        """Print-Job (RFC 8011 §4.2.1), for printers without Create-Job; returns the job-id."""
+        message: dict[str, Any] = {
+            "operation-attributes-tag": {
+                "requesting-user-name": user,
+                "job-name": job_name,
+                "document-format": document_format,
+            },
+            **self._job_attributes(copies),
+        }
+        parsed = await self._call(IppOperation.PRINT_JOB, message, document=data)
+        return self._job_id(IppOperation.PRINT_JOB, parsed)
+
+    async def get_job_attributes(self, job_id: int) -> PrinterJob | None:
+        """Get-Job-Attributes (RFC 8011 §4.3.4); None when the printer does not know the job-id."""
+        parsed = await self._call(
+            IppOperation.GET_JOB_ATTRIBUTES,
+            {"operation-attributes-tag": {"job-id": job_id, "requested-attributes": _JOB_ATTRS}},
+            ok_not_found=True,
+        )
+        if parsed is None or not parsed["jobs"]:
+            return None
+        return _printer_job(parsed["jobs"][0])
+
+    async def get_jobs(self, which: str = "all") -> list[PrinterJob]:
+        """Get-Jobs (RFC 8011 §4.2.6) with job-name and job-state; ``which`` is which-jobs."""
+        parsed = await self._call(
+            IppOperation.GET_JOBS,
+            {"operation-attributes-tag": {"which-jobs": which, "requested-attributes": _JOB_ATTRS}},
+        )
+        assert parsed is not None
+        return [_printer_job(j) for j in parsed["jobs"]]
+
+    async def cancel_job(self, job_id: int) -> bool:
+        """Cancel-Job (RFC 8011 §4.3.3); False when the job is unknown or already finished."""
+        try:
+            parsed = await self._call(
+                IppOperation.CANCEL_JOB,
+                {"operation-attributes-tag": {"job-id": job_id}},
+                ok_not_found=True,
+            )
+        except errors.PrinterTransient as exc:
+            if exc.status_code == IppStatus.ERROR_NOT_POSSIBLE:
+                return False
+            raise
+        return parsed is not None
+
+    @staticmethod
+    def _job_id(op: IppOperation, parsed: dict[str, Any] | None) -> int:
+        assert parsed is not None
+        op_attrs = parsed.get("operation-attributes")
+        for group in (*parsed["jobs"], op_attrs if isinstance(op_attrs, dict) else {}):
+            if "job-id" in group:
+                return int(group["job-id"])
+        raise errors.PrinterProtocolError(_op_name(op), "the answer has no job-id")
