@@ -326,7 +326,7 @@ class IppClient:
     # --- operations ------------------------------------------------------------------
 
     async def get_printer_attributes(self) -> PrinterStatus:
-        """Get-Printer-Attributes (RFC 8011 §4.2.5); raises errors.PrinterTransient (or a subclass)."""
+        """Get-Printer-Attributes (RFC 8011 §4.2.5); raises errors.PrinterTransient and kin."""
         parsed = await self._call(
             IppOperation.GET_PRINTER_ATTRIBUTES,
             {"operation-attributes-tag": {"requested-attributes": _PRINTER_ATTRS}},
