@@ -41,6 +41,33 @@ class StoreConfig(_Frozen):
     max_batch: int = Field(default=512, ge=1, le=10_000)
 
 
+class DispatchConfig(_Frozen):
+    """``[dispatch]``: how workers talk to printers. Times in seconds."""
+
+    request_timeout_s: float = Field(default=10.0, gt=0, le=300)
+    upload_timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    poll_interval_min_s: float = Field(default=0.005, gt=0, le=10)
+    poll_interval_max_s: float = Field(default=0.5, gt=0, le=60)
+    idle_probe_interval_s: float = Field(default=5.0, gt=0, le=3600)
+    unreachable_retry_max_s: float = Field(default=5.0, gt=0, le=600)
+    busy_backoff_s: float = Field(default=0.25, ge=0, le=60)
+    max_attempts: int = Field(default=5, ge=1, le=100)
+    retry_base_s: float = Field(default=2.0, ge=0, le=3600)
+    retry_max_s: float = Field(default=120.0, ge=0, le=86400)
+    #: What to do when a printer forgot a job that may have printed (DESIGN §3).
+    on_unknown_outcome: Literal["dead", "reprint"] = "dead"
+
+    @model_validator(mode="after")
+    def _ordered(self) -> DispatchConfig:
+        if self.poll_interval_min_s > self.poll_interval_max_s:
+            raise ValueError(
+                "dispatch.poll_interval_min_s: must not exceed dispatch.poll_interval_max_s"
+            )
+        if self.retry_base_s > self.retry_max_s:
+            raise ValueError("dispatch.retry_base_s: must not exceed dispatch.retry_max_s")
+        return self
+
+
 class PrinterConfig(_Frozen):
     """One ``[[printers]]`` entry: an IPP printer edgeprint drives directly."""
 
@@ -63,6 +90,7 @@ class Config(_Frozen):
 
     server: ServerConfig = ServerConfig()
     store: StoreConfig = StoreConfig()
+    dispatch: DispatchConfig = DispatchConfig()
     printers: list[PrinterConfig] = Field(default_factory=list)
     tokens: list[TokenConfig] = Field(default_factory=list)
 

@@ -55,6 +55,42 @@ class Metrics:
             buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
             registry=r,
         )
+        self.jobs_printed = Counter(
+            "edgeprint_jobs_printed_total", "Jobs the printer reported completed", ["printer"],
+            registry=r,
+        )  # fmt: skip
+        self.retries = Counter(
+            "edgeprint_job_retries_total", "Print attempts that failed and were retried",
+            ["printer"], registry=r,
+        )  # fmt: skip
+        self.jobs_dead = Counter(
+            "edgeprint_jobs_dead_total", "Jobs parked in the dead-letter queue, by reason",
+            ["reason"], registry=r,
+        )  # fmt: skip
+        self.reconciliations = Counter(
+            "edgeprint_reconciliations_total",
+            "PRINTING jobs reconciled with the printer's job list, by verdict",
+            ["printer", "verdict"], registry=r,
+        )  # fmt: skip
+        self.truncated_copies = Counter(
+            "edgeprint_truncated_copies_total",
+            "Copies a printer completed from a truncated upload (the job was sent again)",
+            ["printer"], registry=r,
+        )  # fmt: skip
+        self.ipp_request_duration = Histogram(
+            "edgeprint_ipp_request_duration_seconds",
+            "IPP request time, by printer, operation and outcome",
+            ["printer", "operation", "outcome"], buckets=_LATENCY_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.release_to_completed = Histogram(
+            "edgeprint_release_to_completed_seconds",
+            "From release (or submit with hold=false) to the printer reporting completed",
+            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300), registry=r,
+        )  # fmt: skip
+        self.printer_up = Gauge(
+            "edgeprint_printer_up", "1 when the printer answered its last request", ["printer"],
+            registry=r,
+        )  # fmt: skip
         for s in JobState:
             self.jobs.labels(state=s.value)
 

@@ -15,12 +15,14 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import aiohttp
 from aiohttp import web
 
 from edgeprint import errors
 from edgeprint.api.app import Deps, build_app
 from edgeprint.api.auth import TokenAuth
 from edgeprint.config import Config
+from edgeprint.dispatch.dispatcher import Dispatcher
 from edgeprint.metrics import Metrics
 from edgeprint.service import JobService
 from edgeprint.spool import Spool
@@ -35,12 +37,14 @@ LOCK_FILE = "edgeprint.lock"
 
 @dataclass
 class Running:
-    """A started appliance: its service, store and the address the API listens on."""
+    """A started appliance: its service, store, dispatcher and the API's address."""
 
     service: JobService
     store: Store
     host: str
     port: int
+    dispatcher: Dispatcher
+    dispatch_task: asyncio.Task[None]
 
 
 async def _sweep_orphans(spool: Spool, jobs: Jobs) -> int:
@@ -97,39 +101,62 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
         max_batch=config.store.max_batch,
     )
     await store.open()
-    runner: web.AppRunner | None = None
     try:
         metrics = Metrics()
         jobs = Jobs(store)
         removed = await _sweep_orphans(spool, jobs)
         if removed:
             log.info("orphan documents removed", extra={"event": "spool_swept", "count": removed})
-        service = JobService(config, jobs, spool, metrics)
-
-        async def ready() -> None:
-            await store.write("SELECT 1")
-
-        app = build_app(Deps(config, service, metrics, TokenAuth(list(config.tokens)), ready))
-        runner = web.AppRunner(
-            app,
-            handle_signals=False,
-            access_log=None,
-            shutdown_timeout=config.server.shutdown_grace_s,
-        )
-        await runner.setup()
-        site = web.TCPSite(runner, config.server.host, config.server.port, backlog=1024)
-        await site.start()
-        host, port = _bound_address(runner)
-        log.info(
-            "edgeprint ready",
-            extra={"event": "ready", "host": host, "port": port, "data_dir": str(data_dir)},
-        )
-        yield Running(service, store, host, port)
+        async with aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit_per_host=4), raise_for_status=False
+        ) as session:
+            service = JobService(config, jobs, spool, metrics)
+            dispatcher = Dispatcher(config, service, session, metrics)
+            service.wake = dispatcher.wake
+            service.on_cancel = dispatcher.cancel_requested
+            dispatch_task = asyncio.create_task(
+                dispatcher.run(config.server.shutdown_grace_s), name="dispatcher"
+            )
+            try:
+                async with _api(config, service, metrics, store) as (host, port):
+                    log.info(
+                        "edgeprint ready",
+                        extra={"event": "ready", "host": host, "port": port,
+                               "data_dir": str(data_dir)},
+                    )  # fmt: skip
+                    yield Running(service, store, host, port, dispatcher, dispatch_task)
+                    # Stop taking work first; in-flight IPP requests get the grace period.
+                    dispatcher.request_stop()
+                    await asyncio.wait([dispatch_task])
+            finally:
+                dispatcher.request_stop()
+                if not dispatch_task.done():
+                    dispatch_task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await dispatch_task
     finally:
-        if runner is not None:
-            await runner.cleanup()
         await store.close()
         log.info("edgeprint stopped", extra={"event": "stopped"})
+
+
+@contextlib.asynccontextmanager
+async def _api(
+    config: Config, service: JobService, metrics: Metrics, store: Store
+) -> AsyncIterator[tuple[str, int]]:
+    async def ready() -> None:
+        await store.write("SELECT 1")
+
+    app = build_app(Deps(config, service, metrics, TokenAuth(list(config.tokens)), ready))
+    runner = web.AppRunner(
+        app, handle_signals=False, access_log=None, shutdown_timeout=config.server.shutdown_grace_s
+    )
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, config.server.host, config.server.port, backlog=1024)
+        await site.start()
+        yield _bound_address(runner)
+    finally:
+        await runner.cleanup()
 
 
 def _bound_address(runner: web.AppRunner) -> tuple[str, int]:
@@ -138,11 +165,19 @@ def _bound_address(runner: web.AppRunner) -> tuple[str, int]:
 
 
 async def serve(config: Config) -> None:
-    """Run until SIGTERM or SIGINT, then stop gracefully."""
+    """Run until SIGTERM or SIGINT (then stop gracefully) or until the dispatcher fails.
+
+    Raises what ended the dispatcher (e.g. errors.StoreError), so the process
+    exits non-zero and systemd restarts it.
+    """
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    async with running(config):
-        await stop.wait()
+    async with running(config) as run:
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait([stopping, run.dispatch_task], return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if run.dispatch_task.done() and not stop.is_set():
+            run.dispatch_task.result()  # re-raise what killed the dispatcher
         log.info("stopping", extra={"event": "stopping"})

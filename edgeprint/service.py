@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], float]
 #: Called after a job becomes printable: ``wake(printer, pool)``.
 Wake = Callable[[str | None, str | None], None]
+#: Called after a technician asked to cancel a job PRINTING on a printer.
+OnCancel = Callable[[str | None], None]
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,10 @@ class SubmitResult:
 
 
 def _no_wake(printer: str | None, pool: str | None) -> None:
+    return None
+
+
+def _no_cancel(printer: str | None) -> None:
     return None
 
 
@@ -80,6 +86,7 @@ class JobService:
         self.metrics = metrics
         self.clock = clock
         self.wake = wake
+        self.on_cancel: OnCancel = _no_cancel
         self._pools = config.pools
         self._printers = {p.name for p in config.printers}
 
@@ -237,11 +244,12 @@ class JobService:
         return job
 
     async def cancel(self, job_id: str, caller: Caller) -> JobRecord:
-        """HELD/RELEASED/DEAD → CANCELLED.
+        """HELD/RELEASED/DEAD → CANCELLED at once; PRINTING → flagged for Cancel-Job.
 
-        A PRINTING job is refused with errors.StateConflict until the
-        dispatcher can cancel it at the printer (DESIGN §2). Raises
-        errors.JobNotFound, errors.StateConflict.
+        A PRINTING job is returned still PRINTING with ``cancel_requested``
+        set: its worker cancels it at the printer and then records CANCELLED
+        (or DONE, if the printer finished first). Raises errors.JobNotFound,
+        errors.StateConflict (terminal).
         """
         job = await self.jobs.transition(
             job_id, Action.CANCEL, now=self.clock(), actor=caller.name,
@@ -249,6 +257,18 @@ class JobService:
             only_from=(JobState.HELD, JobState.RELEASED, JobState.DEAD),
             sets={"finished_at": self.clock()},
         )  # fmt: skip
+        if job is None:
+            flagged = await self.jobs.request_cancel(job_id, now=self.clock(), actor=caller.name)
+            if flagged is not None:
+                log.info(
+                    "cancel requested",
+                    extra={
+                        "event": "cancel_requested", "job_id": job_id,
+                        "printer": flagged.printed_on, "correlation_id": caller.correlation_id,
+                    },
+                )  # fmt: skip
+                self.on_cancel(flagged.printed_on)
+                return flagged
         return await self._checked(job, job_id, Action.CANCEL, caller)
 
     async def replay(self, job_id: str, caller: Caller) -> JobRecord:
@@ -290,32 +310,105 @@ class JobService:
             printer, pool, now=self.clock(), actor=f"printer:{printer}"
         )
 
-    async def complete(self, job_id: str, printer: str) -> JobRecord | None:
+    async def next_ready_at(self, printer: str) -> float | None:
+        """When the earliest backed-off job for ``printer`` becomes claimable (unix seconds)."""
+        cfg = self.config.printer(printer)
+        pool = cfg.pool if cfg is not None else None
+        return await self.jobs.next_not_before(printer, pool, self.clock())
+
+    async def printing_on(self, printer: str) -> list[JobRecord]:
+        """Jobs PRINTING on ``printer`` (to reconcile before any new dispatch)."""
+        return await self.jobs.printing_on(printer)
+
+    async def update_printing(
+        self, job: JobRecord, printer: str, **sets: object
+    ) -> JobRecord | None:
+        """Record printer-side facts of a PRINTING job; None if it is no longer ours.
+
+        Used for ``printer_job_id``, ``upload`` ("sending" before a document
+        may reach the printer, "truncated", or None) and ``truncated_copies``.
+        """
+        return await self.jobs.update_printing(job.id, printer, now=self.clock(), sets=sets)
+
+    async def complete(self, job: JobRecord, printer: str) -> JobRecord | None:
         """PRINTING → DONE when ``printer`` reported the job completed; None if not ours."""
         now = self.clock()
-        return await self.jobs.transition(
-            job_id, Action.COMPLETE, now=now, actor=f"printer:{printer}",
-            sets={"finished_at": now, "last_error": None},
+        done = await self.jobs.transition(
+            job.id, Action.COMPLETE, now=now, actor=f"printer:{printer}",
+            sets={"finished_at": now, "last_error": None, "upload": None},
             guard=GUARD_ON_PRINTER, guard_params=(printer,),
         )  # fmt: skip
+        if done is not None:
+            self.metrics.jobs_printed.labels(printer=printer).inc()
+            if done.released_at is not None:
+                self.metrics.release_to_completed.observe(max(0.0, now - done.released_at))
+            log.info(
+                "job printed",
+                extra={
+                    "event": "job_printed", "job_id": job.id, "printer": printer,
+                    "printer_job_id": done.printer_job_id, "attempts": done.attempts,
+                    "correlation_id": done.correlation_id,
+                },
+            )  # fmt: skip
+        return done
 
-    async def retry(
-        self, job_id: str, printer: str, error: str, not_before: float
+    async def requeue(
+        self, job: JobRecord, printer: str, reason: str, not_before: float, *, count: bool
     ) -> JobRecord | None:
-        """PRINTING → RELEASED, not before ``not_before`` (unix seconds); None if not ours."""
-        return await self.jobs.transition(
-            job_id, Action.RETRY, now=self.clock(), actor=f"printer:{printer}", reason=error,
-            sets={"last_error": error, "not_before": not_before, "printer_job_id": None},
-            guard=GUARD_ON_PRINTER, guard_params=(printer,),
+        """PRINTING → RELEASED not before ``not_before`` (unix seconds); None if not ours.
+
+        ``count=False`` gives the attempt back (backpressure, fencing): only
+        real failures use up ``max_attempts``.
+        """
+        sets: dict[str, object] = {
+            "not_before": not_before, "printer_job_id": None, "upload": None,
+            "last_error": reason, "printed_on": None,
+        }  # fmt: skip
+        if not count:
+            sets["attempts"] = max(0, job.attempts - 1)
+        out = await self.jobs.transition(
+            job.id, Action.RETRY, now=self.clock(), actor=f"printer:{printer}", reason=reason,
+            sets=sets, guard=GUARD_ON_PRINTER, guard_params=(printer,),
         )  # fmt: skip
+        if out is not None and count:
+            self.metrics.retries.labels(printer=printer).inc()
+            log.info(
+                "job retry",
+                extra={
+                    "event": "job_retry", "job_id": job.id, "printer": printer,
+                    "attempts": job.attempts, "error": reason,
+                    "not_before": not_before, "correlation_id": job.correlation_id,
+                },
+            )  # fmt: skip
+        return out
 
     async def fail(
-        self, job_id: str, printer: str, dead_reason: str, error: str
+        self, job: JobRecord, printer: str, dead_reason: str, error: str
     ) -> JobRecord | None:
         """PRINTING → DEAD with ``dead_reason`` (poison, attempts_exhausted, outcome_unknown)."""
         now = self.clock()
-        return await self.jobs.transition(
-            job_id, Action.FAIL, now=now, actor=f"printer:{printer}", reason=dead_reason,
+        dead = await self.jobs.transition(
+            job.id, Action.FAIL, now=now, actor=f"printer:{printer}", reason=dead_reason,
             sets={"last_error": error, "dead_reason": dead_reason, "finished_at": now},
             guard=GUARD_ON_PRINTER, guard_params=(printer,),
+        )  # fmt: skip
+        if dead is not None:
+            self.metrics.jobs_dead.labels(reason=dead_reason).inc()
+            log.warning(
+                "job dead",
+                extra={
+                    "event": "job_dead", "job_id": job.id, "printer": printer,
+                    "dead_reason": dead_reason, "error": error,
+                    "correlation_id": job.correlation_id,
+                },
+            )  # fmt: skip
+        return dead
+
+    async def cancelled_at_printer(self, job: JobRecord, printer: str) -> JobRecord | None:
+        """PRINTING → CANCELLED once the printer confirmed the cancel (or never had a copy)."""
+        now = self.clock()
+        return await self.jobs.transition(
+            job.id, Action.CANCEL, now=now, actor=f"printer:{printer}", reason="cancel_requested",
+            sets={"finished_at": now, "upload": None},
+            only_from=(JobState.PRINTING,), guard=GUARD_ON_PRINTER, guard_params=(printer,),
         )  # fmt: skip

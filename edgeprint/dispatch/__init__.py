@@ -1,0 +1,1 @@
+"""Dispatch: one worker task per printer, all owned by one TaskGroup (DESIGN §3–§4)."""

@@ -1,0 +1,102 @@
+"""The dispatcher: one :class:`PrinterWorker` per configured printer in one TaskGroup."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+import aiohttp
+
+from edgeprint.config import Config
+from edgeprint.dispatch.worker import PrinterWorker
+from edgeprint.metrics import Metrics
+from edgeprint.printers.ipp import IppClient
+from edgeprint.service import JobService
+
+log = logging.getLogger(__name__)
+
+
+class Dispatcher:
+    """Owns the printer workers; :meth:`run` until :meth:`request_stop`.
+
+    ``wake(printer, pool)`` and ``cancel_requested(printer)`` are the only
+    entry points the service needs (it never imports this module).
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        service: JobService,
+        session: aiohttp.ClientSession,
+        metrics: Metrics,
+    ) -> None:
+        self.config = config
+        self.stop = asyncio.Event()
+        self.workers: dict[str, PrinterWorker] = {}
+        for p in config.printers:
+
+            def observe(op: str, outcome: str, seconds: float, _name: str = p.name) -> None:
+                metrics.ipp_request_duration.labels(
+                    printer=_name, operation=op, outcome=outcome
+                ).observe(seconds)
+
+            client = IppClient(
+                p.uri,
+                session,
+                request_timeout_s=config.dispatch.request_timeout_s,
+                upload_timeout_s=config.dispatch.upload_timeout_s,
+                observe=observe,
+            )
+            self.workers[p.name] = PrinterWorker(
+                p, client, service, config.dispatch, metrics, self.stop
+            )
+        self._pools = config.pools
+
+    def wake(self, printer: str | None, pool: str | None) -> None:
+        """Wake the worker(s) that can print a job for ``printer`` or ``pool``."""
+        if printer is not None and printer in self.workers:
+            self.workers[printer].wake()
+        if pool is not None:
+            for name in self._pools.get(pool, ()):
+                self.workers[name].wake()
+
+    def cancel_requested(self, printer: str | None) -> None:
+        """Tell ``printer``'s worker that a job it holds is to be cancelled."""
+        if printer is not None and printer in self.workers:
+            self.workers[printer].cancel_requested()
+
+    def request_stop(self) -> None:
+        """Stop taking work; workers finish their current request and return."""
+        self.stop.set()
+
+    async def run(self, grace_s: float) -> None:
+        """Run every worker in one TaskGroup until stopped.
+
+        After :meth:`request_stop`, workers get ``grace_s`` seconds to finish
+        the IPP request in hand; then they are cancelled (what they held stays
+        PRINTING and is reconciled at the next start). A worker that raises
+        (a broken store) ends the group and the error propagates.
+        """
+        async with asyncio.TaskGroup() as group:
+            tasks = [
+                group.create_task(w.run(), name=f"printer:{name}")
+                for name, w in self.workers.items()
+            ]
+            group.create_task(self._enforce_grace(tasks, grace_s), name="dispatcher:grace")
+
+    async def _enforce_grace(self, tasks: list[asyncio.Task[None]], grace_s: float) -> None:
+        await self.stop.wait()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(grace_s):
+                await asyncio.gather(*tasks, return_exceptions=True)
+        late = [t for t in tasks if not t.done()]
+        for t in late:
+            log.warning(
+                "worker cancelled after grace",
+                extra={
+                    "event": "worker_cancelled",
+                    "printer": t.get_name().removeprefix("printer:"),
+                },
+            )
+            t.cancel()
