@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 
 from edgeprint import errors
+from edgeprint.faults import crash_point
 from edgeprint.config import DispatchConfig, PrinterConfig
 from edgeprint.dispatch import reconcile
 from edgeprint.dispatch.backoff import retry_delay
@@ -170,6 +171,7 @@ class PrinterWorker:
             extra={"event": "job_dispatched", "job_id": job.id, "printer": self.name,
                    "attempt": job.attempts, "correlation_id": job.correlation_id},
         )  # fmt: skip
+        crash_point("after_claim")
         try:
             await self._send(job, document, status)
         except _Unsettled:
@@ -187,6 +189,7 @@ class PrinterWorker:
             except errors.PrinterError as exc:
                 await self._refused(job, exc, None)
                 return
+            crash_point("after_create_job")
             held = await self.service.update_printing(
                 job, self.name, printer_job_id=pjid, upload="sending"
             )
@@ -205,6 +208,7 @@ class PrinterWorker:
             except errors.PrinterError as exc:
                 await self._refused(held, exc, pjid)
                 return
+            crash_point("after_send_document")
             job = held
         else:
             sending = await self.service.update_printing(job, self.name, upload="sending")
@@ -309,6 +313,7 @@ class PrinterWorker:
 
     async def _finished(self, job: JobRecord, pj: PrinterJob) -> None:
         if pj.state == JOB_COMPLETED:
+            crash_point("after_printer_completed")
             await self.service.complete(job, self.name)
             return
         if job.cancel_requested or (await self._cancel_was_requested(job)):
