@@ -16,12 +16,19 @@ from edgeprint.states import JobState
 from edgeprint.store.jobs import JobRecord
 
 TargetName = Annotated[str, Field(pattern=NAME_PATTERN, description="[a-z0-9-]{1,40}")]
+#: No control characters (C0, DEL or C1): the owner ends up in logs and IPP attributes.
+OWNER_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]+$"
 #: Printable, no control characters, 1–128 characters.
-Owner = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f\x7f]+$")]
+Owner = Annotated[str, Field(min_length=1, max_length=128, pattern=OWNER_PATTERN)]
 #: 8–80 printable ASCII characters (Idempotency-Key header).
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{8,80}$"
 #: Job ids are 32 lowercase hex characters.
 JOB_ID_PATTERN = r"^[0-9a-f]{32}$"
+#: What a kiosk integrator is told instead of a bare regular expression.
+PATTERN_HINTS = {
+    NAME_PATTERN: "must be 1–40 characters from a-z, 0-9 and '-'",
+    OWNER_PATTERN: "must not contain control characters (newline, tab, NUL, …)",
+}
 
 
 class _Strict(BaseModel):

@@ -17,6 +17,8 @@ from edgeprint.config import Config, parse_config
 from edgeprint.server import DB_FILE, Running, running
 from tests.pdfs import make_pdf
 
+pytest_plugins = ["tests.rig_fixtures"]
+
 KIOSK_TOKEN = "kiosk-token-for-tests"
 TECH_TOKEN = "tech-token-for-tests"
 

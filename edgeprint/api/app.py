@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from edgeprint import errors
 from edgeprint.api import problems
 from edgeprint.api.auth import TokenAuth
-from edgeprint.api.uploads import read_upload, validation_problems
+from edgeprint.api.uploads import invalid, read_upload, validation_problems
 from edgeprint.config import Config
 from edgeprint.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from edgeprint.metrics import Metrics
@@ -39,6 +39,9 @@ _KEY_RE = re.compile(IDEMPOTENCY_KEY_PATTERN)
 _JOB_ID_RE = re.compile(JOB_ID_PATTERN)
 _CORRELATION_RE = re.compile(r"^[\x21-\x7e]{1,128}$")
 _LIST_PARAMS = {"state", "owner", "printer", "limit", "cursor"}
+# ASCII digits only: str.isdigit() also accepts "²" or "١", which int() refuses or misreads.
+_LIMIT_RE = re.compile(r"^[0-9]{1,3}$")
+_CURSOR_RE = re.compile(r"^[0-9]{1,18}$")
 _MAX_JSON_BODY = 64 * 1024
 
 
@@ -106,6 +109,11 @@ async def _middleware(request: web.Request, handler: Handler) -> web.StreamRespo
         detail = exc.text or exc.reason
         if exc.status == 404:
             detail = f"no such resource: {request.method} {request.path[:200]}"
+        elif isinstance(exc, web.HTTPMethodNotAllowed):
+            detail = (
+                f"method {request.method[:20]} is not allowed on {request.path[:200]}; "
+                f"allowed: {', '.join(sorted(exc.allowed_methods))}"
+            )
         resp = problems.problem(exc.status, slug, detail)
         if exc.status == 405:
             resp.headers["Allow"] = exc.headers.get("Allow", "")
@@ -180,18 +188,18 @@ async def list_jobs(request: web.Request) -> web.Response:
             )
     limit = 50
     if "limit" in q:
-        if q["limit"].isdigit() and 1 <= int(q["limit"]) <= 500:
+        if _LIMIT_RE.match(q["limit"]) and 1 <= int(q["limit"]) <= 500:
             limit = int(q["limit"])
         else:
             problems_.append(errors.FieldProblem("query.limit", "an integer from 1 to 500"))
     before = None
     if "cursor" in q:
-        if q["cursor"].isdigit() and len(q["cursor"]) < 19:
+        if _CURSOR_RE.match(q["cursor"]):
             before = int(q["cursor"])
         else:
             problems_.append(errors.FieldProblem("query.cursor", "a cursor from next_cursor"))
     if problems_:
-        raise errors.InvalidRequest("invalid query parameters", problems_)
+        raise invalid("invalid query parameters", problems_, "query")
     jobs = await _deps(request).service.jobs.list_jobs(
         state=state, owner=q.get("owner"), printer=q.get("printer"), before_seq=before,
         limit=limit,
@@ -215,7 +223,12 @@ async def _optional_json(request: web.Request, model: type[ReleaseRequest]) -> R
     except ValidationError as exc:
         if any(e["type"] == "json_invalid" for e in exc.errors()):
             raise errors.MalformedRequest("the body is not valid JSON", "malformed-json") from None
-        raise errors.InvalidRequest("invalid body", validation_problems(exc, "body")) from None
+        if any(e["type"] == "model_type" and not e["loc"] for e in exc.errors()):
+            raise errors.InvalidRequest(
+                'the body must be a JSON object, e.g. {"printer": "printer-01"}',
+                [errors.FieldProblem("body", "expected a JSON object")],
+            ) from None
+        raise invalid("invalid body", validation_problems(exc, "body"), "body") from None
 
 
 async def release_job(request: web.Request) -> web.Response:

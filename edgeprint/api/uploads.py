@@ -15,13 +15,16 @@ from aiohttp import BodyPartReader, web
 from pydantic import ValidationError
 
 from edgeprint import errors
-from edgeprint.models import SubmitMetadata
+from edgeprint.models import PATTERN_HINTS, SubmitMetadata
 from edgeprint.spool import Spool, StagedDocument
 
 _CHUNK = 64 * 1024
 _DOCUMENT_TYPES = {"application/pdf", "application/octet-stream", "application/x-pdf"}
 #: multipart framing, part headers and the metadata part fit in this much extra.
 _FRAMING_BYTES = 64 * 1024
+#: A problem's ``detail`` names at most this many invalid fields (all are in ``errors``).
+_DETAIL_FIELDS = 5
+_LOC_CHARS = 80
 
 
 @dataclass
@@ -33,13 +36,28 @@ class Upload:
 
 
 def validation_problems(exc: ValidationError, prefix: str) -> list[errors.FieldProblem]:
-    """Pydantic errors as dotted ``loc`` + message pairs."""
+    """Pydantic errors as dotted ``loc`` + message pairs (no bare regexes in messages)."""
     out = []
     for err in exc.errors():
         loc = ".".join([prefix, *(str(p) for p in err["loc"])])
-        msg = "unknown field" if err["type"] == "extra_forbidden" else str(err["msg"])
-        out.append(errors.FieldProblem(loc, msg.removeprefix("Value error, ")))
+        msg = str(err["msg"])
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field"
+        elif err["type"] == "string_pattern_mismatch":
+            msg = PATTERN_HINTS.get(str(err.get("ctx", {}).get("pattern")), msg)
+        out.append(errors.FieldProblem(loc[:_LOC_CHARS], msg.removeprefix("Value error, ")))
     return out
+
+
+def invalid(what: str, problems: list[errors.FieldProblem], prefix: str) -> errors.InvalidRequest:
+    """An InvalidRequest whose ``detail`` itself names the first few bad fields and why.
+
+    A model-level problem (``loc`` is just ``prefix``) is shown without its ``loc``.
+    """
+    shown = [p.message if p.loc == prefix else f"{p.loc}: {p.message}" for p in problems]
+    more = len(shown) - _DETAIL_FIELDS
+    summary = "; ".join(shown[:_DETAIL_FIELDS]) + (f"; and {more} more" if more > 0 else "")
+    return errors.InvalidRequest(f"{what}: {summary}", problems)
 
 
 def parse_metadata(raw: bytes) -> SubmitMetadata:
@@ -56,9 +74,8 @@ def parse_metadata(raw: bytes) -> SubmitMetadata:
                 "the metadata part must be a JSON object",
                 [errors.FieldProblem("metadata", "expected a JSON object")],
             ) from None
-        raise errors.InvalidRequest(
-            "invalid metadata", validation_problems(exc, "metadata")
-        ) from None
+        problems = validation_problems(exc, "metadata")
+        raise invalid("invalid metadata", problems, "metadata") from None
 
 
 async def _read_metadata(part: BodyPartReader, limit: int) -> bytes:
@@ -105,7 +122,11 @@ async def read_upload(
         )
     limit_total = max_document_bytes + max_metadata_bytes + _FRAMING_BYTES
     if request.content_length is not None and request.content_length > limit_total:
-        raise errors.PayloadTooLarge("the request body", limit_total)
+        raise errors.PayloadTooLarge(
+            f"the request body ({request.content_length} bytes; a document may have at most "
+            f"{max_document_bytes} bytes)",
+            limit_total,
+        )
     raw_meta: bytes | None = None
     staged: StagedDocument | None = None
     try:
@@ -123,10 +144,17 @@ async def read_upload(
                     if staged is not None:
                         raise errors.MalformedRequest("more than one 'document' part")
                     staged = await _read_document(part, spool, max_document_bytes)
+                elif name is None:
+                    raise errors.InvalidRequest(
+                        "a part has no name; give each part a Content-Disposition header "
+                        "'form-data; name=\"metadata\"' or 'form-data; name=\"document\"'",
+                        [errors.FieldProblem("(unnamed part)", "unknown part")],
+                    )
                 else:
                     raise errors.InvalidRequest(
-                        f"unexpected part {name!r}; only 'metadata' and 'document' are accepted",
-                        [errors.FieldProblem(str(name), "unknown part")],
+                        f"unexpected part {name[:_LOC_CHARS]!r}; only 'metadata' and 'document' "
+                        "are accepted",
+                        [errors.FieldProblem(name[:_LOC_CHARS], "unknown part")],
                     )
         except (ValueError, AssertionError, asyncio.IncompleteReadError, aiohttp.ClientError,
                 ConnectionError) as exc:  # fmt: skip

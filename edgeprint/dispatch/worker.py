@@ -19,10 +19,10 @@ import time
 from collections.abc import Callable
 
 from edgeprint import errors
-from edgeprint.faults import crash_point
 from edgeprint.config import DispatchConfig, PrinterConfig
 from edgeprint.dispatch import reconcile
 from edgeprint.dispatch.backoff import retry_delay
+from edgeprint.faults import crash_point
 from edgeprint.metrics import Metrics
 from edgeprint.printers.ipp import (
     JOB_ABORTED,
