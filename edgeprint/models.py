@@ -96,6 +96,12 @@ class JobOut(BaseModel):
     printed_on: str | None = Field(description="printer that holds or printed the job")
     last_error: str | None
     dead_reason: str | None
+    cancel_requested: bool = Field(
+        description="a cancel is pending at the printer (PRINTING jobs only)"
+    )
+    truncated_copies: int = Field(
+        description="copies the printer made from a broken-off upload (not counted as printed)"
+    )
     document: DocumentOut
 
     @classmethod
@@ -116,6 +122,8 @@ class JobOut(BaseModel):
             printed_on=job.printed_on,
             last_error=job.last_error,
             dead_reason=job.dead_reason,
+            cancel_requested=bool(job.cancel_requested),
+            truncated_copies=job.truncated_copies,
             document=DocumentOut(sha256=job.document_sha256, bytes=job.document_bytes),
         )
 

@@ -18,9 +18,12 @@ READY_DEADLINE_S = 20.0
 class ServeProcess:
     """``python -m edgeprint serve --config PATH``; :meth:`start` waits for the ready log line."""
 
-    def __init__(self, config_path: Path, log_path: Path) -> None:
+    def __init__(
+        self, config_path: Path, log_path: Path, env: dict[str, str] | None = None
+    ) -> None:
         self.config_path = config_path
         self.log_path = log_path
+        self.env = env or {}
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
 
@@ -32,7 +35,7 @@ class ServeProcess:
             [sys.executable, "-m", "edgeprint", "serve", "--config", str(self.config_path)],
             stdout=log,
             stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
         )
         log.close()
         deadline = time.monotonic() + READY_DEADLINE_S
@@ -54,6 +57,11 @@ class ServeProcess:
 
     def tail(self, lines: int = 30) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def wait_exit(self, timeout_s: float = 30.0) -> int:
+        """Wait for the process to end by itself (e.g. at a crash point); its exit code."""
+        assert self.proc is not None
+        return self.proc.wait(timeout=timeout_s)
 
     def kill(self) -> None:
         """SIGKILL and reap: no chance to flush or clean up."""

@@ -241,10 +241,10 @@ async def release_job(request: web.Request) -> web.Response:
 
 
 async def cancel_job(request: web.Request) -> web.Response:
-    """POST /v1/jobs/{id}/cancel."""
+    """POST /v1/jobs/{id}/cancel: 200 CANCELLED, or 202 while the printer cancels it."""
     caller = _caller(request, "kiosk")
     job = await _deps(request).service.cancel(_job_id(request), caller)
-    return _json(JobOut.from_record(job))
+    return _json(JobOut.from_record(job), 202 if job.state is JobState.PRINTING else 200)
 
 
 async def replay_job(request: web.Request) -> web.Response:

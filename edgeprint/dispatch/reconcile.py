@@ -33,12 +33,26 @@ class Verdict(StrEnum):
 
 @dataclass(frozen=True)
 class Stored:
-    """What the store knows of the job at its printer."""
+    """What the store knows of the job at its printer.
+
+    ``discounted`` names printer jobs already recorded as truncated copies
+    (:func:`copy_key`): they never count as the job being printed.
+    """
 
     job_id: str
     printer_job_id: int | None
     upload: str | None  # None | "sending" | "truncated"
     cancel_requested: bool = False
+    discounted: frozenset[str] = frozenset()
+
+    def truncated(self, copy: PrinterJob) -> bool:
+        """True when ``copy`` was made from the upload known to have broken off."""
+        return self.upload == "truncated" and self.printer_job_id in (None, copy.job_id)
+
+
+def copy_key(copy: PrinterJob) -> str:
+    """A printer job's identity across printer restarts: job-id and time-at-creation."""
+    return f"{copy.job_id}@{copy.created_s}"
 
 
 @dataclass(frozen=True)
@@ -49,12 +63,15 @@ class Decision:
     copy: PrinterJob | None = None
 
 
-def matching(job_id: str, jobs: Sequence[PrinterJob]) -> list[PrinterJob]:
+def matching(
+    job_id: str, jobs: Sequence[PrinterJob], discounted: frozenset[str] = frozenset()
+) -> list[PrinterJob]:
     """The printer's jobs whose job-name contains the edgeprint job id, newest first.
 
     Job ids are not enough: a restarted printer reuses them (DESIGN §3).
+    Copies in ``discounted`` (recorded truncated copies) are left out.
     """
-    found = {j.job_id: j for j in jobs if job_id in j.name}
+    found = {j.job_id: j for j in jobs if job_id in j.name and copy_key(j) not in discounted}
     return sorted(found.values(), key=lambda j: j.job_id, reverse=True)
 
 
@@ -64,11 +81,13 @@ def decide(stored: Stored, copies: Sequence[PrinterJob] | None) -> Decision:
     The rules, in order:
 
     1. printer unreachable → WAIT;
-    2. a live (not terminal) copy: CANCEL it if the upload is known truncated,
-       it still waits for its document, a newer live copy exists, or a
-       technician asked to cancel; otherwise FOLLOW it;
-    3. a completed copy: TRUNCATED_DONE when it is the copy of a known
-       truncated upload, else DONE (a technician's cancel came too late);
+    2. a live (not terminal) copy: FOLLOW it when its document was sent whole
+       as far as edgeprint knows (``upload == "sending"``) and it is not still
+       waiting for data; CANCEL it when the upload is known truncated or never
+       started, it waits for its document, a newer live copy exists, or a
+       technician asked to cancel;
+    3. a completed copy: DONE (a technician's cancel came too late), unless
+       it is the copy of an upload known to be truncated: TRUNCATED_DONE;
     4. only terminal, unprinted copies: RETRY if the printer aborted one or a
        copy with the whole document was cancelled; SEND if the only copies
        are cancelled empty or truncated ones (our own fencing);
@@ -79,23 +98,22 @@ def decide(stored: Stored, copies: Sequence[PrinterJob] | None) -> Decision:
     """
     if copies is None:
         return Decision(Verdict.WAIT)
-    mine = matching(stored.job_id, copies)
+    mine = matching(stored.job_id, copies, stored.discounted)
     live = [c for c in mine if not c.terminal]
     if live:
         newest = live[0]
         for extra in live[1:]:
             return Decision(Verdict.CANCEL, extra)
-        truncated = stored.upload == "truncated" and newest.job_id == stored.printer_job_id
-        waiting = bool(WAITING_FOR_DATA & set(newest.reasons)) or stored.upload is None
-        if truncated or waiting or stored.cancel_requested:
+        sent_whole = stored.upload == "sending" and not WAITING_FOR_DATA & set(newest.reasons)
+        if not sent_whole or stored.cancel_requested:
             return Decision(Verdict.CANCEL, newest)
         return Decision(Verdict.FOLLOW, newest)
     completed = [c for c in mine if c.state == JOB_COMPLETED]
+    whole = [c for c in completed if not stored.truncated(c)]
+    if whole:
+        return Decision(Verdict.DONE, whole[0])
     if completed:
-        copy = completed[0]
-        if stored.upload == "truncated" and copy.job_id == stored.printer_job_id:
-            return Decision(Verdict.TRUNCATED_DONE, copy)
-        return Decision(Verdict.DONE, copy)
+        return Decision(Verdict.TRUNCATED_DONE, completed[0])
     if any(c.state == JOB_ABORTED for c in mine):
         return Decision(Verdict.RETRY, mine[0])
     if any(c.state == JOB_CANCELED for c in mine):

@@ -351,15 +351,16 @@ class PrinterWorker:
             found.extend(await self.client.get_jobs("all"))
         except errors.PrinterTransient:
             return None
-        return reconcile.matching(job.id, found)
+        return found
 
     async def _reconcile(self, job: JobRecord) -> bool:
         """Apply the decision table to one job until it is settled or must wait."""
         for _ in range(10):  # each round changes the printer's or the store's state
             copies = await self._lookup(job)
             stored = reconcile.Stored(
-                job.id, job.printer_job_id, job.upload, bool(job.cancel_requested)
-            )
+                job.id, job.printer_job_id, job.upload, bool(job.cancel_requested),
+                frozenset(k for k in job.discounted_copies.split(",") if k),
+            )  # fmt: skip
             decision = reconcile.decide(stored, copies)
             self.metrics.reconciliations.labels(
                 printer=self.name, verdict=decision.verdict.value
@@ -394,9 +395,13 @@ class PrinterWorker:
                         extra={"event": "truncated_copy", "job_id": job.id,
                                "printer": self.name, "correlation_id": job.correlation_id},
                     )  # fmt: skip
+                    assert decision.copy is not None
+                    discounted = ",".join(
+                        k for k in (job.discounted_copies, reconcile.copy_key(decision.copy)) if k
+                    )
                     updated = await self.service.update_printing(
                         job, self.name, upload=None, printer_job_id=None,
-                        truncated_copies=job.truncated_copies + 1,
+                        truncated_copies=job.truncated_copies + 1, discounted_copies=discounted,
                     )  # fmt: skip
                     if updated is None:
                         return True

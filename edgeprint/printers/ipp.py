@@ -88,6 +88,7 @@ _JOB_ATTRS = [
     "job-k-octets-processed",
     "job-originating-user-name",
     "job-impressions-completed",
+    "time-at-creation",
 ]
 #: Every attribute this client sends; pyipp drops any it has no tag for.
 _SENT_ATTRIBUTES = (
@@ -169,6 +170,7 @@ class PrinterJob:
     reasons: tuple[str, ...]
     message: str
     k_octets: int | None  # job-k-octets: document size received, KiB rounded up
+    created_s: int | None = None  # time-at-creation: printer-up-time seconds at creation
 
     @property
     def terminal(self) -> bool:
@@ -184,6 +186,7 @@ def _printer_job(attrs: Mapping[str, Any]) -> PrinterJob:
         reasons=tuple(str(r) for r in _as_list(attrs.get("job-state-reasons"))),
         message=str(attrs.get("job-state-message", "")),
         k_octets=int(k) if isinstance(k, int) else None,
+        created_s=int(t) if isinstance(t := attrs.get("time-at-creation"), int) else None,
     )
 
 

@@ -50,6 +50,7 @@ class JobRecord:
     upload: str | None
     cancel_requested: int
     truncated_copies: int
+    discounted_copies: str
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> JobRecord:
@@ -108,6 +109,7 @@ _SETTABLE = frozenset(
         "upload",
         "cancel_requested",
         "truncated_copies",
+        "discounted_copies",
     }
 )
 

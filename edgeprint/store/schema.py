@@ -109,6 +109,8 @@ MIGRATIONS.append(
         "ALTER TABLE jobs ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0",
         # copies printed from a truncated upload (recorded and counted, DESIGN §3.7)
         "ALTER TABLE jobs ADD COLUMN truncated_copies INTEGER NOT NULL DEFAULT 0",
+        # printer copies already recorded as truncated, "<job-id>@<time-at-creation>,…"
+        "ALTER TABLE jobs ADD COLUMN discounted_copies TEXT NOT NULL DEFAULT ''",
         "CREATE INDEX jobs_printing ON jobs (printed_on) WHERE state = 'PRINTING'",
     ]
 )

@@ -1,0 +1,768 @@
+"""Real IPP printers on loopback for tests: N ``ippeveprinter`` processes (stdlib only).
+
+``ippeveprinter`` is the IPP Everywhere printer that ships with CUPS (Debian
+package ``cups-ipp-utils``). The rig does not fake a printer; it starts real
+ones, each on its own loopback port, and gives every printer a print command
+(``tests/rig_print_command.sh``) that appends one ground-truth line per printed
+document to ``printer-NN/prints.log``.
+
+Python API::
+
+    from tests.rig import Rig
+
+    rig = Rig(tmp_path / "rig", seconds_per_page=0)
+    rig.start(2)                      # printer-01, printer-02 on free ports
+    rig["printer-01"].uri             # 'ipp://127.0.0.1:PORT/ipp/print'
+    rig.printed("printer-01")         # [Printed(time, job_id, job_name, ...)]
+    rig.kill("printer-02"); rig.restart("printer-02")
+    rig.stop()
+
+Command line (from the project root)::
+
+    python -m tests.rig start DIR [-n N] [--base-port P] [--speed S]
+    python -m tests.rig status DIR | count DIR | stop DIR
+    python -m tests.rig kill|hang|resume|restart DIR NAME
+    python -m tests.rig speed DIR NAME SECONDS_PER_PAGE
+
+How each printer runs (all flags matter)::
+
+    ippeveprinter -n localhost -p PORT -r off -f application/pdf -d DIR/printer-NN/spool -k \\
+                  -c DIR/bin/print-command -M edgeprint-rig -m printer-NN -l "loopback rig" \\
+                  -v printer-NN
+
+``-n localhost`` binds 127.0.0.1 *and* ::1 (so IPv6 loopback must work), ``-r off``
+turns DNS-SD advertising off, ``-k`` keeps every received document in ``spool/``.
+Debian builds ippeveprinter with Avahi, and it exits with "Unable to initialize
+DNS-SD" when there is no D-Bus system bus, even with ``-r off``; so each rig folder
+gets one private ``dbus-daemon --session`` whose address the printers get as
+``DBUS_SYSTEM_BUS_ADDRESS`` ("Ignored Avahi state 101." in server.log is harmless).
+
+Folder layout: ``DIR/printers.tsv`` (name, uri, pid), ``DIR/bin/`` (print command
+and the ipptool test it uses), ``DIR/dbus.{pid,address,log}``, and per printer
+``DIR/printer-NN/{pid,port,uri,server.log,prints.log,seconds-per-page,spool/}``.
+
+Behaviour worth knowing (ippeveprinter 2.4): one job at a time (a second
+Print-Job while one is pending/processing gets server-error-busy 0x0507); job
+history and job ids do not survive a restart; Cancel-Job on a processing job is
+answered OK while the print command keeps running, so the print command asks
+(with ipptool) whether a cancel is pending before it "prints".
+
+Processes are tracked by the pids the rig records and are checked against
+``/proc/PID/cmdline`` before any signal; nothing is ever killed by name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+HERE = Path(__file__).resolve().parent
+PRINT_COMMAND = HERE / "rig_print_command.sh"
+CANCEL_TEST = HERE / "rig_job_canceled.test"
+
+DEFAULT_FORMATS = "application/pdf"
+MAX_PRINTERS = 99
+#: Attempts per printer when an automatically chosen port was taken meanwhile.
+PORT_ATTEMPTS = 3
+POLL_INTERVAL_S = 0.05
+LOG_TAIL_LINES = 15
+
+_SBIN_DIRS = ("/usr/sbin", "/usr/bin", "/sbin", "/bin", "/usr/local/sbin", "/usr/local/bin")
+_PACKAGES = {
+    "ippeveprinter": "cups-ipp-utils",
+    "ipptool": "cups-ipp-utils",
+    "dbus-daemon": "dbus-daemon",
+}
+
+
+class RigError(RuntimeError):
+    """The rig could not do what was asked (missing tool, busy port, printer died...)."""
+
+
+@dataclass(frozen=True)
+class Printer:
+    """One rig printer as recorded in its folder."""
+
+    name: str
+    port: int
+    dir: Path
+    pid: int | None
+
+    @property
+    def uri(self) -> str:
+        return f"ipp://127.0.0.1:{self.port}/ipp/print"
+
+    @property
+    def prints_log(self) -> Path:
+        return self.dir / "prints.log"
+
+    @property
+    def server_log(self) -> Path:
+        return self.dir / "server.log"
+
+    @property
+    def spool(self) -> Path:
+        return self.dir / "spool"
+
+
+@dataclass(frozen=True)
+class Printed:
+    """One ground-truth line of ``prints.log``: a document that came out of the printer."""
+
+    time: str
+    job_id: int
+    job_name: str
+    user: str
+    pages: int
+    copies: int
+    bytes: int
+
+    @classmethod
+    def parse(cls, line: str) -> Printed:
+        f = line.rstrip("\n").split("\t")
+        if len(f) != 7:
+            raise ValueError(f"not a prints.log line (want 7 tab-separated fields): {line!r}")
+        return cls(f[0], int(f[1]), f[2], f[3], int(f[4]), int(f[5]), int(f[6]))
+
+
+# --- tools and processes ----------------------------------------------------------
+
+
+def find_tool(name: str) -> str | None:
+    """Path of ``name`` on PATH or in the sbin folders (a non-root PATH lacks /usr/sbin)."""
+    found = shutil.which(name)
+    if found:
+        return found
+    for d in _SBIN_DIRS:
+        candidate = Path(d) / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def _need_tool(name: str) -> str:
+    path = find_tool(name)
+    if path is None:
+        pkg = _PACKAGES.get(name, name)
+        raise RigError(
+            f"{name} not found: install the Debian package {pkg} (apt-get install {pkg})"
+        )
+    return path
+
+
+def _proc_state(pid: int) -> str | None:
+    """The one-letter state from /proc/PID/stat (R, S, T, Z, ...), or None if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # "pid (comm) S ..." - comm may hold spaces and parentheses.
+    rest = stat[stat.rfind(")") + 2 :]
+    return rest[:1] or None
+
+
+def _pid_is(pid: int | None, word: str) -> bool:
+    """True when ``pid`` is alive (not a zombie) and its command line contains ``word``.
+
+    Checking the command line means a recycled pid is never signalled.
+    """
+    if not pid:
+        return False
+    state = _proc_state(pid)
+    if state is None or state in "ZX":
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+    except OSError:
+        return False
+    return word.encode() in cmdline
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return f"({path} unreadable)"
+    return "\n".join(text.splitlines()[-lines:]) or "(empty log)"
+
+
+# --- ports ------------------------------------------------------------------------
+
+
+def _bindable(family: socket.AddressFamily, host: str, port: int) -> bool:
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        if family == socket.AF_INET6:
+            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _port_free(port: int) -> bool:
+    """ippeveprinter -n localhost binds PORT on both 127.0.0.1 and ::1."""
+    return _bindable(socket.AF_INET, "127.0.0.1", port) and _bindable(socket.AF_INET6, "::1", port)
+
+
+def _check_ipv6_loopback() -> None:
+    if not socket.has_ipv6 or not _bindable(socket.AF_INET6, "::1", 0):
+        raise RigError("IPv6 loopback (::1) is not available; ippeveprinter -n localhost needs it")
+
+
+def free_ports(n: int, avoid: set[int] | frozenset[int] = frozenset()) -> list[int]:
+    """``n`` distinct ports that are free on 127.0.0.1 and ::1 right now."""
+    held: list[socket.socket] = []
+    ports: list[int] = []
+    try:
+        for _ in range(100 * n):
+            if len(ports) == n:
+                break
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            held.append(s)  # held open until the end so no port is picked twice
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            if port not in avoid and _bindable(socket.AF_INET6, "::1", port):
+                ports.append(port)
+    finally:
+        for s in held:
+            s.close()
+    if len(ports) < n:
+        raise RigError(f"could not find {n} free loopback port(s)")
+    return ports
+
+
+# --- readiness probe: a raw IPP Get-Printer-Attributes over HTTP --------------------
+
+
+def _ipp_attr(tag: int, name: str, value: str) -> bytes:
+    n, v = name.encode(), value.encode()
+    return struct.pack(">BH", tag, len(n)) + n + struct.pack(">H", len(v)) + v
+
+
+def _get_printer_attributes(uri: str) -> bytes:
+    return (
+        struct.pack(">BBHI", 2, 0, 0x000B, 1)  # IPP/2.0 Get-Printer-Attributes, request-id 1
+        + b"\x01"  # operation-attributes-tag
+        + _ipp_attr(0x47, "attributes-charset", "utf-8")
+        + _ipp_attr(0x48, "attributes-natural-language", "en")
+        + _ipp_attr(0x45, "printer-uri", uri)
+        + _ipp_attr(0x44, "requested-attributes", "printer-state")
+        + b"\x03"  # end-of-attributes-tag
+    )
+
+
+def probe(port: int, timeout: float = 2.0) -> bool:
+    """True when the printer on ``port`` answers Get-Printer-Attributes with successful-ok."""
+    uri = f"ipp://127.0.0.1:{port}/ipp/print"
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request(
+            "POST", "/ipp/print", _get_printer_attributes(uri), {"Content-Type": "application/ipp"}
+        )
+        resp = conn.getresponse()
+        body = resp.read()
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        conn.close()
+    # Status codes 0x0000-0x00FF are the successful-ok family.
+    return resp.status == 200 and len(body) >= 8 and body[2] == 0
+
+
+# --- the rig ----------------------------------------------------------------------
+
+
+class Rig:
+    """A set of ippeveprinter processes sharing one folder and one private dbus-daemon.
+
+    The folder is the state: another process (``python -m tests.rig stop DIR``) can
+    stop or poke printers that this one started.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        seconds_per_page: float = 0.0,
+        formats: str = DEFAULT_FORMATS,
+        ready_timeout: float = 20.0,
+        stop_timeout: float = 5.0,
+    ) -> None:
+        if seconds_per_page < 0:
+            raise ValueError("seconds_per_page must be >= 0")
+        self.root = Path(root).absolute()
+        self.seconds_per_page = seconds_per_page
+        self.formats = formats
+        self.ready_timeout = ready_timeout
+        self.stop_timeout = stop_timeout
+        # Children started by this process, by pid, so they can be reaped (no zombies).
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
+        self._finished: dict[int, subprocess.Popen[bytes]] = {}
+        self._tools: dict[str, str] = {}
+
+    # --- what is there ---
+
+    @property
+    def printers(self) -> list[Printer]:
+        """The printers recorded in the folder, by name (running or not)."""
+        out = []
+        for d in sorted(self.root.glob("printer-[0-9][0-9]")):
+            port = _read_int(d / "port")
+            if d.is_dir() and port is not None:
+                out.append(Printer(d.name, port, d, _read_int(d / "pid")))
+        return out
+
+    def printer(self, name: str) -> Printer:
+        for p in self.printers:
+            if p.name == name:
+                return p
+        raise RigError(f"no printer {name!r} in {self.root}")
+
+    def __getitem__(self, name: str) -> Printer:
+        return self.printer(name)
+
+    def __iter__(self) -> Iterator[Printer]:
+        return iter(self.printers)
+
+    def __len__(self) -> int:
+        return len(self.printers)
+
+    def __enter__(self) -> Rig:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def state(self, name: str) -> str:
+        """``running``, ``hung`` (SIGSTOPped) or ``dead``."""
+        p = self.printer(name)
+        if not self._alive(p.pid, "ippeveprinter"):
+            return "dead"
+        return "hung" if p.pid is not None and _proc_state(p.pid) == "T" else "running"
+
+    def printed(self, name: str) -> list[Printed]:
+        """Ground truth: one entry per document this printer printed, oldest first."""
+        try:
+            text = self.printer(name).prints_log.read_text()
+        except FileNotFoundError:
+            return []
+        return [Printed.parse(line) for line in text.splitlines() if line.strip()]
+
+    def count(self) -> dict[str, int]:
+        """Printed documents per printer."""
+        return {p.name: len(self.printed(p.name)) for p in self.printers}
+
+    def received(self, name: str) -> int:
+        """Documents the printer received (spool files), printed or not."""
+        spool = self.printer(name).spool
+        if not spool.is_dir():
+            return 0
+        return sum(1 for f in spool.iterdir() if f.is_file() and f.suffix != ".prn")
+
+    # --- start and stop ---
+
+    def start(self, n: int, base_port: int | None = None) -> list[Printer]:
+        """Start printer-01..NN and return once each answers Get-Printer-Attributes.
+
+        Printer i listens on ``base_port + i``, or on free ports when ``base_port``
+        is None. A new start wipes the printer folders (logs, spool). On failure
+        everything started is stopped and RigError carries the printer's log tail.
+        """
+        if not 1 <= n <= MAX_PRINTERS:
+            raise ValueError(f"n must be 1..{MAX_PRINTERS}")
+        if base_port is not None and not (base_port >= 1024 and base_port + n <= 65535):
+            raise ValueError(f"base_port must be 1024..{65535 - n}")
+        tools = {t: _need_tool(t) for t in ("ippeveprinter", "ipptool", "dbus-daemon")}
+        _check_ipv6_loopback()
+        for p in self.printers:
+            if self._alive(p.pid, "ippeveprinter"):
+                raise RigError(f"printers are already running in {self.root}; stop them first")
+        auto = base_port is None
+        if base_port is None:
+            ports = free_ports(n)
+        else:
+            ports = [base_port + i for i in range(1, n + 1)]
+            busy = [port for port in ports if not _port_free(port)]
+            if busy:
+                raise RigError(f"port(s) {busy} already in use on 127.0.0.1 or ::1")
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        for d in self.root.glob("printer-[0-9][0-9]"):
+            shutil.rmtree(d)
+        (self.root / "printers.tsv").unlink(missing_ok=True)
+        self._install_bin(tools)
+        (self.root / "formats").write_text(self.formats + "\n")
+        names = [f"printer-{i:02d}" for i in range(1, n + 1)]
+        try:
+            self._start_dbus(tools["dbus-daemon"])
+            for name, port in zip(names, ports, strict=True):
+                d = self.root / name
+                (d / "spool").mkdir(parents=True)
+                (d / "prints.log").touch()
+                (d / "seconds-per-page").write_text(f"{self.seconds_per_page:g}\n")
+                self._launch(name, port)
+            deadline = time.monotonic() + self.ready_timeout
+            for name in names:
+                for attempt in range(1, PORT_ATTEMPTS + 1):
+                    p = self.printer(name)
+                    err = self._wait_ready(p, deadline)
+                    if err is None:
+                        break
+                    # An automatically chosen port can be taken between choice and bind.
+                    if auto and attempt < PORT_ATTEMPTS and "already in use" in err:
+                        used = {q.port for q in self.printers}
+                        self._launch(name, free_ports(1, avoid=used)[0])
+                        deadline = max(deadline, time.monotonic() + self.ready_timeout)
+                        continue
+                    raise RigError(err)
+            self._write_tsv()
+        except BaseException:
+            self.stop()
+            raise
+        return self.printers
+
+    def stop(self) -> None:
+        """Stop every printer and the dbus-daemon: SIGCONT, SIGTERM, SIGKILL after a bound.
+
+        Only pids the rig recorded, and only while they still are an
+        ippeveprinter / dbus-daemon. Safe to call more than once.
+        """
+        for p in self.printers:
+            self._stop_pid(p.pid, "ippeveprinter")
+        self._stop_pid(_read_int(self.root / "dbus.pid"), "dbus-daemon")
+        # Reap anything of ours that already died (e.g. after kill()).
+        for pid, proc in list(self._children.items()):
+            if proc.poll() is not None:
+                del self._children[pid]
+
+    # --- printer faults ---
+
+    def kill(self, name: str) -> None:
+        """SIGKILL: the printer is gone (connection refused), as after a power cut."""
+        p = self._running(name)
+        assert p.pid is not None
+        os.kill(p.pid, signal.SIGKILL)
+        self._wait_gone(p.pid, "ippeveprinter", self.stop_timeout)
+
+    def hang(self, name: str) -> None:
+        """SIGSTOP: TCP connects (kernel backlog) but nothing answers; undo with resume()."""
+        p = self._running(name)
+        assert p.pid is not None
+        os.kill(p.pid, signal.SIGSTOP)
+
+    def resume(self, name: str) -> None:
+        """SIGCONT after hang()."""
+        p = self._running(name)
+        assert p.pid is not None
+        os.kill(p.pid, signal.SIGCONT)
+
+    def restart(self, name: str) -> Printer:
+        """A fresh process on the same port, as after a power cycle.
+
+        The printer's job history is empty and job ids start at 1 again; the
+        ground truth (prints.log) and the spool folder are kept, like paper
+        that already came out.
+        """
+        p = self.printer(name)
+        self._stop_pid(p.pid, "ippeveprinter")
+        tools = {t: _need_tool(t) for t in ("ippeveprinter", "ipptool", "dbus-daemon")}
+        self._install_bin(tools)
+        self._start_dbus(tools["dbus-daemon"])
+        self._launch(name, p.port)
+        err = self._wait_ready(self.printer(name), time.monotonic() + self.ready_timeout)
+        if err is not None:
+            self._stop_pid(self.printer(name).pid, "ippeveprinter")
+            raise RigError(err)
+        self._write_tsv()
+        return self.printer(name)
+
+    def set_speed(self, name: str, seconds_per_page: float) -> None:
+        """Simulated print time per page (and copy) of one printer, effective from its next job."""
+        if seconds_per_page < 0:
+            raise ValueError("seconds_per_page must be >= 0")
+        (self.printer(name).dir / "seconds-per-page").write_text(f"{seconds_per_page:g}\n")
+
+    # --- internals ---
+
+    def _install_bin(self, tools: dict[str, str]) -> None:
+        bin_dir = self.root / "bin"
+        bin_dir.mkdir(parents=True, exist_ok=True)
+        # Copy then rename: a print command running right now (another printer's
+        # job) keeps reading the old file instead of a half-written one.
+        for src, dst, mode in (
+            (PRINT_COMMAND, bin_dir / "print-command", 0o755),  # even if the checkout lost +x
+            (CANCEL_TEST, bin_dir / "job-canceled.test", 0o644),
+        ):
+            tmp = dst.with_name(dst.name + ".new")
+            shutil.copyfile(src, tmp)
+            tmp.chmod(mode)
+            tmp.replace(dst)
+        self._tools = tools
+
+    def _spawn(self, argv: list[str], log: Path, **kw: Any) -> subprocess.Popen[bytes]:
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                # Own session: a Ctrl-C in the terminal that started the rig does not
+                # reach the printers; stop() does.
+                start_new_session=True,
+                **kw,
+            )
+        self._children[proc.pid] = proc
+        return proc
+
+    def _start_dbus(self, dbus_daemon: str) -> None:
+        addr_file = self.root / "dbus.address"
+        pid = _read_int(self.root / "dbus.pid")
+        if self._alive(pid, "dbus-daemon") and addr_file.exists() and addr_file.read_text():
+            return
+        self._stop_pid(pid, "dbus-daemon")
+        # tmpdir=/tmp keeps the socket path short (pytest's tmp_path can pass 108 bytes).
+        with open(addr_file, "wb") as addr_out:
+            fd = addr_out.fileno()
+            proc = self._spawn(
+                [
+                    dbus_daemon,
+                    "--session",
+                    "--nofork",
+                    "--nosyslog",
+                    "--address=unix:tmpdir=/tmp",
+                    f"--print-address={fd}",
+                ],
+                self.root / "dbus.log",
+                pass_fds=(fd,),
+            )
+        (self.root / "dbus.pid").write_text(f"{proc.pid}\n")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if addr_file.read_text().strip():
+                return
+            if proc.poll() is not None:
+                break
+            time.sleep(POLL_INTERVAL_S)
+        self._stop_pid(proc.pid, "dbus-daemon")
+        raise RigError(f"private dbus-daemon did not start:\n{_tail(self.root / 'dbus.log')}")
+
+    def _launch(self, name: str, port: int) -> None:
+        d = self.root / name
+        spool = d / "spool"
+        spool.mkdir(parents=True, exist_ok=True)  # ippeveprinter needs it to exist
+        (d / "port").write_text(f"{port}\n")
+        (d / "uri").write_text(f"ipp://127.0.0.1:{port}/ipp/print\n")
+        (d / "pid").unlink(missing_ok=True)
+        env = {
+            **os.environ,
+            "DBUS_SYSTEM_BUS_ADDRESS": (self.root / "dbus.address").read_text().strip(),
+            "RIG_PRINTER_DIR": str(d),
+            "RIG_SECONDS_PER_PAGE": f"{self.seconds_per_page:g}",
+            "RIG_IPPTOOL": self._tools["ipptool"],
+            "RIG_CANCEL_TEST": str(self.root / "bin" / "job-canceled.test"),
+        }
+        formats_file = self.root / "formats"
+        formats = formats_file.read_text().strip() if formats_file.exists() else self.formats
+        with open(d / "server.log", "ab") as log:
+            log.write(f"--- rig: starting {name} on port {port}\n".encode())
+        options = [
+            ("-n", "localhost"),  # bind 127.0.0.1 and ::1 only
+            ("-p", str(port)),
+            ("-r", "off"),  # no DNS-SD advertising
+            ("-f", formats),  # document formats accepted
+            ("-d", str(spool)),  # spool folder (must exist)
+            ("-k", None),  # keep every received document in spool/
+            ("-c", str(self.root / "bin" / "print-command")),  # run per document
+            ("-M", "edgeprint-rig"),
+            ("-m", name),
+            ("-l", "loopback rig"),
+            ("-v", None),  # log requests and jobs to server.log
+        ]
+        argv = [self._tools["ippeveprinter"]]
+        for flag, value in options:
+            argv += [flag] if value is None else [flag, value]
+        proc = self._spawn([*argv, name], d / "server.log", env=env)
+        (d / "pid").write_text(f"{proc.pid}\n")
+
+    def _wait_ready(self, p: Printer, deadline: float) -> str | None:
+        """None once the printer answers; else why not (with its log tail)."""
+        while True:
+            if not self._alive(p.pid, "ippeveprinter"):
+                return (
+                    f"{p.name} (port {p.port}) exited during start{self._exit_status(p.pid)}; "
+                    f"log tail:\n{_tail(p.server_log)}"
+                )
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return (
+                    f"{p.name} (port {p.port}) did not answer Get-Printer-Attributes within "
+                    f"{self.ready_timeout:g}s; log tail:\n{_tail(p.server_log)}"
+                )
+            if probe(p.port, timeout=min(2.0, left)):
+                return None
+            time.sleep(POLL_INTERVAL_S)
+
+    def _exit_status(self, pid: int | None) -> str:
+        proc = self._finished.get(pid) if pid is not None else None
+        if proc is None or proc.returncode is None:
+            return ""
+        if proc.returncode < 0:
+            return f" (killed by {signal.Signals(-proc.returncode).name})"
+        return f" (exit status {proc.returncode})"
+
+    def _write_tsv(self) -> None:
+        rows = [f"{p.name}\t{p.uri}\t{p.pid}\n" for p in self.printers]
+        (self.root / "printers.tsv").write_text("".join(rows))
+
+    def _running(self, name: str) -> Printer:
+        p = self.printer(name)
+        if not self._alive(p.pid, "ippeveprinter"):
+            raise RigError(f"{name} is not running (use restart)")
+        return p
+
+    def _alive(self, pid: int | None, word: str) -> bool:
+        if pid is None:
+            return False
+        proc = self._children.get(pid)
+        if proc is not None:
+            # Our own child: an unreaped pid cannot be recycled, so poll() is the truth.
+            # (/proc/PID/cmdline is briefly empty while the child is still inside
+            # execve, even after Popen returned: not a reliable test right after start.)
+            if proc.poll() is None:
+                return True
+            self._finished[pid] = self._children.pop(pid)  # reaped; keep the exit status
+            return False
+        return _pid_is(pid, word)
+
+    def _wait_gone(self, pid: int, word: str, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while self._alive(pid, word):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(POLL_INTERVAL_S / 5)
+        return True
+
+    def _stop_pid(self, pid: int | None, word: str) -> None:
+        if pid is None:
+            return
+        if self._alive(pid, word):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)  # a hung (SIGSTOPped) printer cannot die otherwise
+                os.kill(pid, signal.SIGTERM)
+            if not self._wait_gone(pid, word, self.stop_timeout):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                self._wait_gone(pid, word, self.stop_timeout)
+        proc = self._children.pop(pid, None)
+        if proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=self.stop_timeout)
+
+
+# --- command line -------------------------------------------------------------------
+
+
+def _status(rig: Rig, out: IO[str]) -> None:
+    out.write(f"{'NAME':<11} {'PORT':<6} {'PID':<8} {'STATE':<8} {'PRINTED':>7} {'RECEIVED':>8}\n")
+    for p in rig.printers:
+        out.write(
+            f"{p.name:<11} {p.port:<6} {p.pid or '-'!s:<8} {rig.state(p.name):<8} "
+            f"{len(rig.printed(p.name)):>7} {rig.received(p.name):>8}\n"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m tests.rig", description="real IPP printers (ippeveprinter) on loopback"
+    )
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    s = sub.add_parser("start", help="start N printers in DIR")
+    s.add_argument("dir", metavar="DIR")
+    s.add_argument("-n", type=int, default=2, help="number of printers (default 2)")
+    s.add_argument(
+        "--base-port", type=int, default=None, help="printer i on BASE+i (default: free)"
+    )
+    s.add_argument("--speed", type=float, default=0.0, help="simulated seconds per page")
+    s.add_argument("--formats", default=DEFAULT_FORMATS, help="document formats accepted")
+    s.add_argument("--ready-timeout", type=float, default=20.0)
+    for cmd, text in (
+        ("stop", "stop the printers and dbus-daemon of DIR"),
+        ("status", "NAME PORT PID STATE PRINTED RECEIVED"),
+        ("count", "printed documents per printer and total"),
+    ):
+        sub.add_parser(cmd, help=text).add_argument("dir", metavar="DIR")
+    for cmd, text in (
+        ("kill", "SIGKILL a printer"),
+        ("hang", "SIGSTOP a printer"),
+        ("resume", "SIGCONT a hung printer"),
+        ("restart", "fresh process on the same port (empty job history)"),
+    ):
+        c = sub.add_parser(cmd, help=text)
+        c.add_argument("dir", metavar="DIR")
+        c.add_argument("name", metavar="NAME")
+    sp = sub.add_parser("speed", help="seconds per page of one printer")
+    sp.add_argument("dir", metavar="DIR")
+    sp.add_argument("name", metavar="NAME")
+    sp.add_argument("seconds", type=float)
+    args = ap.parse_args(argv)
+
+    try:
+        if args.cmd == "start":
+            rig = Rig(
+                args.dir,
+                seconds_per_page=args.speed,
+                formats=args.formats,
+                ready_timeout=args.ready_timeout,
+            )
+            t0 = time.monotonic()
+            for p in rig.start(args.n, args.base_port):
+                print(f"{p.name}\t{p.uri}\t{p.pid}")
+            print(f"started {args.n} printer(s) in {time.monotonic() - t0:.2f}s", file=sys.stderr)
+            return 0
+        rig = Rig(args.dir)
+        if args.cmd != "stop" and not rig.root.is_dir():
+            raise RigError(f"no such folder: {rig.root}")
+        if args.cmd == "stop":
+            rig.stop()
+            print(f"stopped printers in {rig.root}")
+        elif args.cmd == "status":
+            _status(rig, sys.stdout)
+        elif args.cmd == "count":
+            counts = rig.count()
+            for name, n in counts.items():
+                print(f"{name} {n}")
+            print(f"total {sum(counts.values())}")
+        elif args.cmd == "speed":
+            rig.set_speed(args.name, args.seconds)
+        else:
+            getattr(rig, args.cmd)(args.name)
+            print(f"{args.name} {args.cmd}: ok")
+    except (RigError, ValueError) as exc:
+        print(f"rig: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

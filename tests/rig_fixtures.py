@@ -1,0 +1,51 @@
+"""Pytest fixtures for real IPP printers (see tests/rig.py).
+
+Registered from tests/conftest.py with ``pytest_plugins = ["tests.rig_fixtures"]``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.rig import Rig, find_tool
+
+#: CI must fail, not skip, when the printers cannot be had.
+_FALSY = {"", "0", "false", "no", "off"}
+
+
+def in_ci() -> bool:
+    """True when the CI environment variable is set (to anything but an explicit false)."""
+    return os.environ.get("CI", "").strip().lower() not in _FALSY
+
+
+def require_ippeveprinter() -> None:
+    """Skip (locally) or fail (in CI) when ippeveprinter is not installed."""
+    if find_tool("ippeveprinter") is not None:
+        return
+    why = (
+        "ippeveprinter not found: install the Debian packages cups-ipp-utils and "
+        "dbus-daemon (apt-get install cups-ipp-utils dbus-daemon)"
+    )
+    if in_ci():
+        pytest.fail(f"{why}; CI is set, so this is a failure, not a skip", pytrace=False)
+    pytest.skip(f"{why}; set CI=1 to make this a failure")
+
+
+@pytest.fixture
+def printers(tmp_path: Path) -> Iterator[Rig]:
+    """Two real printers, printer-01 and printer-02, on free loopback ports.
+
+    Yields the :class:`~tests.rig.Rig`: ``printers["printer-01"].uri``,
+    ``printers.printed("printer-01")``, ``for p in printers``. Stopped after the test.
+    """
+    require_ippeveprinter()
+    rig = Rig(tmp_path / "rig")
+    rig.start(2)
+    try:
+        yield rig
+    finally:
+        rig.stop()
