@@ -49,9 +49,10 @@ class Running:
 
 async def _sweep_orphans(spool: Spool, jobs: Jobs) -> int:
     """Remove documents no job refers to (a crash between rename and commit)."""
-    orphans = spool.stored_digests() - await jobs.document_digests()
-    for digest in orphans:
-        spool.remove(digest)
+    files = spool.stored_ids()
+    orphans = files - await jobs.ids_with_documents(files)
+    for job_id in orphans:
+        spool.remove(job_id)
     return len(orphans)
 
 

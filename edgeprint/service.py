@@ -131,13 +131,14 @@ class JobService:
             existing = await self.jobs.get_by_key(idempotency_key)
             if existing is not None:
                 return self._replayed(existing, idempotency_key, digest, caller)
-            await document.commit()
+            job_id = uuid.uuid4().hex
+            await document.commit(job_id)
         finally:
             document.discard()
 
         state = JobState.HELD if meta.hold else JobState.RELEASED
         new = NewJob(
-            id=uuid.uuid4().hex,
+            id=job_id,
             idempotency_key=idempotency_key,
             request_sha256=digest,
             state=state,
@@ -151,8 +152,13 @@ class JobService:
             token_name=caller.name,
             correlation_id=caller.correlation_id,
         )
-        job = await self.jobs.insert(new, self.clock(), caller.name)
+        try:
+            job = await self.jobs.insert(new, self.clock(), caller.name)
+        except errors.StoreError:
+            self.spool.remove(job_id)
+            raise
         if job is None:  # a concurrent request with the same key won
+            self.spool.remove(job_id)
             winner = await self.jobs.get_by_key(idempotency_key)
             if winner is None:  # pragma: no cover - keys are never deleted
                 raise errors.StoreUnavailable("idempotency key vanished")

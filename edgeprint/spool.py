@@ -1,8 +1,10 @@
-"""The document spool under ``data_dir/spool``: content-addressed, durable before the job row.
+"""The document spool under ``data_dir/spool``: one file per job, durable before the job row.
 
 A document is streamed into ``spool/tmp/<random>.part`` while its SHA-256 is
-computed, then fsync'ed, renamed to ``spool/<sha256>.pdf`` and the folder is
-fsync'ed (DESIGN §6). File names never come from client input.
+computed, then fsync'ed, renamed to ``spool/<job id>.pdf`` and the folder is
+fsync'ed (DESIGN §6). File names never come from client input. One file per
+job (not per content) lets retention delete a job's document without asking
+whether another job shares it.
 """
 
 from __future__ import annotations
@@ -70,15 +72,15 @@ class StagedDocument:
         """True when the PDF header ``%PDF-`` is in the first 1024 bytes (ISO 32000-1 §7.5.2)."""
         return b"%PDF-" in self.head
 
-    async def commit(self) -> Path:
-        """Make the document durable under its content name; returns that path.
+    async def commit(self, job_id: str) -> Path:
+        """Make the document durable as the document of ``job_id``; returns its path.
 
         Raises errors.StorageFull or errors.StoreUnavailable (the temporary
         file is removed in that case).
         """
         fh, self._fh = self._fh, None
         assert fh is not None, "document already committed or discarded"
-        final = self._spool.path_for(self.sha256)
+        final = self._spool.path_for(job_id)
         try:
             await asyncio.to_thread(self._finish, fh, final)
         except OSError as exc:
@@ -120,11 +122,11 @@ class Spool:
             with contextlib.suppress(OSError):
                 leftover.unlink()
 
-    def path_for(self, sha256: str) -> Path:
-        """Where the document with this hex digest lives."""
-        if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
-            raise ValueError("not a sha256 hex digest")
-        return self.dir / f"{sha256}.pdf"
+    def path_for(self, job_id: str) -> Path:
+        """Where the document of job ``job_id`` (32 hex characters) lives."""
+        if len(job_id) != 32 or any(c not in "0123456789abcdef" for c in job_id):
+            raise ValueError("not a job id")
+        return self.dir / f"{job_id}.pdf"
 
     def stage(self) -> StagedDocument:
         """Open a new temporary file for an incoming document; raises errors.StoreError."""
@@ -135,11 +137,11 @@ class Spool:
             raise _os_error(exc) from exc
         return StagedDocument(self, tmp, fh)
 
-    def stored_digests(self) -> set[str]:
-        """Digests of every committed document file."""
-        return {p.stem for p in self.dir.glob("*.pdf") if len(p.stem) == 64}
+    def stored_ids(self) -> set[str]:
+        """Job ids of every committed document file."""
+        return {p.stem for p in self.dir.glob("*.pdf") if len(p.stem) == 32}
 
-    def remove(self, sha256: str) -> None:
-        """Delete a committed document (missing is fine)."""
+    def remove(self, job_id: str) -> None:
+        """Delete a job's document (missing is fine)."""
         with contextlib.suppress(FileNotFoundError):
-            self.path_for(sha256).unlink()
+            self.path_for(job_id).unlink()

@@ -161,7 +161,7 @@ class PrinterWorker:
     async def _dispatch(self, job: JobRecord, status: PrinterStatus) -> None:
         try:
             document = await asyncio.to_thread(
-                self.service.spool.path_for(job.document_sha256).read_bytes
+                self.service.spool.path_for(job.id).read_bytes
             )
         except OSError as exc:
             await self.service.fail(job, self.name, "document_missing", f"document: {exc}")

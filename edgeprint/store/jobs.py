@@ -51,6 +51,7 @@ class JobRecord:
     cancel_requested: int
     truncated_copies: int
     discounted_copies: str
+    document_deleted_at: float | None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> JobRecord:
@@ -343,14 +344,16 @@ class Jobs:
             counts[JobState(r[0])] = int(r[1])
         return counts
 
-    async def document_in_use(self, sha256: str) -> bool:
-        """True when any job refers to the document with this digest."""
-        rows = await self._store.read(
-            "SELECT 1 FROM jobs WHERE document_sha256 = ? LIMIT 1", (sha256,)
-        )
-        return bool(rows)
-
-    async def document_digests(self) -> set[str]:
-        """Digests of every document a job refers to."""
-        rows = await self._store.read("SELECT DISTINCT document_sha256 FROM jobs")
-        return {str(r[0]) for r in rows}
+    async def ids_with_documents(self, ids: set[str]) -> set[str]:
+        """Those of ``ids`` that are jobs whose document has not been deleted."""
+        out: set[str] = set()
+        chunk = list(ids)
+        for i in range(0, len(chunk), 500):
+            part = chunk[i : i + 500]
+            marks = ", ".join("?" for _ in part)
+            rows = await self._store.read(
+                f"SELECT id FROM jobs WHERE id IN ({marks}) AND document_deleted_at IS NULL",
+                tuple(part),
+            )
+            out.update(str(r[0]) for r in rows)
+        return out

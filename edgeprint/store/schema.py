@@ -111,6 +111,8 @@ MIGRATIONS.append(
         "ALTER TABLE jobs ADD COLUMN truncated_copies INTEGER NOT NULL DEFAULT 0",
         # printer copies already recorded as truncated, "<job-id>@<time-at-creation>,…"
         "ALTER TABLE jobs ADD COLUMN discounted_copies TEXT NOT NULL DEFAULT ''",
+        # retention: when the document of a terminal job was deleted
+        "ALTER TABLE jobs ADD COLUMN document_deleted_at REAL",
         "CREATE INDEX jobs_printing ON jobs (printed_on) WHERE state = 'PRINTING'",
     ]
 )
