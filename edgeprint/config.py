@@ -56,6 +56,16 @@ class DispatchConfig(_Frozen):
     retry_max_s: float = Field(default=120.0, ge=0, le=86400)
     #: What to do when a printer forgot a job that may have printed (DESIGN §3).
     on_unknown_outcome: Literal["dead", "reprint"] = "dead"
+    # health (DESIGN §4)
+    failure_threshold: int = Field(default=3, ge=1, le=100)
+    stopped_grace_s: float = Field(default=10.0, ge=0, le=3600)
+    quarantine_after: int = Field(default=3, ge=2, le=100)
+    quarantine_s: float = Field(default=60.0, ge=0, le=86400)
+    #: A printer unreachable this long with a job in hand: the job is moved (no document
+    #: sent) or, when the printer may have printed it, parked DEAD outcome_unknown.
+    in_hand_timeout_s: float = Field(default=30.0, ge=0, le=86400)
+    #: Retry-After of a 503 when a printer's or pool's queue is full.
+    retry_after_s: int = Field(default=5, ge=1, le=3600)
 
     @model_validator(mode="after")
     def _ordered(self) -> DispatchConfig:
@@ -68,6 +78,14 @@ class DispatchConfig(_Frozen):
         return self
 
 
+class RetentionConfig(_Frozen):
+    """``[retention]``: how long held jobs and finished documents are kept (seconds)."""
+
+    hold_ttl_s: float = Field(default=86_400.0, gt=0)
+    document_retention_s: float = Field(default=7 * 86_400.0, ge=0)
+    interval_s: float = Field(default=60.0, gt=0, le=86_400)
+
+
 class PrinterConfig(_Frozen):
     """One ``[[printers]]`` entry: an IPP printer edgeprint drives directly."""
 
@@ -75,6 +93,8 @@ class PrinterConfig(_Frozen):
     uri: str = Field(pattern=r"^(ipps?|https?)://[^\s/]+(:\d+)?(/\S*)?$")
     pool: Name | None = None
     max_inflight: int = Field(default=1, ge=1, le=16)
+    #: Waiting (RELEASED) jobs for this printer before new ones go to a peer or get 503.
+    high_water: int = Field(default=50, ge=1, le=100_000)
 
 
 class TokenConfig(_Frozen):
@@ -91,6 +111,7 @@ class Config(_Frozen):
     server: ServerConfig = ServerConfig()
     store: StoreConfig = StoreConfig()
     dispatch: DispatchConfig = DispatchConfig()
+    retention: RetentionConfig = RetentionConfig()
     printers: list[PrinterConfig] = Field(default_factory=list)
     tokens: list[TokenConfig] = Field(default_factory=list)
 

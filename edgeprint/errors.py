@@ -139,6 +139,26 @@ class UnsupportedDocument(EdgeprintError):
         super().__init__(detail)
 
 
+class Backpressure(EdgeprintError):
+    """The printer's (and its peers') or the pool's queue is full: nothing stored (HTTP 503)."""
+
+    def __init__(self, target: str, retry_after_s: int) -> None:
+        self.target = target
+        self.retry_after_s = retry_after_s
+        super().__init__(
+            f"the queue of {target} is full; nothing was stored, retry with the same "
+            f"Idempotency-Key in {retry_after_s} s"
+        )
+
+
+class PrinterNotFound(EdgeprintError):
+    """No configured printer has this name (HTTP 404)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"no printer named {name!r}")
+
+
 # --- auth -------------------------------------------------------------------
 
 

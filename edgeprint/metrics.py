@@ -87,6 +87,23 @@ class Metrics:
             "From release (or submit with hold=false) to the printer reporting completed",
             buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300), registry=r,
         )  # fmt: skip
+        self.failovers = Counter(
+            "edgeprint_failovers_total",
+            "Jobs moved off a printer (unhealthy, full, drained) to its peers", ["printer"],
+            registry=r,
+        )  # fmt: skip
+        self.backpressure = Counter(
+            "edgeprint_backpressure_total", "Jobs refused with 503 because a queue was full",
+            registry=r,
+        )  # fmt: skip
+        self.printer_healthy = Gauge(
+            "edgeprint_printer_healthy", "1 when the printer takes new work", ["printer"],
+            registry=r,
+        )  # fmt: skip
+        self.health_changes = Counter(
+            "edgeprint_printer_health_changes_total", "Printer health transitions",
+            ["printer", "healthy"], registry=r,
+        )  # fmt: skip
         self.printer_up = Gauge(
             "edgeprint_printer_up", "1 when the printer answered its last request", ["printer"],
             registry=r,

@@ -115,6 +115,8 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
             dispatcher = Dispatcher(config, service, session, metrics)
             service.wake = dispatcher.wake
             service.on_cancel = dispatcher.cancel_requested
+            service.printer_view = dispatcher.snapshot
+            await service.load_paused()
             dispatch_task = asyncio.create_task(
                 dispatcher.run(config.server.shutdown_grace_s), name="dispatcher"
             )

@@ -16,9 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from edgeprint import errors
-from edgeprint.config import Config
+from edgeprint.config import Config, PrinterConfig
 from edgeprint.metrics import Metrics
 from edgeprint.models import SubmitMetadata
+from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.spool import Spool, StagedDocument
 from edgeprint.states import Action, JobState
 from edgeprint.store.jobs import GUARD_HAS_TARGET, GUARD_ON_PRINTER, JobRecord, Jobs, NewJob
@@ -30,6 +31,8 @@ Clock = Callable[[], float]
 Wake = Callable[[str | None, str | None], None]
 #: Called after a technician asked to cancel a job PRINTING on a printer.
 OnCancel = Callable[[str | None], None]
+#: The dispatcher's live view of one printer (None: unknown printer or not probed yet).
+PrinterView = Callable[[str], PrinterSnapshot | None]
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,10 @@ def _no_wake(printer: str | None, pool: str | None) -> None:
 
 
 def _no_cancel(printer: str | None) -> None:
+    return None
+
+
+def _no_view(printer: str) -> PrinterSnapshot | None:
     return None
 
 
@@ -87,6 +94,8 @@ class JobService:
         self.clock = clock
         self.wake = wake
         self.on_cancel: OnCancel = _no_cancel
+        self.printer_view: PrinterView = _no_view
+        self.paused: set[str] = set()
         self._pools = config.pools
         self._printers = {p.name for p in config.printers}
 
@@ -137,14 +146,21 @@ class JobService:
             document.discard()
 
         state = JobState.HELD if meta.hold else JobState.RELEASED
+        printer, pool = meta.printer, meta.pool
+        if state is JobState.RELEASED:
+            try:
+                printer, pool = await self.admit(printer, pool, caller)
+            except errors.Backpressure:
+                self.spool.remove(job_id)
+                raise
         new = NewJob(
             id=job_id,
             idempotency_key=idempotency_key,
             request_sha256=digest,
             state=state,
             owner=meta.owner,
-            printer=meta.printer,
-            pool=meta.pool,
+            printer=printer,
+            pool=pool,
             priority=meta.priority,
             copies=meta.copies,
             document_sha256=document.sha256,
@@ -211,10 +227,14 @@ class JobService:
         errors.MissingTarget (held job with no printer/pool and none given).
         """
         self.check_target(printer, pool, "body")
+        if printer is None and pool is None:
+            current = await self.get(job_id)
+            printer, pool = current.printer, current.pool
         now = self.clock()
         sets: dict[str, object] = {"released_at": now}
         guard = None
         if printer is not None or pool is not None:
+            printer, pool = await self.admit(printer, pool, caller)
             sets.update(printer=printer, pool=pool)
         else:
             guard = GUARD_HAS_TARGET
@@ -306,6 +326,150 @@ class JobService:
         )  # fmt: skip
         return job
 
+    # --- admission and failover (DESIGN §4) ----------------------------------------
+
+    def usable(self, printer: str) -> bool:
+        """Not paused and not known to be unhealthy (a printer not probed yet counts as usable)."""
+        snap = self.printer_view(printer)
+        return printer not in self.paused and (snap is None or snap.healthy)
+
+    async def admit(
+        self, printer: str | None, pool: str | None, caller: Caller
+    ) -> tuple[str | None, str | None]:
+        """Where a newly printable job goes: (printer, pool), maybe a less loaded peer.
+
+        A job for a full or unusable printer goes to the least-loaded usable
+        peer of its pool with room; a pool is full when its waiting jobs reach
+        the sum of its unpaused printers' ``high_water``. Raises
+        errors.Backpressure (nothing is stored; HTTP 503 with Retry-After).
+        The limit is soft: concurrent admissions may pass it by a few jobs.
+        """
+        depths = await self.jobs.waiting_depths()
+        retry_after = self.config.dispatch.retry_after_s
+
+        def depth(p: str) -> int:
+            return depths.get((p, None), 0)
+
+        def room(p: str) -> bool:
+            cfg = self.config.printer(p)
+            return cfg is not None and depth(p) < cfg.high_water
+
+        if printer is not None:
+            if room(printer) and self.usable(printer):
+                return printer, None
+            cfg = self.config.printer(printer)
+            peers = [
+                p for p in self._pools.get(cfg.pool or "", ()) if p != printer
+                and self.usable(p) and room(p)
+            ] if cfg is not None else []  # fmt: skip
+            if peers:
+                best = min(peers, key=depth)
+                self.metrics.failovers.labels(printer=printer).inc()
+                log.info(
+                    "job redirected to a peer",
+                    extra={"event": "job_failed_over", "printer": printer, "to_printer": best,
+                           "why": "full" if not room(printer) else "unusable",
+                           "correlation_id": caller.correlation_id},
+                )  # fmt: skip
+                return best, None
+            if room(printer):
+                return printer, None  # not usable now, but nowhere better: it waits there
+            self._backpressure(f"printer {printer}", caller)
+            raise errors.Backpressure(f"printer {printer}", retry_after)
+        if pool is not None:
+            members = self._pools.get(pool, ())
+            capacity = 0
+            for p in members:
+                cfg = self.config.printer(p)
+                if cfg is not None and p not in self.paused:
+                    capacity += cfg.high_water
+            waiting = depths.get((None, pool), 0) + sum(depth(p) for p in members)
+            if waiting >= capacity:
+                self._backpressure(f"pool {pool}", caller)
+                raise errors.Backpressure(f"pool {pool}", retry_after)
+        return printer, pool
+
+    def _backpressure(self, target: str, caller: Caller) -> None:
+        self.metrics.backpressure.inc()
+        log.warning(
+            "queue full",
+            extra={"event": "queue_backpressure", "target": target,
+                   "correlation_id": caller.correlation_id},
+        )  # fmt: skip
+
+    async def fail_over_waiting(self, printer: str, reason: str) -> list[str]:
+        """Move ``printer``'s waiting jobs to its pool, where healthy peers take them.
+
+        Returns the ids moved (none when the printer has no pool).
+        """
+        cfg = self.config.printer(printer)
+        if cfg is None or cfg.pool is None:
+            return []
+        moved = await self.jobs.retarget_waiting(
+            printer, cfg.pool, now=self.clock(), actor=f"printer:{printer}",
+            reason=f"failed over from {printer}: {reason}",
+        )  # fmt: skip
+        for job_id in moved:
+            log.info(
+                "job failed over",
+                extra={"event": "job_failed_over", "job_id": job_id, "printer": printer,
+                       "pool": cfg.pool, "why": reason},
+            )  # fmt: skip
+        if moved:
+            self.metrics.failovers.labels(printer=printer).inc(len(moved))
+            self.wake(None, cfg.pool)
+        return moved
+
+    def printer_config(self, name: str) -> PrinterConfig:
+        """The configured printer; raises errors.PrinterNotFound."""
+        cfg = self.config.printer(name)
+        if cfg is None:
+            raise errors.PrinterNotFound(name)
+        return cfg
+
+    async def set_paused(self, name: str, paused: bool, caller: Caller) -> None:
+        """Pause (no new work; the job in hand finishes) or resume a printer; persisted."""
+        self.printer_config(name)
+        await self.jobs.set_paused(name, paused, now=self.clock(), actor=caller.name)
+        if paused:
+            self.paused.add(name)
+        else:
+            self.paused.discard(name)
+        log.info(
+            "printer paused" if paused else "printer resumed",
+            extra={"event": "printer_paused" if paused else "printer_resumed", "printer": name,
+                   "actor": caller.name, "correlation_id": caller.correlation_id},
+        )  # fmt: skip
+        cfg = self.config.printer(name)
+        self.wake(name, cfg.pool if cfg else None)
+
+    async def drain(self, name: str, caller: Caller) -> list[str]:
+        """Pause the printer and move its waiting jobs to its pool's peers; the ids moved."""
+        await self.set_paused(name, True, caller)
+        return await self.fail_over_waiting(name, f"drained by {caller.name}")
+
+    async def load_paused(self) -> None:
+        """Read the persisted paused flags (at start-up)."""
+        self.paused = await self.jobs.paused_printers()
+
+    async def housekeeping(self) -> tuple[list[str], int]:
+        """Expire held jobs past ``hold_ttl_s``; delete documents past retention.
+
+        Returns (expired job ids, documents deleted).
+        """
+        now = self.clock()
+        retention = self.config.retention
+        expired = await self.jobs.expire_held(now - retention.hold_ttl_s, now=now)
+        for job_id in expired:
+            log.info("job expired", extra={"event": "job_expired", "job_id": job_id})
+        due = await self.jobs.retention_due(now - retention.document_retention_s)
+        for job_id in due:
+            self.spool.remove(job_id)
+        if due:
+            await self.jobs.mark_documents_deleted(due, now=now)
+            log.info("documents deleted", extra={"event": "documents_deleted", "count": len(due)})
+        return expired, len(due)
+
     # --- dispatcher use cases (DESIGN §3) ----------------------------------------
 
     async def claim_next(self, printer: str) -> JobRecord | None:
@@ -359,17 +523,27 @@ class JobService:
         return done
 
     async def requeue(
-        self, job: JobRecord, printer: str, reason: str, not_before: float, *, count: bool
+        self,
+        job: JobRecord,
+        printer: str,
+        reason: str,
+        not_before: float,
+        *,
+        count: bool,
+        failure_sig: str | None = None,
     ) -> JobRecord | None:
         """PRINTING → RELEASED not before ``not_before`` (unix seconds); None if not ours.
 
         ``count=False`` gives the attempt back (backpressure, fencing): only
-        real failures use up ``max_attempts``.
+        real failures use up ``max_attempts``. ``failure_sig`` records how this
+        attempt failed, to tell a bad job from a bad printer.
         """
         sets: dict[str, object] = {
             "not_before": not_before, "printer_job_id": None, "upload": None,
             "last_error": reason, "printed_on": None,
         }  # fmt: skip
+        if failure_sig is not None:
+            sets.update(failure_sig=failure_sig, failure_printer=printer)
         if not count:
             sets["attempts"] = max(0, job.attempts - 1)
         out = await self.jobs.transition(

@@ -36,6 +36,9 @@ Debian builds ippeveprinter with Avahi, and it exits with "Unable to initialize
 DNS-SD" when there is no D-Bus system bus, even with ``-r off``; so each rig folder
 gets one private ``dbus-daemon --session`` whose address the printers get as
 ``DBUS_SYSTEM_BUS_ADDRESS`` ("Ignored Avahi state 101." in server.log is harmless).
+The printers need that bus for their whole life: if the dbus-daemon goes, every
+printer of the folder exits ("Avahi server crashed, exiting."), so stop() ends
+the printers first and the bus last.
 
 Folder layout: ``DIR/printers.tsv`` (name, uri, pid), ``DIR/bin/`` (print command
 and the ipptool test it uses), ``DIR/dbus.{pid,address,log}``, and per printer
@@ -470,12 +473,14 @@ class Rig:
         p = self._running(name)
         assert p.pid is not None
         os.kill(p.pid, signal.SIGSTOP)
+        self._wait_proc_state(p.pid, stopped=True)
 
     def resume(self, name: str) -> None:
         """SIGCONT after hang()."""
         p = self._running(name)
         assert p.pid is not None
         os.kill(p.pid, signal.SIGCONT)
+        self._wait_proc_state(p.pid, stopped=False)
 
     def restart(self, name: str) -> Printer:
         """A fresh process on the same port, as after a power cycle.
@@ -654,6 +659,14 @@ class Rig:
             self._finished[pid] = self._children.pop(pid)  # reaped; keep the exit status
             return False
         return _pid_is(pid, word)
+
+    def _wait_proc_state(self, pid: int, *, stopped: bool) -> None:
+        """Signals are delivered asynchronously: wait (bounded) until /proc shows the effect."""
+        deadline = time.monotonic() + self.stop_timeout
+        while (_proc_state(pid) == "T") != stopped and self._alive(pid, "ippeveprinter"):
+            if time.monotonic() >= deadline:
+                raise RigError(f"pid {pid} did not become {'stopped' if stopped else 'running'}")
+            time.sleep(POLL_INTERVAL_S / 5)
 
     def _wait_gone(self, pid: int, word: str, timeout: float) -> bool:
         deadline = time.monotonic() + timeout

@@ -74,4 +74,6 @@ async def test_sigterm_exits_zero_and_logs_json(tmp_path: Path) -> None:
     import json
 
     events = [json.loads(line)["event"] for line in server.log_path.read_text().splitlines()]
-    assert events[-3:] == ["ready", "stopping", "stopped"]
+    lifecycle = [e for e in events if e in ("ready", "stopping", "stopped")]
+    assert lifecycle == ["ready", "stopping", "stopped"]
+    assert events[-1] == "stopped"

@@ -11,6 +11,7 @@ import aiohttp
 from edgeprint.config import Config
 from edgeprint.dispatch.worker import PrinterWorker
 from edgeprint.metrics import Metrics
+from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.printers.ipp import IppClient
 from edgeprint.service import JobService
 
@@ -52,6 +53,7 @@ class Dispatcher:
                 p, client, service, config.dispatch, metrics, self.stop
             )
         self._pools = config.pools
+        self.service = service
 
     def wake(self, printer: str | None, pool: str | None) -> None:
         """Wake the worker(s) that can print a job for ``printer`` or ``pool``."""
@@ -65,6 +67,15 @@ class Dispatcher:
         """Tell ``printer``'s worker that a job it holds is to be cancelled."""
         if printer is not None and printer in self.workers:
             self.workers[printer].cancel_requested()
+
+    def snapshot(self, printer: str) -> PrinterSnapshot | None:
+        """The live view of ``printer`` (None when no such printer)."""
+        worker = self.workers.get(printer)
+        return worker.snapshot() if worker is not None else None
+
+    def snapshots(self) -> list[PrinterSnapshot]:
+        """Every printer's live view, in config order."""
+        return [w.snapshot() for w in self.workers.values()]
 
     def request_stop(self) -> None:
         """Stop taking work; workers finish their current request and return."""
@@ -83,7 +94,17 @@ class Dispatcher:
                 group.create_task(w.run(), name=f"printer:{name}")
                 for name, w in self.workers.items()
             ]
+            tasks.append(group.create_task(self._housekeeping(), name="housekeeping"))
             group.create_task(self._enforce_grace(tasks, grace_s), name="dispatcher:grace")
+
+    async def _housekeeping(self) -> None:
+        """Expire held jobs and delete old documents every ``retention.interval_s``."""
+        interval = self.config.retention.interval_s
+        while not self.stop.is_set():
+            await self.service.housekeeping()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(interval):
+                    await self.stop.wait()
 
     async def _enforce_grace(self, tasks: list[asyncio.Task[None]], grace_s: float) -> None:
         await self.stop.wait()

@@ -24,6 +24,7 @@ from edgeprint.dispatch import reconcile
 from edgeprint.dispatch.backoff import retry_delay
 from edgeprint.faults import crash_point
 from edgeprint.metrics import Metrics
+from edgeprint.printers.health import Health, HealthChange, HealthSettings, PrinterSnapshot
 from edgeprint.printers.ipp import (
     JOB_ABORTED,
     JOB_CANCELED,
@@ -87,8 +88,18 @@ class PrinterWorker:
         self._wake = asyncio.Event()
         self._cancel = asyncio.Event()
         self._needs_reconcile = True
+        self._unreachable_since: float | None = None
         self.status: PrinterStatus | None = None
         self.reachable = False
+        self.current_job: str | None = None
+        self.health = Health(
+            HealthSettings(
+                failure_threshold=settings.failure_threshold,
+                stopped_grace_s=settings.stopped_grace_s,
+                quarantine_after=settings.quarantine_after,
+                quarantine_s=settings.quarantine_s,
+            )
+        )
 
     # --- signals from the rest of the appliance ------------------------------------
 
@@ -105,13 +116,23 @@ class PrinterWorker:
 
     async def run(self) -> None:
         """Work until the stop event is set. Store failures propagate (the process exits)."""
-        unreachable_delay = self.settings.poll_interval_min_s
+        retry_delay_s = self.settings.poll_interval_min_s
         while not self.stop.is_set():
             try:
                 self.status = await self._probe()
-                unreachable_delay = self.settings.poll_interval_min_s
+                retry_delay_s = self.settings.poll_interval_min_s
                 if self._needs_reconcile and not await self._reconcile_all():
                     await self._pause(self.settings.unreachable_retry_max_s)
+                    continue
+                if not await self._clear_fences():
+                    await self._pause(self.settings.unreachable_retry_max_s)
+                    continue
+                if not self.health.healthy:
+                    await self.service.fail_over_waiting(self.name, self.health.reason or "")
+                    await self._pause(self.settings.unreachable_retry_max_s)
+                    continue
+                if self.name in self.service.paused:
+                    await self._pause(self.settings.idle_probe_interval_s)
                     continue
                 if self.status.queued_job_count >= self.config.max_inflight:
                     await self._pause(self.settings.poll_interval_max_s)
@@ -122,27 +143,118 @@ class PrinterWorker:
                     await self._idle()
                     continue
                 await self._dispatch(job, self.status)
+            except errors.PrinterBusy:
+                await self._pause(self.settings.busy_backoff_s)
             except errors.PrinterError as exc:
-                self._set_reachable(False, str(exc))
-                unreachable_delay = min(
-                    unreachable_delay * 2, self.settings.unreachable_retry_max_s
-                )
-                await self._pause(unreachable_delay)
+                await self._unreachable(exc)
+                retry_delay_s = min(retry_delay_s * 2, self.settings.unreachable_retry_max_s)
+                await self._pause(retry_delay_s)
 
     async def _probe(self) -> PrinterStatus:
         status = await self.client.get_printer_attributes()
-        self._set_reachable(True)
+        now = self._clock()
+        if not self.reachable:
+            log.info("printer reachable", extra={"event": "printer_up", "printer": self.name})
+        self.reachable = True
+        self._unreachable_since = None
+        self.metrics.printer_up.labels(printer=self.name).set(1)
+        await self._health_changed(self.health.on_probe(status, now))
         return status
 
-    def _set_reachable(self, up: bool, why: str = "") -> None:
-        if up != self.reachable:
+    async def _unreachable(self, exc: errors.PrinterError) -> None:
+        now = self._clock()
+        if self.reachable or self._unreachable_since is None:
             log.info(
-                "printer reachable" if up else "printer unreachable",
-                extra={"event": "printer_up" if up else "printer_down", "printer": self.name,
-                       "error": why or None},
-            )  # fmt: skip
-        self.reachable = up
-        self.metrics.printer_up.labels(printer=self.name).set(1 if up else 0)
+                "printer unreachable",
+                extra={"event": "printer_down", "printer": self.name, "error": str(exc)},
+            )
+            self._unreachable_since = now
+        self.reachable = False
+        self.metrics.printer_up.labels(printer=self.name).set(0)
+        await self._health_changed(self.health.on_transport_failure(str(exc), now))
+        if now - self._unreachable_since >= self.settings.in_hand_timeout_s:
+            await self._give_up_in_hand()
+
+    async def _health_changed(self, change: HealthChange | None) -> None:
+        if change is None:
+            return
+        self.metrics.printer_healthy.labels(printer=self.name).set(1 if change.healthy else 0)
+        self.metrics.health_changes.labels(
+            printer=self.name, healthy=str(change.healthy).lower()
+        ).inc()
+        if change.healthy:
+            log.info("printer healthy", extra={"event": "printer_healthy", "printer": self.name})
+            self.service.wake(self.name, self.config.pool)
+            return
+        log.warning(
+            "printer unhealthy",
+            extra={"event": "printer_unhealthy", "printer": self.name, "why": change.reason},
+        )
+        await self.service.fail_over_waiting(self.name, change.reason or "unhealthy")
+
+    def snapshot(self) -> PrinterSnapshot:
+        """The technician's view of this printer right now."""
+        st = self.status
+        return PrinterSnapshot(
+            name=self.name,
+            uri=self.config.uri,
+            pool=self.config.pool,
+            healthy=self.health.healthy,
+            health_reason=self.health.reason,
+            reachable=self.reachable,
+            paused=self.name in self.service.paused,
+            printer_state=_PRINTER_STATES.get(st.state, str(st.state)) if st else None,
+            printer_state_reasons=st.reasons if st else (),
+            printer_state_message=st.message if st else "",
+            queued_job_count=st.queued_job_count if st else None,
+            printing_job=self.current_job,
+            last_error=self.health.last_error,
+        )
+
+    # --- jobs a dead printer may hold (DESIGN §3.5-6) --------------------------------------
+
+    async def _give_up_in_hand(self) -> None:
+        """The printer has been unreachable too long: settle what it held without it.
+
+        A job whose document cannot have printed whole (none sent, or the upload
+        broke off) goes back to the queue for a peer; one the printer may have
+        printed is parked DEAD ``outcome_unknown`` (or re-sent with
+        ``on_unknown_outcome = "reprint"``). Either way the printer is fenced:
+        when it comes back, live copies of these jobs are cancelled first.
+        """
+        for job in await self.service.printing_on(self.name):
+            await self.service.jobs.add_fence(self.name, job.id, now=self._clock())
+            if job.upload != "sending" or self.settings.on_unknown_outcome == "reprint":
+                await self.service.requeue(
+                    job, self.name, f"{self.name} unreachable; moved to a peer", self._clock(),
+                    count=False,
+                )  # fmt: skip
+            else:
+                await self.service.fail(
+                    job, self.name, "outcome_unknown",
+                    f"{self.name} became unreachable while it may have been printing the job",
+                )  # fmt: skip
+        self._needs_reconcile = True
+
+    async def _clear_fences(self) -> bool:
+        """Cancel live copies of jobs that left this printer while it was away; True when clear."""
+        fenced = await self.service.jobs.fences(self.name)
+        if not fenced:
+            return True
+        try:
+            jobs = await self.client.get_jobs("not-completed")
+        except errors.PrinterTransient:
+            return False
+        for job_id in fenced:
+            for copy in reconcile.matching(job_id, jobs):
+                log.warning(
+                    "stale copy cancelled",
+                    extra={"event": "stale_copy_cancelled", "job_id": job_id,
+                           "printer": self.name, "printer_job_id": copy.job_id},
+                )  # fmt: skip
+                await self._cancel_and_wait(copy.job_id)
+            await self.service.jobs.drop_fence(self.name, job_id)
+        return True
 
     async def _pause(self, seconds: float) -> None:
         """Wait ``seconds`` or until stopped or woken."""
@@ -160,9 +272,7 @@ class PrinterWorker:
 
     async def _dispatch(self, job: JobRecord, status: PrinterStatus) -> None:
         try:
-            document = await asyncio.to_thread(
-                self.service.spool.path_for(job.id).read_bytes
-            )
+            document = await asyncio.to_thread(self.service.spool.path_for(job.id).read_bytes)
         except OSError as exc:
             await self.service.fail(job, self.name, "document_missing", f"document: {exc}")
             return
@@ -172,10 +282,13 @@ class PrinterWorker:
                    "attempt": job.attempts, "correlation_id": job.correlation_id},
         )  # fmt: skip
         crash_point("after_claim")
+        self.current_job = job.id
         try:
             await self._send(job, document, status)
         except _Unsettled:
             self._needs_reconcile = True
+        finally:
+            self.current_job = None
 
     async def _send(self, job: JobRecord, document: bytes, status: PrinterStatus) -> None:
         """Create-Job + Send-Document (or Print-Job), then follow; never sends blindly twice."""
@@ -245,9 +358,23 @@ class PrinterWorker:
             await self.service.requeue(job, self.name, str(exc), self._clock(), count=False)
             raise exc
         else:
-            await self._retry_or_dead(job, str(exc))
+            sig = f"status:{exc.status_code:#06x}" if exc.status_code else type(exc).__name__
+            await self._retry_or_dead(job, str(exc), sig)
 
-    async def _retry_or_dead(self, job: JobRecord, error: str) -> None:
+    async def _retry_or_dead(self, job: JobRecord, error: str, sig: str) -> None:
+        """A print attempt failed: poison, attempts exhausted, or a retry after a back-off.
+
+        The same failure (``sig``) on two different printers blames the job:
+        it is poison. Several different jobs failing here blame the printer:
+        it is quarantined (health).
+        """
+        await self._health_changed(self.health.on_job_failed(job.id, self._clock()))
+        if job.failure_sig == sig and job.failure_printer not in (None, self.name):
+            await self.service.fail(
+                job, self.name, "poison",
+                f"failed the same way on {job.failure_printer} and {self.name}: {error}",
+            )  # fmt: skip
+            return
         if job.attempts >= self.settings.max_attempts:
             await self.service.fail(
                 job, self.name, "attempts_exhausted", f"{job.attempts} attempts; last: {error}"
@@ -256,7 +383,9 @@ class PrinterWorker:
         delay = retry_delay(
             job.attempts, self.settings.retry_base_s, self.settings.retry_max_s, self._rng
         )
-        await self.service.requeue(job, self.name, error, self._clock() + delay, count=True)
+        await self.service.requeue(
+            job, self.name, error, self._clock() + delay, count=True, failure_sig=sig
+        )
 
     async def _cancel_quietly(self, pjid: int) -> None:
         try:
@@ -315,6 +444,7 @@ class PrinterWorker:
         if pj.state == JOB_COMPLETED:
             crash_point("after_printer_completed")
             await self.service.complete(job, self.name)
+            self.health.on_job_printed()
             return
         if job.cancel_requested or (await self._cancel_was_requested(job)):
             await self.service.cancelled_at_printer(job, self.name)
@@ -325,7 +455,8 @@ class PrinterWorker:
         if pj.state == JOB_ABORTED and POISON_REASONS & set(pj.reasons):
             await self.service.fail(job, self.name, "poison", error)
             return
-        await self._retry_or_dead(job, error)
+        sig = f"{_STATE_NAMES.get(pj.state, pj.state)}:{','.join(sorted(pj.reasons))}"
+        await self._retry_or_dead(job, error, sig)
 
     async def _cancel_was_requested(self, job: JobRecord) -> bool:
         current = await self.service.jobs.get(job.id)
@@ -412,8 +543,9 @@ class PrinterWorker:
                 case reconcile.Verdict.RETRY:
                     copy = decision.copy
                     await self._retry_or_dead(
-                        job, f"printer job {copy.job_id if copy else '?'} did not complete"
-                    )
+                        job, f"printer job {copy.job_id if copy else '?'} did not complete",
+                        "reconciled:not-completed",
+                    )  # fmt: skip
                     return True
                 case reconcile.Verdict.SEND:
                     await self.service.requeue(
@@ -463,4 +595,5 @@ async def _wait_any(events: tuple[asyncio.Event, ...], seconds: float) -> None:
             w.cancel()
 
 
+_PRINTER_STATES = {3: "idle", 4: "processing", 5: "stopped"}
 _STATE_NAMES = {JOB_ABORTED: "aborted", JOB_CANCELED: "canceled", JOB_COMPLETED: "completed"}

@@ -52,6 +52,8 @@ class JobRecord:
     truncated_copies: int
     discounted_copies: str
     document_deleted_at: float | None
+    failure_sig: str | None
+    failure_printer: str | None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> JobRecord:
@@ -111,6 +113,8 @@ _SETTABLE = frozenset(
         "cancel_requested",
         "truncated_copies",
         "discounted_copies",
+        "failure_sig",
+        "failure_printer",
     }
 )
 
@@ -357,3 +361,110 @@ class Jobs:
             )
             out.update(str(r[0]) for r in rows)
         return out
+
+    # --- admission, failover, dead letters, housekeeping (DESIGN §4) ------------------
+
+    async def waiting_depths(self) -> dict[tuple[str | None, str | None], int]:
+        """RELEASED jobs by (printer, pool) target: the waiting depth of each queue."""
+        rows = await self._store.read(
+            "SELECT printer, pool, count(*) FROM jobs WHERE state = 'RELEASED' GROUP BY 1, 2"
+        )
+        return {(r[0], r[1]): int(r[2]) for r in rows}
+
+    async def oldest_waiting(self) -> dict[tuple[str | None, str | None], float]:
+        """The oldest ``released_at`` (unix seconds) of each (printer, pool) queue."""
+        rows = await self._store.read(
+            "SELECT printer, pool, min(released_at) FROM jobs WHERE state = 'RELEASED' "
+            "GROUP BY 1, 2"
+        )
+        return {(r[0], r[1]): float(r[2]) for r in rows if r[2] is not None}
+
+    async def retarget_waiting(
+        self, printer: str, pool: str, *, now: float, actor: str, reason: str
+    ) -> list[str]:
+        """Move RELEASED jobs for ``printer`` to its ``pool`` (any healthy peer takes them).
+
+        Returns the ids moved. A conditional UPDATE: jobs claimed meanwhile stay.
+        """
+        rows = await self._store.write(
+            "UPDATE jobs SET printer = NULL, pool = ?, updated_at = ?, actor = ?, "
+            "last_error = ? WHERE state = 'RELEASED' AND printer = ? RETURNING id",
+            (pool, now, actor, reason, printer),
+        )
+        return [str(r[0]) for r in rows]
+
+    async def dead_letters(
+        self, *, before_seq: int | None = None, limit: int = 100
+    ) -> list[JobRecord]:
+        """DEAD jobs, oldest first (``before_seq`` pages backwards is not needed: FIFO)."""
+        rows = await self._store.read(
+            "SELECT * FROM jobs WHERE state = 'DEAD' AND seq > ? ORDER BY seq LIMIT ?",
+            (before_seq or 0, limit),
+        )
+        return [JobRecord.from_row(r) for r in rows]
+
+    async def expire_held(self, created_before: float, *, now: float) -> list[str]:
+        """HELD jobs accepted before ``created_before`` → EXPIRED; the ids (events via trigger)."""
+        rows = await self._store.write(
+            "UPDATE jobs SET state = 'EXPIRED', updated_at = ?, finished_at = ?, "
+            "actor = 'housekeeping', reason = 'hold_ttl' "
+            "WHERE state = 'HELD' AND created_at < ? RETURNING id",
+            (now, now, created_before),
+        )
+        return [str(r[0]) for r in rows]
+
+    async def retention_due(self, finished_before: float, limit: int = 500) -> list[str]:
+        """Terminal jobs (not DEAD: replayable) finished before the cut whose document remains."""
+        rows = await self._store.read(
+            "SELECT id FROM jobs WHERE state IN ('DONE', 'CANCELLED', 'EXPIRED') "
+            "AND finished_at < ? AND document_deleted_at IS NULL ORDER BY finished_at LIMIT ?",
+            (finished_before, limit),
+        )
+        return [str(r[0]) for r in rows]
+
+    async def mark_documents_deleted(self, ids: list[str], *, now: float) -> None:
+        """Record that the documents of these (terminal) jobs were deleted."""
+        for i in range(0, len(ids), 500):
+            part = ids[i : i + 500]
+            marks = ", ".join("?" for _ in part)
+            await self._store.write(
+                f"UPDATE jobs SET document_deleted_at = ? WHERE id IN ({marks}) "
+                "AND state IN ('DONE', 'CANCELLED', 'EXPIRED')",
+                (now, *part),
+            )
+
+    # --- printer flags and fences --------------------------------------------------------
+
+    async def paused_printers(self) -> set[str]:
+        """Names of printers a technician paused (persisted across restarts)."""
+        rows = await self._store.read("SELECT name FROM printer_flags WHERE paused = 1")
+        return {str(r[0]) for r in rows}
+
+    async def set_paused(self, printer: str, paused: bool, *, now: float, actor: str) -> None:
+        """Persist a printer's paused flag."""
+        await self._store.write(
+            "INSERT INTO printer_flags (name, paused, updated_at, actor) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, "
+            "updated_at = excluded.updated_at, actor = excluded.actor",
+            (printer, int(paused), now, actor),
+        )
+
+    async def add_fence(self, printer: str, job_id: str, *, now: float) -> None:
+        """Remember that ``printer`` may still hold a copy of ``job_id``."""
+        await self._store.write(
+            "INSERT OR IGNORE INTO fences (printer, job_id, created_at) VALUES (?, ?, ?)",
+            (printer, job_id, now),
+        )
+
+    async def fences(self, printer: str) -> list[str]:
+        """Job ids ``printer`` may still hold a stale copy of."""
+        rows = await self._store.read(
+            "SELECT job_id FROM fences WHERE printer = ? ORDER BY created_at", (printer,)
+        )
+        return [str(r[0]) for r in rows]
+
+    async def drop_fence(self, printer: str, job_id: str) -> None:
+        """The printer provably holds no live copy of the job any more."""
+        await self._store.write(
+            "DELETE FROM fences WHERE printer = ? AND job_id = ?", (printer, job_id)
+        )

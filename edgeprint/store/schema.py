@@ -117,4 +117,33 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # 3: printer health, failover and the dead-letter queue (DESIGN §4)
+    [
+        """
+        CREATE TABLE printer_flags (
+            name        TEXT PRIMARY KEY,
+            paused      INTEGER NOT NULL DEFAULT 0,
+            updated_at  REAL NOT NULL,
+            actor       TEXT NOT NULL
+        )
+        """,
+        # Jobs that left a printer while it may still hold a copy: before the
+        # printer gets new work again, any live copy is cancelled (DESIGN §3.6).
+        """
+        CREATE TABLE fences (
+            printer     TEXT NOT NULL,
+            job_id      TEXT NOT NULL,
+            created_at  REAL NOT NULL,
+            PRIMARY KEY (printer, job_id)
+        )
+        """,
+        # the last failure of a print attempt, to tell a bad job from a bad printer
+        "ALTER TABLE jobs ADD COLUMN failure_sig TEXT",
+        "ALTER TABLE jobs ADD COLUMN failure_printer TEXT",
+        "CREATE INDEX jobs_dead ON jobs (seq) WHERE state = 'DEAD'",
+        "CREATE INDEX jobs_held_age ON jobs (created_at) WHERE state = 'HELD'",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,165 @@
+"""Printer health: a pure model fed with probe results, transport errors and job outcomes.
+
+A printer is *healthy* (takes new work) unless one of these holds (DESIGN §4):
+
+- ``failure_threshold`` consecutive transport failures (refused, time-out, hung);
+- ``printer-state`` stopped for longer than ``stopped_grace_s``;
+- a blocking ``printer-state-reasons`` keyword (media-empty, media-jam,
+  cover-open, …), whatever its ``-report``/``-warning``/``-error`` suffix:
+  ippeveprinter never says ``-error``, and a printer waiting on paper with a
+  job in hand is unhealthy for new work;
+- ``printer-is-accepting-jobs`` false;
+- quarantine: ``quarantine_after`` different jobs failed on it in a row
+  (a bad printer, not a bad job), for ``quarantine_s``.
+
+A successful probe with none of these re-admits it. Times are unix seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from edgeprint.printers.ipp import PrinterStatus
+
+#: Reason keywords (RFC 8011 §5.4.12, PWG 5100.9) that stop a printer from printing.
+BLOCKING_REASONS = frozenset(
+    {
+        "media-empty",
+        "media-jam",
+        "media-needed",
+        "cover-open",
+        "door-open",
+        "interlock-open",
+        "input-tray-missing",
+        "output-tray-missing",
+        "output-area-full",
+        "marker-supply-empty",
+        "marker-waste-full",
+        "toner-empty",
+        "offline",
+        "paused",
+        "shutdown",
+        "spool-area-full",
+        "stopped-partly",
+        "fuser-over-temp",
+    }
+)
+_SUFFIXES = ("-report", "-warning", "-error")
+PRINTER_STOPPED = 5
+
+
+def reason_keyword(reason: str) -> str:
+    """``media-jam-warning`` → ``media-jam`` (strip the severity suffix)."""
+    for suffix in _SUFFIXES:
+        if reason.endswith(suffix):
+            return reason[: -len(suffix)]
+    return reason
+
+
+@dataclass(frozen=True)
+class HealthSettings:
+    """Thresholds of the health model (times in seconds)."""
+
+    failure_threshold: int = 3
+    stopped_grace_s: float = 10.0
+    quarantine_after: int = 3
+    quarantine_s: float = 60.0
+
+
+@dataclass(frozen=True)
+class HealthChange:
+    """A transition of a printer's health, to log and count."""
+
+    healthy: bool
+    reason: str | None
+
+
+@dataclass
+class Health:
+    """The running health of one printer; feed it with the ``on_*`` methods."""
+
+    settings: HealthSettings
+    healthy: bool = True
+    reason: str | None = None
+    since: float = 0.0
+    reachable: bool = False
+    consecutive_failures: int = 0
+    stopped_since: float | None = None
+    failing_jobs: list[str] = field(default_factory=list)
+    quarantined_until: float | None = None
+    last_error: str | None = None
+
+    def _set(self, healthy: bool, reason: str | None, now: float) -> HealthChange | None:
+        if healthy == self.healthy and reason == self.reason:
+            return None
+        changed = healthy != self.healthy
+        self.healthy, self.reason = healthy, reason
+        if changed:
+            self.since = now
+            return HealthChange(healthy, reason)
+        return None
+
+    def on_probe(self, status: PrinterStatus, now: float) -> HealthChange | None:
+        """A Get-Printer-Attributes answer; returns the change of health, if any."""
+        self.reachable = True
+        self.consecutive_failures = 0
+        if status.state == PRINTER_STOPPED:
+            self.stopped_since = self.stopped_since if self.stopped_since is not None else now
+        else:
+            self.stopped_since = None
+        blocking = sorted({reason_keyword(r) for r in status.reasons} & BLOCKING_REASONS)
+        if self.quarantined_until is not None and now < self.quarantined_until:
+            return self._set(False, "quarantined: several different jobs failed here", now)
+        self.quarantined_until = None
+        if blocking:
+            return self._set(False, f"printer-state-reasons: {', '.join(blocking)}", now)
+        if (
+            self.stopped_since is not None
+            and now - self.stopped_since >= self.settings.stopped_grace_s
+        ):
+            return self._set(False, "printer-state: stopped", now)
+        if not status.accepting_jobs:
+            return self._set(False, "printer-is-accepting-jobs: false", now)
+        return self._set(True, None, now)
+
+    def on_transport_failure(self, error: str, now: float) -> HealthChange | None:
+        """A request got no answer (refused, time-out); busy answers are not failures."""
+        self.reachable = False
+        self.last_error = error
+        self.consecutive_failures += 1
+        if self.consecutive_failures >= self.settings.failure_threshold:
+            return self._set(False, f"unreachable: {error}", now)
+        return None
+
+    def on_job_failed(self, job_id: str, now: float) -> HealthChange | None:
+        """A job failed here (aborted, refused): several different ones quarantine the printer."""
+        if job_id not in self.failing_jobs:
+            self.failing_jobs.append(job_id)
+        if len(self.failing_jobs) >= self.settings.quarantine_after:
+            self.failing_jobs.clear()
+            self.quarantined_until = now + self.settings.quarantine_s
+            return self._set(False, "quarantined: several different jobs failed here", now)
+        return None
+
+    def on_job_printed(self) -> None:
+        """A job completed here: the run of failures is broken."""
+        self.failing_jobs.clear()
+
+
+@dataclass(frozen=True)
+class PrinterSnapshot:
+    """What a technician sees of one printer (``GET /v1/printers``)."""
+
+    name: str
+    uri: str
+    pool: str | None
+    healthy: bool
+    health_reason: str | None
+    reachable: bool
+    paused: bool
+    printer_state: str | None  # idle / processing / stopped, None before the first probe
+    printer_state_reasons: tuple[str, ...]
+    printer_state_message: str
+    queued_job_count: int | None
+    printing_job: str | None
+    last_error: str | None
