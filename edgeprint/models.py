@@ -159,3 +159,56 @@ class Health(BaseModel):
 
     status: Literal["ok", "unavailable"]
     detail: str | None = None
+
+
+class PrinterOut(BaseModel):
+    """A printer as technicians see it (``GET /v1/printers``). IPP names as in RFC 8011."""
+
+    name: str
+    uri: str
+    pool: str | None
+    healthy: bool = Field(description="takes new work")
+    health_reason: str | None = Field(description="why not healthy")
+    reachable: bool
+    paused: bool
+    printer_state: str | None = Field(
+        description="idle, processing or stopped; null before a probe"
+    )
+    printer_state_reasons: list[str]
+    printer_state_message: str
+    queued_job_count: int | None = Field(description="jobs queued in the printer itself")
+    waiting: int = Field(description="RELEASED jobs waiting for this printer by name")
+    oldest_waiting_s: float | None = Field(description="age of the oldest of them, seconds")
+    printing_job: str | None = Field(description="id of the job the printer has in hand")
+    last_error: str | None
+
+
+class PoolOut(BaseModel):
+    """A pool: its printers and the jobs waiting for any of them."""
+
+    name: str
+    printers: list[str]
+    waiting: int = Field(description="RELEASED jobs waiting for the pool")
+    oldest_waiting_s: float | None = Field(description="age of the oldest of them, seconds")
+
+
+class PrintersOut(BaseModel):
+    """``GET /v1/printers``."""
+
+    printers: list[PrinterOut]
+    pools: list[PoolOut]
+
+
+class DrainOut(BaseModel):
+    """``POST /v1/printers/{name}/drain``: the printer (now paused) and the jobs moved."""
+
+    printer: PrinterOut
+    moved: list[str]
+
+
+class DeadLetterOut(BaseModel):
+    """``GET /v1/dead-letter``: DEAD jobs, oldest first."""
+
+    jobs: list[JobOut]
+    count: int = Field(description="DEAD jobs in all")
+    next_cursor: str | None

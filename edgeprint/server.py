@@ -121,7 +121,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                 dispatcher.run(config.server.shutdown_grace_s), name="dispatcher"
             )
             try:
-                async with _api(config, service, metrics, store) as (host, port):
+                async with _api(config, service, metrics, store, dispatcher) as (host, port):
                     log.info(
                         "edgeprint ready",
                         extra={"event": "ready", "host": host, "port": port,
@@ -144,12 +144,13 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
 
 @contextlib.asynccontextmanager
 async def _api(
-    config: Config, service: JobService, metrics: Metrics, store: Store
+    config: Config, service: JobService, metrics: Metrics, store: Store, dispatcher: Dispatcher
 ) -> AsyncIterator[tuple[str, int]]:
     async def ready() -> None:
         await store.write("SELECT 1")
 
-    app = build_app(Deps(config, service, metrics, TokenAuth(list(config.tokens)), ready))
+    auth = TokenAuth(list(config.tokens))
+    app = build_app(Deps(config, service, metrics, auth, ready, dispatcher.snapshots))
     runner = web.AppRunner(
         app, handle_signals=False, access_log=None, shutdown_timeout=config.server.shutdown_grace_s
     )

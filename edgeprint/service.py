@@ -277,13 +277,18 @@ class JobService:
         (or DONE, if the printer finished first). Raises errors.JobNotFound,
         errors.StateConflict (terminal).
         """
-        job = await self.jobs.transition(
-            job_id, Action.CANCEL, now=self.clock(), actor=caller.name,
-            correlation_id=caller.correlation_id,
-            only_from=(JobState.HELD, JobState.RELEASED, JobState.DEAD),
-            sets={"finished_at": self.clock()},
-        )  # fmt: skip
-        if job is None:
+        job: JobRecord | None = None
+        # Two conditional writes: the job can leave PRINTING between them (its worker
+        # requeued or failed it); it is then cancellable again, so try once more.
+        for _ in range(3):
+            job = await self.jobs.transition(
+                job_id, Action.CANCEL, now=self.clock(), actor=caller.name,
+                correlation_id=caller.correlation_id,
+                only_from=(JobState.HELD, JobState.RELEASED, JobState.DEAD),
+                sets={"finished_at": self.clock()},
+            )  # fmt: skip
+            if job is not None:
+                break
             flagged = await self.jobs.request_cancel(job_id, now=self.clock(), actor=caller.name)
             if flagged is not None:
                 log.info(
@@ -295,6 +300,9 @@ class JobService:
                 )  # fmt: skip
                 self.on_cancel(flagged.printed_on)
                 return flagged
+            current = await self.get(job_id)
+            if current.state in (JobState.DONE, JobState.CANCELLED, JobState.EXPIRED):
+                break
         return await self._checked(job, job_id, Action.CANCEL, caller)
 
     async def replay(self, job_id: str, caller: Caller) -> JobRecord:

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from aiohttp import web
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from edgeprint import errors
 from edgeprint.api import problems
@@ -23,11 +23,17 @@ from edgeprint.metrics import Metrics
 from edgeprint.models import (
     IDEMPOTENCY_KEY_PATTERN,
     JOB_ID_PATTERN,
+    DeadLetterOut,
+    DrainOut,
     Health,
     JobListOut,
     JobOut,
+    PoolOut,
+    PrinterOut,
+    PrintersOut,
     ReleaseRequest,
 )
+from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.service import Caller, JobService
 from edgeprint.states import JobState
 
@@ -54,6 +60,7 @@ class Deps:
     metrics: Metrics
     auth: TokenAuth
     ready: Callable[[], Awaitable[None]]
+    printers: Callable[[], list[PrinterSnapshot]] = list
 
 
 DEPS = web.AppKey("deps", Deps)
@@ -69,7 +76,7 @@ def _caller(request: web.Request, needed: str) -> Caller:
     return Caller(token.name, token.role, request.get(CORRELATION_ID))
 
 
-def _json(model: JobOut | JobListOut | Health, status: int = 200, **headers: str) -> web.Response:
+def _json(model: BaseModel, status: int = 200, **headers: str) -> web.Response:
     return web.Response(
         status=status,
         body=model.model_dump_json().encode(),
@@ -279,6 +286,123 @@ async def metrics(request: web.Request) -> web.Response:
     return web.Response(body=deps.metrics.render(), headers={"Content-Type": METRICS_CONTENT_TYPE})
 
 
+# --- technicians: printers and the dead-letter queue ---------------------------------
+
+
+def _printer_out(
+    snap: PrinterSnapshot, depths: dict[tuple[str | None, str | None], int],
+    oldest: dict[tuple[str | None, str | None], float], now: float,
+) -> PrinterOut:  # fmt: skip
+    key = (snap.name, None)
+    return PrinterOut(
+        name=snap.name, uri=snap.uri, pool=snap.pool, healthy=snap.healthy,
+        health_reason=snap.health_reason, reachable=snap.reachable, paused=snap.paused,
+        printer_state=snap.printer_state, printer_state_reasons=list(snap.printer_state_reasons),
+        printer_state_message=snap.printer_state_message,
+        queued_job_count=snap.queued_job_count, waiting=depths.get(key, 0),
+        oldest_waiting_s=_age(oldest.get(key), now),
+        printing_job=snap.printing_job, last_error=snap.last_error,
+    )  # fmt: skip
+
+
+def _age(since: float | None, now: float) -> float | None:
+    return None if since is None else round(max(0.0, now - since), 3)
+
+
+async def _printers_out(deps: Deps, names: set[str] | None = None) -> PrintersOut:
+    depths = await deps.service.jobs.waiting_depths()
+    oldest = await deps.service.jobs.oldest_waiting()
+    now = time.time()
+    printers = [
+        _printer_out(s, depths, oldest, now)
+        for s in deps.printers()
+        if names is None or s.name in names
+    ]
+    pools = [
+        PoolOut(
+            name=pool,
+            printers=list(members),
+            waiting=depths.get((None, pool), 0),
+            oldest_waiting_s=_age(oldest.get((None, pool)), now),
+        )
+        for pool, members in deps.config.pools.items()
+    ]
+    return PrintersOut(printers=printers, pools=pools)
+
+
+async def list_printers(request: web.Request) -> web.Response:
+    """GET /v1/printers (tech): health, IPP state, queue depths."""
+    _caller(request, "tech")
+    return _json(await _printers_out(_deps(request)))
+
+
+async def _one_printer(deps: Deps, name: str) -> PrinterOut:
+    out = await _printers_out(deps, {name})
+    if not out.printers:
+        raise errors.PrinterNotFound(name)
+    return out.printers[0]
+
+
+async def pause_printer(request: web.Request) -> web.Response:
+    """POST /v1/printers/{name}/pause (tech): no new work; the job in hand finishes."""
+    caller = _caller(request, "tech")
+    name = request.match_info["name"]
+    deps = _deps(request)
+    await deps.service.set_paused(name, True, caller)
+    return _json(await _one_printer(deps, name))
+
+
+async def resume_printer(request: web.Request) -> web.Response:
+    """POST /v1/printers/{name}/resume (tech)."""
+    caller = _caller(request, "tech")
+    name = request.match_info["name"]
+    deps = _deps(request)
+    await deps.service.set_paused(name, False, caller)
+    return _json(await _one_printer(deps, name))
+
+
+async def drain_printer(request: web.Request) -> web.Response:
+    """POST /v1/printers/{name}/drain (tech): pause it and move its waiting jobs to its pool."""
+    caller = _caller(request, "tech")
+    name = request.match_info["name"]
+    deps = _deps(request)
+    moved = await deps.service.drain(name, caller)
+    return _json(DrainOut(printer=await _one_printer(deps, name), moved=moved))
+
+
+async def dead_letter(request: web.Request) -> web.Response:
+    """GET /v1/dead-letter?limit=&cursor= (tech): DEAD jobs, oldest first."""
+    _caller(request, "tech")
+    q = request.query
+    problems_: list[errors.FieldProblem] = []
+    unknown = sorted(set(q) - {"limit", "cursor"})
+    problems_ += [errors.FieldProblem(f"query.{u}", "unknown parameter") for u in unknown]
+    limit = 100
+    if "limit" in q:
+        if _LIMIT_RE.match(q["limit"]) and 1 <= int(q["limit"]) <= 500:
+            limit = int(q["limit"])
+        else:
+            problems_.append(errors.FieldProblem("query.limit", "an integer from 1 to 500"))
+    after = 0
+    if "cursor" in q:
+        if _CURSOR_RE.match(q["cursor"]):
+            after = int(q["cursor"])
+        else:
+            problems_.append(errors.FieldProblem("query.cursor", "a cursor from next_cursor"))
+    if problems_:
+        raise invalid("invalid query parameters", problems_, "query")
+    jobs = _deps(request).service.jobs
+    dead = await jobs.dead_letters(after_seq=after, limit=limit)
+    counts = await jobs.count_by_state()
+    return _json(
+        DeadLetterOut(
+            jobs=[JobOut.from_record(j) for j in dead],
+            count=counts[JobState.DEAD],
+            next_cursor=str(dead[-1].seq) if len(dead) == limit else None,
+        )
+    )
+
+
 def build_app(deps: Deps) -> web.Application:
     """The application with every v1 route; ``deps`` is stored under :data:`DEPS`."""
     app = web.Application(middlewares=[_middleware], client_max_size=_MAX_JSON_BODY)
@@ -289,6 +413,11 @@ def build_app(deps: Deps) -> web.Application:
     app.router.add_post("/v1/jobs/{job_id}/release", release_job)
     app.router.add_post("/v1/jobs/{job_id}/cancel", cancel_job)
     app.router.add_post("/v1/jobs/{job_id}/replay", replay_job)
+    app.router.add_get("/v1/printers", list_printers)
+    app.router.add_post("/v1/printers/{name}/pause", pause_printer)
+    app.router.add_post("/v1/printers/{name}/resume", resume_printer)
+    app.router.add_post("/v1/printers/{name}/drain", drain_printer)
+    app.router.add_get("/v1/dead-letter", dead_letter)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)

@@ -85,6 +85,12 @@ def from_error(exc: errors.EdgeprintError) -> web.Response:
             return problem(413, "payload-too-large", str(exc))
         case errors.UnsupportedDocument():
             return problem(415, "unsupported-media-type", exc.detail)
+        case errors.PrinterNotFound():
+            return problem(404, "printer-not-found", str(exc))
+        case errors.Backpressure():
+            return problem(
+                503, "queue-full", str(exc), headers={"Retry-After": str(exc.retry_after_s)}
+            )
         case errors.StorageFull():
             return problem(507, "storage-full", "the appliance's disk is full; nothing was stored")
         case errors.StoreError():

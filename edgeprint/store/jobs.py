@@ -393,13 +393,11 @@ class Jobs:
         )
         return [str(r[0]) for r in rows]
 
-    async def dead_letters(
-        self, *, before_seq: int | None = None, limit: int = 100
-    ) -> list[JobRecord]:
-        """DEAD jobs, oldest first (``before_seq`` pages backwards is not needed: FIFO)."""
+    async def dead_letters(self, *, after_seq: int = 0, limit: int = 100) -> list[JobRecord]:
+        """DEAD jobs, oldest first; ``after_seq`` pages forwards (exclusive)."""
         rows = await self._store.read(
             "SELECT * FROM jobs WHERE state = 'DEAD' AND seq > ? ORDER BY seq LIMIT ?",
-            (before_seq or 0, limit),
+            (after_seq, limit),
         )
         return [JobRecord.from_row(r) for r in rows]
 
