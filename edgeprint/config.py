@@ -48,6 +48,9 @@ class DispatchConfig(_Frozen):
     upload_timeout_s: float = Field(default=60.0, gt=0, le=3600)
     poll_interval_min_s: float = Field(default=0.005, gt=0, le=10)
     poll_interval_max_s: float = Field(default=0.5, gt=0, le=60)
+    #: Following a job the printer has: Get-Job-Attributes at most this far apart, so a
+    #: finished job is noticed within this much (one request is ~1 ms on a LAN).
+    follow_interval_max_s: float = Field(default=0.05, gt=0, le=60)
     idle_probe_interval_s: float = Field(default=5.0, gt=0, le=3600)
     unreachable_retry_max_s: float = Field(default=5.0, gt=0, le=600)
     busy_backoff_s: float = Field(default=0.25, ge=0, le=60)
@@ -72,6 +75,10 @@ class DispatchConfig(_Frozen):
         if self.poll_interval_min_s > self.poll_interval_max_s:
             raise ValueError(
                 "dispatch.poll_interval_min_s: must not exceed dispatch.poll_interval_max_s"
+            )
+        if self.poll_interval_min_s > self.follow_interval_max_s:
+            raise ValueError(
+                "dispatch.poll_interval_min_s: must not exceed dispatch.follow_interval_max_s"
             )
         if self.retry_base_s > self.retry_max_s:
             raise ValueError("dispatch.retry_base_s: must not exceed dispatch.retry_max_s")

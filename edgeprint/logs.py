@@ -9,21 +9,30 @@ from __future__ import annotations
 
 import logging
 import sys
+from datetime import UTC, datetime
 
 from pythonjsonlogger.json import JsonFormatter
+
+
+def _rfc3339(record: logging.LogRecord, datefmt: str | None = None) -> str:
+    return (
+        datetime.fromtimestamp(record.created, UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
 
 
 def configure(level: str = "INFO") -> None:
     """Send every log record to stdout as one JSON object per line."""
     handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(
-        JsonFormatter(
-            "{asctime}{levelname}{name}{message}",
-            style="{",
-            rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
-            datefmt="%Y-%m-%dT%H:%M:%S%z",
-        )
+    formatter = JsonFormatter(
+        "{asctime}{levelname}{name}{message}",
+        style="{",
+        rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
     )
+    # RFC 3339 UTC with milliseconds: log lines are used to time recoveries.
+    formatter.formatTime = _rfc3339  # type: ignore[method-assign]
+    handler.setFormatter(formatter)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

@@ -427,7 +427,7 @@ class PrinterWorker:
                     await self._finished(job, pj)
                     return
             await self._pause_follow(delay)
-            delay = min(delay * 2, self.settings.poll_interval_max_s)
+            delay = min(delay * 2, self.settings.follow_interval_max_s)
 
     async def _pause_follow(self, seconds: float) -> None:
         waits = [
