@@ -111,12 +111,17 @@ class Appliance:
 
 @pytest.fixture
 def make_appliance(tmp_path: Path) -> Callable[..., Any]:
-    """Factory: ``async with make_appliance(**server_overrides) as app: …``."""
+    """Factory: ``async with make_appliance(sections={...}, **server_overrides) as app: …``.
+
+    ``sections`` adds or replaces whole config tables (``{"retention": {...}}``).
+    """
     import contextlib
 
     @contextlib.asynccontextmanager
-    async def _make(**server: Any) -> AsyncIterator[Appliance]:
-        cfg = parse_config(config_dict(tmp_path / "data", **server))
+    async def _make(
+        sections: dict[str, Any] | None = None, **server: Any
+    ) -> AsyncIterator[Appliance]:
+        cfg = parse_config({**config_dict(tmp_path / "data", **server), **(sections or {})})
         async with running(cfg) as run:
             connector = aiohttp.TCPConnector(limit=0)
             async with aiohttp.ClientSession(connector=connector) as http:

@@ -415,7 +415,7 @@ class Jobs:
         """Terminal jobs (not DEAD: replayable) finished before the cut whose document remains."""
         rows = await self._store.read(
             "SELECT id FROM jobs WHERE state IN ('DONE', 'CANCELLED', 'EXPIRED') "
-            "AND finished_at < ? AND document_deleted_at IS NULL ORDER BY finished_at LIMIT ?",
+            "AND finished_at <= ? AND document_deleted_at IS NULL ORDER BY finished_at LIMIT ?",
             (finished_before, limit),
         )
         return [str(r[0]) for r in rows]
