@@ -104,17 +104,71 @@ class Metrics:
             "edgeprint_printer_health_changes_total", "Printer health transitions",
             ["printer", "healthy"], registry=r,
         )  # fmt: skip
+        self.waiting_jobs = Gauge(
+            "edgeprint_waiting_jobs", "RELEASED jobs waiting for this printer by name",
+            ["printer"], registry=r,
+        )  # fmt: skip
+        self.pool_waiting_jobs = Gauge(
+            "edgeprint_pool_waiting_jobs", "RELEASED jobs waiting for any printer of the pool",
+            ["pool"], registry=r,
+        )  # fmt: skip
+        self.oldest_waiting = Gauge(
+            "edgeprint_oldest_waiting_seconds",
+            "Age of the oldest job this printer could take (its own or its pool's); 0 if none",
+            ["printer"], registry=r,
+        )  # fmt: skip
+        self.dead_letter = Gauge(
+            "edgeprint_dead_letter_jobs", "Jobs in the dead-letter queue (DEAD)", registry=r
+        )
+        self.printer_state_reason = Gauge(
+            "edgeprint_printer_state_reason",
+            "1 for each printer-state-reasons keyword the printer reports (RFC 8011 §5.4.12)",
+            ["printer", "reason"], registry=r,
+        )  # fmt: skip
+        self.queued_job_count = Gauge(
+            "edgeprint_printer_queued_jobs", "The printer's own queued-job-count", ["printer"],
+            registry=r,
+        )  # fmt: skip
         self.printer_up = Gauge(
             "edgeprint_printer_up", "1 when the printer answered its last request", ["printer"],
             registry=r,
         )  # fmt: skip
+        self._reason_labels: dict[str, set[str]] = {}
         for s in JobState:
             self.jobs.labels(state=s.value)
 
     def set_job_counts(self, counts: dict[JobState, int]) -> None:
-        """Refresh the jobs-by-state gauge."""
+        """Refresh the jobs-by-state and dead-letter gauges."""
         for state, n in counts.items():
             self.jobs.labels(state=state.value).set(n)
+        self.dead_letter.set(counts.get(JobState.DEAD, 0))
+
+    def set_queues(
+        self,
+        printers: dict[str, str | None],
+        depths: dict[tuple[str | None, str | None], int],
+        oldest: dict[tuple[str | None, str | None], float],
+        now: float,
+    ) -> None:
+        """Refresh waiting depths and head ages; ``printers`` maps name → pool (unix seconds)."""
+        pools = {p for p in printers.values() if p is not None}
+        for name, pool in printers.items():
+            self.waiting_jobs.labels(printer=name).set(depths.get((name, None), 0))
+            heads = [oldest[k] for k in ((name, None), (None, pool)) if k in oldest]
+            self.oldest_waiting.labels(printer=name).set(max(0.0, now - min(heads)) if heads else 0)
+        for pool in pools:
+            self.pool_waiting_jobs.labels(pool=pool).set(depths.get((None, pool), 0))
+
+    def set_printer(self, name: str, reasons: tuple[str, ...], queued: int | None) -> None:
+        """Refresh a printer's state-reason and queued-job-count gauges."""
+        current = set(reasons)
+        for labels in list(self._reason_labels.get(name, set()) - current):
+            self.printer_state_reason.remove(name, labels)
+        for reason in current:
+            self.printer_state_reason.labels(printer=name, reason=reason).set(1)
+        self._reason_labels[name] = current
+        if queued is not None:
+            self.queued_job_count.labels(printer=name).set(queued)
 
     def render(self) -> bytes:
         """The Prometheus text exposition of the registry."""

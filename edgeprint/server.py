@@ -28,6 +28,7 @@ from edgeprint.service import JobService
 from edgeprint.spool import Spool
 from edgeprint.store import Store
 from edgeprint.store.jobs import Jobs
+from edgeprint.systemd import Systemd
 
 log = logging.getLogger(__name__)
 
@@ -171,6 +172,8 @@ def _bound_address(runner: web.AppRunner) -> tuple[str, int]:
 async def serve(config: Config) -> None:
     """Run until SIGTERM or SIGINT (then stop gracefully) or until the dispatcher fails.
 
+    Tells systemd READY=1 once the store is open and the API listens, pings
+    its watchdog from the event loop, and says STOPPING=1 on the way out.
     Raises what ended the dispatcher (e.g. errors.StoreError), so the process
     exits non-zero and systemd restarts it.
     """
@@ -178,10 +181,13 @@ async def serve(config: Config) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    async with running(config) as run:
+    systemd = Systemd()
+    async with running(config) as run, systemd.watching():
+        systemd.ready(f"listening on {run.host}:{run.port}, {len(config.printers)} printer(s)")
         stopping = asyncio.ensure_future(stop.wait())
         await asyncio.wait([stopping, run.dispatch_task], return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
+        systemd.stopping()
         if run.dispatch_task.done() and not stop.is_set():
             run.dispatch_task.result()  # re-raise what killed the dispatcher
         log.info("stopping", extra={"event": "stopping"})

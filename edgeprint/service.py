@@ -22,7 +22,15 @@ from edgeprint.models import SubmitMetadata
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.spool import Spool, StagedDocument
 from edgeprint.states import Action, JobState
-from edgeprint.store.jobs import GUARD_HAS_TARGET, GUARD_ON_PRINTER, JobRecord, Jobs, NewJob
+from edgeprint.store.jobs import (
+    GUARD_HAS_TARGET,
+    GUARD_ON_PRINTER,
+    GUARD_ON_PRINTER_CANCEL_REQUESTED,
+    GUARD_ON_PRINTER_NO_CANCEL,
+    JobRecord,
+    Jobs,
+    NewJob,
+)
 
 log = logging.getLogger(__name__)
 
@@ -311,7 +319,7 @@ class JobService:
             job_id, Action.REPLAY, now=self.clock(), actor=caller.name,
             correlation_id=caller.correlation_id,
             sets={"attempts": 0, "not_before": 0.0, "dead_reason": None, "printed_on": None,
-                  "printer_job_id": None, "released_at": self.clock()},
+                  "printer_job_id": None, "released_at": self.clock(), "cancel_requested": 0},
         )  # fmt: skip
         job = await self._checked(job, job_id, Action.REPLAY, caller)
         self.wake(job.printer, job.pool)
@@ -542,9 +550,10 @@ class JobService:
     ) -> JobRecord | None:
         """PRINTING → RELEASED not before ``not_before`` (unix seconds); None if not ours.
 
-        ``count=False`` gives the attempt back (backpressure, fencing): only
-        real failures use up ``max_attempts``. ``failure_sig`` records how this
-        attempt failed, to tell a bad job from a bad printer.
+        A job flagged by :meth:`cancel` goes to CANCELLED instead. ``count=False``
+        gives the attempt back (backpressure, fencing): only real failures use up
+        ``max_attempts``. ``failure_sig`` records how this attempt failed, to tell a
+        bad job from a bad printer.
         """
         sets: dict[str, object] = {
             "not_before": not_before, "printer_job_id": None, "upload": None,
@@ -556,9 +565,19 @@ class JobService:
             sets["attempts"] = max(0, job.attempts - 1)
         out = await self.jobs.transition(
             job.id, Action.RETRY, now=self.clock(), actor=f"printer:{printer}", reason=reason,
-            sets=sets, guard=GUARD_ON_PRINTER, guard_params=(printer,),
+            sets=sets, guard=GUARD_ON_PRINTER_NO_CANCEL, guard_params=(printer,),
         )  # fmt: skip
-        if out is not None and count:
+        if out is None:
+            # Its owner asked to cancel it while it was printing, and nothing of this
+            # attempt can print: honour the cancel rather than make it printable again.
+            now = self.clock()
+            return await self.jobs.transition(
+                job.id, Action.CANCEL, now=now, actor=f"printer:{printer}",
+                reason="cancel_requested", sets={"finished_at": now, "upload": None},
+                only_from=(JobState.PRINTING,),
+                guard=GUARD_ON_PRINTER_CANCEL_REQUESTED, guard_params=(printer,),
+            )  # fmt: skip
+        if count:
             self.metrics.retries.labels(printer=printer).inc()
             log.info(
                 "job retry",

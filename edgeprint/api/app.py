@@ -282,7 +282,16 @@ async def readyz(request: web.Request) -> web.Response:
 async def metrics(request: web.Request) -> web.Response:
     """GET /metrics: Prometheus text format."""
     deps = _deps(request)
-    deps.metrics.set_job_counts(await deps.service.jobs.count_by_state())
+    jobs = deps.service.jobs
+    deps.metrics.set_job_counts(await jobs.count_by_state())
+    deps.metrics.set_queues(
+        {p.name: p.pool for p in deps.config.printers},
+        await jobs.waiting_depths(),
+        await jobs.oldest_waiting(),
+        time.time(),
+    )
+    for snap in deps.printers():
+        deps.metrics.set_printer(snap.name, snap.printer_state_reasons, snap.queued_job_count)
     return web.Response(body=deps.metrics.render(), headers={"Content-Type": METRICS_CONTENT_TYPE})
 
 

@@ -153,6 +153,9 @@ RETURNING *
 GUARD_HAS_TARGET = "(printer IS NOT NULL OR pool IS NOT NULL)"
 #: Guard for a printer's outcome: the job must still be held by that printer.
 GUARD_ON_PRINTER = "printed_on = ?"
+#: Guards for a requeue: held by that printer, with or without a cancel request.
+GUARD_ON_PRINTER_NO_CANCEL = "printed_on = ? AND cancel_requested = 0"
+GUARD_ON_PRINTER_CANCEL_REQUESTED = "printed_on = ? AND cancel_requested = 1"
 
 
 class Jobs:
