@@ -159,6 +159,7 @@ class PrinterWorker:
         self._unreachable_since = None
         self.metrics.printer_up.labels(printer=self.name).set(1)
         await self._health_changed(self.health.on_probe(status, now))
+        self.metrics.printer_healthy.labels(printer=self.name).set(int(self.health.healthy))
         return status
 
     async def _unreachable(self, exc: errors.PrinterError) -> None:
@@ -172,6 +173,7 @@ class PrinterWorker:
         self.reachable = False
         self.metrics.printer_up.labels(printer=self.name).set(0)
         await self._health_changed(self.health.on_transport_failure(str(exc), now))
+        self.metrics.printer_healthy.labels(printer=self.name).set(int(self.health.healthy))
         if now - self._unreachable_since >= self.settings.in_hand_timeout_s:
             await self._give_up_in_hand()
 
