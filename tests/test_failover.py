@@ -105,3 +105,70 @@ async def test_paused_printer_takes_no_work_and_drain_moves_it(
         [final] = await kiosk.wait_states([last["id"]], {"DONE"}, timeout_s=15)
         assert final["printed_on"] == "printer-01"
     assert printed_names(printers)[f"edgeprint-{last['id']}"] == ["printer-01"]
+
+
+async def test_busy_printer_is_backpressure_not_failure(tmp_path: Path, printers: Rig) -> None:
+    """A printer busy with someone else's job answers server-error-busy: nothing lost or doubled.
+
+    max_inflight=2 lets edgeprint send while a foreign job occupies the printer, so its
+    Create-Job meets 0x0507; the job goes back to the queue without using up an attempt.
+    """
+    import aiohttp
+
+    from edgeprint.printers.ipp import IppClient
+
+    printers.set_speed("printer-01", 0.3)
+    cfg = rig_config(tmp_path / "data", printers, pool=None, busy_backoff_s=0.05)
+    cfg["printers"][0]["max_inflight"] = 2
+    async with appliance(cfg) as (run, kiosk), aiohttp.ClientSession() as http:
+        foreign = IppClient(printers["printer-01"].uri, http)
+        ids = []
+        for round_ in range(3):
+            await _print_when_free(foreign, f"foreign-{round_}")
+            for i in range(3):
+                job = await kiosk.submit(f"busy-{round_}-{i:04d}", printer="printer-01", hold=False)
+                ids.append(job["id"])
+        jobs = await kiosk.wait_states(ids, {"DONE"}, timeout_s=30)
+        busy = [
+            v for (op, outcome), v in _ipp_counts(run).items()
+            if op == "Create-Job" and outcome == "error-busy"
+        ]  # fmt: skip
+    assert sum(busy) >= 1, "the test never met server-error-busy"
+    assert all(j["attempts"] == 1 for j in jobs)
+    names = printed_names(printers)
+    assert sorted(n for n in names if n.startswith("foreign")) == [
+        "foreign-0",
+        "foreign-1",
+        "foreign-2",
+    ]
+    assert all(names[f"edgeprint-{i}"] == ["printer-01"] for i in ids)
+    assert all(len(p) == 1 for p in names.values())
+
+
+async def _print_when_free(client: object, name: str) -> None:
+    """Another client's Print-Job, retried while the printer answers busy (bounded)."""
+    from edgeprint import errors
+    from tests.pdfs import make_pdf
+
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            await client.print_job(name, "someone", make_pdf(name), "application/pdf")  # type: ignore[attr-defined]
+            return
+        except errors.PrinterBusy:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.01)  # the other client's own retry interval
+
+
+def _ipp_counts(run: object) -> dict[tuple[str, str], float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = run.service.metrics.render().decode()  # type: ignore[attr-defined]
+    out: dict[tuple[str, str], float] = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            if s.name == "edgeprint_ipp_request_duration_seconds_count":
+                key = (s.labels["operation"], s.labels["outcome"])
+                out[key] = out.get(key, 0) + s.value
+    return out
