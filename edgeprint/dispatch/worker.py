@@ -13,6 +13,7 @@ restart edgeprint finds its copies by name, because printers reuse job ids.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
@@ -400,13 +401,17 @@ class PrinterWorker:
             )  # fmt: skip
 
     async def _follow(self, job: JobRecord, pjid: int) -> None:
-        """Poll Get-Job-Attributes (fast first, then slower) until the printer job ends.
+        """Poll Get-Job-Attributes (fast first, then every ``follow_interval_max_s``) to the end.
 
-        On stop the job is left PRINTING: the next start reconciles it.
+        The printer is probed on the way (its health may change while it holds
+        the job: paper out, jam); a job stuck on a printer unhealthy for
+        ``in_hand_timeout_s`` is cancelled there and moved to a peer. On stop
+        the job is left PRINTING: the next start reconciles it.
         """
         delay = self.settings.poll_interval_min_s
         failures = 0
         cancel_sent = False
+        next_probe = self._clock() + self.settings.poll_interval_max_s
         while not self.stop.is_set():
             if self._cancel.is_set() and not cancel_sent:
                 current = await self.service.jobs.get(job.id)
@@ -414,6 +419,14 @@ class PrinterWorker:
                     await self._cancel_quietly(pjid)
                     cancel_sent = True
                     job = current
+            if self._clock() >= next_probe:
+                next_probe = self._clock() + self.settings.poll_interval_max_s
+                with contextlib.suppress(errors.PrinterTransient):
+                    self.status = await self._probe()
+                stuck_for = self._clock() - self.health.since
+                if not self.health.healthy and stuck_for >= self.settings.in_hand_timeout_s:
+                    await self._move_stuck(job, pjid)
+                    return
             try:
                 pj = await self.client.get_job_attributes(pjid)
             except errors.PrinterTransient as exc:
@@ -428,19 +441,26 @@ class PrinterWorker:
                 if pj.terminal:
                     await self._finished(job, pj)
                     return
-            await self._pause_follow(delay)
+            await _wait_any((self.stop, self._cancel), delay)
             delay = min(delay * 2, self.settings.follow_interval_max_s)
 
-    async def _pause_follow(self, seconds: float) -> None:
-        waits = [
-            asyncio.ensure_future(self.stop.wait()),
-            asyncio.ensure_future(self._cancel.wait()),
-        ]
-        try:
-            await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for w in waits:
-                w.cancel()
+    async def _move_stuck(self, job: JobRecord, pjid: int) -> None:
+        """Cancel a job held by an unhealthy (but reachable) printer, then hand it to a peer."""
+        await self._cancel_and_wait(pjid)
+        pj = await self.client.get_job_attributes(pjid)
+        if pj is not None and pj.state == JOB_COMPLETED:
+            await self.service.complete(job, self.name)
+            return
+        if pj is not None and not pj.terminal:
+            raise _Unsettled  # the cancel has not taken: reconcile (and the fence) decide
+        reason = f"{self.name} unhealthy ({self.health.reason}); cancelled there, moved to a peer"
+        log.warning(
+            "job failed over",
+            extra={"event": "job_failed_over", "job_id": job.id, "printer": self.name,
+                   "why": self.health.reason, "correlation_id": job.correlation_id},
+        )  # fmt: skip
+        self.metrics.failovers.labels(printer=self.name).inc()
+        await self.service.requeue(job, self.name, reason, self._clock(), count=False)
 
     async def _finished(self, job: JobRecord, pj: PrinterJob) -> None:
         if pj.state == JOB_COMPLETED:
