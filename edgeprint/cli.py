@@ -490,7 +490,7 @@ def cmd_status(api: Api, args: argparse.Namespace, as_json: bool) -> None:
         lines.append(f"JOBS  counts unavailable: {counts_error}")
     else:
         text = "  ".join(f"{s} {counts.get(s, 0)}" for s in (st.value for st in JobState))
-        lines += textwrap.wrap(text, WIDTH, initial_indent="JOBS  ", subsequent_indent="      ")
+        lines += _wrap(text, "JOBS  ", "      ")
     n = int(dead.get("count", 0))
     lines.append(f"DEAD LETTER  {n} job(s)" + ("" if n == 0 else "  (edgeprint dead-letter)"))
     for job in dead.get("jobs", [])[:STATUS_DEAD_SHOWN]:
@@ -569,10 +569,7 @@ def _printer_table(printers: list[dict[str, Any]], *, short_ids: bool) -> list[s
         if p.get("last_error") and _health(p) != "ok":
             notes.append(f"last error: {p['last_error']}")
         if notes:
-            lines += textwrap.wrap(
-                f"{p['name']}: " + "; ".join(notes), WIDTH,
-                initial_indent="  ", subsequent_indent="    ",
-            )  # fmt: skip
+            lines += _wrap(f"{p['name']}: " + "; ".join(notes))
     return lines
 
 
@@ -595,23 +592,24 @@ def cmd_printers(api: Api, args: argparse.Namespace, as_json: bool) -> None:
         return
     lines: list[str] = []
     for p in body.get("printers", []):
-        lines += [
-            f"{p['name']}  {p.get('uri', '')}",
-            f"  pool {p.get('pool') or '-'}   health {_health(p)}"
-            + (f" ({p['health_reason']})" if p.get("health_reason") else "")
-            + f"   reachable {_yes(p.get('reachable'))}   paused {_yes(p.get('paused'))}",
-            f"  printer-state {p.get('printer_state') or '-'}   reasons "
-            + (", ".join(_reasons(p)) or "none"),
+        fields = [
+            ("pool", p.get("pool") or "-"),
+            ("health", _health(p)),
+            ("why", p.get("health_reason") or "-"),
+            ("reachable", _yes(p.get("reachable"))),
+            ("paused", _yes(p.get("paused"))),
+            ("printer-state", p.get("printer_state") or "-"),
+            ("reasons", ", ".join(_reasons(p)) or "none"),
+            ("message", p.get("printer_state_message") or "-"),
+            ("queued in printer", _num(p.get("queued_job_count"))),
+            ("waiting", f"{p.get('waiting', 0)} (oldest {_age(p.get('oldest_waiting_s'))})"),
+            ("printing", p.get("printing_job") or "-"),
+            ("last error", p.get("last_error") or "-"),
         ]
-        if p.get("printer_state_message"):
-            lines.append(f"  message {p['printer_state_message']}")
-        lines += [
-            f"  queued in printer {_num(p.get('queued_job_count'))}   waiting "
-            f"{p.get('waiting', 0)} (oldest {_age(p.get('oldest_waiting_s'))})   printing "
-            f"{p.get('printing_job') or '-'}",
-            f"  last error {p.get('last_error') or '-'}",
-            "",
-        ]
+        lines += _wrap(f"{p['name']}  {p.get('uri', '')}", "", "    ")
+        for label, value in fields:
+            lines += _wrap(f"{label + ':':<19}{value}", "  ", " " * 21)
+        lines.append("")
     if not body.get("printers"):
         lines += ["no printers configured", ""]
     lines += _pool_table(body.get("pools", []))
@@ -678,7 +676,7 @@ def cmd_dead_letter(api: Api, args: argparse.Namespace, as_json: bool) -> None:
             extra = f"owner {job.get('owner')}"
             if job.get("last_error"):
                 extra += f"; last error: {job['last_error']}"
-            lines += textwrap.wrap(extra, WIDTH, initial_indent="  ", subsequent_indent="    ")
+            lines += _wrap(extra)
         lines += ["", "replay one (once): edgeprint replay JOB_ID"]
     if body.get("next_cursor"):
         lines.append(f"more: add --cursor {body['next_cursor']}")
@@ -752,6 +750,14 @@ def _table(
         return sep.join(padded).rstrip()
 
     return [fmt(headers), *(fmt(r) for r in cells)]
+
+
+def _wrap(text: str, indent: str = "  ", subsequent: str = "    ") -> list[str]:
+    """``text`` folded to 80 columns (never at a hyphen: printer names and reasons have them)."""
+    return textwrap.wrap(
+        _clean(text), WIDTH, initial_indent=indent, subsequent_indent=subsequent,
+        break_on_hyphens=False,
+    ) or [indent.rstrip()]  # fmt: skip
 
 
 def _clean(text: str) -> str:

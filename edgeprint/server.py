@@ -115,7 +115,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
             service = JobService(config, jobs, spool, metrics)
             dispatcher = Dispatcher(config, service, session, metrics)
             service.wake = dispatcher.wake
-            service.on_cancel = dispatcher.cancel_requested
+            service.on_control = dispatcher.control
             service.printer_view = dispatcher.snapshot
             await service.load_paused()
             dispatch_task = asyncio.create_task(

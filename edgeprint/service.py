@@ -37,8 +37,8 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], float]
 #: Called after a job becomes printable: ``wake(printer, pool)``.
 Wake = Callable[[str | None, str | None], None]
-#: Called after a technician asked to cancel a job PRINTING on a printer.
-OnCancel = Callable[[str | None], None]
+#: Called after a technician acted on a printer: a cancel of the job it holds, pause, resume.
+OnControl = Callable[[str | None], None]
 #: The dispatcher's live view of one printer (None: unknown printer or not probed yet).
 PrinterView = Callable[[str], PrinterSnapshot | None]
 
@@ -64,7 +64,7 @@ def _no_wake(printer: str | None, pool: str | None) -> None:
     return None
 
 
-def _no_cancel(printer: str | None) -> None:
+def _no_control(printer: str | None) -> None:
     return None
 
 
@@ -101,7 +101,7 @@ class JobService:
         self.metrics = metrics
         self.clock = clock
         self.wake = wake
-        self.on_cancel: OnCancel = _no_cancel
+        self.on_control: OnControl = _no_control
         self.printer_view: PrinterView = _no_view
         self.paused: set[str] = set()
         self._pools = config.pools
@@ -306,7 +306,7 @@ class JobService:
                         "printer": flagged.printed_on, "correlation_id": caller.correlation_id,
                     },
                 )  # fmt: skip
-                self.on_cancel(flagged.printed_on)
+                self.on_control(flagged.printed_on)
                 return flagged
             current = await self.get(job_id)
             if current.state in (JobState.DONE, JobState.CANCELLED, JobState.EXPIRED):
@@ -456,6 +456,7 @@ class JobService:
             extra={"event": "printer_paused" if paused else "printer_resumed", "printer": name,
                    "actor": caller.name, "correlation_id": caller.correlation_id},
         )  # fmt: skip
+        self.on_control(name)
         cfg = self.config.printer(name)
         self.wake(name, cfg.pool if cfg else None)
 

@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 class Dispatcher:
     """Owns the printer workers; :meth:`run` until :meth:`request_stop`.
 
-    ``wake(printer, pool)`` and ``cancel_requested(printer)`` are the only
+    ``wake(printer, pool)`` and ``control(printer)`` are the only
     entry points the service needs (it never imports this module).
     """
 
@@ -63,10 +63,10 @@ class Dispatcher:
             for name in self._pools.get(pool, ()):
                 self.workers[name].wake()
 
-    def cancel_requested(self, printer: str | None) -> None:
-        """Tell ``printer``'s worker that a job it holds is to be cancelled."""
+    def control(self, printer: str | None) -> None:
+        """Tell ``printer``'s worker that a technician acted (pause, resume, cancel)."""
         if printer is not None and printer in self.workers:
-            self.workers[printer].cancel_requested()
+            self.workers[printer].control()
 
     def snapshot(self, printer: str) -> PrinterSnapshot | None:
         """The live view of ``printer`` (None when no such printer)."""

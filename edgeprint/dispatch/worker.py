@@ -87,6 +87,7 @@ class PrinterWorker:
         self._rng = rng or random.Random()
         self._clock = clock
         self._wake = asyncio.Event()
+        self._control = asyncio.Event()
         self._cancel = asyncio.Event()
         self._needs_reconcile = True
         self._unreachable_since: float | None = None
@@ -108,9 +109,10 @@ class PrinterWorker:
         """A job for this printer became claimable: stop waiting."""
         self._wake.set()
 
-    def cancel_requested(self) -> None:
-        """A technician asked to cancel a job PRINTING here."""
+    def control(self) -> None:
+        """A technician acted on this printer (pause, resume, cancel of the job in hand)."""
         self._cancel.set()
+        self._control.set()
         self._wake.set()
 
     # --- main loop -------------------------------------------------------------------
@@ -123,17 +125,17 @@ class PrinterWorker:
                 self.status = await self._probe()
                 retry_delay_s = self.settings.poll_interval_min_s
                 if self._needs_reconcile and not await self._reconcile_all():
-                    await self._pause(self.settings.unreachable_retry_max_s)
+                    await self._hold_off(self.settings.unreachable_retry_max_s)
                     continue
                 if not await self._clear_fences():
-                    await self._pause(self.settings.unreachable_retry_max_s)
+                    await self._hold_off(self.settings.unreachable_retry_max_s)
                     continue
                 if not self.health.healthy:
                     await self.service.fail_over_waiting(self.name, self.health.reason or "")
-                    await self._pause(self.settings.unreachable_retry_max_s)
+                    await self._hold_off(self.settings.unreachable_retry_max_s)
                     continue
                 if self.name in self.service.paused:
-                    await self._pause(self.settings.idle_probe_interval_s)
+                    await self._hold_off(self.settings.idle_probe_interval_s)
                     continue
                 if self.status.queued_job_count >= self.config.max_inflight:
                     await self._pause(self.settings.poll_interval_max_s)
@@ -149,7 +151,7 @@ class PrinterWorker:
             except errors.PrinterError as exc:
                 await self._unreachable(exc)
                 retry_delay_s = min(retry_delay_s * 2, self.settings.unreachable_retry_max_s)
-                await self._pause(retry_delay_s)
+                await self._hold_off(retry_delay_s)
 
     async def _probe(self) -> PrinterStatus:
         status = await self.client.get_printer_attributes()
@@ -260,8 +262,17 @@ class PrinterWorker:
         return True
 
     async def _pause(self, seconds: float) -> None:
-        """Wait ``seconds`` or until stopped or woken."""
+        """Wait ``seconds`` or until stopped or woken (a job became claimable)."""
         await _wait_any((self.stop, self._wake), seconds)
+
+    async def _hold_off(self, seconds: float) -> None:
+        """Wait ``seconds`` or until stopped or a technician acts; new jobs do not wake it.
+
+        A printer that cannot take work (unreachable, unhealthy, paused) must
+        not be probed once per incoming job.
+        """
+        self._control.clear()
+        await _wait_any((self.stop, self._control), seconds)
 
     async def _idle(self) -> None:
         """Nothing to claim: wait for a wake-up, the next backed-off job, or a probe."""
@@ -413,9 +424,10 @@ class PrinterWorker:
         cancel_sent = False
         next_probe = self._clock() + self.settings.poll_interval_max_s
         while not self.stop.is_set():
-            if self._cancel.is_set() and not cancel_sent:
+            if self._cancel.is_set():
+                self._cancel.clear()
                 current = await self.service.jobs.get(job.id)
-                if current is not None and current.cancel_requested:
+                if current is not None and current.cancel_requested and not cancel_sent:
                     await self._cancel_quietly(pjid)
                     cancel_sent = True
                     job = current
