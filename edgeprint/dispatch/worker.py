@@ -179,6 +179,8 @@ class PrinterWorker:
         self.metrics.printer_healthy.labels(printer=self.name).set(int(self.health.healthy))
         if now - self._unreachable_since >= self.settings.in_hand_timeout_s:
             await self._give_up_in_hand()
+        if not self.health.healthy:  # jobs named for it keep arriving (or come back): move them
+            await self.service.fail_over_waiting(self.name, self.health.reason or "unreachable")
 
     async def _health_changed(self, change: HealthChange | None) -> None:
         if change is None:
