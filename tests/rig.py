@@ -15,6 +15,10 @@ Python API::
     rig["printer-01"].uri             # 'ipp://127.0.0.1:PORT/ipp/print'
     rig.printed("printer-01")         # [Printed(time, job_id, job_name, ...)]
     rig.kill("printer-02"); rig.restart("printer-02")
+    rig.fault("printer-01", "abort", "media-jam", once=True)   # job-level fault
+    rig.fault("printer-02", "abort", match="poison")           # only jobs named *poison*
+    rig.clear_fault("printer-01")
+    rig.media("printer-01", "empty")                           # paper out ("low", "loaded")
     rig.stop()
 
 Command line (from the project root)::
@@ -23,6 +27,9 @@ Command line (from the project root)::
     python -m tests.rig status DIR | count DIR | stop DIR
     python -m tests.rig kill|hang|resume|restart DIR NAME
     python -m tests.rig speed DIR NAME SECONDS_PER_PAGE
+    python -m tests.rig fault DIR NAME [--once] [--match SUBSTRING] MODE [ARG...]
+    python -m tests.rig clear-fault DIR NAME
+    python -m tests.rig media DIR NAME empty|low|loaded
 
 How each printer runs (all flags matter)::
 
@@ -42,13 +49,56 @@ the printers first and the bus last.
 
 Folder layout: ``DIR/printers.tsv`` (name, uri, pid), ``DIR/bin/`` (print command
 and the ipptool test it uses), ``DIR/dbus.{pid,address,log}``, and per printer
-``DIR/printer-NN/{pid,port,uri,server.log,prints.log,seconds-per-page,spool/}``.
+``DIR/printer-NN/{pid,port,uri,server.log,prints.log,seconds-per-page,spool/}``, and
+the fault files ``fault`` (see below) and ``left-reason`` (a reason an ``abort REASON``
+fault left on the printer, cleared by the next job that prints).
+
+Job-level faults (:meth:`Rig.fault`): the print command reads the first line of
+``printer-NN/fault`` when a job starts (the printer runs one job at a time)::
+
+    [once] [match=SUBSTRING] MODE [ARG...]
+
+    hold REASON[,REASON]  the printer reports REASON-warning (e.g. media-jam) and the job
+                          stays processing (job-printing) until the line is removed or
+                          changed (clear_fault); then it prints, unless canceled meanwhile
+    abort [REASON]        job aborted (aborted-by-system, job-state-message "job aborted by
+                          injected fault"), nothing printed; REASON stays on the printer
+                          (REASON-report) until the next job that prints
+    slow SECONDS          the job takes SECONDS longer, then prints
+    die-before [SECONDS]  the printer process is SIGKILLed SECONDS (default 0.25) into the
+                          job's processing; nothing printed
+    die-after [SECONDS]   the document is printed (prints.log), then the printer is
+                          SIGKILLed SECONDS (default 0.25) later, before it reports the
+                          job completed
+                          (ippeveprinter starts the print command before it writes the
+                          answer to the Print-Job/Send-Document that started the job; the
+                          pause keeps the kill from swallowing that answer, which an
+                          immediate kill did in about 1 run of 15)
+    once                  one job only: the line is removed when that job starts (a
+                          "hold" always lasts until clear_fault, which is what releases it)
+    match=SUBSTRING       only jobs whose job-name contains SUBSTRING (case-sensitive);
+                          other jobs print normally and do not use up a "once". SUBSTRING
+                          has no whitespace and none of \\ " [ (ippeveprinter escapes those
+                          in the job-name it hands the print command)
+
+REASON is one of the printer-state-reasons ippeveprinter knows (:data:`PRINTER_REASONS`);
+it shows the suffix -warning while processing and -report while idle, never -error.
+Without ``once`` a fault applies to every (matching) job until cleared, also after a
+restart; a die-* fault therefore kills a restarted printer again at its next job.
+
+Paper (:meth:`Rig.media`) goes through ippeveprinter's ``/media`` web form (a test hook
+that sets every tray's paper level): ``empty`` gives printer-state-reasons
+media-empty-report while idle, and a job sent then stays processing (job-printing) with
+media-empty-warning and media-needed-warning, its print command not even started, until
+``loaded`` (ippeveprinter re-checks once a second); ``low`` gives media-low-report. A
+restart brings the default trays back (paper loaded).
 
 Behaviour worth knowing (ippeveprinter 2.4): one job at a time (a second
 Print-Job while one is pending/processing gets server-error-busy 0x0507); job
 history and job ids do not survive a restart; Cancel-Job on a processing job is
 answered OK while the print command keeps running, so the print command asks
-(with ipptool) whether a cancel is pending before it "prints".
+(with ipptool) whether a cancel is pending before it "prints". A job canceled
+while held (hold fault, paper out) therefore ends canceled only once released.
 
 Processes are tracked by the pids the rig records and are checked against
 ``/proc/PID/cmdline`` before any signal; nothing is ever killed by name.
@@ -59,6 +109,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import http.client
+import math
 import os
 import shutil
 import signal
@@ -89,6 +140,60 @@ _PACKAGES = {
     "ipptool": "cups-ipp-utils",
     "dbus-daemon": "dbus-daemon",
 }
+
+
+#: printer-state-reasons keywords ippeveprinter 2.4 knows (STATE: lines with others are ignored).
+PRINTER_REASONS = frozenset(
+    {
+        "other",
+        "cover-open",
+        "input-tray-missing",
+        "marker-supply-empty",
+        "marker-supply-low",
+        "marker-waste-almost-full",
+        "marker-waste-full",
+        "media-empty",
+        "media-jam",
+        "media-low",
+        "media-needed",
+        "moving-to-paused",
+        "paused",
+        "spool-area-full",
+        "toner-empty",
+        "toner-low",
+    }
+)
+#: Job-level fault modes of the print command (see the module docstring).
+FAULT_MODES = ("hold", "abort", "slow", "die-before", "die-after")
+FAULT_FILE = "fault"
+LEFT_REASON_FILE = "left-reason"
+
+#: ``/media`` form values per paper level. The form numbers the trays by their place in
+#: media-source-supported (auto, main, manual, by-pass-tray) and skips auto and manual,
+#: so the real trays are 1 (main, 250 sheets) and 3 (by-pass-tray, 25 sheets); a tray
+#: left out is set to 0 sheets. 0 sheets in any tray is media-empty, 1..24 media-low.
+#: "loaded" restores ippeveprinter's own media-ready (letter in main, #10 envelopes).
+MEDIA_FORMS = {
+    "empty": {
+        "size1": "na_letter_8.5x11in",
+        "level1": "0",
+        "size3": "na_number-10_4.125x9.5in",
+        "level3": "0",
+    },
+    "low": {
+        "size1": "na_letter_8.5x11in",
+        "level1": "10",
+        "size3": "na_number-10_4.125x9.5in",
+        "level3": "5",
+    },
+    "loaded": {
+        "size1": "na_letter_8.5x11in",
+        "level1": "250",
+        "size3": "na_number-10_4.125x9.5in",
+        "level3": "25",
+    },
+}
+_MATCH_FORBIDDEN = ("\\", '"', "[")
 
 
 class RigError(RuntimeError):
@@ -139,6 +244,68 @@ class Printed:
         if len(f) != 7:
             raise ValueError(f"not a prints.log line (want 7 tab-separated fields): {line!r}")
         return cls(f[0], int(f[1]), f[2], f[3], int(f[4]), int(f[5]), int(f[6]))
+
+
+# --- job-level faults -------------------------------------------------------------
+
+
+def fault_line(mode: str, *args: str, once: bool = False, match: str | None = None) -> str:
+    """The checked line of a ``fault`` file: ``[once] [match=SUBSTRING] MODE [ARG...]``.
+
+    Raises ValueError for what the print command would not understand.
+    """
+    args = tuple(str(a) for a in args)
+    if mode not in FAULT_MODES:
+        raise ValueError(f"fault mode must be one of {', '.join(FAULT_MODES)}, not {mode!r}")
+    if mode == "hold":
+        if len(args) != 1:
+            raise ValueError("hold takes one REASON[,REASON...] (e.g. media-jam)")
+        _check_reasons(args[0])
+    elif mode == "abort":
+        if len(args) > 1:
+            raise ValueError("abort takes at most one REASON")
+        if args:
+            _check_reasons(args[0], several=False)
+    elif mode == "slow":
+        if len(args) != 1:
+            raise ValueError("slow takes one number of SECONDS >= 0")
+        args = (_seconds(mode, args[0]),)
+    elif len(args) > 1:
+        raise ValueError(f"{mode} takes at most one number of SECONDS >= 0")
+    elif args:  # die-before / die-after
+        args = (_seconds(mode, args[0]),)
+    words = ["once"] if once else []
+    if match is not None:
+        if (
+            not match
+            or any(c.isspace() for c in match)
+            or any(c in match for c in _MATCH_FORBIDDEN)
+        ):
+            raise ValueError(
+                f'match must be a non-empty substring without whitespace, \\, " or [: {match!r}'
+            )
+        words.append(f"match={match}")
+    return " ".join([*words, mode, *args])
+
+
+def _seconds(mode: str, text: str) -> str:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not (math.isfinite(seconds) and 0 <= seconds <= 86400):
+        raise ValueError(f"{mode} takes a number of SECONDS >= 0, not {text!r}")
+    return f"{seconds:.3f}".rstrip("0").rstrip(".")
+
+
+def _check_reasons(text: str, *, several: bool = True) -> None:
+    reasons = text.split(",") if several else [text]
+    unknown = [r for r in reasons if r not in PRINTER_REASONS]
+    if unknown:
+        raise ValueError(
+            f"unknown printer-state-reasons {unknown} (ippeveprinter knows: "
+            f"{', '.join(sorted(PRINTER_REASONS))})"
+        )
 
 
 # --- tools and processes ----------------------------------------------------------
@@ -485,12 +652,14 @@ class Rig:
     def restart(self, name: str) -> Printer:
         """A fresh process on the same port, as after a power cycle.
 
-        The printer's job history is empty and job ids start at 1 again; the
-        ground truth (prints.log) and the spool folder are kept, like paper
-        that already came out.
+        The printer's job history is empty and job ids start at 1 again, its paper
+        is loaded and it reports no printer-state-reasons; the ground truth
+        (prints.log), the spool folder and the job-level fault are kept.
         """
         p = self.printer(name)
         self._stop_pid(p.pid, "ippeveprinter")
+        # A fresh process has no printer-state-reasons: nothing left for a job to clear.
+        (p.dir / LEFT_REASON_FILE).unlink(missing_ok=True)
         tools = {t: _need_tool(t) for t in ("ippeveprinter", "ipptool", "dbus-daemon")}
         self._install_bin(tools)
         self._start_dbus(tools["dbus-daemon"])
@@ -501,6 +670,70 @@ class Rig:
             raise RigError(err)
         self._write_tsv()
         return self.printer(name)
+
+    def fault(
+        self, name: str, mode: str, *args: str, once: bool = False, match: str | None = None
+    ) -> str:
+        """Inject a job-level fault for this printer's next job(s); returns the line written.
+
+        ``mode`` and ``args``: ``hold REASON``, ``abort [REASON]``, ``slow SECONDS``,
+        ``die-before [SECONDS]``, ``die-after [SECONDS]`` (see the module docstring).
+        ``once``: one job only. ``match``: only jobs whose job-name contains this
+        substring. Takes effect at the next job start (a job already printing is not
+        affected, except that changing or clearing a ``hold`` releases the held job).
+        Raises ValueError for a mode, argument or match the print command would not take.
+        """
+        line = fault_line(mode, *args, once=once, match=match)
+        path = self.printer(name).dir / FAULT_FILE
+        tmp = path.with_name(path.name + ".new")
+        tmp.write_text(line + "\n")
+        tmp.replace(path)  # the print command never reads half a line
+        return line
+
+    def clear_fault(self, name: str) -> None:
+        """Remove the job-level fault; a job held by ``hold`` goes on and prints."""
+        (self.printer(name).dir / FAULT_FILE).unlink(missing_ok=True)
+
+    def current_fault(self, name: str) -> str | None:
+        """The fault line in force (None when none): a ``once`` fault is gone once used."""
+        try:
+            text = (self.printer(name).dir / FAULT_FILE).read_text()
+        except FileNotFoundError:
+            return None
+        return text.splitlines()[0] if text.strip() else None
+
+    def media(self, name: str, level: str, timeout: float = 5.0) -> None:
+        """Paper in every tray: ``empty``, ``low`` or ``loaded`` (ippeveprinter's /media form).
+
+        Returns once the printer has applied it: it renders the page after the change,
+        so the whole answer having been read means Get-Printer-Attributes shows it.
+        """
+        form = MEDIA_FORMS.get(level)
+        if form is None:
+            raise ValueError(f"media level must be one of {', '.join(MEDIA_FORMS)}, not {level!r}")
+        p = self._running(name)
+        query = "&".join(f"{k}={v}" for k, v in form.items())
+        conn = http.client.HTTPConnection("127.0.0.1", p.port, timeout=timeout)
+        try:
+            conn.request("GET", f"/media?{query}")
+            resp = conn.getresponse()
+            body = resp.read()
+        except (OSError, http.client.HTTPException) as exc:
+            raise RigError(f"{name}: /media form failed: {exc!r}") from exc
+        finally:
+            conn.close()
+        if resp.status != 200 or b"<form" not in body:
+            raise RigError(f"{name}: /media form answered HTTP {resp.status}: {body[:200]!r}")
+
+    def wait_state(self, name: str, state: str, timeout: float = 10.0) -> None:
+        """Wait (bounded) until :meth:`state` is ``state``, e.g. ``dead`` after a die-* fault."""
+        if state not in ("running", "hung", "dead"):
+            raise ValueError("state must be running, hung or dead")
+        deadline = time.monotonic() + timeout
+        while (now := self.state(name)) != state:
+            if time.monotonic() >= deadline:
+                raise RigError(f"{name} is {now}, not {state}, after {timeout:g}s")
+            time.sleep(POLL_INTERVAL_S / 5)
 
     def set_speed(self, name: str, seconds_per_page: float) -> None:
         """Simulated print time per page (and copy) of one printer, effective from its next job."""
@@ -697,11 +930,14 @@ class Rig:
 
 
 def _status(rig: Rig, out: IO[str]) -> None:
-    out.write(f"{'NAME':<11} {'PORT':<6} {'PID':<8} {'STATE':<8} {'PRINTED':>7} {'RECEIVED':>8}\n")
+    out.write(
+        f"{'NAME':<11} {'PORT':<6} {'PID':<8} {'STATE':<8} {'PRINTED':>7} {'RECEIVED':>8}  FAULT\n"
+    )
     for p in rig.printers:
         out.write(
             f"{p.name:<11} {p.port:<6} {p.pid or '-'!s:<8} {rig.state(p.name):<8} "
-            f"{len(rig.printed(p.name)):>7} {rig.received(p.name):>8}\n"
+            f"{len(rig.printed(p.name)):>7} {rig.received(p.name):>8}  "
+            f"{rig.current_fault(p.name) or '-'}\n"
         )
 
 
@@ -721,7 +957,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--ready-timeout", type=float, default=20.0)
     for cmd, text in (
         ("stop", "stop the printers and dbus-daemon of DIR"),
-        ("status", "NAME PORT PID STATE PRINTED RECEIVED"),
+        ("status", "NAME PORT PID STATE PRINTED RECEIVED FAULT"),
         ("count", "printed documents per printer and total"),
     ):
         sub.add_parser(cmd, help=text).add_argument("dir", metavar="DIR")
@@ -738,6 +974,24 @@ def main(argv: list[str] | None = None) -> int:
     sp.add_argument("dir", metavar="DIR")
     sp.add_argument("name", metavar="NAME")
     sp.add_argument("seconds", type=float)
+    f = sub.add_parser(
+        "fault",
+        help="job-level fault: hold REASON | abort [REASON] | slow SECONDS | "
+        "die-before [SECONDS] | die-after [SECONDS]",
+    )
+    f.add_argument("dir", metavar="DIR")
+    f.add_argument("name", metavar="NAME")
+    f.add_argument("--once", action="store_true", help="one job only")
+    f.add_argument("--match", metavar="SUBSTRING", help="only jobs whose job-name contains it")
+    f.add_argument("mode", metavar="MODE", choices=FAULT_MODES)
+    f.add_argument("args", metavar="ARG", nargs="*")
+    cf = sub.add_parser("clear-fault", help="remove the job-level fault (releases a hold)")
+    cf.add_argument("dir", metavar="DIR")
+    cf.add_argument("name", metavar="NAME")
+    m = sub.add_parser("media", help="paper in every tray (ippeveprinter's /media form)")
+    m.add_argument("dir", metavar="DIR")
+    m.add_argument("name", metavar="NAME")
+    m.add_argument("level", choices=tuple(MEDIA_FORMS))
     args = ap.parse_args(argv)
 
     try:
@@ -768,6 +1022,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"total {sum(counts.values())}")
         elif args.cmd == "speed":
             rig.set_speed(args.name, args.seconds)
+        elif args.cmd == "fault":
+            line = rig.fault(args.name, args.mode, *args.args, once=args.once, match=args.match)
+            print(f"{args.name} fault: {line}")
+        elif args.cmd == "clear-fault":
+            rig.clear_fault(args.name)
+            print(f"{args.name} fault cleared")
+        elif args.cmd == "media":
+            rig.media(args.name, args.level)
+            print(f"{args.name} media {args.level}: ok")
         else:
             getattr(rig, args.cmd)(args.name)
             print(f"{args.name} {args.cmd}: ok")

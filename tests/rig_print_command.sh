@@ -6,7 +6,11 @@
 # "processing"; exit 0 makes the job "completed", any other status "aborted".
 # stderr lines starting with ATTR:, INFO:, ERROR:, STATE: are read by
 # ippeveprinter (see ippeveprinter(1), "COMMAND OUTPUT"); stdout goes to a
-# .prn file in the spool folder.
+# .prn file in the spool folder:
+#   STATE: +media-jam   add a printer-state-reasons keyword (shown as
+#                       media-jam-warning while processing, -report when idle)
+#   STATE: -media-jam   remove it
+#   ERROR: text         becomes the job's job-state-message
 #
 # "Printing" here means: wait SECONDS_PER_PAGE x pages x copies, then, unless a
 # client canceled the job meanwhile, append ONE tab-separated line to
@@ -16,6 +20,37 @@
 #
 # That log is the ground truth of what came out of the printer; tests read it
 # with Rig.printed(name).
+#
+# Job-level faults: when the job starts, the first line of
+# $RIG_PRINTER_DIR/fault (written by Rig.fault) selects what happens to it:
+#
+#   [once] [match=SUBSTRING] MODE [ARG...]
+#
+#   hold REASON[,REASON]  STATE: +REASON, keep the job processing until the
+#                         fault line is removed or changed (Rig.clear_fault),
+#                         then STATE: -REASON and print (unless canceled
+#                         meanwhile). Gives up (job aborted) after
+#                         RIG_HOLD_MAX_SECONDS (default 600).
+#   abort [REASON]        ERROR: message, exit 1: the job is aborted and nothing
+#                         printed. REASON, if given, is added to the printer and
+#                         stays (REASON-report) until the next job that prints.
+#   slow SECONDS          the job takes SECONDS longer, then prints
+#   die-before [SECONDS]  SIGKILL the printer SECONDS (default 0.25) after the
+#                         job started; nothing printed
+#   die-after [SECONDS]   print (and log), then SIGKILL the printer SECONDS
+#                         (default 0.25) later, before it can report the job
+#                         completed
+#                         (The pause before the kill lets the printer answer the
+#                         Print-Job/Send-Document that started the job: it
+#                         starts this command before it writes that answer, and
+#                         a printer killed at once loses it about 1 time in 15.)
+#   once                  the fault applies to one job: the file is removed
+#                         when that job starts (hold ignores it: its file is
+#                         what releases the job)
+#   match=SUBSTRING       the fault applies only to jobs whose job-name (as
+#                         ippeveprinter passes it in IPP_JOB_NAME) contains
+#                         SUBSTRING; other jobs print normally and do not
+#                         use up a "once"
 #
 # Environment:
 #   from ippeveprinter: IPP_JOB_ID, IPP_JOB_NAME, IPP_JOB_URI, IPP_COPIES,
@@ -28,6 +63,7 @@
 #                       RIG_CANCEL_TEST       the ipptool test that tells whether
 #                                             the job was canceled (default: the
 #                                             rig_job_canceled.test next to this file)
+#                       RIG_HOLD_MAX_SECONDS  longest "hold" (default 600)
 
 set -u
 
@@ -39,6 +75,8 @@ if [ -s "$dir/seconds-per-page" ]; then
     spp=$(cat "$dir/seconds-per-page")
 fi
 cancel_test=${RIG_CANCEL_TEST:-$(dirname "$0")/rig_job_canceled.test}
+hold_max=${RIG_HOLD_MAX_SECONDS:-600}
+case $hold_max in '' | *[!0-9]*) hold_max=600 ;; esac
 printer_pid=$PPID # ippeveprinter runs this file directly
 
 # True while the ippeveprinter that started us lives. A zombie counts as dead
@@ -46,6 +84,14 @@ printer_pid=$PPID # ippeveprinter runs this file directly
 printer_alive() {
     state=$(awk '{ print $3 }' "/proc/$printer_pid/stat" 2>/dev/null) || return 1
     [ -n "$state" ] && [ "$state" != Z ]
+}
+
+# SIGKILL the printer, as a power cut would; only while that pid still is the
+# ippeveprinter that started us (never a recycled pid).
+kill_printer() {
+    printer_alive || return 0
+    grep -q ippeveprinter "/proc/$printer_pid/cmdline" 2>/dev/null || return 0
+    kill -KILL "$printer_pid"
 }
 
 # One record per line: no tabs or line breaks inside a field.
@@ -63,27 +109,127 @@ pages=$(grep -a -o -E '/Type[[:space:]]*/Page([^s]|$)' "$spool_file" 2>/dev/null
 [ "$pages" -ge 1 ] 2>/dev/null || pages=1
 bytes=$(wc -c <"$spool_file" | tr -d ' ')
 
-echo "ATTR: job-impressions=$((pages * copies))" >&2
-echo "INFO: printing job $job_id: $pages page(s) x $copies" >&2
+# --- the fault for this job ----------------------------------------------------
 
-seconds=$(awk -v s="$spp" -v p="$pages" -v c="$copies" 'BEGIN { printf "%.3f", s * p * c }')
-case $seconds in 0 | 0.000) ;; *) sleep "$seconds" ;; esac
-
-# A printer that lost power (was killed) mid-job puts nothing out.
-printer_alive || exit 1
-
-# ippeveprinter does not stop this command on Cancel-Job: it answers "ok" and
-# keeps the job processing with reason processing-to-stop-point until we exit.
-# So ask it, right before the document would come out. The test passes only
-# when a cancel is pending.
-if [ -n "${IPP_JOB_URI:-}" ] &&
-    "${RIG_IPPTOOL:-ipptool}" -q -T 2 "$IPP_JOB_URI" "$cancel_test" >/dev/null 2>&1; then
-    echo "INFO: job $job_id canceled before output; nothing printed" >&2
-    exit 0
+fault_file=$dir/fault
+fault_line=""
+mode=""
+once=no
+match=""
+if [ -s "$fault_file" ]; then
+    fault_line=$(head -n 1 "$fault_file")
+    set -f # split the line into words without expanding * or ?
+    # shellcheck disable=SC2086
+    set -- $fault_line
+    set +f
+    while [ $# -gt 0 ]; do
+        case $1 in
+            once) once=yes ;;
+            match=*) match=${1#match=} ;;
+            *) break ;;
+        esac
+        shift
+    done
+    mode=${1:-}
+    [ $# -gt 0 ] && shift
+    if [ -n "$match" ]; then
+        case ${IPP_JOB_NAME:-} in
+            *"$match"*) ;;
+            *) mode="" ;; # not this job
+        esac
+    fi
+    if [ -n "$mode" ] && [ "$once" = yes ] && [ "$mode" != hold ]; then
+        rm -f "$fault_file"
+    fi
 fi
 
-printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
-    "$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)" "$job_id" "$job_name" "$user" \
-    "$pages" "$copies" "$bytes" >>"$dir/prints.log"
-echo "ATTR: job-impressions-completed=$((pages * copies))" >&2
+echo "ATTR: job-impressions=$((pages * copies))" >&2
+echo "INFO: printing job $job_id: $pages page(s) x $copies, fault ${mode:-none}" >&2
+
+# --- printing --------------------------------------------------------------------
+
+# A reason left on the printer by an "abort REASON" fault goes away with the
+# next job that gets as far as printing, as if someone fixed the printer.
+clear_left_reason() {
+    if [ -s "$dir/left-reason" ]; then
+        echo "STATE: -$(cat "$dir/left-reason")" >&2
+        rm -f "$dir/left-reason"
+    fi
+}
+
+print_document() {
+    clear_left_reason
+    seconds=$(awk -v s="$spp" -v p="$pages" -v c="$copies" 'BEGIN { printf "%.3f", s * p * c }')
+    case $seconds in 0 | 0.000) ;; *) sleep "$seconds" ;; esac
+
+    # A printer that lost power (was killed) mid-job puts nothing out.
+    printer_alive || exit 1
+
+    # ippeveprinter does not stop this command on Cancel-Job: it answers "ok" and
+    # keeps the job processing with reason processing-to-stop-point until we exit.
+    # So ask it, right before the document would come out. The test passes only
+    # when a cancel is pending.
+    if [ -n "${IPP_JOB_URI:-}" ] &&
+        "${RIG_IPPTOOL:-ipptool}" -q -T 2 "$IPP_JOB_URI" "$cancel_test" >/dev/null 2>&1; then
+        echo "INFO: job $job_id canceled before output; nothing printed" >&2
+        return 0
+    fi
+
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+        "$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)" "$job_id" "$job_name" "$user" \
+        "$pages" "$copies" "$bytes" >>"$dir/prints.log"
+    echo "ATTR: job-impressions-completed=$((pages * copies))" >&2
+}
+
+case $mode in
+    "")
+        print_document
+        ;;
+    hold)
+        reason=${1:-media-jam}
+        echo "STATE: +$reason" >&2
+        echo "INFO: job $job_id held by injected fault: $reason" >&2
+        deadline=$(($(date +%s) + hold_max))
+        # Held while the fault file still says the same thing.
+        while [ "$(head -n 1 "$fault_file" 2>/dev/null)" = "$fault_line" ]; do
+            printer_alive || exit 1
+            if [ "$(date +%s)" -ge "$deadline" ]; then
+                echo "STATE: -$reason" >&2
+                echo "ERROR:hold fault lasted longer than ${hold_max}s" >&2
+                exit 1
+            fi
+            sleep 0.1
+        done
+        echo "STATE: -$reason" >&2
+        print_document
+        ;;
+    abort)
+        if [ -n "${1:-}" ]; then
+            echo "STATE: +$1" >&2
+            printf '%s\n' "$1" >"$dir/left-reason"
+        fi
+        echo "ERROR:job aborted by injected fault${1:+ ($1)}" >&2
+        exit 1
+        ;;
+    slow)
+        sleep "${1:-10}"
+        print_document
+        ;;
+    die-before)
+        echo "INFO: job $job_id: injected fault kills the printer before printing" >&2
+        sleep "${1:-0.25}"
+        kill_printer
+        exit 1
+        ;;
+    die-after)
+        print_document
+        sleep "${1:-0.25}"
+        kill_printer
+        exit 0
+        ;;
+    *)
+        echo "ERROR:unknown fault '$mode' in $fault_file" >&2
+        exit 1
+        ;;
+esac
 exit 0
