@@ -394,13 +394,16 @@ def _base_url(args: argparse.Namespace) -> str:
     url: str = getattr(args, "url", None) or os.environ.get(URL_ENV) or DEFAULT_URL
     try:
         parts = urllib.parse.urlsplit(url.strip())
+    except ValueError as exc:
+        raise UsageError(f"bad --url: {exc}") from None
+    if "@" in parts.netloc:  # checked first: never echo a password
+        raise UsageError(f"bad --url: no user or password in the URL; use {TOKEN_ENV}")
+    try:
         parts.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError as exc:
         raise UsageError(f"bad --url {url!r}: {exc}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"bad --url {url!r}: give http://HOST:PORT (e.g. {DEFAULT_URL})")
-    if parts.username is not None or parts.password is not None:
-        raise UsageError(f"bad --url: no user or password in the URL; use {TOKEN_ENV}")
     if parts.query or parts.fragment:
         raise UsageError(f"bad --url {url!r}: no query or fragment")
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
@@ -454,6 +457,11 @@ def _tech(args: argparse.Namespace) -> int:
             _emit_raw(exc.body)
         print(f"edgeprint: {exc}", file=sys.stderr)
         return EXIT_API_ERROR
+    except BrokenPipeError:  # `edgeprint jobs | head`: the reader is gone, not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    except KeyboardInterrupt:
+        return 130
     return EXIT_OK
 
 

@@ -7,6 +7,7 @@ conditional writes and the API only speaks HTTP. Times come from the injected
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -14,6 +15,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from edgeprint import errors
 from edgeprint.config import Config, PrinterConfig
@@ -23,7 +25,6 @@ from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.spool import Spool, StagedDocument
 from edgeprint.states import Action, JobState
 from edgeprint.store.jobs import (
-    GUARD_HAS_TARGET,
     GUARD_ON_PRINTER,
     GUARD_ON_PRINTER_CANCEL_REQUESTED,
     GUARD_ON_PRINTER_NO_CANCEL,
@@ -35,6 +36,8 @@ from edgeprint.store.jobs import (
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
+#: Admission reads queue depths from a snapshot at most this old (seconds).
+DEPTH_SNAPSHOT_S = 0.1
 #: Called after a job becomes printable: ``wake(printer, pool)``.
 Wake = Callable[[str | None, str | None], None]
 #: Called after a technician acted on a printer: a cancel of the job it holds, pause, resume.
@@ -104,6 +107,9 @@ class JobService:
         self.on_control: OnControl = _no_control
         self.printer_view: PrinterView = _no_view
         self.paused: set[str] = set()
+        self._depths: dict[tuple[str | None, str | None], int] | None = None
+        self._depths_at = 0.0
+        self._depths_refresh: asyncio.Future[dict[tuple[str | None, str | None], int]] | None = None
         self._pools = config.pools
         self._printers = {p.name for p in config.printers}
 
@@ -188,6 +194,8 @@ class JobService:
                 raise errors.StoreUnavailable("idempotency key vanished")
             return self._replayed(winner, idempotency_key, digest, caller)
         self.metrics.jobs_accepted.labels(state=job.state.value).inc()
+        if job.state is JobState.RELEASED:
+            self._admitted(job.printer, job.pool)
         log.info(
             "job accepted",
             extra={
@@ -235,37 +243,26 @@ class JobService:
         errors.MissingTarget (held job with no printer/pool and none given).
         """
         self.check_target(printer, pool, "body")
+        current = await self.get(job_id)
+        if current.state is not JobState.HELD:  # the common loser of a race: no write needed
+            self._release_conflict(job_id, current.state, caller)
         if printer is None and pool is None:
-            current = await self.get(job_id)
             printer, pool = current.printer, current.pool
+        if printer is None and pool is None:
+            raise errors.MissingTarget(
+                "the job names no printer or pool; give one in the release body",
+                [errors.FieldProblem("body", "printer or pool required")],
+            )
+        printer, pool = await self.admit(printer, pool, caller)
         now = self.clock()
-        sets: dict[str, object] = {"released_at": now}
-        guard = None
-        if printer is not None or pool is not None:
-            printer, pool = await self.admit(printer, pool, caller)
-            sets.update(printer=printer, pool=pool)
-        else:
-            guard = GUARD_HAS_TARGET
         job = await self.jobs.transition(
             job_id, Action.RELEASE, now=now, actor=caller.name,
-            correlation_id=caller.correlation_id, sets=sets, guard=guard,
+            correlation_id=caller.correlation_id,
+            sets={"released_at": now, "printer": printer, "pool": pool},
         )  # fmt: skip
-        if job is None:
-            current = await self.get(job_id)
-            if current.state is JobState.HELD:
-                raise errors.MissingTarget(
-                    "the job names no printer or pool; give one in the release body",
-                    [errors.FieldProblem("body", "printer or pool required")],
-                )
-            self.metrics.release_conflicts.inc()
-            log.info(
-                "release conflict",
-                extra={
-                    "event": "release_conflict", "job_id": job_id,
-                    "state": current.state.value, "correlation_id": caller.correlation_id,
-                },
-            )  # fmt: skip
-            raise errors.StateConflict(job_id, Action.RELEASE.value, current.state.value)
+        if job is None:  # lost a race after the read: the conditional write is the arbiter
+            self._release_conflict(job_id, (await self.get(job_id)).state, caller)
+        self._admitted(job.printer, job.pool)
         self.metrics.transitions.labels(action="release", outcome="ok").inc()
         log.info(
             "job released",
@@ -276,6 +273,17 @@ class JobService:
         )  # fmt: skip
         self.wake(job.printer, job.pool)
         return job
+
+    def _release_conflict(self, job_id: str, state: JobState, caller: Caller) -> NoReturn:
+        self.metrics.release_conflicts.inc()
+        log.info(
+            "release conflict",
+            extra={
+                "event": "release_conflict", "job_id": job_id,
+                "state": state.value, "correlation_id": caller.correlation_id,
+            },
+        )  # fmt: skip
+        raise errors.StateConflict(job_id, Action.RELEASE.value, state.value)
 
     async def cancel(self, job_id: str, caller: Caller) -> JobRecord:
         """HELD/RELEASED/DEAD → CANCELLED at once; PRINTING → flagged for Cancel-Job.
@@ -296,6 +304,7 @@ class JobService:
                 sets={"finished_at": self.clock()},
             )  # fmt: skip
             if job is not None:
+                self._depths = None  # it may have left a queue: read the depths afresh
                 break
             flagged = await self.jobs.request_cancel(job_id, now=self.clock(), actor=caller.name)
             if flagged is not None:
@@ -322,6 +331,7 @@ class JobService:
                   "printer_job_id": None, "released_at": self.clock(), "cancel_requested": 0},
         )  # fmt: skip
         job = await self._checked(job, job_id, Action.REPLAY, caller)
+        self._admitted(job.printer, job.pool)
         self.wake(job.printer, job.pool)
         return job
 
@@ -360,7 +370,7 @@ class JobService:
         errors.Backpressure (nothing is stored; HTTP 503 with Retry-After).
         The limit is soft: concurrent admissions may pass it by a few jobs.
         """
-        depths = await self.jobs.waiting_depths()
+        depths = await self._waiting_depths()
         retry_after = self.config.dispatch.retry_after_s
 
         def depth(p: str) -> int:
@@ -405,6 +415,33 @@ class JobService:
                 raise errors.Backpressure(f"pool {pool}", retry_after)
         return printer, pool
 
+    async def _waiting_depths(self) -> dict[tuple[str | None, str | None], int]:
+        """Waiting depths from a snapshot at most ``DEPTH_SNAPSHOT_S`` old (one query per window).
+
+        Admissions made since the snapshot are added to it by :meth:`_admitted`,
+        so a burst inside one window is still counted.
+        """
+        now = self.clock()
+        if self._depths is None or now - self._depths_at > DEPTH_SNAPSHOT_S:
+            if self._depths_refresh is None:
+                self._depths_refresh = asyncio.ensure_future(self.jobs.waiting_depths())
+            refresh = self._depths_refresh
+            try:
+                fresh = await asyncio.shield(refresh)
+            finally:
+                if self._depths_refresh is refresh and refresh.done():
+                    self._depths_refresh = None
+            if self._depths is None or now - self._depths_at > DEPTH_SNAPSHOT_S:
+                self._depths, self._depths_at = dict(fresh), now
+        assert self._depths is not None
+        return self._depths
+
+    def _admitted(self, printer: str | None, pool: str | None, delta: int = 1) -> None:
+        """Keep the depth snapshot current between refreshes (jobs in or out of RELEASED)."""
+        if self._depths is not None:
+            key = (printer, None) if printer is not None else (None, pool)
+            self._depths[key] = max(0, self._depths.get(key, 0) + delta)
+
     def _backpressure(self, target: str, caller: Caller) -> None:
         self.metrics.backpressure.inc()
         log.warning(
@@ -425,6 +462,8 @@ class JobService:
             printer, cfg.pool, now=self.clock(), actor=f"printer:{printer}",
             reason=f"failed over from {printer}: {reason}",
         )  # fmt: skip
+        if moved:
+            self._depths = None  # many jobs changed queue: read the depths afresh
         for job_id in moved:
             log.info(
                 "job failed over",
@@ -493,9 +532,12 @@ class JobService:
         """RELEASED → PRINTING for the next job ``printer`` should print, or None."""
         cfg = self.config.printer(printer)
         pool = cfg.pool if cfg is not None else None
-        return await self.jobs.claim_next(
+        job = await self.jobs.claim_next(
             printer, pool, now=self.clock(), actor=f"printer:{printer}"
         )
+        if job is not None:
+            self._admitted(job.printer, job.pool, -1)
+        return job
 
     async def next_ready_at(self, printer: str) -> float | None:
         """When the earliest backed-off job for ``printer`` becomes claimable (unix seconds)."""
@@ -578,6 +620,7 @@ class JobService:
                 only_from=(JobState.PRINTING,),
                 guard=GUARD_ON_PRINTER_CANCEL_REQUESTED, guard_params=(printer,),
             )  # fmt: skip
+        self._admitted(out.printer, out.pool)
         if count:
             self.metrics.retries.labels(printer=printer).inc()
             log.info(

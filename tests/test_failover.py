@@ -40,11 +40,21 @@ def _check_outcome(rig: Rig, jobs: list[dict[str, object]]) -> None:
     )  # at most the job in the dead printer's hands
 
 
-@pytest.mark.parametrize("fault", ["kill", "hang"])
+def _strike(rig: Rig, fault: str, name: str) -> None:
+    if fault == "paper":
+        rig.media(name, "empty")
+    elif fault == "jam":
+        rig.fault(name, "hold", "media-jam")
+    else:
+        getattr(rig, fault)(name)
+
+
+@pytest.mark.parametrize("fault", ["kill", "hang", "paper", "jam"])
 async def test_printer_dies_mid_run_peers_take_its_work(
     tmp_path: Path, three_printers: Rig, fault: str
 ) -> None:
-    """3 printers in a pool, 60 jobs (10 named for the victim); one is killed or hung mid-run."""
+    """3 printers in a pool, 60 jobs (10 named for the victim); one dies, hangs, runs out of
+    paper or jams mid-run: its work moves to its peers, nothing is printed twice or lost."""
     rig = three_printers
     cfg = rig_config(tmp_path / "data", rig, in_hand_timeout_s=1.0, request_timeout_s=1.0)
     async with appliance(cfg) as (run, kiosk):
@@ -57,15 +67,18 @@ async def test_printer_dies_mid_run_peers_take_its_work(
         deadline = time.monotonic() + 20
         while len(rig.printed("printer-02")) < 3 and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.01)  # polling the printer's ground truth
-        getattr(rig, fault)("printer-02")
+        _strike(rig, fault, "printer-02")
         struck = time.monotonic()
         jobs = await kiosk.wait_states(ids, {"DONE", "DEAD"}, timeout_s=60)
         settled_s = time.monotonic() - struck
         victim = run.dispatcher.snapshot("printer-02")
         assert victim is not None
         assert not victim.healthy
-        if fault == "hang":
-            rig.resume("printer-02")  # it may still hold a copy: the fence must cancel it
+        if fault in ("hang", "paper", "jam"):
+            # it may still hold a copy: the fence (or the cancel) must keep it from printing
+            {"hang": lambda: rig.resume("printer-02"),
+             "paper": lambda: rig.media("printer-02", "loaded"),
+             "jam": lambda: rig.clear_fault("printer-02")}[fault]()  # fmt: skip
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline:
                 fences = await run.service.jobs.fences("printer-02")

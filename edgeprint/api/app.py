@@ -14,7 +14,7 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from edgeprint import errors
-from edgeprint.api import problems
+from edgeprint.api import problems, status_page
 from edgeprint.api.auth import TokenAuth
 from edgeprint.api.uploads import invalid, read_upload, validation_problems
 from edgeprint.config import Config
@@ -430,4 +430,5 @@ def build_app(deps: Deps) -> web.Application:
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
+    status_page.add_routes(app)
     return app

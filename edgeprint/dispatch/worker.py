@@ -124,6 +124,8 @@ class PrinterWorker:
             try:
                 self.status = await self._probe()
                 retry_delay_s = self.settings.poll_interval_min_s
+                if not self.health.healthy:  # before anything that may wait on the printer
+                    await self.service.fail_over_waiting(self.name, self.health.reason or "")
                 if self._needs_reconcile and not await self._reconcile_all():
                     await self._hold_off(self.settings.unreachable_retry_max_s)
                     continue
@@ -131,7 +133,6 @@ class PrinterWorker:
                     await self._hold_off(self.settings.unreachable_retry_max_s)
                     continue
                 if not self.health.healthy:
-                    await self.service.fail_over_waiting(self.name, self.health.reason or "")
                     await self._hold_off(self.settings.unreachable_retry_max_s)
                     continue
                 if self.name in self.service.paused:
@@ -244,7 +245,10 @@ class PrinterWorker:
         self._needs_reconcile = True
 
     async def _clear_fences(self) -> bool:
-        """Cancel live copies of jobs that left this printer while it was away; True when clear."""
+        """Cancel live copies of jobs that left this printer while it held them; True when clear.
+
+        A fence is dropped only once the printer shows no live copy of the job.
+        """
         fenced = await self.service.jobs.fences(self.name)
         if not fenced:
             return True
@@ -252,16 +256,22 @@ class PrinterWorker:
             jobs = await self.client.get_jobs("not-completed")
         except errors.PrinterTransient:
             return False
+        clear = True
         for job_id in fenced:
-            for copy in reconcile.matching(job_id, jobs):
+            live = [c for c in reconcile.matching(job_id, jobs) if not c.terminal]
+            for copy in live:
                 log.warning(
                     "stale copy cancelled",
                     extra={"event": "stale_copy_cancelled", "job_id": job_id,
                            "printer": self.name, "printer_job_id": copy.job_id},
                 )  # fmt: skip
                 await self._cancel_and_wait(copy.job_id)
-            await self.service.jobs.drop_fence(self.name, job_id)
-        return True
+                after = await self.client.get_job_attributes(copy.job_id)
+                if after is not None and not after.terminal:
+                    clear = False
+            if clear:
+                await self.service.jobs.drop_fence(self.name, job_id)
+        return clear
 
     async def _pause(self, seconds: float) -> None:
         """Wait ``seconds`` or until stopped or woken (a job became claimable)."""
@@ -459,14 +469,19 @@ class PrinterWorker:
             delay = min(delay * 2, self.settings.follow_interval_max_s)
 
     async def _move_stuck(self, job: JobRecord, pjid: int) -> None:
-        """Cancel a job held by an unhealthy (but reachable) printer, then hand it to a peer."""
+        """Cancel a job held by an unhealthy (but reachable) printer, then hand it to a peer.
+
+        A jammed printer may keep a cancelled job "processing-to-stop-point"
+        until the jam is cleared: the job moves anyway (DESIGN §3.6) and the
+        printer is fenced, so the copy is cancelled again before it gets work.
+        """
         await self._cancel_and_wait(pjid)
         pj = await self.client.get_job_attributes(pjid)
         if pj is not None and pj.state == JOB_COMPLETED:
             await self.service.complete(job, self.name)
             return
         if pj is not None and not pj.terminal:
-            raise _Unsettled  # the cancel has not taken: reconcile (and the fence) decide
+            await self.service.jobs.add_fence(self.name, job.id, now=self._clock())
         reason = f"{self.name} unhealthy ({self.health.reason}); cancelled there, moved to a peer"
         log.warning(
             "job failed over",

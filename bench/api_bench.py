@@ -1,0 +1,847 @@
+"""API benchmark: edgeprint against a bare aiohttp + aiosqlite baseline on loopback.
+
+Three kinds of process: edgeprint (``python -m edgeprint serve`` with a
+generated config and a kiosk token from ``edgeprint token new``), the baseline
+(:mod:`bench.baseline_server`, the machine's practical ceiling for the same
+durable work) and one load generator (:mod:`bench.loadgen`, aiohttp, its own
+process). Each measured run starts the server afresh on an empty data folder
+in a temporary directory, warms it up (``min(200, --submits)`` jobs through
+every phase, not recorded), then measures:
+
+a. submit — ``--submits`` multipart uploads of a ~``--doc-kib`` KiB PDF
+   (hold=true, pool ``lobby``, unique Idempotency-Key each) over
+   ``--concurrency`` connections: throughput (requests/s), p50/p99 latency (ms);
+b. release — each job accepted in (a) released once, same concurrency:
+   throughput (requests/s), p50/p99 latency (ms);
+c. contention — ``--burst`` simultaneous releases of ONE held job, each on its
+   own connection: status counts (exactly one 200 and the rest 409, no 5xx)
+   and burst wall time (ms);
+
+and then stops the server. Also recorded: server CPU time per request (µs,
+from /proc, all threads); load-generator CPU (cores: near 1.0 means the
+client limited the rate); other processes' CPU during the phase (cores: other
+users of the machine disturbing the figures); the server's CPU with no
+request in flight after the run (cores: background work); and the baseline's
+mean statements per group commit. Each figure is the median of ``--repeat``
+runs, with min and max; the servers alternate order between runs.
+
+edgeprint's printers point at loopback ports that refuse connections, so
+nothing is printed and released jobs stay queued; each printer's
+``high_water`` is raised so that every release of a run is admitted.
+
+Prints a Markdown table and writes ``bench/results/api.json`` (settings,
+machine, summary, ratios edgeprint/baseline, every run). Exit code 0 when
+every request got its expected status, 1 otherwise, 2 on bad usage. Every
+child process is stopped on exit, error, Ctrl-C or SIGTERM.
+
+Run from the repository root::
+
+    .venv/bin/python -m bench.api_bench            # full: about 1–2 minutes on 2 cores
+    .venv/bin/python -m bench.api_bench --quick    # about 20–30 s
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import importlib.metadata
+import io
+import json
+import os
+import platform
+import select
+import shutil
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO / "bench" / "results" / "api.json"
+SERVERS = ("baseline", "edgeprint")
+POOL = "lobby"
+#: Seconds a server gets to print its ready line.
+READY_TIMEOUT_S = 30.0
+#: Seconds a child gets to exit after SIGTERM before it is killed.
+STOP_TIMEOUT_S = 10.0
+#: Other processes using more CPU than this (cores) disturb the figures.
+QUIET_CORES = 0.2
+#: Seconds the server's CPU use is sampled after each run, with no request in flight.
+IDLE_SAMPLE_S = 1.0
+#: A server using more than this many cores with no request in flight works in the background.
+IDLE_BUSY_CORES = 0.05
+
+
+# --- child processes ------------------------------------------------------------------
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGTERM if the benchmark dies without cleaning up."""
+    if sys.platform == "linux":
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+class Children:
+    """Child processes started by the benchmark; :meth:`stop_all` ends every one."""
+
+    def __init__(self) -> None:
+        self._procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+
+    def start(
+        self,
+        name: str,
+        argv: list[str],
+        log: Path,
+        *,
+        env: dict[str, str] | None = None,
+        pipe_stdio: bool = False,
+        cwd: Path = REPO,
+    ) -> subprocess.Popen[bytes]:
+        """Start ``argv`` in ``cwd``; output goes to ``log`` unless ``pipe_stdio``.
+
+        With ``pipe_stdio`` stdin and stdout are pipes and only stderr goes to ``log``.
+        The child runs in its own session (Ctrl-C reaches only the benchmark, which
+        then stops the child) and gets SIGTERM if the benchmark dies.
+        """
+        with open(log, "ab") as log_fh:
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.PIPE if pipe_stdio else subprocess.DEVNULL,
+                stdout=subprocess.PIPE if pipe_stdio else log_fh,
+                stderr=log_fh,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        self._procs.append((name, proc))
+        return proc
+
+    def stop(self, proc: subprocess.Popen[bytes]) -> None:
+        """SIGTERM ``proc``, wait up to STOP_TIMEOUT_S, then SIGKILL; forget it."""
+        for entry in [e for e in self._procs if e[1] is proc]:
+            self._stop_one(*entry)
+            self._procs.remove(entry)
+
+    def _stop_one(self, name: str, proc: subprocess.Popen[bytes]) -> None:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.terminate()
+        try:
+            proc.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            print(f"bench: {name} (pid {proc.pid}) ignored SIGTERM; killing", file=sys.stderr)
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+    def stop_all(self) -> None:
+        """SIGTERM every live child (newest first), wait up to STOP_TIMEOUT_S, then SIGKILL."""
+        for _, proc in reversed(self._procs):
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.terminate()
+        for name, proc in reversed(self._procs):
+            self._stop_one(name, proc)
+        self._procs.clear()
+
+
+def _baseline_writer_stats(log: Path) -> dict[str, Any] | None:
+    """The baseline's group-commit counters from its ``stopped`` line, with the mean batch."""
+    with contextlib.suppress(OSError):
+        for line in log.read_text(errors="replace").splitlines():
+            if '"stopped"' in line:
+                stats: dict[str, Any] = json.loads(line)
+                if stats.get("batches"):
+                    stats["mean_statements_per_commit"] = stats["statements"] / stats["batches"]
+                return stats
+    return None
+
+
+def _log_tail(log: Path, lines: int = 20) -> str:
+    with contextlib.suppress(OSError):
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+    return ""
+
+
+def wait_ready(name: str, proc: subprocess.Popen[bytes], log: Path) -> int:
+    """The port from the ``{"event": "ready", "port": …}`` line ``proc`` writes to ``log``.
+
+    Raises RuntimeError when the process exits or READY_TIMEOUT_S seconds pass first.
+    """
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            for line in log.read_text(errors="replace").splitlines():
+                if '"ready"' not in line:
+                    continue
+                with contextlib.suppress(ValueError):
+                    event = json.loads(line)
+                    if event.get("event") == "ready":
+                        return int(event["port"])
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited with {proc.returncode}:\n{_log_tail(log)}")
+        time.sleep(0.05)
+    raise RuntimeError(f"{name} not ready after {READY_TIMEOUT_S} s:\n{_log_tail(log)}")
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds used so far by process ``pid`` (all its threads)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def system_busy_s() -> float:
+    """CPU seconds all CPUs of the machine have been busy (not idle, not iowait) since boot."""
+    ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_quiet(max_wait_s: float) -> float:
+    """Wait until the machine is idle (< QUIET_CORES busy over 2 s) or ``max_wait_s`` passed.
+
+    Returns the busy cores of the last 2-second sample (call it while the
+    benchmark's own processes are idle).
+    """
+    deadline = time.monotonic() + max_wait_s
+    while True:
+        busy0 = system_busy_s()
+        time.sleep(2.0)
+        cores = (system_busy_s() - busy0) / 2.0
+        if cores < QUIET_CORES or time.monotonic() >= deadline:
+            return cores
+        print(f"bench: machine busy ({cores:.2f} cores used by others); waiting", file=sys.stderr)
+
+
+class LoadGenClient:
+    """Sends commands to the :mod:`bench.loadgen` process and reads its answers."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], log: Path) -> None:
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        self._proc = proc
+        self._stdin: IO[bytes] = proc.stdin
+        self._stdout: IO[bytes] = proc.stdout
+        self._log = log
+
+    def call(self, cmd: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """Run one command; raises RuntimeError on failure or after ``timeout_s`` seconds."""
+        self._stdin.write(json.dumps(cmd).encode() + b"\n")
+        self._stdin.flush()
+        ready, _, _ = select.select([self._stdout], [], [], timeout_s)
+        if not ready:
+            raise RuntimeError(f"load generator: no answer to {cmd['op']!r} in {timeout_s} s")
+        line = self._stdout.readline()
+        if not line:
+            raise RuntimeError(f"load generator exited:\n{_log_tail(self._log)}")
+        out: dict[str, Any] = json.loads(line)
+        if "failed" in out:
+            raise RuntimeError(f"load generator {cmd['op']!r} failed: {out['failed']}")
+        return out
+
+    def quit(self) -> None:
+        """Ask the load generator to exit (it is stopped anyway by :class:`Children`)."""
+        with contextlib.suppress(OSError):
+            self._stdin.write(b'{"op": "quit"}\n')
+            self._stdin.flush()
+
+
+@dataclass(frozen=True)
+class Target:
+    """One server under test: its process, log file and URLs."""
+
+    name: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+    submit_url: str
+    release_url: str  #: contains ``{id}``
+
+    @property
+    def pid(self) -> int:
+        """The server's process id."""
+        return self.proc.pid
+
+    def check_alive(self, during: str) -> None:
+        """Raise RuntimeError, with the end of the server's log, if the server has exited."""
+        if self.proc.poll() is not None:
+            raise RuntimeError(
+                f"{self.name} exited with code {self.proc.returncode} during {during}; "
+                f"end of its log:\n{_log_tail(self.log, 40)}"
+            )
+
+
+#: server → one entry per measured run → phase → result.
+Runs = dict[str, list[dict[str, dict[str, Any]]]]
+
+
+# --- setup --------------------------------------------------------------------------
+
+
+def new_kiosk_token(root: Path = REPO) -> tuple[str, str, str]:
+    """A fresh kiosk token from ``edgeprint token new``: (token, its [[tokens]] TOML, sha256).
+
+    ``root`` is the folder holding the edgeprint package to ask.
+    """
+    out = subprocess.run(
+        [sys.executable, "-m", "edgeprint", "token", "new", "--role", "kiosk", "--name", "bench"],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    lines = out.splitlines()
+    token = next(ln[2:].strip() for ln in lines[1:] if ln.startswith("# "))
+    toml = "\n".join(ln for ln in lines if not ln.startswith("#"))
+    digest = next(ln.split('"')[1] for ln in lines if ln.startswith("sha256"))
+    return token, toml, digest
+
+
+def edgeprint_config(data_dir: Path, tokens_toml: str, high_water: int) -> str:
+    """An edgeprint TOML config: loopback, port 0, FULL sync, printers 01–02 in the pool.
+
+    The printers' addresses refuse connections, so released jobs never leave
+    the queue; ``high_water`` (waiting jobs per printer before 503) must hold
+    every release of a run.
+    """
+    return f"""\
+[server]
+host = "127.0.0.1"
+port = 0
+data_dir = {json.dumps(str(data_dir))}
+
+[store]
+synchronous = "FULL"
+
+[[printers]]
+name = "printer-01"
+uri = "ipp://127.0.0.1:1/ipp/print"
+pool = "{POOL}"
+high_water = {high_water}
+
+[[printers]]
+name = "printer-02"
+uri = "ipp://127.0.0.1:2/ipp/print"
+pool = "{POOL}"
+high_water = {high_water}
+
+{tokens_toml}
+"""
+
+
+def export_edgeprint(rev: str, dest: Path) -> str:
+    """Write the ``edgeprint`` package as of git revision ``rev`` under ``dest``; its full sha.
+
+    Lets the benchmark run a commit while the working tree is being edited.
+    Raises subprocess.CalledProcessError for an unknown revision.
+    """
+    sha = subprocess.run(
+        ["git", "rev-parse", "--verify", f"{rev}^{{commit}}"],
+        cwd=REPO, capture_output=True, text=True, timeout=30, check=True,
+    ).stdout.strip()  # fmt: skip
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", sha, "edgeprint"],
+        cwd=REPO, capture_output=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    dest.mkdir(parents=True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(dest, filter="data")
+    return sha
+
+
+def machine_info() -> dict[str, Any]:
+    """What the figures depend on: CPUs, versions, date, git commit."""
+
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(
+                ["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10, check=True
+            ).stdout.rstrip("\n")
+        except (OSError, subprocess.SubprocessError):
+            return "unknown"
+
+    cpu_model = "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    return {
+        "nproc": len(os.sched_getaffinity(0)),
+        "cpu_count": os.cpu_count(),
+        "cpu_model": cpu_model,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "aiohttp": importlib.metadata.version("aiohttp"),
+        "aiosqlite": importlib.metadata.version("aiosqlite"),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "git_commit": git("rev-parse", "HEAD"),
+        "git_dirty_paths": [ln[3:] for ln in git("status", "--porcelain").splitlines()],
+        "loadavg_start": list(os.getloadavg()),
+    }
+
+
+# --- phases -----------------------------------------------------------------------
+
+
+def _measured(
+    gen: LoadGenClient, target: Target, cmd: dict[str, Any], timeout_s: float
+) -> dict[str, Any]:
+    """Run ``cmd`` against ``target``; add CPU use of the server and of everything else.
+
+    ``other_cpu_cores`` is the machine's busy CPU time during the command that
+    was neither the server's nor the load generator's, per second of wall
+    time: other users of this machine disturbing the figures.
+    """
+    target.check_alive(f"before {cmd['op']}")
+    cpu0, busy0, t0 = process_cpu_s(target.pid), system_busy_s(), time.monotonic()
+    out = gen.call(cmd, timeout_s)
+    target.check_alive(cmd["op"])
+    cpu = process_cpu_s(target.pid) - cpu0
+    busy, elapsed = system_busy_s() - busy0, time.monotonic() - t0
+    out["server_cpu_s"] = cpu
+    out["server_cpu_us_per_req"] = cpu / out["responses"] * 1e6 if out["responses"] else None
+    out["client_cpu_cores"] = out["client_cpu_s"] / out["wall_s"] if out["wall_s"] else None
+    out["other_cpu_cores"] = max(0.0, busy - cpu - out["client_cpu_s"]) / elapsed
+    return out
+
+
+def run_round(
+    gen: LoadGenClient,
+    target: Target,
+    args: argparse.Namespace,
+    n: int,
+    *,
+    idle_sample: bool = True,
+) -> dict[str, dict[str, Any]]:
+    """Phases a, b, c against ``target`` with ``n`` submissions; results by phase.
+
+    Then, with ``idle_sample``, ``idle``: the server's CPU use (cores) over
+    IDLE_SAMPLE_S seconds with no request in flight (background work such as
+    printer dispatch).
+    """
+    limit = args.phase_timeout
+    meta = {"owner": "bench", "pool": POOL, "hold": True}
+    submit_cmd = {
+        "op": "submit", "url": target.submit_url, "n": n, "concurrency": args.concurrency,
+        "max_seconds": limit, "doc_bytes": args.doc_kib * 1024, "metadata": meta,
+    }  # fmt: skip
+    sub = _measured(gen, target, submit_cmd, limit + 30)
+    ids: list[str] = sub.pop("ids")
+    release_cmd = {
+        "op": "release", "urls": [target.release_url.format(id=i) for i in ids],
+        "concurrency": args.concurrency, "max_seconds": limit,
+    }  # fmt: skip
+    rel = _measured(gen, target, release_cmd, limit + 30)
+    one = gen.call({**submit_cmd, "n": 1, "concurrency": 1}, limit + 30)
+    target.check_alive("the contention job's submit")
+    if one["statuses"] != {"201": 1}:
+        raise RuntimeError(f"{target.name}: could not submit the contention job: {one}")
+    burst_cmd = {
+        "op": "burst", "url": target.release_url.format(id=one["ids"][0]), "n": args.burst,
+        "max_seconds": limit,
+    }  # fmt: skip
+    con = _measured(gen, target, burst_cmd, limit + 30)
+    con["wall_ms"] = con["wall_s"] * 1000.0
+    sub["expected"] = {"201": n}
+    rel["expected"] = {"200": len(ids)}
+    con["expected"] = {"200": 1, "409": args.burst - 1}
+    out = {"submit": sub, "release": rel, "contention": con}
+    if idle_sample:
+        cpu0 = process_cpu_s(target.pid)
+        time.sleep(IDLE_SAMPLE_S)
+        out["idle"] = {"server_cpu_cores": (process_cpu_s(target.pid) - cpu0) / IDLE_SAMPLE_S}
+    return out
+
+
+def problems_in(server: str, phase: str, run: int, res: dict[str, Any]) -> list[str]:
+    """Why a phase result is wrong (unexpected statuses, transport errors, cut short)."""
+    out = []
+    if res["statuses"] != res["expected"] or res["errors"]:
+        out.append(
+            f"{server} {phase} run {run}: statuses {res['statuses']} errors {res['errors']}, "
+            f"expected {res['expected']}"
+        )
+    if any(int(code) >= 500 for code in res["statuses"]):
+        out.append(f"{server} {phase} run {run}: 5xx answers {res['statuses']}")
+    return out
+
+
+# --- report -------------------------------------------------------------------------
+
+#: (phase, result key, label, digits, ratio?): ratio is edgeprint / baseline of the medians,
+#: given for performance figures only (not for the diagnostics).
+METRICS: list[tuple[str, str, str, int, bool]] = [
+    ("submit", "rate_per_s", "throughput (req/s)", 0, True),
+    ("submit", "p50_ms", "p50 latency (ms)", 1, True),
+    ("submit", "p99_ms", "p99 latency (ms)", 1, True),
+    ("submit", "server_cpu_us_per_req", "server CPU per request (µs)", 0, True),
+    ("submit", "client_cpu_cores", "load-generator CPU (cores)", 2, False),
+    ("submit", "other_cpu_cores", "other processes' CPU (cores)", 2, False),
+    ("release", "rate_per_s", "throughput (req/s)", 0, True),
+    ("release", "p50_ms", "p50 latency (ms)", 1, True),
+    ("release", "p99_ms", "p99 latency (ms)", 1, True),
+    ("release", "server_cpu_us_per_req", "server CPU per request (µs)", 0, True),
+    ("release", "client_cpu_cores", "load-generator CPU (cores)", 2, False),
+    ("release", "other_cpu_cores", "other processes' CPU (cores)", 2, False),
+    ("contention", "wall_ms", "burst wall time (ms)", 0, True),
+    ("contention", "p99_ms", "p99 latency (ms)", 0, True),
+    ("idle", "server_cpu_cores", "server CPU, no request in flight (cores)", 2, False),
+    ("writer", "mean_statements_per_commit", "statements per group commit (mean)", 1, False),
+]
+
+
+def spread(values: Sequence[float]) -> dict[str, float]:
+    """Median, min and max of ``values``."""
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def summarize(runs: Runs) -> dict[str, Any]:
+    """Per server and metric: median/min/max over runs; ratios edgeprint/baseline of medians."""
+    summary: dict[str, Any] = {}
+    for server, rounds in runs.items():
+        per: dict[str, Any] = {}
+        for phase, key, _, _, _ in METRICS:
+            values = [r[phase][key] for r in rounds if r.get(phase, {}).get(key) is not None]
+            if values:
+                per.setdefault(phase, {})[key] = spread(values)
+        per.setdefault("contention", {})["statuses"] = [r["contention"]["statuses"] for r in rounds]
+        summary[server] = per
+    if all(s in summary for s in SERVERS):
+        ratios: dict[str, dict[str, float]] = {}
+        for phase, key, _, _, with_ratio in METRICS:
+            if not with_ratio:
+                continue
+            base = summary["baseline"].get(phase, {}).get(key)
+            edge = summary["edgeprint"].get(phase, {}).get(key)
+            if base and edge and base["median"]:
+                ratios.setdefault(phase, {})[key] = edge["median"] / base["median"]
+        summary["ratio_edgeprint_over_baseline"] = ratios
+    return summary
+
+
+def _cell(s: dict[str, float] | None, digits: int) -> str:
+    if s is None:
+        return "–"
+    f = f"{{:,.{digits}f}}"
+    return f"{f.format(s['median'])} ({f.format(s['min'])}–{f.format(s['max'])})"
+
+
+def _statuses_cell(runs: list[dict[str, int]]) -> str:
+    seen = {json.dumps(r, sort_keys=True) for r in runs}
+    return " / ".join(
+        " + ".join(f"{n}×{code}" for code, n in sorted(json.loads(s).items())) for s in sorted(seen)
+    )
+
+
+def markdown(summary: dict[str, Any], settings: dict[str, Any]) -> str:
+    """The results as a Markdown table (median over runs, min–max in brackets)."""
+    servers = [s for s in SERVERS if s in summary]
+    ratios = summary.get("ratio_edgeprint_over_baseline", {})
+    head = ["phase", "metric", *servers]
+    if ratios:
+        head.append("edgeprint / baseline")
+    rows = [head, ["---"] * len(head)]
+    names = {
+        "submit": f"a. submit {settings['doc_kib']} KiB PDF",
+        "release": "b. release",
+        "contention": f"c. {settings['burst']} releases of one job",
+        "idle": "idle after each run",
+        "writer": "whole run",
+    }
+    for phase, key, label, digits, _ in METRICS:
+        row = [names[phase], label]
+        row += [_cell(summary[s].get(phase, {}).get(key), digits) for s in servers]
+        if ratios:
+            r = ratios.get(phase, {}).get(key)
+            row.append(f"{r:.2f}" if r is not None else "")
+        rows.append(row)
+        if phase == "contention" and key == "wall_ms":
+            row = [names["contention"], "statuses (all runs)"]
+            row += [_statuses_cell(summary[s]["contention"]["statuses"]) for s in servers]
+            rows.append([*row, ""] if ratios else row)
+    return "\n".join("| " + " | ".join(r) + " |" for r in rows)
+
+
+# --- main ---------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m bench.api_bench",
+        description="edgeprint API benchmark against a bare aiohttp + aiosqlite baseline",
+    )
+    p.add_argument("--quick", action="store_true", help="small run (about 20 s)")
+    p.add_argument("--repeat", type=int, default=3, help="measured runs per phase (default 3)")
+    p.add_argument(
+        "--submits", type=int, default=None, help="submissions per run (default 5000, quick 1000)"
+    )
+    p.add_argument("--concurrency", type=int, default=50, help="connections for phases a, b")
+    p.add_argument("--burst", type=int, default=1000, help="simultaneous releases in phase c")
+    p.add_argument("--doc-kib", type=int, default=30, help="PDF size in KiB (default 30)")
+    p.add_argument(
+        "--phase-timeout", type=float, default=60.0, help="seconds a phase may issue requests"
+    )
+    p.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=0.0,
+        help="before each run, wait up to this many seconds for other processes to use "
+        f"< {QUIET_CORES} cores (default 0: do not wait)",
+    )
+    p.add_argument("--only", choices=SERVERS, default=None, help="benchmark one server only")
+    p.add_argument(
+        "--baseline-io-threads",
+        type=int,
+        default=0,
+        help="baseline fsync threads (default 0: asyncio's default, as edgeprint)",
+    )
+    p.add_argument(
+        "--baseline-writer",
+        choices=["one-hop", "per-statement"],
+        default="one-hop",
+        help="baseline group commit: one aiosqlite call per batch (default) or one per "
+        "statement (edgeprint's design; isolates edgeprint's per-request overhead)",
+    )
+    p.add_argument(
+        "--baseline-open",
+        choices=["thread", "loop"],
+        default="thread",
+        help="baseline creates each temporary document file in a thread (default) or on the "
+        "event loop (edgeprint's design)",
+    )
+    p.add_argument(
+        "--edgeprint-root",
+        type=Path,
+        default=REPO,
+        help="folder holding the edgeprint package to run (default: this checkout)",
+    )
+    p.add_argument(
+        "--edgeprint-rev",
+        default=None,
+        metavar="REV",
+        help="run edgeprint as committed at git revision REV (e.g. HEAD), not the working tree",
+    )
+    p.add_argument("--edgeprint-log-level", default="INFO", help="edgeprint --log-level")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
+    p.add_argument("--keep", action="store_true", help="keep the temporary data folder")
+    return p
+
+
+@contextlib.contextmanager
+def _signals_as_exit() -> Iterator[None]:
+    """Turn SIGINT, SIGTERM and SIGHUP into exceptions so ``finally`` blocks stop the children.
+
+    SIGINT is handled even when the benchmark was started with it ignored
+    (a background job of a non-interactive shell).
+    """
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        for s in sigs:
+            signal.signal(s, signal.SIG_IGN)
+        print(f"bench: stopping on {signal.Signals(signum).name}", file=sys.stderr)
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise SystemExit(128 + signum)
+
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    old = {s: signal.signal(s, handler) for s in sigs}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; returns the exit code (0 all answers as expected, 1 otherwise)."""
+    args = _parser().parse_args(argv)
+    if args.submits is None:
+        args.submits = 1000 if args.quick else 5000
+    args.warmup = min(200, args.submits)
+    if min(args.repeat, args.submits, args.concurrency, args.burst, args.doc_kib) < 1:
+        print("bench: --repeat, --submits, --concurrency, --burst, --doc-kib must be ≥ 1")
+        return 2
+    settings = {
+        "submits": args.submits, "repeat": args.repeat, "concurrency": args.concurrency,
+        "burst": args.burst, "doc_kib": args.doc_kib, "quick": args.quick,
+        "phase_timeout_s": args.phase_timeout, "edgeprint_log_level": args.edgeprint_log_level,
+        "warmup_submits": args.warmup,
+        "edgeprint_root": str(args.edgeprint_root), "baseline_writer": args.baseline_writer,
+        "baseline_io_threads": args.baseline_io_threads, "baseline_open": args.baseline_open,
+    }  # fmt: skip
+    info = machine_info()
+    work = Path(tempfile.mkdtemp(prefix="edgeprint-bench-"))
+    if args.edgeprint_rev is not None:
+        try:
+            settings["edgeprint_rev"] = export_edgeprint(args.edgeprint_rev, work / "src")
+        except subprocess.CalledProcessError as exc:
+            shutil.rmtree(work, ignore_errors=True)
+            print(f"bench: cannot export edgeprint at {args.edgeprint_rev!r}: {exc.stderr}")
+            return 2
+        args.edgeprint_root = work / "src"
+        settings["edgeprint_root"] = f"git archive {settings['edgeprint_rev']}"
+    children = Children()
+    started = time.monotonic()
+    try:
+        with _signals_as_exit():
+            try:
+                runs, failures = _run(args, settings, work, children)
+            finally:  # further signals are ignored from here: the cleanup completes
+                children.stop_all()
+                if args.keep:
+                    print(f"bench: data kept in {work}", file=sys.stderr)
+                else:
+                    shutil.rmtree(work, ignore_errors=True)
+    except KeyboardInterrupt:
+        print("bench: interrupted; every child process was stopped", file=sys.stderr)
+        return 130
+    summary = summarize(runs)
+    info["loadavg_end"] = list(os.getloadavg())
+    info["bench_seconds"] = round(time.monotonic() - started, 1)
+    table = markdown(summary, settings)
+    print()
+    print(table)
+    ratios = summary.get("ratio_edgeprint_over_baseline", {})
+    for phase in ("submit", "release"):
+        r = ratios.get(phase, {}).get("rate_per_s")
+        if r is not None:
+            verdict = "meets" if r >= 0.5 else "BELOW"
+            print(f"\nedgeprint {phase} throughput = {r:.2f} × baseline ({verdict} the ≥ 0.5 goal)")
+    for phase in ("submit", "release"):
+        for server in SERVERS:
+            other = summary.get(server, {}).get(phase, {}).get("other_cpu_cores")
+            if other and other["max"] > QUIET_CORES:
+                print(
+                    f"\nWARNING: other processes used up to {other['max']:.2f} cores during "
+                    f"{server} {phase} runs; figures are disturbed (see --wait-quiet)"
+                )
+    for server in SERVERS:
+        idle = summary.get(server, {}).get("idle", {}).get("server_cpu_cores")
+        if idle and idle["max"] > IDLE_BUSY_CORES:
+            print(
+                f"\nWARNING: {server} used up to {idle['max']:.2f} cores with no request in "
+                "flight: background work competes with the API in every phase"
+            )
+    for f in failures:
+        print(f"FAILED: {f}")
+    print(
+        f"\n{info['bench_seconds']} s; load average {info['loadavg_start']} → {info['loadavg_end']}"
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    result = {
+        "settings": settings,
+        "machine": info,
+        "summary": summary,
+        "failures": failures,
+        "table_markdown": table,
+        "runs": runs,
+    }
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 1 if failures else 0
+
+
+@dataclass(frozen=True)
+class _Credentials:
+    token: str
+    tokens_toml: str
+    sha256: str
+
+
+def start_server(
+    name: str, args: argparse.Namespace, folder: Path, creds: _Credentials, children: Children
+) -> tuple[Target, subprocess.Popen[bytes], Path]:
+    """Start server ``name`` with an empty data folder under ``folder``: (target, process, log)."""
+    folder.mkdir(parents=True)
+    log = folder / "server.log"
+    if name == "edgeprint":
+        cfg = folder / "edgeprint.toml"
+        high_water = min(100_000, args.submits + 2 * args.warmup + 10)
+        cfg.write_text(edgeprint_config(folder / "data", creds.tokens_toml, high_water))
+        argv = [sys.executable, "-m", "edgeprint", "serve", "--config", str(cfg)]
+        argv += ["--log-level", args.edgeprint_log_level]
+        proc = children.start(name, argv, log, cwd=args.edgeprint_root)
+        base = f"http://127.0.0.1:{wait_ready(name, proc, log)}"
+        urls = (f"{base}/v1/jobs", base + "/v1/jobs/{id}/release")
+        return Target(name, proc, log, *urls), proc, log
+    argv = [sys.executable, "-m", "bench.baseline_server", "--data-dir", str(folder / "data")]
+    argv += ["--token-sha256", creds.sha256, "--io-threads", str(args.baseline_io_threads)]
+    argv += ["--writer", args.baseline_writer, "--open", args.baseline_open]
+    proc = children.start(name, argv, log)
+    base = f"http://127.0.0.1:{wait_ready(name, proc, log)}"
+    return Target(name, proc, log, f"{base}/submit", base + "/release/{id}"), proc, log
+
+
+def _run(
+    args: argparse.Namespace, settings: dict[str, Any], work: Path, children: Children
+) -> tuple[Runs, list[str]]:
+    """The measured runs: each on a freshly started server with an empty data folder.
+
+    Every run starts the server, warms it up (``warmup_submits`` jobs through
+    phases a–c, not recorded), measures phases a–c, then stops the server; the
+    servers alternate order between runs. One load generator serves all runs.
+    Data folders are deleted only at the end (about 1 GB for a full run), so no
+    mass deletion disturbs the filesystem between runs.
+    """
+    servers = [args.only] if args.only else list(SERVERS)
+    creds = _Credentials(*new_kiosk_token(args.edgeprint_root))
+    log = work / "loadgen.log"
+    env = {**os.environ, "BENCH_TOKEN": creds.token}
+    gen_proc = children.start(
+        "loadgen", [sys.executable, "-m", "bench.loadgen"], log, env=env, pipe_stdio=True
+    )
+    gen = LoadGenClient(gen_proc, log)
+    print(f"bench: load generator pid {gen_proc.pid}; data in {work}", file=sys.stderr)
+    runs: Runs = {s: [] for s in servers}
+    failures: list[str] = []
+    for r in range(args.repeat):
+        order = servers if r % 2 == 0 else servers[::-1]
+        for name in order:
+            folder = work / f"{name}-{r + 1}"
+            target, proc, server_log = start_server(name, args, folder, creds, children)
+            print(f"bench: run {r + 1}/{args.repeat} {name} pid {proc.pid}", file=sys.stderr)
+            run_round(gen, target, args, settings["warmup_submits"], idle_sample=False)
+            if args.wait_quiet > 0:
+                wait_quiet(args.wait_quiet)
+            res = run_round(gen, target, args, args.submits)
+            children.stop(proc)
+            if name == "baseline":
+                res["writer"] = _baseline_writer_stats(server_log) or {}
+            runs[name].append(res)
+            for phase, pres in res.items():
+                if "expected" in pres:
+                    failures += problems_in(name, phase, r + 1, pres)
+            print(
+                f"bench: run {r + 1}/{args.repeat} {name}: "
+                f"submit {res['submit']['rate_per_s']:,.0f}/s "
+                f"p99 {res['submit']['p99_ms']:.1f} ms; "
+                f"release {res['release']['rate_per_s']:,.0f}/s "
+                f"p99 {res['release']['p99_ms']:.1f} ms; "
+                f"burst {res['contention']['wall_ms']:.0f} ms {res['contention']['statuses']}",
+                file=sys.stderr,
+            )
+    gen.quit()
+    return runs, failures
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
