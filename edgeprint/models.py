@@ -106,7 +106,8 @@ class JobOut(BaseModel):
 
     @classmethod
     def from_record(cls, job: JobRecord) -> JobOut:
-        return cls(
+        # Trusted data from the store: build without re-validating (the hot path).
+        return cls.model_construct(
             id=job.id,
             state=job.state,
             owner=job.owner,
@@ -124,7 +125,9 @@ class JobOut(BaseModel):
             dead_reason=job.dead_reason,
             cancel_requested=bool(job.cancel_requested),
             truncated_copies=job.truncated_copies,
-            document=DocumentOut(sha256=job.document_sha256, bytes=job.document_bytes),
+            document=DocumentOut.model_construct(
+                sha256=job.document_sha256, bytes=job.document_bytes
+            ),
         )
 
 

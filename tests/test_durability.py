@@ -46,9 +46,7 @@ async def test_job_and_document_survive_sigkill_right_after_201(tmp_path: Path) 
                     stored = await resp.json()
                 assert stored["state"] == "HELD"
                 assert stored["document"]["sha256"] == hashlib.sha256(doc).hexdigest()
-                assert (
-                    data_dir / "spool" / f"{stored['id']}.pdf"
-                ).read_bytes() == doc
+                assert (data_dir / "spool" / f"{stored['id']}.pdf").read_bytes() == doc
             # the same key after the crash is still the same job
             form = aiohttp.FormData()
             form.add_field(

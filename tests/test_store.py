@@ -109,3 +109,11 @@ async def test_closed_store_refuses_writes(tmp_path: Path) -> None:
         await s.write("SELECT 1")
     with pytest.raises(errors.StoreUnavailable):
         await s.read("SELECT 1")
+
+
+async def test_job_record_fields_are_the_table_columns(store: Store) -> None:
+    """JobRecord is built positionally from SELECT *: its fields must be the columns, in order."""
+    from edgeprint.store.jobs import JobRecord
+
+    columns = [r[1] for r in await store.read("PRAGMA table_info(jobs)")]
+    assert list(JobRecord._fields) == columns

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -86,17 +87,21 @@ async def test_held_jobs_expire_and_documents_are_deleted(
     make_appliance: Callable[..., Any],
 ) -> None:
     """Housekeeping: a held job past hold_ttl_s → EXPIRED; after retention its document goes."""
-    sections = {"retention": {"hold_ttl_s": 0.001, "document_retention_s": 0, "interval_s": 3600}}
+    sections = {"retention": {"hold_ttl_s": 60, "document_retention_s": 0, "interval_s": 3600}}
     async with make_appliance(sections=sections) as app:
         job = await (await app.submit(key="expire-key-01")).json()
         spooled = app.data_dir / "spool" / f"{job['id']}.pdf"
         assert spooled.exists()
-        expired, deleted = await app.running.service.housekeeping()
-        assert expired == [job["id"]]
+        service = app.running.service
+        assert await service.housekeeping() == ([], 0)  # not yet a minute old
+        service.clock = lambda: time.time() + 61  # time is a parameter: a minute later
+        await service.housekeeping()
         final = await (await app.get(f"/v1/jobs/{job['id']}")).json()
         assert final["state"] == "EXPIRED"
-        assert deleted == 1
+        await app.running.service.housekeeping()
         assert not spooled.exists()
+        events = await app.running.service.jobs.events(job["id"])
+        assert [(e.to_state, e.reason) for e in events][-1] == ("EXPIRED", "hold_ttl")
         again = await app.post(f"/v1/jobs/{job['id']}/release")
         assert (again.status, (await again.json())["state"]) == (409, "EXPIRED")
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import re
+import secrets
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -49,6 +50,10 @@ _LIST_PARAMS = {"state", "owner", "printer", "limit", "cursor"}
 _LIMIT_RE = re.compile(r"^[0-9]{1,3}$")
 _CURSOR_RE = re.compile(r"^[0-9]{1,18}$")
 _MAX_JSON_BODY = 64 * 1024
+# Generated correlation ids: a random per-process prefix and a counter (unique, and no
+# syscall per request as uuid4 would make).
+_CID_PREFIX = secrets.token_hex(6)
+_cid_counter = itertools.count(1)
 
 
 @dataclass(frozen=True)
@@ -99,7 +104,7 @@ def _job_id(request: web.Request) -> str:
 async def _middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     cid = request.headers.get("X-Correlation-ID", "")
     if not _CORRELATION_RE.match(cid):
-        cid = uuid.uuid4().hex
+        cid = f"{_CID_PREFIX}{next(_cid_counter):08x}"
     request[CORRELATION_ID] = cid
     started = time.perf_counter()
     resp: web.StreamResponse

@@ -10,15 +10,19 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from edgeprint.states import Action, JobState, sources, target
 from edgeprint.store.db import Store
 
 
-@dataclass(frozen=True, slots=True)
-class JobRecord:
-    """One row of ``jobs``. Times are unix seconds (float)."""
+class JobRecord(NamedTuple):
+    """One row of ``jobs`` (immutable). Times are unix seconds (float).
+
+    The fields are the table's columns in table order (migrations append
+    columns, so new fields are appended here too); tests/test_store.py checks
+    that they agree.
+    """
 
     seq: int
     id: str
@@ -57,9 +61,13 @@ class JobRecord:
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> JobRecord:
-        data = dict(row)
-        data["state"] = JobState(data["state"])
-        return cls(**data)
+        """The record for a ``SELECT *`` / ``RETURNING *`` row of ``jobs``."""
+        values = list(row)
+        values[_STATE_INDEX] = JobState(values[_STATE_INDEX])
+        return cls._make(values)
+
+
+_STATE_INDEX = JobRecord._fields.index("state")
 
 
 @dataclass(frozen=True, slots=True)

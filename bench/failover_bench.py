@@ -1,0 +1,1165 @@
+"""Failover benchmark: a printer dies under load; how fast its work moves, and chaos.
+
+The appliance runs as a real child process (``python -m edgeprint serve``, via
+:class:`tests.proc.ServeProcess`), in front of three real ``ippeveprinter``
+printers from :class:`tests.rig.Rig`, all in one pool, each taking
+``PRINTER_SECONDS_PER_PAGE`` (0.05 s) per page so that a queue builds up. Ground
+truth is each printer's own ``prints.log`` (one line, millisecond UTC timestamp,
+per document that came out); the appliance's view is its JSON log (ms
+timestamps), ``GET /v1/printers`` (tech token) and its SQLite ``job_events``
+table, read after each run. Every run starts from a fresh rig, data folder and
+appliance. The stand, API client and helpers are those of :mod:`bench.print_bench`.
+The appliance runs from a copy of ``edgeprint/`` taken when the benchmark starts
+(others may be editing the tree meanwhile); the copy's digest and ``git diff
+--stat`` against HEAD go into the results.
+
+1. failover — ``--failover-jobs`` jobs submitted ``hold=false``, every third one
+   named for printer-02 and the others for the pool (interleaved, so the named
+   jobs are spread through the queue). A random 0–100 ms after printer-02 has
+   printed ``KILL_AFTER_PRINTED`` documents it is SIGKILLed (and left dead).
+   Measured from the kill: printer-02 reported unhealthy (``GET /v1/printers``
+   polled every 5 ms, and the ``printer_unhealthy`` log event), its waiting jobs
+   moved to the pool (first ``job_failed_over`` log event), the first of them
+   claimed by a peer (store), the first and the last of them on paper at a peer
+   (prints.log), and the job printer-02 had in hand at the kill leaving
+   PRINTING (store): DEAD ``outcome_unknown`` once ``in_hand_timeout_s`` has
+   passed when its document may have reached the printer, at once back to the
+   queue when none was sent. Run ``--repeat`` times with the **default**
+   ``[dispatch]`` settings (1a) and ``--repeat`` times with ``in_hand_timeout_s``
+   lowered to ``LOWERED_IN_HAND_S`` (1b; the only key set: a killed printer
+   refuses connections at once, so ``request_timeout_s`` plays no part). With
+   the defaults the in-hand job waits ``in_hand_timeout_s`` (30 s): the full
+   benchmark waits for it in default runs until one has seen it given up
+   (DEAD ``outcome_unknown``); the other default runs stop when everything
+   else is settled.
+   Figures: median, min and max over the runs.
+2. chaos — ``--chaos-jobs`` jobs (``hold=false``; a third named for a random
+   printer, the rest for the pool) submitted in random bursts spread over
+   ``--chaos-seconds``, while printers are SIGKILLed (restarted after a random
+   0.5–3 s) or, one fault in ``1 / HANG_SHARE``, SIGSTOPped (SIGCONT after
+   0.5–3 s): a fault every 0.8–2.5 s, at most two printers down at once, 4 in 5
+   faults waiting (up to 3 s) for a printer edgeprint reports printing a job and
+   hitting it 0–80 ms later. Default ``[dispatch]`` settings (``--chaos-lowered``:
+   in_hand_timeout_s and request_timeout_s = 1 s, which also exercises
+   give-up-in-hand, fences and time-outs). At the end every printer is back, the
+   jobs settle, and the run counts duplicates (a job printed more than once
+   across all printers), losses (a job accepted with 2xx that is neither DONE
+   nor DEAD), DONE jobs never on paper, and DEAD jobs by reason
+   (``outcome_unknown``, split by whether the document came out, is allowed: a
+   printer killed while it may have been printing). Any duplicate, loss or
+   DONE-without-paper is dumped with its events, log lines, prints.log lines
+   and the fault timeline around it, and the work folder is kept.
+
+Prints a Markdown table and writes ``bench/results/failover.json`` (figures,
+settings, machine info, git commit). Exit code 0 when nothing was printed twice
+or lost and every run was measured, 1 otherwise, 2 on bad usage. Every child
+(appliance, printers, dbus-daemon) is stopped on exit, error, Ctrl-C, SIGTERM or
+SIGHUP (a hung printer is continued first; not after SIGKILL of the benchmark).
+
+Run from the repository root::
+
+    .venv/bin/python -m bench.failover_bench            # full: about 2.5–3.5 minutes on 2 cores
+    .venv/bin/python -m bench.failover_bench --quick    # 1+1 failover runs, 100-job chaos: ~35 s
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import json
+import math
+import os
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from bench.print_bench import (
+    API_POLL_S,
+    JOB_TIMEOUT_S,
+    POOL,
+    SUBMIT_CONCURRENCY,
+    BenchError,
+    Kiosk,
+    Stand,
+    _fmt,
+    default_settings,
+    edgeprint_id,
+    http_session,
+    iso_to_unix,
+    machine_info,
+    ms,
+    printed_at,
+    read_store,
+    signals_as_exit,
+    spread,
+    until,
+)
+from edgeprint.config import DispatchConfig
+from edgeprint.server import DB_FILE
+from tests.conftest import TECH_TOKEN, config_dict, to_toml
+from tests.rig import RigError, free_ports
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO / "bench" / "results" / "failover.json"
+#: Simulated print time per page of every printer: a job takes ~0.08 s, so a queue forms.
+PRINTER_SECONDS_PER_PAGE = 0.05
+PRINTERS = 3
+VICTIM = "printer-02"
+#: Every NAMED_EVERY-th failover job is named for the victim, the others go to the pool.
+NAMED_EVERY = 3
+#: Documents the victim has printed before it is killed (its queue is running).
+KILL_AFTER_PRINTED = 4
+#: The kill comes a random 0..KILL_DELAY_S s after that document: anywhere in the next job.
+KILL_DELAY_S = 0.1
+#: in_hand_timeout_s of the lowered failover runs (1b).
+LOWERED_IN_HAND_S = 1.0
+#: What --chaos-lowered sets.
+CHAOS_LOWERED = {"in_hand_timeout_s": 1.0, "request_timeout_s": 1.0}
+#: Upper bounds (seconds) of the waits.
+UNHEALTHY_TIMEOUT_S = 30.0
+DRAIN_TIMEOUT_S = 30.0
+#: The default in_hand_timeout_s plus the longest probe back-off, plus slack.
+IN_HAND_DEFAULT_WAIT_S = (
+    DispatchConfig().in_hand_timeout_s + DispatchConfig().unreachable_retry_max_s + 10.0
+)
+SETTLE_TIMEOUT_S = 45.0
+#: Chaos: seconds between faults, outage length, jitter after picking a busy printer.
+FAULT_GAP_S = (0.8, 2.5)
+OUTAGE_S = (0.5, 3.0)
+KILL_JITTER_S = 0.08
+#: Share of faults that are SIGSTOP (hang) rather than SIGKILL.
+HANG_SHARE = 0.2
+#: Share of faults that first look (up to BUSY_WAIT_S) for a printer with a job in hand.
+BUSY_BIAS = 0.8
+BUSY_WAIT_S = 3.0
+MAX_DOWN = 2
+BURST = (5, 25)
+#: Share of chaos jobs named for a (random) printer rather than the pool.
+NAMED_SHARE = 1 / 3
+#: Seconds of fault timeline shown around an anomaly.
+EVIDENCE_WINDOW_S = 3.0
+
+
+# --- stand, API ---------------------------------------------------------------------
+
+
+@dataclass
+class FailoverStand(Stand):
+    """A :class:`Stand` with slower printers and optional ``[dispatch]`` overrides."""
+
+    seconds_per_page: float = PRINTER_SECONDS_PER_PAGE
+    dispatch: dict[str, Any] = field(default_factory=dict)
+    #: A folder holding a copy of ``edgeprint/`` for the appliance child to run (None: the tree).
+    source: Path | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.rig.seconds_per_page = self.seconds_per_page
+        if self.source is not None:
+            # PYTHONSAFEPATH: ``-m`` does not put the cwd (the repository) first on sys.path,
+            # so the copy on PYTHONPATH wins over the tree and the editable install.
+            self.serve.env = {"PYTHONSAFEPATH": "1", "PYTHONPATH": str(self.source)}
+
+    def start(self) -> FailoverStand:
+        """Start the printers, write the config (fixed free port, ``dispatch``) and serve."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.rig.start(self.printers)
+        self.port = free_ports(1, avoid={p.port for p in self.rig})[0]
+        cfg = config_dict(self.data_dir, port=self.port)
+        cfg["printers"] = [{"name": p.name, "uri": p.uri, "pool": POOL} for p in self.rig]
+        if self.dispatch:
+            cfg["dispatch"] = dict(self.dispatch)
+        (self.root / "config.toml").write_text(to_toml(cfg))
+        self.serve.start()
+        return self
+
+
+class Tech:
+    """The API calls made as the technician, and job listings with their bodies."""
+
+    def __init__(self, http: aiohttp.ClientSession, url: str) -> None:
+        self.http = http
+        self.url = url
+        self.headers = {"Authorization": f"Bearer {TECH_TOKEN}"}
+
+    async def printers(self) -> dict[str, dict[str, Any]]:
+        """GET /v1/printers: name → printer."""
+        async with self.http.get(f"{self.url}/v1/printers", headers=self.headers) as r:
+            body = await r.json()
+            if r.status != 200:
+                raise BenchError(f"GET /v1/printers: HTTP {r.status}: {body}")
+            return {str(p["name"]): p for p in body["printers"]}
+
+    async def jobs_in(self, state: str) -> list[dict[str, Any]]:
+        """Up to 500 jobs in ``state`` (newest first)."""
+        url = f"{self.url}/v1/jobs?state={state}&limit=500"
+        async with self.http.get(url, headers=self.headers) as r:
+            body = await r.json()
+            if r.status != 200:
+                raise BenchError(f"list {state}: HTTP {r.status}: {body}")
+            return list(body["jobs"])
+
+    async def all_healthy(self, n: int) -> bool:
+        ps = await self.printers()
+        return len(ps) == n and all(p["healthy"] and p["reachable"] for p in ps.values())
+
+
+@dataclass(frozen=True)
+class Event:
+    """One ``job_events`` row."""
+
+    at: float
+    from_state: str | None
+    to_state: str
+    actor: str
+    reason: str | None
+
+
+def read_events(data_dir: Path) -> dict[str, list[Event]]:
+    """Every job's events with actor and reason (read-only; fine after the appliance stopped)."""
+    uri = f"file:{data_dir / DB_FILE}?mode=ro"
+    out: dict[str, list[Event]] = {}
+    with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+        rows = db.execute(
+            "SELECT job_id, at, from_state, to_state, actor, reason FROM job_events ORDER BY seq"
+        )
+        for job_id, at, f, t, actor, reason in rows:
+            out.setdefault(str(job_id), []).append(Event(float(at), f, t, actor, reason))
+    return out
+
+
+def state_at(events: Sequence[Event], t: float) -> Event | None:
+    """The job's last event at or before unix time ``t``."""
+    last = None
+    for e in events:
+        if e.at > t:
+            break
+        last = e
+    return last
+
+
+def log_time(rec: dict[str, Any]) -> float | None:
+    """Unix seconds of a JSON log record (ms resolution, truncated)."""
+    t = rec.get("time")
+    return iso_to_unix(t) if isinstance(t, str) else None
+
+
+def first_log(
+    records: Sequence[dict[str, Any]], event: str, after: float, printer: str, *, has: str = ""
+) -> float | None:
+    """Time of the first ``event`` of ``printer`` at/after ``after`` (1 ms slack: log times
+    are truncated to ms), only among records with a ``has`` field when given."""
+    for rec in records:
+        t = log_time(rec)
+        if rec.get("event") != event or rec.get("printer") != printer:
+            continue
+        if t is not None and t >= after - 0.001 and (not has or has in rec):
+            return t
+    return None
+
+
+def paper(stand: Stand) -> dict[str, list[tuple[str, float]]]:
+    """Ground truth: edgeprint job id → [(printer, printed at)] over every printer."""
+    out: dict[str, list[tuple[str, float]]] = {}
+    for p in stand.rig:
+        for line in stand.rig.printed(p.name):
+            out.setdefault(edgeprint_id(line.job_name), []).append((p.name, printed_at(line)))
+    return out
+
+
+# --- 1. failover time ---------------------------------------------------------------
+
+
+async def phase_failover(
+    stand: FailoverStand, n_jobs: int, tag: str, in_hand_wait_s: float | None, rng: random.Random
+) -> dict[str, Any]:
+    """Kill the victim with named jobs waiting for it; time the failover (see module doc)."""
+    rig = stand.rig
+    peers = [p.name for p in rig if p.name != VICTIM]
+    async with http_session() as http:
+        kiosk = Kiosk(http, stand.url)
+        tech = Tech(http, stand.url)
+        await until(
+            lambda: tech.all_healthy(PRINTERS), JOB_TIMEOUT_S, 0.02, "printers not all healthy"
+        )
+        sem = asyncio.Semaphore(SUBMIT_CONCURRENCY)
+
+        def is_named(i: int) -> bool:
+            return i % NAMED_EVERY == NAMED_EVERY - 1
+
+        async def one(i: int) -> str:
+            meta = {"printer": VICTIM} if is_named(i) else {"pool": POOL}
+            async with sem:
+                return await kiosk.submit(f"{tag}-{i:04d}", hold=False, **meta)
+
+        ids = list(await asyncio.gather(*(one(i) for i in range(n_jobs))))
+        named = [job_id for i, job_id in enumerate(ids) if is_named(i)]
+
+        async def victim_busy() -> bool:
+            return len(rig.printed(VICTIM)) >= KILL_AFTER_PRINTED
+
+        await until(victim_busy, JOB_TIMEOUT_S, 0.002, f"{VICTIM} printed too little")
+        await asyncio.sleep(rng.uniform(0.0, KILL_DELAY_S))
+        t_kill = time.time()
+        rig.kill(VICTIM)
+
+        async def unhealthy() -> bool:
+            return not (await tech.printers())[VICTIM]["healthy"]
+
+        t_seen = await until(unhealthy, UNHEALTHY_TIMEOUT_S, API_POLL_S, f"{VICTIM} healthy")
+
+        async def drained() -> bool:
+            if await kiosk.ids_in("RELEASED", 1):
+                return False
+            return all(j["printed_on"] == VICTIM for j in await tech.jobs_in("PRINTING"))
+
+        await until(drained, DRAIN_TIMEOUT_S, 0.02, "jobs still waiting or printing on peers")
+        left = {j["id"] for j in await tech.jobs_in("PRINTING")}
+        if left and in_hand_wait_s:
+
+            async def in_hand_settled() -> bool:
+                return not left & {j["id"] for j in await tech.jobs_in("PRINTING")}
+
+            await until(in_hand_settled, in_hand_wait_s, 0.05, "in-hand job still PRINTING")
+    stand.stop()
+
+    store = read_store(stand.data_dir)
+    events = read_events(stand.data_dir)
+    logs = stand.log_events()
+    on_paper = paper(stand)
+    at_kill = {j: state_at(events.get(j, []), t_kill) for j in ids}
+    in_hand = [
+        j
+        for j, e in at_kill.items()
+        if e is not None and e.to_state == "PRINTING" and e.actor == f"printer:{VICTIM}"
+    ]
+    waiting = [j for j in named if (e := at_kill[j]) is not None and e.to_state == "RELEASED"]
+    on_peers = {
+        j: min(t for p, t in on_paper.get(j, []) if p in peers)
+        for j in waiting
+        if any(p in peers for p, _ in on_paper.get(j, []))
+    }
+    queued = [j for j in ids if (e := at_kill[j]) is not None and e.to_state == "RELEASED"]
+    peer_claims = [
+        e.at
+        for j in waiting
+        for e in events.get(j, [])
+        if e.at >= t_kill and e.to_state == "PRINTING" and e.actor != f"printer:{VICTIM}"
+    ]
+    settled_at = [store.first(j, after=t_kill, src="PRINTING") for j in in_hand]
+    victim_done = [
+        e.at
+        for evs in events.values()
+        for e in evs
+        if e.at <= t_kill and e.to_state == "DONE" and e.actor == f"printer:{VICTIM}"
+    ]
+    in_hand_out = [
+        {
+            "state": store.jobs[j]["state"],
+            "dead_reason": store.jobs[j]["dead_reason"],
+            "printed_on_victim": any(p == VICTIM for p, _ in on_paper.get(j, [])),
+            "printed_on_peer": any(p in peers for p, _ in on_paper.get(j, [])),
+            "kill_to_settled_s": None if t is None else round(t - t_kill, 3),
+            "left_printing_as": next(
+                (
+                    f"{e.to_state}: {e.reason}"
+                    for e in events.get(j, [])
+                    if e.at >= t_kill and e.from_state == "PRINTING"
+                ),
+                None,
+            ),
+        }
+        for j, t in zip(in_hand, settled_at, strict=True)
+    ]
+    t_log = first_log(logs, "printer_unhealthy", t_kill, VICTIM)
+    t_moved = first_log(logs, "job_failed_over", t_kill, VICTIM, has="job_id")
+    checks = outcome_checks(store.jobs, ids, on_paper, allow_printing=set(in_hand))
+    return {
+        "jobs": n_jobs,
+        "named_for_victim": len(named),
+        "victim_printed_before_kill": sum(
+            1 for v in on_paper.values() for p, t in v if p == VICTIM and t <= t_kill
+        ),
+        "waiting_named_at_kill": len(waiting),
+        "in_hand_at_kill": len(in_hand),
+        "queued_at_kill": len(queued),
+        "t_kill": round(t_kill, 3),
+        "victim_idle_at_kill_ms": (
+            ms(t_kill - max(victim_done)) if not in_hand and victim_done else None
+        ),
+        "kill_to_unhealthy_seen_ms": ms(t_seen - t_kill),
+        "kill_to_unhealthy_log_ms": ms(None if t_log is None else t_log - t_kill),
+        "kill_to_failed_over_log_ms": ms(None if t_moved is None else t_moved - t_kill),
+        "kill_to_first_peer_claim_ms": ms(min(peer_claims) - t_kill if peer_claims else None),
+        "kill_to_first_on_peer_ms": ms(min(on_peers.values()) - t_kill if on_peers else None),
+        "kill_to_last_on_peer_s": (round(max(on_peers.values()) - t_kill, 3) if on_peers else None),
+        "failed_over_printed": len(on_peers),
+        "kill_to_in_hand_settled_s": (
+            round(max(t for t in settled_at if t is not None) - t_kill, 3)
+            if settled_at and all(t is not None for t in settled_at)
+            else None
+        ),
+        "in_hand": in_hand_out,
+        "in_hand_dead_unknown": sum(
+            1 for x in in_hand_out if x["dead_reason"] == "outcome_unknown"
+        ),
+        "in_hand_on_peer": sum(1 for x in in_hand_out if x["printed_on_peer"]),
+        "in_hand_on_paper": sum(
+            1 for x in in_hand_out if x["printed_on_victim"] or x["printed_on_peer"]
+        ),
+        "unhealthy_reason": next(
+            (
+                r.get("why")
+                for r in logs
+                if r.get("event") == "printer_unhealthy" and r.get("printer") == VICTIM
+            ),
+            None,
+        ),
+        **checks,
+    }
+
+
+def outcome_checks(
+    jobs: dict[str, dict[str, Any]],
+    ids: Sequence[str],
+    on_paper: dict[str, list[tuple[str, float]]],
+    allow_printing: Collection[str] = (),
+) -> dict[str, Any]:
+    """Duplicates, losses, DONE-without-paper and strays of accepted ``ids``; DEAD by reason."""
+    accepted = set(ids)
+    states = Counter(str(jobs[j]["state"]) if j in jobs else "MISSING" for j in ids)
+    dead = Counter(
+        str(jobs[j]["dead_reason"]) for j in ids if jobs.get(j, {}).get("state") == "DEAD"
+    )
+    unknown = [j for j in ids if jobs.get(j, {}).get("dead_reason") == "outcome_unknown"]
+    return {
+        "final_states": dict(states),
+        "dead_by_reason": dict(dead),
+        "outcome_unknown_printed": sum(1 for j in unknown if j in on_paper),
+        "outcome_unknown_not_printed": sum(1 for j in unknown if j not in on_paper),
+        "duplicate_jobs": sorted(j for j in accepted if len(on_paper.get(j, [])) > 1),
+        "lost_jobs": sorted(
+            j
+            for j in accepted
+            if jobs.get(j, {}).get("state") not in ("DONE", "DEAD") and j not in allow_printing
+        ),
+        "done_not_printed_jobs": sorted(
+            j for j in accepted if jobs.get(j, {}).get("state") == "DONE" and j not in on_paper
+        ),
+        "dead_but_printed_jobs": sorted(
+            j
+            for j in accepted
+            if jobs.get(j, {}).get("state") == "DEAD"
+            and j in on_paper
+            and jobs[j]["dead_reason"] != "outcome_unknown"
+        ),
+        "unexpected_prints": sorted(set(on_paper) - accepted),
+        "in_hand_left_printing": sorted(
+            j for j in allow_printing if jobs.get(j, {}).get("state") == "PRINTING"
+        ),
+    }
+
+
+# --- 2. chaos -------------------------------------------------------------------------
+
+
+@dataclass
+class Chaos:
+    """The fault injector: one coroutine, rig calls one at a time in a worker thread."""
+
+    stand: FailoverStand
+    tech: Tech
+    rng: random.Random
+    t0: float
+    timeline: list[dict[str, Any]] = field(default_factory=list)
+    down: dict[str, str] = field(default_factory=dict)
+    recoveries: list[tuple[float, str, str]] = field(default_factory=list)
+
+    async def act(self, action: str, name: str, **info: Any) -> None:
+        t = time.time()
+        error = None
+        try:
+            await asyncio.to_thread(getattr(self.stand.rig, action), name)
+        except Exception as exc:  # a restart that fails is recorded, the run goes on
+            error = repr(exc)
+        self.timeline.append(
+            {
+                "t": round(t - self.t0, 3),
+                "at": t,
+                "action": action,
+                "printer": name,
+                "took_ms": ms(time.time() - t),
+                **info,
+                **({"error": error} if error else {}),
+            }
+        )
+        if error and action in ("restart", "resume"):
+            raise BenchError(f"chaos: {action} {name} failed: {error}")
+
+    async def pick(self) -> tuple[str, str | None]:
+        """A printer not down: mostly one with a job in hand, if one shows up in BUSY_WAIT_S
+        (and before the next recovery is due)."""
+        candidates = [p.name for p in self.stand.rig if p.name not in self.down]
+        if self.rng.random() < BUSY_BIAS:
+            # Not past a due recovery: outages keep to OUTAGE_S.
+            deadline = min([time.time() + BUSY_WAIT_S, *(r[0] for r in self.recoveries)])
+            while time.time() < deadline:
+                ps = await self.tech.printers()
+                busy = [n for n in candidates if ps[n]["printing_job"]]
+                if busy:
+                    name = self.rng.choice(busy)
+                    return name, ps[name]["printing_job"]
+                await asyncio.sleep(0.01)
+        return self.rng.choice(candidates), None
+
+    async def fault(self) -> None:
+        name, job = await self.pick()
+        await asyncio.sleep(self.rng.uniform(0.0, KILL_JITTER_S))
+        action = "hang" if self.rng.random() < HANG_SHARE else "kill"
+        await self.act(action, name, printing_job=job)
+        self.down[name] = action
+        undo = "resume" if action == "hang" else "restart"
+        self.recoveries.append((time.time() + self.rng.uniform(*OUTAGE_S), undo, name))
+
+    async def recover(self, index: int) -> None:
+        _, undo, name = self.recoveries.pop(index)
+        await self.act(undo, name)
+        self.down.pop(name, None)
+
+    async def run(self, until_t: float) -> None:
+        """Faults every FAULT_GAP_S until ``until_t``; then every printer brought back."""
+        next_fault = time.time() + self.rng.uniform(*FAULT_GAP_S)
+        while True:
+            now = time.time()
+            due = [i for i, r in enumerate(self.recoveries) if r[0] <= now]
+            if due:
+                await self.recover(min(due, key=lambda i: self.recoveries[i][0]))
+                continue
+            if now >= until_t:
+                if not self.recoveries:
+                    return
+            elif now >= next_fault:
+                if len(self.down) < MAX_DOWN:
+                    await self.fault()
+                next_fault = time.time() + self.rng.uniform(*FAULT_GAP_S)
+                continue
+            wake = [r[0] for r in self.recoveries] + ([next_fault] if now < until_t else [])
+            await asyncio.sleep(min(0.05, max(0.0, min(wake) - now)))
+
+    async def bring_back(self) -> None:
+        """Resume or restart whatever is still down (after an error)."""
+        for i in range(len(self.recoveries) - 1, -1, -1):
+            await self.recover(i)
+
+
+async def phase_chaos(
+    stand: FailoverStand, n_jobs: int, duration_s: float, seed: int
+) -> dict[str, Any]:
+    """``n_jobs`` jobs in bursts over ``duration_s`` while printers die and hang."""
+    rig = stand.rig
+    names = [p.name for p in rig]
+    job_rng, chaos_rng = random.Random(seed), random.Random(seed + 1)
+    accepted: dict[str, dict[str, Any]] = {}
+    submit_errors: list[str] = []
+    async with http_session() as http:
+        kiosk = Kiosk(http, stand.url)
+        tech = Tech(http, stand.url)
+        await until(
+            lambda: tech.all_healthy(PRINTERS), JOB_TIMEOUT_S, 0.02, "printers not all healthy"
+        )
+        t0 = time.time()
+        chaos = Chaos(stand, tech, chaos_rng, t0)
+        sem = asyncio.Semaphore(SUBMIT_CONCURRENCY)
+
+        async def one(i: int, meta: dict[str, Any]) -> None:
+            async with sem:
+                t = time.time()
+                try:
+                    job_id = await kiosk.submit(f"chaos-{seed}-{i:04d}", hold=False, **meta)
+                except (BenchError, aiohttp.ClientError, OSError) as exc:
+                    submit_errors.append(f"{i}: {exc!r}")
+                    return
+                accepted[job_id] = {"i": i, "submitted": t, **meta}
+
+        async def submitter() -> None:
+            tasks: list[asyncio.Task[None]] = []
+            i = 0
+            while i < n_jobs:
+                at = t0 + duration_s * 0.9 * i / n_jobs
+                await asyncio.sleep(max(0.0, at - time.time()))
+                for _ in range(min(job_rng.randint(*BURST), n_jobs - i)):
+                    meta = (
+                        {"printer": job_rng.choice(names)}
+                        if job_rng.random() < NAMED_SHARE
+                        else {"pool": POOL}
+                    )
+                    tasks.append(asyncio.ensure_future(one(i, meta)))
+                    i += 1
+            await asyncio.gather(*tasks)
+
+        submitting = asyncio.ensure_future(submitter())
+        try:
+            await chaos.run(t0 + duration_s)
+            await submitting
+        finally:
+            if not submitting.done():
+                submitting.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await submitting
+            await chaos.bring_back()
+        t_back = time.time()
+        settled: float | None = None
+        with contextlib.suppress(BenchError):
+            await kiosk.wait_settled(SETTLE_TIMEOUT_S)
+            settled = time.time()
+    stand.stop()
+
+    store = read_store(stand.data_dir)
+    events = read_events(stand.data_dir)
+    logs = stand.log_events()
+    on_paper = paper(stand)
+    ids = list(accepted)
+    checks = outcome_checks(store.jobs, ids, on_paper)
+    faults = Counter(e["action"] for e in chaos.timeline)
+    verdicts = Counter(str(r.get("verdict")) for r in logs if r.get("event") == "job_reconciled")
+    log_counts = Counter(str(r.get("event")) for r in logs)
+    anomalies = {
+        kind: [evidence(stand, events, j, on_paper, chaos.timeline) for j in checks[key]]
+        for kind, key in (
+            ("duplicate", "duplicate_jobs"),
+            ("lost", "lost_jobs"),
+            ("done_not_printed", "done_not_printed_jobs"),
+        )
+        if checks[key]
+    }
+    return {
+        "jobs_submitted": n_jobs,
+        "jobs_accepted": len(ids),
+        "submit_errors": submit_errors,
+        "t0_unix": round(t0, 3),
+        "chaos_s": round(t_back - t0, 2),
+        "back_to_settled_ms": None if settled is None else ms(settled - t_back),
+        "kills": faults.get("kill", 0),
+        "hangs": faults.get("hang", 0),
+        "restarts": faults.get("restart", 0),
+        "resumes": faults.get("resume", 0),
+        "faults_with_job_in_hand": sum(1 for e in chaos.timeline if e.get("printing_job")),
+        "done": checks["final_states"].get("DONE", 0),
+        "dead": checks["final_states"].get("DEAD", 0),
+        "duplicates": len(checks["duplicate_jobs"]),
+        "losses": len(checks["lost_jobs"]),
+        "done_not_printed": len(checks["done_not_printed_jobs"]),
+        "unexpected": len(checks["unexpected_prints"]),
+        "requeues": sum(
+            1
+            for evs in events.values()
+            for e in evs
+            if e.from_state == "PRINTING" and e.to_state == "RELEASED"
+        ),
+        "printed_per_printer": {
+            n: sum(1 for v in on_paper.values() for p, _ in v if p == n) for n in names
+        },
+        "log_events": {
+            k: log_counts.get(k, 0)
+            for k in (
+                "printer_down",
+                "printer_up",
+                "printer_unhealthy",
+                "printer_healthy",
+                "job_failed_over",
+                "job_retry",
+                "job_dead",
+                "stale_copy_cancelled",
+                "truncated_copy",
+                "cancel_failed",
+                "queue_backpressure",
+            )
+        },
+        "reconcile_verdicts": dict(verdicts),
+        "backpressured_submits": kiosk.backpressured,
+        **checks,
+        "anomalies": anomalies,
+        "timeline": [{k: v for k, v in e.items() if k != "at"} for e in chaos.timeline],
+    }
+
+
+def evidence(
+    stand: Stand,
+    events: dict[str, list[Event]],
+    job_id: str,
+    on_paper: dict[str, list[tuple[str, float]]],
+    timeline: Sequence[dict[str, Any]],
+) -> dict[str, Any]:
+    """Everything known about one anomalous job, in time order where it has times."""
+    name = f"edgeprint-{job_id}"
+    evs = events.get(job_id, [])
+    times = [e.at for e in evs] + [t for _, t in on_paper.get(job_id, [])]
+    lo = min(times, default=0.0) - EVIDENCE_WINDOW_S
+    hi = max(times, default=math.inf) + EVIDENCE_WINDOW_S
+    serve_lines = [
+        line
+        for line in stand.serve.log_path.read_text(errors="replace").splitlines()
+        if job_id in line
+    ]
+    printer_lines = {
+        p.name: [
+            line for line in p.server_log.read_text(errors="replace").splitlines() if name in line
+        ][:40]
+        for p in stand.rig
+    }
+    return {
+        "job_id": job_id,
+        "events": [
+            {
+                "at": e.at,
+                "from": e.from_state,
+                "to": e.to_state,
+                "actor": e.actor,
+                "reason": e.reason,
+            }
+            for e in evs
+        ],
+        "prints": [{"printer": p, "at": t} for p, t in on_paper.get(job_id, [])],
+        "serve_log": serve_lines[:80],
+        "printer_server_log": {k: v for k, v in printer_lines.items() if v},
+        "faults_around": [
+            {k: v for k, v in e.items() if k != "at"} for e in timeline if lo <= e["at"] <= hi
+        ],
+    }
+
+
+# --- summary, output ---------------------------------------------------------------
+
+#: (key, label, unit) rows of the failover table.
+FAILOVER_ROWS: list[tuple[str, str, str]] = [
+    ("kill_to_unhealthy_seen_ms", "kill → unhealthy, seen in GET /v1/printers (5 ms poll)", "ms"),
+    ("kill_to_unhealthy_log_ms", "kill → printer_unhealthy log event", "ms"),
+    ("kill_to_failed_over_log_ms", "kill → its waiting jobs moved to the pool (log)", "ms"),
+    ("kill_to_first_peer_claim_ms", "kill → first of its jobs claimed by a peer (store)", "ms"),
+    ("kill_to_first_on_peer_ms", "kill → first of its jobs printed on a peer", "ms"),
+    ("kill_to_last_on_peer_s", "kill → last of its waiting jobs printed on a peer", "s"),
+    ("kill_to_in_hand_settled_s", "kill → the job in its hands leaves PRINTING", "s"),
+    ("waiting_named_at_kill", "jobs named for it waiting at the kill", "jobs"),
+    ("queued_at_kill", "  all jobs waiting at the kill (named + pool)", "jobs"),
+    ("in_hand_at_kill", "jobs in its hands at the kill", "jobs"),
+    ("in_hand_dead_unknown", "  of which ended DEAD outcome_unknown", "jobs"),
+    ("in_hand_on_paper", "  of which came out of a printer", "jobs"),
+    ("in_hand_on_peer", "  of which went back to the queue and a peer printed it", "jobs"),
+    ("duplicates", "duplicates (printed > 1×)", "jobs"),
+    ("losses", "losses (accepted, not DONE/DEAD)", "jobs"),
+]
+FAILOVER_SETS = {
+    "defaults": "1a. SIGKILL printer-02, default [dispatch]",
+    "lowered": f"1b. SIGKILL printer-02, in_hand_timeout_s = {LOWERED_IN_HAND_S:g}",
+}
+CHAOS_ROWS: list[tuple[str, str, str]] = [
+    ("jobs_accepted", "jobs accepted (2xx)", "jobs"),
+    ("chaos_s", "chaos window (submits + faults, all printers back)", "s"),
+    ("back_to_settled_ms", "all printers back → no job RELEASED/PRINTING (API)", "ms"),
+    ("kills", "printer SIGKILLs (each restarted after 0.5–3 s)", ""),
+    ("hangs", "printer SIGSTOPs (each SIGCONT after 0.5–3 s)", ""),
+    ("faults_with_job_in_hand", "  of which hit a printer with a job in hand", ""),
+    ("done", "DONE", "jobs"),
+    ("dead", "DEAD", "jobs"),
+    ("outcome_unknown_printed", "  DEAD outcome_unknown, document came out", "jobs"),
+    ("outcome_unknown_not_printed", "  DEAD outcome_unknown, nothing came out", "jobs"),
+    ("requeues", "requeues (PRINTING → RELEASED)", ""),
+    ("duplicates", "**duplicates** (printed > 1×, must be 0)", "jobs"),
+    ("losses", "**losses** (accepted, not DONE/DEAD, must be 0)", "jobs"),
+    ("done_not_printed", "**DONE but never on paper** (must be 0)", "jobs"),
+    ("unexpected", "printed but never accepted", "jobs"),
+]
+
+
+def _with_counts(run: dict[str, Any]) -> dict[str, Any]:
+    return {**run, "duplicates": len(run["duplicate_jobs"]), "losses": len(run["lost_jobs"])}
+
+
+def summarize(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """key → {median, min, max} over the runs (numeric figures only)."""
+    rows = [_with_counts(r) for r in runs]
+    keys = [k for k, _, _ in FAILOVER_ROWS]
+    return {k: spread([r.get(k) for r in rows]) for k in keys}
+
+
+def markdown(failover: dict[str, list[dict[str, Any]]], chaos: dict[str, Any] | None) -> str:
+    """Failover table (median [min–max] per settings) and the chaos table."""
+    lines = ["| figure | median | min | max | runs | unit |", "|---|---:|---:|---:|---:|---|"]
+    for key, title in FAILOVER_SETS.items():
+        runs = failover.get(key, [])
+        if not runs:
+            continue
+        lines.append(f"| **{title}** | | | | | |")
+        summary = summarize(runs)
+        for k, label, unit in FAILOVER_ROWS:
+            n = sum(1 for r in runs if _with_counts(r).get(k) is not None)
+            s = summary[k]
+            lines.append(
+                f"| {label} | {_fmt(s['median'])} | {_fmt(s['min'])} | {_fmt(s['max'])} "
+                f"| {n} | {unit} |"
+            )
+    if chaos is not None:
+        lines += ["", "| chaos (1 run) | value | unit |", "|---|---:|---|"]
+        for k, label, unit in CHAOS_ROWS:
+            lines.append(f"| {label} | {_fmt(chaos.get(k))} | {unit} |")
+        for reason, n in sorted(chaos["dead_by_reason"].items()):
+            lines.append(f"| DEAD {reason} | {n} | jobs |")
+    return "\n".join(lines)
+
+
+@dataclass
+class Plan:
+    """What the benchmark does."""
+
+    repeat: int
+    failover_jobs: int
+    chaos_jobs: int
+    chaos_seconds: float
+    chaos_lowered: bool
+    wait_default_in_hand: bool
+    seed: int
+
+
+def source_digest(root: Path) -> str:
+    """SHA-256 (first 16 hex) of the files under ``root``/edgeprint: which code ran."""
+    h = hashlib.sha256()
+    for path in sorted((root / "edgeprint").rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            h.update(str(path.relative_to(root)).encode() + b"\0")
+            with contextlib.suppress(OSError):
+                h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def snapshot_source(work: Path) -> Path:
+    """Copy edgeprint/ into ``work``/src: the appliance runs one version all along, even
+    while others edit the tree. Returns the folder to put on PYTHONPATH."""
+    src = work / "src"
+    shutil.copytree(
+        REPO / "edgeprint", src / "edgeprint", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    env = {**os.environ, "PYTHONSAFEPATH": "1", "PYTHONPATH": str(src)}
+    found = subprocess.run(
+        [sys.executable, "-c", "import edgeprint.server, edgeprint; print(edgeprint.__file__)"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    if not found.stdout.strip().startswith(str(src)):
+        raise BenchError(f"the copy of edgeprint/ does not import: {found.stdout}{found.stderr}")
+    return src
+
+
+def tree_changes() -> str:
+    """``git diff --stat HEAD -- edgeprint`` (what the copy has beyond the commit)."""
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        return subprocess.run(
+            ["git", "diff", "--stat", "HEAD", "--", "edgeprint"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        ).stdout.strip()
+    return ""
+
+
+@contextlib.contextmanager
+def appliance_errors(stand: Stand) -> Iterator[None]:
+    """An API call that finds nothing listening: BenchError with the appliance's exit and log."""
+    try:
+        yield
+    except (aiohttp.ClientError, OSError) as exc:
+        proc = stand.serve.proc
+        code = None
+        if proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                code = proc.wait(timeout=2.0)  # a dying appliance closes its API first
+        state = "still running" if code is None else f"exited {code}"
+        tail = stand.serve.tail(12) if stand.serve.log_path.exists() else ""
+        raise BenchError(f"appliance {state}: {exc!r}; serve.log tail:\n{tail}") from exc
+
+
+def start(stand: FailoverStand) -> None:
+    """Start the stand; a printer or appliance that does not come up fails the run."""
+    try:
+        stand.start()
+    except (RigError, TimeoutError) as exc:
+        raise BenchError(f"stand did not start: {exc}") from exc
+    except RuntimeError as exc:  # ServeProcess: the appliance exited during start
+        if isinstance(exc, BenchError):
+            raise
+        raise BenchError(f"appliance did not start: {exc}") from exc
+
+
+async def failover_run(
+    work: Path, rep: int, key: str, plan: Plan, stands: list[Stand]
+) -> dict[str, Any]:
+    dispatch = {"in_hand_timeout_s": LOWERED_IN_HAND_S} if key == "lowered" else {}
+    stand = FailoverStand(
+        work / f"failover-{key}-{rep}", PRINTERS, dispatch=dispatch, source=work / "src"
+    )
+    stands.append(stand)
+    t0 = time.monotonic()
+    wait = None
+    if key == "lowered":
+        wait = DRAIN_TIMEOUT_S
+    elif plan.wait_default_in_hand:
+        wait = IN_HAND_DEFAULT_WAIT_S
+    try:
+        start(stand)
+        rng = random.Random(f"{plan.seed}-{key}-{rep}")
+        with appliance_errors(stand):
+            run = await phase_failover(stand, plan.failover_jobs, f"fo-{key}-{rep}", wait, rng)
+    finally:
+        stand.stop()
+    run["settings"] = dispatch or "defaults"
+    run["waited_for_in_hand"] = wait is not None
+    run["phase_s"] = round(time.monotonic() - t0, 2)
+    return run
+
+
+async def chaos_run(work: Path, plan: Plan, stands: list[Stand]) -> dict[str, Any]:
+    dispatch = dict(CHAOS_LOWERED) if plan.chaos_lowered else {}
+    stand = FailoverStand(work / "chaos", PRINTERS, dispatch=dispatch, source=work / "src")
+    stands.append(stand)
+    t0 = time.monotonic()
+    try:
+        start(stand)
+        with appliance_errors(stand):
+            run = await phase_chaos(stand, plan.chaos_jobs, plan.chaos_seconds, plan.seed)
+    finally:
+        stand.stop()
+    run["settings"] = dispatch or "defaults"
+    run["phase_s"] = round(time.monotonic() - t0, 2)
+    return run
+
+
+def _brief(run: dict[str, Any]) -> str:
+    keys = (
+        "kill_to_unhealthy_seen_ms",
+        "kill_to_first_on_peer_ms",
+        "kill_to_last_on_peer_s",
+        "kill_to_in_hand_settled_s",
+        "in_hand_at_kill",
+        "jobs_accepted",
+        "kills",
+        "hangs",
+        "done",
+        "dead",
+        "duplicates",
+        "losses",
+        "phase_s",
+    )
+    r = _with_counts(run) if "duplicate_jobs" in run and "duplicates" not in run else run
+    return ", ".join(f"{k}={r[k]}" for k in keys if k in r)
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.failover_bench",
+        description="edgeprint failover and chaos on real ippeveprinter printers",
+    )
+    ap.add_argument("--quick", action="store_true", help="1+1 failover runs, 100-job chaos")
+    ap.add_argument("--repeat", type=int, default=None, help="failover runs each (default 5)")
+    ap.add_argument("--failover-jobs", type=int, default=90, help="jobs per failover run")
+    ap.add_argument("--chaos-jobs", type=int, default=None, help="default 300 (--quick 100)")
+    ap.add_argument("--chaos-seconds", type=float, default=None, help="default 60 (--quick 20)")
+    ap.add_argument(
+        "--chaos-lowered",
+        action="store_true",
+        help="chaos with in_hand_timeout_s and request_timeout_s = 1 s (default: defaults)",
+    )
+    ap.add_argument("--no-chaos", action="store_true", help="failover runs only")
+    ap.add_argument("--no-failover", action="store_true", help="chaos only")
+    ap.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
+    ap.add_argument("--keep", action="store_true", help="keep the work folder (logs, DBs)")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; the exit code (0: nothing doubled or lost, every run measured)."""
+    args = _parser().parse_args(argv)
+    plan = Plan(
+        repeat=args.repeat if args.repeat is not None else (1 if args.quick else 5),
+        failover_jobs=args.failover_jobs,
+        chaos_jobs=args.chaos_jobs or (100 if args.quick else 300),
+        chaos_seconds=args.chaos_seconds or (20.0 if args.quick else 60.0),
+        chaos_lowered=args.chaos_lowered,
+        wait_default_in_hand=not args.quick,
+        seed=args.seed if args.seed is not None else random.SystemRandom().randrange(10**6),
+    )
+    if not (
+        1 <= plan.repeat <= 20
+        and plan.failover_jobs >= 3 * KILL_AFTER_PRINTED * NAMED_EVERY
+        and 1 <= plan.chaos_jobs <= 2000
+        and 5 <= plan.chaos_seconds <= 600
+    ):
+        print(
+            "bench: --repeat 1–20, --failover-jobs ≥ 36, --chaos-jobs 1–2000, "
+            "--chaos-seconds 5–600",
+            file=sys.stderr,
+        )
+        return 2
+    info = machine_info()
+    work = Path(tempfile.mkdtemp(prefix="edgeprint-failover-bench-"))
+    try:
+        src = snapshot_source(work)
+    except BenchError as exc:
+        shutil.rmtree(work, ignore_errors=True)
+        print(f"bench: {exc}", file=sys.stderr)
+        return 1
+    info["edgeprint_source"] = {
+        "digest": source_digest(src),
+        "diff_stat_vs_head": tree_changes(),
+        "note": "the appliance ran from a copy of edgeprint/ taken at the start",
+    }
+    stands: list[Stand] = []
+    failover: dict[str, list[dict[str, Any]]] = {k: [] for k in FAILOVER_SETS}
+    chaos: dict[str, Any] | None = None
+    failures: list[str] = []
+    started = time.monotonic()
+    keep = args.keep
+    try:
+        with signals_as_exit():
+            for rep in range(0 if args.no_failover else plan.repeat):
+                for key in FAILOVER_SETS:
+                    try:
+                        run = asyncio.run(failover_run(work, rep, key, plan, stands))
+                    except BenchError as exc:
+                        failures.append(f"failover {key} run {rep + 1}: {exc}")
+                        print(f"bench: failover {key} run {rep + 1} failed: {exc}", file=sys.stderr)
+                        continue
+                    failover[key].append(run)
+                    if key == "defaults" and run["in_hand_dead_unknown"]:
+                        plan.wait_default_in_hand = False  # the 30 s give-up measured once
+                    print(f"bench: failover {key} run {rep + 1}: {_brief(run)}", file=sys.stderr)
+            if not args.no_chaos:
+                print(
+                    f"bench: chaos, seed {plan.seed}: {plan.chaos_jobs} jobs over "
+                    f"{plan.chaos_seconds:g} s",
+                    file=sys.stderr,
+                )
+                try:
+                    chaos = asyncio.run(chaos_run(work, plan, stands))
+                    print(f"bench: chaos: {_brief(chaos)}", file=sys.stderr)
+                except BenchError as exc:
+                    failures.append(f"chaos: {exc}")
+                    print(f"bench: chaos failed: {exc}", file=sys.stderr)
+    finally:
+        for stand in stands:
+            with contextlib.suppress(Exception):
+                stand.stop()
+        bad = any(
+            r[k]
+            for runs in failover.values()
+            for r in runs
+            for k in ("duplicate_jobs", "lost_jobs", "done_not_printed_jobs")
+        ) or bool(chaos and chaos["anomalies"])
+        keep = keep or bad
+        if keep:
+            print(f"bench: work folder kept: {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    info["bench_seconds"] = round(time.monotonic() - started, 1)
+    info["edgeprint_source"]["tree_digest_end"] = source_digest(REPO)
+
+    for key, runs in failover.items():
+        for i, r in enumerate(runs):
+            for k in ("duplicate_jobs", "lost_jobs", "done_not_printed_jobs", "unexpected_prints"):
+                if r[k]:
+                    failures.append(f"failover {key} run {i + 1}: {k} = {r[k]}")
+    if chaos is not None:
+        for k in ("duplicates", "losses", "done_not_printed"):
+            if chaos[k]:
+                failures.append(f"chaos: {k} = {chaos[k]}")
+    table = markdown(failover, chaos)
+    print()
+    print(table)
+    if chaos is not None:
+        print(
+            f"\nchaos seed {plan.seed}; reconcile verdicts {chaos['reconcile_verdicts']}; "
+            f"log events {chaos['log_events']}"
+        )
+        for kind, items in chaos["anomalies"].items():
+            for item in items:
+                print(f"\nANOMALY {kind} {item['job_id']}:\n{json.dumps(item, indent=1)}")
+    defaults = default_settings()
+    print(
+        "\nsettings: the code's defaults, except in 1b in_hand_timeout_s = "
+        f"{LOWERED_IN_HAND_S:g} (default {defaults['dispatch']['in_hand_timeout_s']:g})"
+        + (f"; chaos {CHAOS_LOWERED}" if plan.chaos_lowered else "; chaos: defaults")
+        + f"; printers {PRINTER_SECONDS_PER_PAGE:g} s/page"
+    )
+    for f in failures:
+        print(f"FAILED: {f}")
+    print(
+        f"\n{info['bench_seconds']} s; load average {info['loadavg_start']} → "
+        f"{info['loadavg_end']} on {info['nproc']} CPUs"
+    )
+    result = {
+        "benchmark": "failover",
+        "command": " ".join([".venv/bin/python -m bench.failover_bench", *(argv or sys.argv[1:])]),
+        "settings": {
+            "quick": args.quick,
+            "repeat": plan.repeat,
+            "printers": PRINTERS,
+            "printer_seconds_per_page": PRINTER_SECONDS_PER_PAGE,
+            "failover_jobs": plan.failover_jobs,
+            "named_every": NAMED_EVERY,
+            "kill_after_printed": KILL_AFTER_PRINTED,
+            "victim": VICTIM,
+            "failover_overrides": {
+                "defaults": {},
+                "lowered": {"in_hand_timeout_s": LOWERED_IN_HAND_S},
+            },
+            "wait_for_default_in_hand": not args.quick,
+            "chaos_jobs": plan.chaos_jobs,
+            "chaos_seconds": plan.chaos_seconds,
+            "chaos_overrides": CHAOS_LOWERED if plan.chaos_lowered else {},
+            "chaos_seed": plan.seed,
+            "fault_gap_s": FAULT_GAP_S,
+            "outage_s": OUTAGE_S,
+            "hang_share": HANG_SHARE,
+            "busy_bias": BUSY_BIAS,
+            "busy_wait_s": BUSY_WAIT_S,
+            "kill_jitter_s": KILL_JITTER_S,
+            "kill_delay_s": KILL_DELAY_S,
+            "max_down": MAX_DOWN,
+            "submit_concurrency": SUBMIT_CONCURRENCY,
+            "appliance_defaults": defaults,
+        },
+        "machine": info,
+        "summary": {k: summarize(runs) for k, runs in failover.items() if runs},
+        "chaos": chaos,
+        "failures": failures,
+        "table_markdown": table,
+        "failover_runs": failover,
+        "work_folder": str(work) if keep else None,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
