@@ -6,6 +6,8 @@ observes something. Labels are bounded (state, outcome, printer); never a job id
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from edgeprint.states import JobState
@@ -134,8 +136,18 @@ class Metrics:
             registry=r,
         )  # fmt: skip
         self._reason_labels: dict[str, set[str]] = {}
+        self._http_children: dict[tuple[str, int], Any] = {}
         for s in JobState:
             self.jobs.labels(state=s.value)
+
+    def observe_http(self, route: str, status: int, seconds: float) -> None:
+        """One API request: its route template, HTTP status and handling time (seconds)."""
+        key = (route, status // 100)
+        child = self._http_children.get(key)
+        if child is None:
+            child = self.http_request_duration.labels(route=route, status=f"{status // 100}xx")
+            self._http_children[key] = child
+        child.observe(seconds)
 
     def set_job_counts(self, counts: dict[JobState, int]) -> None:
         """Refresh the jobs-by-state and dead-letter gauges."""

@@ -138,9 +138,7 @@ async def _middleware(request: web.Request, handler: Handler) -> web.StreamRespo
     resp.headers["X-Correlation-ID"] = cid
     resource = request.match_info.route.resource
     route = resource.canonical if resource is not None else "unmatched"
-    _deps(request).metrics.http_request_duration.labels(
-        route=route, status=f"{resp.status // 100}xx"
-    ).observe(time.perf_counter() - started)
+    _deps(request).metrics.observe_http(route, resp.status, time.perf_counter() - started)
     return resp
 
 
