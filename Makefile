@@ -3,13 +3,14 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: help install test test-fast lint bench quickstart clean
+.PHONY: help install test test-fast lint bench bench-quick quickstart clean
 
 help:
 	@echo "make install     virtual environment in $(VENV) with edgeprint and its test extras"
 	@echo "make test        the whole suite: ruff, mypy --strict, pytest (what CI runs)"
 	@echo "make test-fast   pytest without the slow fault-injection tests"
-	@echo "make bench       benchmarks; figures printed and written to bench/results/"
+	@echo "make bench       benchmarks (API, printing, failover; ~7 min): bench/results/*.json"
+	@echo "make bench-quick the same, smaller (~1.5 min)"
 	@echo "make quickstart  two local IPP printers + the appliance (see README)"
 
 $(PY):
@@ -32,6 +33,13 @@ test-fast:
 
 bench:
 	$(PY) -m bench.api_bench
+	$(PY) -m bench.print_bench
+	$(PY) -m bench.failover_bench
+
+bench-quick:
+	$(PY) -m bench.api_bench --quick
+	$(PY) -m bench.print_bench --quick
+	$(PY) -m bench.failover_bench --quick
 
 quickstart:
 	bash scripts/quickstart.sh
