@@ -82,6 +82,11 @@ class DispatchConfig(_Frozen):
             )
         if self.retry_base_s > self.retry_max_s:
             raise ValueError("dispatch.retry_base_s: must not exceed dispatch.retry_max_s")
+        if self.request_timeout_s > self.upload_timeout_s:
+            raise ValueError(
+                "dispatch.request_timeout_s: must not exceed dispatch.upload_timeout_s "
+                "(an upload is a request with a document)"
+            )
         return self
 
 
@@ -127,6 +132,12 @@ class Config(_Frozen):
         _no_duplicates([p.name for p in self.printers], "printers", "name")
         _no_duplicates([t.name for t in self.tokens], "tokens", "name")
         _no_duplicates([t.sha256 for t in self.tokens], "tokens", "sha256")
+        if self.server.shutdown_grace_s < self.dispatch.request_timeout_s:
+            raise ValueError(
+                f"server.shutdown_grace_s: {self.server.shutdown_grace_s} s is shorter than "
+                f"dispatch.request_timeout_s ({self.dispatch.request_timeout_s} s): an IPP "
+                "request in flight at SIGTERM could not finish"
+            )
         printer_names = {p.name for p in self.printers}
         for i, p in enumerate(self.printers):
             if p.pool is not None and p.pool in printer_names:

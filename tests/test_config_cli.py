@@ -82,6 +82,11 @@ def _with(**changes: Any) -> dict[str, Any]:
         pytest.param(_with(tokens__0__sha256="abc"), "tokens[0].sha256: String should match pattern", id="token-hash"),
         pytest.param(_with(tokens__1__sha256=config_dict(Path("/x"))["tokens"][0]["sha256"]), "tokens[1].sha256: duplicate value", id="duplicate-hash"),
         pytest.param(_with(store={"synchronous": "OFF"}), "store.synchronous: Input should be 'FULL' or 'NORMAL'", id="synchronous-off"),
+        pytest.param(_with(server={"shutdown_grace_s": 2}), "server.shutdown_grace_s: 2.0 s is shorter than dispatch.request_timeout_s (10.0 s)", id="grace-below-request-timeout"),
+        pytest.param(_with(dispatch={"request_timeout_s": 30, "upload_timeout_s": 20}), "dispatch.request_timeout_s: must not exceed dispatch.upload_timeout_s", id="request-above-upload"),
+        pytest.param(_with(dispatch={"poll_interval_min_s": 1, "poll_interval_max_s": 0.5}), "dispatch.poll_interval_min_s: must not exceed dispatch.poll_interval_max_s", id="poll-order"),
+        pytest.param(_with(printers__0__high_water=0), "printers[0].high_water: Input should be greater than or equal to 1", id="high-water"),
+        pytest.param(_with(retention={"hold_ttl_s": 0}), "retention.hold_ttl_s: Input should be greater than 0", id="hold-ttl"),
     ],
 )  # fmt: skip
 def test_bad_config_names_the_key(
