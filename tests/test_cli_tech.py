@@ -362,6 +362,7 @@ async def busy_floor(rig: Rig, kiosk: Client, deadline_s: float = 30.0) -> dict[
 def floor_config(tmp_path: Path, rig: Rig) -> dict[str, Any]:
     cfg = rig_config(tmp_path / "data", rig, max_attempts=1)
     cfg["server"]["shutdown_grace_s"] = 1.0  # a 120 s job is in hand when the test ends
+    cfg["dispatch"]["request_timeout_s"] = 1.0  # the grace must cover one IPP request
     return cfg
 
 

@@ -8,7 +8,7 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -181,6 +181,25 @@ async def get_job(request: web.Request) -> web.Response:
     return _json(JobOut.from_record(job))
 
 
+def _paging(
+    q: Mapping[str, str], default_limit: int, problems_: list[errors.FieldProblem]
+) -> tuple[int, int | None]:
+    """``limit`` (1–500) and ``cursor`` query parameters; bad ones are added to ``problems_``."""
+    limit = default_limit
+    if "limit" in q:
+        if _LIMIT_RE.match(q["limit"]) and 1 <= int(q["limit"]) <= 500:
+            limit = int(q["limit"])
+        else:
+            problems_.append(errors.FieldProblem("query.limit", "an integer from 1 to 500"))
+    cursor = None
+    if "cursor" in q:
+        if _CURSOR_RE.match(q["cursor"]):
+            cursor = int(q["cursor"])
+        else:
+            problems_.append(errors.FieldProblem("query.cursor", "a cursor from next_cursor"))
+    return limit, cursor
+
+
 async def list_jobs(request: web.Request) -> web.Response:
     """GET /v1/jobs?state=&owner=&printer=&limit=&cursor= (newest first)."""
     _caller(request, "kiosk")
@@ -196,18 +215,7 @@ async def list_jobs(request: web.Request) -> web.Response:
             problems_.append(
                 errors.FieldProblem("query.state", f"one of {', '.join(s.value for s in JobState)}")
             )
-    limit = 50
-    if "limit" in q:
-        if _LIMIT_RE.match(q["limit"]) and 1 <= int(q["limit"]) <= 500:
-            limit = int(q["limit"])
-        else:
-            problems_.append(errors.FieldProblem("query.limit", "an integer from 1 to 500"))
-    before = None
-    if "cursor" in q:
-        if _CURSOR_RE.match(q["cursor"]):
-            before = int(q["cursor"])
-        else:
-            problems_.append(errors.FieldProblem("query.cursor", "a cursor from next_cursor"))
+    limit, before = _paging(q, 50, problems_)
     if problems_:
         raise invalid("invalid query parameters", problems_, "query")
     jobs = await _deps(request).service.jobs.list_jobs(
@@ -355,22 +363,21 @@ async def _one_printer(deps: Deps, name: str) -> PrinterOut:
     return out.printers[0]
 
 
-async def pause_printer(request: web.Request) -> web.Response:
-    """POST /v1/printers/{name}/pause (tech): no new work; the job in hand finishes."""
-    caller = _caller(request, "tech")
-    name = request.match_info["name"]
-    deps = _deps(request)
-    await deps.service.set_paused(name, True, caller)
-    return _json(await _one_printer(deps, name))
+def _pause_handler(paused: bool) -> Handler:
+    async def handler(request: web.Request) -> web.Response:
+        caller = _caller(request, "tech")
+        name = request.match_info["name"]
+        deps = _deps(request)
+        await deps.service.set_paused(name, paused, caller)
+        return _json(await _one_printer(deps, name))
+
+    return handler
 
 
-async def resume_printer(request: web.Request) -> web.Response:
-    """POST /v1/printers/{name}/resume (tech)."""
-    caller = _caller(request, "tech")
-    name = request.match_info["name"]
-    deps = _deps(request)
-    await deps.service.set_paused(name, False, caller)
-    return _json(await _one_printer(deps, name))
+#: POST /v1/printers/{name}/pause (tech): no new work; the job in hand finishes.
+pause_printer = _pause_handler(True)
+#: POST /v1/printers/{name}/resume (tech).
+resume_printer = _pause_handler(False)
 
 
 async def drain_printer(request: web.Request) -> web.Response:
@@ -389,18 +396,8 @@ async def dead_letter(request: web.Request) -> web.Response:
     problems_: list[errors.FieldProblem] = []
     unknown = sorted(set(q) - {"limit", "cursor"})
     problems_ += [errors.FieldProblem(f"query.{u}", "unknown parameter") for u in unknown]
-    limit = 100
-    if "limit" in q:
-        if _LIMIT_RE.match(q["limit"]) and 1 <= int(q["limit"]) <= 500:
-            limit = int(q["limit"])
-        else:
-            problems_.append(errors.FieldProblem("query.limit", "an integer from 1 to 500"))
-    after = 0
-    if "cursor" in q:
-        if _CURSOR_RE.match(q["cursor"]):
-            after = int(q["cursor"])
-        else:
-            problems_.append(errors.FieldProblem("query.cursor", "a cursor from next_cursor"))
+    limit, cursor = _paging(q, 100, problems_)
+    after = cursor or 0
     if problems_:
         raise invalid("invalid query parameters", problems_, "query")
     jobs = _deps(request).service.jobs
