@@ -150,18 +150,25 @@ class Store:
         self._read_queue.put_nowait(_Write(sql, params, fut))
         return await fut
 
+    async def _next_batch(self, queue: asyncio.Queue[_Write | None]) -> list[_Write] | None:
+        """Wait for work, then take everything queued (up to ``max_batch``); None: stop.
+
+        A stop marker found behind work is put back, so the work before it runs first.
+        """
+        first = await queue.get()
+        if first is None:
+            return None
+        batch = [first]
+        while len(batch) < self._max_batch and not queue.empty():
+            item = queue.get_nowait()
+            if item is None:
+                queue.put_nowait(None)
+                break
+            batch.append(item)
+        return batch
+
     async def _run_reader(self) -> None:
-        while True:
-            first = await self._read_queue.get()
-            if first is None:
-                return
-            batch = [first]
-            while len(batch) < self._max_batch and not self._read_queue.empty():
-                item = self._read_queue.get_nowait()
-                if item is None:
-                    self._read_queue.put_nowait(None)
-                    break
-                batch.append(item)
+        while (batch := await self._next_batch(self._read_queue)) is not None:
             conn = self._reader
             assert conn is not None
             results: list[Rows | sqlite3.Error | ValueError]
@@ -191,18 +198,7 @@ class Store:
         return await fut
 
     async def _run_writer(self) -> None:
-        stopping = False
-        while not stopping:
-            first = await self._queue.get()
-            if first is None:
-                break
-            batch = [first]
-            while len(batch) < self._max_batch and not self._queue.empty():
-                item = self._queue.get_nowait()
-                if item is None:
-                    stopping = True
-                    break
-                batch.append(item)
+        while (batch := await self._next_batch(self._queue)) is not None:
             # Queued writes run even if their caller has gone (cancelled): the
             # caller cannot know whether it ran, and reconciliation expects it did.
             await self._commit(batch)
