@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: help install test test-fast lint bench bench-quick quickstart clean
+.PHONY: help install test test-fast lint bench bench-quick dist quickstart clean
 
 help:
 	@echo "make install     virtual environment in $(VENV) with edgeprint and its test extras"
@@ -11,6 +11,7 @@ help:
 	@echo "make test-fast   pytest without the slow fault-injection tests"
 	@echo "make bench       benchmarks (API, printing, failover; ~7 min): bench/results/*.json"
 	@echo "make bench-quick the same, smaller (~1.5 min)"
+	@echo "make dist        dist/edgeprint: one file that runs with Debian 12's python3"
 	@echo "make quickstart  two local IPP printers + the appliance (see README)"
 
 $(PY):
@@ -18,7 +19,7 @@ $(PY):
 
 install: $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,dist]'
 
 lint:
 	$(PY) -m ruff check edgeprint tests bench
@@ -40,6 +41,9 @@ bench-quick:
 	$(PY) -m bench.api_bench --quick
 	$(PY) -m bench.print_bench --quick
 	$(PY) -m bench.failover_bench --quick
+
+dist:
+	PY=$(PY) bash scripts/build_dist.sh
 
 quickstart:
 	bash scripts/quickstart.sh

@@ -156,6 +156,25 @@ def _printer(text: str) -> str:
     return text
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the version and the commit it was built from (asks git only when used)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(
+            option_strings,
+            dest,
+            nargs=0,
+            default=argparse.SUPPRESS,
+            help=str(kwargs.get("help", "")),
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        from edgeprint.version import describe
+
+        print(describe())
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     common = _common_options()
     p = argparse.ArgumentParser(
@@ -164,7 +183,7 @@ def _parser() -> argparse.ArgumentParser:
         parents=[common],
         epilog="exit codes: 0 ok, 1 the appliance answered an error, 2 bad usage, 3 cannot connect",
     )
-    p.add_argument("--version", action="version", version=f"edgeprint {__version__}")
+    p.add_argument("--version", action=_VersionAction, help="print version and commit, then exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     s = sub.add_parser("serve", help="run the appliance")

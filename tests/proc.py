@@ -19,11 +19,17 @@ class ServeProcess:
     """``python -m edgeprint serve --config PATH``; :meth:`start` waits for the ready log line."""
 
     def __init__(
-        self, config_path: Path, log_path: Path, env: dict[str, str] | None = None
+        self,
+        config_path: Path,
+        log_path: Path,
+        env: dict[str, str] | None = None,
+        command: list[str] | None = None,
     ) -> None:
+        """``command`` runs instead of ``python -m edgeprint`` (e.g. the built single file)."""
         self.config_path = config_path
         self.log_path = log_path
         self.env = env or {}
+        self.command = command or [sys.executable, "-m", "edgeprint"]
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
 
@@ -32,7 +38,7 @@ class ServeProcess:
         log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child
         offset = self.log_path.stat().st_size
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "edgeprint", "serve", "--config", str(self.config_path)],
+            [*self.command, "serve", "--config", str(self.config_path)],
             stdout=log,
             stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
