@@ -36,6 +36,7 @@ bench:
 	$(PY) -m bench.api_bench
 	$(PY) -m bench.print_bench
 	$(PY) -m bench.failover_bench
+	$(MAKE) dist && $(PY) -m bench.startup_bench
 
 bench-quick:
 	$(PY) -m bench.api_bench --quick
