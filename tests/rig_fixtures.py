@@ -49,3 +49,17 @@ def printers(tmp_path: Path) -> Iterator[Rig]:
         yield rig
     finally:
         rig.stop()
+
+
+@pytest.fixture
+def three_printers(tmp_path: Path) -> Iterator[Rig]:
+    """Three real printers printing at 0.05 s/page, so a queue forms (for failover and chaos)."""
+    require_ippeveprinter()
+    rig = Rig(tmp_path / "rig3")
+    rig.start(3)
+    try:
+        for p in rig:
+            rig.set_speed(p.name, 0.05)
+        yield rig
+    finally:
+        rig.stop()

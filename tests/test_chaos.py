@@ -17,16 +17,6 @@ from tests.rig import Rig
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def three_printers(tmp_path: Path) -> Rig:
-    rig = Rig(tmp_path / "rig")
-    rig.start(3)
-    for p in rig:
-        rig.set_speed(p.name, 0.02)
-    yield rig  # type: ignore[misc]
-    rig.stop()
-
-
 async def test_appliance_and_printer_kills_together(tmp_path: Path, three_printers: Rig) -> None:
     """80 jobs over 3 printers; 6 appliance SIGKILLs and 3 printer kill/restarts at random
     instants: no job printed twice, every accepted job DONE or (a printer's job in hand when

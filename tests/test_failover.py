@@ -14,16 +14,6 @@ from tests.rig import Rig
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def three_printers(tmp_path: Path) -> Rig:
-    rig = Rig(tmp_path / "rig")
-    rig.start(3)
-    for p in rig:
-        rig.set_speed(p.name, 0.05)
-    yield rig  # type: ignore[misc]
-    rig.stop()
-
-
 def _check_outcome(rig: Rig, jobs: list[dict[str, object]]) -> None:
     """Never twice, never lost: DONE jobs printed exactly once; a DEAD one only as outcome_unknown."""
     names = printed_names(rig)
