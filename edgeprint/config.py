@@ -6,15 +6,26 @@ naming the bad key in dotted form (``printers[1].pool``).
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+import limits
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from edgeprint import errors
 
 NAME_PATTERN = r"^[a-z0-9-]{1,40}$"
+# Our own validators put the dotted key first: "Value error, printers[2].name: …".
+_KEY_FIRST = re.compile(r"^(Value error, )?[a-z_][a-z0-9_.\[\]]*: ")
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
 
 
@@ -31,6 +42,45 @@ class ServerConfig(_Frozen):
     max_document_bytes: int = Field(default=20 * 1024 * 1024, ge=1024, le=1024**3)
     max_metadata_bytes: int = Field(default=16 * 1024, ge=256, le=1024 * 1024)
     shutdown_grace_s: float = Field(default=10.0, ge=0, le=300)
+    #: Pages per document, counted by pypdf; more → 422 too-many-pages.
+    max_document_pages: int = Field(default=200, ge=1, le=100_000)
+    #: Longest request line / header field (bytes); longer → 400.
+    max_header_bytes: int = Field(default=8190, ge=1024, le=65_536)
+    #: Most header fields per request; more → 400.
+    max_headers: int = Field(default=64, ge=8, le=1024)
+    #: Seconds a connection may stay without a complete request head (idle keep-alive,
+    #: or a slow client dripping headers) before it is closed.
+    idle_timeout_s: float = Field(default=15.0, gt=0, le=3600)
+    #: Seconds for a request body (the upload) to arrive in full; slower → 408.
+    body_timeout_s: float = Field(default=120.0, gt=0, le=3600)
+    #: Open client connections at most; further ones are closed at once.
+    max_connections: int = Field(default=256, ge=4, le=65_536)
+    #: Requests per bearer token, in the ``limits`` notation ("50/second", "600/minute",
+    #: several separated by ";"); more → 429 with Retry-After.
+    rate_limit: str = Field(default="50/second;1000/minute", min_length=1, max_length=200)
+    #: Free bytes to keep on data_dir's filesystem: a document that would leave less is
+    #: refused with 507, so jobs already accepted can still record their progress.
+    min_free_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _rate_limit(cls, value: str) -> str:
+        try:
+            limits.parse_many(value)
+        except ValueError:
+            raise ValueError(
+                f'{value!r} is not a rate limit; write e.g. "50/second" or "50/second;1000/minute"'
+            ) from None
+        return value
+
+
+class ReleaseConfig(_Frozen):
+    """``[release]``: release PINs (DESIGN §5)."""
+
+    #: Wrong PINs in a row for one job before its release is locked.
+    max_pin_failures: int = Field(default=5, ge=1, le=100)
+    #: Seconds a job's release stays locked after max_pin_failures wrong PINs.
+    pin_lockout_s: float = Field(default=300.0, gt=0, le=86_400)
 
 
 class StoreConfig(_Frozen):
@@ -124,6 +174,7 @@ class Config(_Frozen):
     store: StoreConfig = StoreConfig()
     dispatch: DispatchConfig = DispatchConfig()
     retention: RetentionConfig = RetentionConfig()
+    release: ReleaseConfig = ReleaseConfig()
     printers: list[PrinterConfig] = Field(default_factory=list)
     tokens: list[TokenConfig] = Field(default_factory=list)
 
@@ -192,7 +243,7 @@ def parse_config(data: dict[str, Any], path: str = "<config>") -> Config:
             key = _loc(tuple(err["loc"]))
             if err["type"] == "extra_forbidden":
                 msg = "unknown key"
-            elif err["type"] == "value_error" and ": " in msg:
+            elif err["type"] == "value_error" and _KEY_FIRST.match(msg):
                 # our own validators put the key first: "Value error, printers[2].name: …"
                 msg = msg.removeprefix("Value error, ")
                 key, msg = msg.split(": ", 1)

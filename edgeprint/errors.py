@@ -139,6 +139,74 @@ class UnsupportedDocument(EdgeprintError):
         super().__init__(detail)
 
 
+class DocumentRejected(EdgeprintError):
+    """A PDF that cannot be printed as sent (HTTP 422).
+
+    ``slug`` is one of ``document-encrypted``, ``document-unreadable`` (broken
+    structure, no pages) or ``too-many-pages``.
+    """
+
+    def __init__(self, slug: str, detail: str) -> None:
+        self.slug = slug
+        self.detail = detail
+        super().__init__(detail)
+
+
+class BodyTimeout(EdgeprintError):
+    """The request body did not arrive within ``server.body_timeout_s`` (HTTP 408)."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        super().__init__(
+            f"the request body did not arrive within {timeout_s:g} s; nothing was stored"
+        )
+
+
+class RateLimited(EdgeprintError):
+    """This token sent more requests than ``server.rate_limit`` allows (HTTP 429)."""
+
+    def __init__(self, limit: str, retry_after_s: int) -> None:
+        self.limit = limit
+        self.retry_after_s = retry_after_s
+        super().__init__(
+            f"too many requests for this token (limit {limit}); retry in {retry_after_s} s"
+        )
+
+
+class PinRequired(EdgeprintError):
+    """The job was submitted with a release PIN and the release did not give one (403)."""
+
+    def __init__(self, job_id: str) -> None:
+        self.job_id = job_id
+        super().__init__(f'job {job_id} needs its release PIN: send {{"pin": "…"}}')
+
+
+class PinMismatch(EdgeprintError):
+    """The release PIN does not match (HTTP 403). ``failures_left`` before the lock."""
+
+    def __init__(self, job_id: str, failures_left: int, locked_for_s: int | None) -> None:
+        self.job_id = job_id
+        self.failures_left = failures_left
+        self.locked_for_s = locked_for_s
+        if locked_for_s is not None:
+            tail = f"its release is now locked for {locked_for_s} s"
+        else:
+            tail = f"{failures_left} more wrong PIN(s) lock its release"
+        super().__init__(f"wrong release PIN for job {job_id}; {tail}")
+
+
+class ReleaseLocked(EdgeprintError):
+    """Too many wrong PINs: the job's release is locked for a while (HTTP 423)."""
+
+    def __init__(self, job_id: str, retry_after_s: int) -> None:
+        self.job_id = job_id
+        self.retry_after_s = retry_after_s
+        super().__init__(
+            f"release of job {job_id} is locked after too many wrong PINs; retry in "
+            f"{retry_after_s} s"
+        )
+
+
 class Backpressure(EdgeprintError):
     """The printer's (and its peers') or the pool's queue is full: nothing stored (HTTP 503)."""
 

@@ -41,6 +41,26 @@ class Metrics:
             "Releases refused because the job was no longer HELD (409)",
             registry=r,
         )
+        self.pin_attempts = Counter(
+            "edgeprint_release_pin_attempts_total",
+            "Releases of PIN-protected jobs, by outcome (ok, mismatch, locked)",
+            ["outcome"], registry=r,
+        )  # fmt: skip
+        self.release_locks = Counter(
+            "edgeprint_release_locks_total",
+            "Jobs whose release was locked after too many wrong PINs",
+            registry=r,
+        )
+        self.rate_limited = Counter(
+            "edgeprint_rate_limited_total",
+            "Requests refused with 429 because their token exceeded server.rate_limit",
+            registry=r,
+        )
+        self.documents_rejected = Counter(
+            "edgeprint_documents_rejected_total",
+            "Submissions refused for their PDF, by reason (problem type slug)",
+            ["reason"], registry=r,
+        )  # fmt: skip
         self.jobs = Gauge(
             "edgeprint_jobs", "Stored jobs by state (refreshed on scrape)", ["state"], registry=r
         )

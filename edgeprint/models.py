@@ -6,10 +6,20 @@ OpenAPI document is generated from them. Unknown fields are refused.
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    model_validator,
+)
 
 from edgeprint.config import NAME_PATTERN
 from edgeprint.states import JobState
@@ -18,8 +28,40 @@ from edgeprint.store.jobs import JobRecord
 TargetName = Annotated[str, Field(pattern=NAME_PATTERN, description="[a-z0-9-]{1,40}")]
 #: No control characters (C0, DEL or C1): the owner ends up in logs and IPP attributes.
 OWNER_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]+$"
-#: Printable, no control characters, 1–128 characters.
-Owner = Annotated[str, Field(min_length=1, max_length=128, pattern=OWNER_PATTERN)]
+#: requesting-user-name is name(MAX): at most 255 octets (RFC 8011 §5.1.4).
+OWNER_MAX_OCTETS = 255
+#: Unicode categories refused in an owner: format characters (bidi overrides such as
+#: U+202E, zero-width joiners, BOM), surrogates, private use, unassigned, line/paragraph
+#: separators (Cc is already refused by OWNER_PATTERN).
+_OWNER_BAD_CATEGORIES = {"Cf": "invisible format character", "Cs": "lone surrogate",
+                         "Co": "private-use character", "Cn": "unassigned code point",
+                         "Zl": "line separator", "Zp": "paragraph separator"}  # fmt: skip
+
+
+def _check_owner(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    if value != value.strip():
+        raise ValueError("must not start or end with white space")
+    for ch in value:
+        what = _OWNER_BAD_CATEGORIES.get(unicodedata.category(ch))
+        if what is not None:
+            raise ValueError(f"must not contain a {what} (U+{ord(ch):04X})")
+    if len(value.encode("utf-8")) > OWNER_MAX_OCTETS:
+        raise ValueError(f"must be at most {OWNER_MAX_OCTETS} bytes in UTF-8 (IPP name(MAX))")
+    return value
+
+
+#: Printable, no control or invisible characters, not blank, 1–128 characters and at most
+#: 255 UTF-8 bytes.
+Owner = Annotated[
+    str,
+    Field(min_length=1, max_length=128, pattern=OWNER_PATTERN),
+    AfterValidator(_check_owner),
+]
+#: A release PIN: 4–12 ASCII digits, as a JSON string (leading zeros count).
+PIN_PATTERN = r"^[0-9]{4,12}$"
+Pin = Annotated[StrictStr, Field(pattern=PIN_PATTERN, description="4–12 digits, as a string")]
 #: 8–80 printable ASCII characters (Idempotency-Key header).
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e]{8,80}$"
 #: Job ids are 32 lowercase hex characters.
@@ -28,6 +70,7 @@ JOB_ID_PATTERN = r"^[0-9a-f]{32}$"
 PATTERN_HINTS = {
     NAME_PATTERN: "must be 1–40 characters from a-z, 0-9 and '-'",
     OWNER_PATTERN: "must not contain control characters (newline, tab, NUL, …)",
+    PIN_PATTERN: "must be 4–12 digits (0-9), sent as a JSON string",
 }
 
 
@@ -53,6 +96,10 @@ class SubmitMetadata(_Target):
     priority: StrictInt = Field(default=100, ge=0, le=1000, description="lower prints first")
     hold: StrictBool = Field(default=True, description="false: printable at once")
     copies: StrictInt = Field(default=1, ge=1, le=99)
+    release_pin: Pin | None = Field(
+        default=None,
+        description="if set, the release must present it as pin; stored only as a salted hash",
+    )
 
     @model_validator(mode="after")
     def _released_needs_target(self) -> SubmitMetadata:
@@ -62,7 +109,11 @@ class SubmitMetadata(_Target):
 
 
 class ReleaseRequest(_Target):
-    """Optional JSON body of ``POST /v1/jobs/{id}/release``: where to print."""
+    """Optional JSON body of ``POST /v1/jobs/{id}/release``: where to print, and the PIN."""
+
+    pin: Pin | None = Field(
+        default=None, description="the job's release PIN (required when it was given one)"
+    )
 
 
 class DocumentOut(BaseModel):
@@ -70,6 +121,7 @@ class DocumentOut(BaseModel):
 
     sha256: str = Field(description="hex SHA-256 of the PDF")
     bytes: int = Field(description="size in bytes")
+    pages: int | None = Field(description="pages, as counted at submission")
 
 
 def _iso(ts: float | None) -> str | None:
@@ -102,6 +154,7 @@ class JobOut(BaseModel):
     truncated_copies: int = Field(
         description="copies the printer made from a broken-off upload (not counted as printed)"
     )
+    pin_required: bool = Field(description="the release must present the job's PIN")
     document: DocumentOut
 
     @classmethod
@@ -125,8 +178,9 @@ class JobOut(BaseModel):
             dead_reason=job.dead_reason,
             cancel_requested=bool(job.cancel_requested),
             truncated_copies=job.truncated_copies,
+            pin_required=job.release_pin_hash is not None,
             document=DocumentOut.model_construct(
-                sha256=job.document_sha256, bytes=job.document_bytes
+                sha256=job.document_sha256, bytes=job.document_bytes, pages=job.document_pages
             ),
         )
 

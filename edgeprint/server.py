@@ -21,6 +21,7 @@ from aiohttp import web
 from edgeprint import errors
 from edgeprint.api.app import Deps, build_app
 from edgeprint.api.auth import TokenAuth
+from edgeprint.api.ratelimit import TokenRateLimiter
 from edgeprint.config import Config
 from edgeprint.dispatch.dispatcher import Dispatcher
 from edgeprint.metrics import Metrics
@@ -94,7 +95,7 @@ async def running(config: Config) -> AsyncIterator[Running]:
 
 @contextlib.asynccontextmanager
 async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
-    spool = Spool(data_dir)
+    spool = Spool(data_dir, min_free_bytes=config.server.min_free_bytes)
     spool.prepare()
     store = Store(
         data_dir / DB_FILE,
@@ -148,10 +149,12 @@ async def _api(
     config: Config, service: JobService, metrics: Metrics, store: Store, dispatcher: Dispatcher
 ) -> AsyncIterator[tuple[str, int]]:
     async def ready() -> None:
+        service.spool.check_ready()  # a read-only or full disk: a no-op write would not see it
         await store.write("SELECT 1")
 
     auth = TokenAuth(list(config.tokens))
-    app = build_app(Deps(config, service, metrics, auth, ready, dispatcher.snapshots))
+    limiter = TokenRateLimiter(config.server.rate_limit)
+    app = build_app(Deps(config, service, metrics, auth, ready, dispatcher.snapshots, limiter))
     runner = web.AppRunner(
         app, handle_signals=False, access_log=None, shutdown_timeout=config.server.shutdown_grace_s
     )

@@ -11,13 +11,14 @@ import asyncio
 import hashlib
 import json
 import logging
+import math
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
-from edgeprint import errors
+from edgeprint import documents, errors, pins
 from edgeprint.config import Config, PrinterConfig
 from edgeprint.metrics import Metrics
 from edgeprint.models import SubmitMetadata
@@ -38,6 +39,8 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], float]
 #: Admission reads queue depths from a snapshot at most this old (seconds).
 DEPTH_SNAPSHOT_S = 0.1
+#: PDFs up to this size are parsed on the event loop (~0.2 ms); larger ones in a thread.
+_INLINE_PDF_BYTES = 1024 * 1024
 #: Called after a job becomes printable: ``wake(printer, pool)``.
 Wake = Callable[[str | None, str | None], None]
 #: Called after a technician acted on a printer: a cancel of the job it holds, pause, resume.
@@ -81,7 +84,10 @@ def request_digest(meta: SubmitMetadata, document_sha256: str) -> str:
     Two submissions are "the same payload" for Idempotency-Key purposes
     exactly when these digests are equal.
     """
-    canonical = json.dumps(meta.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    # The release PIN is left out: this digest is stored, and a 4–12 digit PIN behind a
+    # fast hash could be recovered from it. A replay's PIN is checked against the slow hash.
+    fields = meta.model_dump(mode="json", exclude={"release_pin"})
+    canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(f"{canonical}\n{document_sha256}".encode()).hexdigest()
 
 
@@ -149,11 +155,15 @@ class JobService:
                 raise errors.UnsupportedDocument(
                     "the document is not a PDF (no %PDF- header in its first 1024 bytes)"
                 )
+            pages = await self._count_pages(document)
             self.check_target(meta.printer, meta.pool, "metadata")
             digest = request_digest(meta, document.sha256)
             existing = await self.jobs.get_by_key(idempotency_key)
             if existing is not None:
-                return self._replayed(existing, idempotency_key, digest, caller)
+                return await self._replayed(existing, idempotency_key, digest, meta, caller)
+            pin_hash = None
+            if meta.release_pin is not None:
+                pin_hash = await pins.hash_pin_async(meta.release_pin)
             job_id = uuid.uuid4().hex
             await document.commit(job_id)
         finally:
@@ -181,6 +191,8 @@ class JobService:
             document_bytes=document.size,
             token_name=caller.name,
             correlation_id=caller.correlation_id,
+            release_pin_hash=pin_hash,
+            document_pages=pages,
         )
         try:
             job = await self.jobs.insert(new, self.clock(), caller.name)
@@ -192,7 +204,7 @@ class JobService:
             winner = await self.jobs.get_by_key(idempotency_key)
             if winner is None:  # pragma: no cover - keys are never deleted
                 raise errors.StoreUnavailable("idempotency key vanished")
-            return self._replayed(winner, idempotency_key, digest, caller)
+            return await self._replayed(winner, idempotency_key, digest, meta, caller)
         self.metrics.jobs_accepted.labels(state=job.state.value).inc()
         if job.state is JobState.RELEASED:
             self._admitted(job.printer, job.pool)
@@ -208,8 +220,30 @@ class JobService:
             self.wake(job.printer, job.pool)
         return SubmitResult(job, created=True)
 
-    def _replayed(self, existing: JobRecord, key: str, digest: str, caller: Caller) -> SubmitResult:
-        if existing.request_sha256 != digest:
+    async def _count_pages(self, document: StagedDocument) -> int:
+        document.flush()
+        limit = self.config.server.max_document_pages
+        try:
+            if document.size <= _INLINE_PDF_BYTES:
+                return documents.count_pages(document.tmp_path, limit)
+            return await asyncio.to_thread(documents.count_pages, document.tmp_path, limit)
+        except errors.DocumentRejected as exc:
+            self.metrics.documents_rejected.labels(reason=exc.slug).inc()
+            log.info(
+                "document rejected",
+                extra={"event": "document_rejected", "reason": exc.slug, "bytes": document.size},
+            )
+            raise
+
+    async def _replayed(
+        self, existing: JobRecord, key: str, digest: str, meta: SubmitMetadata, caller: Caller
+    ) -> SubmitResult:
+        same = existing.request_sha256 == digest
+        if same and (existing.release_pin_hash is None) != (meta.release_pin is None):
+            same = False
+        if same and existing.release_pin_hash is not None and meta.release_pin is not None:
+            same = await pins.verify_pin_async(meta.release_pin, existing.release_pin_hash)
+        if not same:
             raise errors.IdempotencyKeyReused(key, existing.id)
         self.metrics.duplicates_suppressed.inc()
         log.info(
@@ -235,17 +269,24 @@ class JobService:
         *,
         printer: str | None = None,
         pool: str | None = None,
+        pin: str | None = None,
     ) -> JobRecord:
         """HELD → RELEASED, optionally (re)targeting a printer or pool.
 
         Exactly one of concurrent releases wins. Raises errors.UnknownTarget,
         errors.JobNotFound, errors.StateConflict (with the current state),
-        errors.MissingTarget (held job with no printer/pool and none given).
+        errors.MissingTarget (held job with no printer/pool and none given);
+        for a job with a release PIN errors.PinRequired, errors.PinMismatch,
+        errors.ReleaseLocked (see :meth:`_check_pin`).
         """
         self.check_target(printer, pool, "body")
         current = await self.get(job_id)
         if current.state is not JobState.HELD:  # the common loser of a race: no write needed
             self._release_conflict(job_id, current.state, caller)
+        pin_sets: dict[str, object] = {}
+        if current.release_pin_hash is not None:
+            await self._check_pin(current, pin, caller)
+            pin_sets = {"pin_failures": 0, "pin_locked_until": None}
         if printer is None and pool is None:
             printer, pool = current.printer, current.pool
         if printer is None and pool is None:
@@ -258,7 +299,7 @@ class JobService:
         job = await self.jobs.transition(
             job_id, Action.RELEASE, now=now, actor=caller.name,
             correlation_id=caller.correlation_id,
-            sets={"released_at": now, "printer": printer, "pool": pool},
+            sets={"released_at": now, "printer": printer, "pool": pool, **pin_sets},
         )  # fmt: skip
         if job is None:  # lost a race after the read: the conditional write is the arbiter
             self._release_conflict(job_id, (await self.get(job_id)).state, caller)
@@ -273,6 +314,47 @@ class JobService:
         )  # fmt: skip
         self.wake(job.printer, job.pool)
         return job
+
+    async def _check_pin(self, job: JobRecord, pin: str | None, caller: Caller) -> None:
+        """Return when ``pin`` opens ``job``'s release; raise otherwise.
+
+        The attempt is counted before the (slow) hash is checked, so parallel
+        guesses cannot outrun the lock. Raises errors.PinRequired,
+        errors.PinMismatch, errors.ReleaseLocked, errors.StateConflict. The
+        PIN itself is never logged.
+        """
+        assert job.release_pin_hash is not None
+        if pin is None:
+            raise errors.PinRequired(job.id)
+        cfg = self.config.release
+        now = self.clock()
+        taken = await self.jobs.take_pin_attempt(
+            job.id, now=now, max_failures=cfg.max_pin_failures, lockout_s=cfg.pin_lockout_s
+        )
+        if taken is None:
+            current = await self.get(job.id)
+            if current.state is not JobState.HELD:
+                self._release_conflict(job.id, current.state, caller)
+            self.metrics.pin_attempts.labels(outcome="locked").inc()
+            until = current.pin_locked_until or now
+            raise errors.ReleaseLocked(job.id, max(1, math.ceil(until - now)))
+        attempts, locked_until = taken
+        if await pins.verify_pin_async(pin, job.release_pin_hash):
+            self.metrics.pin_attempts.labels(outcome="ok").inc()
+            return
+        self.metrics.pin_attempts.labels(outcome="mismatch").inc()
+        locked_for = None if locked_until is None else max(1, math.ceil(locked_until - now))
+        log.warning(
+            "release PIN mismatch",
+            extra={
+                "event": "release_pin_mismatch", "job_id": job.id, "attempts": attempts,
+                "locked_for_s": locked_for, "token": caller.name,
+                "correlation_id": caller.correlation_id,
+            },
+        )  # fmt: skip
+        if locked_for is not None:
+            self.metrics.release_locks.inc()
+        raise errors.PinMismatch(job.id, max(0, cfg.max_pin_failures - attempts), locked_for)
 
     def _release_conflict(self, job_id: str, state: JobState, caller: Caller) -> NoReturn:
         self.metrics.release_conflicts.inc()

@@ -5,6 +5,15 @@ computed, then fsync'ed, renamed to ``spool/<job id>.pdf`` and the folder is
 fsync'ed (DESIGN §6). File names never come from client input. One file per
 job (not per content) lets retention delete a job's document without asking
 whether another job shares it.
+
+Room for jobs already accepted: ``min_free_bytes`` (``server.min_free_bytes``)
+is kept free on data_dir's filesystem. A document is refused with
+errors.StorageFull (HTTP 507) when staging starts below it, while it is being
+written (checked once per ``_CHECK_EVERY`` bytes, not per chunk) and at commit
+(after the last byte), so the state transitions of accepted jobs (SQLite, its
+WAL) still find room. A real ENOSPC at any write point is errors.StorageFull
+too; an unwritable filesystem (EROFS, EIO) is errors.StoreUnavailable (503).
+On every refusal the staged file is removed: nothing half-written stays behind.
 """
 
 from __future__ import annotations
@@ -21,6 +30,18 @@ from typing import BinaryIO
 from edgeprint import errors
 
 _HEAD_BYTES = 1024
+#: Free space is checked (one statvfs) each time this many more bytes were written.
+_CHECK_EVERY = 1024 * 1024
+_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+_WHAT_TO_DO_FULL = (
+    "nothing was stored; retry later with the same Idempotency-Key. A technician must "
+    "free space on the appliance's data disk (finished jobs' documents are removed after "
+    "retention.document_retention_s)"
+)
+_WHAT_TO_DO_UNAVAILABLE = (
+    "nothing was stored; retry later with the same Idempotency-Key. If this persists a "
+    "technician must check the appliance's data disk (read-only or failing) and restart it"
+)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -32,9 +53,19 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _os_error(exc: OSError) -> errors.StoreError:
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return errors.StorageFull(f"no space left for documents: {exc.strerror}")
-    return errors.StoreUnavailable(f"document spool error: {exc.strerror or exc}")
+    if exc.errno in _FULL_ERRNOS:
+        return errors.StorageFull(
+            f"the appliance's disk is full (no space left for the document); {_WHAT_TO_DO_FULL}"
+        )
+    return errors.StoreUnavailable(
+        f"the appliance cannot write the document ({exc.strerror or exc}); "
+        f"{_WHAT_TO_DO_UNAVAILABLE}"
+    )
+
+
+def _unlink(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.unlink()
 
 
 class StagedDocument:
@@ -50,6 +81,7 @@ class StagedDocument:
         self._hash = hashlib.sha256()
         self.size = 0
         self.head = b""
+        self._next_check = _CHECK_EVERY
 
     @property
     def sha256(self) -> str:
@@ -57,16 +89,35 @@ class StagedDocument:
         return self._hash.hexdigest()
 
     def write(self, chunk: bytes) -> None:
-        """Append ``chunk``; raises errors.StorageFull / errors.StoreUnavailable."""
+        """Append ``chunk``; raises errors.StorageFull / errors.StoreUnavailable.
+
+        Every ``_CHECK_EVERY`` bytes the spool's free-space reserve is checked.
+        On an error the staged file is removed (the document is discarded).
+        """
         assert self._fh is not None, "document already committed or discarded"
         if len(self.head) < _HEAD_BYTES:
             self.head += chunk[: _HEAD_BYTES - len(self.head)]
         try:
             self._fh.write(chunk)
+            self._hash.update(chunk)
+            self.size += len(chunk)
+            if self.size >= self._next_check:
+                self._next_check = self.size + _CHECK_EVERY
+                self._spool.check_room()
+        except OSError as exc:
+            self.discard()
+            raise _os_error(exc) from exc
+        except errors.StoreError:
+            self.discard()
+            raise
+
+    def flush(self) -> None:
+        """Hand the bytes written so far to the OS (so :attr:`tmp_path` can be read)."""
+        assert self._fh is not None, "document already committed or discarded"
+        try:
+            self._fh.flush()
         except OSError as exc:
             raise _os_error(exc) from exc
-        self._hash.update(chunk)
-        self.size += len(chunk)
 
     def looks_like_pdf(self) -> bool:
         """True when the PDF header ``%PDF-`` is in the first 1024 bytes (ISO 32000-1 §7.5.2)."""
@@ -75,23 +126,29 @@ class StagedDocument:
     async def commit(self, job_id: str) -> Path:
         """Make the document durable as the document of ``job_id``; returns its path.
 
-        Raises errors.StorageFull or errors.StoreUnavailable (the temporary
-        file is removed in that case).
+        Raises errors.StorageFull (also when the document would leave less
+        than the spool's ``min_free_bytes`` free) or errors.StoreUnavailable;
+        then neither the temporary file nor the job's document exists.
         """
         fh, self._fh = self._fh, None
         assert fh is not None, "document already committed or discarded"
         final = self._spool.path_for(job_id)
         try:
             await asyncio.to_thread(self._finish, fh, final)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                self.tmp_path.unlink()
-            raise _os_error(exc) from exc
+        except (OSError, errors.StoreError) as exc:
+            # Also after the rename (a failed directory fsync): the job id is new,
+            # so whatever is at ``final`` is this half-made document.
+            _unlink(self.tmp_path)
+            _unlink(final)
+            if isinstance(exc, OSError):
+                raise _os_error(exc) from exc
+            raise
         return final
 
     def _finish(self, fh: BinaryIO, final: Path) -> None:
         try:
             fh.flush()
+            self._spool.check_room()  # with every byte of the document on the filesystem
             os.fsync(fh.fileno())
         finally:
             fh.close()
@@ -109,11 +166,36 @@ class StagedDocument:
 
 
 class Spool:
-    """Documents of ``data_dir``: ``spool/<sha256>.pdf``, staging in ``spool/tmp``."""
+    """Documents of ``data_dir``: ``spool/<job id>.pdf``, staging in ``spool/tmp``.
 
-    def __init__(self, data_dir: Path) -> None:
+    ``min_free_bytes``: free space to keep on the filesystem for jobs already
+    accepted; a document that would leave less is refused (errors.StorageFull).
+    """
+
+    def __init__(self, data_dir: Path, *, min_free_bytes: int = 0) -> None:
         self.dir = data_dir / "spool"
         self.tmp_dir = self.dir / "tmp"
+        self.min_free_bytes = min_free_bytes
+
+    def free_bytes(self) -> int:
+        """Bytes an unprivileged writer may still use on the spool's filesystem."""
+        st = os.statvfs(self.dir)
+        return st.f_bavail * st.f_frsize
+
+    def check_room(self) -> None:
+        """Raise errors.StorageFull when less than ``min_free_bytes`` is free (one statvfs)."""
+        if self.min_free_bytes <= 0:
+            return
+        try:
+            free = self.free_bytes()
+        except OSError as exc:
+            raise _os_error(exc) from exc
+        if free < self.min_free_bytes:
+            raise errors.StorageFull(
+                f"the appliance's disk is nearly full ({free // 1024} KiB free; "
+                f"server.min_free_bytes keeps {self.min_free_bytes // 1024} KiB for jobs "
+                f"already accepted); {_WHAT_TO_DO_FULL}"
+            )
 
     def prepare(self) -> None:
         """Create the folders and remove partial uploads left by a crash."""
@@ -128,8 +210,27 @@ class Spool:
             raise ValueError("not a job id")
         return self.dir / f"{job_id}.pdf"
 
+    def check_ready(self) -> None:
+        """For /readyz: raise errors.StoreUnavailable when data_dir's filesystem is read-only
+        (e.g. ext4 remounted it read-only after an I/O error), errors.StorageFull when less
+        than ``min_free_bytes`` is free. One statvfs.
+        """
+        try:
+            st = os.statvfs(self.dir)
+        except OSError as exc:
+            raise _os_error(exc) from exc
+        if st.f_flag & os.ST_RDONLY:
+            raise errors.StoreUnavailable(
+                f"the appliance's data disk is read-only; {_WHAT_TO_DO_UNAVAILABLE}"
+            )
+        self.check_room()
+
     def stage(self) -> StagedDocument:
-        """Open a new temporary file for an incoming document; raises errors.StoreError."""
+        """Open a new temporary file for an incoming document; raises errors.StoreError.
+
+        errors.StorageFull at once when less than ``min_free_bytes`` is free.
+        """
+        self.check_room()
         tmp = self.tmp_dir / f"{secrets.token_hex(12)}.part"
         try:
             fh = open(tmp, "xb")  # noqa: SIM115 - closed by commit()/discard()

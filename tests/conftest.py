@@ -26,7 +26,15 @@ TECH_TOKEN = "tech-token-for-tests"
 def config_dict(data_dir: Path, **server: Any) -> dict[str, Any]:
     """A config with printers 01 and 02 in pool 'lobby', 03 alone, a kiosk and a tech token."""
     return {
-        "server": {"host": "127.0.0.1", "port": 0, "data_dir": str(data_dir), **server},
+        # Load tests send thousands of requests from one token: the per-token limit is
+        # raised here and tested on its own (tests/test_hostile.py).
+        "server": {
+            "host": "127.0.0.1",
+            "port": 0,
+            "data_dir": str(data_dir),
+            "rate_limit": "1000000/second",
+            **server,
+        },
         "printers": [
             {"name": "printer-01", "uri": "ipp://127.0.0.1:1/ipp/print", "pool": "lobby"},
             {"name": "printer-02", "uri": "ipp://127.0.0.1:2/ipp/print", "pool": "lobby"},

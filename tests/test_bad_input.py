@@ -484,7 +484,7 @@ async def test_malformed_request_is_refused_and_stores_nothing(
         pytest.param(exactly(MAX_DOC), {}, KEY, id="document-exactly-at-limit"),
         pytest.param(PDF, {"priority": 0, "copies": 1}, KEY, id="priority-0-copies-1"),
         pytest.param(PDF, {"priority": 1000, "copies": 99}, KEY, id="priority-1000-copies-99"),
-        pytest.param(PDF, {"owner": "ä" * 128}, KEY, id="owner-128-non-ascii"),
+        pytest.param(PDF, {"owner": "ä" * 127 + "a"}, KEY, id="owner-128-chars-255-bytes"),
         pytest.param(PDF, {"pool": None, "printer": "printer-03"}, KEY, id="printer-not-pool"),
         pytest.param(PDF, {}, "k" * 8, id="key-8-chars"),
         pytest.param(PDF, {}, "~" * 80, id="key-80-chars"),

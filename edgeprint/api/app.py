@@ -9,16 +9,17 @@ import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from edgeprint import errors
-from edgeprint.api import problems, status_page
+from edgeprint.api import openapi, problems, status_page
 from edgeprint.api.auth import TokenAuth
+from edgeprint.api.ratelimit import TokenRateLimiter
 from edgeprint.api.uploads import invalid, read_upload, validation_problems
-from edgeprint.config import Config
+from edgeprint.config import Config, ServerConfig
 from edgeprint.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from edgeprint.metrics import Metrics
 from edgeprint.models import (
@@ -66,6 +67,9 @@ class Deps:
     auth: TokenAuth
     ready: Callable[[], Awaitable[None]]
     printers: Callable[[], list[PrinterSnapshot]] = list
+    rate_limiter: TokenRateLimiter = field(
+        default_factory=lambda: TokenRateLimiter(ServerConfig().rate_limit)
+    )
 
 
 DEPS = web.AppKey("deps", Deps)
@@ -77,7 +81,14 @@ def _deps(request: web.Request) -> Deps:
 
 
 def _caller(request: web.Request, needed: str) -> Caller:
-    token = _deps(request).auth.authenticate(request.headers.get("Authorization"), needed)
+    """Who asks; raises errors.Unauthorized, errors.Forbidden, errors.RateLimited."""
+    deps = _deps(request)
+    token = deps.auth.authenticate(request.headers.get("Authorization"), needed)
+    try:
+        deps.rate_limiter.hit(token.name)
+    except errors.RateLimited:
+        deps.metrics.rate_limited.inc()
+        raise
     return Caller(token.name, token.role, request.get(CORRELATION_ID))
 
 
@@ -254,7 +265,9 @@ async def release_job(request: web.Request) -> web.Response:
     caller = _caller(request, "kiosk")
     job_id = _job_id(request)
     body = await _optional_json(request, ReleaseRequest)
-    job = await _deps(request).service.release(job_id, caller, printer=body.printer, pool=body.pool)
+    job = await _deps(request).service.release(
+        job_id, caller, printer=body.printer, pool=body.pool, pin=body.pin
+    )
     return _json(JobOut.from_record(job))
 
 
@@ -430,5 +443,6 @@ def build_app(deps: Deps) -> web.Application:
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
+    openapi.add_routes(app)
     status_page.add_routes(app)
     return app

@@ -20,10 +20,12 @@ _TITLES = {
     403: "Forbidden",
     404: "Not Found",
     405: "Method Not Allowed",
+    408: "Request Timeout",
     409: "Conflict",
     413: "Content Too Large",
     415: "Unsupported Media Type",
     422: "Unprocessable Content",
+    423: "Locked",
     429: "Too Many Requests",
     500: "Internal Server Error",
     503: "Service Unavailable",
@@ -85,6 +87,23 @@ def from_error(exc: errors.EdgeprintError) -> web.Response:
             return problem(413, "payload-too-large", str(exc))
         case errors.UnsupportedDocument():
             return problem(415, "unsupported-media-type", exc.detail)
+        case errors.DocumentRejected():
+            return problem(422, exc.slug, exc.detail)
+        case errors.BodyTimeout():
+            return problem(408, "request-timeout", str(exc), headers={"Connection": "close"})
+        case errors.RateLimited():
+            return problem(
+                429, "rate-limited", str(exc), headers={"Retry-After": str(exc.retry_after_s)}
+            )
+        case errors.PinRequired():
+            return problem(403, "pin-required", str(exc), job_id=exc.job_id)
+        case errors.PinMismatch():
+            return problem(403, "pin-mismatch", str(exc), job_id=exc.job_id)
+        case errors.ReleaseLocked():
+            return problem(
+                423, "release-locked", str(exc), job_id=exc.job_id,
+                headers={"Retry-After": str(exc.retry_after_s)},
+            )  # fmt: skip
         case errors.PrinterNotFound():
             return problem(404, "printer-not-found", str(exc))
         case errors.Backpressure():
@@ -92,7 +111,7 @@ def from_error(exc: errors.EdgeprintError) -> web.Response:
                 503, "queue-full", str(exc), headers={"Retry-After": str(exc.retry_after_s)}
             )
         case errors.StorageFull():
-            return problem(507, "storage-full", "the appliance's disk is full; nothing was stored")
+            return problem(507, "storage-full", str(exc))
         case errors.StoreError():
             return problem(
                 503, "store-unavailable", "the job store cannot take work right now; retry later",

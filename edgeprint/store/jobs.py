@@ -58,6 +58,10 @@ class JobRecord(NamedTuple):
     document_deleted_at: float | None
     failure_sig: str | None
     failure_printer: str | None
+    release_pin_hash: str | None
+    pin_failures: int
+    pin_locked_until: float | None
+    document_pages: int | None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> JobRecord:
@@ -87,6 +91,8 @@ class NewJob:
     document_bytes: int
     token_name: str
     correlation_id: str | None
+    release_pin_hash: str | None = None
+    document_pages: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,16 +129,31 @@ _SETTABLE = frozenset(
         "discounted_copies",
         "failure_sig",
         "failure_printer",
+        "pin_failures",
+        "pin_locked_until",
     }
 )
 
 _INSERT = """
 INSERT INTO jobs (id, idempotency_key, request_sha256, state, owner, printer, pool, priority,
                   copies, document_sha256, document_bytes, created_at, updated_at, released_at,
-                  token_name, correlation_id, actor, reason)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'submit')
+                  token_name, correlation_id, actor, reason, release_pin_hash,
+                  document_pages)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'submit', ?, ?)
 ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING *
+"""
+
+# SQLite evaluates every SET expression on the old row.
+_TAKE_PIN_ATTEMPT = """
+UPDATE jobs
+SET pin_failures = CASE WHEN pin_locked_until IS NOT NULL THEN 1 ELSE pin_failures + 1 END,
+    pin_locked_until = CASE
+        WHEN (CASE WHEN pin_locked_until IS NOT NULL THEN 1 ELSE pin_failures + 1 END) >= ?3
+        THEN ?2 + ?4
+        ELSE NULL END
+WHERE id = ?1 AND state = 'HELD' AND (pin_locked_until IS NULL OR pin_locked_until <= ?2)
+RETURNING pin_failures, pin_locked_until
 """
 
 # The next claimable job for one printer: its own jobs and its pool's, lowest
@@ -184,10 +205,25 @@ class Jobs:
                 job.id, job.idempotency_key, job.request_sha256, job.state.value, job.owner,
                 job.printer, job.pool, job.priority, job.copies, job.document_sha256,
                 job.document_bytes, now, now, released_at, job.token_name, job.correlation_id,
-                actor,
+                actor, job.release_pin_hash, job.document_pages,
             ),
         )  # fmt: skip
         return JobRecord.from_row(rows[0]) if rows else None
+
+    async def take_pin_attempt(
+        self, job_id: str, *, now: float, max_failures: int, lockout_s: float
+    ) -> tuple[int, float | None] | None:
+        """Count one PIN attempt on a HELD job before the PIN is checked.
+
+        Counting first (one conditional UPDATE) means concurrent guesses cannot
+        outrun the lock: the ``max_failures``-th attempt sets ``pin_locked_until``
+        = now + ``lockout_s`` at once (a correct PIN's release clears it); an
+        expired lock starts the count afresh.
+        Returns (attempts so far, locked until) or None when the job is not
+        HELD or its release is locked right now. Raises errors.StoreError.
+        """
+        rows = await self._store.write(_TAKE_PIN_ATTEMPT, (job_id, now, max_failures, lockout_s))
+        return (int(rows[0][0]), rows[0][1]) if rows else None
 
     async def transition(
         self,

@@ -146,4 +146,17 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # 4: hostile input (release PINs, page counts)
+    [
+        # scrypt hash of the release PIN (edgeprint.pins); NULL: no PIN
+        "ALTER TABLE jobs ADD COLUMN release_pin_hash TEXT",
+        # PIN attempts since the last lock or success, and the lock's end (unix seconds)
+        "ALTER TABLE jobs ADD COLUMN pin_failures INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE jobs ADD COLUMN pin_locked_until REAL",
+        # pages of the PDF as pypdf counted them at submission (NULL: before migration 4)
+        "ALTER TABLE jobs ADD COLUMN document_pages INTEGER",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
