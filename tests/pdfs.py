@@ -1,6 +1,11 @@
-"""Small valid PDFs for tests and benchmarks (stdlib only)."""
+"""Small PDFs for tests and benchmarks: valid ones (stdlib), and odd ones made with pypdf."""
 
 from __future__ import annotations
+
+import io
+from typing import Any
+
+import pypdf
 
 
 def make_pdf(text: str = "edgeprint test badge", pad_to: int = 0) -> bytes:
@@ -34,3 +39,25 @@ def make_pdf(text: str = "edgeprint test badge", pad_to: int = 0) -> bytes:
         f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
     )
     return bytes(out)
+
+
+def _written(writer: Any) -> bytes:
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def make_pages_pdf(pages: int) -> bytes:
+    """A PDF of ``pages`` blank 1x1 in pages (pypdf)."""
+    writer = pypdf.PdfWriter()
+    for _ in range(pages):
+        writer.add_blank_page(72, 72)
+    return _written(writer)
+
+
+def make_encrypted_pdf(password: str = "secret") -> bytes:
+    """A one-page PDF encrypted with RC4-40 under ``password`` (an empty one still encrypts)."""
+    writer = pypdf.PdfWriter()
+    writer.add_blank_page(72, 72)
+    writer.encrypt(password, algorithm="RC4-40")
+    return _written(writer)

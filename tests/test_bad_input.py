@@ -17,8 +17,9 @@ import aiohttp
 import pytest
 import yarl
 
+from edgeprint.store.jobs import JobRecord
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance
-from tests.pdfs import make_pdf
+from tests.pdfs import make_encrypted_pdf, make_pages_pdf, make_pdf
 
 PROBLEM = "urn:edgeprint:problem:"
 BOUNDARY = "edgeprint-test-boundary-7d3f"
@@ -26,6 +27,11 @@ MULTIPART = f"multipart/form-data; boundary={BOUNDARY}"
 #: The document limit of the appliance under test (the smallest the config allows).
 MAX_DOC = 1024
 MAX_META = 16 * 1024  # the default max_metadata_bytes
+#: The page limit of the appliance under test.
+MAX_PAGES = 2
+ENCRYPTED_PDF = make_encrypted_pdf()
+#: The seeded PIN job (its PIN is "246810").
+PIN_META: dict[str, Any] = {"owner": "dee", "printer": "printer-03", "release_pin": "246810"}
 KEY = "bad-input-key-0001"
 PDF = make_pdf("bad input test")
 GOOD_META: dict[str, Any] = {"owner": "ann", "pool": "lobby"}
@@ -112,6 +118,8 @@ class Case:
     chunked: bool = False
     #: response header → a substring its value must contain
     expect_headers: Mapping[str, str] = field(default_factory=dict)
+    #: a wrong PIN: the job's attempt counter (and nothing else) goes up by one
+    counts_pin_attempt: bool = False
 
     @property
     def is_submit(self) -> bool:
@@ -388,6 +396,117 @@ CASES = [
     listing("cursor-superscript-digit", "cursor=%C2%B2", "query.cursor: a cursor from next_cursor"),
     listing("cursor-too-large", "cursor=" + "9" * 19, "query.cursor: a cursor from next_cursor"),
     listing("unknown-parameter", "colour=red", "query.colour: unknown parameter"),
+    # --- hostile multipart framing ---
+    submit("part-header-huge", multipart(meta(), Part(
+               (("Content-Disposition", 'form-data; name="document"'),
+                ("X-Padding", "a" * 100_000)), PDF)),
+           400, "malformed-request", "malformed or truncated multipart body", chunked=True),
+    submit("part-headers-many", multipart(Part(
+               (("Content-Disposition", 'form-data; name="metadata"'),
+                *((f"X-H{i}", "v") for i in range(5000))), json.dumps(GOOD_META).encode()),
+               doc()),
+           400, "malformed-request", "malformed or truncated multipart body", chunked=True),
+    submit("document-pdf-declared-as-json", multipart(meta(), doc(PDF, "application/json")), 415,
+           "unsupported-media-type", "the document part has Content-Type 'application/json'"),
+    submit("document-part-content-type-garbage", multipart(meta(), doc(PDF, ";;;")), 415,
+           "unsupported-media-type", "send application/pdf"),
+    # --- documents that claim to be PDFs ---
+    submit("document-encrypted", multipart(meta(), doc(ENCRYPTED_PDF)), 422, "document-encrypted",
+           "the PDF is encrypted"),
+    submit("document-encrypted-empty-password", multipart(meta(), doc(make_encrypted_pdf(""))),
+           422, "document-encrypted", "send it without encryption"),
+    submit("document-too-many-pages", multipart(meta(), doc(make_pages_pdf(MAX_PAGES + 1))), 422,
+           "too-many-pages", f"the PDF has {MAX_PAGES + 1} pages; at most {MAX_PAGES}"),
+    submit("document-no-pages", multipart(meta(), doc(make_pages_pdf(0))), 422,
+           "document-unreadable", "the PDF has no pages"),
+    submit("document-header-then-garbage", multipart(meta(), doc(b"%PDF-1.7\n" + bytes(range(256)))),
+           422, "document-unreadable", "the PDF cannot be read"),
+    submit("document-truncated-pdf", multipart(meta(), doc(PDF[: len(PDF) // 2])), 422,
+           "document-unreadable", "the PDF cannot be read"),
+    submit("document-html-as-pdf", multipart(meta(), doc(b"<html><body>%PDF-</body></html>")),
+           422, "document-unreadable", "the PDF cannot be read"),
+    # --- unicode edge cases in owner (it reaches logs and IPP requesting-user-name) ---
+    bad_field("owner-bidi-override", {"owner": "\u202eadmin"},
+              "metadata.owner: must not contain a invisible format character (U+202E)"),
+    bad_field("owner-bidi-isolate", {"owner": "ann\u2066x"}, "(U+2066)"),
+    bad_field("owner-zero-width-space", {"owner": "an\u200bn"}, "(U+200B)"),
+    bad_field("owner-byte-order-mark", {"owner": "\ufeffann"}, "(U+FEFF)"),
+    bad_field("owner-blank", {"owner": "   "}, "metadata.owner: must not be blank"),
+    bad_field("owner-leading-space", {"owner": " ann"},
+              "metadata.owner: must not start or end with white space"),
+    bad_field("owner-trailing-nbsp", {"owner": "ann\u00a0"}, "must not start or end with white"),
+    bad_field("owner-line-separator", {"owner": "a\u2028b"}, "line separator (U+2028)"),
+    bad_field("owner-private-use", {"owner": "\ue000"}, "private-use character (U+E000)"),
+    bad_field("owner-unassigned", {"owner": "a\u0378"}, "unassigned code point (U+0378)"),
+    bad_meta("owner-lone-surrogate", b'{"owner": "\\ud800", "pool": "lobby"}', 400,
+             "malformed-json", "the metadata part is not valid JSON"),
+    bad_field("owner-over-255-utf8-bytes", {"owner": "ä" * 128},
+              "metadata.owner: must be at most 255 bytes in UTF-8"),
+    bad_field("owner-emoji-over-255-bytes", {"owner": "🖨" * 64}, "at most 255 bytes in UTF-8"),
+    # --- negative and huge numbers ---
+    bad_field("copies-negative", {"copies": -1}, "metadata.copies: Input should be greater than"),
+    bad_field("copies-huge", {"copies": 10**30}, "metadata.copies: Input should be less than"),
+    bad_meta("copies-5000-digits", b'{"owner": "ann", "copies": 1' + b"0" * 5000 + b"}", 400,
+             "malformed-json", "the metadata part is not valid JSON"),
+    bad_meta("priority-nan", b'{"owner": "ann", "pool": "lobby", "priority": NaN}', 422,
+             "invalid-request", "metadata.priority: " + NOT_INT),
+    bad_meta("priority-infinity", b'{"owner": "ann", "pool": "lobby", "priority": Infinity}',
+             422, "invalid-request", "metadata.priority: " + NOT_INT),
+    bad_field("priority-exponent", {"priority": 1e3}, "metadata.priority: " + NOT_INT),
+    bad_field("priority-negative-zero-float", {"priority": -0.0}, "metadata.priority: " + NOT_INT),
+    # --- release PINs in metadata ---
+    bad_field("release-pin-too-short", {"release_pin": "123"},
+              "metadata.release_pin: must be 4–12 digits"),
+    bad_field("release-pin-too-long", {"release_pin": "1" * 13}, "must be 4–12 digits"),
+    bad_field("release-pin-number", {"release_pin": 1234}, "Input should be a valid string"),
+    bad_field("release-pin-letters", {"release_pin": "12a4"}, "must be 4–12 digits"),
+    bad_field("release-pin-arabic-digits", {"release_pin": "١٢٣٤"}, "must be 4–12 digits"),
+    bad_field("release-pin-spaces", {"release_pin": " 1234"}, "must be 4–12 digits"),
+    # --- one Idempotency-Key, changed bytes ---
+    submit("key-reused-other-document", multipart(meta({"owner": "ann", "printer": "printer-03"}),
+           doc(make_pdf("changed"))), 422, "idempotency-key-reused",
+           "Idempotency-Key 'seed-key-held' was already used for job {held}",
+           headers={"Idempotency-Key": "seed-key-held"}),
+    submit("key-reused-other-metadata", multipart(meta({"owner": "ann", "printer": "printer-03",
+           "copies": 2}), doc()), 422, "idempotency-key-reused", "seed-key-held",
+           headers={"Idempotency-Key": "seed-key-held"}),
+    submit("key-reused-other-pin", multipart(meta({**PIN_META, "release_pin": "999999"}),
+           doc(make_pdf("dee"))), 422, "idempotency-key-reused", "seed-key-pin",
+           headers={"Idempotency-Key": "seed-key-pin"}),
+    submit("key-reused-pin-dropped", multipart(meta({k: v for k, v in PIN_META.items()
+           if k != "release_pin"}), doc(make_pdf("dee"))), 422, "idempotency-key-reused",
+           "seed-key-pin", headers={"Idempotency-Key": "seed-key-pin"}),
+    # --- releasing someone else's PIN job ---
+    case("release-pin-job-without-pin", 403, "pin-required", "needs its release PIN",
+         path="/v1/jobs/{pin_held}/release"),
+    case("release-pin-job-empty-body-object", 403, "pin-required", "needs its release PIN",
+         path="/v1/jobs/{pin_held}/release", body=b"{}",
+         headers={"Content-Type": "application/json"}),
+    case("release-other-owners-pin-job", 403, "pin-mismatch",
+         "wrong release PIN for job {pin_held}; 4 more wrong PIN(s) lock its release",
+         path="/v1/jobs/{pin_held}/release", body=b'{"pin": "000000"}',
+         headers={"Content-Type": "application/json"}, counts_pin_attempt=True),
+    case("release-pin-as-number", 422, "invalid-request", "body.pin: Input should be a valid",
+         path="/v1/jobs/{pin_held}/release", body=b'{"pin": 246810}',
+         headers={"Content-Type": "application/json"}),
+    case("release-pin-malformed", 422, "invalid-request", "body.pin: must be 4–12 digits",
+         path="/v1/jobs/{pin_held}/release", body=b'{"pin": "24681O"}',
+         headers={"Content-Type": "application/json"}),
+    # --- roles: a kiosk token cannot reach technicians' routes ---
+    case("printers-as-kiosk", 403, "forbidden", "needs role 'tech'", method="GET",
+         path="/v1/printers"),
+    case("dead-letter-as-kiosk", 403, "forbidden", "needs role 'tech'", method="GET",
+         path="/v1/dead-letter"),
+    case("pause-as-kiosk", 403, "forbidden", "needs role 'tech'",
+         path="/v1/printers/printer-01/pause"),
+    case("drain-as-kiosk", 403, "forbidden", "needs role 'tech'",
+         path="/v1/printers/printer-01/drain"),
+    case("tech-token-wrong-case", 401, "unauthorized", "unknown bearer token", method="GET",
+         path="/v1/printers", headers={"Authorization": f"Bearer {TECH_TOKEN.upper()}"},
+         expect_headers=BEARER),
+    case("pause-unknown-printer-traversal", 404, "printer-not-found", "no printer named",
+         path="/v1/printers/..%2Fprinter-01/pause",
+         headers={"Authorization": f"Bearer {TECH_TOKEN}"}),
 ]  # fmt: skip
 
 
@@ -397,7 +516,7 @@ CASES = [
 @pytest.fixture
 async def small_app(make_appliance: Callable[..., Any]) -> AsyncIterator[Appliance]:
     """An appliance with a 1 KiB document limit."""
-    async with make_appliance(max_document_bytes=MAX_DOC) as a:
+    async with make_appliance(max_document_bytes=MAX_DOC, max_document_pages=MAX_PAGES) as a:
         yield a
 
 
@@ -410,11 +529,31 @@ async def seed(app: Appliance) -> dict[str, str]:
     held = await app.submit({"owner": "ann", "printer": "printer-03"}, key="seed-key-held")
     pooled = await app.submit({"owner": "bob", "pool": "lobby"}, make_pdf("bob"), key="seed-key-2")
     gone = await app.submit({"owner": "cy"}, make_pdf("cy"), key="seed-key-cancelled")
-    assert (held.status, pooled.status, gone.status) == (201, 201, 201)
+    pinned = await app.submit(PIN_META, make_pdf("dee"), key="seed-key-pin")
+    assert (held.status, pooled.status, gone.status, pinned.status) == (201, 201, 201, 201)
     gone_id = (await gone.json())["id"]
     assert (await app.post(f"/v1/jobs/{gone_id}/cancel")).status == 200
     held_id = (await held.json())["id"]
-    return {"held": held_id, "held_upper": held_id.upper(), "missing": MISSING_ID}
+    return {
+        "held": held_id, "held_upper": held_id.upper(), "missing": MISSING_ID,
+        "pin_held": (await pinned.json())["id"],
+    }  # fmt: skip
+
+
+_JOB_COLUMNS = JobRecord._fields
+_PIN_FAILURES = _JOB_COLUMNS.index("pin_failures")
+_PIN_LOCKED_UNTIL = _JOB_COLUMNS.index("pin_locked_until")
+
+
+def _pin_failures(snapshot: dict[str, Any], job_id: str) -> int:
+    row = next(r for r in snapshot["jobs"] if r[_JOB_COLUMNS.index("id")] == job_id)
+    return int(row[_PIN_FAILURES])
+
+
+def _without_pin_counters(snapshot: dict[str, Any]) -> dict[str, Any]:
+    drop = {_PIN_FAILURES, _PIN_LOCKED_UNTIL}
+    rows = [tuple(v for i, v in enumerate(r) if i not in drop) for r in snapshot["jobs"]]
+    return {**snapshot, "jobs": rows}
 
 
 async def _chunks(body: bytes, size: int = 4096) -> AsyncIterator[bytes]:
@@ -466,7 +605,11 @@ async def test_malformed_request_is_refused_and_stores_nothing(
     assert len(problem["detail"]) <= MAX_DETAIL_CHARS, problem["detail"]
     for name, value in c.expect_headers.items():
         assert value in resp.headers.get(name, ""), (name, resp.headers.get(name))
-    assert app.snapshot() == before
+    after = app.snapshot()
+    if c.counts_pin_attempt:
+        assert _pin_failures(after, ids["pin_held"]) == _pin_failures(before, ids["pin_held"]) + 1
+        after, before = _without_pin_counters(after), _without_pin_counters(before)
+    assert after == before
     assert not any((app.data_dir / "spool" / "tmp").iterdir())
 
     held = await app.get(f"/v1/jobs/{ids['held']}")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import aiohttp
 from aiohttp import BodyPartReader, web
+from aiohttp.http_exceptions import HttpProcessingError
 from pydantic import ValidationError
 
 from edgeprint import errors
@@ -156,6 +157,11 @@ async def read_upload(
                         "are accepted",
                         [errors.FieldProblem(name[:_LOC_CHARS], "unknown part")],
                     )
+        except HttpProcessingError as exc:  # e.g. LineTooLong: a part header past the limit
+            raise errors.MalformedRequest(
+                "malformed or truncated multipart body: a part header is too long or malformed "
+                f"({type(exc).__name__})"
+            ) from exc
         except (ValueError, AssertionError, asyncio.IncompleteReadError, aiohttp.ClientError,
                 ConnectionError) as exc:  # fmt: skip
             raise errors.MalformedRequest(f"malformed or truncated multipart body: {exc}") from exc
