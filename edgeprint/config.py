@@ -25,7 +25,7 @@ from edgeprint import errors
 
 NAME_PATTERN = r"^[a-z0-9-]{1,40}$"
 # Our own validators put the dotted key first: "Value error, printers[2].name: …".
-_KEY_FIRST = re.compile(r"^(Value error, )?[a-z_][a-z0-9_.\[\]]*: ")
+_KEY_FIRST = re.compile(r"^[a-z_][a-z0-9_.\[\]]*: ")
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
 
 
@@ -243,10 +243,10 @@ def parse_config(data: dict[str, Any], path: str = "<config>") -> Config:
             key = _loc(tuple(err["loc"]))
             if err["type"] == "extra_forbidden":
                 msg = "unknown key"
-            elif err["type"] == "value_error" and _KEY_FIRST.match(msg):
-                # our own validators put the key first: "Value error, printers[2].name: …"
+            elif err["type"] == "value_error":
                 msg = msg.removeprefix("Value error, ")
-                key, msg = msg.split(": ", 1)
+                if _KEY_FIRST.match(msg):  # our own model validators name the key first
+                    key, msg = msg.split(": ", 1)
             problems.append((key, msg))
         raise errors.ConfigError(path, problems) from None
 

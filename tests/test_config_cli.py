@@ -87,6 +87,13 @@ def _with(**changes: Any) -> dict[str, Any]:
         pytest.param(_with(dispatch={"poll_interval_min_s": 1, "poll_interval_max_s": 0.5}), "dispatch.poll_interval_min_s: must not exceed dispatch.poll_interval_max_s", id="poll-order"),
         pytest.param(_with(printers__0__high_water=0), "printers[0].high_water: Input should be greater than or equal to 1", id="high-water"),
         pytest.param(_with(retention={"hold_ttl_s": 0}), "retention.hold_ttl_s: Input should be greater than 0", id="hold-ttl"),
+        pytest.param(_with(server={"rate_limit": "lots"}), "server.rate_limit: 'lots' is not a rate limit; write e.g. \"50/second\"", id="rate-limit-words"),
+        pytest.param(_with(server={"rate_limit": "10/fortnight"}), "server.rate_limit: '10/fortnight' is not a rate limit", id="rate-limit-unit"),
+        pytest.param(_with(server={"rate_limit": "a: b"}), "server.rate_limit: 'a: b' is not a rate limit", id="rate-limit-colon"),
+        pytest.param(_with(server={"max_document_pages": 0}), "server.max_document_pages: Input should be greater than or equal to 1", id="pages-zero"),
+        pytest.param(_with(server={"min_free_bytes": -1}), "server.min_free_bytes: Input should be greater than or equal to 0", id="min-free-negative"),
+        pytest.param(_with(release={"max_pin_failures": 0}), "release.max_pin_failures: Input should be greater than or equal to 1", id="pin-failures-zero"),
+        pytest.param(_with(release={"pin_lockout": 5}), "release.pin_lockout: unknown key", id="pin-unknown-key"),
     ],
 )  # fmt: skip
 def test_bad_config_names_the_key(
