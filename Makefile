@@ -3,14 +3,14 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: help install test test-fast lint bench bench-quick dist quickstart clean
+.PHONY: help install test test-fast lint bench bench-deps bench-quick dist quickstart clean
 
 help:
 	@echo "make install     virtual environment in $(VENV) with edgeprint and its test extras"
 	@echo "make test        the whole suite: ruff, mypy --strict, pytest (what CI runs)"
 	@echo "make test-fast   pytest without the slow fault-injection tests"
-	@echo "make bench       benchmarks (API, printing, failover; ~7 min): bench/results/*.json"
-	@echo "make bench-quick the same, smaller (~1.5 min)"
+	@echo "make bench       every benchmark (<10 min): table printed, bench/results/latest.{json,md}"
+	@echo "make bench-quick the same, smaller (~2.5 min)"
 	@echo "make dist        dist/edgeprint: one file that runs with Debian 12's python3"
 	@echo "make quickstart  two local IPP printers + the appliance (see README)"
 
@@ -32,16 +32,24 @@ test: lint
 test-fast:
 	$(PY) -m pytest -q -m "not slow"
 
-bench:
-	$(PY) -m bench.api_bench
-	$(PY) -m bench.print_bench
-	$(PY) -m bench.failover_bench
-	$(MAKE) dist && $(PY) -m bench.startup_bench
+# Each benchmark writes bench/results/<name>.json; bench.report joins them into
+# bench/results/latest.{json,md} and prints the table. A failing benchmark fails the target.
+BENCHES = api print failover cups chaos resources
+# printers (ippeveprinter + its dbus-daemon) and the CUPS scheduler of the side-by-side run
+BENCH_DEBS = cups-ipp-utils dbus-daemon cups-daemon cups-client
 
-bench-quick:
-	$(PY) -m bench.api_bench --quick
-	$(PY) -m bench.print_bench --quick
-	$(PY) -m bench.failover_bench --quick
+bench-deps:
+	bash scripts/apt_deps.sh $(BENCH_DEBS)
+
+bench: bench-deps install
+	@for b in $(BENCHES); do echo "== bench.$${b}_bench"; $(PY) -m bench.$${b}_bench || exit 1; done
+	$(MAKE) --no-print-directory dist && $(PY) -m bench.startup_bench
+	$(PY) -m bench.report
+
+bench-quick: bench-deps install
+	@for b in $(BENCHES); do echo "== bench.$${b}_bench --quick"; $(PY) -m bench.$${b}_bench --quick || exit 1; done
+	$(MAKE) --no-print-directory dist && $(PY) -m bench.startup_bench
+	$(PY) -m bench.report
 
 dist:
 	PY=$(PY) bash scripts/build_dist.sh

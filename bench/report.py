@@ -1,0 +1,323 @@
+"""Collect the figures of one ``make bench`` run into one table.
+
+Reads ``bench/results/{api,print,failover,cups,chaos,resources,dist}.json`` (each
+written by its benchmark in the same ``make bench`` run), prints a Markdown
+table and writes ``bench/results/latest.json`` (the rows, the machine, and each
+benchmark's summary) and ``bench/results/latest.md`` (the table). Every figure
+is the median over that benchmark's repeated runs with its min–max; every
+ratio compares two things measured in the same run.
+
+Exit code 1 when a result file is missing or older than ``--max-age-s``
+(default: one hour — a stale file means its benchmark did not run), or when a
+benchmark reported duplicates or losses.
+
+Run from the repository root::
+
+    .venv/bin/python -m bench.report
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench" / "results"
+BENCHMARKS = ("api", "print", "failover", "cups", "chaos", "resources", "dist")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table: edgeprint's figure, what it is compared with, the ratio."""
+
+    section: str
+    figure: str
+    edgeprint: str
+    other: str = ""
+    ratio: str = ""
+
+
+def num(v: float | int | None, unit: str = "") -> str:
+    """A number for people: 1,234 / 12.3 / 1.23, with ``unit`` appended."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    a = abs(v)
+    if a >= 100:
+        s = f"{v:,.0f}"
+    elif a >= 10:
+        s = f"{v:.1f}"
+    else:
+        s = f"{v:.2f}".rstrip("0").rstrip(".") if isinstance(v, float) else str(v)
+    return f"{s} {unit}".rstrip() if unit else s
+
+
+def spread(f: Any, unit: str = "") -> str:
+    """``median (min–max) unit`` for a {median, min, max} dict, or a plain value."""
+    if isinstance(f, Mapping) and "median" in f:
+        med, lo, hi = f["median"], f.get("min"), f.get("max")
+        if lo is None or hi is None or lo == hi:
+            return num(med, unit)
+        return f"{num(med)} ({num(lo)}–{num(hi)}) {unit}".rstrip()
+    return num(f, unit)
+
+
+def ratio(f: Any) -> str:
+    if isinstance(f, Mapping):
+        f = f.get("median")
+    return "" if f is None else f"{f:.2f}×"
+
+
+def dig(d: Mapping[str, Any], path: str) -> Any:
+    """``d["a"]["b"]`` for path ``"a.b"``; None when any part is missing."""
+    cur: Any = d
+    for part in path.split("."):
+        if not isinstance(cur, Mapping) or part not in cur:
+            return None
+        cur = cur[part]
+    return cur
+
+
+def _api(d: Mapping[str, Any]) -> list[Row]:
+    e, b, r = "summary.edgeprint", "summary.baseline", "summary.ratio_edgeprint_over_baseline"
+    rows = []
+    for op, what in (
+        ("submit", "submit 30 KiB PDF, 50 connections"),
+        ("release", "release, 50 connections"),
+    ):
+        rows.append(
+            Row(
+                "API",
+                f"{what}: throughput",
+                spread(dig(d, f"{e}.{op}.rate_per_s"), "/s"),
+                "bare aiohttp + aiosqlite, same durable write: "
+                + spread(dig(d, f"{b}.{op}.rate_per_s"), "/s"),
+                ratio(dig(d, f"{r}.{op}.rate_per_s")),
+            )
+        )
+        rows.append(
+            Row(
+                "API",
+                f"{what}: p50 / p99 latency (ratio of p99)",
+                f"{spread(dig(d, f'{e}.{op}.p50_ms'), 'ms')} / "
+                f"{spread(dig(d, f'{e}.{op}.p99_ms'), 'ms')}",
+                f"bare: {spread(dig(d, f'{b}.{op}.p50_ms'), 'ms')} / "
+                f"{spread(dig(d, f'{b}.{op}.p99_ms'), 'ms')}",
+                ratio(dig(d, f"{r}.{op}.p99_ms")),
+            )
+        )
+    statuses = dig(d, f"{e}.contention.statuses") or []
+    outcome = "; ".join(
+        sorted({" + ".join(f"{n}×{s}" for s, n in sorted(x.items())) for x in statuses})
+    )
+    rows.append(
+        Row(
+            "API",
+            "1,000 concurrent releases of one job: burst time",
+            f"{spread(dig(d, f'{e}.contention.wall_ms'), 'ms')} ({outcome})",
+            "bare: " + spread(dig(d, f"{b}.contention.wall_ms"), "ms"),
+            ratio(dig(d, f"{r}.contention.wall_ms")),
+        )
+    )
+    return rows
+
+
+def _print(d: Mapping[str, Any]) -> list[Row]:
+    s = "summary"
+    return [
+        Row(
+            "printing",
+            "release → printed on an idle printer: p50 / p99",
+            f"{spread(dig(d, f'{s}.latency.release_to_printed_p50_ms'), 'ms')} / "
+            f"{spread(dig(d, f'{s}.latency.release_to_printed_p99_ms'), 'ms')}",
+        ),
+        Row(
+            "printing",
+            "drain, one printer, print engine taking no time",
+            f"{spread(dig(d, f'{s}.drain1.jobs_per_s_per_printer'), 'jobs/s')}; idle gap p50 "
+            f"{spread(dig(d, f'{s}.drain1.idle_gap_p50_ms'), 'ms')}",
+        ),
+        Row(
+            "printing",
+            "drain, pool of two printers",
+            spread(dig(d, f"{s}.drain2.jobs_per_s_per_printer"), "jobs/s per printer"),
+        ),
+        Row(
+            "printing",
+            "appliance SIGKILLed with 16 jobs open: restart → all PRINTING reconciled",
+            f"{spread(dig(d, f'{s}.recovery.restart_to_reconciled_ms'), 'ms')} (/readyz "
+            f"{spread(dig(d, f'{s}.recovery.restart_to_readyz_ms'), 'ms')}); duplicates "
+            f"{spread(dig(d, f'{s}.recovery.duplicates'))}, losses "
+            f"{spread(dig(d, f'{s}.recovery.losses'))}",
+        ),
+    ]
+
+
+def _failover(d: Mapping[str, Any]) -> list[Row]:
+    s = "summary.defaults"
+    chaos = d.get("chaos") or {}
+    rows = [
+        Row(
+            "failover",
+            "printer SIGKILLed under load → reported unhealthy / its first job on a peer",
+            f"{spread(dig(d, f'{s}.kill_to_unhealthy_log_ms'), 'ms')} / "
+            f"{spread(dig(d, f'{s}.kill_to_first_on_peer_ms'), 'ms')}",
+        ),
+    ]
+    if chaos:
+        rows.append(
+            Row(
+                "failover",
+                f"printer chaos: {chaos.get('jobs_accepted')} jobs, "
+                f"{chaos.get('kills')} printer kills + {chaos.get('hangs')} hangs",
+                f"{chaos.get('duplicates')} duplicates, {chaos.get('losses')} losses; "
+                f"{chaos.get('done')} DONE, {chaos.get('dead')} DEAD outcome_unknown",
+            )
+        )
+    return rows
+
+
+def _generic(section: str) -> Callable[[Mapping[str, Any]], list[Row]]:
+    """Rows from a benchmark that writes its own ``table`` (cups, chaos, resources)."""
+
+    def rows(d: Mapping[str, Any]) -> list[Row]:
+        out = []
+        for t in d.get("table", []):
+            unit = t.get("unit", "")
+            if "edgeprint" in t:  # side by side
+                other_name = next(
+                    (k for k in t if k not in ("figure", "unit", "edgeprint", "ratio", "note")), ""
+                )
+                other = f"{other_name}: {spread(t[other_name], unit)}" if other_name else ""
+                out.append(
+                    Row(
+                        section,
+                        t["figure"],
+                        spread(t["edgeprint"], unit),
+                        other,
+                        ratio(t.get("ratio")) if t.get("ratio") is not None else "",
+                    )
+                )
+            else:
+                value = spread({k: t.get(k) for k in ("median", "min", "max")}, unit)
+                note = t.get("note", "")
+                out.append(Row(section, t["figure"], value + (f" ({note})" if note else "")))
+        return out
+
+    return rows
+
+
+def _dist(d: Mapping[str, Any]) -> list[Row]:
+    return [
+        Row(
+            "resources",
+            "dist/edgeprint single file: size; spawn → /readyz",
+            f"{d['bytes'] / 2**20:.1f} MiB; {spread(d['built_ready_ms'], 'ms')}",
+            "package (python -m edgeprint): " + spread(d["package_ready_ms"], "ms"),
+            f"{d['built_ready_ms']['median'] / d['package_ready_ms']['median']:.2f}×",
+        ),
+    ]
+
+
+_ROWS: dict[str, Callable[[Mapping[str, Any]], list[Row]]] = {
+    "api": _api,
+    "print": _print,
+    "failover": _failover,
+    "cups": _generic("CUPS side by side"),
+    "chaos": _generic("chaos"),
+    "resources": _generic("resources"),
+    "dist": _dist,
+}
+
+
+def _bad_counts(name: str, d: Mapping[str, Any]) -> list[str]:
+    """Duplicates or losses a benchmark reported anywhere in its summary/table."""
+    found: list[str] = []
+
+    def walk(x: Any, path: str) -> None:
+        if isinstance(x, Mapping):
+            for k, v in x.items():
+                key = str(k)
+                if key in ("duplicates", "losses") and isinstance(v, int | float) and v:
+                    found.append(f"{name}: {path}.{key} = {v}")
+                elif key in ("duplicates", "losses") and isinstance(v, Mapping):
+                    if v.get("max"):
+                        found.append(f"{name}: {path}.{key} max = {v['max']}")
+                else:
+                    walk(v, f"{path}.{key}")
+
+    walk({k: v for k, v in d.items() if k in ("summary", "chaos", "totals")}, name)
+    return found
+
+
+def table(rows: list[Row]) -> str:
+    out = [
+        "| | figure | edgeprint, median (min–max) | side by side, same run | ratio |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        cells = [r.section, r.figure, r.edgeprint, r.other, r.ratio]
+        out.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--max-age-s", type=float, default=3600.0)
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    rows: list[Row] = []
+    problems: list[str] = []
+    summaries: dict[str, Any] = {}
+    machine: dict[str, Any] = {}
+    now = time.time()
+    for name in BENCHMARKS:
+        path = args.results / f"{name}.json"
+        if not path.exists():
+            problems.append(f"{name}: {path} missing (did bench.{name}_bench run?)")
+            continue
+        if now - path.stat().st_mtime > args.max_age_s:
+            problems.append(f"{name}: {path} is older than {args.max_age_s:.0f} s (stale)")
+        d = json.loads(path.read_text())
+        rows += _ROWS[name](d)
+        problems += _bad_counts(name, d)
+        summaries[name] = {k: d[k] for k in ("summary", "table", "chaos", "settings") if k in d}
+        if "platform" not in machine and isinstance(d.get("machine"), Mapping):
+            machine = dict(d["machine"])
+    md = table(rows)
+    generated = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    header = (
+        f"`make bench`, {generated}; {machine.get('nproc', '?')} cores, "
+        f"{machine.get('platform', '')}, Python {machine.get('python', '?')}, "
+        f"SQLite {machine.get('sqlite', '?')}"
+    )
+    (args.results / "latest.md").write_text(f"{header}\n\n{md}\n")
+    (args.results / "latest.json").write_text(
+        json.dumps(
+            {
+                "generated_at": generated,
+                "command": "make bench",
+                "machine": machine,
+                "rows": [r.__dict__ for r in rows],
+                "problems": problems,
+                "benchmarks": summaries,
+            },
+            indent=1,
+            default=str,
+        )
+    )
+    print(header + "\n\n" + md)
+    for p in problems:
+        print(f"PROBLEM: {p}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
