@@ -80,12 +80,12 @@ def _deps(request: web.Request) -> Deps:
     return request.app[DEPS]
 
 
-def _caller(request: web.Request, needed: str) -> Caller:
+async def _caller(request: web.Request, needed: str) -> Caller:
     """Who asks; raises errors.Unauthorized, errors.Forbidden, errors.RateLimited."""
     deps = _deps(request)
     token = deps.auth.authenticate(request.headers.get("Authorization"), needed)
     try:
-        deps.rate_limiter.hit(token.name)
+        await deps.rate_limiter.hit(token.name)
     except errors.RateLimited:
         deps.metrics.rate_limited.inc()
         raise
@@ -159,7 +159,7 @@ async def _middleware(request: web.Request, handler: Handler) -> web.StreamRespo
 async def submit_job(request: web.Request) -> web.Response:
     """POST /v1/jobs: multipart metadata + document, Idempotency-Key required."""
     deps = _deps(request)
-    caller = _caller(request, "kiosk")
+    caller = await _caller(request, "kiosk")
     key = request.headers.get("Idempotency-Key")
     if key is None:
         raise errors.MalformedRequest(
@@ -172,12 +172,18 @@ async def submit_job(request: web.Request) -> web.Response:
             slug="idempotency-key-invalid",
         )
     server = deps.config.server
-    upload = await read_upload(
-        request,
-        deps.service.spool,
-        max_document_bytes=server.max_document_bytes,
-        max_metadata_bytes=server.max_metadata_bytes,
-    )
+    try:
+        # The whole upload within body_timeout_s (a slow client cannot hold the connection
+        # for ever); read_upload discards the staged document when cancelled.
+        async with asyncio.timeout(server.body_timeout_s):
+            upload = await read_upload(
+                request,
+                deps.service.spool,
+                max_document_bytes=server.max_document_bytes,
+                max_metadata_bytes=server.max_metadata_bytes,
+            )
+    except TimeoutError:
+        raise errors.BodyTimeout(server.body_timeout_s) from None
     result = await deps.service.submit(upload.metadata, upload.document, key, caller)
     out = JobOut.from_record(result.job)
     if result.created:
@@ -187,7 +193,7 @@ async def submit_job(request: web.Request) -> web.Response:
 
 async def get_job(request: web.Request) -> web.Response:
     """GET /v1/jobs/{id}."""
-    _caller(request, "kiosk")
+    await _caller(request, "kiosk")
     job = await _deps(request).service.get(_job_id(request))
     return _json(JobOut.from_record(job))
 
@@ -213,7 +219,7 @@ def _paging(
 
 async def list_jobs(request: web.Request) -> web.Response:
     """GET /v1/jobs?state=&owner=&printer=&limit=&cursor= (newest first)."""
-    _caller(request, "kiosk")
+    await _caller(request, "kiosk")
     q = request.query
     problems_: list[errors.FieldProblem] = []
     unknown = sorted(set(q) - _LIST_PARAMS)
@@ -240,9 +246,17 @@ async def list_jobs(request: web.Request) -> web.Response:
 async def _optional_json(request: web.Request, model: type[ReleaseRequest]) -> ReleaseRequest:
     if request.content_length is not None and request.content_length > _MAX_JSON_BODY:
         raise errors.PayloadTooLarge("the request body", _MAX_JSON_BODY)
-    raw = await request.content.read(_MAX_JSON_BODY + 1)
-    if len(raw) > _MAX_JSON_BODY:
-        raise errors.PayloadTooLarge("the request body", _MAX_JSON_BODY)
+    timeout_s = _deps(request).config.server.body_timeout_s
+    raw = bytearray()
+    try:
+        async with asyncio.timeout(timeout_s):
+            # read() returns what has arrived so far: loop until the end of the body.
+            while chunk := await request.content.read(_MAX_JSON_BODY + 1 - len(raw)):
+                raw += chunk
+                if len(raw) > _MAX_JSON_BODY:
+                    raise errors.PayloadTooLarge("the request body", _MAX_JSON_BODY)
+    except TimeoutError:
+        raise errors.BodyTimeout(timeout_s) from None
     if not raw.strip():
         return model()
     if request.content_type not in ("application/json", "application/octet-stream"):
@@ -262,7 +276,7 @@ async def _optional_json(request: web.Request, model: type[ReleaseRequest]) -> R
 
 async def release_job(request: web.Request) -> web.Response:
     """POST /v1/jobs/{id}/release with optional {"printer": …} or {"pool": …}."""
-    caller = _caller(request, "kiosk")
+    caller = await _caller(request, "kiosk")
     job_id = _job_id(request)
     body = await _optional_json(request, ReleaseRequest)
     job = await _deps(request).service.release(
@@ -273,14 +287,14 @@ async def release_job(request: web.Request) -> web.Response:
 
 async def cancel_job(request: web.Request) -> web.Response:
     """POST /v1/jobs/{id}/cancel: 200 CANCELLED, or 202 while the printer cancels it."""
-    caller = _caller(request, "kiosk")
+    caller = await _caller(request, "kiosk")
     job = await _deps(request).service.cancel(_job_id(request), caller)
     return _json(JobOut.from_record(job), 202 if job.state is JobState.PRINTING else 200)
 
 
 async def replay_job(request: web.Request) -> web.Response:
     """POST /v1/jobs/{id}/replay (tech): DEAD → RELEASED once."""
-    caller = _caller(request, "tech")
+    caller = await _caller(request, "tech")
     job = await _deps(request).service.replay(_job_id(request), caller)
     return _json(JobOut.from_record(job))
 
@@ -365,7 +379,7 @@ async def _printers_out(deps: Deps, names: set[str] | None = None) -> PrintersOu
 
 async def list_printers(request: web.Request) -> web.Response:
     """GET /v1/printers (tech): health, IPP state, queue depths."""
-    _caller(request, "tech")
+    await _caller(request, "tech")
     return _json(await _printers_out(_deps(request)))
 
 
@@ -378,7 +392,7 @@ async def _one_printer(deps: Deps, name: str) -> PrinterOut:
 
 def _pause_handler(paused: bool) -> Handler:
     async def handler(request: web.Request) -> web.Response:
-        caller = _caller(request, "tech")
+        caller = await _caller(request, "tech")
         name = request.match_info["name"]
         deps = _deps(request)
         await deps.service.set_paused(name, paused, caller)
@@ -395,7 +409,7 @@ resume_printer = _pause_handler(False)
 
 async def drain_printer(request: web.Request) -> web.Response:
     """POST /v1/printers/{name}/drain (tech): pause it and move its waiting jobs to its pool."""
-    caller = _caller(request, "tech")
+    caller = await _caller(request, "tech")
     name = request.match_info["name"]
     deps = _deps(request)
     moved = await deps.service.drain(name, caller)
@@ -404,7 +418,7 @@ async def drain_printer(request: web.Request) -> web.Response:
 
 async def dead_letter(request: web.Request) -> web.Response:
     """GET /v1/dead-letter?limit=&cursor= (tech): DEAD jobs, oldest first."""
-    _caller(request, "tech")
+    await _caller(request, "tech")
     q = request.query
     problems_: list[errors.FieldProblem] = []
     unknown = sorted(set(q) - {"limit", "cursor"})
