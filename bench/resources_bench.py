@@ -1,0 +1,844 @@
+"""Resources benchmark: memory, start-up and store size with 20 printers and 100,000 jobs.
+
+The stand: 20 real ``ippeveprinter`` printers from :class:`tests.rig.Rig` on
+loopback (0 s/page; four pools of five) — cheap (about 7.5 MiB RSS and a few ms
+each to start), and with reachable printers the appliance runs its 20 workers,
+probes and HTTP connections as it does at a venue, which unreachable URIs would
+not show. The appliance is a real child (``python -m edgeprint serve`` via
+:class:`tests.proc.ServeProcess`) running from a copy of ``edgeprint/`` taken
+at the start, with the default settings except ``[server] rate_limit`` (raised
+when the code has it: one kiosk token stands in for every kiosk).
+
+Phases:
+
+1. empty store — ``--starts`` start-ups on an empty data_dir (after one first
+   start that creates the schema, not counted): spawn → ``/readyz`` 200 (polled
+   every 5 ms on a fixed port) and VmRSS right then (``/proc/PID/status``).
+2. the store — a real sample through the API (``SAMPLE`` jobs: printed with
+   ``hold=false``, submitted held and released, held and cancelled, left HELD;
+   documents on disk, printed on the rig), then, with the appliance stopped,
+   some of its HELD jobs expired (``Jobs.expire_held``, what retention does)
+   and some released, claimed and failed DEAD with the project's own store
+   layer (``edgeprint.store.jobs.Jobs``, the service's own columns and actors).
+   Those jobs are the templates: the rest up to ``--jobs`` (default 100,000)
+   are clones of them written in big transactions with plain SQL against the
+   same schema — an INSERT in the template's first state, then one UPDATE per
+   later state change of the template, so the ``job_events`` rows are written
+   by the schema's triggers exactly as the appliance's own statements write
+   them. A clone gets a fresh id, Idempotency-Key, digests, owner and
+   correlation ids and its times shifted: finished jobs spread over the last
+   ``HISTORY_DAYS`` days, HELD ones over the last 12 h (inside ``hold_ttl_s``);
+   documents finished more than ``document_retention_s`` ago are marked deleted
+   (as retention would have), **the younger clones' documents do not exist on
+   disk** (only the sample's do): the figures are for the SQLite store, not the
+   spool. Mix: ``MIX``. The WAL is checkpointed at the end (as a running
+   appliance does).
+3. store size — ``edgeprint.sqlite3`` + ``-wal`` bytes divided by the job
+   count, and per table with its indexes (SQLite ``dbstat``): ``jobs`` and
+   ``job_events`` (events per job).
+4. full store — ``--starts`` start-ups on the filled data_dir: spawn →
+   ``/readyz`` 200 and VmRSS then; on the last one, load, and VmRSS after each
+   step: ``LIST_PAGES`` pages of ``GET /v1/jobs?limit=500`` (newest first,
+   cursor), filtered listings (state, owner, printer), ``GET /metrics`` ×20,
+   ``GET /v1/printers`` ×20, the dead-letter queue paged through, then
+   ``--load-jobs`` submits (held) and releases (8 at a time) printed on the
+   rig; VmHWM (peak RSS) at the end.
+
+Prints a Markdown table and writes ``bench/results/resources.json``. Exit code 0
+when every phase was measured, 1 otherwise, 2 on bad usage. Every child
+(appliance, printers, dbus-daemon) is stopped on exit, error, Ctrl-C, SIGTERM or
+SIGHUP.
+
+Run from the repository root::
+
+    .venv/bin/python -m bench.resources_bench           # 100,000 jobs: about 40–60 s on 2 cores
+    .venv/bin/python -m bench.resources_bench --quick   # 20,000 jobs: about 20 s
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import secrets
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from bench.chaos_bench import readyz
+from bench.failover_bench import snapshot_source, source_digest, tree_changes
+from bench.print_bench import (
+    BenchError,
+    Kiosk,
+    default_settings,
+    machine_info,
+    ms,
+    signals_as_exit,
+)
+from edgeprint.config import Config, ServerConfig
+from edgeprint.server import DB_FILE
+from edgeprint.states import Action
+from edgeprint.store import Store
+from edgeprint.store.jobs import GUARD_ON_PRINTER, Jobs
+from edgeprint.store.schema import SCHEMA_VERSION
+from tests.conftest import TECH_TOKEN, config_dict, to_toml
+from tests.proc import ServeProcess
+from tests.rig import Rig, free_ports
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO / "bench" / "results" / "resources.json"
+PRINTERS = 20
+POOLS = ("hall-a", "hall-b", "hall-c", "hall-d")
+#: Sample jobs through the real API, by path.
+SAMPLE = {"printed": 80, "released": 60, "cancelled": 20, "held": 20, "expired": 10, "dead": 10}
+SAMPLE_QUICK = {"printed": 40, "released": 30, "cancelled": 10, "held": 10, "expired": 5, "dead": 5}
+#: Final states of the stored jobs (weights), the clones' mix.
+MIX = {"DONE": 0.89, "CANCELLED": 0.04, "EXPIRED": 0.05, "DEAD": 0.01, "HELD": 0.01}
+DEAD_REASONS = ("attempts_exhausted", "poison", "outcome_unknown")
+HISTORY_DAYS = 30
+HELD_WINDOW_S = 12 * 3600.0
+OWNERS = 2000
+NAMED_SHARE = 0.25
+#: Clones per transaction.
+CLONE_BATCH = 10_000
+#: Load on the full store.
+LIST_PAGES = 20
+LIST_LIMIT = 500
+REPEAT_CALLS = 20
+LOAD_CONCURRENCY = 8
+#: Upper bounds (s).
+READY_TIMEOUT_S = 30.0
+SETTLE_TIMEOUT_S = 30.0
+RATE_LIMIT = "100000/second"
+
+
+# --- the stand ----------------------------------------------------------------------
+
+
+def rss(pid: int) -> dict[str, float]:
+    """VmRSS and VmHWM (peak) of ``pid`` in MiB, from /proc/PID/status."""
+    out: dict[str, float] = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                out[key] = round(int(value.split()[0]) / 1024.0, 1)
+    return out
+
+
+@dataclass
+class Appliance:
+    """The appliance child for one data_dir, on a fixed port, from the source copy."""
+
+    root: Path
+    data_dir: Path
+    rig: Rig
+    port: int
+    source: Path
+    serve: ServeProcess = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        server: dict[str, Any] = {"port": self.port}
+        if "rate_limit" in ServerConfig.model_fields:
+            server["rate_limit"] = RATE_LIMIT
+        cfg = config_dict(self.data_dir, **server)
+        cfg["printers"] = [
+            {"name": p.name, "uri": p.uri, "pool": POOLS[i % len(POOLS)]}
+            for i, p in enumerate(self.rig)
+        ]
+        path = self.root / f"config-{self.data_dir.name}.toml"
+        path.write_text(to_toml(cfg))
+        self.serve = ServeProcess(path, self.root / f"serve-{self.data_dir.name}.log")
+        self.serve.env = {"PYTHONSAFEPATH": "1", "PYTHONPATH": str(self.source)}
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        assert self.serve.proc is not None
+        return self.serve.proc.pid
+
+    async def start(self, http: aiohttp.ClientSession) -> float:
+        """Spawn and poll /readyz every 5 ms; seconds from spawn to 200."""
+        t0 = time.perf_counter()
+        starting = asyncio.ensure_future(asyncio.to_thread(self.serve.start))
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        took: float | None = None
+        try:
+            while took is None:
+                if starting.done():
+                    starting.result()  # raises if the appliance exited during start
+                if await readyz(http, self.url) == 200:
+                    took = time.perf_counter() - t0
+                elif time.monotonic() > deadline:
+                    raise BenchError(f"not ready {READY_TIMEOUT_S:g} s after spawn")
+                else:
+                    await asyncio.sleep(0.005)  # polling /readyz, bounded by the deadline
+            await starting
+        except (RuntimeError, TimeoutError) as exc:
+            if isinstance(exc, BenchError):
+                raise
+            raise BenchError(f"appliance did not start: {exc}") from exc
+        finally:
+            if not starting.done():
+                with contextlib.suppress(BaseException):
+                    await starting
+        return took
+
+    def stop(self) -> None:
+        """SIGTERM (SIGKILL if it lingers)."""
+        proc = self.serve.proc
+        if proc is not None and proc.poll() is None:
+            try:
+                self.serve.terminate(timeout_s=15.0)
+            except subprocess.TimeoutExpired:
+                self.serve.kill()
+
+
+async def starts(app: Appliance, http: aiohttp.ClientSession, n: int) -> list[dict[str, float]]:
+    """``n`` start-ups (each stopped with SIGTERM): seconds to ready, VmRSS at ready."""
+    out: list[dict[str, float]] = []
+    for _ in range(n):
+        took = await app.start(http)
+        out.append({"ready_ms": round(took * 1000.0, 1), **rss(app.pid)})
+        app.stop()
+    return out
+
+
+class Tech:
+    """GET calls with the technician token; each returns the parsed body."""
+
+    def __init__(self, http: aiohttp.ClientSession, url: str) -> None:
+        self.http = http
+        self.url = url
+        self.headers = {"Authorization": f"Bearer {TECH_TOKEN}"}
+
+    async def get(self, path: str) -> Any:
+        async with self.http.get(f"{self.url}{path}", headers=self.headers) as r:
+            body = await r.read()
+            if r.status != 200:
+                raise BenchError(f"GET {path}: HTTP {r.status}: {body[:300]!r}")
+            return json.loads(body) if r.content_type == "application/json" else body
+
+    async def post(self, path: str) -> None:
+        async with self.http.post(f"{self.url}{path}", headers=self.headers) as r:
+            body = await r.read()
+            if r.status != 200:
+                raise BenchError(f"POST {path}: HTTP {r.status}: {body[:300]!r}")
+
+
+async def settled(tech: Tech, timeout_s: float) -> None:
+    """Until no job is RELEASED or PRINTING (polled every 20 ms), at most ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        busy = [
+            j
+            for s in ("RELEASED", "PRINTING")
+            for j in (await tech.get(f"/v1/jobs?state={s}&limit=1"))["jobs"]
+        ]
+        if not busy:
+            return
+        if time.monotonic() > deadline:
+            raise BenchError(f"jobs still RELEASED/PRINTING after {timeout_s:g} s")
+        await asyncio.sleep(0.02)  # polling a condition, bounded by the deadline
+
+
+def target(rng: random.Random, printers: Sequence[str]) -> dict[str, Any]:
+    """A job's metadata target: a quarter named for a printer, the rest for its pool."""
+    if rng.random() < NAMED_SHARE:
+        return {"printer": rng.choice(printers)}
+    return {"pool": rng.choice(POOLS)}
+
+
+# --- 2. the store -------------------------------------------------------------------
+
+
+async def sample(
+    app: Appliance, http: aiohttp.ClientSession, sizes: dict[str, int], rng: random.Random
+) -> dict[str, Any]:
+    """Real jobs through the API (see module doc); ids by path and the HELD cut time."""
+    kiosk = Kiosk(http, app.url)
+    tech = Tech(http, app.url)
+    printers = [p.name for p in app.rig]
+    ids: dict[str, list[str]] = {k: [] for k in sizes}
+    sem = asyncio.Semaphore(LOAD_CONCURRENCY)
+
+    async def one(path: str, i: int) -> None:
+        meta = {"owner": f"guest{rng.randrange(OWNERS):05d}", **target(rng, printers)}
+        if rng.random() < 0.1:
+            meta["copies"] = 2
+        async with sem:
+            job_id = await kiosk.submit(f"sample-{path}-{i:04d}", hold=path != "printed", **meta)
+            if path == "released":
+                await kiosk.release(job_id)
+            elif path == "cancelled":
+                await tech.post(f"/v1/jobs/{job_id}/cancel")
+        ids[path].append(job_id)
+
+    # expired first, so that a created_at cut after them takes none of the others
+    for i in range(sizes["expired"]):
+        await one("expired", i)
+    cut = time.time()  # after their 201s, before any other submit: created_at < cut for them only
+    tasks = []
+    for path, count in sizes.items():
+        if path != "expired":
+            tasks += [one(path, i) for i in range(count)]
+    await asyncio.gather(*tasks)
+    await settled(tech, SETTLE_TIMEOUT_S)
+    return {"ids": ids, "cut": cut}
+
+
+async def store_layer(data_dir: Path, ids: dict[str, list[str]], cut: float) -> dict[str, int]:
+    """EXPIRED and DEAD jobs written by the project's store layer (the appliance stopped)."""
+    db = data_dir / DB_FILE
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version != SCHEMA_VERSION:
+        raise BenchError(
+            f"the store has schema {version}, this tree's edgeprint {SCHEMA_VERSION}: "
+            "the tree changed under the benchmark; run it again"
+        )
+    store = Store(db)
+    await store.open()
+    try:
+        jobs = Jobs(store)
+        now = time.time()
+        expired = await jobs.expire_held(cut, now=now)
+        dead = 0
+        for k, job_id in enumerate(ids["dead"]):
+            job = await jobs.get(job_id)
+            assert job is not None
+            now = time.time()
+            released = await jobs.transition(
+                job_id, Action.RELEASE, now=now, actor="kiosk-1", sets={"released_at": now}
+            )
+            assert released is not None
+            printer = job.printer or _pool_printer(job.pool)
+            claimed = await jobs.claim_next(printer, job.pool, now=now, actor=f"printer:{printer}")
+            if claimed is None or claimed.id != job_id:
+                raise BenchError(f"store layer: {job_id} was not claimed ({claimed})")
+            await jobs.update_printing(
+                job_id, printer, now=now, sets={"printer_job_id": 1 + k, "upload": "sending"}
+            )
+            reason = DEAD_REASONS[k % len(DEAD_REASONS)]
+            now = time.time()
+            out = await jobs.transition(
+                job_id, Action.FAIL, now=now, actor=f"printer:{printer}", reason=reason,
+                sets={"last_error": f"{reason} (resources bench)", "dead_reason": reason,
+                      "finished_at": now, "upload": None},
+                guard=GUARD_ON_PRINTER, guard_params=(printer,),
+            )  # fmt: skip
+            dead += out is not None
+    finally:
+        await store.close()
+    return {"expired": len(expired), "dead": dead}
+
+
+_POOL_PRINTERS: dict[str, str] = {}
+
+
+def _pool_printer(pool: str | None) -> str:
+    """The first printer of ``pool`` (set by :func:`run` from the config)."""
+    if pool is None or pool not in _POOL_PRINTERS:
+        raise BenchError(f"no printer for pool {pool!r}")
+    return _POOL_PRINTERS[pool]
+
+
+def _is_time(col: str) -> bool:
+    return col.endswith("_at") or col in ("not_before", "pin_locked_until")
+
+
+def clone(data_dir: Path, total: int, rng: random.Random) -> dict[str, Any]:
+    """Fill the store up to ``total`` jobs with clones of the jobs in it (see module doc)."""
+    t_start = time.perf_counter()
+    conn = sqlite3.connect(data_dir / DB_FILE, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    try:
+        conn.execute("PRAGMA synchronous=OFF")
+        cols = [str(r[1]) for r in conn.execute("PRAGMA table_info(jobs)") if r[1] != "seq"]
+        templates: dict[str, list[tuple[dict[str, Any], list[sqlite3.Row]]]] = {}
+        for row in conn.execute("SELECT * FROM jobs ORDER BY seq").fetchall():
+            r = {c: row[c] for c in cols}
+            evs = conn.execute(
+                "SELECT at, to_state, actor, reason, correlation_id FROM job_events "
+                "WHERE job_id = ? ORDER BY seq",
+                (r["id"],),
+            ).fetchall()
+            templates.setdefault(str(r["state"]), []).append((r, evs))
+        existing = sum(len(v) for v in templates.values())
+        missing = [s for s in MIX if s not in templates]
+        if missing:
+            raise BenchError(f"no template job in state(s) {missing}")
+        n = max(0, total - existing)
+        now = time.time()
+        states = rng.choices(list(MIX), list(MIX.values()), k=n)
+        plan = sorted(
+            (
+                now - (rng.uniform(60.0, HELD_WINDOW_S) if s == "HELD"
+                       else rng.uniform(3600.0, HISTORY_DAYS * 86400.0)),
+                s,
+            )
+            for s in states
+        )  # fmt: skip
+        retention = Config().retention.document_retention_s
+        placeholders = ", ".join("?" for _ in cols)
+        insert = f"INSERT INTO jobs ({', '.join(cols)}) VALUES ({placeholders})"
+        step = (
+            "UPDATE jobs SET state = ?, updated_at = ?, actor = ?, reason = ?, "
+            "correlation_id = ? WHERE id = ?"
+        )
+        final = (
+            "UPDATE jobs SET updated_at = ?, actor = ?, reason = ?, correlation_id = ? WHERE id = ?"
+        )
+        idx = {c: i for i, c in enumerate(cols)}
+        for b in range(0, n, CLONE_BATCH):
+            inserts: list[list[Any]] = []
+            steps: dict[int, list[tuple[Any, ...]]] = {}
+            finals: list[tuple[Any, ...]] = []
+            for k, (created, state) in enumerate(plan[b : b + CLONE_BATCH], start=b):
+                tmpl, evs = rng.choice(templates[state])
+                delta = created - float(tmpl["created_at"])
+                cids: dict[str | None, str | None] = {None: None}
+
+                def cid(c: str | None, cids: dict[str | None, str | None] = cids) -> str | None:
+                    if c not in cids:
+                        cids[c] = secrets.token_hex(max(1, len(c or "") // 2))[: len(c or "")]
+                    return cids[c]
+
+                values = [tmpl[c] for c in cols]
+                for c in cols:
+                    if _is_time(c) and isinstance(tmpl[c], int | float) and tmpl[c] > 1e9:
+                        values[idx[c]] = float(tmpl[c]) + delta
+                job_id = uuid.uuid4().hex
+                values[idx["id"]] = job_id
+                values[idx["idempotency_key"]] = f"kiosk-{k:07d}-{secrets.token_hex(3)}"
+                values[idx["request_sha256"]] = secrets.token_hex(32)
+                values[idx["document_sha256"]] = secrets.token_hex(32)
+                values[idx["owner"]] = f"guest{rng.randrange(OWNERS):05d}"
+                fin = values[idx["finished_at"]]
+                terminal = state in ("DONE", "CANCELLED", "EXPIRED")
+                if terminal and fin is not None and fin < now - retention:
+                    values[idx["document_deleted_at"]] = fin + retention + rng.uniform(0, 60)
+                final_row = (
+                    values[idx["updated_at"]],
+                    values[idx["actor"]],
+                    values[idx["reason"]],
+                    cid(values[idx["correlation_id"]]),
+                    job_id,
+                )
+                first = evs[0]
+                values[idx["state"]] = first["to_state"]
+                values[idx["updated_at"]] = float(first["at"]) + delta
+                values[idx["actor"]] = first["actor"]
+                values[idx["reason"]] = first["reason"]
+                values[idx["correlation_id"]] = cid(first["correlation_id"])
+                inserts.append(values)
+                for i, e in enumerate(evs[1:], start=1):
+                    steps.setdefault(i, []).append(
+                        (e["to_state"], float(e["at"]) + delta, e["actor"], e["reason"],
+                         cid(e["correlation_id"]), job_id)
+                    )  # fmt: skip
+                finals.append(final_row)
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(insert, inserts)
+            for i in sorted(steps):
+                conn.executemany(step, steps[i])
+            conn.executemany(final, finals)
+            conn.execute("COMMIT")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    return {
+        "templates": {s: len(v) for s, v in templates.items()},
+        "clones": n,
+        "clone_s": round(time.perf_counter() - t_start, 2),
+    }
+
+
+def store_size(data_dir: Path) -> dict[str, Any]:
+    """Bytes of the SQLite files, per table with its indexes (dbstat), and row counts."""
+    db = data_dir / DB_FILE
+    files = {
+        p.name: p.stat().st_size
+        for p in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm"))
+        if p.exists()
+    }
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        owner = {
+            str(n): str(t) for n, t in conn.execute("SELECT name, tbl_name FROM sqlite_master")
+        }
+        per_table: Counter[str] = Counter()
+        for name, size in conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"):
+            per_table[owner.get(str(name), str(name))] += int(size)
+        jobs = int(conn.execute("SELECT count(*) FROM jobs").fetchone()[0])
+        events = int(conn.execute("SELECT count(*) FROM job_events").fetchone()[0])
+        states = dict(conn.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall())
+        docs_left = int(
+            conn.execute("SELECT count(*) FROM jobs WHERE document_deleted_at IS NULL").fetchone()[
+                0
+            ]
+        )
+    spool = [p for p in (data_dir / "spool").rglob("*.pdf") if p.is_file()]
+    return {
+        "files": files,
+        "sqlite_bytes": files.get(DB_FILE, 0) + files.get(DB_FILE + "-wal", 0),
+        "per_table_bytes": dict(per_table),
+        "jobs": jobs,
+        "events": events,
+        "states": states,
+        "documents_recorded_not_deleted": docs_left,
+        "documents_on_disk": len(spool),
+        "documents_on_disk_bytes": sum(p.stat().st_size for p in spool),
+    }
+
+
+# --- 4. load on the full store ------------------------------------------------------
+
+
+async def load(
+    app: Appliance, http: aiohttp.ClientSession, n_jobs: int, rng: random.Random
+) -> dict[str, Any]:
+    """Listing, metrics, printers, dead letters, submits + releases; RSS after each step."""
+    tech = Tech(http, app.url)
+    kiosk = Kiosk(http, app.url)
+    steps: list[dict[str, Any]] = [{"step": "ready", **rss(app.pid), "took_ms": 0.0}]
+
+    async def timed(name: str, coro: Any) -> None:
+        t = time.perf_counter()
+        await coro
+        steps.append({"step": name, **rss(app.pid), "took_ms": ms(time.perf_counter() - t)})
+
+    async def listing() -> None:
+        cursor: str | None = None
+        for _ in range(LIST_PAGES):
+            q = f"/v1/jobs?limit={LIST_LIMIT}" + (f"&cursor={cursor}" if cursor else "")
+            body = await tech.get(q)
+            cursor = body.get("next_cursor")
+            if not cursor:
+                break
+
+    async def filtered() -> None:
+        for q in ("state=DONE", "state=HELD", "state=DEAD", "owner=guest00042",
+                  "printer=printer-07", "state=CANCELLED&owner=guest01234"):  # fmt: skip
+            await tech.get(f"/v1/jobs?{q}&limit=100")
+
+    async def repeat(path: str) -> None:
+        for _ in range(REPEAT_CALLS):
+            await tech.get(path)
+
+    async def dead_letters() -> None:
+        cursor: str | None = None
+        while True:
+            body = await tech.get(
+                "/v1/dead-letter?limit=500" + (f"&cursor={cursor}" if cursor else "")
+            )
+            cursor = body.get("next_cursor")
+            if not cursor:
+                return
+
+    async def submits() -> None:
+        printers = [p.name for p in app.rig]
+        sem = asyncio.Semaphore(LOAD_CONCURRENCY)
+
+        async def one(i: int) -> None:
+            async with sem:
+                meta = {"owner": f"guest{rng.randrange(OWNERS):05d}", **target(rng, printers)}
+                job_id = await kiosk.submit(f"load-{i:05d}", hold=True, **meta)
+                await kiosk.release(job_id)
+
+        await asyncio.gather(*(one(i) for i in range(n_jobs)))
+        await settled(tech, SETTLE_TIMEOUT_S)
+
+    await timed(f"list {LIST_PAGES} pages × {LIST_LIMIT}", listing())
+    await timed("filtered listings ×6", filtered())
+    await timed(f"/metrics ×{REPEAT_CALLS}", repeat("/metrics"))
+    await timed(f"/v1/printers ×{REPEAT_CALLS}", repeat("/v1/printers"))
+    await timed("dead-letter queue, all pages", dead_letters())
+    await timed(f"{n_jobs} submits + releases, printed", submits())
+    return {"steps": steps, "hwm_mib": rss(app.pid).get("VmHWM")}
+
+
+# --- the run ------------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    jobs: int
+    starts: int
+    load_jobs: int
+    sample: dict[str, int]
+    seed: int
+
+
+async def run(work: Path, src: Path, rig: Rig, plan: Plan, apps: list[Appliance]) -> dict[str, Any]:
+    rng = random.Random(plan.seed)
+    port = free_ports(1, avoid={p.port for p in rig})[0]
+    for i, p in enumerate(rig):
+        _POOL_PRINTERS.setdefault(POOLS[i % len(POOLS)], p.name)
+    empty = Appliance(work, work / "empty", rig, port, src)
+    full = Appliance(work, work / "data", rig, port, src)
+    apps += [empty, full]
+    out: dict[str, Any] = {}
+    timeout = aiohttp.ClientTimeout(total=60)
+    async with aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=LOAD_CONCURRENCY + 4), timeout=timeout
+    ) as http:
+        t = time.perf_counter()
+        first = await starts(empty, http, 1)
+        out["empty_first_start"] = first[0]
+        out["empty_starts"] = await starts(empty, http, plan.starts)
+        out["empty_phase_s"] = round(time.perf_counter() - t, 2)
+        print(f"bench: empty store: {out['empty_starts']}", file=sys.stderr)
+
+        t = time.perf_counter()
+        await full.start(http)
+        picked = await sample(full, http, plan.sample, rng)
+        full.stop()
+        out["sample"] = {k: len(v) for k, v in picked["ids"].items()}
+        out["store_layer"] = await store_layer(full.data_dir, picked["ids"], picked["cut"])
+        out["sample_phase_s"] = round(time.perf_counter() - t, 2)
+        out["clone"] = clone(full.data_dir, plan.jobs, rng)
+        print(f"bench: store filled: {out['clone']}", file=sys.stderr)
+        out["size"] = store_size(full.data_dir)
+
+        t = time.perf_counter()
+        out["full_starts"] = await starts(full, http, plan.starts - 1)
+        took = await full.start(http)
+        out["full_starts"].append({"ready_ms": round(took * 1000.0, 1), **rss(full.pid)})
+        print(f"bench: full store: {out['full_starts']}", file=sys.stderr)
+        out["load"] = await load(full, http, plan.load_jobs, rng)
+        full.stop()
+        out["full_phase_s"] = round(time.perf_counter() - t, 2)
+        out["size_after_load"] = store_size(full.data_dir)
+        out["full_log_events"] = dict(
+            Counter(
+                str(rec.get("event"))
+                for line in full.serve.log_path.read_bytes().splitlines()
+                if isinstance(rec := _json(line), dict)
+            )
+        )
+    return out
+
+
+def _json(line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+# --- output -------------------------------------------------------------------------
+
+
+def _row(figure: str, unit: str, values: Sequence[float | None], note: str = "") -> dict[str, Any]:
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return {"figure": figure, "unit": unit, "median": None, "min": None, "max": None,
+                "note": note}  # fmt: skip
+    return {
+        "figure": figure,
+        "unit": unit,
+        "median": round(statistics.median(vals), 1),
+        "min": round(min(vals), 1),
+        "max": round(max(vals), 1),
+        "note": note,
+    }
+
+
+def table_rows(r: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
+    size = r["size"]
+    jobs = size["jobs"]
+    pt = size["per_table_bytes"]
+    n_full = len(r["full_starts"])
+    n_empty = len(r["empty_starts"])
+    steps = {s["step"]: s for s in r["load"]["steps"]}
+    rows = [
+        _row("start-up → /readyz 200, empty store", "ms",
+             [s["ready_ms"] for s in r["empty_starts"]],
+             f"{n_empty} starts, {PRINTERS} printers; spawn → 200, 5 ms poll"),
+        _row(f"start-up → /readyz 200, {jobs:,} jobs", "ms",
+             [s["ready_ms"] for s in r["full_starts"]], f"{n_full} starts, {PRINTERS} printers"),
+        _row("VmRSS at ready, empty store", "MiB", [s["VmRSS"] for s in r["empty_starts"]],
+             f"{n_empty} starts"),
+        _row(f"VmRSS at ready, {jobs:,} jobs", "MiB", [s["VmRSS"] for s in r["full_starts"]],
+             f"{n_full} starts"),
+    ]  # fmt: skip
+    for name, s in steps.items():
+        if name == "ready":
+            continue
+        rows.append(
+            _row(f"VmRSS after {name}", "MiB", [s["VmRSS"]], f"took {s['took_ms']} ms; cumulative")
+        )
+    rows += [
+        _row("VmHWM (peak RSS) after the load", "MiB", [r["load"]["hwm_mib"]]),
+        _row("store: sqlite + wal per job", "bytes/job", [size["sqlite_bytes"] / jobs],
+             f"{size['sqlite_bytes'] / 2**20:.1f} MiB for {jobs:,} jobs, WAL checkpointed"),
+        _row("  jobs table + its indexes per job", "bytes/job",
+             [(pt.get("jobs", 0)) / jobs], "dbstat"),
+        _row("  job_events table + its index per job", "bytes/job",
+             [pt.get("job_events", 0) / jobs],
+             f"{size['events'] / jobs:.2f} events per job; dbstat"),
+        _row("  per event row (job_events + index)", "bytes/event",
+             [pt.get("job_events", 0) / max(1, size["events"])], "dbstat"),
+        _row(f"fill {r['clone']['clones']:,} cloned jobs", "s", [r["clone"]["clone_s"]],
+             "plain SQL, triggers write the events"),
+    ]  # fmt: skip
+    return rows
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, int) or (isinstance(v, float) and v.is_integer()):
+        return f"{int(v):,}"
+    return f"{v:,.1f}"
+
+
+def markdown(rows: Sequence[dict[str, Any]]) -> str:
+    lines = ["| figure | median | min | max | unit | note |", "|---|---:|---:|---:|---|---|"]
+    for r in rows:
+        lines.append(
+            f"| {r['figure']} | {_fmt(r['median'])} | {_fmt(r['min'])} | {_fmt(r['max'])} "
+            f"| {r['unit']} | {r['note']} |"
+        )
+    return "\n".join(lines)
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.resources_bench",
+        description="edgeprint: RSS, start-up and store size with 20 printers and 100,000 jobs",
+    )
+    ap.add_argument("--quick", action="store_true", help="20,000 jobs, 2 starts (~20 s)")
+    ap.add_argument("--jobs", type=int, default=None, help="stored jobs, default 100000")
+    ap.add_argument("--starts", type=int, default=None, help="start-ups each, default 3 (2)")
+    ap.add_argument("--load-jobs", type=int, default=None, help="submits+releases, 300 (100)")
+    ap.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
+    ap.add_argument("--keep", action="store_true", help="keep the work folder (DB, logs)")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    plan = Plan(
+        jobs=args.jobs if args.jobs is not None else (20_000 if args.quick else 100_000),
+        starts=args.starts if args.starts is not None else (2 if args.quick else 3),
+        load_jobs=args.load_jobs if args.load_jobs is not None else (100 if args.quick else 300),
+        sample=dict(SAMPLE_QUICK if args.quick else SAMPLE),
+        seed=args.seed if args.seed is not None else random.SystemRandom().randrange(10**6),
+    )
+    if not (1_000 <= plan.jobs <= 2_000_000 and 1 <= plan.starts <= 20 and plan.load_jobs >= 0):
+        print("bench: --jobs 1000–2000000, --starts 1–20, --load-jobs ≥ 0", file=sys.stderr)
+        return 2
+    info = machine_info()
+    work = Path(tempfile.mkdtemp(prefix="edgeprint-resources-bench-"))
+    failures: list[str] = []
+    result_run: dict[str, Any] | None = None
+    started = time.monotonic()
+    rig = Rig(work / "rig", seconds_per_page=0.0)
+    apps: list[Appliance] = []
+    try:
+        with signals_as_exit():
+            try:
+                src = snapshot_source(work)
+                info["edgeprint_source"] = {
+                    "digest": source_digest(src),
+                    "diff_stat_vs_head": tree_changes(),
+                    "note": "the appliance ran from a copy of edgeprint/ taken at the start",
+                }
+                rig.start(PRINTERS)
+                result_run = asyncio.run(run(work, src, rig, plan, apps))
+            except BenchError as exc:
+                failures.append(str(exc))
+                print(f"bench: failed: {exc}", file=sys.stderr)
+    finally:
+        for app in apps:
+            with contextlib.suppress(Exception):
+                app.stop()
+        with contextlib.suppress(Exception):
+            rig.stop()
+        keep = args.keep or bool(failures)
+        if keep:
+            print(f"bench: work folder kept: {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    info["bench_seconds"] = round(time.monotonic() - started, 1)
+    rows = table_rows(result_run, plan) if result_run is not None else []
+    table = markdown(rows)
+    if result_run is not None:
+        print()
+        print(table)
+        size = result_run["size"]
+        print(
+            f"\nstore: {size['jobs']:,} jobs {size['states']}, {size['events']:,} events; "
+            f"files {size['files']}; per table {size['per_table_bytes']}; documents on disk: "
+            f"{size['documents_on_disk']} ({size['documents_on_disk_bytes']:,} bytes; the "
+            f"clones' are not); templates {result_run['clone']['templates']}"
+        )
+    for f in failures:
+        print(f"FAILED: {f}")
+    print(
+        f"\n{info['bench_seconds']} s; load average {info['loadavg_start']} → "
+        f"{info['loadavg_end']} on {info['nproc']} CPUs"
+    )
+    result = {
+        "benchmark": "resources",
+        "command": " ".join([".venv/bin/python -m bench.resources_bench", *(argv or sys.argv[1:])]),
+        "settings": {
+            "quick": args.quick,
+            "seed": plan.seed,
+            "jobs": plan.jobs,
+            "starts": plan.starts,
+            "load_jobs": plan.load_jobs,
+            "printers": PRINTERS,
+            "printers_kind": "ippeveprinter via tests.rig.Rig on loopback, 0 s/page",
+            "pools": POOLS,
+            "sample": plan.sample,
+            "mix": MIX,
+            "history_days": HISTORY_DAYS,
+            "held_window_s": HELD_WINDOW_S,
+            "list_pages": LIST_PAGES,
+            "list_limit": LIST_LIMIT,
+            "documents": "only the sample's documents exist on disk; the clones' do not",
+            "overrides": (
+                {"server.rate_limit": RATE_LIMIT}
+                if "rate_limit" in ServerConfig.model_fields
+                else {}
+            ),
+            "appliance_defaults": default_settings(),
+        },
+        "machine": info,
+        "table": rows,
+        "failures": failures,
+        "table_markdown": table,
+        "raw": result_run,
+        "work_folder": str(work) if keep else None,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
