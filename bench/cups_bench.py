@@ -1,0 +1,867 @@
+"""Side by side with CUPS: the same held jobs through edgeprint and through a CUPS class.
+
+Both sides drive the same kind of printers: ``--printers`` real ``ippeveprinter``
+processes from :class:`tests.rig.Rig` (0 s/page), fresh for every run. Ground truth
+is each printer's own ``prints.log`` (one line, millisecond UTC timestamp, per
+document that came out), read by job-name (:func:`tests.printing.printed_names`).
+Every job carries the same ~30 KB one-page PDF (:func:`tests.pdfs.make_pdf` padded).
+
+- **edgeprint**: the appliance as a child process (``python -m edgeprint serve``,
+  :class:`tests.proc.ServeProcess`, run from a copy of ``edgeprint/`` taken at the
+  start), **default** ``[dispatch]`` and ``[store]`` settings, every printer in pool
+  ``lobby``. Jobs: ``POST /v1/jobs`` (``hold: true``, ``pool: lobby``), then
+  ``POST /v1/jobs/{id}/release``.
+- **CUPS**: a private ``cupsd`` (:class:`bench.cups_rig.Cupsd`: own ServerRoot,
+  spool, logs, port on 127.0.0.1; the system CUPS is never touched), one raw queue
+  per printer and a class ``lobby`` of them (the pool). The queues are made with
+  ``lpadmin`` and cupsd is restarted gracefully once before the jobs come, so the
+  queues are on disk like on an installed system. Jobs (``--cups-client ipp``,
+  the default): IPP ``Print-Job`` to ``/classes/lobby`` with
+  ``job-hold-until=indefinite`` and ``job-name``, then ``Release-Job``, posted over
+  HTTP by the same aiohttp client that talks to edgeprint — the fair transport, no
+  process per job. ``--cups-client lp``: ``lp -d lobby -H indefinite -t NAME FILE``
+  and ``lp -i ID -H resume``, one process per command.
+
+Both sides submit and release ``SUBMIT_CONCURRENCY`` (4) requests at a time.
+
+1. normal run — ``--jobs`` N jobs submitted held, then all released. Figures:
+   submit time (first request sent → last answer, all N), release time (same),
+   first release sent → last document printed (prints.log), duplicates (job-names
+   printed more than once, counted as extra copies) and losses (jobs never
+   printed). CUPS runs with its defaults here.
+2. SIGKILL mid-run — the same, but at the instant the k-th document appears in the
+   printers' logs (k drawn once per repetition, uniformly from N/4 … 3N/4, the same
+   k for every side) the scheduler is SIGKILLed and started again on the same
+   folders: for edgeprint the appliance process, for CUPS ``cupsd`` together with
+   every backend it had started (what systemd does to the unit's control group
+   when the daemon dies; ``--cups-kill daemon`` kills cupsd alone and lets its
+   backends finish). Then the run waits (bounded) until it settles: no job
+   pending/processing (CUPS ``Get-Jobs``) or RELEASED/PRINTING (edgeprint API),
+   every printer idle and no backend left; held, stopped or DEAD jobs stay as they
+   are. Nothing is re-released. Figures: submit and release times (again), documents
+   printed at the kill, restart → serving again, restart → settled, jobs the
+   scheduler still knows after the restart, duplicates and losses. CUPS runs twice:
+   with its defaults (``DirtyCleanInterval`` 30 s: job state reaches the disk up to
+   30 s late) and with ``DirtyCleanInterval 0`` (state written at once: the most
+   durable CUPS). The spool's control (``c*``) and document (``d*``) files at the
+   kill go into the raw results.
+
+   Why the kill point is fair to CUPS: its ipp backend sends a job, then polls the
+   printer about once a second until the job is completed, so a CUPS job spends
+   nearly all its time "printed but not yet completed"; the instant a document
+   comes out is where CUPS spends most of its time anyway. For edgeprint it is the
+   narrow window in which the job is on paper but still PRINTING in the store,
+   the one its reconciliation after a restart exists for.
+
+Each figure is the median, min and max over ``--repeat`` repetitions; the ratio
+edgeprint / CUPS is computed within each repetition, then summarized the same way.
+Prints a Markdown table and writes ``bench/results/cups.json``. Exit code 0 when
+every run was measured and edgeprint printed every job exactly once (CUPS's
+duplicates and losses are reported, not judged), 1 otherwise, 2 on bad usage.
+Every child (cupsd and its backends, printers, dbus-daemon, appliance) is stopped
+on exit, error, Ctrl-C, SIGTERM or SIGHUP (not after SIGKILL of the benchmark).
+
+Needs ``cupsd`` (Debian package ``cups-daemon``) and ``lp``/``lpadmin``
+(``cups-client``) besides the rig's ``cups-ipp-utils`` and ``dbus-daemon``.
+
+Run from the repository root::
+
+    .venv/bin/python -m bench.cups_bench            # N=24 on 3 printers, 3 repetitions: ~80 s
+    .venv/bin/python -m bench.cups_bench --quick    # N=12, 1 repetition: ~15 s
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from bench.cups_rig import (
+    GET_PRINTER_ATTRIBUTES,
+    PRINT_JOB,
+    RELEASE_JOB,
+    TAG_INTEGER,
+    TAG_KEYWORD,
+    TAG_MIME,
+    TAG_NAME,
+    TAG_URI,
+    Cupsd,
+    CupsError,
+    cups_tools,
+    ipp_request,
+    parse_ipp,
+    proc_alive,
+)
+from bench.failover_bench import FailoverStand, snapshot_source, source_digest, tree_changes
+from bench.print_bench import (
+    POOL,
+    SUBMIT_CONCURRENCY,
+    BenchError,
+    default_settings,
+    machine_info,
+    printed_at,
+    read_store,
+    signals_as_exit,
+    spread,
+    until,
+)
+from tests.conftest import KIOSK_TOKEN
+from tests.pdfs import make_pdf
+from tests.printing import printed_names
+from tests.rig import Rig, RigError
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO / "bench" / "results" / "cups.json"
+DOC_BYTES = 30_000
+PRINTERS = 3
+#: CUPS configurations of the crash runs: key → DirtyCleanInterval (None: CUPS's default).
+CUPS_CONFIGS: dict[str, int | None] = {"defaults": None, "dirty0": 0}
+CUPS_CONFIG_TITLES = {"defaults": "CUPS defaults", "dirty0": "CUPS DirtyCleanInterval 0"}
+#: Poll periods (s): prints.log while waiting for the kill point, and everything else.
+KILL_POLL_S = 0.0005
+POLL_S = 0.01
+#: Bounds (s) of each wait: base + per job per printer (CUPS prints ~1 job/s per printer).
+WAIT_BASE_S = 20.0
+WAIT_PER_JOB_S = 2.0
+REQUEST_TIMEOUT_S = 30.0
+BACKPRESSURE_RETRY_S = 0.05
+_LP_ID = re.compile(r"request id is (\S+)")
+
+
+# --- the two sides --------------------------------------------------------------------
+
+
+async def _retry_503(do: Callable[[], Awaitable[tuple[int, Any]]], ok: int, what: str) -> Any:
+    """Run ``do`` until it answers ``ok``; 503 (queue full) is retried, anything else fails."""
+    deadline = time.monotonic() + REQUEST_TIMEOUT_S
+    while True:
+        status, body = await do()
+        if status == ok:
+            return body
+        if status != 503 or time.monotonic() > deadline:
+            raise BenchError(f"{what}: HTTP {status}: {str(body)[:300]}")
+        await asyncio.sleep(BACKPRESSURE_RETRY_S)
+
+
+@dataclass
+class EdgeSide:
+    """The appliance (child process, default settings) and its printers, all in one pool."""
+
+    root: Path
+    printers: int
+    doc: bytes
+    tag: str
+    source: Path
+    name: str = "edgeprint"
+    stand: FailoverStand = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.stand = FailoverStand(
+            self.root, self.printers, seconds_per_page=0.0, source=self.source
+        )
+
+    @property
+    def rig(self) -> Rig:
+        return self.stand.rig
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {KIOSK_TOKEN}"}
+
+    def start(self) -> None:
+        try:
+            self.stand.start()
+        except (RigError, TimeoutError, RuntimeError) as exc:
+            raise BenchError(f"edgeprint stand did not start: {exc}") from exc
+
+    async def submit(self, http: aiohttp.ClientSession, i: int) -> str:
+        meta = json.dumps({"owner": "bench", "pool": POOL, "hold": True})
+        headers = {**self.headers, "Idempotency-Key": f"{self.tag}-{i:05d}"}
+
+        async def do() -> tuple[int, Any]:
+            form = aiohttp.FormData()
+            form.add_field("metadata", meta, content_type="application/json")
+            form.add_field("document", self.doc, content_type="application/pdf", filename="b.pdf")
+            async with http.post(f"{self.stand.url}/v1/jobs", data=form, headers=headers) as r:
+                return r.status, await r.json()
+
+        body = await _retry_503(do, 201, f"edgeprint submit {i}")
+        return str(body["id"])
+
+    async def release(self, http: aiohttp.ClientSession, ref: str) -> None:
+        async def do() -> tuple[int, Any]:
+            url = f"{self.stand.url}/v1/jobs/{ref}/release"
+            async with http.post(url, headers=self.headers) as r:
+                return r.status, await r.read()
+
+        await _retry_503(do, 200, f"edgeprint release {ref}")
+
+    def expected_name(self, ref: str, i: int) -> str:
+        return f"edgeprint-{ref}"
+
+    def kill(self) -> None:
+        self.stand.serve.kill()
+
+    def restart(self) -> None:
+        try:
+            self.stand.serve.start()  # returns once the JSON "ready" line is written
+        except (TimeoutError, RuntimeError) as exc:
+            raise BenchError(f"edgeprint did not restart: {exc}") from exc
+
+    async def _ids_in(self, http: aiohttp.ClientSession, state: str) -> set[str]:
+        url = f"{self.stand.url}/v1/jobs?state={state}&limit=500"
+        async with http.get(url, headers=self.headers) as r:
+            body = await r.json()
+            if r.status != 200:
+                raise BenchError(f"edgeprint list {state}: HTTP {r.status}: {body}")
+            return {str(j["id"]) for j in body["jobs"]}
+
+    async def settled(self, http: aiohttp.ClientSession) -> bool:
+        if await self._ids_in(http, "PRINTING") or await self._ids_in(http, "RELEASED"):
+            return False
+        return await printers_idle(http, self.rig)
+
+    async def known(self, http: aiohttp.ClientSession, refs: list[str]) -> int:
+        jobs = read_store(self.stand.data_dir).jobs
+        return sum(1 for r in refs if r in jobs)
+
+    def final_states(self) -> dict[str, int]:
+        return dict(Counter(str(j["state"]) for j in read_store(self.stand.data_dir).jobs.values()))
+
+    def stop(self) -> None:
+        self.stand.stop()
+
+
+@dataclass
+class CupsSide:
+    """A private cupsd with one raw queue per printer and a class of them (the pool)."""
+
+    root: Path
+    printers: int
+    doc_path: Path
+    tag: str
+    client: str = "ipp"
+    dirty_clean_interval: int | None = None
+    kill_backends: bool = True
+    name: str = "cups"
+    rig: Rig = field(init=False)
+    cups: Cupsd = field(init=False)
+    #: Backends that were running at the kill (their pids), waited for when left alive.
+    orphans: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.rig = Rig(self.root / "rig", seconds_per_page=0.0)
+        self.cups = Cupsd(self.root / "cups", dirty_clean_interval=self.dirty_clean_interval)
+
+    def start(self) -> None:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self.rig.start(self.printers)
+            self.cups.port = 0
+            self.cups.start()
+            for p in self.rig:
+                self.cups.add_queue(p.name, p.uri)
+            self.cups.add_class(POOL, [p.name for p in self.rig])
+            self.cups.persist()
+        except (RigError, CupsError) as exc:
+            raise BenchError(f"CUPS stand did not start: {exc}") from exc
+
+    async def _ipp(self, http: aiohttp.ClientSession, path: str, body: bytes) -> Any:
+        async with http.post(
+            f"{self.cups.base_url}{path}", data=body, headers={"Content-Type": "application/ipp"}
+        ) as r:
+            raw = await r.read()
+            if r.status != 200:
+                raise BenchError(f"cupsd {path}: HTTP {r.status}")
+        return parse_ipp(raw)
+
+    async def _lp(self, *args: str) -> str:
+        proc = await asyncio.create_subprocess_exec(
+            self.cups.tools["lp"],
+            "-h",
+            self.cups.server,
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        out, _ = await asyncio.wait_for(proc.communicate(), REQUEST_TIMEOUT_S)
+        text = out.decode(errors="replace")
+        if proc.returncode != 0:
+            raise BenchError(f"lp {' '.join(args)}: exit {proc.returncode}: {text.strip()}")
+        return text
+
+    def job_name(self, i: int) -> str:
+        return f"cups-{self.tag}-{i:05d}"
+
+    async def submit(self, http: aiohttp.ClientSession, i: int) -> str:
+        if self.client == "lp":
+            out = await self._lp(
+                "-d", POOL, "-H", "indefinite", "-t", self.job_name(i), str(self.doc_path)
+            )
+            m = _LP_ID.search(out)
+            if not m:
+                raise BenchError(f"lp printed no request id: {out.strip()}")
+            return m.group(1)  # e.g. lobby-12
+        body = ipp_request(
+            PRINT_JOB,
+            i + 1,
+            [
+                (TAG_URI, "printer-uri", self.cups.uri_class(POOL)),
+                (TAG_NAME, "requesting-user-name", "bench"),
+                (TAG_NAME, "job-name", self.job_name(i)),
+                (TAG_MIME, "document-format", "application/pdf"),
+            ],
+            [(TAG_KEYWORD, "job-hold-until", "indefinite")],
+            self.doc_path.read_bytes(),
+        )
+        resp = await self._ipp(http, f"/classes/{POOL}", body)
+        job_id = resp.first("job-id")
+        if not resp.ok or job_id is None:
+            raise BenchError(f"cupsd Print-Job {i}: status 0x{resp.status:04x}")
+        return str(job_id)
+
+    async def release(self, http: aiohttp.ClientSession, ref: str) -> None:
+        if self.client == "lp":
+            await self._lp("-i", ref, "-H", "resume")
+            return
+        body = ipp_request(
+            RELEASE_JOB,
+            1,
+            [
+                (TAG_URI, "printer-uri", self.cups.uri_class(POOL)),
+                (TAG_INTEGER, "job-id", int(ref)),
+                (TAG_NAME, "requesting-user-name", "bench"),
+            ],
+        )
+        resp = await self._ipp(http, "/jobs", body)
+        if not resp.ok:
+            raise BenchError(f"cupsd Release-Job {ref}: status 0x{resp.status:04x}")
+
+    def expected_name(self, ref: str, i: int) -> str:
+        return self.job_name(i)
+
+    def spool_files(self) -> dict[str, int]:
+        """Control (c*) and document (d*) files in cupsd's spool right now."""
+        names = [p.name for p in self.cups.spool.iterdir() if p.is_file()]
+        return {
+            "control_files": sum(1 for n in names if re.fullmatch(r"c\d+", n)),
+            "document_files": sum(1 for n in names if n.startswith("d")),
+        }
+
+    def kill(self) -> None:
+        kids = self.cups.kill(children=self.kill_backends)
+        self.orphans = [] if self.kill_backends else kids
+
+    def restart(self) -> None:
+        try:
+            self.cups.start()
+        except CupsError as exc:
+            raise BenchError(f"cupsd did not restart: {exc}") from exc
+
+    def _our_jobs(self) -> list[dict[str, Any]]:
+        prefix = f"cups-{self.tag}-"
+        return [j for j in self.cups.jobs("all") if str(j["name"]).startswith(prefix)]
+
+    async def settled(self, http: aiohttp.ClientSession) -> bool:
+        jobs = await asyncio.to_thread(self._our_jobs)
+        if any(j["state"] in ("pending", "processing") for j in jobs):
+            return False
+        if any(proc_alive(pid) for pid in self.orphans):
+            return False
+        return await printers_idle(http, self.rig)
+
+    async def known(self, http: aiohttp.ClientSession, refs: list[str]) -> int:
+        return len(await asyncio.to_thread(self._our_jobs))
+
+    def final_states(self) -> dict[str, int]:
+        return dict(Counter(str(j["state"]) for j in self._our_jobs()))
+
+    def stop(self) -> None:
+        try:
+            self.cups.stop()
+        finally:
+            self.rig.stop()
+
+
+async def printers_idle(http: aiohttp.ClientSession, rig: Rig) -> bool:
+    """Every printer of ``rig`` reports printer-state idle (3) and no job queued."""
+    for p in rig:
+        body = ipp_request(
+            GET_PRINTER_ATTRIBUTES,
+            1,
+            [
+                (TAG_URI, "printer-uri", p.uri),
+                (TAG_KEYWORD, "requested-attributes", ["printer-state", "queued-job-count"]),
+            ],
+        )
+        url = f"http://127.0.0.1:{p.port}/ipp/print"
+        try:
+            async with http.post(url, data=body, headers={"Content-Type": "application/ipp"}) as r:
+                resp = parse_ipp(await r.read())
+        except (aiohttp.ClientError, OSError, CupsError):
+            return False
+        if resp.first("printer-state") != 3 or resp.first("queued-job-count") not in (0, None):
+            return False
+    return True
+
+
+# --- one run --------------------------------------------------------------------------
+
+
+def count_printed(rig: Rig) -> int:
+    """Documents printed so far on every printer (newlines of the prints.log files)."""
+    total = 0
+    for p in rig:
+        with contextlib.suppress(FileNotFoundError):
+            total += p.prints_log.read_bytes().count(b"\n")
+    return total
+
+
+def ground_truth(rig: Rig, expected: set[str]) -> dict[str, int]:
+    """Duplicates (extra copies), duplicated jobs, losses and strays, by job-name."""
+    names = printed_names(rig)
+    return {
+        "duplicates": sum(len(ps) - 1 for n, ps in names.items() if n in expected and len(ps) > 1),
+        "duplicated_jobs": sum(1 for n, ps in names.items() if n in expected and len(ps) > 1),
+        "losses": len(expected - set(names)),
+        "unexpected": len(set(names) - expected),
+    }
+
+
+async def gather_limited(n: int, one: Callable[[int], Awaitable[Any]]) -> list[Any]:
+    """``one(0..n-1)``, SUBMIT_CONCURRENCY at a time; results in order."""
+    sem = asyncio.Semaphore(SUBMIT_CONCURRENCY)
+
+    async def run(i: int) -> Any:
+        async with sem:
+            return await one(i)
+
+    return list(await asyncio.gather(*(run(i) for i in range(n))))
+
+
+def wait_bound(n_jobs: int, printers: int) -> float:
+    return WAIT_BASE_S + WAIT_PER_JOB_S * n_jobs / printers
+
+
+async def run_side(
+    side: EdgeSide | CupsSide, n_jobs: int, printers: int, kill_at: int | None
+) -> dict[str, Any]:
+    """Submit ``n_jobs`` held, release them all, wait until printed (or, with ``kill_at``,
+    SIGKILL the scheduler when that many documents are out, restart, wait until settled)."""
+    out: dict[str, Any] = {"jobs": n_jobs}
+    async with aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=16),
+        timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S),
+    ) as http:
+        t0 = time.time()
+        refs: list[str] = await gather_limited(n_jobs, lambda i: side.submit(http, i))
+        t1 = time.time()
+        out["submit_s"] = round(t1 - t0, 3)
+        expected = {side.expected_name(r, i) for i, r in enumerate(refs)}
+        if count_printed(side.rig):
+            raise BenchError(f"{side.name}: a held job printed before its release")
+        t_release = time.time()
+        await gather_limited(n_jobs, lambda i: side.release(http, refs[i]))
+        out["release_s"] = round(time.time() - t_release, 3)
+        bound = wait_bound(n_jobs, printers)
+
+        if kill_at is None:
+
+            async def all_printed() -> bool:
+                return len(expected & set(printed_names(side.rig))) == len(expected)
+
+            try:
+                await until(all_printed, bound, POLL_S, f"{side.name}: not all printed")
+            finally:
+                out.update(ground_truth(side.rig, expected))
+            last = max(
+                printed_at(line)
+                for p in side.rig
+                for line in side.rig.printed(p.name)
+                if line.job_name in expected
+            )
+            out["release_to_all_printed_s"] = round(last - t_release, 3)
+            return out
+
+        async def kill_point() -> bool:
+            return count_printed(side.rig) >= kill_at
+
+        await until(kill_point, bound, KILL_POLL_S, f"{side.name}: {kill_at} not printed")
+        side.kill()
+        out["printed_at_kill"] = count_printed(side.rig)
+        if isinstance(side, CupsSide):
+            out.update(side.spool_files())
+        t_restart = time.time()
+        await asyncio.to_thread(side.restart)
+        out["restart_to_serving_ms"] = round((time.time() - t_restart) * 1000.0, 1)
+        out["known_after_restart"] = await side.known(http, refs)
+        try:
+            t_settled = await until(
+                lambda: side.settled(http), bound, POLL_S, f"{side.name}: not settled"
+            )
+            out["restart_to_settled_s"] = round(t_settled - t_restart, 3)
+            out["settled"] = True
+        except BenchError:
+            out["restart_to_settled_s"] = None
+            out["settled"] = False
+        with contextlib.suppress(Exception):
+            out["final_states"] = await asyncio.to_thread(side.final_states)
+        out.update(ground_truth(side.rig, expected))
+    return out
+
+
+# --- repetitions, summary, output -----------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """What the benchmark does."""
+
+    jobs: int
+    repeat: int
+    printers: int
+    client: str
+    kill_backends: bool
+    seed: int
+
+
+@dataclass
+class Work:
+    """The work folder, the document, the source copy and every side started (to stop)."""
+
+    root: Path
+    doc: bytes
+    doc_path: Path
+    source: Path
+    sides: list[EdgeSide | CupsSide] = field(default_factory=list)
+
+
+async def measure(work: Work, side: EdgeSide | CupsSide, plan: Plan, kill_at: int | None) -> Any:
+    work.sides.append(side)
+    t0 = time.monotonic()
+    try:
+        side.start()
+        return await run_side(side, plan.jobs, plan.printers, kill_at)
+    finally:
+        side.stop()
+        print(f"bench:   {side.root.name}: {time.monotonic() - t0:.1f} s", file=sys.stderr)
+
+
+def one_rep(work: Work, rep: int, plan: Plan) -> dict[str, Any]:
+    """One repetition: normal runs, then the crash runs (edgeprint, each CUPS config)."""
+    rng = random.Random(f"{plan.seed}-{rep}")
+    kill_at = rng.randint(max(1, plan.jobs // 4), max(1, (3 * plan.jobs) // 4))
+
+    def edge(key: str) -> EdgeSide:
+        return EdgeSide(work.root / f"r{rep}-edge-{key}", plan.printers, work.doc,
+                        f"cb{rep}{key}", work.source)  # fmt: skip
+
+    def cups(key: str, config: str) -> CupsSide:
+        return CupsSide(
+            work.root / f"r{rep}-cups-{key}",
+            plan.printers,
+            work.doc_path,
+            f"r{rep}{key}",
+            client=plan.client,
+            dirty_clean_interval=CUPS_CONFIGS[config],
+            kill_backends=plan.kill_backends,
+        )
+
+    run: dict[str, Any] = {"kill_at": kill_at}
+    run["normal"] = {
+        "edgeprint": asyncio.run(measure(work, edge("normal"), plan, None)),
+        "cups": asyncio.run(measure(work, cups("normal", "defaults"), plan, None)),
+    }
+    run["crash"] = {"edgeprint": asyncio.run(measure(work, edge("crash"), plan, kill_at))}
+    for config in CUPS_CONFIGS:
+        run["crash"][f"cups_{config}"] = asyncio.run(
+            measure(work, cups(f"crash-{config}", config), plan, kill_at)
+        )
+    return run
+
+
+#: (key, label, unit) of the rows of each section.
+NORMAL_ROWS = [
+    ("submit_s", "submit N held jobs", "s"),
+    ("release_s", "release N jobs", "s"),
+    ("release_to_all_printed_s", "first release → all printed (prints.log)", "s"),
+    ("duplicates", "duplicates (extra copies)", "jobs"),
+    ("losses", "losses (never printed)", "jobs"),
+]
+CRASH_ROWS = [
+    ("submit_s", "submit N held jobs", "s"),
+    ("release_s", "release N jobs", "s"),
+    ("printed_at_kill", "documents printed at the SIGKILL", "jobs"),
+    ("restart_to_serving_ms", "restart → serving again", "ms"),
+    ("restart_to_settled_s", "restart → settled (nothing pending, printers idle)", "s"),
+    ("known_after_restart", "jobs the scheduler knows after the restart", "jobs"),
+    ("duplicates", "duplicates (extra copies)", "jobs"),
+    ("duplicated_jobs", "jobs printed more than once", "jobs"),
+    ("losses", "losses (never printed)", "jobs"),
+]
+
+
+def _ratio(e: Any, c: Any) -> float | None:
+    if not isinstance(e, int | float) or not isinstance(c, int | float) or c == 0:
+        return None
+    return round(e / c, 4)
+
+
+def build_table(runs: list[dict[str, Any]], n_jobs: int, printers: int) -> list[dict[str, Any]]:
+    """The table rows: per section and figure, edgeprint, CUPS and ratio spreads."""
+    rows: list[dict[str, Any]] = []
+    sections: list[tuple[str, str, str, list[tuple[str, str, str]]]] = [
+        ("normal", "cups", "defaults", NORMAL_ROWS),
+        *[("crash", f"cups_{c}", c, CRASH_ROWS) for c in CUPS_CONFIGS],
+    ]
+    for section, cups_key, config, keys in sections:
+        title = (
+            f"{n_jobs} held jobs, released, pool of {printers} (CUPS defaults)"
+            if section == "normal"
+            else f"SIGKILL mid-run + restart (vs {CUPS_CONFIG_TITLES[config]})"
+        )
+        for key, label, unit in keys:
+            e = [r[section]["edgeprint"].get(key) for r in runs]
+            c = [r[section][cups_key].get(key) for r in runs]
+            rows.append(
+                {
+                    "section": title,
+                    "cups_config": config,
+                    "figure": label,
+                    "key": key,
+                    "unit": unit,
+                    "edgeprint": spread(e),
+                    "cups": spread(c),
+                    "ratio": spread([_ratio(a, b) for a, b in zip(e, c, strict=True)]),
+                }
+            )
+    return rows
+
+
+def _fmt(v: float | None) -> str:
+    if v is None:
+        return "–"
+    if float(v).is_integer():
+        return f"{int(v)}"
+    if abs(v) < 1:
+        return f"{v:.3g}"
+    if abs(v) < 10:
+        return f"{v:.2f}"
+    return f"{v:.1f}" if abs(v) < 1000 else f"{v:.0f}"
+
+
+def _cell(s: dict[str, float | None]) -> str:
+    if s["median"] is None:
+        return "–"
+    if s["min"] == s["max"]:
+        return _fmt(s["median"])
+    return f"{_fmt(s['median'])} ({_fmt(s['min'])}–{_fmt(s['max'])})"
+
+
+def markdown(table: list[dict[str, Any]], runs: int) -> str:
+    lines = [
+        f"| figure (median (min–max) of {runs}) | unit | edgeprint | CUPS | edgeprint / CUPS |",
+        "|---|---|---:|---:|---:|",
+    ]
+    section = ""
+    for row in table:
+        if row["section"] != section:
+            section = row["section"]
+            lines.append(f"| **{section}** | | | | |")
+        lines.append(
+            f"| {row['figure']} | {row['unit']} | {_cell(row['edgeprint'])} | "
+            f"{_cell(row['cups'])} | {_cell(row['ratio'])} |"
+        )
+    return "\n".join(lines)
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.cups_bench",
+        description="edgeprint side by side with CUPS on the same ippeveprinter printers",
+    )
+    ap.add_argument("--quick", action="store_true", help="12 jobs, 1 repetition (~15 s)")
+    ap.add_argument("--repeat", type=int, default=None, help="repetitions (default 3, quick 1)")
+    ap.add_argument("--jobs", type=int, default=None, help="jobs per run (default 24, quick 12)")
+    ap.add_argument("--printers", type=int, default=PRINTERS, help="printers in the pool (3)")
+    ap.add_argument(
+        "--cups-client",
+        choices=("ipp", "lp"),
+        default="ipp",
+        help="how jobs reach cupsd: IPP over HTTP from the benchmark (default) or the lp command",
+    )
+    ap.add_argument(
+        "--cups-kill",
+        choices=("tree", "daemon"),
+        default="tree",
+        help="SIGKILL cupsd and its backends (default) or cupsd alone",
+    )
+    ap.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
+    ap.add_argument("--keep", action="store_true", help="keep the work folder (logs, spools)")
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; the exit code (see the module docstring)."""
+    args = _parser().parse_args(argv)
+    plan = Plan(
+        jobs=args.jobs or (12 if args.quick else 24),
+        repeat=args.repeat if args.repeat is not None else (1 if args.quick else 3),
+        printers=args.printers,
+        client=args.cups_client,
+        kill_backends=args.cups_kill == "tree",
+        seed=args.seed if args.seed is not None else random.SystemRandom().randrange(10**6),
+    )
+    if not (1 <= plan.repeat <= 20 and 4 <= plan.jobs <= 1000 and 1 <= plan.printers <= 20):
+        print("bench: --repeat 1–20, --jobs 4–1000, --printers 1–20", file=sys.stderr)
+        return 2
+    try:
+        tools = cups_tools()
+    except CupsError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 1
+    info = machine_info()
+    info["cupsd"] = tools["cupsd"]
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        info["cups_daemon"] = subprocess.run(
+            ["dpkg-query", "-W", "-f", "${Version}", "cups-daemon"],
+            capture_output=True, text=True, timeout=10, check=False,
+        ).stdout.strip() or None  # fmt: skip
+    root = Path(tempfile.mkdtemp(prefix="edgeprint-cups-bench-"))
+    root.chmod(0o711)  # cupsd's backends run as user lp and read the spool under it
+    doc = make_pdf("edgeprint vs CUPS", pad_to=DOC_BYTES)
+    doc_path = root / "badge.pdf"
+    doc_path.write_bytes(doc)
+    doc_path.chmod(0o644)
+    runs: list[dict[str, Any]] = []
+    failures: list[str] = []
+    started = time.monotonic()
+    keep = args.keep
+    work: Work | None = None
+    try:
+        with signals_as_exit():
+            work = Work(root, doc, doc_path, snapshot_source(root))
+            info["edgeprint_source"] = {
+                "digest": source_digest(work.source),
+                "diff_stat_vs_head": tree_changes(),
+                "note": "the appliance ran from a copy of edgeprint/ taken at the start",
+            }
+            for rep in range(plan.repeat):
+                print(f"bench: repetition {rep + 1}/{plan.repeat}", file=sys.stderr)
+                try:
+                    run = one_rep(work, rep, plan)
+                except BenchError as exc:
+                    failures.append(f"repetition {rep + 1}: {exc}")
+                    print(f"bench: repetition {rep + 1} failed: {exc}", file=sys.stderr)
+                    continue
+                runs.append(run)
+                print(f"bench: {json.dumps(_brief(run))}", file=sys.stderr)
+    except BenchError as exc:
+        failures.append(str(exc))
+        print(f"bench: {exc}", file=sys.stderr)
+    finally:
+        for side in work.sides if work else []:
+            with contextlib.suppress(Exception):
+                side.stop()
+        keep = keep or bool(failures)
+        if keep:
+            print(f"bench: work folder kept: {root}", file=sys.stderr)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+    info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    info["bench_seconds"] = round(time.monotonic() - started, 1)
+
+    for i, run in enumerate(runs):
+        for section in ("normal", "crash"):
+            e = run[section]["edgeprint"]
+            for k in ("duplicates", "losses", "unexpected"):
+                if e.get(k):
+                    failures.append(f"repetition {i + 1} {section}: edgeprint {k} = {e[k]}")
+            if section == "crash" and not e.get("settled"):
+                failures.append(f"repetition {i + 1}: edgeprint did not settle after the restart")
+    table = build_table(runs, plan.jobs, plan.printers)
+    text = markdown(table, len(runs))
+    print()
+    print(text)
+    print(
+        f"\nN = {plan.jobs} jobs of {len(doc)} bytes, pool of {plan.printers} printers "
+        f"(0 s/page), CUPS client {plan.client}, CUPS SIGKILL "
+        f"{'cupsd + backends' if plan.kill_backends else 'cupsd only'}, seed {plan.seed}; "
+        f"kill after k documents, k = {[r['kill_at'] for r in runs]}"
+    )
+    for i, run in enumerate(runs):
+        states = {k: v.get("final_states") for k, v in run["crash"].items()}
+        print(f"repetition {i + 1}: job states after the crash run: {json.dumps(states)}")
+        spool = {
+            k: {f: v.get(f) for f in ("control_files", "document_files")}
+            for k, v in run["crash"].items()
+            if k.startswith("cups")
+        }
+        print(f"repetition {i + 1}: cupsd spool files at the SIGKILL: {json.dumps(spool)}")
+    for f in failures:
+        print(f"FAILED: {f}")
+    print(
+        f"\n{info['bench_seconds']} s, {len(runs)} repetition(s); load average "
+        f"{info['loadavg_start']} → {info['loadavg_end']} on {info['nproc']} CPUs"
+    )
+    result = {
+        "benchmark": "cups",
+        "command": " ".join([".venv/bin/python -m bench.cups_bench", *(argv or sys.argv[1:])]),
+        "settings": {
+            "quick": args.quick,
+            "repeat": plan.repeat,
+            "jobs": plan.jobs,
+            "printers": plan.printers,
+            "printer_seconds_per_page": 0.0,
+            "document_bytes": len(doc),
+            "submit_concurrency": SUBMIT_CONCURRENCY,
+            "cups_client": plan.client,
+            "cups_kill": args.cups_kill,
+            "cups_configs": {k: {"DirtyCleanInterval": v} for k, v in CUPS_CONFIGS.items()},
+            "cups_queues": "raw (lpadmin -m raw), one per printer, in class 'lobby'",
+            "kill_point": "when the k-th document appears in prints.log, k uniform in N/4..3N/4",
+            "seed": plan.seed,
+            "appliance_defaults": default_settings(),
+        },
+        "machine": info,
+        "table": table,
+        "table_markdown": text,
+        "failures": failures,
+        "raw": runs,
+        "work_folder": str(root) if keep else None,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 1 if failures else 0
+
+
+def _brief(run: dict[str, Any]) -> dict[str, Any]:
+    keys = ("submit_s", "release_s", "release_to_all_printed_s", "printed_at_kill",
+            "restart_to_settled_s", "known_after_restart", "duplicates", "losses")  # fmt: skip
+    return {
+        f"{section}.{side}": {k: v[k] for k in keys if k in v}
+        for section in ("normal", "crash")
+        for side, v in run[section].items()
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,566 @@
+"""A private CUPS scheduler on loopback, the baseline edgeprint is compared with.
+
+:class:`Cupsd` runs ``cupsd -f`` with its own ServerRoot, spool, state, cache and
+logs in one folder and ``Listen 127.0.0.1:PORT`` only: the system CUPS
+(``/etc/cups``, port 631) is never read, written or contacted, and need not run.
+No browsing, no web interface, no authentication (anyone on loopback may
+administer this instance). Everything else is CUPS's default, in particular
+``DirtyCleanInterval`` (30 s: how long cupsd may wait before it writes changed
+job and queue state to disk) and ``ErrorPolicy stop-printer``.
+
+Queues are raw (``lpadmin -m raw``: the PDF reaches the printer untouched, no
+filters) in front of a printer URI, and a class groups queues into a pool::
+
+    cups = Cupsd(tmp / "cups")
+    cups.start()
+    cups.add_queue("printer-01", "ipp://127.0.0.1:PORT/ipp/print")
+    cups.add_class("lobby", ["printer-01", "printer-02"])
+    cups.persist()                 # graceful restart: queues written to printers.conf
+    cups.url_class("lobby")        # 'http://127.0.0.1:PORT/classes/lobby' (IPP over HTTP)
+    cups.kill()                    # SIGKILL cupsd and every backend/filter it started
+    cups.start()                   # same folder: what cupsd had on disk comes back
+    cups.stop()
+
+Also a minimal IPP/1.1 message encoder and decoder (:func:`ipp_request`,
+:func:`parse_ipp`) for talking to cupsd directly over HTTP.
+
+Child processes: cupsd runs in its own session; the backends and filters it
+starts put themselves in their own process groups and outlive a SIGKILLed
+cupsd, so they are found by their environment (cupsd gives each one
+``CUPS_SERVERROOT=<this folder>/etc``) and signalled by pid. Nothing is ever
+killed by name.
+
+Needs ``cupsd`` (Debian package ``cups-daemon``) and ``lpadmin``, ``cupsenable``,
+``cupsaccept`` (``cups-client``); :func:`cups_tools` names the packages when
+one is missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import os
+import signal
+import struct
+import subprocess
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.rig import find_tool, free_ports
+
+#: tool → Debian package that ships it.
+CUPS_PACKAGES = {
+    "cupsd": "cups-daemon",
+    "lpadmin": "cups-client",
+    "cupsenable": "cups-client",
+    "cupsaccept": "cups-client",
+    "lp": "cups-client",
+}
+READY_TIMEOUT_S = 20.0
+STOP_TIMEOUT_S = 10.0
+POLL_S = 0.02
+COMMAND_TIMEOUT_S = 30.0
+
+
+class CupsError(RuntimeError):
+    """The private cupsd could not be started, configured or stopped."""
+
+
+def cups_tools(names: Iterable[str] = CUPS_PACKAGES) -> dict[str, str]:
+    """Paths of the CUPS tools; CupsError naming the apt packages when any is missing."""
+    found: dict[str, str] = {}
+    missing: list[str] = []
+    for name in names:
+        path = find_tool(name)
+        if path is None:
+            missing.append(name)
+        else:
+            found[name] = path
+    if missing:
+        pkgs = sorted({CUPS_PACKAGES.get(n, n) for n in missing})
+        raise CupsError(
+            f"{', '.join(missing)} not found: the CUPS baseline needs the Debian packages "
+            f"cups-daemon and cups-client (apt-get install --no-install-recommends "
+            f"{' '.join(pkgs)})"
+        )
+    return found
+
+
+# --- IPP/1.1 messages (RFC 8010), just what the benchmark needs ------------------------
+
+#: Operation ids.
+PRINT_JOB = 0x0002
+GET_JOBS = 0x000A
+GET_PRINTER_ATTRIBUTES = 0x000B
+RELEASE_JOB = 0x000D
+CUPS_GET_PRINTERS = 0x4002
+#: Value tags.
+TAG_INTEGER = 0x21
+TAG_BOOLEAN = 0x22
+TAG_ENUM = 0x23
+TAG_TEXT = 0x41
+TAG_NAME = 0x42
+TAG_KEYWORD = 0x44
+TAG_URI = 0x45
+TAG_CHARSET = 0x47
+TAG_LANGUAGE = 0x48
+TAG_MIME = 0x49
+#: Delimiter tags (attribute groups).
+OPERATION_GROUP = 0x01
+JOB_GROUP = 0x02
+END_TAG = 0x03
+#: job-state values.
+JOB_STATES = {
+    3: "pending",
+    4: "held",
+    5: "processing",
+    6: "stopped",
+    7: "canceled",
+    8: "aborted",
+    9: "completed",
+}
+_INT_TAGS = (TAG_INTEGER, TAG_ENUM)
+
+Attr = tuple[int, str, str | int | list[str]]
+
+
+def _attr(tag: int, name: str, value: str | int | list[str]) -> bytes:
+    values = value if isinstance(value, list) else [value]
+    out = bytearray()
+    for i, v in enumerate(values):
+        raw = struct.pack(">i", v) if isinstance(v, int) else v.encode()
+        key = name.encode() if i == 0 else b""  # additional values: empty name
+        out += struct.pack(">BH", tag, len(key)) + key + struct.pack(">H", len(raw)) + raw
+    return bytes(out)
+
+
+def ipp_request(
+    operation: int,
+    request_id: int,
+    operation_attrs: list[Attr],
+    job_attrs: list[Attr] | None = None,
+    data: bytes = b"",
+) -> bytes:
+    """An IPP/1.1 request: charset and language first, then ``operation_attrs``, job group."""
+    out = bytearray(struct.pack(">BBHI", 1, 1, operation, request_id))
+    out.append(OPERATION_GROUP)
+    out += _attr(TAG_CHARSET, "attributes-charset", "utf-8")
+    out += _attr(TAG_LANGUAGE, "attributes-natural-language", "en")
+    for tag, name, value in operation_attrs:
+        out += _attr(tag, name, value)
+    if job_attrs:
+        out.append(JOB_GROUP)
+        for tag, name, value in job_attrs:
+            out += _attr(tag, name, value)
+    out.append(END_TAG)
+    return bytes(out) + data
+
+
+@dataclass
+class IppResponse:
+    """A decoded IPP response: status code and attribute groups (name → values)."""
+
+    status: int
+    groups: list[tuple[int, dict[str, list[str | int | bool]]]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status < 0x0100
+
+    def first(self, name: str) -> str | int | bool | None:
+        """The first value of ``name`` in any group."""
+        for _, attrs in self.groups:
+            if attrs.get(name):
+                return attrs[name][0]
+        return None
+
+    def objects(self, group_tag: int) -> list[dict[str, list[str | int | bool]]]:
+        """Every group with ``group_tag`` (e.g. one per job in a Get-Jobs answer)."""
+        return [attrs for tag, attrs in self.groups if tag == group_tag]
+
+
+def parse_ipp(body: bytes) -> IppResponse:
+    """Decode an IPP response; integers, enums and booleans as numbers, the rest as text."""
+    if len(body) < 9:
+        raise CupsError(f"short IPP response ({len(body)} bytes)")
+    _, _, status, _ = struct.unpack(">BBHI", body[:8])
+    resp = IppResponse(status)
+    pos = 8
+    current: dict[str, list[str | int | bool]] | None = None
+    last = ""
+    while pos < len(body):
+        tag = body[pos]
+        pos += 1
+        if tag == END_TAG:
+            break
+        if tag < 0x10:  # a delimiter: a new group
+            current = {}
+            resp.groups.append((tag, current))
+            continue
+        (nlen,) = struct.unpack(">H", body[pos : pos + 2])
+        name = body[pos + 2 : pos + 2 + nlen].decode(errors="replace")
+        pos += 2 + nlen
+        (vlen,) = struct.unpack(">H", body[pos : pos + 2])
+        raw = body[pos + 2 : pos + 2 + vlen]
+        pos += 2 + vlen
+        if current is None:
+            raise CupsError("IPP response: attribute outside a group")
+        value: str | int | bool
+        if tag in _INT_TAGS and vlen == 4:
+            value = struct.unpack(">i", raw)[0]
+        elif tag == TAG_BOOLEAN and vlen == 1:
+            value = bool(raw[0])
+        else:
+            value = raw.decode(errors="replace")
+        if name:
+            last = name
+            current.setdefault(name, []).append(value)
+        elif last:
+            current.setdefault(last, []).append(value)
+    return resp
+
+
+# --- processes ------------------------------------------------------------------------
+
+
+def proc_alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    state = stat[stat.rfind(")") + 2 :][:1]
+    return state not in ("Z", "X", "")
+
+
+def _environ_has(pid: int, marker: bytes) -> bool:
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+    return marker in env.split(b"\0")
+
+
+def _cmdline_has(pid: int, word: bytes) -> bool:
+    try:
+        return word in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+    except OSError:
+        return False
+
+
+class Cupsd:
+    """One private cupsd whose whole state lives in ``root`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        port: int | None = None,
+        *,
+        dirty_clean_interval: int | None = None,
+    ) -> None:
+        """``dirty_clean_interval``: cupsd.conf DirtyCleanInterval in seconds (None: CUPS's
+        default, 30; 0 writes job and queue state as soon as possible)."""
+        self.root = Path(root).absolute()
+        self.port = port or 0
+        self.dirty_clean_interval = dirty_clean_interval
+        self.tools = cups_tools()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._configured = False
+        #: Backends/filters signalled by :meth:`kill` (pid → argv[0]), for the record.
+        self.killed_children: list[str] = []
+
+    # --- paths and addresses ---
+
+    @property
+    def etc(self) -> Path:
+        return self.root / "etc"
+
+    @property
+    def spool(self) -> Path:
+        return self.root / "spool"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.root / "log"
+
+    @property
+    def server(self) -> str:
+        """``host:port`` for ``lpadmin -h`` and ``CUPS_SERVER``."""
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url_printer(self, name: str) -> str:
+        return f"{self.base_url}/printers/{name}"
+
+    def url_class(self, name: str) -> str:
+        return f"{self.base_url}/classes/{name}"
+
+    def uri_class(self, name: str) -> str:
+        """The ``ipp://`` printer-uri of a class (what goes inside IPP requests)."""
+        return f"ipp://127.0.0.1:{self.port}/classes/{name}"
+
+    # --- configuration ---
+
+    def _configure(self) -> None:
+        if not self.port:
+            self.port = free_ports(1)[0]
+        for d in (self.etc / "ppd", self.spool / "tmp", self.root / "state", self.root / "cache"):
+            d.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        # cupsd runs backends as user lp: they must reach the spooled documents.
+        self.root.chmod(0o755)
+        for d in self.root.parents:
+            if not d.stat().st_mode & 0o001:
+                raise CupsError(
+                    f"{d} is not searchable by others: cupsd's backends (user lp) could not "
+                    f"read the spool under {self.root} (chmod o+x {d})"
+                )
+        r = self.root
+        (self.etc / "cups-files.conf").write_text(
+            f"ServerRoot {self.etc}\n"
+            f"RequestRoot {self.spool}\n"
+            f"TempDir {self.spool / 'tmp'}\n"
+            f"StateDir {r / 'state'}\n"
+            f"CacheDir {r / 'cache'}\n"
+            "ServerBin /usr/lib/cups\n"
+            "DataDir /usr/share/cups\n"
+            f"AccessLog {self.log_dir / 'access_log'}\n"
+            f"ErrorLog {self.log_dir / 'error_log'}\n"
+            f"PageLog {self.log_dir / 'page_log'}\n"
+            f"Printcap {r / 'printcap'}\n"
+            "SystemGroup root\nUser lp\nGroup lp\nFileDevice No\n"
+        )
+        (self.etc / "cupsd.conf").write_text(
+            "LogLevel info\n"
+            f"Listen 127.0.0.1:{self.port}\n"
+            "Browsing No\nWebInterface No\nDefaultAuthType None\n"
+            "MaxJobs 0\nPreserveJobHistory Yes\n"
+            + (
+                f"DirtyCleanInterval {self.dirty_clean_interval}\n"
+                if self.dirty_clean_interval is not None
+                else ""
+            )
+            + "<Location />\n  Order allow,deny\n  Allow 127.0.0.1\n</Location>\n"
+            "<Policy default>\n"
+            "  JobPrivateAccess all\n  JobPrivateValues none\n"
+            "  SubscriptionPrivateAccess all\n  SubscriptionPrivateValues none\n"
+            "  <Limit All>\n    Order deny,allow\n  </Limit>\n"
+            "</Policy>\n"
+        )
+        check = subprocess.run(
+            [self.tools["cupsd"], "-t", *self._conf_args()],
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_TIMEOUT_S,
+            check=False,
+        )
+        if check.returncode != 0:
+            raise CupsError(f"cupsd rejected the generated configuration:\n{check.stderr}")
+        self._configured = True
+
+    def _conf_args(self) -> list[str]:
+        return ["-c", str(self.etc / "cupsd.conf"), "-s", str(self.etc / "cups-files.conf")]
+
+    # --- life cycle ---
+
+    def start(self) -> Cupsd:
+        """Start cupsd in the foreground (``-f``) and wait until it answers IPP."""
+        if self.running():
+            raise CupsError(f"cupsd already running for {self.root}")
+        if not self._configured:
+            self._configure()
+        out = open(self.log_dir / "cupsd.out", "ab")  # noqa: SIM115 - owned by the child
+        try:
+            self.proc = subprocess.Popen(
+                [self.tools["cupsd"], "-f", *self._conf_args()],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        finally:
+            out.close()
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self._answers():
+                return self
+            if self.proc.poll() is not None:
+                raise CupsError(f"cupsd exited {self.proc.returncode}:\n{self.tail()}")
+            time.sleep(POLL_S)  # polling for a condition (IPP answer), bounded
+        self.kill()
+        raise CupsError(f"cupsd did not answer in {READY_TIMEOUT_S:g} s:\n{self.tail()}")
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def _answers(self) -> bool:
+        try:
+            resp = self.ipp("/", CUPS_GET_PRINTERS, [], timeout=1.0)
+        except (OSError, http.client.HTTPException, CupsError):
+            return False
+        return resp.status in (0x0000, 0x0406)  # ok, or not-found (no queues yet)
+
+    def ipp(
+        self, path: str, operation: int, attrs: list[Attr], timeout: float = 5.0
+    ) -> IppResponse:
+        """A synchronous IPP request to ``path`` on this cupsd."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            conn.request(
+                "POST",
+                path,
+                ipp_request(operation, 1, attrs),
+                {"Content-Type": "application/ipp"},
+            )
+            resp = conn.getresponse()
+            body = resp.read()
+        finally:
+            conn.close()
+        if resp.status != 200:
+            raise CupsError(f"cupsd answered HTTP {resp.status} to {path}")
+        return parse_ipp(body)
+
+    def children(self) -> list[int]:
+        """Pids of the live processes cupsd started for this folder (backends, filters)."""
+        marker = f"CUPS_SERVERROOT={self.etc}".encode()
+        own = self.proc.pid if self.proc is not None else -1
+        out = []
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit() and int(d.name) != own and _environ_has(int(d.name), marker):
+                out.append(int(d.name))
+        return [p for p in out if proc_alive(p)]
+
+    def kill(self, children: bool = True) -> list[int]:
+        """SIGKILL cupsd, and with ``children`` every backend and filter it started (a crash
+        of the service as systemd handles it: the unit's whole control group goes).
+        Returns the pids of the children signalled."""
+        kids = self.children() if children else []
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        marker = f"CUPS_SERVERROOT={self.etc}".encode()
+        for pid in kids:
+            if _environ_has(pid, marker):  # still the same process
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                    with contextlib.suppress(OSError):
+                        self.killed_children.append(
+                            Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+                        )
+        if self.proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=STOP_TIMEOUT_S)
+        self._wait_gone(kids)
+        return kids
+
+    def stop(self) -> None:
+        """SIGTERM cupsd (it writes its state and stops its jobs), SIGKILL if it lingers;
+        then SIGKILL any backend or filter still running for this folder."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.proc.send_signal(signal.SIGKILL)
+                self.proc.wait(timeout=STOP_TIMEOUT_S)
+        marker = f"CUPS_SERVERROOT={self.etc}".encode()
+        kids = self.children()
+        for pid in kids:
+            if _environ_has(pid, marker):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        self._wait_gone(kids)
+
+    def _wait_gone(self, pids: list[int]) -> None:
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while any(proc_alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(POLL_S)  # polling for a condition (processes gone), bounded
+
+    def persist(self) -> None:
+        """Restart gracefully so the queues are on disk (printers.conf, classes.conf) now,
+        not ``DirtyCleanInterval`` later: a crash then finds an installed system."""
+        self.stop()
+        self.start()
+        for conf in ("printers.conf", "classes.conf"):
+            if not (self.etc / conf).is_file():
+                raise CupsError(f"cupsd did not write {conf} on shutdown")
+
+    # --- queues ---
+
+    def _admin(self, tool: str, *args: str) -> str:
+        out = subprocess.run(
+            [self.tools[tool], "-h", self.server, *args],
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_TIMEOUT_S,
+            check=False,
+            env={**os.environ, "CUPS_SERVER": self.server},
+        )
+        text = "\n".join(
+            line
+            for line in (out.stdout + out.stderr).splitlines()
+            if "Raw queues are deprecated" not in line
+        )
+        if out.returncode != 0:
+            raise CupsError(f"{tool} {' '.join(args)} failed ({out.returncode}): {text}")
+        return text
+
+    def add_queue(self, name: str, uri: str) -> None:
+        """An enabled, accepting raw queue ``name`` printing to ``uri``."""
+        self._admin("lpadmin", "-p", name, "-E", "-v", uri, "-m", "raw")
+
+    def add_class(self, name: str, queues: list[str]) -> None:
+        """Class ``name`` (a pool) of ``queues``, enabled and accepting."""
+        for q in queues:
+            self._admin("lpadmin", "-p", q, "-c", name)
+        self._admin("cupsenable", name)
+        self._admin("cupsaccept", name)
+
+    def jobs(self, which: str = "all") -> list[dict[str, Any]]:
+        """Get-Jobs on the whole scheduler: id, name, state (text), state reasons, printer."""
+        resp = self.ipp(
+            "/",
+            GET_JOBS,
+            [
+                (TAG_URI, "printer-uri", f"ipp://127.0.0.1:{self.port}/"),
+                (TAG_KEYWORD, "which-jobs", which),
+                (
+                    TAG_KEYWORD,
+                    "requested-attributes",
+                    ["job-id", "job-name", "job-state", "job-state-reasons", "job-printer-uri"],
+                ),
+            ],
+        )
+        out = []
+        for attrs in resp.objects(JOB_GROUP):
+            state = attrs.get("job-state", [0])[0]
+            out.append(
+                {
+                    "id": attrs.get("job-id", [None])[0],
+                    "name": attrs.get("job-name", [None])[0],
+                    "state": JOB_STATES.get(int(state), str(state)),
+                    "reasons": [str(v) for v in attrs.get("job-state-reasons", [])],
+                    "printer": str(attrs.get("job-printer-uri", [""])[0]).rsplit("/", 1)[-1],
+                }
+            )
+        return out
+
+    def tail(self, lines: int = 15) -> str:
+        parts = []
+        for name in ("error_log", "cupsd.out"):
+            path = self.log_dir / name
+            with contextlib.suppress(OSError):
+                text = path.read_text(errors="replace").splitlines()[-lines:]
+                parts.append(f"--- {name}\n" + "\n".join(text))
+        return "\n".join(parts) or "(no log)"
+
+    def error_log_lines(self, *needles: str) -> Iterator[str]:
+        """Lines of error_log containing any of ``needles``."""
+        with contextlib.suppress(OSError):
+            for line in (self.log_dir / "error_log").read_text(errors="replace").splitlines():
+                if any(n in line for n in needles):
+                    yield line
