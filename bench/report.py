@@ -45,10 +45,14 @@ class Row:
     ratio: str = ""
 
 
-def num(v: float | int | None, unit: str = "") -> str:
+def num(v: Any, unit: str = "") -> str:
     """A number for people: 1,234 / 12.3 / 1.23, with ``unit`` appended."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "–"
+    if not isinstance(v, int | float):
+        return f"{v} {unit}".rstrip()
+    if isinstance(v, float) and v.is_integer() and abs(v) >= 10:
+        v = int(v)
     a = abs(v)
     if a >= 100:
         s = f"{v:,.0f}"
@@ -72,7 +76,9 @@ def spread(f: Any, unit: str = "") -> str:
 def ratio(f: Any) -> str:
     if isinstance(f, Mapping):
         f = f.get("median")
-    return "" if f is None else f"{f:.2f}×"
+    if not isinstance(f, int | float):
+        return ""
+    return f"{f:.3g}×"
 
 
 def dig(d: Mapping[str, Any], path: str) -> Any:
@@ -192,18 +198,21 @@ def _generic(section: str) -> Callable[[Mapping[str, Any]], list[Row]]:
         for t in d.get("table", []):
             unit = t.get("unit", "")
             if "edgeprint" in t:  # side by side
-                other_name = next(
-                    (k for k in t if k not in ("figure", "unit", "edgeprint", "ratio", "note")), ""
+                skip = (
+                    "figure",
+                    "unit",
+                    "edgeprint",
+                    "ratio",
+                    "note",
+                    "section",
+                    "key",
+                    "cups_config",
                 )
+                other_name = next((k for k in t if k not in skip), "")
                 other = f"{other_name}: {spread(t[other_name], unit)}" if other_name else ""
+                figure = f"{t['section']}: {t['figure']}" if t.get("section") else t["figure"]
                 out.append(
-                    Row(
-                        section,
-                        t["figure"],
-                        spread(t["edgeprint"], unit),
-                        other,
-                        ratio(t.get("ratio")) if t.get("ratio") is not None else "",
-                    )
+                    Row(section, figure, spread(t["edgeprint"], unit), other, ratio(t.get("ratio")))
                 )
             else:
                 value = spread({k: t.get(k) for k in ("median", "min", "max")}, unit)
