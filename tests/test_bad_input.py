@@ -406,6 +406,13 @@ CASES = [
                 *((f"X-H{i}", "v") for i in range(5000))), json.dumps(GOOD_META).encode()),
                doc()),
            400, "malformed-request", "malformed or truncated multipart body", chunked=True),
+    submit("part-content-disposition-two-names", multipart(meta(), Part(
+               (("Content-Disposition", 'form-data; name="metadata"; name="document"'),
+                ("Content-Type", "application/pdf")), PDF)),
+           400, "malformed-request", "a part has a malformed Content-Disposition header"),
+    submit("part-content-disposition-unclosed-quote", multipart(Part(
+               (("Content-Disposition", 'form-data; name="metadata'),), b"{}"), doc()),
+           400, "malformed-request", "a part has a malformed Content-Disposition header"),
     submit("document-pdf-declared-as-json", multipart(meta(), doc(PDF, "application/json")), 415,
            "unsupported-media-type", "the document part has Content-Type 'application/json'"),
     submit("document-part-content-type-garbage", multipart(meta(), doc(PDF, ";;;")), 415,

@@ -8,6 +8,7 @@ staging file and the request is refused as soon as it passes its limit.
 from __future__ import annotations
 
 import asyncio
+import warnings
 from dataclasses import dataclass
 
 import aiohttp
@@ -26,6 +27,15 @@ _FRAMING_BYTES = 64 * 1024
 #: A problem's ``detail`` names at most this many invalid fields (all are in ``errors``).
 _DETAIL_FIELDS = 5
 _LOC_CHARS = 80
+# aiohttp reports a malformed Content-Disposition with a *warning* and carries on as if
+# the part had no name (the warning would reach stderr unstructured). Raised instead, it
+# becomes a clear 400 below.
+_BAD_DISPOSITION = (
+    aiohttp.multipart.BadContentDispositionHeader,
+    aiohttp.multipart.BadContentDispositionParam,
+)
+for _category in _BAD_DISPOSITION:
+    warnings.filterwarnings("error", category=_category)
 
 
 @dataclass
@@ -157,6 +167,11 @@ async def read_upload(
                         "are accepted",
                         [errors.FieldProblem(name[:_LOC_CHARS], "unknown part")],
                     )
+        except _BAD_DISPOSITION as exc:
+            raise errors.MalformedRequest(
+                "a part has a malformed Content-Disposition header; send "
+                "'form-data; name=\"metadata\"' or 'form-data; name=\"document\"'"
+            ) from exc
         except HttpProcessingError as exc:  # e.g. LineTooLong: a part header past the limit
             raise errors.MalformedRequest(
                 "malformed or truncated multipart body: a part header is too long or malformed "
