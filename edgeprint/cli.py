@@ -292,6 +292,13 @@ def _serve(config_path: str, log_level: str) -> int:
     except errors.StoreError as exc:
         print(f"edgeprint: {exc}", file=sys.stderr)
         return 1
+    except BaseExceptionGroup as group:  # a worker's store error, out of the dispatcher's TaskGroup
+        failed, rest = group.split(errors.StoreError)
+        if failed is None or rest is not None:
+            raise
+        first = failed.exceptions[0]
+        print(f"edgeprint: the job store failed: {first}; exiting for a restart", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"edgeprint: cannot start: {exc}", file=sys.stderr)
         return 1

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
-from aiohttp import web
 
 from edgeprint import errors
+from edgeprint.api import http_server
 from edgeprint.api.app import Deps, build_app
 from edgeprint.api.auth import TokenAuth
 from edgeprint.api.ratelimit import TokenRateLimiter
@@ -155,21 +155,9 @@ async def _api(
     auth = TokenAuth(list(config.tokens))
     limiter = TokenRateLimiter(config.server.rate_limit)
     app = build_app(Deps(config, service, metrics, auth, ready, dispatcher.snapshots, limiter))
-    runner = web.AppRunner(
-        app, handle_signals=False, access_log=None, shutdown_timeout=config.server.shutdown_grace_s
-    )
-    await runner.setup()
-    try:
-        site = web.TCPSite(runner, config.server.host, config.server.port, backlog=1024)
-        await site.start()
-        yield _bound_address(runner)
-    finally:
-        await runner.cleanup()
-
-
-def _bound_address(runner: web.AppRunner) -> tuple[str, int]:
-    addr = runner.addresses[0]
-    return str(addr[0]), int(addr[1])
+    # Connection cap, head/idle time-out, header limits, problem+json parser errors.
+    async with http_server.serve(app, config.server) as address:
+        yield address
 
 
 async def serve(config: Config) -> None:

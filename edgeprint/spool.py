@@ -211,19 +211,20 @@ class Spool:
         return self.dir / f"{job_id}.pdf"
 
     def check_ready(self) -> None:
-        """For /readyz: raise errors.StoreUnavailable when data_dir's filesystem is read-only
-        (e.g. ext4 remounted it read-only after an I/O error), errors.StorageFull when less
-        than ``min_free_bytes`` is free. One statvfs.
+        """For /readyz: can a document be staged now? One statvfs, one empty file made and removed.
+
+        Raises errors.StorageFull when less than ``min_free_bytes`` is free and
+        errors.StoreUnavailable when no file can be made: read-only (ext4 makes
+        itself read-only after an I/O error, which statvfs does not always
+        show), failing, or out of inodes (errors.StorageFull).
         """
+        self.check_room()
+        probe = self.tmp_dir / f".ready-{secrets.token_hex(6)}"
         try:
-            st = os.statvfs(self.dir)
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         except OSError as exc:
             raise _os_error(exc) from exc
-        if st.f_flag & os.ST_RDONLY:
-            raise errors.StoreUnavailable(
-                f"the appliance's data disk is read-only; {_WHAT_TO_DO_UNAVAILABLE}"
-            )
-        self.check_room()
+        _unlink(probe)
 
     def stage(self) -> StagedDocument:
         """Open a new temporary file for an incoming document; raises errors.StoreError.

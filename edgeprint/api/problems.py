@@ -90,7 +90,9 @@ def from_error(exc: errors.EdgeprintError) -> web.Response:
         case errors.DocumentRejected():
             return problem(422, exc.slug, exc.detail)
         case errors.BodyTimeout():
-            return problem(408, "request-timeout", str(exc), headers={"Connection": "close"})
+            resp = problem(408, "request-timeout", str(exc))
+            resp.force_close()  # do not read the rest of a slow body: drop the connection
+            return resp
         case errors.RateLimited():
             return problem(
                 429, "rate-limited", str(exc), headers={"Retry-After": str(exc.retry_after_s)}

@@ -40,8 +40,15 @@ class _Write:
 
 
 def _translate(exc: Exception) -> errors.StoreError:
-    if getattr(exc, "sqlite_errorcode", None) == _SQLITE_FULL or "full" in str(exc):
-        return errors.StorageFull(f"storage full: {exc}")
+    """SQLITE_FULL (ENOSPC on the database, its WAL or journal) → StorageFull; else Unavailable."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    full = code & 0xFF == _SQLITE_FULL if isinstance(code, int) else "disk is full" in str(exc)
+    if full:
+        return errors.StorageFull(
+            f"the appliance's disk is full ({exc}); nothing was stored; retry later (a "
+            "submission with the same Idempotency-Key). A technician must free space on the "
+            "appliance's data disk"
+        )
     return errors.StoreUnavailable(f"store error: {exc}")
 
 
