@@ -54,7 +54,7 @@ class ServerConfig(_Frozen):
     #: Seconds for a request body (the upload) to arrive in full; slower → 408.
     body_timeout_s: float = Field(default=120.0, gt=0, le=3600)
     #: Open client connections at most; further ones are closed at once.
-    max_connections: int = Field(default=256, ge=4, le=65_536)
+    max_connections: int = Field(default=2048, ge=4, le=65_536)
     #: Requests per bearer token, in the ``limits`` notation ("50/second", "600/minute",
     #: several separated by ";"); more → 429 with Retry-After.
     rate_limit: str = Field(default="50/second;1000/minute", min_length=1, max_length=200)

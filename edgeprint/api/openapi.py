@@ -478,8 +478,8 @@ def document() -> dict[str, Any]:
                 "`type` `urn:edgeprint:problem:<slug>`, a human `detail` and, for 409, the "
                 "job's current `state`. Every response carries X-Correlation-ID. Any request "
                 "may also be refused before it reaches an operation: 400 problem+json when "
-                "its head is malformed or too large, 503 `too-many-connections` when every "
-                "connection is busy. This document is served without a token: it describes "
+                "its head is malformed or too large; at `max_connections` a new connection "
+                "waits until one is free. This document is served without a token: it describes "
                 "the API and holds no data."
             ),
         },
