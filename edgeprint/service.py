@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import io
 import json
 import logging
 import math
@@ -221,12 +222,12 @@ class JobService:
         return SubmitResult(job, created=True)
 
     async def _count_pages(self, document: StagedDocument) -> int:
-        document.flush()
+        pdf = document.contents()
         limit = self.config.server.max_document_pages
         try:
-            if document.size <= _INLINE_PDF_BYTES:
-                return documents.count_pages(document.tmp_path, limit)
-            return await asyncio.to_thread(documents.count_pages, document.tmp_path, limit)
+            if document.size <= _INLINE_PDF_BYTES:  # one read: pypdf makes hundreds of small ones
+                return documents.count_pages(io.BytesIO(pdf.read()), limit)
+            return await asyncio.to_thread(documents.count_pages, pdf, limit)
         except errors.DocumentRejected as exc:
             self.metrics.documents_rejected.labels(reason=exc.slug).inc()
             log.info(

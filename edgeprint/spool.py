@@ -111,13 +111,19 @@ class StagedDocument:
             self.discard()
             raise
 
-    def flush(self) -> None:
-        """Hand the bytes written so far to the OS (so :attr:`tmp_path` can be read)."""
+    def contents(self) -> BinaryIO:
+        """The bytes written so far, as a readable binary file positioned at 0.
+
+        Call only once the whole document is written; raises
+        errors.StoreUnavailable when the bytes cannot be flushed.
+        """
         assert self._fh is not None, "document already committed or discarded"
         try:
             self._fh.flush()
+            self._fh.seek(0)
         except OSError as exc:
             raise _os_error(exc) from exc
+        return self._fh
 
     def looks_like_pdf(self) -> bool:
         """True when the PDF header ``%PDF-`` is in the first 1024 bytes (ISO 32000-1 §7.5.2)."""
@@ -234,7 +240,9 @@ class Spool:
         self.check_room()
         tmp = self.tmp_dir / f"{secrets.token_hex(12)}.part"
         try:
-            fh = open(tmp, "xb")  # noqa: SIM115 - closed by commit()/discard()
+            # read/write: the document is checked through this handle (no second open(),
+            # which costs ~0.4 ms on some filesystems)
+            fh = open(tmp, "x+b")  # noqa: SIM115 - closed by commit()/discard()
         except OSError as exc:
             raise _os_error(exc) from exc
         return StagedDocument(self, tmp, fh)
