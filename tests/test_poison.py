@@ -77,3 +77,30 @@ async def test_printer_dies_right_after_printing_no_second_copy(
     names = printed_names(printers)
     assert names[f"edgeprint-{job['id']}"] == ["printer-01"]  # exactly once, by the dying printer
     assert names[f"edgeprint-{done['id']}"] == ["printer-01"]
+
+
+async def test_document_that_cannot_be_read_now_is_retried_not_dead(
+    tmp_path: Path, printers: Rig
+) -> None:
+    """A document that exists but cannot be read (here: a directory in its place; in the
+    field EMFILE or EIO) is not `document_missing`: the job waits and prints once readable."""
+    data = tmp_path / "data"
+    cfg = rig_config(data, printers, unreachable_retry_max_s=0.2)
+    async with appliance(cfg) as (_, kiosk):
+        job = await kiosk.submit("unreadable-01", printer="printer-01")
+        path = data / "spool" / f"{job['id']}.pdf"
+        document = path.read_bytes()
+        path.unlink()
+        path.mkdir()  # read_bytes() → IsADirectoryError, an OSError that is not ENOENT
+        status, _ = await kiosk.post(f"/v1/jobs/{job['id']}/release")
+        assert status == 200
+        deadline = time.monotonic() + 10
+        while "Is a directory" not in ((current := await kiosk.job(job["id"]))["last_error"] or ""):
+            assert time.monotonic() < deadline, current
+            await asyncio.sleep(0.02)  # polling a condition, bounded by the deadline
+        assert current["state"] in ("RELEASED", "PRINTING"), current
+        path.rmdir()
+        path.write_bytes(document)
+        [done] = await kiosk.wait_states([job["id"]], {"DONE"}, timeout_s=20)
+    assert done["dead_reason"] is None
+    assert printed_names(printers)[f"edgeprint-{job['id']}"] == ["printer-01"]

@@ -299,8 +299,17 @@ class PrinterWorker:
     async def _dispatch(self, job: JobRecord, status: PrinterStatus) -> None:
         try:
             document = await asyncio.to_thread(self.service.spool.path_for(job.id).read_bytes)
-        except OSError as exc:
+        except FileNotFoundError as exc:
             await self.service.fail(job, self.name, "document_missing", f"document: {exc}")
+            return
+        except OSError as exc:  # EMFILE, EIO…: the document is there, reading it failed now
+            log.warning(
+                "document unreadable",
+                extra={"event": "document_unreadable", "job_id": job.id, "printer": self.name,
+                       "error": str(exc), "correlation_id": job.correlation_id},
+            )  # fmt: skip
+            not_before = self._clock() + self.settings.unreachable_retry_max_s
+            await self.service.requeue(job, self.name, f"document: {exc}", not_before, count=False)
             return
         log.info(
             "job dispatched",
