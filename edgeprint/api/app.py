@@ -120,6 +120,11 @@ async def _middleware(request: web.Request, handler: Handler) -> web.StreamRespo
     started = time.perf_counter()
     resp: web.StreamResponse
     try:
+        encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+        if encoding != "identity":
+            raise errors.UnsupportedDocument(
+                f"Content-Encoding {encoding[:40]!r} is not accepted; send the body uncompressed"
+            )
         resp = await handler(request)
     except errors.EdgeprintError as exc:
         resp = problems.from_error(exc)

@@ -486,6 +486,9 @@ async def serve(app: web.Application, server: ServerConfig) -> AsyncIterator[tup
             max_field_size=server.max_header_bytes,
             max_headers=server.max_headers,
             access_log=None,
+            # Compressed request bodies are refused (app middleware, 415), never inflated: a
+            # 2 MB gzip body that unpacks to 2 GiB stalled the loop for seconds, no token needed.
+            auto_decompress=False,
         )
         listener = _listen(server.host, server.port, backlog)
         accepting = asyncio.create_task(gate.accept_forever(listener), name="http-accept")
