@@ -78,6 +78,12 @@ if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
     die "port $PORT is already in use (an earlier quickstart still running?); stop it or set QUICKSTART_PORT"
 fi
 mkdir -p "$QS"
+# Another quickstart from this folder still running (on another port)? Its printers and
+# config must not be pulled from under it: the appliance holds an flock on its data dir.
+LOCK=$QS/data/edgeprint.lock
+if [ -f "$LOCK" ] && ! flock -n "$LOCK" true 2>/dev/null; then
+    die "an appliance from an earlier quickstart in this folder is still running (pid $(head -n1 "$LOCK" 2>/dev/null || echo '?')); stop it first (Ctrl-C in its terminal, or kill -TERM that pid), or run the second one from another clone"
+fi
 "$VENV_PY" -m tests.rig stop "$RIG_DIR" >/dev/null # leftovers of an earlier run, by recorded pid
 
 SERVE_PID=
