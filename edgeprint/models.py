@@ -116,6 +116,15 @@ class ReleaseRequest(_Target):
     )
 
 
+class CancelRequest(_Strict):
+    """Optional JSON body of ``POST /v1/jobs/{id}/cancel``."""
+
+    pin: Pin | None = Field(
+        default=None,
+        description="the release PIN: a kiosk cancelling a HELD job that has one must give it",
+    )
+
+
 class DocumentOut(BaseModel):
     """The stored document of a job."""
 

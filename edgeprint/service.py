@@ -41,7 +41,7 @@ Clock = Callable[[], float]
 #: Admission reads queue depths from a snapshot at most this old (seconds).
 DEPTH_SNAPSHOT_S = 0.1
 #: PDFs up to this size are parsed on the event loop (~0.2 ms); larger ones in a thread.
-_INLINE_PDF_BYTES = 1024 * 1024
+_INLINE_PDF_BYTES = 256 * 1024
 #: Called after a job becomes printable: ``wake(printer, pool)``.
 Wake = Callable[[str | None, str | None], None]
 #: Called after a technician acted on a printer: a cancel of the job it holds, pause, resume.
@@ -286,7 +286,9 @@ class JobService:
             self._release_conflict(job_id, current.state, caller)
         pin_sets: dict[str, object] = {}
         if current.release_pin_hash is not None:
-            await self._check_pin(current, pin, caller)
+            moved_on = await self._check_pin(current, pin, caller)
+            if moved_on is not None:
+                self._release_conflict(job_id, moved_on, caller)
             pin_sets = {"pin_failures": 0, "pin_locked_until": None}
         if printer is None and pool is None:
             printer, pool = current.printer, current.pool
@@ -316,8 +318,8 @@ class JobService:
         self.wake(job.printer, job.pool)
         return job
 
-    async def _check_pin(self, job: JobRecord, pin: str | None, caller: Caller) -> None:
-        """Return when ``pin`` opens ``job``'s release; raise otherwise.
+    async def _check_pin(self, job: JobRecord, pin: str | None, caller: Caller) -> JobState | None:
+        """None when ``pin`` opens ``job`` (HELD); its current state if it is no longer HELD.
 
         The attempt is counted before the (slow) hash is checked, so parallel
         guesses cannot outrun the lock. Raises errors.PinRequired,
@@ -335,14 +337,14 @@ class JobService:
         if taken is None:
             current = await self.get(job.id)
             if current.state is not JobState.HELD:
-                self._release_conflict(job.id, current.state, caller)
+                return current.state
             self.metrics.pin_attempts.labels(outcome="locked").inc()
             until = current.pin_locked_until or now
             raise errors.ReleaseLocked(job.id, max(1, math.ceil(until - now)))
         attempts, locked_until = taken
         if await pins.verify_pin_async(pin, job.release_pin_hash):
             self.metrics.pin_attempts.labels(outcome="ok").inc()
-            return
+            return None
         self.metrics.pin_attempts.labels(outcome="mismatch").inc()
         locked_for = None if locked_until is None else max(1, math.ceil(locked_until - now))
         log.warning(
@@ -368,14 +370,20 @@ class JobService:
         )  # fmt: skip
         raise errors.StateConflict(job_id, Action.RELEASE.value, state.value)
 
-    async def cancel(self, job_id: str, caller: Caller) -> JobRecord:
+    async def cancel(self, job_id: str, caller: Caller, *, pin: str | None = None) -> JobRecord:
         """HELD/RELEASED/DEAD → CANCELLED at once; PRINTING → flagged for Cancel-Job.
 
         A PRINTING job is returned still PRINTING with ``cancel_requested``
         set: its worker cancels it at the printer and then records CANCELLED
         (or DONE, if the printer finished first). Raises errors.JobNotFound,
-        errors.StateConflict (terminal).
+        errors.StateConflict (terminal). A HELD job with a release PIN needs
+        that PIN from a kiosk (a technician's token does not): errors.PinRequired,
+        errors.PinMismatch, errors.ReleaseLocked as for :meth:`release`.
         """
+        if caller.role != "tech":
+            current = await self.get(job_id)
+            if current.state is JobState.HELD and current.release_pin_hash is not None:
+                await self._check_pin(current, pin, caller)  # no longer HELD: no PIN needed
         job: JobRecord | None = None
         # Two conditional writes: the job can leave PRINTING between them (its worker
         # requeued or failed it); it is then cancellable again, so try once more.

@@ -174,3 +174,46 @@ async def test_rate_limit_per_token(make_appliance: Callable[..., Any]) -> None:
         assert (await app.get("/v1/jobs", token="not-a-token")).status == 401
         text = await (await app.get("/metrics", token=TECH_TOKEN)).text()
         assert _metric(text, "edgeprint_rate_limited_total") == 1
+
+
+async def test_cancel_of_a_held_pin_job_needs_the_pin_from_a_kiosk(
+    make_appliance: Callable[..., Any],
+) -> None:
+    sections = {"release": {"max_pin_failures": 2, "pin_lockout_s": 300}}
+    async with make_appliance(sections=sections) as app:
+        job_id = await _submit_pin_job(app)
+        before = app.snapshot()
+        resp = await app.post(f"/v1/jobs/{job_id}/cancel")
+        problem = await resp.json(content_type=None)
+        assert (resp.status, problem["type"]) == (403, PROBLEM + "pin-required")
+        assert app.snapshot() == before
+        resp = await app.post(f"/v1/jobs/{job_id}/cancel", {"pin": WRONG_PIN})
+        problem = await resp.json(content_type=None)
+        assert (resp.status, problem["type"]) == (403, PROBLEM + "pin-mismatch")
+        resp = await app.post(f"/v1/jobs/{job_id}/cancel", {"pin": PIN})
+        assert (resp.status, (await resp.json())["state"]) == (200, "CANCELLED")
+        # a technician cancels without the PIN; a kiosk may cancel once it is released
+        other = await _submit_pin_job(app, key="pin-key-0002")
+        resp = await app.post(f"/v1/jobs/{other}/cancel", token=TECH_TOKEN)
+        assert (resp.status, (await resp.json())["state"]) == (200, "CANCELLED")
+        third = await _submit_pin_job(app, key="pin-key-0003")
+        assert (await _release(app, third, PIN))[0] == 200
+        resp = await app.post(f"/v1/jobs/{third}/cancel")
+        assert resp.status in (200, 202), await resp.text()
+
+
+async def test_wrong_cancel_pins_count_towards_the_release_lock(
+    make_appliance: Callable[..., Any],
+) -> None:
+    sections = {"release": {"max_pin_failures": 2, "pin_lockout_s": 300}}
+    async with make_appliance(sections=sections) as app:
+        job_id = await _submit_pin_job(app)
+        resp = await app.post(f"/v1/jobs/{job_id}/cancel", {"pin": "1111"})
+        assert resp.status == 403
+        status, problem, _ = await _release(app, job_id, "2222")
+        assert (status, problem["type"]) == (403, PROBLEM + "pin-mismatch")
+        assert problem["detail"].endswith("its release is now locked for 300 s")
+        resp = await app.post(f"/v1/jobs/{job_id}/cancel", {"pin": PIN})
+        problem = await resp.json(content_type=None)
+        assert (resp.status, problem["type"]) == (423, PROBLEM + "release-locked")
+        assert (await (await app.get(f"/v1/jobs/{job_id}")).json())["state"] == "HELD"

@@ -10,6 +10,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
@@ -25,6 +26,7 @@ from edgeprint.metrics import Metrics
 from edgeprint.models import (
     IDEMPOTENCY_KEY_PATTERN,
     JOB_ID_PATTERN,
+    CancelRequest,
     DeadLetterOut,
     DrainOut,
     Health,
@@ -40,6 +42,9 @@ from edgeprint.service import Caller, JobService
 from edgeprint.states import JobState
 
 log = logging.getLogger(__name__)
+
+#: The optional JSON body of a release or a cancel.
+_Body = TypeVar("_Body", ReleaseRequest, CancelRequest)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -248,7 +253,7 @@ async def list_jobs(request: web.Request) -> web.Response:
     return _json(JobListOut(jobs=[JobOut.from_record(j) for j in jobs], next_cursor=next_cursor))
 
 
-async def _optional_json(request: web.Request, model: type[ReleaseRequest]) -> ReleaseRequest:
+async def _optional_json(request: web.Request, model: type[_Body]) -> _Body:
     if request.content_length is not None and request.content_length > _MAX_JSON_BODY:
         raise errors.PayloadTooLarge("the request body", _MAX_JSON_BODY)
     timeout_s = _deps(request).config.server.body_timeout_s
@@ -291,9 +296,12 @@ async def release_job(request: web.Request) -> web.Response:
 
 
 async def cancel_job(request: web.Request) -> web.Response:
-    """POST /v1/jobs/{id}/cancel: 200 CANCELLED, or 202 while the printer cancels it."""
+    """POST /v1/jobs/{id}/cancel, optional {"pin": …}: 200 CANCELLED, or 202 while the
+    printer cancels it. A kiosk cancelling a HELD job that has a release PIN must give it."""
     caller = await _caller(request, "kiosk")
-    job = await _deps(request).service.cancel(_job_id(request), caller)
+    job_id = _job_id(request)
+    body = await _optional_json(request, CancelRequest)
+    job = await _deps(request).service.cancel(job_id, caller, pin=body.pin)
     return _json(JobOut.from_record(job), 202 if job.state is JobState.PRINTING else 200)
 
 

@@ -28,6 +28,7 @@ from edgeprint.config import NAME_PATTERN
 from edgeprint.models import (
     IDEMPOTENCY_KEY_PATTERN,
     JOB_ID_PATTERN,
+    CancelRequest,
     DeadLetterOut,
     DrainOut,
     Health,
@@ -47,12 +48,12 @@ PATH = "/v1/openapi.json"
 _REF = "#/components/schemas/{model}"
 _PROBLEM_TYPE = "application/problem+json"
 
-_REQUEST_MODELS: tuple[type[BaseModel], ...] = (SubmitMetadata, ReleaseRequest)
+_REQUEST_MODELS: tuple[type[BaseModel], ...] = (SubmitMetadata, ReleaseRequest, CancelRequest)
 _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     JobOut, JobListOut, PrinterOut, PrintersOut, DrainOut, DeadLetterOut, Health, Problem,
 )  # fmt: skip
 
-Body = Literal["multipart", "release"]
+Body = Literal["multipart", "release", "cancel"]
 Role = Literal["kiosk", "tech"]
 
 
@@ -193,10 +194,24 @@ OPERATIONS: tuple[Operation, ...] = (
     ),
     Operation(
         "post", "/v1/jobs/{job_id}/cancel", "cancelJob", "Cancel a job", "jobs", "kiosk",
+        body="cancel",
+        description=(
+            "HELD, RELEASED or DEAD → CANCELLED; a PRINTING job is cancelled at the printer "
+            "(202). A kiosk cancelling a HELD job that has a release PIN gives `pin` (wrong PINs "
+            "count towards the same lock as releases); a technician's token needs none."
+        ),
         answers={
             200: _job("the job, CANCELLED"),
             202: _job("the job, still PRINTING with `cancel_requested`; the printer cancels it"),
-            404: _404_JOB, 409: _409, 503: _503_STORE, 507: _507, **_AUTH,
+            400: _problem("`malformed-json`: the body is not JSON"),
+            403: _problem("`pin-required` or `pin-mismatch` (a HELD job's release PIN)"),
+            404: _404_JOB, 409: _409,
+            408: _problem("`request-timeout`: the body did not arrive within the time limit"),
+            413: _problem("`payload-too-large`: the body is over 64 KiB"),
+            415: _problem("`unsupported-media-type`: a body that is not application/json"),
+            422: _problem("`invalid-request` (bad body; `errors`)"),
+            423: _problem("`release-locked`: too many wrong PINs; retry later", "Retry-After"),
+            503: _503_STORE, 507: _507, **_AUTH,
         },
     ),
     Operation(
@@ -408,6 +423,12 @@ def _request_body(body: Body, refs: dict[type[BaseModel], dict[str, Any]]) -> di
                     },
                 }
             },
+        }
+    if body == "cancel":
+        return {
+            "required": False,
+            "description": "optional; `pin` when a kiosk cancels a HELD job that has a PIN",
+            "content": {"application/json": {"schema": refs[CancelRequest]}},
         }
     return {
         "required": False,
