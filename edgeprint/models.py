@@ -38,15 +38,47 @@ _OWNER_BAD_CATEGORIES = {"Cf": "invisible format character", "Cs": "lone surroga
                          "Zl": "line separator", "Zp": "paragraph separator"}  # fmt: skip
 
 
+#: Characters that draw nothing although their category says letter or symbol: the
+#: Hangul fillers, Braille blank, and the default-ignorable code points that are not
+#: already refused as format characters (combining grapheme joiner, Khmer inherent
+#: vowels, Mongolian and other variation selectors).
+_BLANK_LOOKING = frozenset(
+    "\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180f\u2800\u3164\uffa0"
+    + "".join(map(chr, range(0xFE00, 0xFE10)))
+    + "".join(map(chr, range(0xE0100, 0xE01F0)))
+)
+#: Categories that never make a character visible on their own: marks, separators,
+#: other (controls and the rest are refused outright).
+_INVISIBLE_CATEGORY_CLASSES = frozenset("MZC")
+#: Combining marks (Mn, Me) allowed in a row: real scripts stack two or three
+#: (Vietnamese ệ = e + U+0323 + U+0302); "Zalgo" text stacks dozens.
+OWNER_MAX_COMBINING_RUN = 4
+
+
 def _check_owner(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be blank")
     if value != value.strip():
         raise ValueError("must not start or end with white space")
+    visible = False
+    marks_in_a_row = 0
     for ch in value:
-        what = _OWNER_BAD_CATEGORIES.get(unicodedata.category(ch))
+        category = unicodedata.category(ch)
+        what = _OWNER_BAD_CATEGORIES.get(category)
         if what is not None:
             raise ValueError(f"must not contain a {what} (U+{ord(ch):04X})")
+        if category in ("Mn", "Me"):
+            marks_in_a_row += 1
+            if marks_in_a_row > OWNER_MAX_COMBINING_RUN:
+                raise ValueError(
+                    f"too many combining marks in a row (at most {OWNER_MAX_COMBINING_RUN})"
+                )
+        else:
+            marks_in_a_row = 0
+        if category[0] not in _INVISIBLE_CATEGORY_CLASSES and ch not in _BLANK_LOOKING:
+            visible = True
+    if not visible:
+        raise ValueError("must contain a visible character (letter, digit, punctuation, symbol)")
     if len(value.encode("utf-8")) > OWNER_MAX_OCTETS:
         raise ValueError(f"must be at most {OWNER_MAX_OCTETS} bytes in UTF-8 (IPP name(MAX))")
     return value

@@ -40,8 +40,9 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], float]
 #: Admission reads queue depths from a snapshot at most this old (seconds).
 DEPTH_SNAPSHOT_S = 0.1
-#: PDFs up to this size are parsed on the event loop (~0.2 ms); larger ones in a thread.
-_INLINE_PDF_BYTES = 256 * 1024
+#: PDFs up to this size are parsed on the event loop (a badge: ~0.15 ms; a hostile 64 KiB
+#: page tree: ~17 ms); larger ones in a worker thread.
+_INLINE_PDF_BYTES = 64 * 1024
 #: Called after a job becomes printable: ``wake(printer, pool)``.
 Wake = Callable[[str | None, str | None], None]
 #: Called after a technician acted on a printer: a cancel of the job it holds, pause, resume.

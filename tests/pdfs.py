@@ -20,6 +20,14 @@ def make_pdf(text: str = "edgeprint test badge", pad_to: int = 0) -> bytes:
         b"<< /Length " + str(len(stream)).encode() + b" >>\nstream\n" + stream + b"\nendstream",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
+    return raw_pdf(objects, pad_to=pad_to)
+
+
+def raw_pdf(objects: list[bytes], pad_to: int = 0) -> bytes:
+    """A PDF of the object bodies ``objects`` (object 1 is the catalog), with a correct xref.
+
+    Written by hand so that tests can build page trees no PDF writer would make.
+    """
     out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets = []
     for i, body in enumerate(objects, start=1):
@@ -39,6 +47,53 @@ def make_pdf(text: str = "edgeprint test badge", pad_to: int = 0) -> bytes:
         f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
     )
     return bytes(out)
+
+
+_CATALOG = b"<< /Type /Catalog /Pages 2 0 R >>"
+_PAGE = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 72 72] >>"
+
+
+def _refs(ids: Any) -> bytes:
+    return b" ".join(b"%d 0 R" % i for i in ids)
+
+
+def make_repeated_kids_pdf(kids: int = 100_000) -> bytes:
+    """A page-tree bomb: one /Pages node listing the same page ``kids`` times (~6 bytes each).
+
+    A reader that flattens the tree builds ``kids`` page objects before it can count them.
+    """
+    pages = b"<< /Type /Pages /Kids [" + b"3 0 R " * kids + b"] /Count %d >>" % kids
+    return raw_pdf([_CATALOG, pages, _PAGE])
+
+
+def make_page_tree_cycle_pdf() -> bytes:
+    """A page tree whose second node lists the root as a kid: 2 → 4 → 2 → …"""
+    return raw_pdf([
+        _CATALOG,
+        b"<< /Type /Pages /Kids [4 0 R] /Count 2 >>",
+        _PAGE,
+        b"<< /Type /Pages /Parent 2 0 R /Kids [3 0 R 2 0 R] /Count 2 >>",
+    ])  # fmt: skip
+
+
+def make_deep_page_tree_pdf(depth: int = 5000) -> bytes:
+    """One page under ``depth`` nested /Pages nodes (objects 2, 4, 5, …; the page is 3)."""
+    nodes = [2, *range(4, depth + 3)]  # depth nodes; the last one holds the page
+    objects = {
+        1: _CATALOG,
+        3: b"<< /Type /Page /Parent %d 0 R /MediaBox [0 0 72 72] >>" % nodes[-1],
+    }
+    for node, kid in zip(nodes, [*nodes[1:], 3], strict=True):
+        objects[node] = b"<< /Type /Pages /Kids [%d 0 R] /Count 1 >>" % kid
+    return raw_pdf([objects[i] for i in range(1, len(objects) + 1)])
+
+
+def make_lying_count_pdf(pages: int, count: int) -> bytes:
+    """``pages`` distinct pages under a root /Pages node whose /Count says ``count``."""
+    kids = range(3, pages + 3)
+    page = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 72 72] >>"
+    root = b"<< /Type /Pages /Kids [" + _refs(kids) + b"] /Count %d >>" % count
+    return raw_pdf([_CATALOG, root, *(page for _ in kids)])
 
 
 def _written(writer: Any) -> bytes:

@@ -19,7 +19,15 @@ import yarl
 
 from edgeprint.store.jobs import JobRecord
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance
-from tests.pdfs import make_encrypted_pdf, make_pages_pdf, make_pdf
+from tests.pdfs import (
+    make_deep_page_tree_pdf,
+    make_encrypted_pdf,
+    make_lying_count_pdf,
+    make_page_tree_cycle_pdf,
+    make_pages_pdf,
+    make_pdf,
+    make_repeated_kids_pdf,
+)
 
 PROBLEM = "urn:edgeprint:problem:"
 BOUNDARY = "edgeprint-test-boundary-7d3f"
@@ -29,6 +37,9 @@ MAX_DOC = 1024
 MAX_META = 16 * 1024  # the default max_metadata_bytes
 #: The page limit of the appliance under test.
 MAX_PAGES = 2
+#: The limits for hostile PDFs, which are bigger than MAX_DOC: 1 MiB, the default page limit.
+ROOMY_DOC = 1024 * 1024
+DEFAULT_PAGES = 200
 ENCRYPTED_PDF = make_encrypted_pdf()
 #: The seeded PIN job (its PIN is "246810").
 PIN_META: dict[str, Any] = {"owner": "dee", "printer": "printer-03", "release_pin": "246810"}
@@ -120,6 +131,9 @@ class Case:
     expect_headers: Mapping[str, str] = field(default_factory=dict)
     #: a wrong PIN: the job's attempt counter (and nothing else) goes up by one
     counts_pin_attempt: bool = False
+    #: the appliance's limits (server.max_document_bytes, server.max_document_pages)
+    max_document_bytes: int = MAX_DOC
+    max_document_pages: int = MAX_PAGES
 
     @property
     def is_submit(self) -> bool:
@@ -150,10 +164,20 @@ def release(case_id: str, body: bytes, status: int, slug: str, detail: str, **kw
     )  # fmt: skip
 
 
-def listing(case_id: str, query: str, detail: str) -> Any:
+def listing(case_id: str, query: str, detail: str, path: str = "/v1/jobs", **kw: Any) -> Any:
     return case(
-        f"list-{case_id}", 422, "invalid-request", detail, method="GET", path=f"/v1/jobs?{query}"
-    )
+        f"list-{case_id}", 422, "invalid-request", detail, method="GET", path=f"{path}?{query}",
+        **kw,
+    )  # fmt: skip
+
+
+def hostile_pdf(case_id: str, pdf: bytes, slug: str, detail: str) -> Any:
+    """A crafted PDF sent to an appliance with room for it (1 MiB, the default 200 pages)."""
+    assert len(pdf) <= ROOMY_DOC
+    return submit(
+        f"document-{case_id}", multipart(meta(), doc(pdf)), 422, slug, detail,
+        max_document_bytes=ROOMY_DOC, max_document_pages=DEFAULT_PAGES,
+    )  # fmt: skip
 
 
 def not_found(case_id: str, method: str, path: str, detail: str, **kw: Any) -> Any:
@@ -162,6 +186,11 @@ def not_found(case_id: str, method: str, path: str, detail: str, **kw: Any) -> A
 
 BEARER = {"WWW-Authenticate": "Bearer"}
 NOT_INT = "Input should be a valid integer"
+AS_TECH = {"Authorization": f"Bearer {TECH_TOKEN}"}
+JSON_BODY = {"Content-Type": "application/json"}
+NO_VISIBLE = "metadata.owner: must contain a visible character"
+TOO_MANY_MARKS = "metadata.owner: too many combining marks in a row"
+MALFORMED_TREE = "the page tree is malformed"
 
 CASES = [
     # --- multipart structure ---
@@ -322,6 +351,14 @@ CASES = [
          path="/v1/jobs/{held}/replay"),
     # --- release bodies (the held job must stay HELD) ---
     release("malformed-json", b'{"printer": ', 400, "malformed-json", "the body is not valid JSON"),
+    release("duplicate-key", b'{"printer": "printer-01", "printer": "printer-02"}', 400,
+            "malformed-json", "duplicate key 'printer' in the body"),
+    case("release-duplicate-key-pin", 400, "malformed-json", "duplicate key 'pin' in the body",
+         path="/v1/jobs/{pin_held}/release", body=b'{"pin": "000000", "pin": "246810"}',
+         headers=JSON_BODY),
+    case("cancel-duplicate-key-pin", 400, "malformed-json", "duplicate key 'pin' in the body",
+         path="/v1/jobs/{pin_held}/cancel", body=b'{"pin": "000000", "pin": "246810"}',
+         headers=JSON_BODY),
     release("unknown-field", b'{"colour": "red"}', 422, "invalid-request",
             "invalid body: body.colour: unknown field"),
     release("unknown-printer", b'{"printer": "printer-99"}', 422, "unknown-target",
@@ -396,6 +433,20 @@ CASES = [
     listing("cursor-superscript-digit", "cursor=%C2%B2", "query.cursor: a cursor from next_cursor"),
     listing("cursor-too-large", "cursor=" + "9" * 19, "query.cursor: a cursor from next_cursor"),
     listing("unknown-parameter", "colour=red", "query.colour: unknown parameter"),
+    listing("state-twice", "state=DONE&state=HELD", "query.state: given more than once"),
+    listing("state-twice-same", "state=HELD&state=HELD", "query.state: given more than once"),
+    listing("limit-twice", "limit=5&limit=10", "query.limit: given more than once"),
+    listing("limit-twice-one-bad", "limit=0&limit=10", "query.limit: given more than once"),
+    listing("cursor-twice", "cursor=5&cursor=10", "query.cursor: given more than once"),
+    listing("owner-twice", "owner=ann&owner=bob", "query.owner: given more than once"),
+    listing("printer-twice", "printer=printer-03&printer=printer-01",
+            "query.printer: given more than once"),
+    listing("two-repeated", "state=HELD&owner=ann&state=DONE&owner=ann",
+            "query.owner: given more than once; query.state: given more than once"),
+    listing("dead-letter-limit-twice", "limit=5&limit=6", "query.limit: given more than once",
+            path="/v1/dead-letter", headers=AS_TECH),
+    listing("dead-letter-cursor-twice", "cursor=1&cursor=2", "query.cursor: given more than once",
+            path="/v1/dead-letter", headers=AS_TECH),
     # --- hostile multipart framing ---
     submit("part-header-huge", multipart(meta(), Part(
                (("Content-Disposition", 'form-data; name="document"'),
@@ -423,7 +474,7 @@ CASES = [
     submit("document-encrypted-empty-password", multipart(meta(), doc(make_encrypted_pdf(""))),
            422, "document-encrypted", "send it without encryption"),
     submit("document-too-many-pages", multipart(meta(), doc(make_pages_pdf(MAX_PAGES + 1))), 422,
-           "too-many-pages", f"the PDF has {MAX_PAGES + 1} pages; at most {MAX_PAGES}"),
+           "too-many-pages", f"the PDF has more than {MAX_PAGES} pages; at most {MAX_PAGES}"),
     submit("document-no-pages", multipart(meta(), doc(make_pages_pdf(0))), 422,
            "document-unreadable", "the PDF has no pages"),
     submit("document-header-then-garbage", multipart(meta(), doc(b"%PDF-1.7\n" + bytes(range(256)))),
@@ -432,6 +483,18 @@ CASES = [
            "document-unreadable", "the PDF cannot be read"),
     submit("document-html-as-pdf", multipart(meta(), doc(b"<html><body>%PDF-</body></html>")),
            422, "document-unreadable", "the PDF cannot be read"),
+    # --- crafted page trees: counting stops early, whatever the file claims ---
+    hostile_pdf("same-page-100000-times", make_repeated_kids_pdf(100_000), "document-unreadable",
+                f"{MALFORMED_TREE} (a page or node appears twice)"),
+    hostile_pdf("page-tree-cycle", make_page_tree_cycle_pdf(), "document-unreadable",
+                f"{MALFORMED_TREE} (a page or node appears twice)"),
+    hostile_pdf("page-tree-5000-deep", make_deep_page_tree_pdf(5000), "document-unreadable",
+                f"{MALFORMED_TREE} (nested more than 64 levels deep)"),
+    hostile_pdf("page-count-lies-low", make_lying_count_pdf(DEFAULT_PAGES + 1, 1),
+                "too-many-pages", f"the PDF has more than {DEFAULT_PAGES} pages; at most "
+                f"{DEFAULT_PAGES} are accepted"),
+    submit("document-page-count-lies-low-small", multipart(meta(), doc(make_lying_count_pdf(
+           MAX_PAGES + 1, 1))), 422, "too-many-pages", f"the PDF has more than {MAX_PAGES} pages"),
     # --- unicode edge cases in owner (it reaches logs and IPP requesting-user-name) ---
     bad_field("owner-bidi-override", {"owner": "\u202eadmin"},
               "metadata.owner: must not contain a invisible format character (U+202E)"),
@@ -450,6 +513,19 @@ CASES = [
     bad_field("owner-over-255-utf8-bytes", {"owner": "ä" * 128},
               "metadata.owner: must be at most 255 bytes in UTF-8"),
     bad_field("owner-emoji-over-255-bytes", {"owner": "🖨" * 64}, "at most 255 bytes in UTF-8"),
+    bad_field("owner-hangul-filler", {"owner": "\u3164"}, NO_VISIBLE),
+    bad_field("owner-hangul-fillers-around-a-space", {"owner": "\u3164 \u3164"}, NO_VISIBLE),
+    bad_field("owner-hangul-choseong-filler", {"owner": "\u115f"}, NO_VISIBLE),
+    bad_field("owner-hangul-jungseong-filler", {"owner": "\u1160"}, NO_VISIBLE),
+    bad_field("owner-halfwidth-hangul-filler", {"owner": "\uffa0"}, NO_VISIBLE),
+    bad_field("owner-braille-blank", {"owner": "\u2800\u2800"}, NO_VISIBLE),
+    bad_field("owner-combining-marks-only", {"owner": "\u0301\u0308"}, NO_VISIBLE),
+    bad_field("owner-variation-selector-only", {"owner": "\ufe0f"}, NO_VISIBLE),
+    bad_field("owner-combining-grapheme-joiner", {"owner": "\u034f"}, NO_VISIBLE),
+    bad_field("owner-5-combining-marks", {"owner": "a\u0300\u0301\u0302\u0303\u0304"},
+              TOO_MANY_MARKS),
+    bad_field("owner-zalgo", {"owner": "ann" + "\u0336\u0337\u0338" * 10}, TOO_MANY_MARKS),
+    bad_field("owner-5-enclosing-marks", {"owner": "x" + "\u20dd" * 5}, TOO_MANY_MARKS),
     # --- negative and huge numbers ---
     bad_field("copies-negative", {"copies": -1}, "metadata.copies: Input should be greater than"),
     bad_field("copies-huge", {"copies": 10**30}, "metadata.copies: Input should be less than"),
@@ -461,6 +537,19 @@ CASES = [
              422, "invalid-request", "metadata.priority: " + NOT_INT),
     bad_field("priority-exponent", {"priority": 1e3}, "metadata.priority: " + NOT_INT),
     bad_field("priority-negative-zero-float", {"priority": -0.0}, "metadata.priority: " + NOT_INT),
+    # --- a key given twice: parsers disagree on which one wins, so neither does ---
+    bad_meta("duplicate-key-owner", b'{"owner": "alice", "pool": "lobby", "owner": "bob"}', 400,
+             "malformed-json", "duplicate key 'owner' in the metadata part"),
+    bad_meta("duplicate-key-same-value", b'{"owner": "ann", "pool": "lobby", "pool": "lobby"}',
+             400, "malformed-json", "duplicate key 'pool' in the metadata part"),
+    bad_meta("duplicate-key-escaped", b'{"owner": "alice", "\\u006fwner": "bob"}', 400,
+             "malformed-json", "duplicate key 'owner' in the metadata part"),
+    bad_meta("duplicate-key-pin", b'{"owner": "ann", "release_pin": "1234", '
+             b'"release_pin": "5678"}', 400, "malformed-json", "duplicate key 'release_pin'"),
+    bad_meta("duplicate-key-nested", b'{"owner": "ann", "x": {"a": 1, "a": 2}}', 400,
+             "malformed-json", "duplicate key 'a' in the metadata part"),
+    bad_meta("duplicate-key-long", b'{"owner": "ann", "' + b"k" * 5000 + b'": 1, "' + b"k" * 5000
+             + b'": 2}', 400, "malformed-json", "duplicate key 'kkkkkkkkkk"),
     # --- release PINs in metadata ---
     bad_field("release-pin-too-short", {"release_pin": "123"},
               "metadata.release_pin: must be 4–12 digits"),
@@ -594,10 +683,18 @@ async def send(app: Appliance, c: Case, ids: Mapping[str, str]) -> aiohttp.Clien
 
 @pytest.mark.parametrize("c", CASES)
 async def test_malformed_request_is_refused_and_stores_nothing(
-    small_app: Appliance, c: Case
+    make_appliance: Callable[..., Any], c: Case
 ) -> None:
     """A malformed request gets its 4xx problem+json with a clear detail; nothing stored changes."""
-    app = small_app
+    limits = {
+        "max_document_bytes": c.max_document_bytes,
+        "max_document_pages": c.max_document_pages,
+    }
+    async with make_appliance(**limits) as app:
+        await _refused_and_nothing_stored(app, c)
+
+
+async def _refused_and_nothing_stored(app: Appliance, c: Case) -> None:
     ids = await seed(app)
     before = app.snapshot()
 
@@ -638,6 +735,24 @@ async def test_malformed_request_is_refused_and_stores_nothing(
         pytest.param(PDF, {"pool": None, "printer": "printer-03"}, KEY, id="printer-not-pool"),
         pytest.param(PDF, {}, "k" * 8, id="key-8-chars"),
         pytest.param(PDF, {}, "~" * 80, id="key-80-chars"),
+        pytest.param(PDF, {"owner": "Jose\u0301"}, KEY, id="owner-e-and-combining-acute"),
+        pytest.param(
+            PDF,
+            {"owner": "Nguyê\u0303n Thi\u0323 Hu\u031bo\u031b\u0300ng"},
+            KEY,
+            id="owner-vietnamese-decomposed",
+        ),
+        pytest.param(PDF, {"owner": "Nguyễn Thị Hường"}, KEY, id="owner-vietnamese"),
+        pytest.param(
+            PDF, {"owner": "a\u0300\u0301\u0302\u0303"}, KEY, id="owner-4-combining-marks"
+        ),
+        pytest.param(PDF, {"owner": "김민준"}, KEY, id="owner-hangul"),
+        pytest.param(PDF, {"owner": "\u1100\u1161\u11a8"}, KEY, id="owner-hangul-jamo"),
+        pytest.param(PDF, {"owner": "مُحَمَّد"}, KEY, id="owner-arabic-with-harakat"),
+        pytest.param(PDF, {"owner": "\u2764\ufe0f Ann"}, KEY, id="owner-emoji-with-vs16"),
+        pytest.param(PDF, {"owner": "🖨"}, KEY, id="owner-one-emoji"),
+        pytest.param(make_lying_count_pdf(1, 10**6), {}, KEY, id="pdf-count-lies-high"),
+        pytest.param(make_pages_pdf(MAX_PAGES), {}, KEY, id="pdf-pages-at-limit"),
     ],
 )
 async def test_edges_of_the_limits_are_accepted(
@@ -647,7 +762,9 @@ async def test_edges_of_the_limits_are_accepted(
     body = multipart(meta({**GOOD_META, **changes}), doc(document))
     resp = await send(small_app, Case(201, "", "", body=body, headers={"Idempotency-Key": key}), {})
     assert resp.status == 201, await resp.text()
-    assert (await resp.json())["document"]["bytes"] == len(document)
+    job = await resp.json()
+    assert job["document"]["bytes"] == len(document)
+    assert job["owner"] == {**GOOD_META, **changes}["owner"]
 
 
 # --- streaming enforcement and disconnects --------------------------------------------

@@ -19,7 +19,13 @@ from edgeprint import errors
 from edgeprint.api import openapi, problems, status_page
 from edgeprint.api.auth import TokenAuth
 from edgeprint.api.ratelimit import TokenRateLimiter
-from edgeprint.api.uploads import invalid, read_upload, validation_problems
+from edgeprint.api.uploads import (
+    duplicate_key,
+    duplicate_key_problem,
+    invalid,
+    read_upload,
+    validation_problems,
+)
 from edgeprint.config import Config, ServerConfig
 from edgeprint.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from edgeprint.metrics import Metrics
@@ -208,6 +214,20 @@ async def get_job(request: web.Request) -> web.Response:
     return _json(JobOut.from_record(job))
 
 
+def _query(
+    request: web.Request, known: set[str], problems_: list[errors.FieldProblem]
+) -> dict[str, str]:
+    """The ``known`` query parameters that were given once; unknown or repeated ones are
+    added to ``problems_`` (``?state=DONE&state=HELD`` is refused rather than read as one
+    of them: a client filtering on both would silently get only the first)."""
+    q = request.query
+    unknown = sorted(set(q) - known)
+    problems_ += [errors.FieldProblem(f"query.{u}", "unknown parameter") for u in unknown]
+    repeated = sorted(name for name in known & set(q) if len(q.getall(name)) > 1)
+    problems_ += [errors.FieldProblem(f"query.{r}", "given more than once") for r in repeated]
+    return {name: q[name] for name in known & set(q) if name not in repeated}
+
+
 def _paging(
     q: Mapping[str, str], default_limit: int, problems_: list[errors.FieldProblem]
 ) -> tuple[int, int | None]:
@@ -230,10 +250,8 @@ def _paging(
 async def list_jobs(request: web.Request) -> web.Response:
     """GET /v1/jobs?state=&owner=&printer=&limit=&cursor= (newest first)."""
     await _caller(request, "kiosk")
-    q = request.query
     problems_: list[errors.FieldProblem] = []
-    unknown = sorted(set(q) - _LIST_PARAMS)
-    problems_ += [errors.FieldProblem(f"query.{u}", "unknown parameter") for u in unknown]
+    q = _query(request, _LIST_PARAMS, problems_)
     state = None
     if "state" in q:
         try:
@@ -271,6 +289,8 @@ async def _optional_json(request: web.Request, model: type[_Body]) -> _Body:
         return model()
     if request.content_type not in ("application/json", "application/octet-stream"):
         raise errors.UnsupportedDocument("send the body as application/json")
+    if (key := duplicate_key(raw)) is not None:
+        raise duplicate_key_problem(key, "the body")
     try:
         return model.model_validate_json(raw)
     except ValidationError as exc:
@@ -432,10 +452,8 @@ async def drain_printer(request: web.Request) -> web.Response:
 async def dead_letter(request: web.Request) -> web.Response:
     """GET /v1/dead-letter?limit=&cursor= (tech): DEAD jobs, oldest first."""
     await _caller(request, "tech")
-    q = request.query
     problems_: list[errors.FieldProblem] = []
-    unknown = sorted(set(q) - {"limit", "cursor"})
-    problems_ += [errors.FieldProblem(f"query.{u}", "unknown parameter") for u in unknown]
+    q = _query(request, {"limit", "cursor"}, problems_)
     limit, cursor = _paging(q, 100, problems_)
     after = cursor or 0
     if problems_:

@@ -8,6 +8,7 @@ staging file and the request is refused as soon as it passes its limit.
 from __future__ import annotations
 
 import asyncio
+import json
 import warnings
 from dataclasses import dataclass
 
@@ -27,6 +28,8 @@ _FRAMING_BYTES = 64 * 1024
 #: A problem's ``detail`` names at most this many invalid fields (all are in ``errors``).
 _DETAIL_FIELDS = 5
 _LOC_CHARS = 80
+#: A duplicate JSON key is shown in a problem's ``detail`` up to this many characters.
+_KEY_CHARS = 40
 # aiohttp reports a malformed Content-Disposition with a *warning* and carries on as if
 # the part had no name (the warning would reach stderr unstructured). Raised instead, it
 # becomes a clear 400 below.
@@ -71,8 +74,51 @@ def invalid(what: str, problems: list[errors.FieldProblem], prefix: str) -> erro
     return errors.InvalidRequest(f"{what}: {summary}", problems)
 
 
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _unique_pairs(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return out
+
+
+def duplicate_key(raw: bytes | bytearray) -> str | None:
+    """The first key that appears twice in one object of the JSON ``raw`` (None: no such key).
+
+    pydantic (like most JSON parsers) keeps the last of duplicate keys, so
+    ``{"owner": "alice", "owner": "bob"}`` would be a job for bob while a proxy or a log
+    reader may see alice. Neither pydantic nor pydantic-core can refuse them, so the
+    standard library's parser looks first (a few µs for a metadata part). Whatever it
+    cannot parse is left to pydantic, whose verdict on invalid JSON stands.
+    """
+    try:
+        json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_pairs)
+    except _DuplicateKey as dup:
+        return dup.key
+    except (ValueError, RecursionError):  # not JSON (or too deep): pydantic says so
+        return None
+    return None
+
+
+def duplicate_key_problem(key: str, where: str) -> errors.MalformedRequest:
+    """The 400 for a duplicate key (the key is cut short: it is the client's text)."""
+    shown = key if len(key) <= _KEY_CHARS else key[:_KEY_CHARS] + "…"
+    return errors.MalformedRequest(f"duplicate key {shown!r} in {where}", slug="malformed-json")
+
+
 def parse_metadata(raw: bytes) -> SubmitMetadata:
-    """Validate the metadata JSON; raises errors.MalformedRequest (not JSON) or InvalidRequest."""
+    """Validate the metadata JSON; raises errors.MalformedRequest (not JSON, a key given
+    twice) or InvalidRequest."""
+    if (key := duplicate_key(raw)) is not None:
+        raise duplicate_key_problem(key, "the metadata part")
     try:
         return SubmitMetadata.model_validate_json(raw)
     except ValidationError as exc:
