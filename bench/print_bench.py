@@ -391,10 +391,18 @@ class Kiosk:
             return 0
 
     async def wait_settled(self, timeout_s: float) -> None:
-        """Until no job is RELEASED or PRINTING (polled every 10 ms), at most ``timeout_s``."""
+        """Until no job is RELEASED or PRINTING (polled every 10 ms), at most ``timeout_s``.
+
+        Two lists are two moments: a job can go RELEASED → PRINTING between them and
+        be missed by both. So RELEASED is asked before and after PRINTING: a job
+        claimed in between was RELEASED at the first look.
+        """
 
         async def settled() -> bool:
-            return not (await self.ids_in("PRINTING", 1) or await self.ids_in("RELEASED", 1))
+            for state in ("RELEASED", "PRINTING", "RELEASED"):
+                if await self.ids_in(state, 1):
+                    return False
+            return True
 
         await until(settled, timeout_s, 0.01, "jobs still RELEASED/PRINTING")
 
