@@ -55,6 +55,11 @@ _INVISIBLE_CATEGORY_CLASSES = frozenset("MZC")
 OWNER_MAX_COMBINING_RUN = 4
 
 
+#: Zero-width non-joiner and joiner (format characters, Cf) are part of ordinary names:
+#: Persian and Indic scripts need ZWNJ, emoji sequences (👨‍👩‍👧) are joined with ZWJ.
+_JOINERS = frozenset("\u200c\u200d")
+
+
 def _check_owner(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be blank")
@@ -64,7 +69,7 @@ def _check_owner(value: str) -> str:
     marks_in_a_row = 0
     for ch in value:
         category = unicodedata.category(ch)
-        what = _OWNER_BAD_CATEGORIES.get(category)
+        what = None if ch in _JOINERS else _OWNER_BAD_CATEGORIES.get(category)
         if what is not None:
             raise ValueError(f"must not contain a {what} (U+{ord(ch):04X})")
         if category in ("Mn", "Me"):

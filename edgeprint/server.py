@@ -139,6 +139,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                     dispatch_task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await dispatch_task
+                service.close()
     finally:
         await store.close()
         log.info("edgeprint stopped", extra={"event": "stopped"})

@@ -16,6 +16,7 @@ import math
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -120,6 +121,11 @@ class JobService:
         self._depths_refresh: asyncio.Future[dict[tuple[str | None, str | None], int]] | None = None
         self._pools = config.pools
         self._printers = {p.name for p in config.printers}
+        self._pdf_checks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pdf-check")
+
+    def close(self) -> None:
+        """Let go of the PDF-check thread (a check in progress finishes on its own)."""
+        self._pdf_checks.shutdown(wait=False, cancel_futures=True)
 
     # --- targets ---------------------------------------------------------------
 
@@ -231,7 +237,11 @@ class JobService:
         try:
             if document.size <= _INLINE_PDF_BYTES:  # one read: pypdf makes hundreds of small ones
                 return documents.count_pages(io.BytesIO(pdf.read()), limit)
-            return await asyncio.to_thread(documents.count_pages, pdf, limit)
+            # One thread of its own: a few hostile PDFs (seconds of parsing each) then
+            # queue behind each other instead of taking the default pool that spool writes,
+            # PIN hashing and the printer workers' document reads use.
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._pdf_checks, documents.count_pages, pdf, limit)
         except errors.DocumentRejected as exc:
             self.metrics.documents_rejected.labels(reason=exc.slug).inc()
             log.info(

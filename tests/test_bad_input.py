@@ -751,6 +751,18 @@ async def _refused_and_nothing_stored(app: Appliance, c: Case) -> None:
         pytest.param(PDF, {"owner": "مُحَمَّد"}, KEY, id="owner-arabic-with-harakat"),
         pytest.param(PDF, {"owner": "\u2764\ufe0f Ann"}, KEY, id="owner-emoji-with-vs16"),
         pytest.param(PDF, {"owner": "🖨"}, KEY, id="owner-one-emoji"),
+        pytest.param(
+            PDF,
+            {"owner": "\U0001f468\u200d\U0001f469\u200d\U0001f467"},
+            KEY,
+            id="owner-emoji-zwj-sequence",
+        ),
+        pytest.param(
+            PDF,
+            {"owner": "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"},
+            KEY,
+            id="owner-persian-with-zwnj",
+        ),
         pytest.param(make_lying_count_pdf(1, 10**6), {}, KEY, id="pdf-count-lies-high"),
         pytest.param(make_pages_pdf(MAX_PAGES), {}, KEY, id="pdf-pages-at-limit"),
     ],

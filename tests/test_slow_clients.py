@@ -476,3 +476,26 @@ async def test_accept_failing_with_emfile_is_logged_once_and_retried(
     assert [getattr(r, "event", None) for r in lines] == ["accept_failed"]
     assert "EMFILE" in lines[0].getMessage()
     assert lines[0].exc_info is None
+
+
+async def test_answered_connections_draining_an_unread_body_make_room(
+    make_appliance: Callable[..., Any],
+) -> None:
+    """A token-less POST announcing a large body gets its 401 at once; aiohttp then drains
+    the body for up to 10 s. Such connections count as idle at the cap, so they cannot
+    hold every slot: a real request gets in long before their drain would end."""
+    async with make_appliance(max_connections=4, idle_timeout_s=30.0) as app:
+        before = app.snapshot()
+        async with connect(app, 4) as conns:
+            for reader, writer in conns:
+                writer.write(
+                    b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/pdf\r\n"
+                    b"Content-Length: 100000000\r\n\r\n%PDF-"
+                )
+                status, headers, body = await read_response(reader)
+                assert_problem(status, headers, body, 401, "unauthorized")
+            started = time.monotonic()
+            resp = await app.http.get(f"{app.url}/healthz")
+            assert resp.status == 200
+            assert time.monotonic() - started < 5.0  # the drain would hold them 10 s
+        assert app.snapshot() == before

@@ -172,11 +172,16 @@ class ProblemRequestHandler(web.RequestHandler):
         self._conn: asyncio.Transport | None = None
 
     def idle(self) -> bool:
-        """No request in progress: nothing received yet, or waiting for a request head."""
+        """No request in progress: nothing received yet, waiting for a request head, or
+        answered and only draining a body nobody will read (aiohttp's lingering close,
+        up to 10 s: a token-less POST announcing a large body got its 401 at once and
+        then held the connection — 2,048 of them filled the cap)."""
         if not self._got_data:
             return True
         waiter = self._waiter  # aiohttp private: pending while waiting for a request head
-        return waiter is not None and not waiter.done()
+        if waiter is not None and not waiter.done():
+            return True
+        return self.served and not self._request_in_progress  # aiohttp private
 
     def abort(self) -> None:
         """Close the connection now, discarding whatever the client has not read."""
