@@ -101,6 +101,7 @@ from bench.print_bench import (
     read_store,
     signals_as_exit,
 )
+from bench.report import figures_markdown
 from edgeprint.config import ServerConfig
 from tests.conftest import KIOSK_TOKEN, config_dict, to_toml
 from tests.pdfs import make_pdf
@@ -699,24 +700,6 @@ def table_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, int) or (isinstance(v, float) and v.is_integer()):
-        return f"{int(v)}"
-    return f"{v:.1f}" if isinstance(v, float) else str(v)
-
-
-def markdown(rows: Sequence[dict[str, Any]]) -> str:
-    lines = ["| figure | median | min | max | unit | note |", "|---|---:|---:|---:|---|---|"]
-    for r in rows:
-        lines.append(
-            f"| {r['figure']} | {_fmt(r['median'])} | {_fmt(r['min'])} | {_fmt(r['max'])} "
-            f"| {r['unit']} | {r['note']} |"
-        )
-    return "\n".join(lines)
-
-
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m bench.chaos_bench",
@@ -803,7 +786,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"submits refused {len(run['jobs_rejected'])}, given up {run['jobs_given_up']}"
             )
         rows = table_rows(run)
-        table = markdown(rows)
+        table = figures_markdown(rows)
         print()
         print(table)
         print(

@@ -24,7 +24,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -264,6 +264,26 @@ def _bad_counts(name: str, d: Mapping[str, Any]) -> list[str]:
 
     walk({k: v for k, v in d.items() if k in ("summary", "chaos", "totals")}, name)
     return found
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, int) or (isinstance(v, float) and v.is_integer()):
+        return f"{int(v):,}"
+    return f"{v:,.1f}" if isinstance(v, float) else str(v)
+
+
+def figures_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The Markdown table of a benchmark's own ``table`` rows (figure, median, min, max,
+    unit, note), as bench.chaos_bench and bench.resources_bench print them."""
+    lines = ["| figure | median | min | max | unit | note |", "|---|---:|---:|---:|---|---|"]
+    for r in rows:
+        lines.append(
+            f"| {r['figure']} | {_cell(r['median'])} | {_cell(r['min'])} | {_cell(r['max'])} "
+            f"| {r['unit']} | {r['note']} |"
+        )
+    return "\n".join(lines)
 
 
 def table(rows: list[Row]) -> str:

@@ -90,6 +90,7 @@ from bench.print_bench import (
     ms,
     signals_as_exit,
 )
+from bench.report import figures_markdown
 from edgeprint.config import Config, ServerConfig
 from edgeprint.server import DB_FILE
 from edgeprint.states import Action
@@ -704,24 +705,6 @@ def table_rows(r: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
     return rows
 
 
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, int) or (isinstance(v, float) and v.is_integer()):
-        return f"{int(v):,}"
-    return f"{v:,.1f}"
-
-
-def markdown(rows: Sequence[dict[str, Any]]) -> str:
-    lines = ["| figure | median | min | max | unit | note |", "|---|---:|---:|---:|---|---|"]
-    for r in rows:
-        lines.append(
-            f"| {r['figure']} | {_fmt(r['median'])} | {_fmt(r['min'])} | {_fmt(r['max'])} "
-            f"| {r['unit']} | {r['note']} |"
-        )
-    return "\n".join(lines)
-
-
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m bench.resources_bench",
@@ -784,7 +767,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     info["bench_seconds"] = round(time.monotonic() - started, 1)
     rows = table_rows(result_run, plan) if result_run is not None else []
-    table = markdown(rows)
+    table = figures_markdown(rows)
     if result_run is not None:
         print()
         print(table)
