@@ -4,7 +4,7 @@ Only :mod:`edgeprint.documents.render`'s worker processes import this module
 (numpy, pypdfium2 and Pillow stay out of the appliance's own process).
 
 The page is rendered straight into a white canvas of the media's size at the
-chosen resolution, centred, turned by 90° when it only fits that way: one
+chosen resolution, centred, turned 90° counter-clockwise when it only fits that way: one
 buffer per page, owned by numpy and lent to PDFium (``FPDFBitmap_CreateEx``
 with our own memory), so nothing is copied before encoding. ``black_1`` is a
 threshold of the grey rendering at 50 % (no dithering: badge printers print
@@ -106,7 +106,7 @@ def _render(
             (height - draw_h) // 2,
             draw_w,
             draw_h,
-            1 if turn else 0,
+            3 if turn else 0,  # 90° counter-clockwise, as IPP orientation-requested landscape
             _RENDER_FLAGS | (pdfium_c.FPDF_REVERSE_BYTE_ORDER if rgb else 0),
         )
     finally:

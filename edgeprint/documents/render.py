@@ -66,6 +66,8 @@ class RenderPool:
         self.workers = workers
         self.pages_ahead = pages_ahead
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        #: Pages submitted to the workers and not yet handed to a consumer (all streams).
+        self.in_flight = 0
 
     def _executor(self) -> concurrent.futures.ProcessPoolExecutor:
         if self._pool is None:
@@ -93,9 +95,10 @@ class RenderPool:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
 
-    async def start(self) -> None:
-        """Start every worker and load PDFium in it, so the first page is not slow."""
-        await asyncio.gather(*(self._run("warm") for _ in range(self.workers)))
+    async def start(self) -> list[int]:
+        """Start the workers and load PDFium in them (the first page is not slow); their pids."""
+        pids = await asyncio.gather(*(self._run("warm") for _ in range(self.workers)))
+        return sorted({int(p) for p in pids})
 
     async def close(self) -> None:
         """Stop the workers (waits for pages being rendered, in a thread)."""
@@ -153,10 +156,16 @@ class RenderPool:
                         )
                     )
                     next_job += 1
-                page: bytes = await pending.popleft()
+                    self.in_flight += 1
+                task = pending.popleft()
+                try:
+                    page: bytes = await task
+                finally:
+                    self.in_flight -= 1
                 yield page
         finally:
             for task in pending:
                 task.cancel()
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
+                self.in_flight -= len(pending)
