@@ -7,6 +7,7 @@ classification in between.
 
 from __future__ import annotations
 
+import io
 import itertools
 from collections.abc import Sequence
 from typing import Any
@@ -41,7 +42,7 @@ async def _post(url: str, body: bytes, unix_socket: str | None) -> dict[str, Any
     connector = aiohttp.UnixConnector(path=unix_socket) if unix_socket else None
     async with (
         aiohttp.ClientSession(connector=connector) as session,
-        session.post(url, data=body, headers=_HEADERS) as resp,
+        session.post(url, data=io.BytesIO(body), headers=_HEADERS) as resp,
     ):
         assert resp.status == 200, f"HTTP {resp.status} from {url}"
         parsed: dict[str, Any] = parse_ipp(await resp.read())

@@ -168,8 +168,8 @@ def make_badge_pdf(name: str = "Ada Lovelace", *, color: bool = False, text: boo
     return make_drawn_pdf([badge_content(name, color=color, text=text)])
 
 
-def make_a4_pdf(pages: int) -> bytes:
-    """``pages`` A4 pages of text and rules (what a 40-page handout looks like to a renderer)."""
+def make_a4_pdf(pages: int, size_pt: tuple[float, float] = (595, 842)) -> bytes:
+    """``pages`` A4 (or ``size_pt``) pages of text and rules: a handout, to a renderer."""
     streams = []
     for p in range(pages):
         lines = b" ".join(
@@ -178,4 +178,4 @@ def make_a4_pdf(pages: int) -> bytes:
             for i in range(50)
         )
         streams.append(b"1 w 0 g 40 40 515 762 re S " + lines)
-    return make_drawn_pdf(streams, size_pt=(595, 842))
+    return make_drawn_pdf(streams, size_pt=size_pt)
