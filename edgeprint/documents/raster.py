@@ -47,6 +47,14 @@ def _document(path: str) -> pdfium.PdfDocument:
     return _open[1]
 
 
+def close_document() -> None:
+    """Close the document this process keeps open (a worker's is closed when it exits)."""
+    global _open
+    if _open is not None:
+        _open[1].close()
+        _open = None
+
+
 def page_sizes(pdf_path: str) -> list[tuple[float, float]]:
     """(width, height) in points of each page as it is shown (its /Rotate applied)."""
     doc = _document(pdf_path)
