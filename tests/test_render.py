@@ -182,6 +182,23 @@ async def test_facts_color_and_rotation(pool: RenderPool, tmp_path: Path) -> Non
     assert (await pool.facts(turned)).page_sizes_pt == ((216.0, 288.0),)
 
 
+async def test_blank_document_renders_empty(pool: RenderPool, tmp_path: Path) -> None:
+    """Pages without a mark are found blank and refused (document-renders-empty); one hairline is a mark."""
+    blank = _write(tmp_path, "blank.pdf", pdfs.make_drawn_pdf([b"", b"1 1 1 rg 0 0 288 216 re f"]))
+    facts = await pool.facts(blank)
+    assert facts.blank
+    with pytest.raises(errors.DocumentUnprintable) as exc:
+        ladder.choose(LPRINT_LIKE, facts)
+    assert (exc.value.slug, str(exc.value)) == (
+        "document-renders-empty",
+        "all 2 page(s) of the document render blank: nothing would be printed",
+    )
+    hairline = _write(
+        tmp_path, "hair.pdf", pdfs.make_drawn_pdf([b"", b"0.1 w 0 g 10 10 m 50 10 l S"])
+    )
+    assert not (await pool.facts(hairline)).blank
+
+
 async def test_portrait_page_is_turned_onto_landscape_label(
     pool: RenderPool, tmp_path: Path
 ) -> None:

@@ -66,19 +66,28 @@ def page_sizes(pdf_path: str) -> list[tuple[float, float]]:
     return out
 
 
-def needs_color(pdf_path: str) -> bool:
-    """Some page has a pixel whose channels differ by more than COLOR_THRESHOLD."""
+def inks(pdf_path: str) -> tuple[bool, bool]:
+    """(some page has a mark, some page needs colour), from a coarse rendering of each page.
+
+    A mark is any pixel that is not pure white (anti-aliasing keeps even a hairline
+    visible at COLOR_PROBE_DPI); colour is a pixel whose channels differ by more
+    than COLOR_THRESHOLD. Stops once both are known.
+    """
     doc = _document(pdf_path)
+    inked = color = False
     for i in range(len(doc)):
         page = doc[i]
         w, h = page.get_width(), page.get_height()
         size = (max(1, round(w * COLOR_PROBE_DPI / 72)), max(1, round(h * COLOR_PROBE_DPI / 72)))
         px = _render(page, "srgb_8", size, size, turn=False)
         page.close()
-        spread = px.max(axis=2).astype(np.int16) - px.min(axis=2)
-        if int(spread.max()) > COLOR_THRESHOLD:
-            return True
-    return False
+        inked = inked or bool(px.min() < 255)
+        color = (
+            color or int((px.max(axis=2).astype(np.int16) - px.min(axis=2)).max()) > COLOR_THRESHOLD
+        )
+        if inked and color:
+            break
+    return inked, color
 
 
 def _render(

@@ -107,10 +107,12 @@ class RenderPool:
             await asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)
 
     async def facts(self, pdf_path: str) -> DocumentFacts:
-        """Page sizes (points) and whether the document needs colour, read by PDFium."""
+        """Page sizes (points), whether it needs colour and whether it is blank, by PDFium."""
         sizes = await self._run("page_sizes", pdf_path)
-        color = await self._run("needs_color", pdf_path)
-        return DocumentFacts(tuple((float(w), float(h)) for w, h in sizes), bool(color))
+        inked, color = await self._run("inks", pdf_path)
+        return DocumentFacts(
+            tuple((float(w), float(h)) for w, h in sizes), bool(color), blank=not inked
+        )
 
     def _jobs(self, pdf_path: str, choice: Choice, facts: DocumentFacts) -> list[PageJob]:
         if not choice.raster or choice.media is None or choice.resolution is None:
