@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -161,6 +162,38 @@ async def test_a_killed_worker_fails_the_stream_typed(pool: RenderPool, tmp_path
     badge = _write(tmp_path, "badge.pdf", pdfs.make_badge_pdf())
     facts = await pool.facts(badge)
     assert len(await _all(pool, badge, ladder.choose(LPRINT_LIKE, facts), facts)) == 2
+
+
+async def test_a_page_that_takes_too_long_stops_the_workers(tmp_path: Path) -> None:
+    """A page slower than call_timeout_s fails typed, its worker is killed, and the pool renders on."""
+    path = _write(tmp_path, "a4.pdf", pdfs.make_a4_pdf(2))
+    pool = RenderPool(workers=1, call_timeout_s=5)
+    try:
+        (worker,) = await pool.start()
+        facts = await pool.facts(path)
+        pool.call_timeout_s = 0.02  # a 600 dpi A4 page takes ~0.3 s: "hangs" for this pool
+        choice = Choice("image/pwg-raster", "sgray_8", Resolution(600, 600), A4)
+        with pytest.raises(errors.RenderFailed, match=r"encode took longer than 0.02 s"):
+            await _all(pool, path, choice, facts)
+        deadline = time.monotonic() + 5
+        while _alive(worker):  # SIGKILL is delivered asynchronously
+            assert time.monotonic() < deadline, f"render worker {worker} still runs"
+            await asyncio.sleep(0.01)
+        pool.call_timeout_s = 30
+        badge = _write(tmp_path, "badge.pdf", pdfs.make_badge_pdf())
+        facts = await pool.facts(badge)
+        assert len(await _all(pool, badge, ladder.choose(LPRINT_LIKE, facts), facts)) == 2
+    finally:
+        await pool.close()
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rfind(")") + 2] not in "ZX"
 
 
 async def test_unreadable_pdf_is_a_render_failure(pool: RenderPool, tmp_path: Path) -> None:

@@ -58,28 +58,53 @@ def urf_file_header(pages: int) -> bytes:
 
 
 class RenderPool:
-    """``workers`` render processes; each stream keeps ``pages_ahead`` pages in flight at most."""
+    """``workers`` render processes; each stream keeps ``pages_ahead`` pages in flight at most.
 
-    def __init__(self, workers: int = 1, *, pages_ahead: int = 2) -> None:
-        if workers < 1 or pages_ahead < 1:
-            raise ValueError("workers and pages_ahead must be >= 1")
+    A call that takes longer than ``call_timeout_s`` (a hostile PDF can keep PDFium
+    busy for ever) fails with errors.RenderFailed and the workers are killed, so the
+    pool never stays blocked: the next call starts fresh ones. Workers are told apart
+    from other children as the multiprocessing children that appeared after the pool's
+    creation (edgeprint starts no other multiprocessing children).
+    """
+
+    def __init__(
+        self, workers: int = 1, *, pages_ahead: int = 2, call_timeout_s: float = 60.0
+    ) -> None:
+        if workers < 1 or pages_ahead < 1 or call_timeout_s <= 0:
+            raise ValueError("workers and pages_ahead must be >= 1, call_timeout_s > 0")
         self.workers = workers
         self.pages_ahead = pages_ahead
+        self.call_timeout_s = call_timeout_s
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self._others: set[int] = set()  # pids of children that are not this pool's workers
         #: Pages submitted to the workers and not yet handed to a consumer (all streams).
         self.in_flight = 0
 
     def _executor(self) -> concurrent.futures.ProcessPoolExecutor:
         if self._pool is None:
+            self._others = {p.pid for p in multiprocessing.active_children() if p.pid}
             self._pool = concurrent.futures.ProcessPoolExecutor(
                 max_workers=self.workers, mp_context=multiprocessing.get_context("spawn")
             )
         return self._pool
 
+    def _kill_workers(self) -> None:
+        for proc in multiprocessing.active_children():
+            if proc.pid not in self._others:
+                proc.kill()
+        self._discard()
+
     async def _run(self, name: str, *args: Any) -> Any:
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self._executor(), _call, name, *args)
+            async with asyncio.timeout(self.call_timeout_s):
+                return await loop.run_in_executor(self._executor(), _call, name, *args)
+        except TimeoutError as exc:
+            self._kill_workers()
+            raise errors.RenderFailed(
+                f"{name} took longer than {self.call_timeout_s:g} s; the render workers "
+                "were stopped"
+            ) from exc
         except BrokenProcessPool as exc:
             # A worker died (killed, out of memory): this pool is unusable; the next call
             # starts a fresh one.
