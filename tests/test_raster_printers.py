@@ -7,6 +7,7 @@ and for LPrint the bytes a Zebra label printer would have received.
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import time
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from edgeprint.documents import ladder
 from edgeprint.documents.capabilities import parse_capabilities
@@ -22,7 +24,7 @@ from edgeprint.documents.render import RenderPool
 from tests import pdfs
 from tests.ipp_helpers import print_job, printer_attributes
 from tests.lprint_rig import LPrintRig
-from tests.raster_decode import decode_pwg
+from tests.raster_decode import decode_pwg, decode_urf
 from tests.rig import Rig, find_tool
 from tests.rig_fixtures import in_ci, require_ippeveprinter
 from tests.zpl_decode import graphics
@@ -144,8 +146,11 @@ async def test_urf_prints_on_an_urf_only_ippeveprinter(
     await _print_on_rig(urf_printer, pool, tmp_path, "image/urf")
 
 
-async def test_lprint_prints_one_label(lprint: LPrintRig, pool: RenderPool, tmp_path: Path) -> None:
-    """A badge rendered for LPrint's Zebra reaches the label printer as one ZPL label showing the badge."""
+@pytest.mark.parametrize("fmt", ["image/pwg-raster", "image/urf"])
+async def test_lprint_prints_one_label(
+    lprint: LPrintRig, pool: RenderPool, tmp_path: Path, fmt: str
+) -> None:
+    """A badge rendered for LPrint's Zebra (PWG raster as the ladder picks, or URF) reaches the label printer as one ZPL label showing the badge."""
     caps = parse_capabilities(
         await printer_attributes(lprint.printer_uri, unix_socket=lprint.socket_path)
     )
@@ -161,10 +166,10 @@ async def test_lprint_prints_one_label(lprint: LPrintRig, pool: RenderPool, tmp_
     )
     assert choice.media is not None
     assert choice.media.name == "oe_4x3-label_4x3in"
+    if fmt == "image/urf":  # LPrint lists URF too (RS203, W8): the next rung down
+        choice = ladder.Choice(fmt, "sgray_8", choice.resolution, choice.media)
     document = b"".join([c async for c in pool.stream(str(pdf), choice, facts)])
-    answer = await print_job(
-        lprint.printer_uri, document, "image/pwg-raster", unix_socket=lprint.socket_path
-    )
+    answer = await print_job(lprint.printer_uri, document, fmt, unix_socket=lprint.socket_path)
     assert answer["status-code"] == 0, hex(answer["status-code"])
 
     labels = [zpl for zpl in lprint.wait_received(1) if b"^XA" in zpl]
@@ -173,7 +178,7 @@ async def test_lprint_prints_one_label(lprint: LPrintRig, pool: RenderPool, tmp_
     assert zpl.count(b"^PQ1,") == 1  # one label
     assert zpl.count(b"^XG") == 1  # the graphic is printed once
     (label,) = graphics(zpl).values()
-    (page,) = decode_pwg(document)
+    (page,) = decode_pwg(document) if fmt == "image/pwg-raster" else decode_urf(document)
     assert label.shape[0] == page.height == 609
     ours = page.rows[:, : page.width]
     dots = label[:, : page.width]
@@ -184,3 +189,36 @@ async def test_lprint_prints_one_label(lprint: LPrintRig, pool: RenderPool, tmp_
     assert (~dots[white]).mean() > 0.99
     assert np.any(dots[ours == 77])
     assert not np.all(dots[ours == 77])
+
+
+@pytest.fixture
+def jpeg_printer(tmp_path: Path) -> Iterator[Rig]:
+    """An ippeveprinter that takes JPEG only (the last rung of the ladder)."""
+    yield from _rig(tmp_path / "jpeg", "image/jpeg")
+
+
+async def test_jpeg_prints_one_job_per_page(
+    jpeg_printer: Rig, pool: RenderPool, tmp_path: Path
+) -> None:
+    """A 2-page document for a JPEG-only printer prints as two jobs of one JPEG page each."""
+    printer = jpeg_printer["printer-01"]
+    caps = parse_capabilities(await printer_attributes(printer.uri))
+    pdf = tmp_path / "two.pdf"
+    pdf.write_bytes(pdfs.make_a4_pdf(2, size_pt=(612, 792)))
+    facts = await pool.facts(str(pdf))
+    choice = ladder.choose(caps, facts)
+    assert (choice.format, choice.one_page_per_job) == ("image/jpeg", True)
+    pages = [c async for c in pool.stream(str(pdf), choice, facts)]
+    assert len(pages) == 2
+    for i, page in enumerate(pages, start=1):
+        answer = await print_job(printer.uri, page, "image/jpeg", job_name=f"handout-p{i}")
+        assert answer["status-code"] == 0, hex(answer["status-code"])
+        assert _wait(lambda n=i: len(jpeg_printer.printed("printer-01")) == n)  # one job at a time
+    printed = jpeg_printer.printed("printer-01")
+    assert [(p.job_name, p.bytes) for p in printed] == [
+        ("handout-p1", len(pages[0])),
+        ("handout-p2", len(pages[1])),
+    ]
+    for page in pages:
+        with Image.open(io.BytesIO(page)) as img:
+            assert (img.format, img.size) == ("JPEG", (2550, 3300))  # letter at 300 dpi
