@@ -172,9 +172,8 @@ async def test_lprint_prints_one_label(
     answer = await print_job(lprint.printer_uri, document, fmt, unix_socket=lprint.socket_path)
     assert answer["status-code"] == 0, hex(answer["status-code"])
 
-    labels = [zpl for zpl in lprint.wait_received(1) if b"^XA" in zpl]
-    assert len(labels) == 1
-    zpl = labels[0]
+    (zpl,) = lprint.wait_labels(1)
+    assert len(lprint.labels()) == 1  # LPrint answered Print-Job once the job was done
     assert zpl.count(b"^PQ1,") == 1  # one label
     assert zpl.count(b"^XG") == 1  # the graphic is printed once
     (label,) = graphics(zpl).values()
