@@ -66,24 +66,29 @@ async def test_urf_only_ippeveprinter(urf_printer: Rig) -> None:
     assert caps.as_json()["urf_supported"] == list(caps.urf)
 
 
-async def test_pdf_printer_json(tmp_path: Path) -> None:
+@pytest.fixture
+def pdf_printer(tmp_path: Path) -> Iterator[Rig]:
+    """The rig's default printer: PDF."""
+    yield from _rig(tmp_path / "pdf", "application/pdf")
+
+
+async def test_pdf_printer_json(pdf_printer: Rig) -> None:
     """The default rig printer (PDF) reads as such, and its JSON form is stable."""
-    for rig in _rig(tmp_path / "pdf", "application/pdf"):
-        caps = parse_capabilities(await printer_attributes(rig["printer-01"].uri))
-        assert caps.as_json() == {
-            "formats": ["application/octet-stream", "application/pdf"],
-            "pwg_raster_types": [],
-            "pwg_raster_resolutions": [],
-            "urf_supported": [],
-            "media_ready": [
-                "na_letter_8.5x11in (215.9x279.4mm)",
-                "na_number-10_4.125x9.5in (104.77x241.3mm)",
-            ],
-            "copies_max": 999,
-            "create_job": True,
-            "ipp_versions": ["1.1", "2.0"],
-            "color": False,
-        }
+    caps = parse_capabilities(await printer_attributes(pdf_printer["printer-01"].uri))
+    assert caps.as_json() == {
+        "formats": ["application/octet-stream", "application/pdf"],
+        "pwg_raster_types": [],
+        "pwg_raster_resolutions": [],
+        "urf_supported": [],
+        "media_ready": [
+            "na_letter_8.5x11in (215.9x279.4mm)",
+            "na_number-10_4.125x9.5in (104.77x241.3mm)",
+        ],
+        "copies_max": 999,
+        "create_job": True,
+        "ipp_versions": ["1.1", "2.0"],
+        "color": False,
+    }
 
 
 def test_empty_answer_means_nothing_supported() -> None:

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from edgeprint import errors
 from edgeprint.documents import ladder
 from edgeprint.documents.capabilities import parse_capabilities
 from edgeprint.documents.render import RenderPool
@@ -221,3 +222,46 @@ async def test_jpeg_prints_one_job_per_page(
     for page in pages:
         with Image.open(io.BytesIO(page)) as img:
             assert (img.format, img.size) == ("JPEG", (2550, 3300))  # letter at 300 dpi
+
+
+async def test_a4_page_fits_no_loaded_label(
+    lprint: LPrintRig, pool: RenderPool, tmp_path: Path
+) -> None:
+    """An A4 PDF for LPrint with 4x3 in labels loaded is refused before printing: no-media-fits, naming both; nothing reaches the printer."""
+    caps = parse_capabilities(
+        await printer_attributes(lprint.printer_uri, unix_socket=lprint.socket_path)
+    )
+    pdf = tmp_path / "a4.pdf"
+    pdf.write_bytes(pdfs.make_a4_pdf(1))
+    with pytest.raises(errors.DocumentUnprintable) as exc:
+        ladder.choose(caps, await pool.facts(str(pdf)))
+    assert exc.value.slug == "no-media-fits"
+    assert str(exc.value) == (
+        "no loaded media fits a 209.9x297.04mm page "
+        "(media-ready: oe_4x3-label_4x3in (101.6x76.2mm))"
+    )
+    assert lprint.labels() == []
+
+
+@pytest.fixture
+def ps_printer(tmp_path: Path) -> Iterator[Rig]:
+    """An ippeveprinter that takes PostScript only (nothing edgeprint can produce)."""
+    yield from _rig(tmp_path / "ps", "application/postscript")
+
+
+async def test_postscript_only_printer_is_refused(
+    ps_printer: Rig, pool: RenderPool, tmp_path: Path
+) -> None:
+    """A real printer that takes only PostScript is refused with what it takes (unsupported-document)."""
+    caps = parse_capabilities(await printer_attributes(ps_printer["printer-01"].uri))
+    pdf = tmp_path / "badge.pdf"
+    pdf.write_bytes(pdfs.make_badge_pdf())
+    with pytest.raises(errors.DocumentUnprintable) as exc:
+        ladder.choose(caps, await pool.facts(str(pdf)))
+    assert exc.value.slug == "unsupported-document"
+    assert exc.value.takes == ("application/octet-stream", "application/postscript")
+    assert str(exc.value).startswith(
+        "the printer takes application/octet-stream, application/postscript; "
+        "edgeprint can send application/pdf"
+    )
+    assert ps_printer.received("printer-01") == 0
