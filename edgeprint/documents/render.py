@@ -79,6 +79,8 @@ class RenderPool:
         self._others: set[int] = set()  # pids of children that are not this pool's workers
         #: Pages submitted to the workers and not yet handed to a consumer (all streams).
         self.in_flight = 0
+        #: Pages rendered and encoded since the pool was made (all streams).
+        self.pages_rendered = 0
 
     def _executor(self) -> concurrent.futures.ProcessPoolExecutor:
         if self._pool is None:
@@ -189,6 +191,7 @@ class RenderPool:
                     page: bytes = await task
                 finally:
                     self.in_flight -= 1
+                self.pages_rendered += 1
                 yield page
         finally:
             for task in pending:
