@@ -106,6 +106,40 @@ async def test_stream_keeps_few_pages_in_flight(tmp_path: Path) -> None:
         await pool.close()
 
 
+async def test_a_badge_overtakes_a_long_document(pool: RenderPool, tmp_path: Path) -> None:
+    """With one worker busy on a 600 dpi handout, a badge waits for the page being rendered only, not for the handout's queue."""
+    handout = _write(tmp_path, "a4.pdf", pdfs.make_a4_pdf(8))
+    badge = _write(tmp_path, "badge.pdf", pdfs.make_badge_pdf())
+    handout_facts, badge_facts = await pool.facts(handout), await pool.facts(badge)
+    big = Choice("image/pwg-raster", "sgray_8", Resolution(600, 600), A4)
+    handout_pages = 0
+    badge_started = asyncio.Event()
+
+    async def print_handout() -> None:
+        nonlocal handout_pages
+        async for chunk in pool.stream(handout, big, handout_facts):
+            if chunk != b"RaS2":
+                handout_pages += 1
+                if handout_pages == 1:
+                    badge_started.set()  # the badge arrives while the handout streams
+
+    async def print_badge() -> tuple[int, int]:
+        await badge_started.wait()
+        at_arrival = handout_pages
+        choice = ladder.choose(LPRINT_LIKE, badge_facts)
+        chunks = [c async for c in pool.stream(badge, choice, badge_facts)]
+        assert len(chunks) == 2
+        return at_arrival, handout_pages
+
+    handout_task = asyncio.create_task(print_handout())
+    at_arrival, at_done = await print_badge()
+    await handout_task
+    assert handout_pages == 8
+    # Without priority the badge would queue behind the handout's pages already asked
+    # for (pages_ahead); with it, at most the page being rendered finishes first.
+    assert at_done - at_arrival <= 1, (at_arrival, at_done)
+
+
 async def test_leaving_a_stream_early_cancels_the_rest(pool: RenderPool, tmp_path: Path) -> None:
     """A consumer that stops after one page leaves nothing in flight, and the pool renders on."""
     path = _write(tmp_path, "a4.pdf", pdfs.make_a4_pdf(6))

@@ -10,6 +10,11 @@ Pillow (the workers do, in :mod:`edgeprint.documents.raster`).
 header, then one page at a time — with at most ``pages_ahead`` pages rendered
 ahead of the consumer: a 40-page A4 document at 600 dpi is never held whole,
 in the workers or here; a slow printer holds back the rendering.
+
+The workers are shared by every stream, fairly for the short ones: at most
+``workers`` pages are handed to the executor at once and the waiting ones go
+shortest document first (pages left), so a badge waits for at most the pages
+being rendered right now, not for a queue of handout pages.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import heapq
 import importlib
+import itertools
 import multiprocessing
 from collections.abc import AsyncIterator
 from concurrent.futures.process import BrokenProcessPool
@@ -81,6 +88,11 @@ class RenderPool:
         self.in_flight = 0
         #: Pages rendered and encoded since the pool was made (all streams).
         self.pages_rendered = 0
+        # Admission: at most `workers` calls reach the executor at once, so its queue never
+        # holds a backlog; the others wait here, shortest document first.
+        self._free = workers
+        self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._arrivals = itertools.count()
 
     def _executor(self) -> concurrent.futures.ProcessPoolExecutor:
         if self._pool is None:
@@ -96,8 +108,31 @@ class RenderPool:
                 proc.kill()
         self._discard()
 
-    async def _run(self, name: str, *args: Any) -> Any:
+    async def _acquire(self, priority: int) -> None:
+        """Wait for a free worker; the lowest ``priority`` waiting goes first (then FIFO)."""
+        if self._free > 0 and not self._waiting:
+            self._free -= 1
+            return
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiting, (priority, next(self._arrivals), turn))
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self._release()  # the slot was handed over just now: pass it on
+            raise
+
+    def _release(self) -> None:
+        while self._waiting:
+            _, _, turn = heapq.heappop(self._waiting)
+            if not turn.done():  # a cancelled waiter's future is done
+                turn.set_result(None)
+                return
+        self._free += 1
+
+    async def _run(self, name: str, *args: Any, priority: int = 0) -> Any:
         loop = asyncio.get_running_loop()
+        await self._acquire(priority)
         try:
             async with asyncio.timeout(self.call_timeout_s):
                 return await loop.run_in_executor(self._executor(), _call, name, *args)
@@ -116,6 +151,8 @@ class RenderPool:
             raise
         except Exception as exc:  # PDFium or numpy refused this page
             raise errors.RenderFailed(f"{name} failed: {type(exc).__name__}: {exc}") from exc
+        finally:
+            self._release()
 
     def _discard(self) -> None:
         pool, self._pool = self._pool, None
@@ -180,7 +217,8 @@ class RenderPool:
                 while next_job < len(jobs) and len(pending) < self.pages_ahead:
                     pending.append(
                         asyncio.create_task(
-                            self._run("encode", jobs[next_job]),
+                            # Fewest pages left first: a badge overtakes a long handout.
+                            self._run("encode", jobs[next_job], priority=len(jobs) - next_job),
                             name=f"render:{next_job + 1}/{len(jobs)}",
                         )
                     )
