@@ -140,6 +140,42 @@ async def test_a_badge_overtakes_a_long_document(pool: RenderPool, tmp_path: Pat
     assert at_done - at_arrival <= 1, (at_arrival, at_done)
 
 
+async def test_long_documents_leave_a_worker_to_short_ones() -> None:
+    """With two workers, pages of long documents hold one at most; a short one gets the other at once, and waiters go shortest first."""
+    pool = RenderPool(workers=2)  # no process is started: only its admission is used
+    order: list[str] = []
+    first_long = pool.slot(pages=10)
+    await first_long.__aenter__()
+
+    async def take(name: str, pages: int, hold: asyncio.Event) -> None:
+        async with pool.slot(pages):
+            order.append(name)
+            await hold.wait()
+
+    release_long2, release_badge, release_rest = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    long2 = asyncio.create_task(take("long-2", 9, release_long2))
+    await asyncio.sleep(0)
+    badge = asyncio.create_task(take("badge", 1, release_badge))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert order == ["badge"]  # the second long page waits although a worker is free
+    two_pages = asyncio.create_task(take("two-pages", 2, release_rest))
+    long3 = asyncio.create_task(take("long-3", 8, release_rest))
+    release_badge.set()
+    await badge
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert order == ["badge", "two-pages"]  # short first, and long still holds one only
+    await first_long.__aexit__(None, None, None)
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert order == ["badge", "two-pages", "long-3"]  # shortest long document first
+    release_long2.set()
+    release_rest.set()
+    await asyncio.gather(long2, two_pages, long3)
+    assert order == ["badge", "two-pages", "long-3", "long-2"]
+
+
 async def test_leaving_a_stream_early_cancels_the_rest(pool: RenderPool, tmp_path: Path) -> None:
     """A consumer that stops after one page leaves nothing in flight, and the pool renders on."""
     path = _write(tmp_path, "a4.pdf", pdfs.make_a4_pdf(6))

@@ -13,8 +13,10 @@ in the workers or here; a slow printer holds back the rendering.
 
 The workers are shared by every stream, fairly for the short ones: at most
 ``workers`` pages are handed to the executor at once and the waiting ones go
-shortest document first (pages left), so a badge waits for at most the pages
-being rendered right now, not for a queue of handout pages.
+shortest document first, so a badge waits for at most the pages
+being rendered right now, not for a queue of handout pages; with two workers
+or more, long documents leave one worker to short ones, and a badge does not
+wait at all.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import contextlib
 import heapq
 import importlib
 import itertools
@@ -36,6 +39,9 @@ from edgeprint.documents import ladder
 from edgeprint.documents.ladder import Choice, DocumentFacts
 
 _RASTER = "edgeprint.documents.raster"
+#: A document of more pages than this is "long": with several workers, long documents
+#: leave one free for short ones.
+SHORT_PAGES = 2
 PWG_SYNC = b"RaS2"
 
 
@@ -91,6 +97,8 @@ class RenderPool:
         # Admission: at most `workers` calls reach the executor at once, so its queue never
         # holds a backlog; the others wait here, shortest document first.
         self._free = workers
+        self._long_busy = 0
+        self._long_max = max(1, workers - 1)
         self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
         self._arrivals = itertools.count()
 
@@ -108,31 +116,56 @@ class RenderPool:
                 proc.kill()
         self._discard()
 
+    def _long(self, priority: int) -> bool:
+        return priority > SHORT_PAGES
+
     async def _acquire(self, priority: int) -> None:
-        """Wait for a free worker; the lowest ``priority`` waiting goes first (then FIFO)."""
-        if self._free > 0 and not self._waiting:
-            self._free -= 1
-            return
+        """Wait for a worker: shortest document first (then FIFO); see _dispatch."""
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._waiting, (priority, next(self._arrivals), turn))
+        self._dispatch()
         try:
             await turn
         except asyncio.CancelledError:
             if turn.done() and not turn.cancelled():
-                self._release()  # the slot was handed over just now: pass it on
+                self._release(priority)  # the slot was handed over just now: pass it on
             raise
 
-    def _release(self) -> None:
-        while self._waiting:
-            _, _, turn = heapq.heappop(self._waiting)
-            if not turn.done():  # a cancelled waiter's future is done
-                turn.set_result(None)
-                return
+    def _dispatch(self) -> None:
+        """Hand free workers to waiters, lowest priority first; with several workers, long
+        documents never hold the last one (a badge then never waits for a handout page)."""
+        while self._free > 0 and self._waiting:
+            priority, _, turn = self._waiting[0]
+            if turn.done():  # cancelled while waiting
+                heapq.heappop(self._waiting)
+                continue
+            if self._long(priority) and self._long_busy >= self._long_max:
+                return  # the first waiter is long, so all are
+            heapq.heappop(self._waiting)
+            self._free -= 1
+            self._long_busy += self._long(priority)
+            turn.set_result(None)
+
+    def _release(self, priority: int) -> None:
         self._free += 1
+        self._long_busy -= self._long(priority)
+        self._dispatch()
+
+    @contextlib.asynccontextmanager
+    async def slot(self, pages: int = 0) -> AsyncIterator[None]:
+        """Hold one worker for a page of a document of ``pages`` pages (0: not a page)."""
+        await self._acquire(pages)
+        try:
+            yield
+        finally:
+            self._release(pages)
 
     async def _run(self, name: str, *args: Any, priority: int = 0) -> Any:
+        async with self.slot(priority):
+            return await self._call(name, *args)
+
+    async def _call(self, name: str, *args: Any) -> Any:
         loop = asyncio.get_running_loop()
-        await self._acquire(priority)
         try:
             async with asyncio.timeout(self.call_timeout_s):
                 return await loop.run_in_executor(self._executor(), _call, name, *args)
@@ -151,8 +184,6 @@ class RenderPool:
             raise
         except Exception as exc:  # PDFium or numpy refused this page
             raise errors.RenderFailed(f"{name} failed: {type(exc).__name__}: {exc}") from exc
-        finally:
-            self._release()
 
     def _discard(self) -> None:
         pool, self._pool = self._pool, None
@@ -217,8 +248,8 @@ class RenderPool:
                 while next_job < len(jobs) and len(pending) < self.pages_ahead:
                     pending.append(
                         asyncio.create_task(
-                            # Fewest pages left first: a badge overtakes a long handout.
-                            self._run("encode", jobs[next_job], priority=len(jobs) - next_job),
+                            # Shortest document first: a badge overtakes a handout.
+                            self._run("encode", jobs[next_job], priority=len(jobs)),
                             name=f"render:{next_job + 1}/{len(jobs)}",
                         )
                     )
