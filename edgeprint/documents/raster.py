@@ -4,9 +4,10 @@ Only :mod:`edgeprint.documents.render`'s worker processes import this module
 (numpy, pypdfium2 and Pillow stay out of the appliance's own process).
 
 The page is rendered straight into a white canvas of the media's size at the
-chosen resolution, centred, turned 90° counter-clockwise when it only fits that way: one
-buffer per page, owned by numpy and lent to PDFium (``FPDFBitmap_CreateEx``
-with our own memory), so nothing is copied before encoding. ``black_1`` is a
+chosen resolution, centred, turned 90° counter-clockwise when it only fits
+that way: one buffer per page, owned by numpy and lent to PDFium
+(``FPDFBitmap_CreateEx`` with our own memory), so nothing is copied before
+encoding. ``black_1`` is a
 threshold of the grey rendering at 50 % (no dithering: badge printers print
 text and bar codes, which dithering blurs).
 """
