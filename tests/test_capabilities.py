@@ -10,6 +10,7 @@ import pytest
 from edgeprint.documents import capabilities as caps_mod
 from edgeprint.documents.capabilities import Media, Resolution, parse_capabilities
 from tests.ipp_helpers import printer_attributes
+from tests.lprint_rig import LPrintRig
 from tests.rig import Rig
 from tests.rig_fixtures import require_ippeveprinter
 
@@ -89,6 +90,25 @@ async def test_pdf_printer_json(pdf_printer: Rig) -> None:
         "ipp_versions": ["1.1", "2.0"],
         "color": False,
     }
+
+
+async def test_lprint_label_printer(lprint: LPrintRig) -> None:
+    """LPrint's answer: raster, URF, JPEG and PNG but no PDF, 203 dpi, grey and 1-bit, the loaded label."""
+    caps = parse_capabilities(
+        await printer_attributes(lprint.printer_uri, unix_socket=lprint.socket_path)
+    )
+    assert "application/pdf" not in caps.formats
+    assert {"image/pwg-raster", "image/urf", "image/jpeg", "image/png"} <= set(caps.formats)
+    assert caps.pwg_raster_resolutions == (Resolution(203, 203),)
+    assert caps.pwg_raster_types == ("black_1", "black_8", "sgray_8")
+    assert caps.urf_types == ("W8", "DEVW8")
+    assert caps.urf_resolutions == (Resolution(203, 203),)
+    assert [(m.name, m.width_hmm, m.height_hmm) for m in caps.media_ready] == [
+        ("oe_4x3-label_4x3in", 10160, 7620)
+    ]
+    assert caps.create_job
+    assert caps.copies_max == 999
+    assert caps.color is False
 
 
 def test_empty_answer_means_nothing_supported() -> None:

@@ -27,7 +27,7 @@ from tests.ipp_helpers import print_job, printer_attributes
 from tests.lprint_rig import LPrintRig
 from tests.raster_decode import decode_pwg, decode_urf
 from tests.rig import Rig, find_tool
-from tests.rig_fixtures import in_ci, require_ippeveprinter
+from tests.rig_fixtures import require_ippeveprinter
 from tests.zpl_decode import graphics
 
 
@@ -61,22 +61,6 @@ def pwg_printer(tmp_path: Path) -> Iterator[Rig]:
 def urf_printer(tmp_path: Path) -> Iterator[Rig]:
     """An Apple-raster-only ippeveprinter (URF and JPEG)."""
     yield from _rig(tmp_path / "urf", "image/urf,image/jpeg")
-
-
-@pytest.fixture
-def lprint(tmp_path: Path) -> Iterator[LPrintRig]:
-    """LPrint with a 4-inch 203 dpi Zebra (ZPL), 4x3 in labels loaded, on a recorded socket."""
-    why = LPrintRig.missing()
-    if why is not None:
-        if in_ci():
-            pytest.fail(f"{why}; CI is set, so this is a failure, not a skip", pytrace=False)
-        pytest.skip(why)
-    rig = LPrintRig(tmp_path / "lprint")
-    rig.start()
-    try:
-        yield rig
-    finally:
-        rig.stop()
 
 
 def _ippevepcl(document: Path, content_type: str) -> tuple[int, bytes]:
