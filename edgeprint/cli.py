@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 from http.client import HTTPException
 from typing import IO, Any
 
-from edgeprint import __version__
+from edgeprint import __version__, cli_discover
 from edgeprint.states import JobState
 
 EXIT_OK = 0
@@ -199,6 +199,8 @@ def _parser() -> argparse.ArgumentParser:
     tn.add_argument("--role", required=True, choices=["kiosk", "tech"])
     tn.add_argument("--name", default=None, help="token name (default: ROLE-<random>)")
 
+    cli_discover.add_parser(sub)
+
     def tech(name: str, help_: str) -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help_, description=help_, parents=[common])
 
@@ -239,6 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _token_new(args.role, args.name)
     if args.command == "serve":
         return _serve(args.config, args.log_level)
+    if args.command == "discover":
+        return cli_discover.run(args)
     return _tech(args)
 
 
