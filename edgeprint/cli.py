@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 from http.client import HTTPException
 from typing import IO, Any
 
-from edgeprint import __version__, cli_discover
+from edgeprint import __version__, cli_discover, cli_setup
 from edgeprint.states import JobState
 
 EXIT_OK = 0
@@ -200,6 +200,7 @@ def _parser() -> argparse.ArgumentParser:
     tn.add_argument("--name", default=None, help="token name (default: ROLE-<random>)")
 
     cli_discover.add_parser(sub)
+    cli_setup.add_parser(sub)
 
     def tech(name: str, help_: str) -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help_, description=help_, parents=[common])
@@ -243,6 +244,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _serve(args.config, args.log_level)
     if args.command == "discover":
         return cli_discover.run(args)
+    if args.command == "setup":
+        return cli_setup.run(args)
     return _tech(args)
 
 
@@ -260,6 +263,10 @@ def _check_config(path: str) -> int:
         f"{len(cfg.tokens)} token(s); data_dir {cfg.server.data_dir}; "
         f"listening on {cfg.server.host}:{cfg.server.port}"
     )
+    from edgeprint.config_checks import warnings
+
+    for line in warnings(cfg):
+        print(f"warning: {line}", file=sys.stderr)
     return EXIT_OK
 
 

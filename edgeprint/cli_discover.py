@@ -85,22 +85,22 @@ def render(found: Sequence[discover.FoundPrinter]) -> list[str]:
         return []
     lines = [f"{len(found)} printer(s) found:", ""]
     for p in found:
-        lines.append(f"{_clean(p.instance)}  ({p.service})")
-        lines.append(f"  uri      {_clean(p.uri)}")
-        lines.append(f"  model    {_clean(p.make_and_model or '?')}")
+        lines.append(f"{clean(p.instance)}  ({p.service})")
+        lines.append(f"  uri      {clean(p.uri)}")
+        lines.append(f"  model    {clean(p.make_and_model or '?')}")
         if p.error:
-            lines.append(f"  error    {_clean(p.error)}")
+            lines.append(f"  error    {clean(p.error)}")
         else:
             state = p.state or "?"
             if p.state_reasons:
-                state += f" ({', '.join(_clean(r) for r in p.state_reasons)})"
+                state += f" ({', '.join(clean(r) for r in p.state_reasons)})"
             lines.append(f"  state    {state}")
-            lines.append(f"  formats  {_clean(', '.join(p.formats)) or '?'}")
-            lines.append(f"  media    {_clean(', '.join(p.media_ready)) or '?'}")
+            lines.append(f"  formats  {clean(', '.join(p.formats)) or '?'}")
+            lines.append(f"  media    {clean(', '.join(p.media_ready)) or '?'}")
         lines.append("")
     lines.append("Use them: edgeprint setup (asks which), or edgeprint setup --printer NAME=URI")
     return lines
 
 
-def _clean(text: str) -> str:
+def clean(text: str) -> str:
     return _CONTROL_RE.sub("?", text)

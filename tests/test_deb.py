@@ -173,13 +173,26 @@ def test_install_reinstall_remove_purge(deb: Path, tmp_path: Path) -> None:
         checked = _as_service_user("check-config", str(CONFIG))
         assert checked.returncode == 0, checked.stderr
         assert checked.stdout.startswith("ok: 0 printer(s)")
+        assert checked.stderr.startswith("warning: no printers and no tokens")
+        root_env = {"SHIV_ROOT": str(tmp_path / "shiv")}
+
+        # 2b. edgeprint setup replaces the unconfigured file (no --force), keeping its group
+        setup = _run([str(BINARY), "setup", "--printer", "desk=ipp://127.0.0.1:1/ipp/print",
+                      "--host", "127.0.0.1"], env=root_env)  # fmt: skip
+        assert setup.returncode == 0, setup.stderr
+        assert "Next: systemctl enable --now edgeprint" in setup.stdout
+        assert _mode_owner(CONFIG) == ("0o640", "root", "edgeprint")
+        checked = _as_service_user("check-config", str(CONFIG))
+        assert checked.returncode == 0, checked.stderr
+        assert checked.stdout.startswith("ok: 1 printer(s), 0 pool(s), 2 token(s)")
+        assert "data_dir" not in checked.stderr  # the service user can write /var/lib/edgeprint
         verify = _run(["systemd-analyze", "verify", str(UNIT)])
         assert verify.returncode == 0, verify.stderr
-        version = _run([str(BINARY), "--version"], env={"SHIV_ROOT": str(tmp_path / "shiv")})
+        version = _run([str(BINARY), "--version"], env=root_env)
         assert version.stdout.startswith("edgeprint ")
 
         # 3. installed twice: the edited config and its mode stay, the user is the same
-        edited = CONFIG.read_text() + "\n[server]\nport = 8632\n"
+        edited = CONFIG.read_text() + "# edited by a technician\n"
         CONFIG.write_text(edited)
         again = _dpkg("--install", str(deb))
         assert again.returncode == 0, again.stderr

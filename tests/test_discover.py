@@ -8,71 +8,16 @@ as a technician would, browsing only on 127.0.0.1.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import socket
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
-from zeroconf import IPVersion, ServiceInfo, Zeroconf
+from zeroconf import Zeroconf
 
 from edgeprint.cli_discover import nothing_found, render
 from edgeprint.printers.discover import FoundPrinter, config_name
+from tests.mdns import LOOPBACK, advertise, port_of
 from tests.rig import Rig
-from tests.rig_fixtures import in_ci
-
-IFF_MULTICAST = 0x1000
-LOOPBACK = "127.0.0.1"
-
-
-def _lo_flags() -> int:
-    return int(Path("/sys/class/net/lo/flags").read_text(), 16)
-
-
-@pytest.fixture
-def lo_multicast() -> Iterator[None]:
-    """Multicast on the loopback interface, switched on for the test if it was off."""
-    if _lo_flags() & IFF_MULTICAST:
-        yield
-        return
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        why = "multicast is off on lo and switching it on needs root and ip (iproute2)"
-        if in_ci():
-            pytest.fail(why, pytrace=False)
-        pytest.skip(why)
-    subprocess.run(["ip", "link", "set", "lo", "multicast", "on"], check=True)
-    try:
-        yield
-    finally:
-        subprocess.run(["ip", "link", "set", "lo", "multicast", "off"], check=True)
-
-
-@pytest.fixture
-def advertiser(lo_multicast: None) -> Iterator[Zeroconf]:
-    """A multicast DNS responder on 127.0.0.1, closed (services withdrawn) after the test."""
-    zc = Zeroconf(interfaces=[LOOPBACK], ip_version=IPVersion.V4Only)
-    try:
-        yield zc
-    finally:
-        zc.unregister_all_services()
-        zc.close()
-
-
-def _advertise(zc: Zeroconf, service: str, instance: str, port: int, **txt: str) -> None:
-    zc.register_service(
-        ServiceInfo(
-            f"{service}.local.",
-            f"{instance}.{service}.local.",
-            addresses=[socket.inet_aton(LOOPBACK)],
-            port=port,
-            properties=txt,
-            server=f"{uuid.uuid4().hex[:12]}.local.",
-        )
-    )
 
 
 def _discover(*args: str) -> subprocess.CompletedProcess[str]:
@@ -89,9 +34,9 @@ def test_discover_lists_advertised_printers_with_their_attributes(
     one that does not answer is listed with the error."""
     tag = uuid.uuid4().hex[:8]
     for p in printers:
-        _advertise(advertiser, "_ipp._tcp", f"Lobby {p.name} {tag}", int(p.uri.split(":")[2].split("/")[0]),
+        advertise(advertiser, "_ipp._tcp", f"Lobby {p.name} {tag}", port_of(p.uri),
                    rp="ipp/print", ty="Rig Printer")  # fmt: skip
-    _advertise(advertiser, "_ipps._tcp", f"Gone {tag}", 1, rp="ipp/secure", ty="Old Laser")
+    advertise(advertiser, "_ipps._tcp", f"Gone {tag}", 1, rp="ipp/secure", ty="Old Laser")
 
     out = _discover("--json", "--timeout", "2")
 
@@ -125,7 +70,7 @@ def test_discover_human_output_names_uri_model_and_state(
     """Without --json each printer is a block with its URI, model, state, formats and media."""
     tag = uuid.uuid4().hex[:8]
     p = printers["printer-01"]
-    _advertise(advertiser, "_ipp._tcp", f"Desk {tag}", int(p.uri.split(":")[2].split("/")[0]),
+    advertise(advertiser, "_ipp._tcp", f"Desk {tag}", port_of(p.uri),
                rp="ipp/print")  # fmt: skip
 
     out = _discover("--timeout", "2")
