@@ -11,6 +11,7 @@ import glob
 import grp
 import os
 import pwd
+import re
 import shutil
 import stat
 import subprocess
@@ -22,9 +23,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.conftest import config_dict, to_toml
-from tests.printing import Client
+from tests.pdfs import make_pdf
+from tests.printing import assert_each_printed_once
 from tests.proc import ServeProcess
+from tests.rig import Rig
 from tests.rig_fixtures import in_ci
 
 pytestmark = pytest.mark.slow
@@ -139,6 +141,8 @@ def test_package_metadata(deb: Path) -> None:
     assert "Package: edgeprint" in fields.stdout
     assert "Depends: python3 (>= 3.11), python3 (<< 3.12), adduser" in fields.stdout
     assert deb.name == f"edgeprint_{_field(deb, 'Version')}_{_field(deb, 'Architecture')}.deb"
+    readme = (ROOT / "README.md").read_text()
+    assert f"apt install ./{deb.name}" in readme  # the install section works as written
     assert _run(["dpkg-deb", "-I", str(deb), "conffiles"]).stdout == f"{CONFIG}\n"
     listing = _run(["dpkg-deb", "-c", str(deb)]).stdout
     for path in (BINARY, UNIT, CONFIG, DOC / "copyright", DOC / "changelog.Debian.gz",
@@ -223,15 +227,39 @@ def test_install_reinstall_remove_purge(deb: Path, tmp_path: Path) -> None:
         _purge()
 
 
-async def _submit(url: str, keys: list[str]) -> None:
+async def _print_badges(url: str, token: str, keys: list[str]) -> list[str]:
+    """Submit printable badges with ``token``; their ids once every one is DONE."""
     async with aiohttp.ClientSession() as http:
-        kiosk = Client(http, url)
+        headers = {"Authorization": f"Bearer {token}"}
+        ids = []
         for key in keys:
-            await kiosk.submit(key, pool="lobby")
+            form = aiohttp.FormData()
+            form.add_field("metadata", '{"owner":"ada","pool":"lobby","hold":false}',
+                           content_type="application/json")  # fmt: skip
+            form.add_field("document", make_pdf(key), content_type="application/pdf",
+                           filename="badge.pdf")  # fmt: skip
+            async with http.post(f"{url}/v1/jobs", data=form,
+                                 headers={**headers, "Idempotency-Key": key}) as r:  # fmt: skip
+                body = await r.json()
+                assert r.status == 201, body
+                ids.append(body["id"])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # polls the jobs' states
+            states = []
+            for job_id in ids:
+                async with http.get(f"{url}/v1/jobs/{job_id}", headers=headers) as r:
+                    states.append((await r.json())["state"])
+            if set(states) == {"DONE"}:
+                return ids
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"not printed in 30 s: {states}")
 
 
-def test_purge_with_jobs_says_what_it_removes(deb: Path, tmp_path: Path) -> None:
-    """Purging with jobs in the store names the store and the number of jobs it removes."""
+def test_readme_commands_print_a_badge_and_purge_names_the_jobs(
+    deb: Path, tmp_path: Path, printers: Rig
+) -> None:
+    """The README's commands — apt install, edgeprint setup, then the unit's ExecStartPre and
+    ExecStart as its user — print badges exactly once; purge then names the jobs it deletes."""
     try:
         # dpkg -i, then apt-get -f install for anything it depends on
         out = _dpkg("--install", str(deb))
@@ -239,9 +267,20 @@ def test_purge_with_jobs_says_what_it_removes(deb: Path, tmp_path: Path) -> None
             fixed = _apt_get("-f", "install")
             assert fixed.returncode == 0, fixed.stdout + fixed.stderr
         assert _installed()
-        # the installed file, as the service user, makes the store and takes two jobs
-        cfg = config_dict(DATA)
-        CONFIG.write_text(to_toml(cfg))
+        args = [f"--printer={p.name}={p.uri}" for p in printers]
+        setup = _run([str(BINARY), "setup", *args, "--pool", "lobby", "--host", "127.0.0.1",
+                      "--port", "0"], env={"SHIV_ROOT": str(tmp_path / "shiv")})  # fmt: skip
+        assert setup.returncode == 0, setup.stderr
+        [kiosk] = re.findall(r"^  kiosk token \(kiosk-1\): (\S+)$", setup.stdout, re.M)
+
+        # the unit, without systemd as PID 1: its ExecStartPre, then its ExecStart, as its user
+        unit = UNIT.read_text()
+        pre = unit.split("ExecStartPre=")[1].split("\n")[0].split()
+        start = unit.split("ExecStart=")[1].split("\n")[0].split()
+        assert pre[:2] == [str(BINARY), "check-config"]
+        assert start == [str(BINARY), "serve", "--config", str(CONFIG)]
+        checked = _as_service_user(*pre[1:])
+        assert checked.returncode == 0, checked.stderr
         server = ServeProcess(
             CONFIG, tmp_path / "serve.log",
             # setpriv execs (runuser would stand between the signal and the appliance)
@@ -249,8 +288,9 @@ def test_purge_with_jobs_says_what_it_removes(deb: Path, tmp_path: Path) -> None
                      "env", "SHIV_ROOT=/var/cache/edgeprint", str(BINARY)],
         )  # fmt: skip
         with server.start():
-            asyncio.run(_submit(server.url, ["purge-0001", "purge-0002"]))
+            ids = asyncio.run(_print_badges(server.url, kiosk, ["badge-0001", "badge-0002"]))
             assert server.terminate() == 0
+        assert_each_printed_once(printers, ids)
         assert _mode_owner(DATA / "edgeprint.sqlite3")[1] == "edgeprint"
 
         purged = _dpkg("--purge", PACKAGE)
