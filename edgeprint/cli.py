@@ -286,6 +286,7 @@ def _token_new(role: str, name: str | None) -> int:
 
 def _serve(config_path: str, log_level: str) -> int:
     import asyncio
+    import pathlib
 
     from edgeprint import errors, logs
     from edgeprint.config import load_config
@@ -299,7 +300,7 @@ def _serve(config_path: str, log_level: str) -> int:
     from edgeprint.server import serve  # the server stack is not needed for other commands
 
     try:
-        asyncio.run(serve(cfg))
+        asyncio.run(serve(cfg, pathlib.Path(config_path)))
     except errors.StoreError as exc:
         print(f"edgeprint: {exc}", file=sys.stderr)
         return 1

@@ -69,6 +69,7 @@ def test_unit_file_has_the_required_settings() -> None:
         "NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes",
         "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX", "User=edgeprint", "Group=edgeprint",
         "ExecStart=/usr/bin/edgeprint serve --config /etc/edgeprint/config.toml",
+        "ExecReload=/bin/kill -HUP $MAINPID",
     ):  # fmt: skip
         assert f"\n{line}\n" in text, line
     stop = int(text.split("TimeoutStopSec=")[1].split()[0])
