@@ -2,10 +2,11 @@
 
 Tokens, the per-token rate limit, the per-request limits of ``[server]``, ``[release]``
 and the retention ages are read per request or per sweep, so a reload applies them at
-once. Every other key is bound when the appliance starts (the listening socket, the
-store, the printer workers): a config that changes one of them is refused as a whole,
-naming the keys, and the running config stays (``systemctl restart edgeprint`` applies
-them; jobs are kept and reconciled).
+once; printers may be added (each gets its worker at once). Every other key is bound
+when the appliance starts (the listening socket, the store, the running printer
+workers): a config that changes one of them, or removes or changes a printer, is
+refused as a whole, naming the keys, and the running config stays (``systemctl
+restart edgeprint`` applies them; jobs are kept and reconciled).
 """
 
 from __future__ import annotations
@@ -49,5 +50,17 @@ def changed_keys(old: Config, new: Config) -> list[str]:
 
 
 def restart_keys(old: Config, new: Config) -> list[str]:
-    """The changed keys a reload cannot apply (empty: the reload may go ahead)."""
-    return [k for k in changed_keys(old, new) if k not in LIVE_KEYS]
+    """The changed keys a reload cannot apply (empty: the reload may go ahead); a printer
+    removed or changed is named ``printers[NAME]``."""
+    out: list[str] = []
+    for key in changed_keys(old, new):
+        if key == "printers":
+            out += _printers_changed(old, new)
+        elif key not in LIVE_KEYS:
+            out.append(key)
+    return sorted(out)
+
+
+def _printers_changed(old: Config, new: Config) -> list[str]:
+    kept = {p.name: p for p in new.printers}
+    return [f"printers[{p.name}]" for p in old.printers if kept.get(p.name) != p]

@@ -132,8 +132,9 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                 ):
 
                     def reconfigure(new: Config) -> None:
-                        service.config = new
+                        service.reconfigure(new)
                         reconfigure_api(new)
+                        dispatcher.add_printers(new)
 
                     log.info(
                         "edgeprint ready",

@@ -20,7 +20,7 @@ import pytest
 from edgeprint.api.auth import token_digest
 from edgeprint.config import parse_config
 from edgeprint.reload import changed_keys, restart_keys
-from tests.conftest import KIOSK_TOKEN, config_dict, to_toml
+from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, config_dict, to_toml
 from tests.pdfs import make_pdf
 from tests.printing import Client, assert_each_printed_once, rig_config
 from tests.proc import ServeProcess
@@ -173,8 +173,8 @@ def test_reload_refuses_an_invalid_config(appliance: Appliance) -> None:
 
 
 def test_reload_refuses_what_needs_a_restart(appliance: Appliance) -> None:
-    """Changing printers or the port is refused naming the keys; nothing changes, not even
-    the tokens of the same file."""
+    """Removing a printer or changing the port is refused naming the keys; nothing changes,
+    not even the tokens of the same file."""
     cfg = copy.deepcopy(appliance.cfg)
     cfg["printers"] = cfg["printers"][:2]
     cfg["server"] = {**cfg["server"], "port": 1}
@@ -183,10 +183,62 @@ def test_reload_refuses_what_needs_a_restart(appliance: Appliance) -> None:
     rec = appliance.reload(cfg)
 
     assert rec["event"] == "reload_refused"
-    assert rec["keys"] == ["printers", "server.port"]
+    assert rec["keys"] == ["printers[printer-03]", "server.port"]
     assert "systemctl restart edgeprint" in rec["message"]
     assert asyncio.run(_status(appliance.server.url, KIOSK_TOKEN)) == 200
     assert asyncio.run(_status(appliance.server.url, NEW_TOKEN)) == 401
+
+
+def test_reload_adds_a_printer_that_prints_at_once(tmp_path: Path, printers: Rig) -> None:
+    """A printer added by a reload is a target at once (422 before), gets its worker, prints a
+    job released to it, and is listed by GET /v1/printers."""
+    cfg = rig_config(tmp_path / "data", printers)
+    cfg["server"]["port"] = 0
+    full = copy.deepcopy(cfg)
+    cfg["printers"] = cfg["printers"][:1]  # printer-01 only
+    with Appliance(tmp_path, cfg).running() as app:
+        url = app.server.url
+        assert asyncio.run(_submit_to(url, "add-0001", "printer-02")) == (422, None)
+
+        rec = app.reload(full)
+
+        assert (rec["event"], rec["keys"]) == ("config_reloaded", ["printers"])
+        status, job_id = asyncio.run(_submit_to(url, "add-0002", "printer-02"))
+        assert status == 201
+        done = asyncio.run(_wait_done(url, str(job_id)))
+        assert done["printed_on"] == "printer-02"
+        listed = asyncio.run(_printer_names(url))
+        assert listed == ["printer-01", "printer-02"]
+        assert app.server.terminate() == 0
+    assert_each_printed_once(printers, [str(job_id)])
+
+
+async def _submit_to(url: str, key: str, printer: str) -> tuple[int, str | None]:
+    async with aiohttp.ClientSession() as http:
+        form = aiohttp.FormData()
+        form.add_field("metadata", json.dumps({"owner": "ann", "printer": printer, "hold": False}),
+                       content_type="application/json")  # fmt: skip
+        form.add_field("document", make_pdf(key), content_type="application/pdf", filename="b")
+        headers = {"Authorization": f"Bearer {KIOSK_TOKEN}", "Idempotency-Key": key}
+        async with http.post(f"{url}/v1/jobs", data=form, headers=headers) as r:
+            body = await r.json()
+            return r.status, body.get("id")
+
+
+async def _wait_done(url: str, job_id: str) -> dict[str, Any]:
+    async with aiohttp.ClientSession() as http:
+        [job] = await Client(http, url).wait_states([job_id], {"DONE"}, timeout_s=30)
+        return job
+
+
+async def _printer_names(url: str) -> list[str]:
+    headers = {"Authorization": f"Bearer {TECH_TOKEN}"}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"{url}/v1/printers", headers=headers) as r,
+    ):
+        body = await r.json()
+        return sorted(p["name"] for p in body["printers"])
 
 
 def test_live_and_restart_keys() -> None:
@@ -202,19 +254,29 @@ def test_live_and_restart_keys() -> None:
     ]  # fmt: skip
     assert restart_keys(a, b) == ["dispatch.max_attempts"]
     assert changed_keys(a, a) == []
+    grown = config_dict(Path("/tmp/x"))
+    grown["printers"].append({"name": "printer-04", "uri": "ipp://127.0.0.1:4/ipp/print"})
+    assert restart_keys(a, parse_config(grown)) == []  # added: live
+    moved = config_dict(Path("/tmp/x"))
+    moved["printers"][1]["uri"] = "ipp://127.0.0.1:9/ipp/print"
+    moved["printers"].reverse()
+    assert restart_keys(a, parse_config(moved)) == ["printers[printer-02]"]
 
 
 @pytest.mark.slow
 def test_reloads_during_a_run_lose_and_duplicate_nothing(tmp_path: Path, printers: Rig) -> None:
     """200 jobs print exactly once on real printers while the config is reloaded every
-    tenth job (tokens rotated around the kiosk's, limits changed, one invalid file)."""
+    tenth job (tokens rotated around the kiosk's, limits changed, one invalid file, and
+    printer-02 added to the pool halfway)."""
     cfg = rig_config(tmp_path / "data", printers)
     cfg["server"]["port"] = 0
     cfg["printers"] = [{**p, "high_water": 500} for p in cfg["printers"]]  # 200 may wait
+    full = copy.deepcopy(cfg)
+    cfg["printers"] = cfg["printers"][:1]  # printer-01 alone until the 10th reload
     app = Appliance(tmp_path, cfg)
     variants: list[dict[str, Any] | str] = []
     for i in range(20):
-        v = copy.deepcopy(cfg)
+        v = copy.deepcopy(cfg if i < 9 else full)
         v["tokens"] = [*v["tokens"], {"name": f"extra-{i}", "role": "kiosk",
                                       "sha256": token_digest(f"extra-token-{i}")}]  # fmt: skip
         v["server"] = {**v["server"], "max_document_pages": 100 + i}
@@ -226,6 +288,7 @@ def test_reloads_during_a_run_lose_and_duplicate_nothing(tmp_path: Path, printer
     assert events.count("reload_refused") == 1
     assert events.count("config_reloaded") == 19
     assert_each_printed_once(printers, ids)
+    assert printers.printed("printer-02")  # the printer added halfway took part
 
 
 async def _run_with_reloads(
