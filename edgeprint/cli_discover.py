@@ -32,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "its make and model, state, formats and media ready (Get-Printer-Attributes).",
     )
     d.add_argument(
-        "--timeout", dest="browse_s", type=_seconds, default=DEFAULT_TIMEOUT_S,
+        "--timeout", dest="browse_s", type=seconds_arg, default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS", help=f"how long to listen for printers (default {DEFAULT_TIMEOUT_S:g})",
     )  # fmt: skip
     d.add_argument(
@@ -42,7 +42,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     d.add_argument("--json", dest="as_json", action="store_true", help="print JSON")
 
 
-def _seconds(text: str) -> float:
+def seconds_arg(text: str) -> float:
     try:
         value = float(text)
     except ValueError:

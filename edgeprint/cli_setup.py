@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from edgeprint.cli_discover import seconds_arg
 from edgeprint.config import NAME_PATTERN
 
 if TYPE_CHECKING:
@@ -67,8 +68,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )  # fmt: skip
     s.add_argument("--force", action="store_true", help="replace a config that is in use")
     s.add_argument(
-        "--timeout", dest="browse_s", type=float, default=3.0, metavar="SECONDS",
+        "--timeout", dest="browse_s", type=seconds_arg, default=3.0, metavar="SECONDS",
         help="how long discovery listens (default 3)",
+    )  # fmt: skip
+    s.add_argument(
+        "--interface", dest="interfaces", action="append", metavar="ADDRESS",
+        help="discover only on the interface with this IPv4 address (repeatable; default all)",
     )  # fmt: skip
 
 
@@ -114,7 +119,7 @@ def _run(args: argparse.Namespace, ask: Callable[[str], str]) -> int:
     printers: list[tuple[str, str]] = list(args.printers)
     pool: str | None = args.pool
     if args.discovered or interactive:
-        found = _discover(args.browse_s)
+        found = _discover(args.browse_s, args.interfaces)
         if interactive:
             printers = _choose(found, ask)
             if pool is None and len(printers) > 1:
@@ -166,11 +171,11 @@ def _run(args: argparse.Namespace, ask: Callable[[str], str]) -> int:
     return EXIT_OK
 
 
-def _discover(browse_s: float) -> list[FoundPrinter]:
+def _discover(browse_s: float, interfaces: list[str] | None) -> list[FoundPrinter]:
     from edgeprint.printers import discover
 
     print(f"Looking for IPP printers on the LAN ({browse_s:g} s)…", file=sys.stderr)
-    return asyncio.run(discover.discover(browse_s))
+    return asyncio.run(discover.discover(browse_s, interfaces))
 
 
 def _all(found: list[FoundPrinter]) -> list[tuple[str, str]]:

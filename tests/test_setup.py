@@ -190,6 +190,7 @@ def test_setup_discovered_uses_the_advertised_printers(
         advertise(advertiser, "_ipp._tcp", f"Hall {p.name} {tag}", port_of(p.uri), rp="ipp/print")
     path = tmp_path / "config.toml"
     out = _setup("--config", str(path), "--discovered", "--timeout", "2", "--pool", "hall",
+                 "--interface", "127.0.0.1",
                  "--host", "127.0.0.1")  # fmt: skip
     assert out.returncode == 0, out.stderr
     ours = {p.name: p for p in load_config(path).printers if tag in p.name}
@@ -221,7 +222,7 @@ def test_setup_in_a_terminal_asks_which_printers(tmp_path: Path, printers: Rig) 
     controller, terminal = pty.openpty()
     proc = subprocess.Popen(
         [sys.executable, "-m", "edgeprint", "setup", "--config", str(path), "--timeout", "0.2",
-         "--host", "127.0.0.1"],
+         "--host", "127.0.0.1", "--interface", "127.0.0.1"],
         stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     os.close(terminal)

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import aiohttp
-from zeroconf import InterfaceChoice, IPVersion, ServiceStateChange, Zeroconf
+from zeroconf import DNSQuestionType, InterfaceChoice, IPVersion, ServiceStateChange, Zeroconf
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
 
 from edgeprint import errors
@@ -29,6 +29,7 @@ SERVICE_TYPES = ("_ipp._tcp.local.", "_ipps._tcp.local.")
 #: printer-state (RFC 8011 §5.4.11) → its keyword.
 _STATES = {3: "idle", 4: "processing", 5: "stopped"}
 _DESCRIPTION = ("printer-make-and-model", "media-ready", "printer-info")
+_QM = DNSQuestionType.QM
 #: How long one service's address lookup may take (seconds).
 RESOLVE_TIMEOUT_S = 2.0
 
@@ -82,7 +83,12 @@ async def browse(
         ip_version=IPVersion.V4Only,
     )
     try:
-        browser = AsyncServiceBrowser(azc.zeroconf, list(SERVICE_TYPES), handlers=[on_change])
+        # QM: answers come by multicast to every listener. A QU question asks for a unicast
+        # answer to port 5353, which the kernel hands to one of the sockets bound there
+        # (SO_REUSEPORT): when another mDNS stack runs on this machine, not always ours.
+        browser = AsyncServiceBrowser(
+            azc.zeroconf, list(SERVICE_TYPES), handlers=[on_change], question_type=_QM
+        )
         try:
             await asyncio.sleep(timeout_s)  # the browse window: answers arrive meanwhile
         finally:
@@ -95,7 +101,7 @@ async def browse(
 
 async def _resolve(azc: AsyncZeroconf, service_type: str, name: str) -> Advert | None:
     info = AsyncServiceInfo(service_type, name)
-    if not await info.async_request(azc.zeroconf, int(RESOLVE_TIMEOUT_S * 1000)):
+    if not await info.async_request(azc.zeroconf, int(RESOLVE_TIMEOUT_S * 1000), question_type=_QM):
         return None
     addresses = info.parsed_addresses(IPVersion.V4Only)
     if not addresses or not info.port:
