@@ -28,7 +28,7 @@ def _lo_flags() -> int:
 
 
 @pytest.fixture
-def lo_multicast() -> Iterator[None]:
+def lo_multicast() -> None:
     """Multicast on the loopback interface, switched on for the test if it was off.
 
     It is left on: the flag is harmless, and turning it off could pull it from under
@@ -41,7 +41,6 @@ def lo_multicast() -> Iterator[None]:
                 pytest.fail(why, pytrace=False)
             pytest.skip(why)
         subprocess.run(["ip", "link", "set", "lo", "multicast", "on"], check=True)
-    yield
 
 
 @pytest.fixture
