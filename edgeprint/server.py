@@ -138,7 +138,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                         # no new job can be routed to a removed printer after its move.
                         service.reconfigure(new)
                         reconfigure_api(new)
-                        dispatcher.reconfigure(new)
+                        await dispatcher.reconfigure(new)
                         for printer in removed:
                             await service.retire(printer)
 
@@ -244,7 +244,7 @@ async def _reload(run: Running, current: Config, path: Path) -> Config:
             extra={"event": "reload_refused", "detail": str(exc)},
         )
         return current
-    blocked = reload.restart_keys(current, new, run.dispatcher.retired)
+    blocked = reload.restart_keys(current, new)
     if blocked:
         log.error(
             "config reload refused: these keys change only at a restart (systemctl restart "

@@ -38,11 +38,16 @@ class Dispatcher:
         self._session = session
         self._metrics = metrics
         self.service = service
+        #: Each worker's own stop event (set for all by request_stop), so that a reload
+        #: can stop one printer's worker.
+        self._stops: dict[str, asyncio.Event] = {}
+        self._running: dict[str, asyncio.Task[None]] = {}
         for p in config.printers:
             self.workers[p.name] = self._worker(p)
         self._pools = config.pools
         self._group: asyncio.TaskGroup | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._grace_s = config.server.shutdown_grace_s
         #: Printers a reload removed; their workers run on until the next restart.
         self.retired: set[str] = set()
 
@@ -61,27 +66,62 @@ class Dispatcher:
             upload_timeout_s=self.config.dispatch.upload_timeout_s,
             observe=observe,
         )
-        return PrinterWorker(p, client, self.service, self.config.dispatch, metrics, self.stop)
+        stop = self._stops[p.name] = asyncio.Event()
+        if self.stop.is_set():
+            stop.set()
+        return PrinterWorker(p, client, self.service, self.config.dispatch, metrics, stop)
 
-    def reconfigure(self, config: Config) -> list[str]:
-        """Follow a reload (edgeprint.reload says what may differ): start a worker for each
-        added printer (the names started), and retire the workers of removed ones.
+    def _start(self, name: str) -> None:
+        if self._group is not None and not self.stop.is_set():
+            task = self._group.create_task(self.workers[name].run(), name=f"printer:{name}")
+            self._running[name] = task
+            self._tasks.append(task)  # the grace period at shutdown covers it too
 
-        A retired worker keeps running as it is (a black box: it finishes the job in hand)
-        but the service no longer counts it in a pool, so it claims only jobs still aimed
-        at it; it is hidden from the printer views, and goes at the next restart.
+    async def reconfigure(self, config: Config) -> None:
+        """Follow a reload (the service already follows ``config``).
+
+        - An added printer gets a worker at once.
+        - A changed printer (URI, pool, limits), or one added back after an earlier reload
+          removed it, gets a new worker: the old one is stopped as at shutdown (its
+          request in flight finishes within the grace period; a job in hand stays
+          PRINTING), then the new one starts, and like any worker at start it reconciles
+          the printer's PRINTING jobs, now at the new URI, before it sends anything.
+        - A removed printer's worker keeps running as it is (it finishes the job in
+          hand), but the service no longer counts it in a pool, so it claims only jobs
+          still aimed at it; it is hidden from the printer views until the next restart.
         """
+        before = {name: w.config for name, w in self.workers.items()}
         names = {p.name for p in config.printers}
         self.retired |= {n for n in self.workers if n not in names}
-        added = [p for p in config.printers if p.name not in self.workers]
         self.config = config
         self._pools = config.pools
-        for p in added:
-            worker = self.workers[p.name] = self._worker(p)
-            if self._group is not None and not self.stop.is_set():
-                task = self._group.create_task(worker.run(), name=f"printer:{p.name}")
-                self._tasks.append(task)  # the grace period covers it too
-        return [p.name for p in added]
+        for p in config.printers:
+            if p.name not in before:
+                self.workers[p.name] = self._worker(p)
+                self._start(p.name)
+            elif before[p.name] != p or p.name in self.retired:
+                await self._stop_worker(p.name)
+                self.retired.discard(p.name)
+                self.workers[p.name] = self._worker(p)
+                self._start(p.name)
+                log.info(
+                    "printer worker restarted for its new config",
+                    extra={"event": "printer_reconfigured", "printer": p.name},
+                )
+
+    async def _stop_worker(self, name: str) -> None:
+        self._stops[name].set()
+        task = self._running.get(name)
+        if task is None:
+            return
+        done, _ = await asyncio.wait([task], timeout=self._grace_s)
+        if not done:
+            log.warning(
+                "worker cancelled after grace",
+                extra={"event": "worker_cancelled", "printer": name},
+            )
+            task.cancel()
+            await asyncio.wait([task])
 
     def wake(self, printer: str | None, pool: str | None) -> None:
         """Wake the worker(s) that can print a job for ``printer`` or ``pool``."""
@@ -110,6 +150,8 @@ class Dispatcher:
     def request_stop(self) -> None:
         """Stop taking work; workers finish their current request and return."""
         self.stop.set()
+        for stop in self._stops.values():
+            stop.set()
 
     async def run(self, grace_s: float) -> None:
         """Run every worker in one TaskGroup until stopped.
@@ -119,13 +161,12 @@ class Dispatcher:
         PRINTING and is reconciled at the next start). A worker that raises
         (a broken store) ends the group and the error propagates.
         """
+        self._grace_s = grace_s
         async with asyncio.TaskGroup() as group:
             self._group = group
             tasks = self._tasks
-            tasks.extend(
-                group.create_task(w.run(), name=f"printer:{name}")
-                for name, w in self.workers.items()
-            )
+            for name in self.workers:
+                self._start(name)
             tasks.append(group.create_task(self._housekeeping(), name="housekeeping"))
             group.create_task(self._enforce_grace(tasks, grace_s), name="dispatcher:grace")
         self._group = None
