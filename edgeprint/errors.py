@@ -289,5 +289,30 @@ class PrinterAmbiguous(PrinterError):
         super().__init__(operation, detail)
 
 
-class PrinterProtocolError(PrinterTransient):
-    """The printer's answer could not be parsed as IPP."""
+class PrinterNeedsTls(PrinterTransient):
+    """HTTP 426 Upgrade Required: the printer takes IPP only over TLS (``ipps://``)."""
+
+
+class PrinterAnswerError(PrinterTransient):
+    """The printer answered in a way that cannot be taken at its word (HTTP error, bad IPP).
+
+    ``http_status`` is the HTTP status when that was the problem; ``head`` the
+    first bytes of an answer that does not parse as IPP (for the log).
+    """
+
+    def __init__(
+        self,
+        operation: str,
+        detail: str,
+        *,
+        status_code: int | None = None,
+        http_status: int | None = None,
+        head: bytes = b"",
+    ) -> None:
+        self.http_status = http_status
+        self.head = head
+        super().__init__(operation, detail, status_code=status_code)
+
+
+class PrinterProtocolError(PrinterAnswerError):
+    """The printer's answer could not be parsed as IPP (``head``: its first bytes)."""

@@ -94,9 +94,15 @@ class Metrics:
             "PRINTING jobs reconciled with the printer's job list, by verdict",
             ["printer", "verdict"], registry=r,
         )  # fmt: skip
-        self.truncated_copies = Counter(
-            "edgeprint_truncated_copies_total",
-            "Copies a printer completed from a truncated upload (the job was sent again)",
+        self.copies_settled = Counter(
+            "edgeprint_copies_settled_total",
+            "Printer jobs (copies) settled, by printer and how (printed, incomplete, "
+            "document_error, aborted, cancelled, cancelled_elsewhere, vanished, lost, refused)",
+            ["printer", "state"], registry=r,
+        )  # fmt: skip
+        self.monitoring_failures = Counter(
+            "edgeprint_job_monitoring_failures_total",
+            "Get-Job-Attributes/Get-Jobs requests about a copy that got no usable answer",
             ["printer"], registry=r,
         )  # fmt: skip
         self.ipp_request_duration = Histogram(

@@ -117,6 +117,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
             dispatcher = Dispatcher(config, service, session, metrics)
             service.wake = dispatcher.wake
             service.on_control = dispatcher.control
+            service.on_resume = dispatcher.resumed
             service.printer_view = dispatcher.snapshot
             await service.load_paused()
             dispatch_task = asyncio.create_task(

@@ -68,6 +68,11 @@ class Dispatcher:
         if printer is not None and printer in self.workers:
             self.workers[printer].control()
 
+    def resumed(self, printer: str | None) -> None:
+        """A technician resumed ``printer``: its worker forgets what only a person may clear."""
+        if printer is not None and printer in self.workers:
+            self.workers[printer].resumed()
+
     def snapshot(self, printer: str) -> PrinterSnapshot | None:
         """The live view of ``printer`` (None when no such printer)."""
         worker = self.workers.get(printer)

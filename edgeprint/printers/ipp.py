@@ -41,7 +41,8 @@ from pyipp.serializer import encode_dict as encode_ipp
 from pyipp.tags import ATTRIBUTE_TAG_MAP
 from yarl import URL
 
-from edgeprint import errors
+from edgeprint import errors, faults
+from edgeprint.faults import crash_point
 
 #: IPP job-state values (RFC 8011 §5.3.7).
 JOB_PENDING, JOB_HELD, JOB_PROCESSING, JOB_STOPPED = 3, 4, 5, 6
@@ -63,6 +64,8 @@ POISON_STATUSES = frozenset(
     }
 )
 _NOT_FOUND = frozenset({IppStatus.ERROR_NOT_FOUND, IppStatus.ERROR_GONE})
+#: server-error-version-not-supported (RFC 8011 §13.1.5.4)
+_VERSION_NOT_SUPPORTED = 0x0503
 
 #: Operations the printer may have acted on before a time-out or disconnect.
 _ACTING = frozenset({IppOperation.CREATE_JOB, IppOperation.SEND_DOCUMENT, IppOperation.PRINT_JOB})
@@ -88,6 +91,7 @@ _JOB_ATTRS = [
     "job-k-octets-processed",
     "job-originating-user-name",
     "job-impressions-completed",
+    "job-media-sheets-completed",
     "time-at-creation",
 ]
 #: Every attribute this client sends; pyipp drops any it has no tag for.
@@ -113,18 +117,28 @@ _request_ids = itertools.count(1)
 
 
 class _TrackedBody(BytesPayload):
-    """A request body that knows whether all of it was handed to the connection."""
+    """A request body that knows whether all of it was handed to the connection.
+
+    With the ``during_send_document`` crash point armed (tests only), half a
+    document is handed over, then the process is killed.
+    """
 
     written = False
+    split_at: int | None = None
 
     async def write(self, writer: aiohttp.abc.AbstractStreamWriter) -> None:
-        await super().write(writer)
-        self.written = True
+        await self.write_with_length(writer, None)
 
     async def write_with_length(
         self, writer: aiohttp.abc.AbstractStreamWriter, content_length: int | None
     ) -> None:
-        await super().write_with_length(writer, content_length)
+        if self.split_at is not None:
+            await writer.write(self._value[: self.split_at])
+            await writer.drain()
+            crash_point("during_send_document")
+            await writer.write(self._value[self.split_at :])
+        else:
+            await super().write_with_length(writer, content_length)
         self.written = True
 
 
@@ -171,10 +185,16 @@ class PrinterJob:
     message: str
     k_octets: int | None  # job-k-octets: document size received, KiB rounded up
     created_s: int | None = None  # time-at-creation: printer-up-time seconds at creation
+    user: str = ""  # job-originating-user-name ("" when the printer does not say)
+    impressions_completed: int | None = None  # job-impressions-completed
 
     @property
     def terminal(self) -> bool:
         return self.state in JOB_TERMINAL
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _printer_job(attrs: Mapping[str, Any]) -> PrinterJob:
@@ -187,6 +207,8 @@ def _printer_job(attrs: Mapping[str, Any]) -> PrinterJob:
         message=str(attrs.get("job-state-message", "")),
         k_octets=int(k) if isinstance(k, int) else None,
         created_s=int(t) if isinstance(t := attrs.get("time-at-creation"), int) else None,
+        user=str(attrs.get("job-originating-user-name", "")),
+        impressions_completed=_int(attrs.get("job-impressions-completed")),
     )
 
 
@@ -226,6 +248,8 @@ class IppClient:
         scheme = "https" if parsed.scheme in ("ipps", "https") else "http"
         default_port = 631 if parsed.scheme in ("ipp", "ipps") else None
         self._url = parsed.with_scheme(scheme)
+        #: The IPP version spoken; (1, 1) once the printer refused 2.0 (remembered).
+        self.version: tuple[int, int] = (2, 0)
         if parsed.explicit_port is None and default_port is not None:
             self._url = self._url.with_port(default_port)
 
@@ -239,7 +263,7 @@ class IppClient:
             **message.get("operation-attributes-tag", {}),
         }
         request = {
-            "version": (2, 0),
+            "version": self.version,
             "operation": op,
             "request-id": next(_request_ids),
             "operation-attributes-tag": operation_attributes,
@@ -259,6 +283,28 @@ class IppClient:
     ) -> dict[str, Any] | None:
         """Send one request; the parsed answer, or None for not-found when allowed.
 
+        A printer that answers ``server-error-version-not-supported`` to IPP/2.0
+        has not acted on the request: it is sent again at IPP/1.1 at once, and
+        the client speaks 1.1 to it from then on.
+        """
+        try:
+            return await self._call_once(op, message, document=document, ok_not_found=ok_not_found)
+        except errors.PrinterTransient as exc:
+            if exc.status_code != _VERSION_NOT_SUPPORTED or self.version == (1, 1):
+                raise
+        self.version = (1, 1)
+        return await self._call_once(op, message, document=document, ok_not_found=ok_not_found)
+
+    async def _call_once(
+        self,
+        op: IppOperation,
+        message: dict[str, Any],
+        *,
+        document: bytes | None = None,
+        ok_not_found: bool = False,
+    ) -> dict[str, Any] | None:
+        """One HTTP exchange: the parsed answer, or None for not-found when allowed.
+
         With a ``document``, the deadline is ``upload_timeout_s`` and an
         ambiguous failure says whether the whole body was handed to the
         connection (``errors.PrinterAmbiguous.body_sent``).
@@ -267,6 +313,8 @@ class IppClient:
         started = time.perf_counter()
         outcome = "error"
         body = _TrackedBody(self._encode(op, message) + (document or b""))
+        if document and faults.armed("during_send_document"):
+            body.split_at = len(body._value) - len(document) // 2
         timeout_s = self._upload_timeout_s if document is not None else self._request_timeout_s
         try:
             try:
@@ -284,15 +332,24 @@ class IppClient:
                 raise self._transport(
                     op, str(exc) or type(exc).__name__, exc, body.written
                 ) from exc
+            if http_status == 426:
+                outcome = "http-426"
+                raise errors.PrinterNeedsTls(
+                    name, "printer requires TLS (HTTP 426 Upgrade Required): use ipps://"
+                )
             if http_status != 200:
                 outcome = f"http-{http_status}"
-                raise errors.PrinterTransient(name, f"HTTP status {http_status}")
+                raise errors.PrinterAnswerError(
+                    name, f"HTTP status {http_status}", http_status=http_status
+                )
             try:
                 parsed: dict[str, Any] = parse_ipp(raw)
+                status = int(parsed["status-code"])
             except Exception as exc:  # struct.error, IndexError… from a malformed answer
                 outcome = "bad-answer"
-                raise errors.PrinterProtocolError(name, "answer is not valid IPP") from exc
-            status = int(parsed["status-code"])
+                raise errors.PrinterProtocolError(
+                    name, f"answer is not valid IPP ({len(raw)} bytes)", head=raw[:32]
+                ) from exc
             outcome = _status_name(status)
             if status < 0x0200:
                 return parsed

@@ -11,9 +11,11 @@ table refuses UPDATE and DELETE (append-only).
 
 from __future__ import annotations
 
+from edgeprint.copies import CopyState
 from edgeprint.states import ALL_STATES
 
 _STATES_SQL = ", ".join(f"'{s.value}'" for s in ALL_STATES)
+_COPY_STATES_SQL = ", ".join(f"'{s.value}'" for s in CopyState)
 
 _EVENT_COLUMNS = "job_id, at, from_state, to_state, actor, reason, correlation_id"
 
@@ -156,6 +158,81 @@ MIGRATIONS.append(
         "ALTER TABLE jobs ADD COLUMN pin_locked_until REAL",
         # pages of the PDF as pypdf counted them at submission (NULL: before migration 4)
         "ALTER TABLE jobs ADD COLUMN document_pages INTEGER",
+    ]
+)
+
+MIGRATIONS.append(
+    # 5: copies, an explicit state machine for what each printer was handed (DESIGN §3).
+    # Replaces jobs.upload, cancel_requested, truncated_copies, discounted_copies and the
+    # fences table; what they said is carried over as copies.
+    [
+        "ALTER TABLE jobs ADD COLUMN claims INTEGER NOT NULL DEFAULT 0",
+        f"""
+        CREATE TABLE copies (
+            id                     INTEGER PRIMARY KEY AUTOINCREMENT,
+            job_id                 TEXT    NOT NULL,
+            claim                  INTEGER NOT NULL,  -- jobs.claims when made
+            printer                TEXT    NOT NULL,
+            state                  TEXT    NOT NULL CHECK (state IN ({_COPY_STATES_SQL})),
+            operation              TEXT    NOT NULL
+                                   CHECK (operation IN ('Create-Job', 'Print-Job')),
+            document_format        TEXT    NOT NULL,
+            document_bytes         INTEGER NOT NULL CHECK (document_bytes >= 0),
+            impressions_expected   INTEGER,           -- pages × copies
+            printer_job_id         INTEGER,           -- IPP job-id
+            created_s              INTEGER,           -- IPP time-at-creation
+            printer_up_s           INTEGER,           -- printer-up-time before Create-Job
+            sent_at                REAL,              -- the document started to leave
+            acknowledged_at        REAL,              -- the printer answered the upload
+            cancel_origin          TEXT CHECK (cancel_origin IN ('edgeprint', 'requested')),
+            cancel_sent_at         REAL,
+            job_state              INTEGER,           -- as last reported
+            job_state_reasons      TEXT    NOT NULL DEFAULT '',
+            k_octets               INTEGER,
+            impressions_completed  INTEGER,
+            outcome                TEXT,              -- why it settled, in words
+            actor                  TEXT    NOT NULL,
+            created_at             REAL    NOT NULL,
+            updated_at             REAL    NOT NULL,
+            settled_at             REAL
+        )
+        """,
+        "CREATE INDEX copies_by_job ON copies (job_id, id)",
+        """CREATE INDEX copies_open ON copies (printer, id)
+           WHERE state IN ('creating', 'created', 'sending', 'acknowledged', 'cancelling')""",
+        # what migration 2 and 3 stored becomes copies: a PRINTING job's printer job…
+        """
+        UPDATE jobs SET claims = 1 WHERE state = 'PRINTING'
+        """,
+        """
+        INSERT INTO copies (job_id, claim, printer, state, operation, document_format,
+                            document_bytes, printer_job_id, sent_at, cancel_origin, actor,
+                            created_at, updated_at)
+        SELECT id, 1, printed_on,
+               CASE WHEN upload IS NULL AND printer_job_id IS NOT NULL THEN 'created'
+                    WHEN upload IS NULL THEN 'creating'
+                    WHEN cancel_requested = 1 THEN 'cancelling'
+                    ELSE 'sending' END,
+               'Create-Job', 'application/pdf', document_bytes, printer_job_id,
+               CASE WHEN upload IS NULL THEN NULL ELSE updated_at END,
+               CASE WHEN cancel_requested = 1 THEN 'requested' END,
+               'migration', updated_at, updated_at
+        FROM jobs WHERE state = 'PRINTING' AND printed_on IS NOT NULL
+        """,
+        # …and a fence (a printer that may still hold a copy of a job that left it)
+        """
+        INSERT INTO copies (job_id, claim, printer, state, operation, document_format,
+                            document_bytes, sent_at, actor, created_at, updated_at)
+        SELECT f.job_id, 0, f.printer, 'sending', 'Create-Job', 'application/pdf',
+               COALESCE(j.document_bytes, 0), f.created_at, 'migration', f.created_at,
+               f.created_at
+        FROM fences f LEFT JOIN jobs j ON j.id = f.job_id
+        """,
+        "DROP TABLE fences",
+        "ALTER TABLE jobs DROP COLUMN upload",
+        "ALTER TABLE jobs DROP COLUMN cancel_requested",
+        "ALTER TABLE jobs DROP COLUMN truncated_copies",
+        "ALTER TABLE jobs DROP COLUMN discounted_copies",
     ]
 )
 
