@@ -299,7 +299,7 @@ def judge(job: JobFacts, copies: Sequence[Copy], policy: Policy) -> Verdict:
     4. settled copies only: a possibly truncated copy printed, or a copy with a
        document that vanished or was lost → DEAD ``outcome_unknown`` (never DONE,
        never a blind second copy; ``reprint`` sends again where the copy only
-       vanished); a person's cancel → CANCELLED; the document blamed
+       vanished) — but a person's cancel comes first → CANCELLED; the document blamed
        ``document_error_tries`` times → DEAD ``document_error``, else RETRY; an
        abort after a document was sent → the retry policy (:func:`on_failure`);
        anything else (no copy, our own cancel of an empty or unverified copy, a
@@ -347,6 +347,15 @@ def _settled(
     job: JobFacts, current: Sequence[Copy], copies: Sequence[Copy], policy: Policy
 ) -> Verdict:
     for c in current:
+        if c.cancel_origin == ORIGIN_REQUESTED:  # a person's cancel stands, whatever came after
+            maybe = c.state in (C.INCOMPLETE, C.VANISHED, C.LOST) and c.document_may_have_left
+            error = (
+                f"cancelled as asked; {_label(c)} may have printed part of it before it stopped"
+                if maybe
+                else None
+            )
+            return Verdict(Kind.CANCELLED, c, error=error)
+    for c in current:
         if c.state is C.INCOMPLETE:
             got = f" (it reported {c.k_octets} KiB of {math.ceil(c.document_bytes / 1024)})"
             return Verdict(
@@ -375,9 +384,6 @@ def _settled(
                 dead_reason="outcome_unknown",
                 error=f"{_label(c)} had the document and may have printed: {why}",
             )
-    for c in current:
-        if c.state is C.CANCELLED and c.cancel_origin == ORIGIN_REQUESTED:
-            return Verdict(Kind.CANCELLED, c, error=None)
     blamed = [c for c in copies if c.state is C.DOCUMENT_ERROR]
     for c in current:
         if c.state is C.DOCUMENT_ERROR:

@@ -78,8 +78,9 @@ _CANCEL_INDEX = JobRecord._fields.index("cancel_requested")
 #: What every read of a job selects (and every write returns): its columns, then the
 #: facts computed from its copies (the last two fields of :class:`JobRecord`).
 ROW = (
-    "*, EXISTS (SELECT 1 FROM copies c WHERE c.job_id = jobs.id AND c.claim = jobs.claims "
-    "AND c.state = 'cancelling' AND c.cancel_origin = 'requested') AS cancel_requested, "
+    "*, (jobs.state = 'PRINTING' AND EXISTS (SELECT 1 FROM copies c WHERE c.job_id = jobs.id "
+    "AND c.claim = jobs.claims AND c.state = 'cancelling' AND c.cancel_origin = 'requested')) "
+    "AS cancel_requested, "
     "(SELECT count(*) FROM copies c WHERE c.job_id = jobs.id AND c.state = 'incomplete') "
     "AS truncated_copies"
 )
