@@ -258,8 +258,7 @@ async def test_an_answer_that_is_not_ipp_makes_the_printer_unhealthy_and_touches
     logged once (hex), and a job waiting for it stays RELEASED, untouched."""
     proxy.configure(garbage=True)
     caplog.set_level(logging.WARNING, logger="edgeprint")
-    cfg_dispatch: dict[str, Any] = {}
-    async with proxied(tmp_path, printers, proxy, **cfg_dispatch) as (run, kiosk):
+    async with proxied(tmp_path, printers, proxy) as (_, kiosk):
         view = await eventually(lambda: _unhealthy(kiosk, "printer-01"), timeout_s=10)
         assert "not valid IPP" in view["health_reason"]
         job = await kiosk.submit("bad-0001", hold=False, doc=BADGE, printer="printer-01")
