@@ -302,7 +302,9 @@ def judge(job: JobFacts, copies: Sequence[Copy], policy: Policy) -> Verdict:
        vanished) — but a person's cancel comes first → CANCELLED; the document blamed
        ``document_error_tries`` times → DEAD ``document_error``, else RETRY; an
        abort after a document was sent → the retry policy (:func:`on_failure`);
-       anything else (no copy, our own cancel of an empty or unverified copy, a
+       a copy edgeprint cancelled because its upload could not be verified whole
+       → RETRY (counted, backed off: a link that always breaks ends DEAD
+       ``attempts_exhausted``, not in a loop); anything else (no copy, our own cancel of an empty or unverified copy, a
        refusal, an empty job gone) → SEND: nothing can have printed.
     """
     printed = [c for c in copies if c.state is C.PRINTED]
@@ -399,5 +401,16 @@ def _settled(
             error = f"{_label(c)} aborted" + (f" ({reasons})" if reasons else "")
             verdict = on_failure(job, c.printer, f"aborted:{reasons}", error, policy)
             return Verdict(verdict.kind, c, verdict.dead_reason, verdict.error, verdict.failure_sig)
+    for c in current:
+        if c.state is C.CANCELLED and c.document_may_have_left:
+            # edgeprint cancelled a copy it could not verify whole (an upload that broke
+            # off): nothing printed, but the attempt failed — back off, and count it.
+            error = f"{_label(c)}: the upload was not acknowledged; cancelled there"
+            if job.attempts >= policy.max_attempts:
+                return Verdict(
+                    Kind.DEAD, c, dead_reason="attempts_exhausted",
+                    error=f"{job.attempts} attempts; last: {error}",
+                )  # fmt: skip
+            return Verdict(Kind.RETRY, c, error=error)
     last = current[-1] if current else None
     return Verdict(Kind.SEND, last, error="resent: no copy can have printed")
