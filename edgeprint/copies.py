@@ -304,8 +304,9 @@ def judge(job: JobFacts, copies: Sequence[Copy], policy: Policy) -> Verdict:
        abort after a document was sent → the retry policy (:func:`on_failure`);
        a copy edgeprint cancelled because its upload could not be verified whole
        → RETRY (counted, backed off: a link that always breaks ends DEAD
-       ``attempts_exhausted``, not in a loop); anything else (no copy, our own cancel of an empty or unverified copy, a
-       refusal, an empty job gone) → SEND: nothing can have printed.
+       ``attempts_exhausted``, not in a loop); anything else (no copy, our own
+       cancel of an empty copy, a refusal, an empty job gone) → SEND: nothing
+       can have printed.
     """
     printed = [c for c in copies if c.state is C.PRINTED]
     current = [c for c in copies if c.claim == job.claim]

@@ -70,7 +70,8 @@ def check_exactly_once(rig: Rig, jobs: list[dict[str, Any]], personality: str) -
             assert copies == [len(DOC)], f"{job['id']} DONE but on paper: {copies}"
         else:
             assert job["state"] == "DEAD", job
-            assert job["dead_reason"] and job["last_error"], job
+            assert job["dead_reason"], job
+            assert job["last_error"], job
         if personality in KNOWABLE:
             assert job["state"] == "DONE", (personality, job)
 

@@ -82,7 +82,7 @@ TARGETS: tuple[Target, ...] = (
 )
 KIOSK_CALLS = ("release", "cancel", "replay")
 #: What a printer's worker reports about a job it holds (JobService method in brackets):
-#: complete, requeue, fail, cancelled (cancelled_at_printer).
+#: complete, requeue, fail, cancelled.
 PRINTER_CALLS = ("complete", "requeue", "fail", "cancelled")
 #: The action each call applies when it changes the state.
 ACTION_OF = {
