@@ -42,7 +42,7 @@ from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.printers.ipp import PrinterJob
 from edgeprint.spool import Spool, StagedDocument
 from edgeprint.states import Action, JobState
-from edgeprint.store.copies import Copies
+from edgeprint.store.copies import Copies, copy_from_row
 from edgeprint.store.jobs import (
     GUARD_NO_LIVE_COPY,
     GUARD_ON_PRINTER,
@@ -678,6 +678,42 @@ class JobService:
         if job is not None:
             self._admitted(job.printer, job.pool, -1)
         return job
+
+    async def claim_and_open(
+        self,
+        printer: str,
+        *,
+        operation: str,
+        document_format: str,
+        printer_up_s: int | None,
+    ) -> tuple[JobRecord, Copy] | None:
+        """Claim the next job for ``printer`` and open its copy, in one transaction.
+
+        One group commit fewer before the printer gets the document than a claim
+        followed by :meth:`open_copy`. None when there is nothing to claim.
+        """
+        cfg = self.config.printer(printer)
+        pool = cfg.pool if cfg is not None else None
+        now = self.clock()
+        claim = self.jobs.claim_next_sql(printer, pool, now=now, actor=f"printer:{printer}")
+        opened = self.copies.open_claimed_sql(
+            printer=printer,
+            state=CopyState.SENDING if operation == "Print-Job" else CopyState.CREATING,
+            operation=operation, document_format=document_format,
+            printer_up_s=printer_up_s, now=now,
+        )  # fmt: skip
+        rows = await self.jobs.store.write_many([claim, opened])
+        if not rows[0]:
+            return None
+        job = JobRecord.from_row(rows[0][0])
+        self._admitted(job.printer, job.pool, -1)
+        if rows[1]:
+            return job, copy_from_row(rows[1][0])
+        copy = await self.open_copy(  # pragma: no cover - the claim and its copy are one unit
+            job, printer, operation=operation, document_format=document_format,
+            printer_up_s=printer_up_s,
+        )  # fmt: skip
+        return (job, copy) if copy is not None else None  # pragma: no cover
 
     async def next_ready_at(self, printer: str) -> float | None:
         """When the earliest backed-off job for ``printer`` becomes claimable (unix seconds)."""

@@ -140,11 +140,16 @@ class PrinterWorker:
                     await self._pause(self.settings.poll_interval_max_s)
                     continue
                 self._wake.clear()
-                job = await self.service.claim_next(self.name)
-                if job is None:
+                claimed = await self.service.claim_and_open(
+                    self.name,
+                    operation="Create-Job" if self.status.supports_create_job else "Print-Job",
+                    document_format=DOCUMENT_FORMAT,
+                    printer_up_s=self.status.up_time_s,
+                )
+                if claimed is None:
                     await self._idle()
                     continue
-                await self._dispatch(job, self.status)
+                await self._dispatch(*claimed, self.status)
             except errors.PrinterBusy:
                 await self._pause(self.settings.busy_backoff_s)
             except (errors.PrinterNeedsTls, errors.PrinterAnswerError) as exc:
@@ -277,20 +282,12 @@ class PrinterWorker:
 
     # --- one job ---------------------------------------------------------------------
 
-    async def _dispatch(self, job: JobRecord, status: PrinterStatus) -> None:
+    async def _dispatch(self, job: JobRecord, copy: Copy, status: PrinterStatus) -> None:
         try:
             document = await self.service.read_document(job)
-        except FileNotFoundError as exc:
-            await self.service.fail(job, self.name, "document_missing", f"document: {exc}")
-            return
-        except OSError as exc:  # EMFILE, EIO…: the document is there, reading it failed now
-            log.warning(
-                "document unreadable",
-                extra={"event": "document_unreadable", "job_id": job.id, "printer": self.name,
-                       "error": str(exc), "correlation_id": job.correlation_id},
-            )  # fmt: skip
-            not_before = self._clock() + self.settings.unreachable_retry_max_s
-            await self.service.requeue(job, self.name, f"document: {exc}", not_before, count=False)
+        except OSError as exc:
+            await self.service.settle_copy(copy, CopyState.REFUSED, f"document unreadable: {exc}")
+            await self._unreadable(job, exc)
             return
         log.info(
             "job dispatched",
@@ -300,13 +297,28 @@ class PrinterWorker:
         crash_point("after_claim")
         self.current_job = job.id
         try:
-            await self._send(job, document, status)
+            await self._send(job, copy, document, status)
         except _Unsettled:
             self._needs_reconcile = True
         finally:
             self.current_job = None
 
-    async def _send(self, job: JobRecord, document: bytes, status: PrinterStatus) -> None:
+    async def _unreadable(self, job: JobRecord, exc: OSError) -> None:
+        """The document of a claimed job could not be read: gone → DEAD, else later again."""
+        if isinstance(exc, FileNotFoundError):
+            await self.service.fail(job, self.name, "document_missing", f"document: {exc}")
+        else:  # EMFILE, EIO…: the document is there, reading it failed now
+            log.warning(
+                "document unreadable",
+                extra={"event": "document_unreadable", "job_id": job.id, "printer": self.name,
+                       "error": str(exc), "correlation_id": job.correlation_id},
+            )  # fmt: skip
+            not_before = self._clock() + self.settings.unreachable_retry_max_s
+            await self.service.requeue(job, self.name, f"document: {exc}", not_before, count=False)
+
+    async def _send(
+        self, job: JobRecord, copy: Copy, document: bytes, status: PrinterStatus
+    ) -> None:
         """Make one copy: Create-Job + Send-Document (or Print-Job), then follow it.
 
         The copy is recorded before each request that may make or fill a
@@ -315,14 +327,7 @@ class PrinterWorker:
         """
         name = printer_job_name(job.id)
         copies = job.copies if job.copies > 1 and status.copies_supported else None
-        operation = "Create-Job" if status.supports_create_job else "Print-Job"
-        copy = await self.service.open_copy(
-            job, self.name, operation=operation, document_format=DOCUMENT_FORMAT,
-            printer_up_s=status.up_time_s,
-        )  # fmt: skip
-        if copy is None:  # cancelled or moved meanwhile
-            return
-        if operation == "Create-Job":
+        if copy.operation == "Create-Job":
             try:
                 pjid = await self.client.create_job(name, job.owner, copies=copies)
             except errors.PrinterAmbiguous:

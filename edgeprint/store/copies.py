@@ -119,6 +119,42 @@ class Copies:
         )  # fmt: skip
         return sql, params
 
+    def open_claimed_sql(
+        self,
+        *,
+        printer: str,
+        state: CopyState,
+        operation: str,
+        document_format: str,
+        printer_up_s: int | None,
+        now: float,
+    ) -> tuple[str, Params]:
+        """INSERT of the copy of the job ``printer`` claimed at ``now`` in the same transaction.
+
+        Runs right after the claim statement (one unit): the claimed job is the
+        one PRINTING on ``printer`` whose claim was stamped ``now`` and has no
+        live copy.
+        """
+        sent_at = now if state is CopyState.SENDING else None
+        sql = f"""
+        INSERT INTO copies (job_id, claim, printer, state, operation, document_format,
+                            document_bytes, impressions_expected, printer_up_s, sent_at,
+                            actor, created_at, updated_at)
+        SELECT id, claims, printed_on, ?, ?, ?, document_bytes,
+               CASE WHEN document_pages IS NULL THEN NULL ELSE document_pages * copies END,
+               ?, ?, ?, ?, ?
+        FROM jobs
+        WHERE state = 'PRINTING' AND printed_on = ? AND claimed_at = ? AND reason = 'claim'
+          AND NOT EXISTS (SELECT 1 FROM copies c WHERE c.job_id = jobs.id
+                          AND c.claim = jobs.claims AND c.state IN ({_LIVE_SQL}))
+        RETURNING *
+        """
+        params = (
+            state.value, operation, document_format, printer_up_s, sent_at,
+            f"printer:{printer}", now, now, printer, now,
+        )  # fmt: skip
+        return sql, params
+
     async def open(self, **kw: Any) -> Copy | None:
         """Store a new copy (see :meth:`open_sql`); None when the job is no longer ours."""
         rows = await self._store.write(*self.open_sql(**kw))

@@ -325,10 +325,14 @@ class Jobs:
 
         Raises errors.StoreError.
         """
-        rows = await self._store.write(
-            _CLAIM_NEXT, (printer, now, now, actor, printer, now, pool, now)
-        )
+        rows = await self._store.write(*self.claim_next_sql(printer, pool, now=now, actor=actor))
         return JobRecord.from_row(rows[0]) if rows else None
+
+    def claim_next_sql(
+        self, printer: str, pool: str | None, *, now: float, actor: str
+    ) -> tuple[str, tuple[Any, ...]]:
+        """The claim of :meth:`claim_next` (to run with other statements)."""
+        return _CLAIM_NEXT, (printer, now, now, actor, printer, now, pool, now)
 
     async def printing_on(self, printer: str) -> list[JobRecord]:
         """Jobs PRINTING on ``printer``, oldest claim first."""
