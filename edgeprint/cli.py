@@ -215,6 +215,13 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--cursor", type=_cursor, help="next page, as printed after a full page")
     r = tech("replay", "send a DEAD job back to its printer or pool, once (tech)")
     r.add_argument("job_id", metavar="JOB_ID", type=_job_id)
+    rs = tech("resolve", "settle a DEAD outcome_unknown job: it printed, or print it again (tech)")
+    rs.add_argument("job_id", metavar="JOB_ID", type=_job_id)
+    how = rs.add_mutually_exclusive_group(required=True)
+    how.add_argument("--printed", dest="printed", action="store_true", help="it came out: DONE")
+    how.add_argument(
+        "--not-printed", dest="printed", action="store_false", help="it did not: print once more"
+    )
     for verb, what in (
         ("pause", "stop giving a printer new work; the job in hand finishes (tech)"),
         ("resume", "give a paused printer work again (tech)"),
@@ -332,8 +339,9 @@ class Api:
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirects())
 
     def call(
-        self, method: str, path: str, query: dict[str, str] | None = None, *, auth: bool = True
-    ) -> bytes:
+        self, method: str, path: str, query: dict[str, str] | None = None, *, auth: bool = True,
+        json_body: object = None,
+    ) -> bytes:  # fmt: skip
         """The response body of a 2xx; raises ApiFailed, ConnectFailed or UsageError."""
         url = self.base + path
         if query:
@@ -347,6 +355,9 @@ class Api:
                 )
             headers["Authorization"] = f"Bearer {self.token}"
         data = b"" if method == "POST" else None
+        if json_body is not None:
+            data = json.dumps(json_body).encode()
+            headers["Content-Type"] = "application/json"
         req = urllib.request.Request(url, data=data, headers=headers, method=method)
         try:
             with self._opener.open(req, timeout=self.timeout_s) as resp:
@@ -362,10 +373,11 @@ class Api:
             raise ConnectFailed(self._cannot(exc)) from None
 
     def json(
-        self, method: str, path: str, query: dict[str, str] | None = None, *, auth: bool = True
-    ) -> tuple[bytes, Any]:
+        self, method: str, path: str, query: dict[str, str] | None = None, *, auth: bool = True,
+        json_body: object = None,
+    ) -> tuple[bytes, Any]:  # fmt: skip
         """The raw body and its JSON value; a 2xx that is not JSON is an ApiFailed."""
-        raw = self.call(method, path, query, auth=auth)
+        raw = self.call(method, path, query, auth=auth, json_body=json_body)
         try:
             return raw, json.loads(raw)
         except ValueError:
@@ -727,6 +739,18 @@ def cmd_replay(api: Api, args: argparse.Namespace, as_json: bool) -> None:
     _out([_clean(f"replayed {job['id']}: now {job['state']}, waiting for {where}")])
 
 
+def cmd_resolve(api: Api, args: argparse.Namespace, as_json: bool) -> None:
+    """``edgeprint resolve JOB_ID --printed|--not-printed``."""
+    raw, job = api.json(
+        "POST", f"/v1/jobs/{args.job_id}/resolve", json_body={"printed": args.printed}
+    )
+    if as_json:
+        _emit_raw(raw)
+        return
+    said = "printed" if args.printed else "not printed"
+    _out([_clean(f"resolved {job['id']}: {said}, now {job['state']}")])
+
+
 def _printer_action(verb: str) -> Callable[[Api, argparse.Namespace, bool], None]:
     def run(api: Api, args: argparse.Namespace, as_json: bool) -> None:
         raw, body = api.json("POST", f"/v1/printers/{args.printer}/{verb}")
@@ -759,6 +783,7 @@ COMMANDS: dict[str, Callable[[Api, argparse.Namespace, bool], None]] = {
     "jobs": cmd_jobs,
     "dead-letter": cmd_dead_letter,
     "replay": cmd_replay,
+    "resolve": cmd_resolve,
     "pause": _printer_action("pause"),
     "resume": _printer_action("resume"),
     "drain": _printer_action("drain"),

@@ -315,3 +315,12 @@ class DeadLetterOut(BaseModel):
     jobs: list[JobOut]
     count: int = Field(description="DEAD jobs in all")
     next_cursor: str | None
+
+
+class ResolveRequest(_Strict):
+    """JSON body of ``POST /v1/jobs/{id}/resolve``: did the copy come out?"""
+
+    printed: StrictBool | None = Field(
+        default=None,
+        description="true: it printed (→ DONE); false: it did not (→ RELEASED, printed once more)",
+    )

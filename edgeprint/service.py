@@ -31,6 +31,7 @@ from edgeprint.store.jobs import (
     GUARD_ON_PRINTER,
     GUARD_ON_PRINTER_CANCEL_REQUESTED,
     GUARD_ON_PRINTER_NO_CANCEL,
+    GUARD_OUTCOME_UNKNOWN,
     JobRecord,
     Jobs,
     NewJob,
@@ -768,3 +769,47 @@ class JobService:
             sets={"finished_at": now, "upload": None},
             only_from=(JobState.PRINTING,), guard=GUARD_ON_PRINTER, guard_params=(printer,),
         )  # fmt: skip
+
+    # --- technicians settle what edgeprint could not know (issue 17) ------------------------
+
+    async def resolve(self, job_id: str, caller: Caller, *, printed: bool) -> JobRecord:
+        """A technician settles a DEAD ``outcome_unknown`` job: printed → DONE, else RELEASED.
+
+        "Not printed" makes it printable once more, like a replay. Of concurrent
+        resolutions (either way) exactly one wins. The event row records the
+        technician (actor) and the decision (reason). Raises errors.JobNotFound,
+        errors.OutcomeNotUnknown (any other job, or a lost race).
+        """
+        now = self.clock()
+        if printed:
+            job = await self.jobs.transition(
+                job_id, Action.RESOLVE, now=now, actor=caller.name,
+                reason="resolved: printed (a technician saw the copy)",
+                correlation_id=caller.correlation_id, sets={"finished_at": now},
+                guard=GUARD_OUTCOME_UNKNOWN,
+            )  # fmt: skip
+        else:
+            job = await self.jobs.transition(
+                job_id, Action.REPLAY, now=now, actor=caller.name,
+                reason="resolved: not printed (a technician found no copy); print again",
+                correlation_id=caller.correlation_id,
+                sets={"attempts": 0, "not_before": 0.0, "dead_reason": None, "printed_on": None,
+                      "printer_job_id": None, "released_at": now, "cancel_requested": 0},
+                guard=GUARD_OUTCOME_UNKNOWN,
+            )  # fmt: skip
+        outcome = "printed" if printed else "not_printed"
+        if job is None:
+            current = await self.get(job_id)
+            self.metrics.transitions.labels(action="resolve", outcome="conflict").inc()
+            raise errors.OutcomeNotUnknown(job_id, current.state.value, current.dead_reason)
+        self.metrics.transitions.labels(action="resolve", outcome="ok").inc()
+        log.info(
+            "job resolved",
+            extra={"event": "job_resolved", "job_id": job_id, "printed": printed,
+                   "outcome": outcome, "state": job.state.value, "actor": caller.name,
+                   "correlation_id": caller.correlation_id},
+        )  # fmt: skip
+        if not printed:
+            self._admitted(job.printer, job.pool)
+            self.wake(job.printer, job.pool)
+        return job

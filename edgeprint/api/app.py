@@ -42,6 +42,7 @@ from edgeprint.models import (
     PrinterOut,
     PrintersOut,
     ReleaseRequest,
+    ResolveRequest,
 )
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.service import Caller, JobService
@@ -50,7 +51,7 @@ from edgeprint.states import JobState
 log = logging.getLogger(__name__)
 
 #: The optional JSON body of a release or a cancel.
-_Body = TypeVar("_Body", ReleaseRequest, CancelRequest)
+_Body = TypeVar("_Body", ReleaseRequest, CancelRequest, ResolveRequest)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -332,6 +333,20 @@ async def replay_job(request: web.Request) -> web.Response:
     return _json(JobOut.from_record(job))
 
 
+async def resolve_job(request: web.Request) -> web.Response:
+    """POST /v1/jobs/{id}/resolve (tech) {"printed": true|false}: settle an unknown outcome."""
+    caller = await _caller(request, "tech")
+    job_id = _job_id(request)
+    body = await _optional_json(request, ResolveRequest)
+    if body.printed is None:
+        raise errors.InvalidRequest(
+            'say whether the copy came out: {"printed": true} or {"printed": false}',
+            [errors.FieldProblem("body.printed", "required: true or false")],
+        )
+    job = await _deps(request).service.resolve(job_id, caller, printed=body.printed)
+    return _json(JobOut.from_record(job))
+
+
 # --- health and metrics ------------------------------------------------------------
 
 
@@ -480,6 +495,7 @@ def build_app(deps: Deps) -> web.Application:
     app.router.add_post("/v1/jobs/{job_id}/release", release_job)
     app.router.add_post("/v1/jobs/{job_id}/cancel", cancel_job)
     app.router.add_post("/v1/jobs/{job_id}/replay", replay_job)
+    app.router.add_post("/v1/jobs/{job_id}/resolve", resolve_job)
     app.router.add_get("/v1/printers", list_printers)
     app.router.add_post("/v1/printers/{name}/pause", pause_printer)
     app.router.add_post("/v1/printers/{name}/resume", resume_printer)

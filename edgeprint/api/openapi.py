@@ -38,6 +38,7 @@ from edgeprint.models import (
     PrintersOut,
     Problem,
     ReleaseRequest,
+    ResolveRequest,
     SubmitMetadata,
 )
 
@@ -48,12 +49,14 @@ PATH = "/v1/openapi.json"
 _REF = "#/components/schemas/{model}"
 _PROBLEM_TYPE = "application/problem+json"
 
-_REQUEST_MODELS: tuple[type[BaseModel], ...] = (SubmitMetadata, ReleaseRequest, CancelRequest)
+_REQUEST_MODELS: tuple[type[BaseModel], ...] = (
+    SubmitMetadata, ReleaseRequest, CancelRequest, ResolveRequest,
+)  # fmt: skip
 _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     JobOut, JobListOut, PrinterOut, PrintersOut, DrainOut, DeadLetterOut, Health, Problem,
 )  # fmt: skip
 
-Body = Literal["multipart", "release", "cancel"]
+Body = Literal["multipart", "release", "cancel", "resolve"]
 Role = Literal["kiosk", "tech"]
 
 
@@ -219,6 +222,30 @@ OPERATIONS: tuple[Operation, ...] = (
         answers={
             200: _job("the job, RELEASED again (exactly once)"),
             404: _404_JOB, 409: _409, 503: _503_STORE, 507: _507, **_TECH,
+        },
+    ),
+    Operation(
+        "post", "/v1/jobs/{job_id}/resolve", "resolveJob",
+        "Settle a DEAD job whose outcome is unknown (tech)", "jobs", "tech", body="resolve",
+        description=(
+            "For a job parked DEAD `outcome_unknown` (the printer may have printed it and forgot "
+            'it): `{"printed": true}` → DONE; `{"printed": false}` → RELEASED, printed once '
+            "more. Of concurrent resolutions exactly one wins; the job's events record who "
+            "decided and what."
+        ),
+        answers={
+            200: _job("the job, DONE (printed) or RELEASED (not printed)"),
+            400: _problem("`malformed-json`: the body is not JSON"),
+            404: _404_JOB,
+            408: _problem("`request-timeout`: the body did not arrive within the time limit"),
+            409: _problem(
+                "`outcome-not-unknown`: the job is not DEAD `outcome_unknown` (any more); "
+                "`state` names its state"
+            ),
+            413: _problem("`payload-too-large`: the body is over 64 KiB"),
+            415: _problem("`unsupported-media-type`: a body that is not application/json"),
+            422: _problem("`invalid-request`: `printed` missing or not a boolean (`errors`)"),
+            503: _503_STORE, 507: _507, **_TECH,
         },
     ),
     Operation(
@@ -423,6 +450,12 @@ def _request_body(body: Body, refs: dict[type[BaseModel], dict[str, Any]]) -> di
                     },
                 }
             },
+        }
+    if body == "resolve":
+        return {
+            "required": True,
+            "description": '`{"printed": true}` or `{"printed": false}`',
+            "content": {"application/json": {"schema": refs[ResolveRequest]}},
         }
     if body == "cancel":
         return {

@@ -513,3 +513,7 @@ class Jobs:
         await self._store.write(
             "DELETE FROM fences WHERE printer = ? AND job_id = ?", (printer, job_id)
         )
+
+
+#: Guard for resolving an unknown outcome: only a job parked DEAD ``outcome_unknown``.
+GUARD_OUTCOME_UNKNOWN = "dead_reason = 'outcome_unknown'"
