@@ -215,6 +215,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--cursor", type=_cursor, help="next page, as printed after a full page")
     r = tech("replay", "send a DEAD job back to its printer or pool, once (tech)")
     r.add_argument("job_id", metavar="JOB_ID", type=_job_id)
+    tech("stats", "jobs by state, dead letters by reason, printers in short (tech)")
     rs = tech("resolve", "settle a DEAD outcome_unknown job: it printed, or print it again (tech)")
     rs.add_argument("job_id", metavar="JOB_ID", type=_job_id)
     how = rs.add_mutually_exclusive_group(required=True)
@@ -551,27 +552,15 @@ def cmd_status(api: Api, args: argparse.Namespace, as_json: bool) -> None:
 
 
 def _job_counts(api: Api) -> tuple[dict[str, int] | None, str]:
-    """Jobs by state from ``/metrics`` (``edgeprint_jobs{state=…}``), or None and why not."""
-    from prometheus_client.parser import text_string_to_metric_families
-
+    """Jobs by state from ``GET /v1/stats``, or None and why not."""
     try:
-        text = api.call("GET", "/metrics", auth=False).decode("utf-8", "replace")
+        _, body = api.json("GET", "/v1/stats")
     except (ApiFailed, ConnectFailed) as exc:
         return None, str(exc)
-    counts: dict[str, int] = {}
-    try:
-        for family in text_string_to_metric_families(text):
-            if family.name != "edgeprint_jobs":
-                continue
-            for sample in family.samples:
-                state = sample.labels.get("state")
-                if sample.name == "edgeprint_jobs" and state:
-                    counts[state] = int(sample.value)
-    except ValueError as exc:
-        return None, f"/metrics could not be parsed: {exc}"
-    if not counts:
-        return None, "/metrics has no edgeprint_jobs"
-    return counts, ""
+    counts = body.get("jobs_by_state") if isinstance(body, dict) else None
+    if not isinstance(counts, dict) or not counts:
+        return None, "/v1/stats has no jobs_by_state"
+    return {str(k): int(v) for k, v in counts.items()}, ""
 
 
 def _health(p: dict[str, Any]) -> str:
@@ -739,6 +728,37 @@ def cmd_replay(api: Api, args: argparse.Namespace, as_json: bool) -> None:
     _out([_clean(f"replayed {job['id']}: now {job['state']}, waiting for {where}")])
 
 
+def cmd_stats(api: Api, args: argparse.Namespace, as_json: bool) -> None:
+    """``edgeprint stats``: jobs by state, dead letters by reason, printers in short."""
+    raw, body = api.json("GET", "/v1/stats")
+    if as_json:
+        _emit_raw(raw)
+        return
+    counts = body.get("jobs_by_state", {})
+    lines = _wrap("  ".join(f"{s} {counts.get(s, 0)}" for s in counts), "JOBS  ", "      ")
+    reasons = body.get("dead_letters_by_reason", {})
+    dead = "  ".join(f"{r} {n}" for r, n in reasons.items()) or "none"
+    lines += _wrap(f"{body.get('dead_letters', 0)} ({dead})", "DEAD  ", "      ")
+    rows = [
+        [
+            p["name"], _trim(p.get("pool") or "-", 12),
+            "paused" if p.get("paused") else ("healthy" if p.get("healthy") else "unhealthy"),
+            str(p.get("waiting", 0)), _age(p.get("oldest_waiting_s")),
+            _short(p.get("printing_job"), True),
+        ]
+        for p in body.get("printers", [])
+    ]  # fmt: skip
+    if rows:
+        header = ["PRINTER", "POOL", "HEALTH", "WAITING", "OLDEST", "PRINTING"]
+        lines += ["", *_table(header, rows, right={3, 4})]
+    for pool in body.get("pools", []):
+        lines.append(
+            f"pool {pool['name']}: {pool.get('waiting', 0)} waiting, oldest "
+            f"{_age(pool.get('oldest_waiting_s'))}"
+        )
+    _out([_clean(line) for line in lines])
+
+
 def cmd_resolve(api: Api, args: argparse.Namespace, as_json: bool) -> None:
     """``edgeprint resolve JOB_ID --printed|--not-printed``."""
     raw, job = api.json(
@@ -784,6 +804,7 @@ COMMANDS: dict[str, Callable[[Api, argparse.Namespace, bool], None]] = {
     "dead-letter": cmd_dead_letter,
     "replay": cmd_replay,
     "resolve": cmd_resolve,
+    "stats": cmd_stats,
     "pause": _printer_action("pause"),
     "resume": _printer_action("resume"),
     "drain": _printer_action("drain"),

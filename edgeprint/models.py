@@ -324,3 +324,29 @@ class ResolveRequest(_Strict):
         default=None,
         description="true: it printed (→ DONE); false: it did not (→ RELEASED, printed once more)",
     )
+
+
+class PrinterSummaryOut(BaseModel):
+    """One printer in ``GET /v1/stats``: can it work, and what waits for it."""
+
+    name: str
+    pool: str | None
+    healthy: bool = Field(description="takes new work")
+    health_reason: str | None = Field(description="why not healthy")
+    reachable: bool
+    paused: bool
+    waiting: int = Field(description="RELEASED jobs waiting for this printer by name")
+    oldest_waiting_s: float | None = Field(description="age of the oldest of them, seconds")
+    printing_job: str | None = Field(description="id of the job the printer has in hand")
+
+
+class StatsOut(BaseModel):
+    """``GET /v1/stats``: the numbers a technician's screen shows."""
+
+    jobs_by_state: dict[str, int] = Field(description="every state, zero included")
+    dead_letters: int = Field(description="DEAD jobs in all")
+    dead_letters_by_reason: dict[str, int] = Field(
+        description="DEAD jobs by dead_reason (outcome_unknown, poison, attempts_exhausted, …)"
+    )
+    printers: list[PrinterSummaryOut]
+    pools: list[PoolOut]

@@ -27,6 +27,7 @@ from edgeprint.models import SubmitMetadata
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.spool import Spool, StagedDocument
 from edgeprint.states import Action, JobState
+from edgeprint.store import stats as store_stats
 from edgeprint.store.jobs import (
     GUARD_ON_PRINTER,
     GUARD_ON_PRINTER_CANCEL_REQUESTED,
@@ -813,3 +814,22 @@ class JobService:
             self._admitted(job.printer, job.pool)
             self.wake(job.printer, job.pool)
         return job
+
+    async def stats(self) -> JobStats:
+        """Jobs by state, dead letters by reason and the waiting queues, read now."""
+        counts = await self.jobs.count_by_state()
+        dead = await store_stats.dead_by_reason(self.jobs.store)
+        depths = await self.jobs.waiting_depths()
+        oldest = await self.jobs.oldest_waiting()
+        return JobStats(counts, dead, depths, oldest, self.clock())
+
+
+@dataclass(frozen=True)
+class JobStats:
+    """What :meth:`JobService.stats` read: counts, and queues keyed by (printer, pool)."""
+
+    jobs_by_state: dict[JobState, int]
+    dead_by_reason: dict[str, int]
+    waiting: dict[tuple[str | None, str | None], int]
+    oldest_waiting: dict[tuple[str | None, str | None], float]
+    at: float

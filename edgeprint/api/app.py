@@ -41,8 +41,10 @@ from edgeprint.models import (
     PoolOut,
     PrinterOut,
     PrintersOut,
+    PrinterSummaryOut,
     ReleaseRequest,
     ResolveRequest,
+    StatsOut,
 )
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.service import Caller, JobService
@@ -485,6 +487,39 @@ async def dead_letter(request: web.Request) -> web.Response:
     )
 
 
+async def stats(request: web.Request) -> web.Response:
+    """GET /v1/stats (tech): jobs by state, dead letters by reason, printers in short."""
+    await _caller(request, "tech")
+    deps = _deps(request)
+    st = await deps.service.stats()
+    printers = [
+        PrinterSummaryOut(
+            name=snap.name, pool=snap.pool, healthy=snap.healthy,
+            health_reason=snap.health_reason, reachable=snap.reachable, paused=snap.paused,
+            waiting=st.waiting.get((snap.name, None), 0),
+            oldest_waiting_s=_age(st.oldest_waiting.get((snap.name, None)), st.at),
+            printing_job=snap.printing_job,
+        )
+        for snap in deps.printers()
+    ]  # fmt: skip
+    pools = [
+        PoolOut(
+            name=pool, printers=list(members), waiting=st.waiting.get((None, pool), 0),
+            oldest_waiting_s=_age(st.oldest_waiting.get((None, pool)), st.at),
+        )
+        for pool, members in deps.config.pools.items()
+    ]  # fmt: skip
+    return _json(
+        StatsOut(
+            jobs_by_state={s.value: n for s, n in st.jobs_by_state.items()},
+            dead_letters=st.jobs_by_state.get(JobState.DEAD, 0),
+            dead_letters_by_reason=st.dead_by_reason,
+            printers=printers,
+            pools=pools,
+        )
+    )
+
+
 def build_app(deps: Deps) -> web.Application:
     """The application with every v1 route; ``deps`` is stored under :data:`DEPS`."""
     app = web.Application(middlewares=[_middleware], client_max_size=_MAX_JSON_BODY)
@@ -501,6 +536,7 @@ def build_app(deps: Deps) -> web.Application:
     app.router.add_post("/v1/printers/{name}/resume", resume_printer)
     app.router.add_post("/v1/printers/{name}/drain", drain_printer)
     app.router.add_get("/v1/dead-letter", dead_letter)
+    app.router.add_get("/v1/stats", stats)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)

@@ -39,6 +39,7 @@ from edgeprint.models import (
     Problem,
     ReleaseRequest,
     ResolveRequest,
+    StatsOut,
     SubmitMetadata,
 )
 
@@ -54,6 +55,7 @@ _REQUEST_MODELS: tuple[type[BaseModel], ...] = (
 )  # fmt: skip
 _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     JobOut, JobListOut, PrinterOut, PrintersOut, DrainOut, DeadLetterOut, Health, Problem,
+    StatsOut,
 )  # fmt: skip
 
 Body = Literal["multipart", "release", "cancel", "resolve"]
@@ -281,6 +283,12 @@ OPERATIONS: tuple[Operation, ...] = (
             422: _problem("`invalid-request`: a bad or unknown query parameter (`errors`)"),
             503: _503_STORE, **_TECH,
         },
+    ),
+    Operation(
+        "get", "/v1/stats", "getStats",
+        "Jobs by state, dead letters by reason, printers in short (tech)", "operations", "tech",
+        description="What the status page and `edgeprint stats` show; read at the request.",
+        answers={200: Answer("the numbers", StatsOut), 503: _503_STORE, **_TECH},
     ),
     Operation(
         "get", "/healthz", "healthz", "Liveness", "operations", None,

@@ -514,6 +514,11 @@ class Jobs:
             "DELETE FROM fences WHERE printer = ? AND job_id = ?", (printer, job_id)
         )
 
+    @property
+    def store(self) -> Store:
+        """The store these queries run on (the other query modules share it)."""
+        return self._store
+
 
 #: Guard for resolving an unknown outcome: only a job parked DEAD ``outcome_unknown``.
 GUARD_OUTCOME_UNKNOWN = "dead_reason = 'outcome_unknown'"
