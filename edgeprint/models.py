@@ -350,3 +350,30 @@ class StatsOut(BaseModel):
     )
     printers: list[PrinterSummaryOut]
     pools: list[PoolOut]
+
+
+class WebhookDeliveryOut(BaseModel):
+    """A webhook delivery given up after ``max_delivery_s`` (parked as failed)."""
+
+    state: Literal["failed"]
+    url: str = Field(description="the receiver ([[webhooks]].url)")
+    webhook_id: str = Field(description="the webhook-id header it was sent with")
+    type: str = Field(description="job.done, job.dead, …, printer.unhealthy, printer.healthy")
+    job_id: str | None
+    printer: str | None
+    attempts: int
+    first_attempt_at: str
+    failed_at: str
+    last_error: str = Field(description="what the last attempt got: HTTP status, time-out, …")
+
+
+class WebhookDeliveriesOut(BaseModel):
+    """``GET /v1/webhooks/deliveries?state=failed``: oldest first."""
+
+    deliveries: list[WebhookDeliveryOut]
+    next_cursor: str | None
+
+
+def iso_time(ts: float) -> str:
+    """Unix seconds as the API writes times (RFC 3339 UTC, milliseconds)."""
+    return _iso(ts) or ""

@@ -37,6 +37,7 @@ from edgeprint.store.jobs import (
     Jobs,
     NewJob,
 )
+from edgeprint.store.outbox import FailedDelivery, Outbox
 
 log = logging.getLogger(__name__)
 
@@ -822,6 +823,28 @@ class JobService:
         depths = await self.jobs.waiting_depths()
         oldest = await self.jobs.oldest_waiting()
         return JobStats(counts, dead, depths, oldest, self.clock())
+
+    # --- webhooks (issue 17) ------------------------------------------------------------------
+
+    async def printer_health_changed(self, printer: str, healthy: bool, why: str | None) -> None:
+        """Put ``printer.healthy`` / ``printer.unhealthy`` in the webhook outbox (if wanted)."""
+        now = self.clock()
+        type_ = "printer.healthy" if healthy else "printer.unhealthy"
+        await Outbox(self.jobs.store).add_printer_event(
+            f"msg_{uuid.uuid4().hex}", type_, printer, now,
+            {"printer": printer, "healthy": healthy, "reason": why,
+             "pool": self._printer_pool(printer)},
+        )  # fmt: skip
+
+    def _printer_pool(self, printer: str) -> str | None:
+        cfg = self.config.printer(printer)
+        return cfg.pool if cfg is not None else None
+
+    async def failed_webhook_deliveries(
+        self, *, after_seq: int = 0, limit: int = 100
+    ) -> list[FailedDelivery]:
+        """Webhook deliveries parked as failed, oldest first."""
+        return await Outbox(self.jobs.store).failures(after_seq=after_seq, limit=limit)
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,9 @@ from edgeprint.models import (
     ReleaseRequest,
     ResolveRequest,
     StatsOut,
+    WebhookDeliveriesOut,
+    WebhookDeliveryOut,
+    iso_time,
 )
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.service import Caller, JobService
@@ -520,6 +523,32 @@ async def stats(request: web.Request) -> web.Response:
     )
 
 
+async def webhook_deliveries(request: web.Request) -> web.Response:
+    """GET /v1/webhooks/deliveries?state=failed&limit=&cursor= (tech): parked deliveries."""
+    await _caller(request, "tech")
+    problems_: list[errors.FieldProblem] = []
+    q = _query(request, {"state", "limit", "cursor"}, problems_)
+    if q.get("state", "failed") != "failed":
+        problems_.append(errors.FieldProblem("query.state", "only 'failed' deliveries are kept"))
+    limit, cursor = _paging(q, 100, problems_)
+    if problems_:
+        raise invalid("invalid query parameters", problems_, "query")
+    failed = await _deps(request).service.failed_webhook_deliveries(
+        after_seq=cursor or 0, limit=limit
+    )
+    out = [
+        WebhookDeliveryOut(
+            state="failed", url=f.url, webhook_id=f.event_id, type=f.type, job_id=f.job_id,
+            printer=f.printer, attempts=f.attempts,
+            first_attempt_at=iso_time(f.first_attempt_at), failed_at=iso_time(f.failed_at),
+            last_error=f.last_error,
+        )
+        for f in failed
+    ]  # fmt: skip
+    next_cursor = str(failed[-1].seq) if len(failed) == limit else None
+    return _json(WebhookDeliveriesOut(deliveries=out, next_cursor=next_cursor))
+
+
 def build_app(deps: Deps) -> web.Application:
     """The application with every v1 route; ``deps`` is stored under :data:`DEPS`."""
     app = web.Application(middlewares=[_middleware], client_max_size=_MAX_JSON_BODY)
@@ -537,6 +566,7 @@ def build_app(deps: Deps) -> web.Application:
     app.router.add_post("/v1/printers/{name}/drain", drain_printer)
     app.router.add_get("/v1/dead-letter", dead_letter)
     app.router.add_get("/v1/stats", stats)
+    app.router.add_get("/v1/webhooks/deliveries", webhook_deliveries)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)

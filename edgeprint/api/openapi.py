@@ -41,6 +41,7 @@ from edgeprint.models import (
     ResolveRequest,
     StatsOut,
     SubmitMetadata,
+    WebhookDeliveriesOut,
 )
 
 __all__ = ["OPERATIONS", "PATH", "Operation", "add_routes", "document", "document_bytes"]
@@ -55,7 +56,7 @@ _REQUEST_MODELS: tuple[type[BaseModel], ...] = (
 )  # fmt: skip
 _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     JobOut, JobListOut, PrinterOut, PrintersOut, DrainOut, DeadLetterOut, Health, Problem,
-    StatsOut,
+    StatsOut, WebhookDeliveriesOut,
 )  # fmt: skip
 
 Body = Literal["multipart", "release", "cancel", "resolve"]
@@ -291,6 +292,20 @@ OPERATIONS: tuple[Operation, ...] = (
         answers={200: Answer("the numbers", StatsOut), 503: _503_STORE, **_TECH},
     ),
     Operation(
+        "get", "/v1/webhooks/deliveries", "webhookDeliveries",
+        "Webhook deliveries parked as failed, oldest first (tech)", "operations", "tech",
+        query=("delivery_state", "limit", "cursor"),
+        description=(
+            "Events a receiver did not take (2xx) within its `max_delivery_s`; they are not "
+            "retried. Delivered events are not listed."
+        ),
+        answers={
+            200: Answer("a page of failed deliveries", WebhookDeliveriesOut),
+            422: _problem("`invalid-request`: a bad or unknown query parameter (`errors`)"),
+            503: _503_STORE, **_TECH,
+        },
+    ),
+    Operation(
         "get", "/healthz", "healthz", "Liveness", "operations", None,
         answers={200: Answer("the process and its event loop answer", Health)},
     ),
@@ -404,6 +419,11 @@ _PARAMETER_DEFS: dict[str, dict[str, Any]] = {
         "name": "limit", "in": "query", "required": False,
         "description": "page size, 1–500 (default 50; 100 for the dead-letter queue)",
         "schema": _LIMIT,
+    },
+    "delivery_state": {
+        "name": "state", "in": "query", "required": False,
+        "description": "only `failed` (the default): deliveries given up",
+        "schema": {"type": "string", "enum": ["failed"]},
     },
     "cursor": {
         "name": "cursor", "in": "query", "required": False,
