@@ -215,6 +215,9 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--cursor", type=_cursor, help="next page, as printed after a full page")
     r = tech("replay", "send a DEAD job back to its printer or pool, once (tech)")
     r.add_argument("job_id", metavar="JOB_ID", type=_job_id)
+    idf = tech("identify", "make a printer show itself: IPP Identify-Printer or a test page (tech)")
+    idf.add_argument("printer", metavar="PRINTER", type=_printer)
+    idf.add_argument("--test-page", action="store_true", help="print a one-page test print instead")
     tech("stats", "jobs by state, dead letters by reason, printers in short (tech)")
     rs = tech("resolve", "settle a DEAD outcome_unknown job: it printed, or print it again (tech)")
     rs.add_argument("job_id", metavar="JOB_ID", type=_job_id)
@@ -759,6 +762,20 @@ def cmd_stats(api: Api, args: argparse.Namespace, as_json: bool) -> None:
     _out([_clean(line) for line in lines])
 
 
+def cmd_identify(api: Api, args: argparse.Namespace, as_json: bool) -> None:
+    """``edgeprint identify PRINTER [--test-page]``."""
+    how = "test-page" if args.test_page else "auto"
+    raw, body = api.json("POST", f"/v1/printers/{args.printer}/identify", json_body={"how": how})
+    if as_json:
+        _emit_raw(raw)
+        return
+    if body.get("action") == "identify-printer":
+        line = f"{body['printer']}: Identify-Printer sent (it shows, flashes or sounds)"
+    else:
+        line = f"{body['printer']}: test page sent (printer job-id {body.get('printer_job_id')})"
+    _out([_clean(line)])
+
+
 def cmd_resolve(api: Api, args: argparse.Namespace, as_json: bool) -> None:
     """``edgeprint resolve JOB_ID --printed|--not-printed``."""
     raw, job = api.json(
@@ -805,6 +822,7 @@ COMMANDS: dict[str, Callable[[Api, argparse.Namespace, bool], None]] = {
     "replay": cmd_replay,
     "resolve": cmd_resolve,
     "stats": cmd_stats,
+    "identify": cmd_identify,
     "pause": _printer_action("pause"),
     "resume": _printer_action("resume"),
     "drain": _printer_action("drain"),

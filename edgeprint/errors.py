@@ -243,6 +243,16 @@ class PrinterNotFound(EdgeprintError):
         super().__init__(f"no printer named {name!r}")
 
 
+class IdentifyUnsupported(EdgeprintError):
+    """The printer does not list Identify-Printer in operations-supported (HTTP 409)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(
+            f"printer {name!r} does not support Identify-Printer; ask for a test page instead"
+        )
+
+
 # --- auth -------------------------------------------------------------------
 
 

@@ -377,3 +377,21 @@ class WebhookDeliveriesOut(BaseModel):
 def iso_time(ts: float) -> str:
     """Unix seconds as the API writes times (RFC 3339 UTC, milliseconds)."""
     return _iso(ts) or ""
+
+
+class IdentifyRequest(_Strict):
+    """Optional JSON body of ``POST /v1/printers/{name}/identify``."""
+
+    how: Literal["auto", "identify", "test-page"] = Field(
+        default="auto",
+        description="auto: IPP Identify-Printer when the printer supports it, else a test page; "
+        "identify: Identify-Printer only; test-page: a one-page test print",
+    )
+
+
+class IdentifyOut(BaseModel):
+    """What the printer was asked to do to show itself."""
+
+    printer: str
+    action: Literal["identify-printer", "test-page"]
+    printer_job_id: int | None = Field(description="the test page's IPP job-id at the printer")

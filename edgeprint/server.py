@@ -123,6 +123,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
             service.wake = dispatcher.wake
             service.on_control = dispatcher.control
             service.printer_view = dispatcher.snapshot
+            service.printer_identify = dispatcher.identify
             await service.load_paused()
             dispatch_task = asyncio.create_task(
                 dispatcher.run(config.server.shutdown_grace_s), name="dispatcher"

@@ -15,10 +15,10 @@ import logging
 import math
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Literal, NoReturn
 
 from edgeprint import errors, pins
 from edgeprint.config import Config, PrinterConfig
@@ -846,6 +846,28 @@ class JobService:
         """Webhook deliveries parked as failed, oldest first."""
         return await Outbox(self.jobs.store).failures(after_seq=after_seq, limit=limit)
 
+    # --- identify a printer (issue 17) -----------------------------------------------------
+
+    #: Set by the composition root (the dispatcher owns the printers' IPP clients).
+    printer_identify: Identify | None = None
+
+    async def identify(self, name: str, how: str, caller: Caller) -> Identified:
+        """Make a printer show itself (``how``: auto, identify, test-page); what was done.
+
+        Raises errors.PrinterNotFound, errors.IdentifyUnsupported, errors.PrinterError.
+        """
+        self.printer_config(name)
+        if self.printer_identify is None:  # pragma: no cover - always set by serve()
+            raise errors.PrinterNotFound(name)
+        done = await self.printer_identify(name, how, caller.name)
+        log.info(
+            "printer identified",
+            extra={"event": "printer_identified", "printer": name, "how": how,
+                   "action": done.action, "printer_job_id": done.printer_job_id,
+                   "actor": caller.name, "correlation_id": caller.correlation_id},
+        )  # fmt: skip
+        return done
+
 
 @dataclass(frozen=True)
 class JobStats:
@@ -856,3 +878,15 @@ class JobStats:
     waiting: dict[tuple[str | None, str | None], int]
     oldest_waiting: dict[tuple[str | None, str | None], float]
     at: float
+
+
+@dataclass(frozen=True)
+class Identified:
+    """What a printer was asked to do to show itself, and the test page's job-id if any."""
+
+    action: Literal["identify-printer", "test-page"]
+    printer_job_id: int | None
+
+
+#: ``identify(printer, how, by)``: the dispatcher's way to make a printer show itself.
+Identify = Callable[[str, str, str], Awaitable[Identified]]

@@ -36,6 +36,8 @@ from edgeprint.models import (
     DeadLetterOut,
     DrainOut,
     Health,
+    IdentifyOut,
+    IdentifyRequest,
     JobListOut,
     JobOut,
     PoolOut,
@@ -56,7 +58,7 @@ from edgeprint.states import JobState
 log = logging.getLogger(__name__)
 
 #: The optional JSON body of a release or a cancel.
-_Body = TypeVar("_Body", ReleaseRequest, CancelRequest, ResolveRequest)
+_Body = TypeVar("_Body", ReleaseRequest, CancelRequest, ResolveRequest, IdentifyRequest)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -469,6 +471,15 @@ async def drain_printer(request: web.Request) -> web.Response:
     return _json(DrainOut(printer=await _one_printer(deps, name), moved=moved))
 
 
+async def identify_printer(request: web.Request) -> web.Response:
+    """POST /v1/printers/{name}/identify (tech), optional {"how": …}: the printer shows itself."""
+    caller = await _caller(request, "tech")
+    name = request.match_info["name"]
+    body = await _optional_json(request, IdentifyRequest)
+    done = await _deps(request).service.identify(name, body.how, caller)
+    return _json(IdentifyOut(printer=name, action=done.action, printer_job_id=done.printer_job_id))
+
+
 async def dead_letter(request: web.Request) -> web.Response:
     """GET /v1/dead-letter?limit=&cursor= (tech): DEAD jobs, oldest first."""
     await _caller(request, "tech")
@@ -564,6 +575,7 @@ def build_app(deps: Deps) -> web.Application:
     app.router.add_post("/v1/printers/{name}/pause", pause_printer)
     app.router.add_post("/v1/printers/{name}/resume", resume_printer)
     app.router.add_post("/v1/printers/{name}/drain", drain_printer)
+    app.router.add_post("/v1/printers/{name}/identify", identify_printer)
     app.router.add_get("/v1/dead-letter", dead_letter)
     app.router.add_get("/v1/stats", stats)
     app.router.add_get("/v1/webhooks/deliveries", webhook_deliveries)

@@ -32,6 +32,8 @@ from edgeprint.models import (
     DeadLetterOut,
     DrainOut,
     Health,
+    IdentifyOut,
+    IdentifyRequest,
     JobListOut,
     JobOut,
     PrinterOut,
@@ -52,14 +54,14 @@ _REF = "#/components/schemas/{model}"
 _PROBLEM_TYPE = "application/problem+json"
 
 _REQUEST_MODELS: tuple[type[BaseModel], ...] = (
-    SubmitMetadata, ReleaseRequest, CancelRequest, ResolveRequest,
+    SubmitMetadata, ReleaseRequest, CancelRequest, ResolveRequest, IdentifyRequest,
 )  # fmt: skip
 _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     JobOut, JobListOut, PrinterOut, PrintersOut, DrainOut, DeadLetterOut, Health, Problem,
-    StatsOut, WebhookDeliveriesOut,
+    StatsOut, WebhookDeliveriesOut, IdentifyOut,
 )  # fmt: skip
 
-Body = Literal["multipart", "release", "cancel", "resolve"]
+Body = Literal["multipart", "release", "cancel", "resolve", "identify"]
 Role = Literal["kiosk", "tech"]
 
 
@@ -277,6 +279,28 @@ OPERATIONS: tuple[Operation, ...] = (
         },
     ),
     Operation(
+        "post", "/v1/printers/{name}/identify", "identifyPrinter",
+        "Make a printer show itself: Identify-Printer or a test page (tech)", "printers", "tech",
+        body="identify",
+        description=(
+            "`how`: `auto` (IPP Identify-Printer when the printer lists it in "
+            "operations-supported, else a one-page test print), `identify` or `test-page`. "
+            "The test page is printed directly, not as a job."
+        ),
+        answers={
+            200: Answer("what the printer was asked to do", IdentifyOut),
+            400: _problem("`malformed-json`: the body is not JSON"),
+            404: _404_PRINTER,
+            408: _problem("`request-timeout`: the body did not arrive within the time limit"),
+            409: _problem("`identify-unsupported`: the printer has no Identify-Printer"),
+            413: _problem("`payload-too-large`: the body is over 64 KiB"),
+            415: _problem("`unsupported-media-type`: a body that is not application/json"),
+            422: _problem("`invalid-request`: a bad `how` (`errors`)"),
+            502: _problem("`printer-error`: the printer failed or did not answer"),
+            **_TECH,
+        },
+    ),
+    Operation(
         "get", "/v1/dead-letter", "deadLetter", "DEAD jobs, oldest first (tech)", "jobs", "tech",
         query=("limit", "cursor"),
         answers={
@@ -478,6 +502,12 @@ def _request_body(body: Body, refs: dict[type[BaseModel], dict[str, Any]]) -> di
                     },
                 }
             },
+        }
+    if body == "identify":
+        return {
+            "required": False,
+            "description": 'optional; `{"how": "auto"}` is the default',
+            "content": {"application/json": {"schema": refs[IdentifyRequest]}},
         }
     if body == "resolve":
         return {
