@@ -20,9 +20,12 @@ import pytest
 from edgeprint import errors
 from edgeprint.config import parse_config
 from edgeprint.server import DB_FILE
+from edgeprint.store import Store
+from edgeprint.store.outbox import Outbox
 from tests.conftest import TECH_TOKEN, Appliance, config_dict, to_toml
-from tests.printing import Client
+from tests.printing import Client, appliance, rig_config
 from tests.proc import ServeProcess
+from tests.rig import Rig
 from tests.test_resolve import dead_job
 from tests.webhook_receiver import Receiver, webhook
 
@@ -395,3 +398,50 @@ async def _wait_log(proc: ServeProcess, event: str, timeout_s: float = 20.0) -> 
     while f'"event": "{event}"' not in proc.log_path.read_text(errors="replace"):
         assert time.monotonic() < deadline, proc.tail()
         await asyncio.sleep(0.02)  # polling a condition, bounded by the deadline
+
+
+async def test_printer_health_events_from_a_real_printer(
+    tmp_path: Path, printers: Rig, receiver: Receiver
+) -> None:
+    """Paper out → printer.unhealthy (media-empty), paper in → printer.healthy, in order."""
+    cfg = rig_config(tmp_path / "data", printers)
+    cfg["webhooks"] = [webhook(receiver.url, ["printer.unhealthy", "printer.healthy"])]
+    async with appliance(cfg) as (run, _):
+        printers.media("printer-02", "empty")
+        await receiver.wait_for(1)
+        printers.media("printer-02", "loaded")
+        got = await receiver.wait_for(2)
+        snap = run.dispatcher.snapshot("printer-02")
+        assert snap is not None
+        assert snap.healthy
+    events = [r.verified() for r in got]
+    assert [(e["type"], e["data"]["printer"]) for e in events] == [
+        ("printer.unhealthy", "printer-02"),
+        ("printer.healthy", "printer-02"),
+    ]
+    assert "media-empty" in events[0]["data"]["reason"]
+    assert events[0]["data"]["pool"] == "lobby"
+    assert events[1]["data"]["healthy"] is True
+
+
+async def test_outbox_keeps_what_a_receiver_still_needs(tmp_path: Path) -> None:
+    """Pruning deletes old events every receiver is done with, and nothing else."""
+    store = Store(tmp_path / "outbox.sqlite3")
+    await store.open()
+    try:
+        outbox = Outbox(store)
+        await outbox.subscribe({"printer.unhealthy"})
+        for i, at in enumerate((100.0, 200.0, 300.0)):
+            assert await outbox.add_printer_event(f"msg_{i}", "printer.unhealthy", "p", at, {})
+        assert not await outbox.add_printer_event("msg_x", "printer.healthy", "p", 1.0, {})
+        fast = await outbox.start_cursor("http://fast/", now=0)
+        slow = await outbox.start_cursor("http://slow/", now=0)
+        assert (fast, slow) == (3, 3)  # a new receiver starts after what is stored
+        await store.write("UPDATE webhook_cursors SET seq = 2 WHERE url = 'http://fast/'")
+        await store.write("UPDATE webhook_cursors SET seq = 1 WHERE url = 'http://slow/'")
+        assert await outbox.prune(250.0, ["http://fast/", "http://slow/"]) == 1
+        assert [e.id for e in await outbox.after(0, ["printer.unhealthy"])] == ["msg_1", "msg_2"]
+        assert await outbox.prune(250.0, ["http://fast/"]) == 1  # slow is no longer configured
+        assert [e.id for e in await outbox.after(0, ["printer.unhealthy"])] == ["msg_2"]
+    finally:
+        await store.close()
