@@ -11,6 +11,7 @@ import fcntl
 import logging
 import os
 import signal
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,7 +158,7 @@ async def _webhooks(config: Config, outbox: Outbox, metrics: Metrics) -> AsyncIt
     deliveries = Deliveries(
         config.webhooks, outbox, metrics, retention_s=config.retention.document_retention_s
     )
-    await outbox.subscribe(deliveries.events)  # before any job can change state
+    await deliveries.prepare(time.time())  # before any job can change state
     if not config.webhooks:
         yield
         return

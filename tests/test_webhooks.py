@@ -445,3 +445,24 @@ async def test_outbox_keeps_what_a_receiver_still_needs(tmp_path: Path) -> None:
         assert [e.id for e in await outbox.after(0, ["printer.unhealthy"])] == ["msg_2"]
     finally:
         await store.close()
+
+
+async def test_a_new_receiver_starts_with_new_events(
+    make_appliance: Callable[..., Any], receiver: Receiver
+) -> None:
+    """A receiver added to the config later gets what happens from then on, not the history."""
+    other = await Receiver().start()
+    try:
+        first = {"webhooks": [webhook(receiver.url, ["job.dead"])]}
+        async with make_appliance(sections=first) as app:
+            old = await dead_job(app, "hook-key-old1")
+            await receiver.wait_for(1)
+        both = {"webhooks": [webhook(receiver.url, ["job.dead"]), webhook(other.url, ["job.dead"])]}
+        async with make_appliance(sections=both) as app:
+            new = await dead_job(app, "hook-key-new1")
+            await receiver.wait_for(2)
+            await other.wait_for(1)
+        assert receiver.delivered_types() == [("job.dead", old["id"]), ("job.dead", new["id"])]
+        assert other.delivered_types() == [("job.dead", new["id"])]
+    finally:
+        await other.stop()

@@ -193,6 +193,16 @@ class Deliveries:
         """Every event type some receiver subscribed to."""
         return {e for cfg in self.configs for e in cfg.events}
 
+    async def prepare(self, now: float) -> None:
+        """Before any job can change state: the subscribed events, and each receiver's cursor.
+
+        A new receiver's cursor is placed now (after the events already stored), so
+        nothing that happens from here on can fall before it.
+        """
+        await self.outbox.subscribe(self.events)
+        for cfg in self.configs:
+            await self.outbox.start_cursor(cfg.url, now=now)
+
     async def run(self) -> None:
         """Deliver until cancelled. Raises errors.StoreError when the store fails."""
         connector = aiohttp.TCPConnector(limit_per_host=2)
