@@ -95,6 +95,10 @@ class NewJob:
     document_pages: int | None = None
 
 
+#: Guard for resolving an unknown outcome: only a job parked DEAD ``outcome_unknown``.
+GUARD_OUTCOME_UNKNOWN = "dead_reason = 'outcome_unknown'"
+
+
 @dataclass(frozen=True, slots=True)
 class EventRecord:
     """One row of ``job_events``."""
@@ -192,6 +196,11 @@ class Jobs:
 
     def __init__(self, store: Store) -> None:
         self._store = store
+
+    @property
+    def store(self) -> Store:
+        """The store these queries run on (shared with :class:`~edgeprint.store.copies.Copies`)."""
+        return self._store
 
     async def insert(self, job: NewJob, now: float, actor: str) -> JobRecord | None:
         """Store a new job; ``None`` when its idempotency key already exists.
@@ -513,12 +522,3 @@ class Jobs:
         await self._store.write(
             "DELETE FROM fences WHERE printer = ? AND job_id = ?", (printer, job_id)
         )
-
-    @property
-    def store(self) -> Store:
-        """The store these queries run on (the other query modules share it)."""
-        return self._store
-
-
-#: Guard for resolving an unknown outcome: only a job parked DEAD ``outcome_unknown``.
-GUARD_OUTCOME_UNKNOWN = "dead_reason = 'outcome_unknown'"
