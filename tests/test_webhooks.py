@@ -23,7 +23,7 @@ from edgeprint.server import DB_FILE
 from edgeprint.store import Store
 from edgeprint.store.outbox import Outbox
 from tests.conftest import TECH_TOKEN, Appliance, config_dict, to_toml
-from tests.printing import Client, appliance, rig_config
+from tests.printing import Client, appliance, assert_each_printed_once, rig_config
 from tests.proc import ServeProcess
 from tests.rig import Rig
 from tests.test_resolve import dead_job
@@ -466,3 +466,22 @@ async def test_a_new_receiver_starts_with_new_events(
         assert other.delivered_types() == [("job.dead", new["id"])]
     finally:
         await other.stop()
+
+
+async def test_a_hanging_receiver_never_holds_printing(
+    tmp_path: Path, printers: Rig, receiver: Receiver
+) -> None:
+    """While the receiver holds the first job.done unanswered, later jobs still print."""
+    receiver.mode = "hang"
+    cfg = rig_config(tmp_path / "data", printers)
+    cfg["webhooks"] = [webhook(receiver.url, ["job.done"], timeout_s=60, max_delivery_s=600)]
+    async with appliance(cfg) as (_, kiosk):
+        first = await kiosk.submit("hang-key-0001", printer="printer-01", hold=False)
+        await kiosk.wait_states([first["id"]], {"DONE"})
+        await receiver.wait_for(1)  # its notice hangs in the receiver now
+        more = [
+            await kiosk.submit(f"hang-key-{i:04d}", pool="lobby", hold=False) for i in range(2, 6)
+        ]
+        await kiosk.wait_states([j["id"] for j in more], {"DONE"})
+        assert len(receiver.hooks()) == 1  # still the first, still unanswered
+    assert_each_printed_once(printers, [first["id"], *(j["id"] for j in more)])
