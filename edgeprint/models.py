@@ -356,7 +356,7 @@ class WebhookDeliveryOut(BaseModel):
     """A webhook delivery given up after ``max_delivery_s`` (parked as failed)."""
 
     state: Literal["failed"]
-    url: str = Field(description="the receiver ([[webhooks]].url)")
+    url: str = Field(description="the receiver ([[webhooks]].url, without user info or query)")
     webhook_id: str = Field(description="the webhook-id header it was sent with")
     type: str = Field(description="job.done, job.dead, …, printer.unhealthy, printer.healthy")
     job_id: str | None

@@ -260,7 +260,8 @@ async def test_receiver_failing_for_ever_is_parked_and_the_store_untouched(
 ) -> None:
     """500 for ever: parked after max_delivery_s, listed as failed, counted; jobs unchanged."""
     receiver.mode = "fail"
-    hook = webhook(receiver.url, JOB_EVENTS, max_delivery_s=0.3)
+    url = receiver.url.replace("127.0.0.1", "hook:s3cret@127.0.0.1") + "?key=s3cret"
+    hook = webhook(url, JOB_EVENTS, max_delivery_s=0.3)
     async with make_appliance(sections={"webhooks": [hook]}) as app:
         job = await dead_job(app, "hook-key-0010")
         before = job_rows(app)
@@ -268,7 +269,7 @@ async def test_receiver_failing_for_ever_is_parked_and_the_store_untouched(
         assert parked["state"] == "failed"
         assert parked["type"] == "job.dead"
         assert parked["job_id"] == job["id"]
-        assert parked["url"] == receiver.url
+        assert parked["url"] == receiver.url  # no user info, no query: they may be credentials
         assert parked["last_error"] == "HTTP 500"
         assert parked["attempts"] >= 2
         assert parked["webhook_id"] == receiver.hooks()[0].id
@@ -425,7 +426,7 @@ async def test_printer_health_events_from_a_real_printer(
 
 
 async def test_outbox_keeps_what_a_receiver_still_needs(tmp_path: Path) -> None:
-    """Pruning deletes old events every receiver is done with, and nothing else."""
+    """Pruning deletes old events every receiver is done with, and old failures; nothing else."""
     store = Store(tmp_path / "outbox.sqlite3")
     await store.open()
     try:
@@ -443,6 +444,11 @@ async def test_outbox_keeps_what_a_receiver_still_needs(tmp_path: Path) -> None:
         assert [e.id for e in await outbox.after(0, ["printer.unhealthy"])] == ["msg_1", "msg_2"]
         assert await outbox.prune(250.0, ["http://fast/"]) == 1  # slow is no longer configured
         assert [e.id for e in await outbox.after(0, ["printer.unhealthy"])] == ["msg_2"]
+        [event] = await outbox.after(0, ["printer.unhealthy"])
+        for url, at in (("http://fast/", 100.0), ("http://slow/", 400.0)):
+            await outbox.park(url, event, attempts=3, first_attempt_at=at, now=at, error="x")
+        await outbox.prune(250.0, [])
+        assert [f.url for f in await outbox.failures()] == ["http://slow/"]
     finally:
         await store.close()
 

@@ -8,6 +8,7 @@ import logging
 import re
 import secrets
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -534,6 +535,16 @@ async def stats(request: web.Request) -> web.Response:
     )
 
 
+def _shown_url(url: str) -> str:
+    """A receiver URL without user info or query (either may hold a credential)."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port is not None else "")
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
 async def webhook_deliveries(request: web.Request) -> web.Response:
     """GET /v1/webhooks/deliveries?state=failed&limit=&cursor= (tech): parked deliveries."""
     await _caller(request, "tech")
@@ -549,8 +560,8 @@ async def webhook_deliveries(request: web.Request) -> web.Response:
     )
     out = [
         WebhookDeliveryOut(
-            state="failed", url=f.url, webhook_id=f.event_id, type=f.type, job_id=f.job_id,
-            printer=f.printer, attempts=f.attempts,
+            state="failed", url=_shown_url(f.url), webhook_id=f.event_id, type=f.type,
+            job_id=f.job_id, printer=f.printer, attempts=f.attempts,
             first_attempt_at=iso_time(f.first_attempt_at), failed_at=iso_time(f.failed_at),
             last_error=f.last_error,
         )

@@ -134,7 +134,8 @@ class Outbox:
         return [FailedDelivery(*r) for r in rows]
 
     async def prune(self, before: float, urls: Collection[str]) -> int:
-        """Delete events older than ``before`` that every receiver in ``urls`` is done with."""
+        """Delete events older than ``before`` that every receiver in ``urls`` is done with,
+        and failures parked before ``before``; the number of events deleted."""
         marks = ", ".join("?" for _ in urls) or "NULL"
         rows = await self._store.write(
             "DELETE FROM webhook_outbox WHERE at < ? AND seq <= coalesce("
@@ -142,4 +143,5 @@ class Outbox:
             "(SELECT max(seq) FROM webhook_outbox)) RETURNING seq",
             (before, *urls),
         )
+        await self._store.write("DELETE FROM webhook_failures WHERE failed_at < ?", (before,))
         return len(rows)
