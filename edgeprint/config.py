@@ -6,8 +6,10 @@ naming the bad key in dotted form (``printers[1].pool``).
 
 from __future__ import annotations
 
+import base64
 import re
 import tomllib
+import urllib.parse
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -17,6 +19,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -167,6 +170,77 @@ class TokenConfig(_Frozen):
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 
+#: What a webhook may subscribe to (``[[webhooks]].events``).
+WebhookEvent = Literal[
+    "job.done", "job.dead", "job.cancelled", "job.expired", "printer.unhealthy",
+    "printer.healthy",
+]  # fmt: skip
+_WEBHOOK_SECRET_BYTES = (24, 64)
+
+
+class WebhookConfig(_Frozen):
+    """One ``[[webhooks]]`` entry: where to POST which events, signed per Standard Webhooks."""
+
+    url: str = Field(max_length=2000)
+    events: list[WebhookEvent] = Field(min_length=1)
+    #: ``whsec_`` + base64 of 24–64 random bytes (the Standard Webhooks form).
+    secret: str = Field(repr=False)
+    #: Keep retrying one event this long (from its first attempt), then park it as failed.
+    max_delivery_s: float = Field(default=86_400.0, gt=0, le=30 * 86_400)
+    #: One attempt (connect, send, answer) at most this long.
+    timeout_s: float = Field(default=10.0, gt=0, le=300)
+    #: Back-off between attempts: base * 2^n, capped, times a random 0.5–1.
+    retry_base_s: float = Field(default=1.0, gt=0, le=3600)
+    retry_max_s: float = Field(default=300.0, gt=0, le=86_400)
+    #: How often the outbox is read for new events.
+    poll_interval_s: float = Field(default=0.5, gt=0, le=60)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        parts = urllib.parse.urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"{value[:80]!r} is not an http:// or https:// URL with a host")
+        if any(c.isspace() for c in value):
+            raise ValueError("must not contain white space")
+        return value
+
+    @field_validator("events")
+    @classmethod
+    def _distinct(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("an event is listed twice")
+        return value
+
+    @field_validator("secret")
+    @classmethod
+    def _secret(cls, value: str) -> str:
+        low, high = _WEBHOOK_SECRET_BYTES
+        hint = f'"whsec_" followed by base64 of {low}–{high} random bytes'
+        if not value.startswith("whsec_"):
+            raise ValueError(f"must be {hint} (Standard Webhooks)")
+        try:
+            key = base64.b64decode(value[6:], validate=True)
+        except ValueError:
+            raise ValueError(f"not valid base64 after whsec_; must be {hint}") from None
+        if not low <= len(key) <= high:
+            raise ValueError(f"{len(key)} bytes after whsec_; must be {hint}")
+        return value
+
+    @field_validator("retry_max_s")
+    @classmethod
+    def _cap_above_base(cls, value: float, info: ValidationInfo) -> float:
+        base = info.data.get("retry_base_s")
+        if base is not None and value < base:
+            raise ValueError(f"must not be less than retry_base_s ({base})")
+        return value
+
+    @property
+    def key(self) -> bytes:
+        """The HMAC key: the bytes the secret encodes."""
+        return base64.b64decode(self.secret[6:])
+
+
 class Config(_Frozen):
     """The whole configuration file."""
 
@@ -177,10 +251,12 @@ class Config(_Frozen):
     release: ReleaseConfig = ReleaseConfig()
     printers: list[PrinterConfig] = Field(default_factory=list)
     tokens: list[TokenConfig] = Field(default_factory=list)
+    webhooks: list[WebhookConfig] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _unique(self) -> Config:
         _no_duplicates([p.name for p in self.printers], "printers", "name")
+        _no_duplicates([w.url for w in self.webhooks], "webhooks", "url")
         _no_duplicates([t.name for t in self.tokens], "tokens", "name")
         _no_duplicates([t.sha256 for t in self.tokens], "tokens", "sha256")
         if self.server.shutdown_grace_s < self.dispatch.request_timeout_s:

@@ -68,6 +68,22 @@ class StateConflict(EdgeprintError):
         super().__init__(f"cannot {action} job {job_id}: it is {state}")
 
 
+class OutcomeNotUnknown(StateConflict):
+    """Only a DEAD job whose outcome is unknown can be resolved (HTTP 409).
+
+    ``dead_reason`` is the job's current one (None unless it is DEAD).
+    """
+
+    def __init__(self, job_id: str, state: str, dead_reason: str | None) -> None:
+        super().__init__(job_id, "resolve", state)
+        self.dead_reason = dead_reason
+        why = f"it is {state}" + (f" ({dead_reason})" if dead_reason else "")
+        self.args = (
+            f"cannot resolve job {job_id}: only a DEAD job whose outcome is unknown "
+            f"(outcome_unknown) can be resolved; {why}",
+        )
+
+
 @dataclass(frozen=True)
 class FieldProblem:
     """One invalid field of a request: where (``loc``, dotted) and why."""
@@ -225,6 +241,16 @@ class PrinterNotFound(EdgeprintError):
     def __init__(self, name: str) -> None:
         self.name = name
         super().__init__(f"no printer named {name!r}")
+
+
+class IdentifyUnsupported(EdgeprintError):
+    """The printer does not list Identify-Printer in operations-supported (HTTP 409)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(
+            f"printer {name!r} does not support Identify-Printer; ask for a test page instead"
+        )
 
 
 # --- auth -------------------------------------------------------------------

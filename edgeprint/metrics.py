@@ -161,6 +161,14 @@ class Metrics:
             "edgeprint_printer_up", "1 when the printer answered its last request", ["printer"],
             registry=r,
         )  # fmt: skip
+        self.webhook_deliveries = Counter(
+            "edgeprint_webhook_deliveries_total",
+            "Webhook delivery attempts by outcome: delivered (2xx), retried (failed, tried "
+            "again later), failed (parked after max_delivery_s)",
+            ["outcome"], registry=r,
+        )  # fmt: skip
+        for outcome in ("delivered", "retried", "failed"):
+            self.webhook_deliveries.labels(outcome=outcome)
         self._reason_labels: dict[str, set[str]] = {}
         self._http_children: dict[tuple[str, int], Any] = {}
         for s in JobState:

@@ -11,6 +11,7 @@ import fcntl
 import logging
 import os
 import signal
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,9 @@ from edgeprint.service import JobService
 from edgeprint.spool import Spool
 from edgeprint.store import Store
 from edgeprint.store.jobs import Jobs
+from edgeprint.store.outbox import Outbox
 from edgeprint.systemd import Systemd
+from edgeprint.webhooks.delivery import Deliveries
 
 log = logging.getLogger(__name__)
 
@@ -110,15 +113,19 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
         removed = await _sweep_orphans(spool, jobs)
         if removed:
             log.info("orphan documents removed", extra={"event": "spool_swept", "count": removed})
-        async with aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit_per_host=4), raise_for_status=False
-        ) as session:
+        async with (
+            _webhooks(config, Outbox(store), metrics),
+            aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit_per_host=4), raise_for_status=False
+            ) as session,
+        ):
             service = JobService(config, jobs, spool, metrics)
             dispatcher = Dispatcher(config, service, session, metrics)
             service.wake = dispatcher.wake
             service.on_control = dispatcher.control
             service.on_resume = dispatcher.resumed
             service.printer_view = dispatcher.snapshot
+            service.printer_identify = dispatcher.identify
             await service.load_paused()
             dispatch_task = asyncio.create_task(
                 dispatcher.run(config.server.shutdown_grace_s), name="dispatcher"
@@ -144,6 +151,25 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
     finally:
         await store.close()
         log.info("edgeprint stopped", extra={"event": "stopped"})
+
+
+@contextlib.asynccontextmanager
+async def _webhooks(config: Config, outbox: Outbox, metrics: Metrics) -> AsyncIterator[None]:
+    """Subscribe the outbox to the configured events; deliver them in a task of their own."""
+    deliveries = Deliveries(
+        config.webhooks, outbox, metrics, retention_s=config.retention.document_retention_s
+    )
+    await deliveries.prepare(time.time())  # before any job can change state
+    if not config.webhooks:
+        yield
+        return
+    task = asyncio.create_task(deliveries.run(), name="webhooks")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 @contextlib.asynccontextmanager

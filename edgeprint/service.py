@@ -16,10 +16,10 @@ import math
 import random
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Literal, NoReturn
 
 from edgeprint import errors, pins
 from edgeprint.backoff import retry_delay
@@ -42,15 +42,18 @@ from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.printers.ipp import PrinterJob
 from edgeprint.spool import Spool, StagedDocument
 from edgeprint.states import Action, JobState
+from edgeprint.store import stats as store_stats
 from edgeprint.store.copies import Copies, copy_from_row
 from edgeprint.store.jobs import (
     GUARD_NO_LIVE_COPY,
     GUARD_ON_PRINTER,
+    GUARD_OUTCOME_UNKNOWN,
     GUARD_PRINTED,
     JobRecord,
     Jobs,
     NewJob,
 )
+from edgeprint.store.outbox import FailedDelivery, Outbox
 
 log = logging.getLogger(__name__)
 
@@ -1049,6 +1052,125 @@ class JobService:
                        "correlation_id": job.correlation_id},
             )  # fmt: skip
         return out
+
+    # --- technicians settle what edgeprint could not know (issue 17) ------------------------
+
+    async def resolve(self, job_id: str, caller: Caller, *, printed: bool) -> JobRecord:
+        """A technician settles a DEAD ``outcome_unknown`` job: printed → DONE, else RELEASED.
+
+        "Not printed" makes it printable once more, like a replay. Of concurrent
+        resolutions (either way) exactly one wins. The event row records the
+        technician (actor) and the decision (reason). Raises errors.JobNotFound,
+        errors.OutcomeNotUnknown (any other job, or a lost race).
+        """
+        now = self.clock()
+        if printed:
+            job = await self.jobs.transition(
+                job_id, Action.RESOLVE, now=now, actor=caller.name,
+                reason="resolved: printed (a technician saw the copy)",
+                correlation_id=caller.correlation_id, sets={"finished_at": now},
+                guard=GUARD_OUTCOME_UNKNOWN,
+            )  # fmt: skip
+        else:
+            job = await self.jobs.transition(
+                job_id, Action.REPLAY, now=now, actor=caller.name,
+                reason="resolved: not printed (a technician found no copy); print again",
+                correlation_id=caller.correlation_id,
+                sets={"attempts": 0, "not_before": 0.0, "dead_reason": None, "printed_on": None,
+                      "printer_job_id": None, "released_at": now},
+                guard=GUARD_OUTCOME_UNKNOWN,
+            )  # fmt: skip
+        outcome = "printed" if printed else "not_printed"
+        if job is None:
+            current = await self.get(job_id)
+            self.metrics.transitions.labels(action="resolve", outcome="conflict").inc()
+            raise errors.OutcomeNotUnknown(job_id, current.state.value, current.dead_reason)
+        self.metrics.transitions.labels(action="resolve", outcome="ok").inc()
+        log.info(
+            "job resolved",
+            extra={"event": "job_resolved", "job_id": job_id, "printed": printed,
+                   "outcome": outcome, "state": job.state.value, "actor": caller.name,
+                   "correlation_id": caller.correlation_id},
+        )  # fmt: skip
+        if not printed:
+            self._admitted(job.printer, job.pool)
+            self.wake(job.printer, job.pool)
+        return job
+
+    async def stats(self) -> JobStats:
+        """Jobs by state, dead letters by reason and the waiting queues, read now."""
+        counts = await self.jobs.count_by_state()
+        dead = await store_stats.dead_by_reason(self.jobs.store)
+        depths = await self.jobs.waiting_depths()
+        oldest = await self.jobs.oldest_waiting()
+        return JobStats(counts, dead, depths, oldest, self.clock())
+
+    # --- webhooks (issue 17) ------------------------------------------------------------------
+
+    async def printer_health_changed(self, printer: str, healthy: bool, why: str | None) -> None:
+        """Put ``printer.healthy`` / ``printer.unhealthy`` in the webhook outbox (if wanted)."""
+        now = self.clock()
+        type_ = "printer.healthy" if healthy else "printer.unhealthy"
+        await Outbox(self.jobs.store).add_printer_event(
+            f"msg_{uuid.uuid4().hex}", type_, printer, now,
+            {"printer": printer, "healthy": healthy, "reason": why,
+             "pool": self._printer_pool(printer)},
+        )  # fmt: skip
+
+    def _printer_pool(self, printer: str) -> str | None:
+        cfg = self.config.printer(printer)
+        return cfg.pool if cfg is not None else None
+
+    async def failed_webhook_deliveries(
+        self, *, after_seq: int = 0, limit: int = 100
+    ) -> list[FailedDelivery]:
+        """Webhook deliveries parked as failed, oldest first."""
+        return await Outbox(self.jobs.store).failures(after_seq=after_seq, limit=limit)
+
+    # --- identify a printer (issue 17) -----------------------------------------------------
+
+    #: Set by the composition root (the dispatcher owns the printers' IPP clients).
+    printer_identify: Identify | None = None
+
+    async def identify(self, name: str, how: str, caller: Caller) -> Identified:
+        """Make a printer show itself (``how``: auto, identify, test-page); what was done.
+
+        Raises errors.PrinterNotFound, errors.IdentifyUnsupported, errors.PrinterError.
+        """
+        self.printer_config(name)
+        if self.printer_identify is None:  # pragma: no cover - always set by serve()
+            raise errors.PrinterNotFound(name)
+        done = await self.printer_identify(name, how, caller.name)
+        log.info(
+            "printer identified",
+            extra={"event": "printer_identified", "printer": name, "how": how,
+                   "action": done.action, "printer_job_id": done.printer_job_id,
+                   "actor": caller.name, "correlation_id": caller.correlation_id},
+        )  # fmt: skip
+        return done
+
+
+@dataclass(frozen=True)
+class JobStats:
+    """What :meth:`JobService.stats` read: counts, and queues keyed by (printer, pool)."""
+
+    jobs_by_state: dict[JobState, int]
+    dead_by_reason: dict[str, int]
+    waiting: dict[tuple[str | None, str | None], int]
+    oldest_waiting: dict[tuple[str | None, str | None], float]
+    at: float
+
+
+@dataclass(frozen=True)
+class Identified:
+    """What a printer was asked to do to show itself, and the test page's job-id if any."""
+
+    action: Literal["identify-printer", "test-page"]
+    printer_job_id: int | None
+
+
+#: ``identify(printer, how, by)``: the dispatcher's way to make a printer show itself.
+Identify = Callable[[str, str, str], Awaitable[Identified]]
 
 
 def job_facts(job: JobRecord) -> JobFacts:

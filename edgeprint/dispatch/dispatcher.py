@@ -5,15 +5,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 
 import aiohttp
 
+from edgeprint import errors
 from edgeprint.config import Config
 from edgeprint.dispatch.worker import PrinterWorker
 from edgeprint.metrics import Metrics
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.printers.ipp import IppClient
-from edgeprint.service import JobService
+from edgeprint.printers.testpage import render_test_page
+from edgeprint.service import Identified, JobService
 
 log = logging.getLogger(__name__)
 
@@ -126,3 +129,26 @@ class Dispatcher:
                 },
             )
             t.cancel()
+
+    async def identify(self, printer: str, how: str, by: str) -> Identified:
+        """Make ``printer`` show itself: Identify-Printer, or a one-page test print.
+
+        ``how``: ``auto`` (Identify-Printer when the printer lists it in
+        operations-supported, else a test page), ``identify`` or ``test-page``.
+        Raises errors.PrinterNotFound, errors.IdentifyUnsupported, errors.PrinterError.
+        """
+        worker = self.workers.get(printer)
+        if worker is None:
+            raise errors.PrinterNotFound(printer)
+        status = await worker.client.get_printer_attributes()
+        supported = "Identify-Printer" in status.operations
+        if how == "identify" or (how == "auto" and supported):
+            if not supported:
+                raise errors.IdentifyUnsupported(printer)
+            await worker.client.identify(by)
+            return Identified("identify-printer", None)
+        document = render_test_page(printer, by, time.time())
+        job_id = await worker.client.print_job(
+            f"test-page-{printer}", by, document, "application/pdf"
+        )
+        return Identified("test-page", job_id)

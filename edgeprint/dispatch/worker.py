@@ -228,6 +228,7 @@ class PrinterWorker:
         self.metrics.health_changes.labels(
             printer=self.name, healthy=str(change.healthy).lower()
         ).inc()
+        await self.service.printer_health_changed(self.name, change.healthy, change.reason)
         if change.healthy:
             log.info("printer healthy", extra={"event": "printer_healthy", "printer": self.name})
             self.service.wake(self.name, self.config.pool)

@@ -509,3 +509,14 @@ class IppClient:
             if "job-id" in group:
                 return int(group["job-id"])
         raise errors.PrinterProtocolError(_op_name(op), "the answer has no job-id")
+
+    async def identify(self, user: str) -> None:
+        """Identify-Printer (PWG 5100.13 §6.1.1) with the printer's default identify-actions.
+
+        Raises errors.PrinterTransient and kin (Identify-Printer changes nothing
+        that matters if sent twice).
+        """
+        await self._call(
+            IppOperation.IDENTIFY_PRINTER,
+            {"operation-attributes-tag": {"requesting-user-name": user}},
+        )

@@ -107,6 +107,10 @@ class NewJob:
     document_pages: int | None = None
 
 
+#: Guard for resolving an unknown outcome: only a job parked DEAD ``outcome_unknown``.
+GUARD_OUTCOME_UNKNOWN = "dead_reason = 'outcome_unknown'"
+
+
 @dataclass(frozen=True, slots=True)
 class EventRecord:
     """One row of ``job_events``."""

@@ -236,4 +236,72 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # webhooks (issue 17): an outbox row in the same transaction as the change it reports
+    [
+        # the event types some [[webhooks]] entry wants (rewritten at start-up): no rows
+        # are written for events nobody subscribed to
+        "CREATE TABLE webhook_subscriptions (event TEXT PRIMARY KEY)",
+        """
+        CREATE TABLE webhook_outbox (
+            seq      INTEGER PRIMARY KEY AUTOINCREMENT,  -- delivery order
+            id       TEXT NOT NULL UNIQUE,               -- webhook-id, the same on every attempt
+            type     TEXT NOT NULL,                      -- job.done, printer.unhealthy, …
+            at       REAL NOT NULL,                      -- unix seconds of the change
+            job_id   TEXT,
+            printer  TEXT,
+            data     TEXT NOT NULL                       -- JSON object
+        )
+        """,
+        "CREATE INDEX webhook_outbox_by_at ON webhook_outbox (at)",
+        # per receiver URL: the last outbox seq delivered (or parked)
+        """
+        CREATE TABLE webhook_cursors (
+            url         TEXT PRIMARY KEY,
+            seq         INTEGER NOT NULL,
+            updated_at  REAL NOT NULL
+        )
+        """,
+        # deliveries given up after max_delivery_s
+        """
+        CREATE TABLE webhook_failures (
+            seq               INTEGER PRIMARY KEY AUTOINCREMENT,
+            url               TEXT NOT NULL,
+            event_seq         INTEGER NOT NULL,
+            event_id          TEXT NOT NULL,
+            type              TEXT NOT NULL,
+            job_id            TEXT,
+            printer           TEXT,
+            attempts          INTEGER NOT NULL,
+            first_attempt_at  REAL NOT NULL,
+            failed_at         REAL NOT NULL,
+            last_error        TEXT NOT NULL,
+            UNIQUE (url, event_id)
+        )
+        """,
+        """
+        CREATE TRIGGER webhook_outbox_on_job AFTER UPDATE OF state ON jobs
+        WHEN OLD.state IS NOT NEW.state
+             AND NEW.state IN ('DONE', 'DEAD', 'CANCELLED', 'EXPIRED')
+             AND EXISTS (SELECT 1 FROM webhook_subscriptions
+                         WHERE event = 'job.' || lower(NEW.state))
+        BEGIN
+            INSERT INTO webhook_outbox (id, type, at, job_id, printer, data)
+            VALUES (
+                'msg_' || lower(hex(randomblob(16))), 'job.' || lower(NEW.state),
+                NEW.updated_at, NEW.id, coalesce(NEW.printed_on, NEW.printer),
+                json_object(
+                    'job_id', NEW.id, 'idempotency_key', NEW.idempotency_key,
+                    'state', NEW.state, 'from_state', OLD.state, 'owner', NEW.owner,
+                    'printer', NEW.printer, 'pool', NEW.pool, 'printed_on', NEW.printed_on,
+                    'attempts', NEW.attempts, 'dead_reason', NEW.dead_reason,
+                    'last_error', NEW.last_error, 'actor', NEW.actor, 'reason', NEW.reason,
+                    'correlation_id', NEW.correlation_id
+                )
+            );
+        END
+        """,
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
