@@ -362,6 +362,28 @@ class IppParseError(EdgeprintError):
 class IppEncodeError(EdgeprintError):
     """An IppMessage that cannot be encoded (a value too long, a value of the wrong type)."""
 
+
+# --- documents for a printer (edgeprint.documents) ---------------------------
+
+
+class DocumentUnprintable(EdgeprintError):
+    """This document cannot be made into something this printer takes (HTTP 422).
+
+    ``slug`` is ``unsupported-document`` (no format edgeprint can produce is
+    listed; ``takes`` holds what the printer lists), ``no-media-fits`` (no
+    loaded media is as large as a page) or ``document-renders-empty``.
+    """
+
+    def __init__(self, slug: str, detail: str, *, takes: Sequence[str] = ()) -> None:
+        self.slug = slug
+        self.detail = detail
+        self.takes = tuple(takes)
+        super().__init__(detail)
+
+
+class RenderFailed(EdgeprintError):
+    """Rendering a page to raster failed (PDFium refused the page, or the worker died)."""
+
     def __init__(self, detail: str) -> None:
         self.detail = detail
         super().__init__(detail)

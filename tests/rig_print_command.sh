@@ -106,7 +106,13 @@ case $copies in '' | *[!0-9]*) copies=1 ;; esac
 
 # Pages: count "/Type /Page" objects (not "/Type /Pages"). Good enough for the
 # small uncompressed PDFs the tests send; anything else counts as one page.
-pages=$(grep -a -o -E '/Type[[:space:]]*/Page([^s]|$)' "$spool_file" 2>/dev/null | wc -l)
+# PWG raster: one "PwgRaster" MediaClass per page header; Apple raster: the
+# page count in the file header (bytes 8-11, big-endian).
+case $(head -c 4 "$spool_file" 2>/dev/null) in
+RaS2) pages=$(grep -a -o 'PwgRaster' "$spool_file" | wc -l) ;;
+UNIR) pages=$(od -An -tu4 --endian=big -j8 -N4 "$spool_file" | tr -d ' ') ;;
+*) pages=$(grep -a -o -E '/Type[[:space:]]*/Page([^s]|$)' "$spool_file" 2>/dev/null | wc -l) ;;
+esac
 [ "$pages" -ge 1 ] 2>/dev/null || pages=1
 bytes=$(wc -c <"$spool_file" | tr -d ' ')
 # A PDF cut short (no %%EOF in its last 64 bytes) prints what came through: its last
