@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 from http.client import HTTPException
 from typing import IO, Any
 
-from edgeprint import __version__
+from edgeprint import __version__, cli_discover, cli_setup
 from edgeprint.states import JobState
 
 EXIT_OK = 0
@@ -199,6 +199,9 @@ def _parser() -> argparse.ArgumentParser:
     tn.add_argument("--role", required=True, choices=["kiosk", "tech"])
     tn.add_argument("--name", default=None, help="token name (default: ROLE-<random>)")
 
+    cli_discover.add_parser(sub)
+    cli_setup.add_parser(sub)
+
     def tech(name: str, help_: str) -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help_, description=help_, parents=[common])
 
@@ -250,6 +253,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _token_new(args.role, args.name)
     if args.command == "serve":
         return _serve(args.config, args.log_level)
+    if args.command == "discover":
+        return cli_discover.run(args)
+    if args.command == "setup":
+        return cli_setup.run(args)
     return _tech(args)
 
 
@@ -267,6 +274,10 @@ def _check_config(path: str) -> int:
         f"{len(cfg.tokens)} token(s); data_dir {cfg.server.data_dir}; "
         f"listening on {cfg.server.host}:{cfg.server.port}"
     )
+    from edgeprint.config_checks import warnings
+
+    for line in warnings(cfg):
+        print(f"warning: {line}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -286,6 +297,7 @@ def _token_new(role: str, name: str | None) -> int:
 
 def _serve(config_path: str, log_level: str) -> int:
     import asyncio
+    import pathlib
 
     from edgeprint import errors, logs
     from edgeprint.config import load_config
@@ -299,7 +311,7 @@ def _serve(config_path: str, log_level: str) -> int:
     from edgeprint.server import serve  # the server stack is not needed for other commands
 
     try:
-        asyncio.run(serve(cfg))
+        asyncio.run(serve(cfg, pathlib.Path(config_path)))
     except errors.StoreError as exc:
         print(f"edgeprint: {exc}", file=sys.stderr)
         return 1

@@ -12,18 +12,18 @@ import logging
 import os
 import signal
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
 
-from edgeprint import errors
+from edgeprint import errors, reload
 from edgeprint.api import http_server
 from edgeprint.api.app import Deps, build_app
 from edgeprint.api.auth import TokenAuth
 from edgeprint.api.ratelimit import TokenRateLimiter
-from edgeprint.config import Config
+from edgeprint.config import Config, load_config
 from edgeprint.dispatch.dispatcher import Dispatcher
 from edgeprint.metrics import Metrics
 from edgeprint.service import JobService
@@ -50,6 +50,8 @@ class Running:
     port: int
     dispatcher: Dispatcher
     dispatch_task: asyncio.Task[None]
+    #: Applies a reloaded config's live keys (edgeprint.reload.LIVE_KEYS) at once.
+    reconfigure: Callable[[Config], None]
 
 
 async def _sweep_orphans(spool: Spool, jobs: Jobs) -> int:
@@ -131,13 +133,25 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                 dispatcher.run(config.server.shutdown_grace_s), name="dispatcher"
             )
             try:
-                async with _api(config, service, metrics, store, dispatcher) as (host, port):
+                async with _api(config, service, metrics, store, dispatcher) as (
+                    host,
+                    port,
+                    reconfigure_api,
+                ):
+
+                    def reconfigure(new: Config) -> None:
+                        service.reconfigure(new)
+                        reconfigure_api(new)
+                        dispatcher.add_printers(new)
+
                     log.info(
                         "edgeprint ready",
                         extra={"event": "ready", "host": host, "port": port,
                                "data_dir": str(data_dir)},
                     )  # fmt: skip
-                    yield Running(service, store, host, port, dispatcher, dispatch_task)
+                    yield Running(
+                        service, store, host, port, dispatcher, dispatch_task, reconfigure
+                    )
                     # Stop taking work first; in-flight IPP requests get the grace period.
                     dispatcher.request_stop()
                     await asyncio.wait([dispatch_task])
@@ -175,26 +189,34 @@ async def _webhooks(config: Config, outbox: Outbox, metrics: Metrics) -> AsyncIt
 @contextlib.asynccontextmanager
 async def _api(
     config: Config, service: JobService, metrics: Metrics, store: Store, dispatcher: Dispatcher
-) -> AsyncIterator[tuple[str, int]]:
+) -> AsyncIterator[tuple[str, int, Callable[[Config], None]]]:
     async def ready() -> None:
         service.spool.check_ready()  # a read-only or full disk: a no-op write would not see it
         await store.write("SELECT 1")
 
     auth = TokenAuth(list(config.tokens))
     limiter = TokenRateLimiter(config.server.rate_limit)
-    app = build_app(Deps(config, service, metrics, auth, ready, dispatcher.snapshots, limiter))
+    deps = Deps(config, service, metrics, auth, ready, dispatcher.snapshots, limiter)
+    app = build_app(deps)
+
+    def reconfigure(new: Config) -> None:
+        auth.replace(list(new.tokens))
+        limiter.reconfigure(new.server.rate_limit)
+        deps.config = new
+
     # Connection cap, head/idle time-out, header limits, problem+json parser errors.
-    async with http_server.serve(app, config.server) as address:
-        yield address
+    async with http_server.serve(app, config.server) as (host, port):
+        yield host, port, reconfigure
 
 
-async def serve(config: Config) -> None:
+async def serve(config: Config, config_path: Path | None = None) -> None:
     """Run until SIGTERM or SIGINT (then stop gracefully) or until the dispatcher fails.
 
     Tells systemd READY=1 once the store is open and the API listens, pings
     its watchdog from the event loop, and says STOPPING=1 on the way out.
     Raises what ended the dispatcher (e.g. errors.StoreError), so the process
-    exits non-zero and systemd restarts it.
+    exits non-zero and systemd restarts it. With ``config_path``, SIGHUP
+    reloads the config from it (:func:`_reload`).
     """
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -202,7 +224,17 @@ async def serve(config: Config) -> None:
         loop.add_signal_handler(sig, stop.set)
     systemd = Systemd()
     async with running(config) as run, systemd.watching():
-        systemd.ready(f"listening on {run.host}:{run.port}, {len(config.printers)} printer(s)")
+        status = f"listening on {run.host}:{run.port}, {len(config.printers)} printer(s)"
+        systemd.ready(status)
+        if config_path is not None:
+            current = [config]
+
+            def on_hup() -> None:
+                systemd.reloading()
+                current[0] = _reload(run, current[0], config_path)
+                systemd.ready(status)
+
+            loop.add_signal_handler(signal.SIGHUP, on_hup)
         stopping = asyncio.ensure_future(stop.wait())
         await asyncio.wait([stopping, run.dispatch_task], return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
@@ -210,3 +242,28 @@ async def serve(config: Config) -> None:
         if run.dispatch_task.done() and not stop.is_set():
             run.dispatch_task.result()  # re-raise what killed the dispatcher
         log.info("stopping", extra={"event": "stopping"})
+
+
+def _reload(run: Running, current: Config, path: Path) -> Config:
+    """Read ``path`` again and apply it if it is valid and changes only live keys; the config
+    now in force. A refusal is logged with check-config's message and changes nothing."""
+    try:
+        new = load_config(path)
+    except errors.ConfigError as exc:
+        log.error(
+            "config reload refused: invalid config; the running config stays",
+            extra={"event": "reload_refused", "detail": str(exc)},
+        )
+        return current
+    blocked = reload.restart_keys(current, new)
+    if blocked:
+        log.error(
+            "config reload refused: these keys change only at a restart (systemctl restart "
+            "edgeprint); the running config stays",
+            extra={"event": "reload_refused", "keys": blocked},
+        )
+        return current
+    changed = reload.changed_keys(current, new)
+    run.reconfigure(new)
+    log.info("config reloaded", extra={"event": "config_reloaded", "keys": changed})
+    return new

@@ -153,6 +153,14 @@ class JobService:
 
     # --- targets ---------------------------------------------------------------
 
+    def reconfigure(self, config: Config) -> None:
+        """Use ``config`` from now on (a reload: edgeprint.reload says what may differ;
+        printers are only ever added)."""
+        self.config = config
+        self._pools = config.pools
+        self._printers = {p.name for p in config.printers}
+        self._depths = None
+
     def check_target(self, printer: str | None, pool: str | None, where: str) -> None:
         """Raise errors.UnknownTarget unless the named printer/pool is configured."""
         if printer is not None and printer not in self._printers:

@@ -77,9 +77,10 @@ _CID_PREFIX = secrets.token_hex(6)
 _cid_counter = itertools.count(1)
 
 
-@dataclass(frozen=True)
+@dataclass
 class Deps:
-    """What the handlers use; stored on the app under :data:`DEPS`."""
+    """What the handlers use; stored on the app under :data:`DEPS`. ``config`` is replaced
+    on a reload (edgeprint.reload says which keys may change)."""
 
     config: Config
     service: JobService

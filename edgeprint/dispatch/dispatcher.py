@@ -10,7 +10,7 @@ import time
 import aiohttp
 
 from edgeprint import errors
-from edgeprint.config import Config
+from edgeprint.config import Config, PrinterConfig
 from edgeprint.dispatch.worker import PrinterWorker
 from edgeprint.metrics import Metrics
 from edgeprint.printers.health import PrinterSnapshot
@@ -38,25 +38,44 @@ class Dispatcher:
         self.config = config
         self.stop = asyncio.Event()
         self.workers: dict[str, PrinterWorker] = {}
-        for p in config.printers:
-
-            def observe(op: str, outcome: str, seconds: float, _name: str = p.name) -> None:
-                metrics.ipp_request_duration.labels(
-                    printer=_name, operation=op, outcome=outcome
-                ).observe(seconds)
-
-            client = IppClient(
-                p.uri,
-                session,
-                request_timeout_s=config.dispatch.request_timeout_s,
-                upload_timeout_s=config.dispatch.upload_timeout_s,
-                observe=observe,
-            )
-            self.workers[p.name] = PrinterWorker(
-                p, client, service, config.dispatch, metrics, self.stop
-            )
-        self._pools = config.pools
+        self._session = session
+        self._metrics = metrics
         self.service = service
+        for p in config.printers:
+            self.workers[p.name] = self._worker(p)
+        self._pools = config.pools
+        self._group: asyncio.TaskGroup | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def _worker(self, p: PrinterConfig) -> PrinterWorker:
+        metrics = self._metrics
+
+        def observe(op: str, outcome: str, seconds: float, _name: str = p.name) -> None:
+            metrics.ipp_request_duration.labels(
+                printer=_name, operation=op, outcome=outcome
+            ).observe(seconds)
+
+        client = IppClient(
+            p.uri,
+            self._session,
+            request_timeout_s=self.config.dispatch.request_timeout_s,
+            upload_timeout_s=self.config.dispatch.upload_timeout_s,
+            observe=observe,
+        )
+        return PrinterWorker(p, client, self.service, self.config.dispatch, metrics, self.stop)
+
+    def add_printers(self, config: Config) -> list[str]:
+        """Start a worker for each printer of ``config`` that has none (a reload that added
+        printers); the names started. Existing workers are left as they are."""
+        added = [p for p in config.printers if p.name not in self.workers]
+        self.config = config
+        self._pools = config.pools
+        for p in added:
+            worker = self.workers[p.name] = self._worker(p)
+            if self._group is not None and not self.stop.is_set():
+                task = self._group.create_task(worker.run(), name=f"printer:{p.name}")
+                self._tasks.append(task)  # the grace period covers it too
+        return [p.name for p in added]
 
     def wake(self, printer: str | None, pool: str | None) -> None:
         """Wake the worker(s) that can print a job for ``printer`` or ``pool``."""
@@ -98,12 +117,15 @@ class Dispatcher:
         (a broken store) ends the group and the error propagates.
         """
         async with asyncio.TaskGroup() as group:
-            tasks = [
+            self._group = group
+            tasks = self._tasks
+            tasks.extend(
                 group.create_task(w.run(), name=f"printer:{name}")
                 for name, w in self.workers.items()
-            ]
+            )
             tasks.append(group.create_task(self._housekeeping(), name="housekeeping"))
             group.create_task(self._enforce_grace(tasks, grace_s), name="dispatcher:grace")
+        self._group = None
 
     async def _housekeeping(self) -> None:
         """Expire held jobs and delete old documents every ``retention.interval_s``."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -411,6 +411,16 @@ class IppClient:
             accepting_jobs=bool(attrs.get("printer-is-accepting-jobs", True)),
             up_time_s=int(up) if isinstance(up, int) else None,
         )
+
+    async def get_printer_description(self, names: Sequence[str]) -> dict[str, Any]:
+        """Get-Printer-Attributes for ``names`` (e.g. printer-make-and-model, media-ready),
+        as parsed: one value a scalar, several a list. For read-only callers (discovery)."""
+        parsed = await self._call(
+            IppOperation.GET_PRINTER_ATTRIBUTES,
+            {"operation-attributes-tag": {"requested-attributes": list(names)}},
+        )
+        assert parsed is not None
+        return dict(parsed["printers"][0]) if parsed["printers"] else {}
 
     def _job_attributes(self, copies: int | None) -> dict[str, Any]:
         return {"job-attributes-tag": {"copies": copies}} if copies and copies > 1 else {}
