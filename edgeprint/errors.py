@@ -291,3 +291,26 @@ class PrinterAmbiguous(PrinterError):
 
 class PrinterProtocolError(PrinterTransient):
     """The printer's answer could not be parsed as IPP."""
+
+
+# --- the IPP codec (edgeprint.printers.codec) -------------------------------------
+
+
+class IppParseError(EdgeprintError):
+    """Bytes that are not a valid IPP message: truncated or malformed at ``offset``.
+
+    ``expected`` says what the codec expected to find there.
+    """
+
+    def __init__(self, offset: int, expected: str) -> None:
+        self.offset = offset
+        self.expected = expected
+        super().__init__(f"malformed IPP message at byte {offset}: expected {expected}")
+
+
+class IppEncodeError(EdgeprintError):
+    """An IppMessage that cannot be encoded (a value too long, a value of the wrong type)."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        super().__init__(detail)
