@@ -768,3 +768,16 @@ class JobService:
             sets={"finished_at": now, "upload": None},
             only_from=(JobState.PRINTING,), guard=GUARD_ON_PRINTER, guard_params=(printer,),
         )  # fmt: skip
+
+    # --- the IPP server's reads (edgeprint.ipp_server) ---------------------------------
+
+    async def job_by_seq(self, seq: int) -> JobRecord | None:
+        """The job with acceptance sequence number ``seq`` (its IPP job-id), or None."""
+        jobs = await self.jobs.list_jobs(before_seq=seq + 1, limit=1)
+        return jobs[0] if jobs and jobs[0].seq == seq else None
+
+    async def recent_jobs(
+        self, *, printer: str | None = None, owner: str | None = None, limit: int = 50
+    ) -> list[JobRecord]:
+        """The newest jobs (newest first), optionally for one printer and one owner."""
+        return await self.jobs.list_jobs(printer=printer, owner=owner, limit=limit)
