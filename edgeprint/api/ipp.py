@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import functools
 import ipaddress
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,7 @@ from edgeprint.service import Caller
 if TYPE_CHECKING:
     from edgeprint.api.app import Deps
 
-PATH = "/ipp/print/{queue}"
+PATH = "/ipp/print/{name}"
 CONTENT_TYPE = "application/ipp"
 #: The attributes of a request may take this much besides the document.
 ATTRIBUTES_BYTES = 64 * 1024
@@ -47,9 +48,16 @@ class IppEndpoint:
     def __init__(self, deps: Deps, correlation_id: web.RequestKey[str]) -> None:
         self.deps = deps
         self.correlation_id = correlation_id
-        self.server = IppServer(deps.service, deps.printers)
-        self.networks: list[_Network] = [
-            ipaddress.ip_network(n, strict=False) for n in deps.config.ipp.allowed_networks
+
+    @functools.cached_property
+    def server(self) -> IppServer:
+        # Built on first use: build_app registers the route before anything runs.
+        return IppServer(self.deps.service, self.deps.printers)
+
+    @functools.cached_property
+    def networks(self) -> list[_Network]:
+        return [
+            ipaddress.ip_network(n, strict=False) for n in self.deps.config.ipp.allowed_networks
         ]
 
     def _allowed(self, remote: str | None) -> bool:
@@ -87,6 +95,8 @@ class IppEndpoint:
 
     async def handle(self, request: web.Request) -> web.Response:
         """One IPP request on one queue."""
+        if not self.deps.config.ipp.enabled:
+            raise web.HTTPNotFound()
         if not self._allowed(request.remote):
             return _answer(
                 Status.CLIENT_ERROR_NOT_AUTHORIZED,
@@ -124,11 +134,11 @@ class IppEndpoint:
             status, detail = status_for(exc)
             return _answer(status, detail, head)
         host = request.host
-        queue = self.server.queue(request.match_info["queue"], f"ipp://{host}", f"http://{host}/")
+        queue = self.server.queue(request.match_info["name"], f"ipp://{host}", f"http://{host}/")
         if queue is None:
             return _answer(
                 Status.CLIENT_ERROR_NOT_FOUND,
-                f"no queue {request.match_info['queue'][:40]!r}; queues are printer and pool names",
+                f"no queue {request.match_info['name'][:40]!r}; queues are printer and pool names",
                 raw[:8],
             )
         caller = Caller(name, role, request.get(self.correlation_id))
@@ -137,7 +147,6 @@ class IppEndpoint:
 
 
 def add_routes(app: web.Application, deps: Deps, correlation_id: web.RequestKey[str]) -> None:
-    """Register the IPP queues (when ``[ipp] enabled``); ``correlation_id``: where the
-    API's middleware put the request's correlation id."""
-    if deps.config.ipp.enabled:
-        app.router.add_post(PATH, IppEndpoint(deps, correlation_id).handle)
+    """Register the IPP queues (404 while ``[ipp] enabled`` is false); ``correlation_id``:
+    where the API's middleware put the request's correlation id."""
+    app.router.add_post(PATH, IppEndpoint(deps, correlation_id).handle)
