@@ -24,6 +24,7 @@ from edgeprint.api.auth import TokenAuth
 from edgeprint.api.ratelimit import TokenRateLimiter
 from edgeprint.config import Config
 from edgeprint.dispatch.dispatcher import Dispatcher
+from edgeprint.ipp_server import advertise
 from edgeprint.metrics import Metrics
 from edgeprint.service import JobService
 from edgeprint.spool import Spool
@@ -157,7 +158,10 @@ async def _api(
     limiter = TokenRateLimiter(config.server.rate_limit)
     app = build_app(Deps(config, service, metrics, auth, ready, dispatcher.snapshots, limiter))
     # Connection cap, head/idle time-out, header limits, problem+json parser errors.
-    async with http_server.serve(app, config.server) as address:
+    async with (
+        http_server.serve(app, config.server) as address,
+        advertise.advertised(config, *address),
+    ):
         yield address
 
 
