@@ -139,6 +139,14 @@ def _strings(message: IppMessage, name: str) -> list[str]:
     return list(codec.strings(message.get(GroupTag.OPERATION, name)))
 
 
+def _uri_path(uri: str, name: str) -> str:
+    """The path of a URI attribute; refuses one that is no URI."""
+    try:
+        return urlsplit(uri).path
+    except ValueError:
+        raise _refuse(Status.CLIENT_ERROR_BAD_REQUEST, f"{name} is not a URI", name) from None
+
+
 def _tag_names(tags: Sequence[int]) -> list[str]:
     return [codec.Tag(t).name.lower().replace("_", "-") for t in tags]
 
@@ -310,7 +318,7 @@ class IppServer:
         for name in ("printer-uri", "job-uri"):
             uri = message.value(GroupTag.OPERATION, name)
             if isinstance(uri, str):
-                path = urlsplit(uri).path.rstrip("/")
+                path = _uri_path(uri, name).rstrip("/")
                 mine = f"/ipp/print/{ctx.queue.name}"
                 if name == "job-uri":
                     path = path.rsplit("/", 1)[0]
@@ -494,7 +502,7 @@ class IppServer:
     def _job_id(self, message: IppMessage) -> int:
         job_uri = message.value(GroupTag.OPERATION, "job-uri")
         if isinstance(job_uri, str):
-            tail = urlsplit(job_uri).path.rsplit("/", 1)[-1]
+            tail = _uri_path(job_uri, "job-uri").rsplit("/", 1)[-1]
             if tail.isascii() and tail.isdigit():
                 return int(tail)
             raise _refuse(Status.CLIENT_ERROR_NOT_FOUND, "job-uri names no job", "job-uri")
