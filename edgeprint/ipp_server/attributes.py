@@ -151,7 +151,9 @@ def printer_attributes(
         attr("identify-actions-default", Tag.KEYWORD, "display"),
         attr("identify-actions-supported", Tag.KEYWORD, "display"),
         attr("ipp-versions-supported", Tag.KEYWORD, "1.1", "2.0"),
-        attr("job-creation-attributes-supported", Tag.KEYWORD, "copies", "job-hold-until"),
+        attr(
+            "job-creation-attributes-supported", Tag.KEYWORD, "copies", "job-hold-until", "job-uuid"
+        ),
         attr("job-hold-until-default", Tag.KEYWORD, hold_default),
         attr("job-hold-until-supported", Tag.KEYWORD, "no-hold", "indefinite"),
         attr("job-ids-supported", Tag.BOOLEAN, True),
