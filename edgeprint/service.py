@@ -781,3 +781,7 @@ class JobService:
     ) -> list[JobRecord]:
         """The newest jobs (newest first), optionally for one printer and one owner."""
         return await self.jobs.list_jobs(printer=printer, owner=owner, limit=limit)
+
+    async def job_by_idempotency_key(self, key: str) -> JobRecord | None:
+        """The job submitted with Idempotency-Key ``key``, or None."""
+        return await self.jobs.get_by_key(key)

@@ -424,3 +424,45 @@ async def test_ipp_can_be_turned_off(make_appliance: Callable[..., Any]) -> None
         queue = IppQueue(app.http, app.url, "lobby")
         status, _ = await queue.post(queue.request(Operation.GET_PRINTER_ATTRIBUTES).encode())
         assert status == 404
+
+
+async def test_create_job_ids_survive_a_restart(make_appliance: Callable[..., Any]) -> None:
+    """After a restart, the id a Create-Job gave still names its stored job, and a Create-Job whose document never came reads as aborted (not as a vanished, finished job)."""
+    send = [
+        attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf"),
+        attr("last-document", Tag.BOOLEAN, True),
+    ]
+    async with make_appliance() as app:
+        queue = IppQueue(app.http, app.url, "lobby")
+        created = await queue.send(queue.request(Operation.CREATE_JOB))
+        sent = await queue.send(
+            queue.request(
+                Operation.SEND_DOCUMENT,
+                attr("job-id", Tag.INTEGER, job_id(created)),
+                *send,
+                data=make_pdf("restart"),
+            )
+        )
+        assert sent.status_code == Status.SUCCESSFUL_OK, status_message(sent)
+        orphan = await queue.send(queue.request(Operation.CREATE_JOB))
+    async with make_appliance() as app:
+        queue = IppQueue(app.http, app.url, "lobby")
+        found = await queue.job_attributes(job_id(created))
+        assert found.status_code == Status.SUCCESSFUL_OK, status_message(found)
+        assert edgeprint_id(found) == edgeprint_id(sent)
+        assert found.value(GroupTag.JOB, "job-state") == A.PENDING
+        lost = await queue.job_attributes(job_id(orphan))
+        assert lost.status_code == Status.SUCCESSFUL_OK, status_message(lost)
+        assert lost.value(GroupTag.JOB, "job-state") == A.ABORTED
+        assert "nothing was printed" in str(lost.value(GroupTag.JOB, "job-state-message"))
+        late = await queue.send(
+            queue.request(
+                Operation.SEND_DOCUMENT,
+                attr("job-id", Tag.INTEGER, job_id(orphan)),
+                *send,
+                data=make_pdf("late"),
+            )
+        )
+        assert late.status_code == Status.CLIENT_ERROR_NOT_FOUND
+        fresh = await queue.send(queue.request(Operation.CREATE_JOB))
+        assert job_id(fresh) not in (job_id(created), job_id(orphan))

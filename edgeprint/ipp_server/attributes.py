@@ -313,6 +313,23 @@ def pending_job_attributes(
     ]
 
 
+def lost_job_attributes(queue: Queue, ipp_job_id: int) -> list[Attribute]:
+    """A Create-Job from before a restart whose document never reached the store: aborted."""
+    return [
+        attr("job-id", Tag.INTEGER, ipp_job_id),
+        attr("job-uri", Tag.URI, f"{queue.uri}/{ipp_job_id}"),
+        attr("job-printer-uri", Tag.URI, queue.uri),
+        attr("job-state", Tag.ENUM, ABORTED),
+        attr("job-state-reasons", Tag.KEYWORD, "aborted-by-system"),
+        attr(
+            "job-state-message",
+            Tag.TEXT,
+            "edgeprint restarted before this job's document was stored: nothing was printed; "
+            "print it again",
+        ),
+    ]
+
+
 def select(attributes: Iterable[Attribute], requested: set[str] | None) -> list[Attribute]:
     """The attributes a client asked for (None or 'all': every one)."""
     attrs = list(attributes)

@@ -14,7 +14,6 @@ document is stored, that id stays the job's id for this process's life (DESIGN Â
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 import time
 import uuid
@@ -147,6 +146,11 @@ def _uri_path(uri: str, name: str) -> str:
         raise _refuse(Status.CLIENT_ERROR_BAD_REQUEST, f"{name} is not a URI", name) from None
 
 
+def _created_key(ipp_id: int) -> str:
+    """The Idempotency-Key of the job a Create-Job (without job-uuid) got ``ipp_id`` for."""
+    return f"ipp-create-job:{ipp_id}"
+
+
 def _tag_names(tags: Sequence[int]) -> list[str]:
     return [codec.Tag(t).name.lower().replace("_", "-") for t in tags]
 
@@ -180,7 +184,10 @@ class IppServer:
         self.clock = clock
         self.up_since = clock()
         self._pending: dict[int, _Pending] = {}
-        self._ids = itertools.count(PENDING_BASE)
+        # Create-Job ids of this process life start at a clock-derived offset, so that an id
+        # a client still holds from before a restart names no job of this life.
+        self._first_id = PENDING_BASE + int(self.up_since * 1000) % (1 << 29)
+        self._next_id = self._first_id
         self._names = _Names()
 
     # --- the entry point -------------------------------------------------------
@@ -422,15 +429,12 @@ class IppServer:
 
     # --- jobs ------------------------------------------------------------------------
 
-    async def _submit(
-        self, ctx: Context, meta: SubmitMetadata, data: bytes, job_uuid: str | None
-    ) -> JobRecord:
+    async def _submit(self, ctx: Context, meta: SubmitMetadata, data: bytes, key: str) -> JobRecord:
         limit = self.service.config.server.max_document_bytes
         if len(data) > limit:
             raise errors.PayloadTooLarge("the document", limit)
         if not data:
             raise _refuse(Status.CLIENT_ERROR_BAD_REQUEST, "the request carries no document")
-        key = f"ipp-job-uuid:{job_uuid}" if job_uuid else f"ipp:{uuid.uuid4().hex}"
         staged = self.service.spool.stage()
         try:
             staged.write(data)
@@ -465,7 +469,9 @@ class IppServer:
         meta = self._meta(
             ctx, self._owner(message, ctx), self._hold(message, ctx), self._copies(message)
         )
-        job = await self._submit(ctx, meta, message.data, self._job_uuid(message))
+        job_uuid = self._job_uuid(message)
+        key = f"ipp-job-uuid:{job_uuid}" if job_uuid else f"ipp:{uuid.uuid4().hex}"
+        job = await self._submit(ctx, meta, message.data, key)
         if (name := self._job_name(message)) is not None:
             self._names.job_names[job.id] = name
         self._short_job_group(ctx, job, response)
@@ -483,7 +489,8 @@ class IppServer:
         self._expire_pending()
         if len(self._pending) >= MAX_PENDING:
             raise _refuse(Status.SERVER_ERROR_BUSY, "too many jobs wait for their document; retry")
-        ipp_id = next(self._ids)
+        ipp_id = self._next_id
+        self._next_id += 1
         pending = _Pending(
             ctx.queue.name, owner, self._job_name(message), self._hold(message, ctx),
             self._copies(message), self._job_uuid(message), self.clock(),
@@ -523,7 +530,10 @@ class IppServer:
         elif 0 < ipp_id < PENDING_BASE:
             job = await self.service.job_by_seq(ipp_id)
         else:
-            job = None
+            job = await self.service.job_by_idempotency_key(_created_key(ipp_id))
+            if job is not None:
+                self._names.ipp_ids.setdefault(job.id, ipp_id)
+                self._names.by_ipp_id[ipp_id] = job.id
         if job is None or not self._on_queue(job, ctx.queue):
             raise _refuse(Status.CLIENT_ERROR_NOT_FOUND, f"no job {ipp_id} on this queue", "job-id")
         return job
@@ -560,7 +570,9 @@ class IppServer:
                 "last-document",
             )
         meta = self._meta(ctx, pending.owner, pending.hold, pending.copies)
-        job = await self._submit(ctx, meta, message.data, pending.job_uuid)
+        # Without a job-uuid, the Create-Job id is the key: it finds the job after a restart.
+        key = f"ipp-job-uuid:{pending.job_uuid}" if pending.job_uuid else _created_key(ipp_id)
+        job = await self._submit(ctx, meta, message.data, key)
         self._pending.pop(ipp_id, None)
         # A retried job-uuid is the same job: its listings keep the first Create-Job's id,
         # and this client's id names it too.
@@ -628,7 +640,21 @@ class IppServer:
             )
             response.groups.append(codec.AttributeGroup(GroupTag.JOB, A.select(attrs, requested)))
             return
-        self._job_group(ctx, await self._find(ipp_id, ctx), response, requested)
+        try:
+            job = await self._find(ipp_id, ctx)
+        except errors.IppRefused:
+            if not self._lost(ipp_id):
+                raise
+            # A Create-Job of an earlier process life whose document was never stored: the
+            # client must hear that it did not print (not-found reads as "done" to CUPS).
+            attrs = A.lost_job_attributes(ctx.queue, ipp_id)
+            response.groups.append(codec.AttributeGroup(GroupTag.JOB, A.select(attrs, requested)))
+            return
+        self._job_group(ctx, job, response, requested)
+
+    def _lost(self, ipp_id: int) -> bool:
+        """A Create-Job id that an earlier life of this process gave out."""
+        return ipp_id >= PENDING_BASE and not self._first_id <= ipp_id < self._next_id
 
     def _requested(self, message: IppMessage) -> set[str] | None:
         a = message.get(GroupTag.OPERATION, "requested-attributes")
