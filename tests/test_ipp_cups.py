@@ -15,13 +15,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import aiohttp
 import pytest
 
 from bench.cups_rig import Cupsd, CupsError, cups_tools
-from tests.conftest import KIOSK_TOKEN
+from tests.conftest import KIOSK_TOKEN, to_toml
 from tests.pdfs import make_pdf
 from tests.printing import Client, appliance, assert_each_printed_once, rig_config
-from tests.rig import Rig
+from tests.proc import ServeProcess
+from tests.rig import Rig, free_ports
 from tests.rig_fixtures import in_ci
 
 T = TypeVar("T")
@@ -168,3 +170,53 @@ async def test_lp_to_a_hold_queue_prints_once_after_an_api_release(
 
     await _poll("released job DONE", printed)
     assert_each_printed_once(printers, [job["id"]])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kill_after_s", [0.0, 0.1, 0.4])
+async def test_kill_9_while_cups_sends_never_prints_twice(
+    cups: Cupsd, printers: Rig, tmp_path: Path, kill_after_s: float
+) -> None:
+    """edgeprint SIGKILLed 0–0.4 s after lp of a 3 MB PDF, then restarted on the same port: CUPS finishes its job, and what edgeprint stored prints exactly once (never twice; DESIGN §11 says when CUPS loses the job)."""
+    cfg = rig_config(tmp_path / "data", printers)
+    cfg["server"]["port"] = free_ports(1)[0]
+    config = tmp_path / "edgeprint.toml"
+    config.write_text(to_toml(cfg))
+    serve = ServeProcess(config, tmp_path / "edgeprint.log").start()
+    try:
+        _run(
+            cups,
+            "lpadmin",
+            "-p",
+            "edge",
+            "-E",
+            "-v",
+            f"ipp://127.0.0.1:{serve.port}/ipp/print/lobby",
+            "-m",
+            "everywhere",
+        )
+        doc = tmp_path / "big.pdf"
+        doc.write_bytes(make_pdf("cups kill", pad_to=3_000_000))
+        doc.chmod(0o644)
+        _run(cups, "lp", "-d", "edge", str(doc))
+        await asyncio.sleep(kill_after_s)  # the moment of the crash is the test's parameter
+        serve.kill()
+        serve = ServeProcess(config, tmp_path / "edgeprint.log").start()
+
+        async def cups_done() -> bool | None:
+            states = [j["state"] for j in cups.jobs()]
+            return True if states and states[0] in ("completed", "aborted", "canceled") else None
+
+        await _poll("CUPS job finished", cups_done, timeout_s=60)
+        async with aiohttp.ClientSession() as http:
+            client = Client(http, serve.url)
+
+            async def settled() -> list[dict[str, Any]] | None:
+                jobs = await _jobs(client)
+                return jobs if all(j["state"] == "DONE" for j in jobs) else None
+
+            jobs = await _poll("edgeprint jobs DONE", settled)
+        assert len(jobs) <= 1, jobs
+        assert_each_printed_once(printers, [j["id"] for j in jobs])
+    finally:
+        serve.kill()
