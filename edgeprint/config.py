@@ -7,6 +7,7 @@ naming the bad key in dotted form (``printers[1].pool``).
 from __future__ import annotations
 
 import base64
+import ipaddress
 import re
 import tomllib
 import urllib.parse
@@ -241,6 +242,39 @@ class WebhookConfig(_Frozen):
         return base64.b64decode(self.secret[6:])
 
 
+#: Loopback and the private ranges (RFC 1918, RFC 4193 unique local, link-local).
+DEFAULT_IPP_NETWORKS = (
+    "127.0.0.0/8", "::1/128", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
+    "169.254.0.0/16", "fc00::/7", "fe80::/10",
+)  # fmt: skip
+
+
+class IppConfig(_Frozen):
+    """``[ipp]``: edgeprint as an IPP Everywhere printer (one queue per printer and pool)."""
+
+    enabled: bool = True
+    #: Client addresses allowed to use the queues; others get client-error-not-authorized.
+    allowed_networks: list[str] = Field(default_factory=lambda: list(DEFAULT_IPP_NETWORKS))
+    #: "basic": HTTP Basic auth, user = token name, password = the token (pair with TLS).
+    auth: Literal["none", "basic"] = "none"
+    #: Printer or pool names whose queue holds jobs unless the client says no-hold.
+    hold_queues: list[Name] = Field(default_factory=list)
+    #: Advertise the queues with DNS-SD (_ipp._tcp, subtype _print).
+    advertise: bool = True
+
+    @field_validator("allowed_networks")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        for i, net in enumerate(value):
+            try:
+                ipaddress.ip_network(net, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"ipp.allowed_networks[{i}]: not a CIDR network: {net!r}"
+                ) from None
+        return value
+
+
 class Config(_Frozen):
     """The whole configuration file."""
 
@@ -249,6 +283,7 @@ class Config(_Frozen):
     dispatch: DispatchConfig = DispatchConfig()
     retention: RetentionConfig = RetentionConfig()
     release: ReleaseConfig = ReleaseConfig()
+    ipp: IppConfig = IppConfig()
     printers: list[PrinterConfig] = Field(default_factory=list)
     tokens: list[TokenConfig] = Field(default_factory=list)
     webhooks: list[WebhookConfig] = Field(default_factory=list)
@@ -266,6 +301,9 @@ class Config(_Frozen):
                 "request in flight at SIGTERM could not finish"
             )
         printer_names = {p.name for p in self.printers}
+        for i, q in enumerate(self.ipp.hold_queues):
+            if q not in printer_names and q not in self.pools:
+                raise ValueError(f"ipp.hold_queues[{i}]: {q!r} is no configured printer or pool")
         for i, p in enumerate(self.printers):
             if p.pool is not None and p.pool in printer_names:
                 raise ValueError(

@@ -387,3 +387,16 @@ class RenderFailed(EdgeprintError):
     def __init__(self, detail: str) -> None:
         self.detail = detail
         super().__init__(detail)
+
+
+class IppRefused(EdgeprintError):
+    """An IPP request the IPP server answers with an error ``status_code`` (RFC 8011 §B).
+
+    ``unsupported`` names the request attributes to return in the unsupported group.
+    """
+
+    def __init__(self, status_code: int, detail: str, unsupported: Sequence[str] = ()) -> None:
+        self.status_code = status_code
+        self.detail = detail
+        self.unsupported = tuple(unsupported)
+        super().__init__(detail)

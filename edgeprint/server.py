@@ -25,6 +25,7 @@ from edgeprint.api.auth import TokenAuth
 from edgeprint.api.ratelimit import TokenRateLimiter
 from edgeprint.config import Config, load_config
 from edgeprint.dispatch.dispatcher import Dispatcher
+from edgeprint.ipp_server import advertise
 from edgeprint.metrics import Metrics
 from edgeprint.service import JobService
 from edgeprint.spool import Spool
@@ -205,7 +206,10 @@ async def _api(
         deps.config = new
 
     # Connection cap, head/idle time-out, header limits, problem+json parser errors.
-    async with http_server.serve(app, config.server) as (host, port):
+    async with (
+        http_server.serve(app, config.server) as (host, port),
+        advertise.advertised(config, host, port),
+    ):
         yield host, port, reconfigure
 
 

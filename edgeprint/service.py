@@ -1157,6 +1157,23 @@ class JobService:
         )  # fmt: skip
         return done
 
+    # --- the IPP server's reads (edgeprint.ipp_server) ---------------------------------
+
+    async def job_by_seq(self, seq: int) -> JobRecord | None:
+        """The job with acceptance sequence number ``seq`` (its IPP job-id), or None."""
+        jobs = await self.jobs.list_jobs(before_seq=seq + 1, limit=1)
+        return jobs[0] if jobs and jobs[0].seq == seq else None
+
+    async def recent_jobs(
+        self, *, printer: str | None = None, owner: str | None = None, limit: int = 50
+    ) -> list[JobRecord]:
+        """The newest jobs (newest first), optionally for one printer and one owner."""
+        return await self.jobs.list_jobs(printer=printer, owner=owner, limit=limit)
+
+    async def job_by_idempotency_key(self, key: str) -> JobRecord | None:
+        """The job submitted with Idempotency-Key ``key``, or None."""
+        return await self.jobs.get_by_key(key)
+
 
 @dataclass(frozen=True)
 class JobStats:

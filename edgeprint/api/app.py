@@ -17,7 +17,7 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from edgeprint import errors
-from edgeprint.api import openapi, problems, status_page
+from edgeprint.api import ipp, openapi, problems, status_page
 from edgeprint.api.auth import TokenAuth
 from edgeprint.api.ratelimit import TokenRateLimiter
 from edgeprint.api.uploads import (
@@ -596,4 +596,5 @@ def build_app(deps: Deps) -> web.Application:
     app.router.add_get("/metrics", metrics)
     openapi.add_routes(app)
     status_page.add_routes(app)
+    ipp.add_routes(app, deps, CORRELATION_ID)
     return app

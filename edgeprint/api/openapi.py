@@ -356,6 +356,24 @@ OPERATIONS: tuple[Operation, ...] = (
         description="HTML only; the page asks for a tech token and reads the API with it.",
         answers={200: Answer("the page", media="text/html")},
     ),
+    Operation(
+        "post", "/ipp/print/{name}", "ippQueue",
+        "IPP queue of a printer or pool (edgeprint as an IPP Everywhere printer)", "ipp", None,
+        description="An IPP/1.1–2.0 request (RFC 8010) as `application/ipp`; the answer is an "
+        "IPP response whose status-code says how it went (README, 'Print from any device'). "
+        "`[ipp] auth = \"basic\"`: HTTP Basic with the token's name and the token.",
+        answers={
+            200: Answer("an IPP response", media="application/ipp"),
+            401: Answer("`[ipp] auth = \"basic\"` and no or wrong credentials: an IPP "
+                        "response, client-error-not-authenticated", media="application/ipp",
+                        headers=("WWW-Authenticate",)),
+            403: Answer("the client's address is outside `[ipp] allowed_networks`: an IPP "
+                        "response, client-error-not-authorized", media="application/ipp"),
+            404: _problem("`not-found`: `[ipp] enabled = false`"),
+            415: _problem("`unsupported-document`: the body is not `application/ipp`, or it is "
+                          "compressed (Content-Encoding)"),
+        },
+    ),
 )
 # fmt: on
 
@@ -599,6 +617,10 @@ def document() -> dict[str, Any]:
             {"name": "jobs", "description": "submit, follow, release, cancel, replay"},
             {"name": "printers", "description": "technicians: health, pause, resume, drain"},
             {"name": "operations", "description": "health, readiness, metrics, this document"},
+            {
+                "name": "ipp",
+                "description": "edgeprint as a printer: one IPP queue per printer and pool",
+            },
         ],
         "paths": paths,
         "components": {
