@@ -255,6 +255,10 @@ class Problem(BaseModel):
     state: JobState | None = Field(default=None, description="current job state (409 only)")
     job_id: str | None = None
     errors: list[FieldError] | None = None
+    takes: list[str] | None = Field(
+        default=None,
+        description="unsupported-document: the document formats the printer lists",
+    )
 
 
 class Health(BaseModel):
@@ -262,6 +266,20 @@ class Health(BaseModel):
 
     status: Literal["ok", "unavailable"]
     detail: str | None = None
+
+
+class PrinterCapabilitiesOut(BaseModel):
+    """What a printer takes (IPP names: document-format-supported, pwg-raster-document-…)."""
+
+    formats: list[str]
+    pwg_raster_types: list[str]
+    pwg_raster_resolutions: list[str]
+    urf_supported: list[str]
+    media_ready: list[str]
+    copies_max: int
+    create_job: bool
+    ipp_versions: list[str]
+    color: bool
 
 
 class PrinterOut(BaseModel):
@@ -284,6 +302,14 @@ class PrinterOut(BaseModel):
     oldest_waiting_s: float | None = Field(description="age of the oldest of them, seconds")
     printing_job: str | None = Field(description="id of the job the printer has in hand")
     last_error: str | None
+    capabilities: PrinterCapabilitiesOut | None = Field(
+        default=None, description="what the printer takes, from its last probe (null before one)"
+    )
+    sends: str | None = Field(
+        default=None,
+        description="the document format edgeprint sends it (application/pdf, image/pwg-raster, "
+        "image/urf, image/jpeg); null when it takes none edgeprint can make",
+    )
 
 
 class PoolOut(BaseModel):

@@ -25,6 +25,8 @@ from edgeprint.api.auth import TokenAuth
 from edgeprint.api.ratelimit import TokenRateLimiter
 from edgeprint.config import Config, load_config
 from edgeprint.dispatch.dispatcher import Dispatcher
+from edgeprint.documents.cache import RenditionCache
+from edgeprint.documents.render import RenderPool
 from edgeprint.ipp_server import advertise
 from edgeprint.metrics import Metrics
 from edgeprint.service import JobService
@@ -123,7 +125,14 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
             ) as session,
         ):
             service = JobService(config, jobs, spool, metrics)
-            dispatcher = Dispatcher(config, service, session, metrics)
+            renditions = RenditionCache(
+                data_dir / "renditions", config.dispatch.rendition_cache_bytes
+            )
+            service.renditions = renditions
+            renderer = RenderPool(workers=config.dispatch.render_workers)
+            dispatcher = Dispatcher(
+                config, service, session, metrics, renderer=renderer, renditions=renditions
+            )
             service.wake = dispatcher.wake
             service.on_control = dispatcher.control
             service.on_resume = dispatcher.resumed
@@ -163,6 +172,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                 with contextlib.suppress(asyncio.CancelledError):
                     await dispatch_task
                 service.close()
+                await renderer.close()
     finally:
         await store.close()
         log.info("edgeprint stopped", extra={"event": "stopped"})

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, NoReturn
 
 from edgeprint import errors, pins
@@ -36,6 +37,7 @@ from edgeprint.copies import (
     judge,
     on_failure,
 )
+from edgeprint.documents.cache import RenditionCache
 from edgeprint.metrics import Metrics
 from edgeprint.models import SubmitMetadata
 from edgeprint.printers.health import PrinterSnapshot
@@ -130,6 +132,8 @@ class JobService:
         self.config = config
         self.jobs = jobs
         self.copies = Copies(jobs.store)
+        #: Rasters rendered for printers without PDF; swept with their documents.
+        self.renditions: RenditionCache | None = None
         self._rng = rng or random.Random()
         self.spool = spool
         self.metrics = metrics
@@ -197,6 +201,8 @@ class JobService:
                 )
             pages = await self._count_pages(document)
             self.check_target(meta.printer, meta.pool, "metadata")
+            if meta.printer is not None:
+                self._check_takes(meta.printer)
             digest = request_digest(meta, document.sha256)
             existing = await self.jobs.get_by_key(idempotency_key)
             if existing is not None:
@@ -529,6 +535,7 @@ class JobService:
             return cfg is not None and depth(p) < cfg.high_water
 
         if printer is not None:
+            self._check_takes(printer)
             if room(printer) and self.usable(printer):
                 return printer, None
             cfg = self.config.printer(printer)
@@ -562,6 +569,23 @@ class JobService:
                 self._backpressure(f"pool {pool}", caller)
                 raise errors.Backpressure(f"pool {pool}", retry_after)
         return printer, pool
+
+    def _check_takes(self, printer: str) -> None:
+        """A printer named by the client must take some format edgeprint can send (else 422).
+
+        Raises errors.DocumentUnprintable (``unsupported-document``) naming the
+        printer and what it takes. A printer not probed yet passes.
+        """
+        snap = self.printer_view(printer)
+        if snap is None or snap.capabilities is None or snap.sends is not None:
+            return
+        takes = [str(f) for f in snap.capabilities.get("formats", [])]
+        raise errors.DocumentUnprintable(
+            "unsupported-document",
+            f"printer {printer} takes {', '.join(takes) or 'no format it names'}: none of "
+            "application/pdf, image/pwg-raster, image/urf, image/jpeg, which edgeprint sends",
+            takes=takes,
+        )
 
     async def _waiting_depths(self) -> dict[tuple[str | None, str | None], int]:
         """Waiting depths from a snapshot at most ``DEPTH_SNAPSHOT_S`` old (one query per window).
@@ -672,6 +696,10 @@ class JobService:
         due = await self.jobs.retention_due(now - retention.document_retention_s)
         for job_id in due:
             self.spool.remove(job_id)
+            if self.renditions is not None:
+                job = await self.jobs.get(job_id)
+                if job is not None:
+                    self.renditions.sweep(job.document_sha256)
         if due:
             await self.jobs.mark_documents_deleted(due, now=now)
             log.info("documents deleted", extra={"event": "documents_deleted", "count": len(due)})
@@ -758,6 +786,22 @@ class JobService:
         """The job, or None (for the dispatcher, which must not raise on a missing job)."""
         return await self.jobs.get(job_id)
 
+    def document_path(self, job: JobRecord) -> Path:
+        """Where the job's document is stored (for the render pool, which reads it itself)."""
+        return self.spool.path_for(job.id)
+
+    async def redescribe_copy(
+        self, copy: Copy, document_format: str, document_bytes: int
+    ) -> Copy | None:
+        """What a copy not yet made will carry (another format than planned at the claim)."""
+        return await self.copies.redescribe(
+            copy.id, document_format, document_bytes, now=self.clock()
+        )
+
+    async def note(self, job: JobRecord, printer: str, text: str) -> None:
+        """Put ``text`` in a PRINTING job's ``last_error`` (e.g. "no loaded media fits")."""
+        await self.jobs.note_printing(job.id, printer, text, now=self.clock())
+
     async def read_document(self, job: JobRecord) -> bytes:
         """The job's document (off the event loop). Raises FileNotFoundError, OSError."""
         return await asyncio.to_thread(self.spool.path_for(job.id).read_bytes)
@@ -787,8 +831,12 @@ class JobService:
         operation: str,
         document_format: str,
         printer_up_s: int | None,
+        document_bytes: int | None = None,
     ) -> Copy | None:
         """Record that a printer job is about to be made for ``job`` (before Create-Job/Print-Job).
+
+        ``document_bytes`` is the size of what is sent (a rendition); the job's
+        document by default.
 
         Create-Job copies start ``creating``; Print-Job copies start ``sending``
         (the document leaves with the request). None when the job is no longer
@@ -799,7 +847,7 @@ class JobService:
             job_id=job.id, claim=job.claims, printer=printer,
             state=CopyState.SENDING if operation == "Print-Job" else CopyState.CREATING,
             operation=operation, document_format=document_format,
-            document_bytes=job.document_bytes,
+            document_bytes=job.document_bytes if document_bytes is None else document_bytes,
             impressions_expected=pages * job.copies if pages else None,
             printer_up_s=printer_up_s, now=self.clock(),
         )  # fmt: skip

@@ -27,6 +27,7 @@ Personalities (:class:`Personality`, mutable while running)::
     jobs_http          Get-Jobs answers this HTTP status
     completed_reasons  job-state-reasons added to completed jobs (e.g.
                        "document-format-error")
+    reasons_for_format only jobs whose document was in this format get them
     canceled_reason    job-state-reasons of canceled jobs replaced by this one
                        (e.g. "job-canceled-at-device")
     garbage            every answer is bytes that are not IPP
@@ -82,6 +83,7 @@ class Personality:
     job_http: int | None = None
     jobs_http: int | None = None
     completed_reasons: tuple[str, ...] = ()
+    reasons_for_format: str | None = None
     canceled_reason: str | None = None
     garbage: bool = False
 
@@ -103,8 +105,10 @@ class IppProxy:
 
     target: str
     personality: Personality = field(default_factory=Personality)
+    unix_socket: str | None = None  # reach the printer over this socket (LPrint in tests)
     seen: list[tuple[str, tuple[int, int]]] = field(default_factory=list)
     delivered: dict[int, int] = field(default_factory=dict)  # job-id → document bytes
+    formats: dict[int, str] = field(default_factory=dict)  # job-id → document-format sent
     cuts: int = 0
     port: int = 0
     _loop: asyncio.AbstractEventLoop | None = None
@@ -156,7 +160,10 @@ class IppProxy:
         server = site._server
         assert server is not None
         self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
-        self._session = aiohttp.ClientSession()
+        connector = (
+            aiohttp.UnixConnector(path=self.unix_socket) if self.unix_socket is not None else None
+        )
+        self._session = aiohttp.ClientSession(connector=connector)
 
     def stop(self) -> None:
         if self._loop is None:
@@ -264,6 +271,9 @@ class IppProxy:
             job_id = answer.value(GroupTag.JOB, "job-id")
         if isinstance(job_id, int):
             self.delivered[job_id] = self.delivered.get(job_id, 0) + size
+            fmt = msg.value(GroupTag.OPERATION, "document-format")
+            if isinstance(fmt, str):
+                self.formats[job_id] = fmt
 
     def _rewrite(self, msg: codec.IppMessage, answer: codec.IppMessage) -> None:
         p = self.personality
@@ -285,7 +295,9 @@ class IppProxy:
                 kib = math.ceil(self.delivered[int(job_id.value)] / 1024)  # type: ignore[arg-type]
                 g.set(attr("job-k-octets", Tag.INTEGER, kib))
             if state is not None and state.value == _COMPLETED and p.completed_reasons:
-                g.set(attr("job-state-reasons", Tag.KEYWORD, *p.completed_reasons))
+                fmt = self.formats.get(int(job_id.value)) if job_id is not None else None  # type: ignore[arg-type]
+                if p.reasons_for_format is None or fmt == p.reasons_for_format:
+                    g.set(attr("job-state-reasons", Tag.KEYWORD, *p.completed_reasons))
             if state is not None and state.value == _CANCELED and p.canceled_reason:
                 g.set(attr("job-state-reasons", Tag.KEYWORD, p.canceled_reason))
         if len(kept) != len(jobs):

@@ -42,6 +42,7 @@ from edgeprint.models import (
     JobListOut,
     JobOut,
     PoolOut,
+    PrinterCapabilitiesOut,
     PrinterOut,
     PrintersOut,
     PrinterSummaryOut,
@@ -406,6 +407,10 @@ def _printer_out(
         queued_job_count=snap.queued_job_count, waiting=depths.get(key, 0),
         oldest_waiting_s=_age(oldest.get(key), now),
         printing_job=snap.printing_job, last_error=snap.last_error,
+        capabilities=(
+            PrinterCapabilitiesOut(**snap.capabilities) if snap.capabilities is not None else None
+        ),
+        sends=snap.sends,
     )  # fmt: skip
 
 

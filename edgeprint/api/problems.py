@@ -92,6 +92,8 @@ def from_error(exc: errors.EdgeprintError) -> web.Response:
             return problem(415, "unsupported-media-type", exc.detail)
         case errors.DocumentRejected():
             return problem(422, exc.slug, exc.detail)
+        case errors.DocumentUnprintable():
+            return problem(422, exc.slug, exc.detail, takes=list(exc.takes))
         case errors.BodyTimeout():
             resp = problem(408, "request-timeout", str(exc))
             resp.force_close()  # do not read the rest of a slow body: drop the connection

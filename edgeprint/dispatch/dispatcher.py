@@ -12,6 +12,9 @@ import aiohttp
 from edgeprint import errors
 from edgeprint.config import Config, PrinterConfig
 from edgeprint.dispatch.worker import PrinterWorker
+from edgeprint.documents.cache import RenditionCache
+from edgeprint.documents.capabilities import REQUESTED_ATTRIBUTES
+from edgeprint.documents.render import RenderPool
 from edgeprint.metrics import Metrics
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.printers.ipp import IppClient
@@ -34,8 +37,13 @@ class Dispatcher:
         service: JobService,
         session: aiohttp.ClientSession,
         metrics: Metrics,
+        *,
+        renderer: RenderPool | None = None,
+        renditions: RenditionCache | None = None,
     ) -> None:
         self.config = config
+        self._renderer = renderer
+        self._renditions = renditions
         self.stop = asyncio.Event()
         self.workers: dict[str, PrinterWorker] = {}
         self._session = session
@@ -61,8 +69,12 @@ class Dispatcher:
             request_timeout_s=self.config.dispatch.request_timeout_s,
             upload_timeout_s=self.config.dispatch.upload_timeout_s,
             observe=observe,
+            probe_attributes=REQUESTED_ATTRIBUTES,
         )
-        return PrinterWorker(p, client, self.service, self.config.dispatch, metrics, self.stop)
+        return PrinterWorker(
+            p, client, self.service, self.config.dispatch, metrics, self.stop,
+            renderer=self._renderer, renditions=self._renditions,
+        )  # fmt: skip
 
     def add_printers(self, config: Config) -> list[str]:
         """Start a worker for each printer of ``config`` that has none (a reload that added

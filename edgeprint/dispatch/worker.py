@@ -24,7 +24,10 @@ from collections.abc import Callable
 from edgeprint import errors
 from edgeprint.config import DispatchConfig, PrinterConfig
 from edgeprint.copies import Copy, CopyState, Kind
-from edgeprint.dispatch import reconcile
+from edgeprint.dispatch import formats, reconcile
+from edgeprint.documents.cache import RenditionCache
+from edgeprint.documents.capabilities import PrinterCapabilities, parse_capabilities
+from edgeprint.documents.render import RenderPool
 from edgeprint.faults import crash_point
 from edgeprint.metrics import Metrics
 from edgeprint.printers.health import Health, HealthChange, HealthSettings, PrinterSnapshot
@@ -35,7 +38,7 @@ from edgeprint.store.jobs import JobRecord
 
 log = logging.getLogger(__name__)
 
-DOCUMENT_FORMAT = "application/pdf"
+DOCUMENT_FORMAT = formats.PDF
 #: Longest back-off between probes of a printer that answers but cannot be used (seconds).
 BAD_ANSWER_BACKOFF_MAX_S = 60.0
 #: The first bytes of an answer that is not IPP are logged at most this often (seconds).
@@ -68,8 +71,15 @@ class PrinterWorker:
         *,
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.time,
+        renderer: RenderPool | None = None,
+        renditions: RenditionCache | None = None,
     ) -> None:
         self.name = printer.name
+        self.renderer = renderer
+        self.renditions = renditions
+        self.capabilities: PrinterCapabilities | None = None
+        #: The format a (PDF) job is sent to this printer in; None: none edgeprint can make.
+        self.sends: str | None = formats.PDF
         self.config = printer
         self.client = client
         self.service = service
@@ -140,9 +150,16 @@ class PrinterWorker:
                     await self._pause(self.settings.poll_interval_max_s)
                     continue
                 self._wake.clear()
+                if self.sends != formats.PDF:
+                    job = await self.service.claim_next(self.name)
+                    if job is None:
+                        await self._idle()
+                        continue
+                    await self._dispatch_raster(job, self.status)
+                    continue
                 claimed = await self.service.claim_and_open(
                     self.name,
-                    operation="Create-Job" if self.status.supports_create_job else "Print-Job",
+                    operation=self._operation(self.status),
                     document_format=DOCUMENT_FORMAT,
                     printer_up_s=self.status.up_time_s,
                 )
@@ -167,7 +184,10 @@ class PrinterWorker:
         self.reachable = True
         self._unreachable_since = None
         self.metrics.printer_up.labels(printer=self.name).set(1)
-        await self._health_changed(self.health.on_probe(status, now))
+        self.capabilities = parse_capabilities(status.attributes)
+        self.sends = formats.generic(self.capabilities, raster=self.renderer is not None)
+        unusable = None if self.sends else formats.unusable(self.capabilities)
+        await self._health_changed(self.health.on_probe(status, now, unusable))
         self.metrics.printer_healthy.labels(printer=self.name).set(int(self.health.healthy))
         return status
 
@@ -256,6 +276,8 @@ class PrinterWorker:
             queued_job_count=st.queued_job_count if st else None,
             printing_job=self.current_job,
             last_error=self.health.last_error,
+            capabilities=self.capabilities.as_json() if self.capabilities else None,
+            sends=self.sends if self.capabilities else None,
         )
 
     # --- waiting -----------------------------------------------------------------------
@@ -283,13 +305,89 @@ class PrinterWorker:
 
     # --- one job ---------------------------------------------------------------------
 
+    @staticmethod
+    def _operation(status: PrinterStatus) -> str:
+        return "Create-Job" if status.supports_create_job else "Print-Job"
+
     async def _dispatch(self, job: JobRecord, copy: Copy, status: PrinterStatus) -> None:
+        if job.claims > 1 and await self._pdf_failed_here(job):
+            # The printer lists PDF but could not print this one: once more, in raster.
+            rendered = await self._rendition(job, raster_only=True)
+            if rendered is None:  # the job was failed or put back: nothing was asked of the printer
+                await self.service.settle_copy(copy, CopyState.REFUSED, "no raster could be made")
+                return
+            fmt, data = rendered
+            redescribed = await self.service.redescribe_copy(copy, fmt, len(data))
+            if redescribed is not None:
+                await self._go(job, redescribed, data, status)
+                return
         try:
             document = await self.service.read_document(job)
         except OSError as exc:
             await self.service.settle_copy(copy, CopyState.REFUSED, f"document unreadable: {exc}")
             await self._unreadable(job, exc)
             return
+        await self._go(job, copy, document, status)
+
+    async def _pdf_failed_here(self, job: JobRecord) -> bool:
+        """This printer blamed this job's PDF before (completed/aborted with a document error)
+        and takes a raster edgeprint can make instead."""
+        if self.renderer is None or self.capabilities is None:
+            return False
+        if formats.generic(formats.without_pdf(self.capabilities), raster=True) in (
+            None,
+            formats.PDF,
+        ):
+            return False
+        return any(
+            c.printer == self.name
+            and c.state is CopyState.DOCUMENT_ERROR
+            and c.document_format == formats.PDF
+            for c in await self.service.copies_of(job.id)
+        )
+
+    async def _rendition(self, job: JobRecord, *, raster_only: bool) -> tuple[str, bytes] | None:
+        """The job's document in the format this printer takes best (rendered, cached).
+
+        None when it cannot be made (the job is then failed or noted here).
+        """
+        assert self.renderer is not None
+        assert self.capabilities is not None
+        caps = formats.without_pdf(self.capabilities) if raster_only else self.capabilities
+        try:
+            made = await formats.render(
+                self.renderer, self.renditions, caps, job.document_sha256,
+                str(self.service.document_path(job)),
+            )  # fmt: skip
+        except errors.DocumentUnprintable as exc:
+            await self.service.fail(job, self.name, exc.slug.replace("-", "_"), exc.detail)
+            return None
+        except errors.RenderFailed as exc:
+            verdict = self.service.on_failure(job, self.name, "render-failed", str(exc))
+            await self.service.settle_job(job, self.name, verdict)
+            return None
+        except OSError as exc:
+            await self._unreadable(job, exc)
+            return None
+        if made.note:
+            await self.service.note(job, self.name, made.note)
+        return made.format, made.data
+
+    async def _dispatch_raster(self, job: JobRecord, status: PrinterStatus) -> None:
+        """A printer that takes no PDF: render the job for it, then make one copy of that."""
+        rendered = await self._rendition(job, raster_only=False)
+        if rendered is None:
+            return
+        fmt, data = rendered
+        copy = await self.service.open_copy(
+            job, self.name, operation=self._operation(status), document_format=fmt,
+            printer_up_s=status.up_time_s, document_bytes=len(data),
+        )  # fmt: skip
+        if copy is None:  # cancelled or moved meanwhile
+            return
+        await self._go(job, copy, data, status)
+
+    async def _go(self, job: JobRecord, copy: Copy, document: bytes, status: PrinterStatus) -> None:
         log.info(
             "job dispatched",
             extra={"event": "job_dispatched", "job_id": job.id, "printer": self.name,
@@ -343,7 +441,7 @@ class PrinterWorker:
                 await self._conclude(job)
                 return
             try:
-                await self.client.send_document(pjid, job.owner, document, DOCUMENT_FORMAT)
+                await self.client.send_document(pjid, job.owner, document, copy.document_format)
             except errors.PrinterAmbiguous:
                 raise _Unsettled from None  # the printer may have all, part or none of it
             except errors.PrinterUnreachable:
@@ -357,7 +455,7 @@ class PrinterWorker:
         else:
             try:
                 pjid = await self.client.print_job(
-                    name, job.owner, document, DOCUMENT_FORMAT, copies=copies
+                    name, job.owner, document, copy.document_format, copies=copies
                 )
             except errors.PrinterAmbiguous:
                 raise _Unsettled from None

@@ -22,6 +22,7 @@ A successful probe with none of these re-admits it. Times are unix seconds.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from edgeprint.printers.ipp import PrinterStatus
 
@@ -105,8 +106,14 @@ class Health:
             return HealthChange(healthy, reason)
         return None
 
-    def on_probe(self, status: PrinterStatus, now: float) -> HealthChange | None:
-        """A Get-Printer-Attributes answer; returns the change of health, if any."""
+    def on_probe(
+        self, status: PrinterStatus, now: float, unusable: str | None = None
+    ) -> HealthChange | None:
+        """A Get-Printer-Attributes answer; returns the change of health, if any.
+
+        ``unusable`` says why edgeprint cannot use the printer as it answered
+        (it takes no format edgeprint can send): unhealthy while it says so.
+        """
         self.reachable = True
         self.consecutive_failures = 0
         self.answer_problem = None
@@ -117,6 +124,8 @@ class Health:
         blocking = sorted({reason_keyword(r) for r in status.reasons} & BLOCKING_REASONS)
         if self.monitoring_problem is not None:
             return self._set(False, self.monitoring_problem, now)
+        if unusable is not None:
+            return self._set(False, unusable, now)
         if self.quarantined_until is not None and now < self.quarantined_until:
             return self._set(False, "quarantined: several different jobs failed here", now)
         self.quarantined_until = None
@@ -191,3 +200,5 @@ class PrinterSnapshot:
     queued_job_count: int | None
     printing_job: str | None
     last_error: str | None
+    capabilities: dict[str, Any] | None = None  # PrinterCapabilities.as_json() of the last probe
+    sends: str | None = None  # the format edgeprint sends it

@@ -29,7 +29,7 @@ import asyncio
 import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -167,6 +167,8 @@ class PrinterStatus:
     copies_supported: bool
     accepting_jobs: bool
     up_time_s: int | None  # printer-up-time, seconds
+    #: every attribute of the answer as pyipp parsed it (capabilities are read from it)
+    attributes: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def supports_create_job(self) -> bool:
@@ -238,8 +240,11 @@ class IppClient:
         request_timeout_s: float = 10.0,
         upload_timeout_s: float = 60.0,
         observe: Observe | None = None,
+        probe_attributes: Sequence[str] = (),
     ) -> None:
+        """``probe_attributes`` are asked for on every probe besides the printer's state."""
         self.uri = uri
+        self._probe_attributes = list(dict.fromkeys([*_PRINTER_ATTRS, *probe_attributes]))
         self._session = session
         self._request_timeout_s = request_timeout_s
         self._upload_timeout_s = upload_timeout_s
@@ -389,7 +394,7 @@ class IppClient:
         """Get-Printer-Attributes (RFC 8011 §4.2.5); raises errors.PrinterTransient and kin."""
         parsed = await self._call(
             IppOperation.GET_PRINTER_ATTRIBUTES,
-            {"operation-attributes-tag": {"requested-attributes": _PRINTER_ATTRS}},
+            {"operation-attributes-tag": {"requested-attributes": self._probe_attributes}},
         )
         assert parsed is not None
         attrs: dict[str, Any] = parsed["printers"][0] if parsed["printers"] else {}
@@ -410,6 +415,7 @@ class IppClient:
             copies_supported=copies is not None and copies != [1, 1] and copies != 1,
             accepting_jobs=bool(attrs.get("printer-is-accepting-jobs", True)),
             up_time_s=int(up) if isinstance(up, int) else None,
+            attributes=attrs,
         )
 
     async def get_printer_description(self, names: Sequence[str]) -> dict[str, Any]:

@@ -230,6 +230,17 @@ class Copies:
         )  # fmt: skip
         return copy_from_row(rows[0]) if rows else None
 
+    async def redescribe(
+        self, copy_id: int, document_format: str, document_bytes: int, *, now: float
+    ) -> Copy | None:
+        """Change what a copy will carry while nothing of it was requested yet (``creating``)."""
+        rows = await self._store.write(
+            "UPDATE copies SET document_format = ?, document_bytes = ?, updated_at = ? "
+            "WHERE id = ? AND state = 'creating' RETURNING *",
+            (document_format, document_bytes, now, copy_id),
+        )
+        return copy_from_row(rows[0]) if rows else None
+
     async def get(self, copy_id: int) -> Copy | None:
         rows = await self._store.read("SELECT * FROM copies WHERE id = ?", (copy_id,))
         return copy_from_row(rows[0]) if rows else None

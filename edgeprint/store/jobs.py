@@ -338,6 +338,14 @@ class Jobs:
         """The claim of :meth:`claim_next` (to run with other statements)."""
         return _CLAIM_NEXT, (printer, now, now, actor, printer, now, pool, now)
 
+    async def note_printing(self, job_id: str, printer: str, text: str, *, now: float) -> None:
+        """Set ``last_error`` of a job PRINTING on ``printer`` (no state change)."""
+        await self._store.write(
+            "UPDATE jobs SET last_error = ?, updated_at = ? "
+            "WHERE id = ? AND state = 'PRINTING' AND printed_on = ?",
+            (text, now, job_id, printer),
+        )
+
     async def printing_on(self, printer: str) -> list[JobRecord]:
         """Jobs PRINTING on ``printer``, oldest claim first."""
         rows = await self._store.read(
