@@ -400,3 +400,32 @@ class IppRefused(EdgeprintError):
         self.detail = detail
         self.unsupported = tuple(unsupported)
         super().__init__(detail)
+
+
+# --- TLS to printers (edgeprint.printers.tls) --------------------------------
+
+
+class CertificateChanged(EdgeprintError):
+    """An ipps printer presents another certificate than the pinned one: nothing is sent to it.
+
+    ``was`` and ``now`` are ``sha256:…`` fingerprints (never key material).
+    """
+
+    def __init__(self, was: str, now: str, printer: str | None = None) -> None:
+        self.was = was
+        self.now = now
+        self.printer = printer
+        how = (
+            f"`edgeprint printers trust {printer}` or POST /v1/printers/{printer}/trust"
+            if printer
+            else "`edgeprint printers trust NAME`"
+        )
+        super().__init__(f"certificate changed: was {was}, now {now}; re-trust with {how}")
+
+
+class TlsHandshakeFailed(EdgeprintError):
+    """No TLS session with an ipps printer (it may speak plain HTTP on that port)."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        super().__init__(detail)

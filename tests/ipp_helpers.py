@@ -38,11 +38,11 @@ def _request(op: IppOperation, printer_uri: str, **operation: Any) -> bytes:
     return encoded
 
 
-async def _post(url: str, body: bytes, unix_socket: str | None) -> dict[str, Any]:
+async def _post(url: str, body: bytes, unix_socket: str | None, ssl: Any = True) -> dict[str, Any]:
     connector = aiohttp.UnixConnector(path=unix_socket) if unix_socket else None
     async with (
         aiohttp.ClientSession(connector=connector) as session,
-        session.post(url, data=io.BytesIO(body), headers=_HEADERS) as resp,
+        session.post(url, data=io.BytesIO(body), headers=_HEADERS, ssl=ssl) as resp,
     ):
         assert resp.status == 200, f"HTTP {resp.status} from {url}"
         parsed: dict[str, Any] = parse_ipp(await resp.read())
@@ -50,7 +50,7 @@ async def _post(url: str, body: bytes, unix_socket: str | None) -> dict[str, Any
 
 
 def http_url(printer_uri: str) -> str:
-    return printer_uri.replace("ipp://", "http://", 1)
+    return printer_uri.replace("ipps://", "https://", 1).replace("ipp://", "http://", 1)
 
 
 async def printer_attributes(
@@ -58,14 +58,18 @@ async def printer_attributes(
     requested: Sequence[str] = REQUESTED_ATTRIBUTES,
     *,
     unix_socket: str | None = None,
+    ssl: Any = True,
 ) -> dict[str, Any]:
-    """The printer's attribute group as pyipp parses it (Get-Printer-Attributes)."""
+    """The printer's attribute group as pyipp parses it (Get-Printer-Attributes).
+
+    ``ssl`` is aiohttp's (an ``aiohttp.Fingerprint`` for a pinned ipps printer).
+    """
     body = _request(
         IppOperation.GET_PRINTER_ATTRIBUTES,
         printer_uri,
         **{"requested-attributes": list(requested)},
     )
-    parsed = await _post(http_url(printer_uri), body, unix_socket)
+    parsed = await _post(http_url(printer_uri), body, unix_socket, ssl)
     assert parsed["status-code"] < 0x100, f"status 0x{parsed['status-code']:04x}"
     attrs: dict[str, Any] = parsed["printers"][0]
     return attrs
