@@ -297,6 +297,7 @@ def _token_new(role: str, name: str | None) -> int:
 
 def _serve(config_path: str, log_level: str) -> int:
     import asyncio
+    import logging
     import pathlib
 
     from edgeprint import errors, logs
@@ -308,6 +309,12 @@ def _serve(config_path: str, log_level: str) -> int:
     except errors.ConfigError as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
+    from edgeprint.config_checks import warnings
+
+    for line in warnings(cfg):  # check-config's warnings, in the journal too
+        logging.getLogger("edgeprint").warning(
+            line, extra={"event": "config_warning", "key": line.split(":", 1)[0]}
+        )
     from edgeprint.server import serve  # the server stack is not needed for other commands
 
     try:

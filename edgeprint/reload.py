@@ -2,15 +2,17 @@
 
 Tokens, the per-token rate limit, the per-request limits of ``[server]``, ``[release]``
 and the retention ages are read per request or per sweep, so a reload applies them at
-once; printers may be added (each gets its worker at once). Every other key is bound
-when the appliance starts (the listening socket, the store, the running printer
-workers): a config that changes one of them, or removes or changes a printer, is
-refused as a whole, naming the keys, and the running config stays (``systemctl
-restart edgeprint`` applies them; jobs are kept and reconciled).
+once; printers may be added (each gets its worker at once) and removed (its waiting jobs
+go to its pool; see Dispatcher.reconfigure). Every other key is bound when the appliance
+starts (the listening socket, the store, the running printer workers): a config that
+changes one of them, or changes a printer, is refused as a whole, naming the keys, and
+the running config stays (``systemctl restart edgeprint`` applies them; jobs are kept
+and reconciled).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from edgeprint.config import Config
@@ -49,18 +51,23 @@ def changed_keys(old: Config, new: Config) -> list[str]:
     return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
 
 
-def restart_keys(old: Config, new: Config) -> list[str]:
-    """The changed keys a reload cannot apply (empty: the reload may go ahead); a printer
-    removed or changed is named ``printers[NAME]``."""
+def restart_keys(old: Config, new: Config, retired: Collection[str] = ()) -> list[str]:
+    """The changed keys a reload cannot apply (empty: the reload may go ahead). Printers
+    may be added and removed; one changed, or added back after an earlier reload removed
+    it (its worker still runs: ``retired``), is named ``printers[NAME]``."""
     out: list[str] = []
     for key in changed_keys(old, new):
         if key == "printers":
-            out += _printers_changed(old, new)
+            out += _printers_changed(old, new, retired)
         elif key not in LIVE_KEYS:
             out.append(key)
     return sorted(out)
 
 
-def _printers_changed(old: Config, new: Config) -> list[str]:
-    kept = {p.name: p for p in new.printers}
-    return [f"printers[{p.name}]" for p in old.printers if kept.get(p.name) != p]
+def _printers_changed(old: Config, new: Config, retired: Collection[str]) -> list[str]:
+    before = {p.name: p for p in old.printers}
+    return [
+        f"printers[{p.name}]"
+        for p in new.printers
+        if (p.name in before and before[p.name] != p) or p.name in retired
+    ]

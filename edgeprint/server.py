@@ -12,7 +12,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,8 +53,8 @@ class Running:
     port: int
     dispatcher: Dispatcher
     dispatch_task: asyncio.Task[None]
-    #: Applies a reloaded config's live keys (edgeprint.reload.LIVE_KEYS) at once.
-    reconfigure: Callable[[Config], None]
+    #: Applies a reloaded config's live keys (edgeprint.reload) at once.
+    reconfigure: Callable[[Config], Awaitable[None]]
 
 
 async def _sweep_orphans(spool: Spool, jobs: Jobs) -> int:
@@ -149,10 +149,16 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                     reconfigure_api,
                 ):
 
-                    def reconfigure(new: Config) -> None:
+                    async def reconfigure(new: Config) -> None:
+                        kept = {p.name for p in new.printers}
+                        removed = [p for p in service.config.printers if p.name not in kept]
+                        # First out of every pool and target, then their waiting jobs move:
+                        # no new job can be routed to a removed printer after its move.
                         service.reconfigure(new)
                         reconfigure_api(new)
-                        dispatcher.add_printers(new)
+                        dispatcher.reconfigure(new)
+                        for printer in removed:
+                            await service.retire(printer)
 
                     log.info(
                         "edgeprint ready",
@@ -242,11 +248,21 @@ async def serve(config: Config, config_path: Path | None = None) -> None:
         systemd.ready(status)
         if config_path is not None:
             current = [config]
+            one_at_a_time = asyncio.Lock()
+            reloads: set[asyncio.Task[None]] = set()
+
+            async def reload_now() -> None:
+                async with one_at_a_time:
+                    systemd.reloading()
+                    try:
+                        current[0] = await _reload(run, current[0], config_path)
+                    finally:
+                        systemd.ready(status)
 
             def on_hup() -> None:
-                systemd.reloading()
-                current[0] = _reload(run, current[0], config_path)
-                systemd.ready(status)
+                task = asyncio.create_task(reload_now(), name="reload")
+                reloads.add(task)  # held until done (the loop keeps only weak references)
+                task.add_done_callback(reloads.discard)
 
             loop.add_signal_handler(signal.SIGHUP, on_hup)
         stopping = asyncio.ensure_future(stop.wait())
@@ -258,7 +274,7 @@ async def serve(config: Config, config_path: Path | None = None) -> None:
         log.info("stopping", extra={"event": "stopping"})
 
 
-def _reload(run: Running, current: Config, path: Path) -> Config:
+async def _reload(run: Running, current: Config, path: Path) -> Config:
     """Read ``path`` again and apply it if it is valid and changes only live keys; the config
     now in force. A refusal is logged with check-config's message and changes nothing."""
     try:
@@ -269,7 +285,7 @@ def _reload(run: Running, current: Config, path: Path) -> Config:
             extra={"event": "reload_refused", "detail": str(exc)},
         )
         return current
-    blocked = reload.restart_keys(current, new)
+    blocked = reload.restart_keys(current, new, run.dispatcher.retired)
     if blocked:
         log.error(
             "config reload refused: these keys change only at a restart (systemctl restart "
@@ -278,6 +294,14 @@ def _reload(run: Running, current: Config, path: Path) -> Config:
         )
         return current
     changed = reload.changed_keys(current, new)
-    run.reconfigure(new)
+    try:
+        await run.reconfigure(new)
+    except errors.StoreError as exc:  # while moving a removed printer's waiting jobs
+        # The new config is in force; jobs not moved stay aimed at the removed printer,
+        # whose worker runs on and prints them.
+        log.error(
+            "config reload: the store failed while moving jobs",
+            extra={"event": "reload_store_failed", "error": str(exc)},
+        )
     log.info("config reloaded", extra={"event": "config_reloaded", "keys": changed})
     return new

@@ -165,6 +165,30 @@ class JobService:
         self._printers = {p.name for p in config.printers}
         self._depths = None
 
+    async def retire(self, printer: PrinterConfig) -> list[str]:
+        """A reload removed ``printer`` (already gone from this service's config): its
+        waiting jobs go to its old pool; the ids moved. Without a pool they stay RELEASED
+        for it, and its worker, which now claims only jobs aimed at it, prints them."""
+        if printer.pool is None:
+            log.warning(
+                "printer removed; its waiting jobs stay for it",
+                extra={"event": "printer_removed", "printer": printer.name, "moved": 0},
+            )
+            return []
+        moved = await self.jobs.retarget_waiting(
+            printer.name, printer.pool, now=self.clock(), actor="reload",
+            reason=f"{printer.name} was removed from the config",
+        )  # fmt: skip
+        self._depths = None
+        log.info(
+            "printer removed; its waiting jobs moved to its pool",
+            extra={"event": "printer_removed", "printer": printer.name, "pool": printer.pool,
+                   "moved": len(moved)},
+        )  # fmt: skip
+        if moved:
+            self.wake(None, printer.pool)
+        return moved
+
     def check_target(self, printer: str | None, pool: str | None, where: str) -> None:
         """Raise errors.UnknownTarget unless the named printer/pool is configured."""
         if printer is not None and printer not in self._printers:

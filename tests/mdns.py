@@ -1,7 +1,7 @@
 """Multicast DNS on loopback for tests: printers advertised with python-zeroconf on 127.0.0.1.
 
 Registered from tests/conftest.py with ``pytest_plugins``. ``lo`` gets the MULTICAST flag
-for the test when it lacks it (root and ``ip`` from iproute2 needed), and loses it after.
+when it lacks it (root and ``ip`` from iproute2 needed); it keeps it after.
 """
 
 from __future__ import annotations
@@ -28,21 +28,19 @@ def _lo_flags() -> int:
 
 
 @pytest.fixture
-def lo_multicast() -> Iterator[None]:
-    """Multicast on the loopback interface, switched on for the test if it was off."""
-    if _lo_flags() & IFF_MULTICAST:
-        yield
-        return
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        why = "multicast is off on lo and switching it on needs root and ip (iproute2)"
-        if in_ci():
-            pytest.fail(why, pytrace=False)
-        pytest.skip(why)
-    subprocess.run(["ip", "link", "set", "lo", "multicast", "on"], check=True)
-    try:
-        yield
-    finally:
-        subprocess.run(["ip", "link", "set", "lo", "multicast", "off"], check=True)
+def lo_multicast() -> None:
+    """Multicast on the loopback interface, switched on for the test if it was off.
+
+    It is left on: the flag is harmless, and turning it off could pull it from under
+    another test on this machine that relies on it at the same time.
+    """
+    if not _lo_flags() & IFF_MULTICAST:
+        if os.geteuid() != 0 or shutil.which("ip") is None:
+            why = "multicast is off on lo and switching it on needs root and ip (iproute2)"
+            if in_ci():
+                pytest.fail(why, pytrace=False)
+            pytest.skip(why)
+        subprocess.run(["ip", "link", "set", "lo", "multicast", "on"], check=True)
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 import tempfile
@@ -13,6 +14,7 @@ from edgeprint import cli
 from edgeprint.config import load_config, parse_config
 from edgeprint.config_checks import warnings
 from tests.conftest import config_dict, to_toml
+from tests.proc import ServeProcess
 
 ROOT = Path(__file__).parent.parent
 
@@ -140,3 +142,18 @@ def test_check_config_warnings_do_not_change_the_exit_code(
     assert out.startswith("ok: 3 printer(s)")
     assert err[0].startswith("warning: tokens[0].sha256: 'kiosk-1' has the example's placeholder")
     assert load_config(path).tokens[0].sha256 == "f" * 64
+
+
+def test_serve_logs_the_warnings_at_start(tmp_path: Path) -> None:
+    """serve logs each check-config warning as a config_warning line naming the key."""
+    data = config_dict(tmp_path / "data")
+    data["tokens"][0]["sha256"] = "0" * 64  # type: ignore[index]
+    path = _write(tmp_path, data)
+    server = ServeProcess(path, tmp_path / "serve.log")
+    with server.start():
+        assert server.terminate() == 0
+    records = [json.loads(line) for line in server.log_path.read_text().splitlines()
+               if line.startswith("{")]  # fmt: skip
+    warned = [r for r in records if r.get("event") == "config_warning"]
+    assert [r["key"] for r in warned] == ["tokens[0].sha256", "server.host"]
+    assert warned[0]["message"].startswith("tokens[0].sha256: 'kiosk-1' has the example's")

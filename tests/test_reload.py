@@ -51,7 +51,7 @@ class Appliance:
         self.server.proc.send_signal(signal.SIGHUP)
         messages = self._notified_until("READY=1", 10)
         assert messages[0].startswith("RELOADING=1\nMONOTONIC_USEC="), messages
-        return self._event(offset, {"config_reloaded", "reload_refused"}, 10)
+        return self.event(offset, {"config_reloaded", "reload_refused"}, 10)
 
     def _notified_until(self, wanted: str, deadline_s: float) -> list[str]:
         got: list[str] = []
@@ -68,7 +68,7 @@ class Appliance:
                 return got
         raise AssertionError(f"no {wanted} in {deadline_s} s: {got}")
 
-    def _event(self, offset: int, events: set[str], deadline_s: float) -> dict[str, Any]:
+    def event(self, offset: int, events: set[str], deadline_s: float) -> dict[str, Any]:
         end = time.monotonic() + deadline_s
         while time.monotonic() < end:
             for line in self.server.log_path.read_bytes()[offset:].splitlines():
@@ -173,10 +173,10 @@ def test_reload_refuses_an_invalid_config(appliance: Appliance) -> None:
 
 
 def test_reload_refuses_what_needs_a_restart(appliance: Appliance) -> None:
-    """Removing a printer or changing the port is refused naming the keys; nothing changes,
+    """Changing a printer's URI or the port is refused naming the keys; nothing changes,
     not even the tokens of the same file."""
     cfg = copy.deepcopy(appliance.cfg)
-    cfg["printers"] = cfg["printers"][:2]
+    cfg["printers"][2]["uri"] = "ipp://127.0.0.1:9/ipp/print"
     cfg["server"] = {**cfg["server"], "port": 1}
     cfg["tokens"] = [{"name": "kiosk-2", "role": "kiosk", "sha256": token_digest(NEW_TOKEN)}]
 
@@ -213,10 +213,89 @@ def test_reload_adds_a_printer_that_prints_at_once(tmp_path: Path, printers: Rig
     assert_each_printed_once(printers, [str(job_id)])
 
 
-async def _submit_to(url: str, key: str, printer: str) -> tuple[int, str | None]:
+def test_reload_removes_a_printer_and_loses_no_job(tmp_path: Path, printers: Rig) -> None:
+    """A printer removed by a reload finishes the job in hand; its waiting jobs move to its
+    pool and print on the peer; it is no longer a target nor listed; nothing prints twice."""
+    printers.set_speed("printer-02", 1.0)  # holds its job long enough to be caught
+    cfg = rig_config(tmp_path / "data", printers)
+    cfg["server"]["port"] = 0
+    smaller = copy.deepcopy(cfg)
+    smaller["printers"] = smaller["printers"][:1]
+    with Appliance(tmp_path, cfg).running() as app:
+        url = app.server.url
+        asyncio.run(_until_printer(url, "printer-02", "reachable"))  # else admission avoids it
+        aimed = [asyncio.run(_submit_to(url, f"aimed-{i:04d}", "printer-02")) for i in range(3)]
+        assert [status for status, _ in aimed] == [201, 201, 201]
+        asyncio.run(_until_printer(url, "printer-02", "printing_job"))
+
+        rec = app.reload(smaller)
+
+        assert (rec["event"], rec["keys"]) == ("config_reloaded", ["printers"])
+        removed = app.event(0, {"printer_removed"}, 5)
+        assert (removed["printer"], removed["moved"]) == ("printer-02", 2)
+        assert asyncio.run(_submit_to(url, "aimed-late-0001", "printer-02")) == (422, None)
+        assert asyncio.run(_printer_names(url)) == ["printer-01"]
+        pooled = [asyncio.run(_submit_to(url, f"pooled-{i:04d}", None))[1] for i in range(3)]
+        ids = [str(i) for _, i in aimed] + [str(i) for i in pooled]
+        done = {j["id"]: j for j in asyncio.run(_wait_all_done(url, ids))}
+        assert app.server.terminate() == 0
+    assert done[ids[0]]["printed_on"] == "printer-02"  # the job in hand finished there
+    assert {done[i]["printed_on"] for i in ids[1:]} == {"printer-01"}
+    assert_each_printed_once(printers, ids)
+
+
+def test_reload_removing_a_printer_without_pool_prints_what_was_aimed_at_it(
+    tmp_path: Path, printers: Rig
+) -> None:
+    """Jobs aimed at a removed printer that has no pool stay for it and are printed there
+    (its worker runs on until the restart); nothing is lost or printed twice."""
+    printers.set_speed("printer-02", 0.5)
+    cfg = rig_config(tmp_path / "data", printers, pool=None)
+    cfg["server"]["port"] = 0
+    smaller = copy.deepcopy(cfg)
+    smaller["printers"] = smaller["printers"][:1]
+    with Appliance(tmp_path, cfg).running() as app:
+        url = app.server.url
+        aimed = [asyncio.run(_submit_to(url, f"alone-{i:04d}", "printer-02")) for i in range(3)]
+        assert [status for status, _ in aimed] == [201, 201, 201]
+        asyncio.run(_until_printer(url, "printer-02", "printing_job"))
+
+        rec = app.reload(smaller)
+
+        assert rec["event"] == "config_reloaded"
+        removed = app.event(0, {"printer_removed"}, 5)
+        assert (removed["printer"], removed["moved"]) == ("printer-02", 0)
+        ids = [str(i) for _, i in aimed]
+        done = asyncio.run(_wait_all_done(url, ids))
+        assert app.server.terminate() == 0
+    assert {j["printed_on"] for j in done} == {"printer-02"}
+    assert_each_printed_once(printers, ids)
+
+
+async def _until_printer(url: str, printer: str, field: str) -> None:
+    """Poll GET /v1/printers until ``printer``'s ``field`` is truthy."""
+    headers = {"Authorization": f"Bearer {TECH_TOKEN}"}
+    deadline = time.monotonic() + 10
+    async with aiohttp.ClientSession() as http:
+        while time.monotonic() < deadline:
+            async with http.get(f"{url}/v1/printers", headers=headers) as r:
+                body = await r.json()
+            if any(p["name"] == printer and p[field] for p in body["printers"]):
+                return
+            await asyncio.sleep(0.02)
+    raise AssertionError(f"{printer}: no {field} in 10 s")
+
+
+async def _wait_all_done(url: str, ids: list[str]) -> list[dict[str, Any]]:
+    async with aiohttp.ClientSession() as http:
+        return await Client(http, url).wait_states(ids, {"DONE"}, timeout_s=60)
+
+
+async def _submit_to(url: str, key: str, printer: str | None) -> tuple[int, str | None]:
     async with aiohttp.ClientSession() as http:
         form = aiohttp.FormData()
-        form.add_field("metadata", json.dumps({"owner": "ann", "printer": printer, "hold": False}),
+        target = {"printer": printer} if printer else {"pool": "lobby"}
+        form.add_field("metadata", json.dumps({"owner": "ann", **target, "hold": False}),
                        content_type="application/json")  # fmt: skip
         form.add_field("document", make_pdf(key), content_type="application/pdf", filename="b")
         headers = {"Authorization": f"Bearer {KIOSK_TOKEN}", "Idempotency-Key": key}
@@ -261,13 +340,18 @@ def test_live_and_restart_keys() -> None:
     moved["printers"][1]["uri"] = "ipp://127.0.0.1:9/ipp/print"
     moved["printers"].reverse()
     assert restart_keys(a, parse_config(moved)) == ["printers[printer-02]"]
+    fewer = config_dict(Path("/tmp/x"))
+    fewer["printers"].pop(1)
+    assert restart_keys(a, parse_config(fewer)) == []  # removed: live
+    # a name removed by an earlier reload cannot come back before a restart
+    assert restart_keys(parse_config(fewer), a, retired={"printer-02"}) == ["printers[printer-02]"]
 
 
 @pytest.mark.slow
 def test_reloads_during_a_run_lose_and_duplicate_nothing(tmp_path: Path, printers: Rig) -> None:
     """200 jobs print exactly once on real printers while the config is reloaded every
-    tenth job (tokens rotated around the kiosk's, limits changed, one invalid file, and
-    printer-02 added to the pool halfway)."""
+    tenth job (tokens rotated around the kiosk's, limits changed, one invalid file,
+    printer-02 added to the pool halfway and removed again later)."""
     cfg = rig_config(tmp_path / "data", printers)
     cfg["server"]["port"] = 0
     cfg["printers"] = [{**p, "high_water": 500} for p in cfg["printers"]]  # 200 may wait
@@ -276,7 +360,7 @@ def test_reloads_during_a_run_lose_and_duplicate_nothing(tmp_path: Path, printer
     app = Appliance(tmp_path, cfg)
     variants: list[dict[str, Any] | str] = []
     for i in range(20):
-        v = copy.deepcopy(cfg if i < 9 else full)
+        v = copy.deepcopy(full if 9 <= i < 15 else cfg)  # printer-02 in for six reloads
         v["tokens"] = [*v["tokens"], {"name": f"extra-{i}", "role": "kiosk",
                                       "sha256": token_digest(f"extra-token-{i}")}]  # fmt: skip
         v["server"] = {**v["server"], "max_document_pages": 100 + i}

@@ -54,6 +54,8 @@ class Dispatcher:
         self._pools = config.pools
         self._group: asyncio.TaskGroup | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        #: Printers a reload removed; their workers run on until the next restart.
+        self.retired: set[str] = set()
 
     def _worker(self, p: PrinterConfig) -> PrinterWorker:
         metrics = self._metrics
@@ -76,9 +78,16 @@ class Dispatcher:
             renderer=self._renderer, renditions=self._renditions,
         )  # fmt: skip
 
-    def add_printers(self, config: Config) -> list[str]:
-        """Start a worker for each printer of ``config`` that has none (a reload that added
-        printers); the names started. Existing workers are left as they are."""
+    def reconfigure(self, config: Config) -> list[str]:
+        """Follow a reload (edgeprint.reload says what may differ): start a worker for each
+        added printer (the names started), and retire the workers of removed ones.
+
+        A retired worker keeps running as it is (a black box: it finishes the job in hand)
+        but the service no longer counts it in a pool, so it claims only jobs still aimed
+        at it; it is hidden from the printer views, and goes at the next restart.
+        """
+        names = {p.name for p in config.printers}
+        self.retired |= {n for n in self.workers if n not in names}
         added = [p for p in config.printers if p.name not in self.workers]
         self.config = config
         self._pools = config.pools
@@ -110,11 +119,13 @@ class Dispatcher:
     def snapshot(self, printer: str) -> PrinterSnapshot | None:
         """The live view of ``printer`` (None when no such printer)."""
         worker = self.workers.get(printer)
-        return worker.snapshot() if worker is not None else None
+        if worker is None or printer in self.retired:
+            return None
+        return worker.snapshot()
 
     def snapshots(self) -> list[PrinterSnapshot]:
-        """Every printer's live view, in config order."""
-        return [w.snapshot() for w in self.workers.values()]
+        """Every configured printer's live view."""
+        return [w.snapshot() for n, w in self.workers.items() if n not in self.retired]
 
     def request_stop(self) -> None:
         """Stop taking work; workers finish their current request and return."""
