@@ -206,7 +206,12 @@ def _parser() -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help_, description=help_, parents=[common])
 
     tech("status", "one screen: printers, pools, jobs by state, dead-letter queue (tech)")
-    tech("printers", "every printer in full: IPP state, reasons, queues, errors (tech)")
+    pr = tech("printers", "every printer in full: IPP state, reasons, queues, errors (tech)")
+    pr.add_argument(
+        "action", nargs="?", choices=["trust"],
+        help="trust: accept the certificate an ipps printer presents now (after a reset)",
+    )  # fmt: skip
+    pr.add_argument("printer", nargs="?", metavar="PRINTER", type=_printer)
     j = tech("jobs", "list jobs, newest first (kiosk or tech)")
     j.add_argument("--state", type=_state, help="HELD, RELEASED, PRINTING, DONE, DEAD, …")
     j.add_argument("--owner")
@@ -642,7 +647,15 @@ def _pool_table(pools: list[dict[str, Any]]) -> list[str]:
 
 
 def cmd_printers(api: Api, args: argparse.Namespace, as_json: bool) -> None:
-    """``edgeprint printers``: every printer in full, then the pools."""
+    """``edgeprint printers``: every printer in full, then the pools.
+
+    ``edgeprint printers trust PRINTER``: re-trust an ipps printer's certificate.
+    """
+    if getattr(args, "action", None) == "trust":
+        if not args.printer:
+            raise SystemExit("edgeprint printers trust PRINTER: name the printer")
+        _printer_action("trust")(api, args, as_json)
+        return
     raw, body = api.json("GET", "/v1/printers")
     if as_json:
         _emit_raw(raw)

@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from edgeprint import errors
+from edgeprint.printers import tls
 
 NAME_PATTERN = r"^[a-z0-9-]{1,40}$"
 # Our own validators put the dotted key first: "Value error, printers[2].name: …".
@@ -165,6 +166,23 @@ class PrinterConfig(_Frozen):
     max_inflight: int = Field(default=1, ge=1, le=16)
     #: Waiting (RELEASED) jobs for this printer before new ones go to a peer or get 503.
     high_water: int = Field(default=50, ge=1, le=100_000)
+    #: ipps:// only. "pin": trust the certificate on first use and require it from then on
+    #: (self-signed factory certificates); "verify": the system CA store and host name.
+    tls: Literal["pin", "verify"] = "pin"
+    #: ipps:// only: the certificate's SHA-256 pinned up front ("sha256:…", as openssl prints).
+    tls_fingerprint: str | None = None
+
+    @field_validator("tls_fingerprint")
+    @classmethod
+    def _pin(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        return tls.parse_fingerprint(value)  # ValueError names the expected form
+
+    @property
+    def secure(self) -> bool:
+        """ipps:// or https://: spoken over TLS."""
+        return self.uri.startswith(("ipps://", "https://"))
 
 
 class TokenConfig(_Frozen):

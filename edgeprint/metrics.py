@@ -100,6 +100,11 @@ class Metrics:
             "document_error, aborted, cancelled, cancelled_elsewhere, vanished, lost, refused)",
             ["printer", "state"], registry=r,
         )  # fmt: skip
+        self.certificate_changes = Counter(
+            "edgeprint_tls_certificate_changes_total",
+            "ipps printers found presenting another certificate than the pinned one",
+            ["printer"], registry=r,
+        )  # fmt: skip
         self.monitoring_failures = Counter(
             "edgeprint_job_monitoring_failures_total",
             "Get-Job-Attributes/Get-Jobs requests about a copy that got no usable answer",

@@ -703,6 +703,45 @@ class JobService:
         await self.set_paused(name, True, caller)
         return await self.fail_over_waiting(name, f"drained by {caller.name}")
 
+    async def printer_pin(self, name: str) -> str | None:
+        """The certificate an ipps printer must present: configured, else pinned on first use."""
+        cfg = self.printer_config(name)
+        return cfg.tls_fingerprint or await self.jobs.pin(name)
+
+    async def pin_printer(self, name: str, fingerprint: str) -> bool:
+        """Record the certificate of a printer's first contact (trust on first use)."""
+        stored = await self.jobs.set_pin(
+            name, fingerprint, now=self.clock(), actor=f"printer:{name}"
+        )
+        if stored:
+            log.info(
+                "printer certificate pinned",
+                extra={"event": "printer_pinned", "printer": name, "fingerprint": fingerprint},
+            )
+        return stored
+
+    async def trust_printer(self, name: str, caller: Caller) -> PrinterConfig:
+        """A technician trusts the certificate an ipps printer presents now (after a reset).
+
+        The pin is forgotten: the next contact pins the certificate anew. A
+        pin written in the config cannot be replaced this way (errors.InvalidRequest).
+        """
+        cfg = self.printer_config(name)
+        if not cfg.secure:
+            raise errors.InvalidRequest(f"printer {name} is not reached over ipps://")
+        if cfg.tls_fingerprint is not None:
+            raise errors.InvalidRequest(
+                f"printer {name} has tls_fingerprint in the config: change it there"
+            )
+        await self.jobs.forget_pin(name)
+        log.warning(
+            "printer certificate re-trusted",
+            extra={"event": "printer_retrusted", "printer": name, "actor": caller.name,
+                   "correlation_id": caller.correlation_id},
+        )  # fmt: skip
+        self.on_resume(name)
+        return cfg
+
     async def load_paused(self) -> None:
         """Read the persisted paused flags (at start-up)."""
         self.paused = await self.jobs.paused_printers()

@@ -469,6 +469,15 @@ pause_printer = _pause_handler(True)
 resume_printer = _pause_handler(False)
 
 
+async def trust_printer(request: web.Request) -> web.Response:
+    """POST /v1/printers/{name}/trust (tech): pin the certificate it presents from now on."""
+    caller = await _caller(request, "tech")
+    name = request.match_info["name"]
+    deps = _deps(request)
+    await deps.service.trust_printer(name, caller)
+    return _json(await _one_printer(deps, name))
+
+
 async def drain_printer(request: web.Request) -> web.Response:
     """POST /v1/printers/{name}/drain (tech): pause it and move its waiting jobs to its pool."""
     caller = await _caller(request, "tech")
@@ -593,6 +602,7 @@ def build_app(deps: Deps) -> web.Application:
     app.router.add_post("/v1/printers/{name}/resume", resume_printer)
     app.router.add_post("/v1/printers/{name}/drain", drain_printer)
     app.router.add_post("/v1/printers/{name}/identify", identify_printer)
+    app.router.add_post("/v1/printers/{name}/trust", trust_printer)
     app.router.add_get("/v1/dead-letter", dead_letter)
     app.router.add_get("/v1/stats", stats)
     app.router.add_get("/v1/webhooks/deliveries", webhook_deliveries)

@@ -271,6 +271,19 @@ OPERATIONS: tuple[Operation, ...] = (
         )
     ),
     Operation(
+        "post", "/v1/printers/{name}/trust", "trustPrinter",
+        "Trust the certificate an ipps printer presents now (tech)", "printers", "tech",
+        description=(
+            "Forgets the pinned certificate fingerprint: the next contact pins the one the "
+            "printer presents (after a factory reset made it a new self-signed certificate)."
+        ),
+        answers={
+            200: Answer("the printer", PrinterOut), 404: _404_PRINTER,
+            422: _problem("`invalid-request`: not an ipps printer, or pinned in the config"),
+            503: _503_STORE, 507: _507, **_TECH,
+        },
+    ),
+    Operation(
         "post", "/v1/printers/{name}/drain", "drainPrinter",
         "Pause a printer and move its waiting jobs to its pool (tech)", "printers", "tech",
         answers={

@@ -21,6 +21,8 @@ import random
 import time
 from collections.abc import Callable
 
+from yarl import URL
+
 from edgeprint import errors
 from edgeprint.config import DispatchConfig, PrinterConfig
 from edgeprint.copies import Copy, CopyState, Kind
@@ -30,6 +32,7 @@ from edgeprint.documents.capabilities import PrinterCapabilities, parse_capabili
 from edgeprint.documents.render import RenderPool
 from edgeprint.faults import crash_point
 from edgeprint.metrics import Metrics
+from edgeprint.printers import tls
 from edgeprint.printers.health import Health, HealthChange, HealthSettings, PrinterSnapshot
 from edgeprint.printers.ipp import IppClient, PrinterJob, PrinterStatus
 from edgeprint.service import JobService
@@ -96,6 +99,7 @@ class PrinterWorker:
         self._bad_answer_backoff_s = 0.0
         self._hex_logged_at: float | None = None
         self.status: PrinterStatus | None = None
+        self._trusted = False  # ipps: the certificate was checked against its pin
         self.reachable = False
         self.current_job: str | None = None
         self.health = Health(
@@ -120,8 +124,9 @@ class PrinterWorker:
         self._wake.set()
 
     def resumed(self) -> None:
-        """A technician resumed the printer: forget what only a person can clear."""
+        """A technician resumed (or re-trusted) the printer: forget what only a person clears."""
         self.health.clear()
+        self._trusted = False
         self._needs_reconcile = True
         self.control()
 
@@ -132,6 +137,7 @@ class PrinterWorker:
         retry_delay_s = self.settings.poll_interval_min_s
         while not self.stop.is_set():
             try:
+                await self._ensure_trust()
                 self.status = await self._probe()
                 retry_delay_s = self.settings.poll_interval_min_s
                 self._bad_answer_backoff_s = 0.0
@@ -169,7 +175,10 @@ class PrinterWorker:
                 await self._dispatch(*claimed, self.status)
             except errors.PrinterBusy:
                 await self._pause(self.settings.busy_backoff_s)
-            except (errors.PrinterNeedsTls, errors.PrinterAnswerError) as exc:
+            except (
+                errors.PrinterNeedsTls, errors.PrinterAnswerError, errors.CertificateChanged,
+                errors.TlsHandshakeFailed,
+            ) as exc:  # fmt: skip
                 await self._bad_answer(exc)
             except errors.PrinterError as exc:
                 await self._unreachable(exc)
@@ -208,7 +217,32 @@ class PrinterWorker:
         if not self.health.healthy:  # jobs named for it keep arriving (or come back): move them
             await self.service.fail_over_waiting(self.name, self.health.reason or "unreachable")
 
-    async def _bad_answer(self, exc: errors.PrinterError) -> None:
+    async def _ensure_trust(self) -> None:
+        """ipps://: check the printer's certificate before anything is sent to it.
+
+        ``tls = "pin"``: trust on first use — the fingerprint seen first is
+        stored, and every later contact must present the same certificate.
+        ``tls = "verify"``: the system CA store. Raises errors.CertificateChanged,
+        errors.TlsHandshakeFailed, errors.PrinterUnreachable.
+        """
+        if self._trusted or not self.config.secure:
+            return
+        if self.config.tls == "verify":
+            self.client.ssl = tls.verify_context()
+            self._trusted = True
+            return
+        url = URL(self.config.uri)
+        pinned = await self.service.printer_pin(self.name)
+        got = await tls.trust(
+            url.host or "", url.port or 631, pinned, printer=self.name,
+            timeout_s=self.settings.request_timeout_s,
+        )  # fmt: skip
+        if got.first_contact:
+            await self.service.pin_printer(self.name, got.fingerprint)
+        self.client.ssl = got.ssl
+        self._trusted = True
+
+    async def _bad_answer(self, exc: errors.EdgeprintError) -> None:
         """The printer answered in a way edgeprint cannot use: unhealthy, probed slowly.
 
         HTTP 426 says "use ipps://"; an HTTP error or a reply that is not IPP is
@@ -216,8 +250,15 @@ class PrinterWorker:
         not IPP are logged (hex) at most once an hour.
         """
         now = self._clock()
+        self._needs_reconcile = True
         if isinstance(exc, errors.PrinterNeedsTls):
             problem = "printer requires TLS: use ipps://"
+        elif isinstance(exc, errors.CertificateChanged):
+            problem = str(errors.CertificateChanged(exc.was, exc.now, self.name))
+            self._trusted = False  # nothing is sent until it presents the pinned one again
+            self.metrics.certificate_changes.labels(printer=self.name).inc()
+        elif isinstance(exc, errors.TlsHandshakeFailed):
+            problem = f"no TLS session: {exc.detail}"
         else:
             problem = f"printer answer unusable: {exc}"
         self.reachable = True

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import ssl
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ from yarl import URL
 
 from edgeprint import errors, faults
 from edgeprint.faults import crash_point
+from edgeprint.printers import tls
 
 #: IPP job-state values (RFC 8011 §5.3.7).
 JOB_PENDING, JOB_HELD, JOB_PROCESSING, JOB_STOPPED = 3, 4, 5, 6
@@ -255,6 +257,8 @@ class IppClient:
         self._url = parsed.with_scheme(scheme)
         #: The IPP version spoken; (1, 1) once the printer refused 2.0 (remembered).
         self.version: tuple[int, int] = (2, 0)
+        #: ``ssl=`` of every request: the pinned certificate (printers.tls) for ipps://.
+        self.ssl: aiohttp.Fingerprint | ssl.SSLContext | bool = True
         if parsed.explicit_port is None and default_port is not None:
             self._url = self._url.with_port(default_port)
 
@@ -325,10 +329,17 @@ class IppClient:
             try:
                 async with asyncio.timeout(timeout_s):
                     async with self._session.post(
-                        self._url, data=body, headers=_HEADERS, allow_redirects=False
+                        self._url,
+                        data=body,
+                        headers=_HEADERS,
+                        allow_redirects=False,
+                        ssl=self.ssl,
                     ) as resp:
                         raw = await resp.read()
                         http_status = resp.status
+            except aiohttp.ServerFingerprintMismatch as exc:
+                outcome = "certificate-changed"
+                raise tls.certificate_changed(exc) from exc  # nothing was sent
             except TimeoutError as exc:
                 outcome = "timeout"
                 raise self._transport(op, "no answer in time", exc, body.written) from exc

@@ -304,4 +304,18 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # ipps trust on first use (issue 13): the certificate each printer must present
+    [
+        """
+        CREATE TABLE printer_pins (
+            printer      TEXT PRIMARY KEY,
+            fingerprint  TEXT NOT NULL,   -- sha256:<hex> of the DER certificate (no key material)
+            pinned_at    REAL NOT NULL,
+            actor        TEXT NOT NULL
+        )
+        """,
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
