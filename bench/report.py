@@ -1,6 +1,6 @@
 """Collect the figures of one ``make bench`` run into one table.
 
-Reads ``bench/results/{api,print,failover,cups,chaos,resources,dist}.json`` (each
+Reads ``bench/results/{api,print,failover,cups,chaos,resources,render,dist}.json`` (each
 written by its benchmark in the same ``make bench`` run), prints a Markdown
 table and writes ``bench/results/latest.json`` (the rows, the machine, and each
 benchmark's summary) and ``bench/results/latest.md`` (the table). Every figure
@@ -31,7 +31,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
-BENCHMARKS = ("api", "print", "failover", "cups", "chaos", "resources", "dist")
+BENCHMARKS = ("api", "print", "failover", "cups", "chaos", "resources", "render", "dist")
 
 
 @dataclass(frozen=True)
@@ -242,6 +242,7 @@ _ROWS: dict[str, Callable[[Mapping[str, Any]], list[Row]]] = {
     "cups": _generic("CUPS side by side"),
     "chaos": _generic("chaos"),
     "resources": _generic("resources"),
+    "render": _generic("rendering"),
     "dist": _dist,
 }
 

@@ -11,6 +11,7 @@ import fcntl
 import logging
 import os
 import signal
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,12 +25,17 @@ from edgeprint.api.auth import TokenAuth
 from edgeprint.api.ratelimit import TokenRateLimiter
 from edgeprint.config import Config, load_config
 from edgeprint.dispatch.dispatcher import Dispatcher
+from edgeprint.documents.cache import RenditionCache
+from edgeprint.documents.render import RenderPool
+from edgeprint.ipp_server import advertise
 from edgeprint.metrics import Metrics
 from edgeprint.service import JobService
 from edgeprint.spool import Spool
 from edgeprint.store import Store
 from edgeprint.store.jobs import Jobs
+from edgeprint.store.outbox import Outbox
 from edgeprint.systemd import Systemd
+from edgeprint.webhooks.delivery import Deliveries
 
 log = logging.getLogger(__name__)
 
@@ -112,14 +118,26 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
         removed = await _sweep_orphans(spool, jobs)
         if removed:
             log.info("orphan documents removed", extra={"event": "spool_swept", "count": removed})
-        async with aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit_per_host=4), raise_for_status=False
-        ) as session:
+        async with (
+            _webhooks(config, Outbox(store), metrics),
+            aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit_per_host=4), raise_for_status=False
+            ) as session,
+        ):
             service = JobService(config, jobs, spool, metrics)
-            dispatcher = Dispatcher(config, service, session, metrics)
+            renditions = RenditionCache(
+                data_dir / "renditions", config.dispatch.rendition_cache_bytes
+            )
+            service.renditions = renditions
+            renderer = RenderPool(workers=config.dispatch.render_workers)
+            dispatcher = Dispatcher(
+                config, service, session, metrics, renderer=renderer, renditions=renditions
+            )
             service.wake = dispatcher.wake
             service.on_control = dispatcher.control
+            service.on_resume = dispatcher.resumed
             service.printer_view = dispatcher.snapshot
+            service.printer_identify = dispatcher.identify
             await service.load_paused()
             dispatch_task = asyncio.create_task(
                 dispatcher.run(config.server.shutdown_grace_s), name="dispatcher"
@@ -160,9 +178,29 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                 with contextlib.suppress(asyncio.CancelledError):
                     await dispatch_task
                 service.close()
+                await renderer.close()
     finally:
         await store.close()
         log.info("edgeprint stopped", extra={"event": "stopped"})
+
+
+@contextlib.asynccontextmanager
+async def _webhooks(config: Config, outbox: Outbox, metrics: Metrics) -> AsyncIterator[None]:
+    """Subscribe the outbox to the configured events; deliver them in a task of their own."""
+    deliveries = Deliveries(
+        config.webhooks, outbox, metrics, retention_s=config.retention.document_retention_s
+    )
+    await deliveries.prepare(time.time())  # before any job can change state
+    if not config.webhooks:
+        yield
+        return
+    task = asyncio.create_task(deliveries.run(), name="webhooks")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 @contextlib.asynccontextmanager
@@ -184,7 +222,10 @@ async def _api(
         deps.config = new
 
     # Connection cap, head/idle time-out, header limits, problem+json parser errors.
-    async with http_server.serve(app, config.server) as (host, port):
+    async with (
+        http_server.serve(app, config.server) as (host, port),
+        advertise.advertised(config, host, port),
+    ):
         yield host, port, reconfigure
 
 

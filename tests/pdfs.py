@@ -116,3 +116,66 @@ def make_encrypted_pdf(password: str = "secret") -> bytes:
     writer.add_blank_page(72, 72)
     writer.encrypt(password, algorithm="RC4-40")
     return _written(writer)
+
+
+def make_drawn_pdf(
+    pages: list[bytes], size_pt: tuple[float, float] = (288, 216), rotate: int = 0
+) -> bytes:
+    """A PDF whose page i draws the content stream ``pages[i]`` (Helvetica as /F1), one size."""
+    n = len(pages)
+    page_ids = [4 + 2 * i for i in range(n)]
+    objects = [
+        _CATALOG,
+        b"<< /Type /Pages /Kids [" + _refs(page_ids) + b"] /Count %d >>" % n,
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    box = b"[0 0 %g %g]" % size_pt
+    for i, stream in enumerate(pages):
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox " + box + b" /Rotate %d " % rotate
+            + b"/Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>" % (5 + 2 * i)
+        )  # fmt: skip
+        objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+    return raw_pdf(objects)
+
+
+def badge_content(name: str, *, color: bool = False, text: bool = True) -> bytes:
+    """A badge's drawing: a frame, a bar (red when ``color``), a disc, rules, and the name.
+
+    ``text=False`` leaves out the type: renderers substitute the non-embedded
+    Helvetica with different fonts, so only shapes compare pixel for pixel.
+    """
+    safe = name.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+    bar = b"0.8 0.1 0.1 rg" if color else b"0.3 g"
+    shapes = (
+        b"2 w 0 g 10 10 268 196 re S "
+        + bar + b" 20 150 248 30 re f "
+        + b"0 g 230 60 m 230 76.6 216.6 90 200 90 c 183.4 90 170 76.6 170 60 c "
+        + b"170 43.4 183.4 30 200 30 c 216.6 30 230 43.4 230 60 c f "
+        + b"0.5 w 20 40 m 150 40 l S 1 w 20 30 m 150 30 l S 0.6 g 24 90 120 28 re f "
+    )  # fmt: skip
+    if not text:
+        return shapes
+    return (
+        shapes
+        + b"0 g BT /F1 28 Tf 24 110 Td (" + safe.encode("latin-1") + b") Tj ET "
+        + b"0.5 g BT /F1 12 Tf 24 60 Td (edgeprint 2026 - Hall B) Tj ET"
+    )  # fmt: skip
+
+
+def make_badge_pdf(name: str = "Ada Lovelace", *, color: bool = False, text: bool = True) -> bytes:
+    """A one-page 4x3 in badge (see :func:`badge_content`)."""
+    return make_drawn_pdf([badge_content(name, color=color, text=text)])
+
+
+def make_a4_pdf(pages: int, size_pt: tuple[float, float] = (595, 842)) -> bytes:
+    """``pages`` A4 (or ``size_pt``) pages of text and rules: a handout, to a renderer."""
+    streams = []
+    for p in range(pages):
+        lines = b" ".join(
+            b"BT /F1 11 Tf 56 %d Td (Page %d line %d: the quick brown fox jumps over the lazy dog) Tj ET"
+            % (780 - 14 * i, p + 1, i + 1)
+            for i in range(50)
+        )
+        streams.append(b"1 w 0 g 40 40 515 762 re S " + lines)
+    return make_drawn_pdf(streams, size_pt=size_pt)

@@ -478,6 +478,7 @@ class Rig:
         formats: str = DEFAULT_FORMATS,
         ready_timeout: float = 20.0,
         stop_timeout: float = 5.0,
+        own_certificates: bool = False,
     ) -> None:
         if seconds_per_page < 0:
             raise ValueError("seconds_per_page must be >= 0")
@@ -486,6 +487,11 @@ class Rig:
         self.formats = formats
         self.ready_timeout = ready_timeout
         self.stop_timeout = stop_timeout
+        # ippeveprinter answers TLS (ipps) on its port too, with a self-signed certificate it
+        # makes on first use in its key folder (-K; default /etc/cups/ssl, shared). With
+        # own_certificates each printer keeps its own in printer-NN/ssl: delete that folder
+        # and restart() to make the printer present a new certificate.
+        self.own_certificates = own_certificates
         # Children started by this process, by pid, so they can be reaped (no zombies).
         self._children: dict[int, subprocess.Popen[bytes]] = {}
         self._finished: dict[int, subprocess.Popen[bytes]] = {}
@@ -837,6 +843,9 @@ class Rig:
             ("-l", "loopback rig"),
             ("-v", None),  # log requests and jobs to server.log
         ]
+        if self.own_certificates:
+            (d / "ssl").mkdir(exist_ok=True)
+            options.append(("-K", str(d / "ssl")))  # its own self-signed TLS certificate
         argv = [self._tools["ippeveprinter"]]
         for flag, value in options:
             argv += [flag] if value is None else [flag, value]

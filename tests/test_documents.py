@@ -1,4 +1,4 @@
-"""The PDF page count at submission (edgeprint/documents.py): bounded work on hostile page trees.
+"""The PDF page count at submission (edgeprint/documents/check.py): bounded work on hostile page trees.
 
 The HTTP answers for these files are in tests/test_bad_input.py; here are the limits
 themselves, and how much of a file the check looks at.

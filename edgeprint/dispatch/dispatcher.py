@@ -5,15 +5,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 
 import aiohttp
 
+from edgeprint import errors
 from edgeprint.config import Config, PrinterConfig
 from edgeprint.dispatch.worker import PrinterWorker
+from edgeprint.documents.cache import RenditionCache
+from edgeprint.documents.capabilities import REQUESTED_ATTRIBUTES
+from edgeprint.documents.render import RenderPool
 from edgeprint.metrics import Metrics
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.printers.ipp import IppClient
-from edgeprint.service import JobService
+from edgeprint.printers.testpage import render_test_page
+from edgeprint.service import Identified, JobService
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +37,13 @@ class Dispatcher:
         service: JobService,
         session: aiohttp.ClientSession,
         metrics: Metrics,
+        *,
+        renderer: RenderPool | None = None,
+        renditions: RenditionCache | None = None,
     ) -> None:
         self.config = config
+        self._renderer = renderer
+        self._renditions = renditions
         self.stop = asyncio.Event()
         self.workers: dict[str, PrinterWorker] = {}
         self._session = session
@@ -65,11 +76,15 @@ class Dispatcher:
             request_timeout_s=self.config.dispatch.request_timeout_s,
             upload_timeout_s=self.config.dispatch.upload_timeout_s,
             observe=observe,
+            probe_attributes=REQUESTED_ATTRIBUTES,
         )
         stop = self._stops[p.name] = asyncio.Event()
         if self.stop.is_set():
             stop.set()
-        return PrinterWorker(p, client, self.service, self.config.dispatch, metrics, stop)
+        return PrinterWorker(
+            p, client, self.service, self.config.dispatch, metrics, stop,
+            renderer=self._renderer, renditions=self._renditions,
+        )  # fmt: skip
 
     def _start(self, name: str) -> None:
         if self._group is not None and not self.stop.is_set():
@@ -136,6 +151,11 @@ class Dispatcher:
         if printer is not None and printer in self.workers:
             self.workers[printer].control()
 
+    def resumed(self, printer: str | None) -> None:
+        """A technician resumed ``printer``: its worker forgets what only a person may clear."""
+        if printer is not None and printer in self.workers:
+            self.workers[printer].resumed()
+
     def snapshot(self, printer: str) -> PrinterSnapshot | None:
         """The live view of ``printer`` (None when no such printer)."""
         worker = self.workers.get(printer)
@@ -195,3 +215,26 @@ class Dispatcher:
                 },
             )
             t.cancel()
+
+    async def identify(self, printer: str, how: str, by: str) -> Identified:
+        """Make ``printer`` show itself: Identify-Printer, or a one-page test print.
+
+        ``how``: ``auto`` (Identify-Printer when the printer lists it in
+        operations-supported, else a test page), ``identify`` or ``test-page``.
+        Raises errors.PrinterNotFound, errors.IdentifyUnsupported, errors.PrinterError.
+        """
+        worker = self.workers.get(printer)
+        if worker is None or printer in self.retired:
+            raise errors.PrinterNotFound(printer)
+        status = await worker.client.get_printer_attributes()
+        supported = "Identify-Printer" in status.operations
+        if how == "identify" or (how == "auto" and supported):
+            if not supported:
+                raise errors.IdentifyUnsupported(printer)
+            await worker.client.identify(by)
+            return Identified("identify-printer", None)
+        document = render_test_page(printer, by, time.time())
+        job_id = await worker.client.print_job(
+            f"test-page-{printer}", by, document, "application/pdf"
+        )
+        return Identified("test-page", job_id)

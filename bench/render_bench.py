@@ -1,0 +1,309 @@
+"""Rendering benchmark: PDF → raster through the render pool, as a raster printer would get it.
+
+Figures (issue 13):
+
+- a 4x3 in badge at 300 dpi, grey (sgray_8 PWG raster): render + encode through
+  the pool, per badge, as the appliance sees it (process hop included) —
+  target p50 ≤ 30 ms; also the same work inside one process, without the hop;
+- a 40-page A4 document at 600 dpi streamed as PWG raster (sgray_8) to a
+  consumer that drops each chunk once written (a printer connection): pages
+  per minute (target: ahead of a 60 pages/min printer), the appliance
+  process's RSS growth while it streams (target < 64 MiB) and the render
+  worker's peak RSS.
+
+The PDFs are made here (text and rules, Helvetica not embedded). Results go
+to ``bench/results/render.json`` (rows as bench.report's generic table) and
+are printed.
+
+Run from the repository root::
+
+    .venv/bin/python -m bench.render_bench [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import importlib.metadata
+import json
+import os
+import platform
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from edgeprint.documents.capabilities import Media, Resolution
+from edgeprint.documents.ladder import Choice
+from edgeprint.documents.render import PageJob, RenderPool
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench" / "results"
+BADGE_MEDIA = Media("oe_4x3-label_4x3in", 10160, 7620)
+A4_MEDIA = Media("iso_a4_210x297mm", 21000, 29700)
+MIB = 2**20
+
+
+def _pdf(streams: list[bytes], size_pt: tuple[int, int]) -> bytes:
+    """A PDF whose page i draws ``streams[i]`` with Helvetica as /F1 (written by hand)."""
+    n = len(streams)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids ["
+        + b" ".join(b"%d 0 R" % (4 + 2 * i) for i in range(n))
+        + b"] /Count %d >>" % n,
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    for i, s in enumerate(streams):
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %d %d] " % size_pt
+            + b"/Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>" % (5 + 2 * i)
+        )
+        objects.append(b"<< /Length %d >>\nstream\n" % len(s) + s + b"\nendstream")
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for i, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % i + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % off for off in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)
+
+
+def badge_pdf() -> bytes:
+    return _pdf(
+        [
+            b"2 w 0 g 10 10 268 196 re S 0.3 g 20 150 248 30 re f "
+            b"0 g BT /F1 28 Tf 24 100 Td (Ada Lovelace) Tj ET "
+            b"0.5 g BT /F1 12 Tf 24 60 Td (edgeprint 2026 - Hall B) Tj ET"
+        ],
+        (288, 216),
+    )
+
+
+def handout_pdf(pages: int) -> bytes:
+    streams = []
+    for p in range(pages):
+        lines = b" ".join(
+            b"BT /F1 11 Tf 56 %d Td (Page %d line %d: the quick brown fox jumps over the lazy dog)"
+            b" Tj ET" % (780 - 14 * i, p + 1, i + 1)
+            for i in range(50)
+        )
+        streams.append(b"1 w 0 g 40 40 515 762 re S 0.8 g 40 800 515 20 re f 0 g " + lines)
+    return _pdf(streams, (595, 842))
+
+
+def rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+class PeakRss:
+    """Samples the RSS of some pids every ``interval_s`` in a thread; keeps each one's peak."""
+
+    def __init__(self, pids: list[int], interval_s: float = 0.01) -> None:
+        self.pids = pids
+        self.peak = dict.fromkeys(pids, 0)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
+        self.interval_s = interval_s
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for pid in self.pids:
+                self.peak[pid] = max(self.peak[pid], rss_bytes(pid))
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
+
+
+def row(figure: str, values: list[float], unit: str, note: str = "") -> dict[str, Any]:
+    return {
+        "figure": figure,
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+        "unit": unit,
+        "note": note,
+    }
+
+
+async def badges(pool: RenderPool, pdf: Path, runs: int) -> tuple[list[float], int]:
+    facts = await pool.facts(str(pdf))
+    choice = Choice("image/pwg-raster", "sgray_8", Resolution(300, 300), BADGE_MEDIA)
+    times, size = [], 0
+    for _ in range(runs + 3):
+        t0 = time.perf_counter()
+        size = sum([len(c) async for c in pool.stream(str(pdf), choice, facts)])
+        times.append((time.perf_counter() - t0) * 1000)
+    return times[3:], size  # the first three warm the worker's caches
+
+
+def badges_in_process(pdf: Path, runs: int) -> list[float]:
+    from edgeprint.documents import raster  # loads numpy and PDFium here: after the RSS figures
+
+    job = PageJob(str(pdf), 0, "image/pwg-raster", "sgray_8", 300, (10160, 7620), "", False, 1)
+    raster.encode(job)
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        raster.encode(job)
+        times.append((time.perf_counter() - t0) * 1000)
+    raster.close_document()
+    return times
+
+
+async def handout(pool: RenderPool, pdf: Path, workers: list[int], dpi: int) -> dict[str, float]:
+    facts = await pool.facts(str(pdf))
+    choice = Choice("image/pwg-raster", "sgray_8", Resolution(dpi, dpi), A4_MEDIA)
+    me = os.getpid()
+    base = rss_bytes(me)
+    sent = 0
+    with PeakRss([me, *workers]) as peak:
+        t0 = time.perf_counter()
+        async for chunk in pool.stream(str(pdf), choice, facts):
+            sent += len(chunk)  # as on a printer connection: the chunk is gone once sent
+        elapsed = time.perf_counter() - t0
+    pages = len(facts.page_sizes_pt)
+    return {
+        "pages": pages,
+        "seconds": elapsed,
+        "pages_per_min": pages / elapsed * 60,
+        "appliance_rss_growth_mib": (peak.peak[me] - base) / MIB,
+        "appliance_rss_base_mib": base / MIB,
+        "worker_peak_rss_mib": max(peak.peak[w] for w in workers) / MIB,
+        "mib_sent": sent / MIB,
+    }
+
+
+def machine() -> dict[str, Any]:
+    def version(pkg: str) -> str:
+        try:
+            return importlib.metadata.version(pkg)
+        except importlib.metadata.PackageNotFoundError:
+            return "?"
+
+    commit = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=False
+    ).stdout.strip()
+    return {
+        "nproc": os.cpu_count(),
+        "python": platform.python_version(),
+        "pypdfium2": version("pypdfium2"),
+        "numpy": version("numpy"),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "git_commit": commit,
+        "loadavg": os.getloadavg(),
+    }
+
+
+async def run(quick: bool) -> dict[str, Any]:
+    badge_runs = 20 if quick else 60
+    pages = 10 if quick else 40
+    repeats = 1 if quick else 2
+    with tempfile.TemporaryDirectory(prefix="render-bench-") as tmp:
+        badge, doc = Path(tmp) / "badge.pdf", Path(tmp) / "handout.pdf"
+        badge.write_bytes(badge_pdf())
+        doc.write_bytes(handout_pdf(pages))
+        pool = RenderPool(workers=1, pages_ahead=2)
+        try:
+            workers = await pool.start()
+            streams = [await handout(pool, doc, workers, 600) for _ in range(repeats)]
+            badge_ms, badge_bytes = await badges(pool, badge, badge_runs)
+        finally:
+            await pool.close()
+        local_ms = badges_in_process(badge, badge_runs)
+    table = [
+        row(
+            "badge 4x3 in, 300 dpi grey: render + encode via the pool (p50)",
+            [statistics.median(badge_ms)],
+            "ms",
+            f"{badge_runs} badges, p90 {pct(badge_ms, 0.9):.1f} ms, max {max(badge_ms):.1f} ms; "
+            f"{badge_bytes / 1024:.1f} KiB PWG raster; target ≤ 30 ms",
+        ),
+        row(
+            "badge 4x3 in, 300 dpi grey: render + encode in one process (p50)",
+            [statistics.median(local_ms)],
+            "ms",
+            "no process hop: the worker's own cost",
+        ),
+        row(
+            f"{pages}-page A4, 600 dpi grey PWG raster streamed",
+            [s["pages_per_min"] for s in streams],
+            "pages/min",
+            f"{repeats} run(s), 1 worker, 2 pages ahead; target > 60 pages/min",
+        ),
+        row(
+            "  appliance RSS growth while it streams",
+            [s["appliance_rss_growth_mib"] for s in streams],
+            "MiB",
+            f"VmRSS sampled every 10 ms; base {streams[0]['appliance_rss_base_mib']:.1f} MiB; "
+            "target < 64 MiB",
+        ),
+        row(
+            "  render worker peak RSS",
+            [s["worker_peak_rss_mib"] for s in streams],
+            "MiB",
+            "one page at a time: its canvas (35 MB at 600 dpi) and encoding",
+        ),
+        row(
+            "  PWG raster sent",
+            [s["mib_sent"] for s in streams],
+            "MiB",
+            f"{streams[0]['mib_sent'] / pages:.2f} MiB per page",
+        ),
+    ]
+    return {
+        "benchmark": "render",
+        "command": ".venv/bin/python -m bench.render_bench" + (" --quick" if quick else ""),
+        "settings": {"quick": quick, "badge_runs": badge_runs, "pages": pages, "repeats": repeats},
+        "machine": machine(),
+        "table": table,
+        "failures": [],
+        "raw": {"badge_ms": badge_ms, "in_process_ms": local_ms, "streams": streams},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.render_bench", description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="fewer badges, a 10-page document")
+    args = ap.parse_args(argv)
+    result = asyncio.run(run(args.quick))
+    lines = ["| figure | median | min | max | unit | note |", "|---|---:|---:|---:|---|---|"]
+    for r in result["table"]:
+        lines.append(
+            f"| {r['figure']} | {r['median']:.1f} | {r['min']:.1f} | {r['max']:.1f} "
+            f"| {r['unit']} | {r['note']} |"
+        )
+    result["table_markdown"] = "\n".join(lines)
+    print(result["table_markdown"])
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "render.json").write_text(json.dumps(result, indent=1) + "\n")
+    print(f"written {RESULTS / 'render.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,180 @@
+"""PDF page → pixels → encoded raster page (PDFium via pypdfium2). Runs in render workers.
+
+Only :mod:`edgeprint.documents.render`'s worker processes import this module
+(numpy, pypdfium2 and Pillow stay out of the appliance's own process).
+
+The page is rendered straight into a white canvas of the media's size at the
+chosen resolution, centred, turned 90° counter-clockwise when it only fits that way: one
+buffer per page, owned by numpy and lent to PDFium (``FPDFBitmap_CreateEx``
+with our own memory), so nothing is copied before encoding. ``black_1`` is a
+threshold of the grey rendering at 50 % (no dithering: badge printers print
+text and bar codes, which dithering blurs).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import io
+import os
+
+import numpy as np
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+
+from edgeprint.documents import pwg, urf
+from edgeprint.documents.render import PageJob
+
+#: A pixel counts as colour when its channels differ by more than this (of 255).
+COLOR_THRESHOLD = 24
+#: Resolution of the colour probe (cheap: a 4x3 in page is 72x54 pixels).
+COLOR_PROBE_DPI = 18
+_JPEG_QUALITY = 90
+_RENDER_FLAGS = pdfium_c.FPDF_ANNOT | pdfium_c.FPDF_PRINTING
+
+
+# One open document per worker: pages of the same document arrive one after another.
+_open: tuple[tuple[str, int, int], pdfium.PdfDocument] | None = None
+
+
+def _document(path: str) -> pdfium.PdfDocument:
+    global _open
+    st = os.stat(path)
+    key = (path, st.st_mtime_ns, st.st_size)
+    if _open is None or _open[0] != key:
+        if _open is not None:
+            _open[1].close()
+        _open = (key, pdfium.PdfDocument(path))
+    return _open[1]
+
+
+def close_document() -> None:
+    """Close the document this process keeps open (a worker's is closed when it exits)."""
+    global _open
+    if _open is not None:
+        _open[1].close()
+        _open = None
+
+
+def page_sizes(pdf_path: str) -> list[tuple[float, float]]:
+    """(width, height) in points of each page as it is shown (its /Rotate applied)."""
+    doc = _document(pdf_path)
+    out = []
+    for i in range(len(doc)):
+        page = doc[i]
+        out.append((float(page.get_width()), float(page.get_height())))
+        page.close()
+    return out
+
+
+def needs_color(pdf_path: str) -> bool:
+    """Some page has a pixel whose channels differ by more than COLOR_THRESHOLD."""
+    doc = _document(pdf_path)
+    for i in range(len(doc)):
+        page = doc[i]
+        w, h = page.get_width(), page.get_height()
+        size = (max(1, round(w * COLOR_PROBE_DPI / 72)), max(1, round(h * COLOR_PROBE_DPI / 72)))
+        px = _render(page, "srgb_8", size, size, turn=False)
+        page.close()
+        spread = px.max(axis=2).astype(np.int16) - px.min(axis=2)
+        if int(spread.max()) > COLOR_THRESHOLD:
+            return True
+    return False
+
+
+def _render(
+    page: pdfium.PdfPage,
+    color_space: str,
+    canvas: tuple[int, int],
+    drawn: tuple[int, int],
+    *,
+    turn: bool,
+) -> pwg.Pixels:
+    """The page drawn ``drawn`` pixels large, centred on a white ``canvas``: (h, w[, 3]) array."""
+    width, height = canvas
+    rgb = color_space == "srgb_8"
+    channels = 3 if rgb else 1
+    stride = (width * channels + 3) & ~3  # PDFium wants 4-byte aligned rows
+    buf = np.empty((height, stride), dtype=np.uint8)
+    bitmap = pdfium_c.FPDFBitmap_CreateEx(
+        width,
+        height,
+        pdfium_c.FPDFBitmap_BGR if rgb else pdfium_c.FPDFBitmap_Gray,
+        buf.ctypes.data_as(ctypes.c_void_p),
+        stride,
+    )
+    if not bitmap:
+        raise MemoryError(f"PDFium could not make a {width}x{height} bitmap")
+    try:
+        pdfium_c.FPDFBitmap_FillRect(bitmap, 0, 0, width, height, 0xFFFFFFFF)
+        draw_w, draw_h = drawn
+        pdfium_c.FPDF_RenderPageBitmap(
+            bitmap,
+            page.raw,
+            (width - draw_w) // 2,
+            (height - draw_h) // 2,
+            draw_w,
+            draw_h,
+            3 if turn else 0,  # 90° counter-clockwise, as IPP orientation-requested landscape
+            _RENDER_FLAGS | (pdfium_c.FPDF_REVERSE_BYTE_ORDER if rgb else 0),
+        )
+    finally:
+        pdfium_c.FPDFBitmap_Destroy(bitmap)
+    rows = buf[:, : width * channels]
+    return rows.reshape(height, width, 3) if rgb else rows
+
+
+def pixels(job: PageJob) -> pwg.Pixels:
+    """The page's pixels in the job's colour space (black_1 packed), media-sized."""
+    doc = _document(job.pdf_path)
+    page = doc[job.index]
+    try:
+        w_pt, h_pt = page.get_width(), page.get_height()
+        canvas = (_px(job.media_hmm[0], job.dpi), _px(job.media_hmm[1], job.dpi))
+        drawn = (round(w_pt * job.dpi / 72), round(h_pt * job.dpi / 72))
+        if job.turn:
+            drawn = (drawn[1], drawn[0])
+        space = "sgray_8" if job.color_space == "black_1" else job.color_space
+        px = _render(page, space, canvas, drawn, turn=job.turn)
+    finally:
+        page.close()
+    if job.color_space == "black_1":
+        return np.packbits(px < 128, axis=1)
+    return px
+
+
+def _px(hmm: int, dpi: int) -> int:
+    return max(1, round(hmm * dpi / 2540))
+
+
+def setup(job: PageJob) -> pwg.PageSetup:
+    return pwg.PageSetup(
+        color_space=job.color_space,
+        dpi=job.dpi,
+        width=_px(job.media_hmm[0], job.dpi),
+        height=_px(job.media_hmm[1], job.dpi),
+        media_name=job.media_name,
+        total_pages=job.total_pages,
+    )
+
+
+def encode(job: PageJob) -> bytes:
+    """The page encoded for its format: a PWG or URF page (no file header), or a JPEG file."""
+    px = pixels(job)
+    if job.format == "image/pwg-raster":
+        return pwg.encode_page(px, setup(job))
+    if job.format == "image/urf":
+        return urf.encode_page(px, setup(job))
+    if job.format == "image/jpeg":
+        from PIL import Image  # only JPEG printers need Pillow loaded
+
+        if job.color_space == "black_1":
+            raise ValueError("JPEG is sent in sgray_8 or srgb_8, not black_1")
+        out = io.BytesIO()
+        Image.fromarray(px).save(out, "JPEG", quality=_JPEG_QUALITY, dpi=(job.dpi, job.dpi))
+        return out.getvalue()
+    raise ValueError(f"cannot encode {job.format}")
+
+
+def warm() -> int:
+    """Nothing: makes a fresh worker import this module (and PDFium) before real work."""
+    return os.getpid()

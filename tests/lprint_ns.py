@@ -1,0 +1,127 @@
+"""Inside a private network namespace: a label printer's socket, and LPrint driving it.
+
+Run by tests/lprint_rig.py as ``unshare --net python3 tests/lprint_ns.py ROOT DRIVER MEDIA``
+(root only). The namespace has nothing but its own loopback, so LPrint's IPP
+listener — LPrint 1.1 listens on every address and has no option to bind
+loopback only — is reachable from nowhere; tests talk to LPrint over its Unix
+domain socket (``ROOT/tmp/lprintUID.sock``), as the ``lprint`` command does.
+
+In the namespace, this process:
+
+1. brings ``lo`` up;
+2. listens on 127.0.0.1:9100 as the printer's device (``socket://`` — the
+   JetDirect protocol) and writes what each connection sent to
+   ``ROOT/device/NNNN.bin`` once it closes (written then renamed: never half);
+3. starts ``lprint server`` as user nobody (as root LPrint would use the shared
+   ``/run/lprint.sock``), with its state, spool, log and socket under ROOT;
+4. adds the printer (``lprint add -d badge -m DRIVER -v socket://127.0.0.1:9100
+   -o media-ready=MEDIA``) and writes ``ROOT/ready``;
+5. on SIGTERM stops LPrint (SIGTERM, then SIGKILL after 5 s) and exits.
+
+Stdlib only.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+NOBODY = 65534
+DEVICE_PORT = 9100
+IPP_PORT = 8631
+PRINTER = "badge"
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
+
+
+def loopback_up() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        ifr = struct.pack("16sh", b"lo", 0)
+        flags = struct.unpack("16sh", fcntl.ioctl(s, _SIOCGIFFLAGS, ifr))[1]
+        fcntl.ioctl(s, _SIOCSIFFLAGS, struct.pack("16sh", b"lo", flags | _IFF_UP))
+
+
+def serve_device(listener: socket.socket, out: Path) -> None:
+    n = 0
+    while True:
+        conn, _ = listener.accept()
+        n += 1
+        with conn:
+            chunks = []
+            while data := conn.recv(65536):
+                chunks.append(data)
+        tmp = out / f".{n:04d}.part"
+        tmp.write_bytes(b"".join(chunks))
+        tmp.rename(out / f"{n:04d}.bin")
+
+
+def main(root: Path, driver: str, media: str) -> int:
+    loopback_up()
+    device = root / "device"
+    device.mkdir(parents=True, exist_ok=True)
+    listener = socket.create_server(("127.0.0.1", DEVICE_PORT))
+    threading.Thread(target=serve_device, args=(listener, device), daemon=True).start()
+
+    home, tmp, spool = root / "home", root / "tmp", root / "spool"
+    log = root / "lprint.log"
+    for d in (home, tmp, spool):
+        d.mkdir(parents=True, exist_ok=True)
+    log.touch()
+    as_nobody = os.geteuid() == 0
+    if as_nobody:
+        for p in (home, tmp, spool, log):
+            os.chown(p, NOBODY, NOBODY)
+    uid = NOBODY if as_nobody else os.getuid()
+    env = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "HOME": str(home), "TMPDIR": str(tmp)}
+    user = {"user": NOBODY, "group": NOBODY, "extra_groups": []} if as_nobody else {}
+    server = subprocess.Popen(
+        ["lprint", "server", "-o", f"server-port={IPP_PORT}", "-o", "server-hostname=localhost",
+         "-o", f"spool-directory={spool}", "-o", f"log-file={log}", "-o", "log-level=debug",
+         "-o", "server-options=no-tls,no-web-interface,no-multi-queue"],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+        **user,  # type: ignore[arg-type]
+    )  # fmt: skip
+    (root / "lprint.pid").write_text(f"{server.pid}\n")
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    try:
+        sock = tmp / f"lprint{uid}.sock"
+        deadline = time.monotonic() + 15
+        while not sock.exists():
+            if server.poll() is not None or time.monotonic() > deadline or stop.is_set():
+                print(f"lprint server did not open {sock}", file=sys.stderr)
+                return 1
+            time.sleep(0.05)
+        add = subprocess.run(
+            ["lprint", "add", "-d", PRINTER, "-m", driver, "-v",
+             f"socket://127.0.0.1:{DEVICE_PORT}", "-o", f"media-ready={media}"],
+            env=env, capture_output=True, text=True, timeout=30,
+            **user,  # type: ignore[arg-type]
+        )  # fmt: skip
+        if add.returncode != 0:
+            print(f"lprint add failed: {add.stdout}{add.stderr}", file=sys.stderr)
+            return 1
+        (root / "ready").write_text(f"{sock}\n")
+        while not stop.is_set() and server.poll() is None:
+            stop.wait(0.2)
+        return 0 if stop.is_set() else 1
+    finally:
+        if server.poll() is None:
+            server.terminate()
+            try:
+                server.wait(5)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(5)
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1]), sys.argv[2], sys.argv[3]))

@@ -1,0 +1,145 @@
+"""A real label printer for tests: LPrint (Debian package ``lprint``) driving a recorded socket.
+
+LPrint is a PAPPL printer application: an IPP Everywhere printer that takes
+PWG raster, Apple raster, PNG and JPEG — no PDF — and turns each page into the
+label printer's own language (ZPL for a Zebra driver). Its device here is
+``socket://127.0.0.1:9100`` in a private network namespace where a listener
+records the bytes a real Zebra would have received: the ground truth. See
+tests/lprint_ns.py for the namespace (LPrint 1.1 cannot be told to listen on
+loopback only, so it gets a loopback of its own) and why it runs as nobody.
+
+    rig = LPrintRig(tmp_path / "lprint")
+    rig.start()
+    await print_job(rig.printer_uri, data, "image/pwg-raster", unix_socket=rig.socket_path)
+    rig.wait_received(1)            # [b"...^XA...^XZ..."]
+    rig.stop()
+
+Processes are stopped by the pids the rig recorded, checked against their
+command lines first; nothing is killed by name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.rig import RigError, _pid_is, _read_int, _tail
+
+HERE = Path(__file__).resolve().parent
+PRINTER_URI = "ipp://localhost/ipp/print"
+DEFAULT_DRIVER = "zpl_4inch-203dpi-dt"
+DEFAULT_MEDIA = "oe_4x3-label_4x3in"
+
+
+class LPrintRig:
+    """One LPrint server with one label printer whose device bytes are recorded under ``root``."""
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        driver: str = DEFAULT_DRIVER,
+        media: str = DEFAULT_MEDIA,
+        ready_timeout: float = 30.0,
+    ) -> None:
+        self.root = Path(root).absolute()
+        self.driver = driver
+        self.media = media
+        self.ready_timeout = ready_timeout
+        self.printer_uri = PRINTER_URI
+        self._helper: subprocess.Popen[bytes] | None = None
+
+    @staticmethod
+    def missing() -> str | None:
+        """Why this machine cannot run the rig, or None."""
+        if shutil.which("lprint") is None:
+            return "lprint not found: install the Debian package lprint"
+        if shutil.which("unshare") is None:
+            return "unshare not found: install the Debian package util-linux"
+        if os.geteuid() != 0:
+            return "the LPrint rig needs root (a private network namespace; LPrint as nobody)"
+        return None
+
+    @property
+    def socket_path(self) -> str:
+        return (self.root / "ready").read_text().strip()
+
+    @property
+    def log(self) -> Path:
+        return self.root / "lprint.log"
+
+    def start(self) -> None:
+        """Start LPrint in its namespace; return once the printer is added (RigError if not)."""
+        why = self.missing()
+        if why is not None:
+            raise RigError(why)
+        if self.root.exists():
+            shutil.rmtree(self.root)
+        self.root.mkdir(parents=True)
+        # World-traversable: LPrint runs as nobody under this folder.
+        for d in (self.root, *self.root.parents):
+            if d == Path("/"):
+                break
+            with contextlib.suppress(OSError):
+                d.chmod(d.stat().st_mode | 0o011)
+        with open(self.root / "helper.log", "wb") as out:
+            self._helper = subprocess.Popen(
+                ["unshare", "--net", sys.executable, str(HERE / "lprint_ns.py"),
+                 str(self.root), self.driver, self.media],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+        (self.root / "helper.pid").write_text(f"{self._helper.pid}\n")
+        deadline = time.monotonic() + self.ready_timeout
+        while not (self.root / "ready").exists():
+            if self._helper.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RigError(
+                    f"LPrint did not start (helper {self._helper.returncode}):\n"
+                    f"{_tail(self.root / 'helper.log')}\n{_tail(self.log)}"
+                )
+            time.sleep(0.05)
+
+    def received(self) -> list[bytes]:
+        """What the label printer received, one entry per connection, oldest first."""
+        return [p.read_bytes() for p in sorted((self.root / "device").glob("[0-9]*.bin"))]
+
+    def wait_received(self, n: int, timeout: float = 20.0) -> list[bytes]:
+        """Wait (bounded) until ``n`` connections have closed; their bytes."""
+        deadline = time.monotonic() + timeout
+        while len(got := self.received()) < n:
+            if time.monotonic() > deadline:
+                raise RigError(
+                    f"the label printer got {len(got)} connection(s), not {n}, in {timeout:g} s;"
+                    f" LPrint log:\n{_tail(self.log)}"
+                )
+            time.sleep(0.05)
+        return got
+
+    def stop(self) -> None:
+        """SIGTERM the helper (it stops LPrint); SIGKILL what is left, by recorded pid."""
+        helper = self._helper.pid if self._helper else _read_int(self.root / "helper.pid")
+        if helper is not None and _pid_is(helper, "lprint_ns.py"):
+            os.kill(helper, signal.SIGTERM)
+        if self._helper is not None:
+            try:
+                self._helper.wait(10)
+            except subprocess.TimeoutExpired:
+                self._helper.kill()
+                self._helper.wait(5)
+        server = _read_int(self.root / "lprint.pid")
+        if server is not None and _pid_is(server, "lprint server"):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(server, signal.SIGKILL)
+
+    def __enter__(self) -> LPrintRig:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

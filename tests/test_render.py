@@ -1,0 +1,231 @@
+"""Rendering in worker processes: streamed page by page, bounded, off the event loop, failures typed."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from edgeprint import errors
+from edgeprint.documents import ladder, raster
+from edgeprint.documents.capabilities import Media, PrinterCapabilities, Resolution
+from edgeprint.documents.ladder import Choice, DocumentFacts
+from edgeprint.documents.render import PageJob, RenderPool
+from tests import pdfs
+from tests.raster_decode import decode_pwg, decode_urf, gray
+from tests.raster_golden import SHAPES, assert_close
+
+LABEL = Media("oe_4x3-label_4x3in", 10160, 7620)
+A4 = Media("iso_a4_210x297mm", 21000, 29700)
+LPRINT_LIKE = PrinterCapabilities(
+    formats=("image/pwg-raster", "image/urf", "image/jpeg"),
+    pwg_raster_resolutions=(Resolution(203, 203),),
+    pwg_raster_types=("black_1", "sgray_8"),
+    urf=("V1.5", "W8", "RS203"),
+    media_ready=(LABEL,),
+)
+
+
+@pytest.fixture
+async def pool() -> AsyncIterator[RenderPool]:
+    """One warmed render worker."""
+    p = RenderPool(workers=1, pages_ahead=2)
+    await p.start()
+    try:
+        yield p
+    finally:
+        await p.close()
+
+
+def _write(tmp_path: Path, name: str, data: bytes) -> str:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return str(path)
+
+
+async def _all(pool: RenderPool, path: str, choice: Choice, facts: DocumentFacts) -> list[bytes]:
+    return [chunk async for chunk in pool.stream(path, choice, facts)]
+
+
+async def test_badge_streams_as_pwg_raster(pool: RenderPool, tmp_path: Path) -> None:
+    """A badge for a LPrint-like printer streams as RaS2 then one page, equal to the worker's pixels."""
+    path = _write(tmp_path, "badge.pdf", pdfs.make_badge_pdf())
+    facts = await pool.facts(path)
+    assert facts == DocumentFacts(((288.0, 216.0),), needs_color=False)
+    choice = ladder.choose(LPRINT_LIKE, facts)
+    chunks = await _all(pool, path, choice, facts)
+    assert chunks[0] == b"RaS2"
+    assert len(chunks) == 2
+    (page,) = decode_pwg(b"".join(chunks))
+    assert (page.width, page.height, page.dpi, page.color_space) == (812, 609, 203, 18)
+    assert page.media_name == "oe_4x3-label_4x3in"
+    job = PageJob(path, 0, "image/pwg-raster", "sgray_8", 203, (10160, 7620), "", False, 1)
+    assert np.array_equal(page.rows, raster.pixels(job))
+
+
+async def test_urf_stream_counts_its_pages(pool: RenderPool, tmp_path: Path) -> None:
+    """A three-page document as URF: the file header's page count matches the pages streamed, in order."""
+    path = _write(tmp_path, "a4.pdf", pdfs.make_a4_pdf(3))
+    facts = await pool.facts(path)
+    choice = Choice("image/urf", "sgray_8", Resolution(75, 75), A4)
+    pages = decode_urf(b"".join(await _all(pool, path, choice, facts)))
+    assert [p.total_pages for p in pages] == [3, 3, 3]
+    solo = [
+        raster.pixels(PageJob(path, i, "image/urf", "sgray_8", 75, (21000, 29700), "", False, 3))
+        for i in range(3)
+    ]
+    assert all(np.array_equal(p.rows, s) for p, s in zip(pages, solo, strict=True))
+
+
+async def test_stream_keeps_few_pages_in_flight(tmp_path: Path) -> None:
+    """However slow the consumer, no more than pages_ahead pages are rendered ahead of it."""
+    path = _write(tmp_path, "a4.pdf", pdfs.make_a4_pdf(8))
+    pool = RenderPool(workers=2, pages_ahead=3)
+    try:
+        facts = await pool.facts(path)
+        choice = Choice("image/pwg-raster", "black_1", Resolution(150, 150), A4)
+        seen = []
+        async for chunk in pool.stream(path, choice, facts):
+            seen.append(pool.in_flight)
+            await asyncio.sleep(0.02)  # a slow printer; pages already rendered wait here
+            assert len(chunk) > 0
+        assert max(seen) <= 3
+        assert pool.in_flight == 0
+        assert len(seen) == 9  # header + 8 pages
+    finally:
+        await pool.close()
+
+
+async def test_leaving_a_stream_early_cancels_the_rest(pool: RenderPool, tmp_path: Path) -> None:
+    """A consumer that stops after one page leaves nothing in flight, and the pool renders on."""
+    path = _write(tmp_path, "a4.pdf", pdfs.make_a4_pdf(6))
+    facts = await pool.facts(path)
+    choice = Choice("image/pwg-raster", "sgray_8", Resolution(100, 100), A4)
+    stream = pool.stream(path, choice, facts)
+    assert await anext(stream) == b"RaS2"
+    await anext(stream)
+    await stream.aclose()  # type: ignore[attr-defined]
+    assert pool.in_flight == 0
+    badge = _write(tmp_path, "badge.pdf", pdfs.make_badge_pdf())
+    chunks = await _all(
+        pool, badge, ladder.choose(LPRINT_LIKE, await pool.facts(badge)), await pool.facts(badge)
+    )
+    assert len(chunks) == 2
+
+
+async def test_render_runs_in_another_process(pool: RenderPool, tmp_path: Path) -> None:
+    """While a 600 dpi A4 page renders, the event loop keeps running other coroutines."""
+    path = _write(tmp_path, "a4.pdf", pdfs.make_a4_pdf(1))
+    facts = await pool.facts(path)
+    choice = Choice("image/pwg-raster", "sgray_8", Resolution(600, 600), A4)
+    ticks = 0
+    done = asyncio.Event()
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(ticker())
+    before = ticks
+    chunks = await _all(pool, path, choice, facts)
+    done.set()
+    await task
+    # Had the page been rendered on the loop, the ticker could not have run meanwhile.
+    assert ticks - before > 10
+    assert len(chunks) == 2
+
+
+async def test_a_killed_worker_fails_the_stream_typed(pool: RenderPool, tmp_path: Path) -> None:
+    """A render worker killed mid-document fails the stream with RenderFailed; the next document renders."""
+    path = _write(tmp_path, "a4.pdf", pdfs.make_a4_pdf(4))
+    facts = await pool.facts(path)
+    choice = Choice("image/pwg-raster", "sgray_8", Resolution(600, 600), A4)
+    (worker,) = await pool.start()
+    stream = pool.stream(path, choice, facts)
+    assert await anext(stream) == b"RaS2"
+    os.kill(worker, signal.SIGKILL)
+    with pytest.raises(errors.RenderFailed, match="a render worker died"):
+        async for _ in stream:
+            pass
+    badge = _write(tmp_path, "badge.pdf", pdfs.make_badge_pdf())
+    facts = await pool.facts(badge)
+    assert len(await _all(pool, badge, ladder.choose(LPRINT_LIKE, facts), facts)) == 2
+
+
+async def test_unreadable_pdf_is_a_render_failure(pool: RenderPool, tmp_path: Path) -> None:
+    """A file PDFium cannot open fails with RenderFailed naming PDFium's error, not a crash."""
+    path = _write(tmp_path, "junk.pdf", b"%PDF-1.4\nthis is not a pdf\n")
+    with pytest.raises(errors.RenderFailed, match=r"page_sizes failed: PdfiumError"):
+        await pool.facts(path)
+
+
+async def test_facts_color_and_rotation(pool: RenderPool, tmp_path: Path) -> None:
+    """A red bar makes a document need colour; grey does not; a /Rotate 90 page reports turned sizes."""
+    red = _write(tmp_path, "red.pdf", pdfs.make_badge_pdf(color=True))
+    grey = _write(tmp_path, "grey.pdf", pdfs.make_badge_pdf(color=False))
+    turned = _write(
+        tmp_path, "turned.pdf", pdfs.make_drawn_pdf([pdfs.badge_content("x")], rotate=90)
+    )
+    assert (await pool.facts(red)).needs_color is True
+    assert (await pool.facts(grey)).needs_color is False
+    assert (await pool.facts(turned)).page_sizes_pt == ((216.0, 288.0),)
+
+
+async def test_portrait_page_is_turned_onto_landscape_label(
+    pool: RenderPool, tmp_path: Path
+) -> None:
+    """A 3x4 in portrait page lands on a 4x3 in label turned 90° counter-clockwise, not shrunk or cropped."""
+    portrait = _write(
+        tmp_path, "p.pdf", pdfs.make_drawn_pdf([pdfs.badge_content("x", text=False)], rotate=90)
+    )
+    facts = await pool.facts(portrait)
+    choice = ladder.choose(LPRINT_LIKE, facts)
+    assert ladder.needs_turn(facts.page_sizes_pt[0], LABEL)
+    (page,) = decode_pwg(b"".join(await _all(pool, portrait, choice, facts)))
+    assert (page.width, page.height) == (812, 609)
+    upright = _write(tmp_path, "u.pdf", pdfs.make_badge_pdf(text=False))
+    plain = raster.pixels(
+        PageJob(upright, 0, "image/pwg-raster", "sgray_8", 203, (10160, 7620), "", False, 1)
+    )
+    # /Rotate 90 shows the badge turned clockwise; turning it counter-clockwise restores it
+    assert_close(gray(page), plain, SHAPES)
+
+
+async def test_jpeg_is_one_file_per_page(pool: RenderPool, tmp_path: Path) -> None:
+    """For a JPEG-only printer each page streams as a whole JPEG of the media's size."""
+    path = _write(
+        tmp_path, "two.pdf", pdfs.make_drawn_pdf([pdfs.badge_content("a"), pdfs.badge_content("b")])
+    )
+    facts = await pool.facts(path)
+    choice = ladder.choose(
+        PrinterCapabilities(formats=("image/jpeg",), media_ready=(LABEL,)), facts
+    )
+    chunks = await _all(pool, path, choice, facts)
+    assert len(chunks) == 2
+    for chunk in chunks:
+        with Image.open(io.BytesIO(chunk)) as img:
+            assert (img.format, img.size, img.mode) == ("JPEG", (1200, 900), "L")
+
+
+def test_the_appliance_process_does_not_load_renderers() -> None:
+    """Importing the documents package and the render pool loads neither numpy nor PDFium.
+
+    (Pillow is loaded anyway: pypdf, which checks PDFs at submission, imports it.)
+    """
+    code = (
+        "import sys, edgeprint.documents, edgeprint.documents.render, edgeprint.documents.ladder;"
+        "print(sorted(m for m in ('numpy', 'pypdfium2') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
