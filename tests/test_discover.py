@@ -11,11 +11,15 @@ import json
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 from zeroconf import Zeroconf
 
 from edgeprint.cli_discover import nothing_found, render
+from edgeprint.config import parse_config
+from edgeprint.ipp_server.advertise import service_info
 from edgeprint.printers.discover import FoundPrinter, config_name
+from tests.conftest import config_dict
 from tests.mdns import LOOPBACK, advertise, port_of
 from tests.rig import Rig
 
@@ -62,6 +66,24 @@ def test_discover_lists_advertised_printers_with_their_attributes(
     assert gone["uri"] == "ipps://127.0.0.1:1/ipp/secure"
     assert gone["make_and_model"] == "Old Laser"  # from the TXT record
     assert gone["error"].startswith("Get-Printer-Attributes: cannot connect")
+
+
+def test_discover_leaves_out_edgeprint_queues(advertiser: Zeroconf, printers: Rig) -> None:
+    """A queue an edgeprint appliance advertises (its own DNS-SD record) is not a printer:
+    discover does not list it, so setup never offers a box its own queues."""
+    tag = uuid.uuid4().hex[:8]
+    p = printers["printer-01"]
+    advertise(advertiser, "_ipp._tcp", f"Real {tag}", port_of(p.uri), rp="ipp/print")
+    queue = f"lobby-{tag}"
+    cfg = parse_config(config_dict(Path("/tmp/unused")))
+    advertiser.register_service(service_info(cfg, queue, LOOPBACK, port_of(p.uri), f"{tag}.local."))
+
+    out = _discover("--json", "--timeout", "2")
+
+    assert out.returncode == 0, out.stderr
+    names = [x["instance"] for x in json.loads(out.stdout)["printers"]]
+    assert f"Real {tag}" in names
+    assert f"edgeprint {queue}" not in names
 
 
 def test_discover_human_output_names_uri_model_and_state(

@@ -30,6 +30,9 @@ SERVICE_TYPES = ("_ipp._tcp.local.", "_ipps._tcp.local.")
 _STATES = {3: "idle", 4: "processing", 5: "stopped"}
 _DESCRIPTION = ("printer-make-and-model", "media-ready", "printer-info")
 _QM = DNSQuestionType.QM
+#: TXT ``product`` of the queues an edgeprint appliance advertises (ipp_server/advertise.py):
+#: an appliance, not a printer; offering it to setup would make a box print to itself.
+EDGEPRINT_PRODUCT = "(edgeprint)"
 #: How long one service's address lookup may take (seconds).
 RESOLVE_TIMEOUT_S = 2.0
 
@@ -110,6 +113,8 @@ async def _resolve(azc: AsyncZeroconf, service_type: str, name: str) -> Advert |
         k.decode("utf-8", "replace").lower(): (v or b"").decode("utf-8", "replace")
         for k, v in info.properties.items()
     }
+    if txt.get("product") == EDGEPRINT_PRODUCT:
+        return None
     scheme = "ipps" if service_type.startswith("_ipps.") else "ipp"
     path = txt.get("rp", "ipp/print").lstrip("/")
     instance = name.removesuffix("." + service_type)
