@@ -28,7 +28,7 @@ lint:
 	$(PY) -m mypy edgeprint
 
 test: lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=15
 
 test-fast:
 	$(PY) -m pytest -q -m "not slow"
