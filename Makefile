@@ -28,14 +28,14 @@ lint:
 	$(PY) -m mypy edgeprint
 
 test: lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=15
 
 test-fast:
 	$(PY) -m pytest -q -m "not slow"
 
 # Each benchmark writes bench/results/<name>.json; bench.report joins them into
 # bench/results/latest.{json,md} and prints the table. A failing benchmark fails the target.
-BENCHES = api print failover cups chaos resources render
+BENCHES = api print raster_print failover cups chaos resources render
 # printers (ippeveprinter + its dbus-daemon) and the CUPS scheduler of the side-by-side run
 BENCH_DEBS = cups-ipp-utils dbus-daemon cups-daemon cups-client
 

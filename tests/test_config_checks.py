@@ -38,14 +38,14 @@ def test_example_placeholders_and_loopback_host_are_warned(
     host next to LAN printers."""
     code, out, err = _check(ROOT / "config.example.toml", capsys)
     assert code == 0
-    assert out.startswith("ok: 2 printer(s)")
+    assert out.startswith("ok: 3 printer(s)")
     assert err[:3] == [
         "warning: tokens[0].sha256: 'kiosk-lobby-1' has the example's placeholder digest, so no "
         "token can match it; make one with: edgeprint token new --role kiosk --name kiosk-lobby-1",
         "warning: tokens[1].sha256: 'tech-1' has the example's placeholder digest, so no token "
         "can match it; make one with: edgeprint token new --role tech --name tech-1",
         "warning: server.host: 127.0.0.1 is loopback, so only programs on this machine reach the "
-        "API and no kiosk can, yet printers on the LAN (printer-01, printer-02); set it to this "
+        "API and no kiosk can, yet printers on the LAN (printer-01, printer-02, labels-01); set it to this "
         "machine's LAN address (edgeprint setup picks one) or 0.0.0.0",
     ]
 
