@@ -65,9 +65,14 @@ def check_exactly_once(rig: Rig, jobs: list[dict[str, Any]], personality: str) -
     log = rig.printed("printer-01")
     for job in jobs:
         copies = [p.bytes for p in log if job["id"] in p.job_name]
-        assert len(copies) <= 1, f"{job['id']} printed {len(copies)} times ({personality})"
+        whole = [b for b in copies if b == len(DOC)]
+        # A printer that got only the first bytes of a cut upload may put out what it got (a
+        # partial page): that is no copy of the document. Whole copies: one at most.
+        assert len(whole) <= 1, f"{job['id']} printed {copies} ({personality})"
+        if personality != "cuts_uploads":
+            assert copies == whole, f"{job['id']}: a partial copy on paper {copies}"
         if job["state"] == "DONE":
-            assert copies == [len(DOC)], f"{job['id']} DONE but on paper: {copies}"
+            assert whole == [len(DOC)], f"{job['id']} DONE but on paper: {copies}"
         else:
             assert job["state"] == "DEAD", job
             assert job["dead_reason"], job

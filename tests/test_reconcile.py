@@ -74,10 +74,13 @@ printer_jobs = st.builds(
 
 @given(copies_st, printer_jobs)
 def test_completed_is_printed_only_when_whole(c: Copy, found: PrinterJob) -> None:
-    """PRINTED needs a completed job, a document sent, proof it was whole and no document error."""
+    """PRINTED needs a completed job (or edgeprint's own cancel after every page came out), a
+    document sent, proof it was whole and no document error."""
     obs = observe(c, found)
     if obs.settled is C.PRINTED:
-        assert found.state == JOB_COMPLETED
+        assert found.state == JOB_COMPLETED or (
+            found.state == JOB_CANCELED and c.cancel_origin == "edgeprint"
+        )
         assert c.sent_at is not None
         assert "document-format-error" not in found.reasons
         assert c.whole(found.k_octets, found.impressions_completed)
@@ -87,11 +90,25 @@ def test_completed_is_printed_only_when_whole(c: Copy, found: PrinterJob) -> Non
 def test_a_cancel_is_someone_elses_only_when_edgeprint_never_asked(
     c: Copy, found: PrinterJob
 ) -> None:
-    """Canceled → CANCELLED when edgeprint recorded its cancel first, else CANCELLED_ELSEWHERE."""
+    """Canceled → CANCELLED when edgeprint recorded its cancel first, else CANCELLED_ELSEWHERE;
+    edgeprint's own cancel that came after pages came out is PRINTED or INCOMPLETE."""
     obs = observe(c, found)
     if found.state == JOB_CANCELED:
-        expected = C.CANCELLED if c.cancel_origin else C.CANCELLED_ELSEWHERE
-        assert obs.settled is expected
+        if c.cancel_origin == "edgeprint" and c.sent_at and found.impressions_completed:
+            assert obs.settled in (C.PRINTED, C.INCOMPLETE)
+        else:
+            expected = C.CANCELLED if c.cancel_origin else C.CANCELLED_ELSEWHERE
+            assert obs.settled is expected
+
+
+def test_edgeprints_cancel_that_came_too_late_is_not_a_reason_to_print_again() -> None:
+    """A copy edgeprint cancelled (its upload unverified) that the printer reports canceled
+    after it put the pages out: PRINTED (all of them) or INCOMPLETE (some), never CANCELLED."""
+    c = copy(state=C.CANCELLING, acknowledged_at=None, cancel_origin="edgeprint")
+    assert observe(c, pj(state=JOB_CANCELED, impressions_completed=1)).settled is C.PRINTED
+    two = replace(c, impressions_expected=2)
+    assert observe(two, pj(state=JOB_CANCELED, impressions_completed=1)).settled is C.INCOMPLETE
+    assert observe(c, pj(state=JOB_CANCELED, impressions_completed=0)).settled is C.CANCELLED
 
 
 @given(copies_st, printer_jobs)

@@ -227,8 +227,14 @@ def test_setup_in_a_terminal_asks_which_printers(tmp_path: Path, printers: Rig) 
     )  # fmt: skip
     os.close(terminal)
     os.write(controller, f"{p.uri}\ndesk-1\n\n".encode())
-    stdout, stderr = proc.communicate(timeout=60)
-    os.close(controller)
+    try:
+        stdout, stderr = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # no leaked process or pipes for the tests after this one
+        stdout, stderr = proc.communicate()
+        raise AssertionError(f"setup did not finish: {stdout.decode()} {stderr.decode()}") from None
+    finally:
+        os.close(controller)
     assert proc.returncode == 0, stderr.decode()
     assert [(c.name, c.uri) for c in load_config(path).printers] == [("desk-1", p.uri)]
     assert "Add a printer by URI" in stdout.decode()

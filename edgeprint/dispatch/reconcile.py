@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from edgeprint.copies import (
     CANCELLED_ELSEWHERE_REASONS,
     DOCUMENT_ERROR_REASONS,
+    ORIGIN_EDGEPRINT,
     WAITING_FOR_DATA,
     Copy,
     CopyState,
@@ -129,6 +130,9 @@ def observe(copy: Copy, pj: PrinterJob | None) -> Observation:
       it): PRINTED; completed and not verifiably whole: INCOMPLETE;
     - canceled: CANCELLED when edgeprint asked (its cancel is recorded before it
       is sent), else CANCELLED_ELSEWHERE (a person at the panel, an operator);
+      but when edgeprint's own cancel came after pages came out
+      (``job-impressions-completed`` > 0), PRINTED if they were all of them,
+      else INCOMPLETE: a copy that printed is never sent again;
     - aborted: ABORTED; anything else: still live.
     """
     if pj is None:
@@ -144,6 +148,11 @@ def observe(copy: Copy, pj: PrinterJob | None) -> Observation:
             return Observation(C.ABORTED, pj, "completed without a document")
         return Observation(C.INCOMPLETE, pj, "completed, not verifiably whole")
     if pj.state == JOB_CANCELED:
+        if copy.cancel_origin == ORIGIN_EDGEPRINT and copy.sent_at and pj.impressions_completed:
+            # edgeprint's cancel came after pages came out: the printer's own count says so
+            if copy.whole(None, pj.impressions_completed):
+                return Observation(C.PRINTED, pj, "canceled after it printed")
+            return Observation(C.INCOMPLETE, pj, "canceled after part of it printed")
         if copy.cancel_origin is not None:
             return Observation(C.CANCELLED, pj, "canceled as edgeprint asked")
         by = sorted(reasons & CANCELLED_ELSEWHERE_REASONS) or ["canceled"]
