@@ -130,6 +130,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
             )
             service.renditions = renditions
             renderer = RenderPool(workers=config.dispatch.render_workers)
+            service.renderer = renderer
             dispatcher = Dispatcher(
                 config, service, session, metrics, renderer=renderer, renditions=renditions
             )

@@ -38,6 +38,7 @@ from edgeprint.copies import (
     on_failure,
 )
 from edgeprint.documents.cache import RenditionCache
+from edgeprint.documents.render import RenderPool
 from edgeprint.metrics import Metrics
 from edgeprint.models import SubmitMetadata
 from edgeprint.printers.health import PrinterSnapshot
@@ -134,6 +135,8 @@ class JobService:
         self.copies = Copies(jobs.store)
         #: Rasters rendered for printers without PDF; swept with their documents.
         self.renditions: RenditionCache | None = None
+        #: Renders and converts documents in worker processes (set by the composition root).
+        self.renderer: RenderPool | None = None
         self._rng = rng or random.Random()
         self.spool = spool
         self.metrics = metrics
@@ -848,6 +851,18 @@ class JobService:
     async def find(self, job_id: str) -> JobRecord | None:
         """The job, or None (for the dispatcher, which must not raise on a missing job)."""
         return await self.jobs.get(job_id)
+
+    async def document_as_pdf(self, data: bytes, document_format: str) -> bytes:
+        """A PWG raster, URF or JPEG document (an IPP client's) as a PDF of its pages.
+
+        Raises errors.UnsupportedDocument (not what its format says, too many
+        pages, or no converter in this process).
+        """
+        if self.renderer is None:
+            raise errors.UnsupportedDocument(f"{document_format} cannot be converted here")
+        return await self.renderer.to_pdf(
+            data, document_format, self.config.server.max_document_pages
+        )
 
     def document_path(self, job: JobRecord) -> Path:
         """Where the job's document is stored (for the render pool, which reads it itself)."""

@@ -235,12 +235,32 @@ async def test_bad_requests_get_the_right_status_and_store_nothing(
             Status.SERVER_ERROR_OPERATION_NOT_SUPPORTED,
         ),
         (
-            "JPEG",
+            "not the JPEG it claims",
             _raw_request(
                 queue,
                 Operation.PRINT_JOB,
                 attr("document-format", Tag.MIME_MEDIA_TYPE, "image/jpeg"),
                 data=b"\xff\xd8\xff",
+            ),
+            Status.CLIENT_ERROR_DOCUMENT_FORMAT_ERROR,
+        ),
+        (
+            "not the PWG raster it claims",
+            _raw_request(
+                queue,
+                Operation.PRINT_JOB,
+                attr("document-format", Tag.MIME_MEDIA_TYPE, "image/pwg-raster"),
+                data=b"RaS2" + b"\0" * 64,
+            ),
+            Status.CLIENT_ERROR_DOCUMENT_FORMAT_ERROR,
+        ),
+        (
+            "GIF",
+            _raw_request(
+                queue,
+                Operation.PRINT_JOB,
+                attr("document-format", Tag.MIME_MEDIA_TYPE, "image/gif"),
+                data=b"GIF89a",
             ),
             Status.CLIENT_ERROR_DOCUMENT_FORMAT_NOT_SUPPORTED,
         ),
@@ -392,7 +412,10 @@ async def test_printer_attributes_describe_the_queue(ipp_app: tuple[Appliance, I
     attrs = await queue.send(queue.request(Operation.GET_PRINTER_ATTRIBUTES))
     printer = GroupTag.PRINTER
     formats = codec.strings(attrs.get(printer, "document-format-supported"))
-    assert list(formats) == ["application/pdf", "application/octet-stream"]
+    assert list(formats) == [
+        "application/pdf", "image/pwg-raster", "image/urf", "image/jpeg",
+        "application/octet-stream",
+    ]  # fmt: skip
     assert attrs.value(printer, "printer-uri-supported") == queue.uri
     assert (
         attrs.value(printer, "printer-uuid")
@@ -466,3 +489,45 @@ async def test_create_job_ids_survive_a_restart(make_appliance: Callable[..., An
         assert late.status_code == Status.CLIENT_ERROR_NOT_FOUND
         fresh = await queue.send(queue.request(Operation.CREATE_JOB))
         assert job_id(fresh) not in (job_id(created), job_id(orphan))
+
+
+@pytest.mark.parametrize("fmt", ["image/pwg-raster", "image/urf", "image/jpeg"])
+async def test_a_raster_or_jpeg_from_a_phone_prints_once(
+    lobby: tuple[IppQueue, Any, Rig], tmp_path: Path, fmt: str
+) -> None:
+    """What AirPrint, Mopria and IPP Everywhere clients send (PWG raster, Apple raster, JPEG)
+    becomes an ordinary job (kept as a PDF of its pages) and prints exactly once."""
+    queue, client, rig = lobby
+    document = await _rendered_badge(tmp_path, fmt)
+    answer = await queue.send(
+        queue.request(
+            Operation.PRINT_JOB, attr("document-format", Tag.MIME_MEDIA_TYPE, fmt), data=document
+        )
+    )
+    assert answer.status_code == Status.SUCCESSFUL_OK, status_message(answer)
+    await wait_job_state(queue, job_id(answer), {A.COMPLETED})
+    job = await client.job(edgeprint_id(answer))
+    assert job["state"] == "DONE"
+    assert job["document"]["pages"] == 1
+    assert_each_printed_once(rig, [job["id"]])
+
+
+async def _rendered_badge(tmp_path: Path, fmt: str) -> bytes:
+    """A badge as a phone would send it: rendered by PDFium into ``fmt`` (our encoders)."""
+    from edgeprint.documents import ladder
+    from edgeprint.documents.capabilities import Media, Resolution
+    from edgeprint.documents.render import RenderPool
+    from tests.pdfs import make_badge_pdf
+
+    pdf = tmp_path / "phone.pdf"
+    pdf.write_bytes(make_badge_pdf("Phone Photo"))
+    pool = RenderPool(workers=1)
+    try:
+        facts = await pool.facts(str(pdf))
+        choice = ladder.Choice(
+            fmt, "sgray_8" if fmt != "image/jpeg" else "srgb_8", Resolution(300, 300),
+            Media("oe_4x3-label_4x3in", 10160, 7620),
+        )  # fmt: skip
+        return b"".join([c async for c in pool.stream(str(pdf), choice, facts)])
+    finally:
+        await pool.close()

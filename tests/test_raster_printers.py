@@ -18,11 +18,11 @@ import pytest
 
 from edgeprint.documents import ladder
 from edgeprint.documents.capabilities import parse_capabilities
+from edgeprint.documents.decode import decode_pwg
 from edgeprint.documents.render import RenderPool
 from tests import pdfs
 from tests.ipp_helpers import print_job, printer_attributes
 from tests.lprint_rig import LPrintRig
-from tests.raster_decode import decode_pwg
 from tests.rig import Rig, find_tool
 from tests.rig_fixtures import in_ci, require_ippeveprinter
 from tests.zpl_decode import graphics

@@ -55,8 +55,10 @@ OPERATIONS = (
     0x003B,
     0x003C,
 )
-#: Formats a queue takes today (raster formats come with format conversion).
-DOCUMENT_FORMATS = ("application/pdf", "application/octet-stream")
+#: Formats kept as a PDF of their pages when a client sends them (AirPrint, Mopria, IPP Everywhere).
+CONVERTED_FORMATS = ("image/pwg-raster", "image/urf", "image/jpeg")
+#: Formats a queue takes (octet-stream: sniffed).
+DOCUMENT_FORMATS = ("application/pdf", *CONVERTED_FORMATS, "application/octet-stream")
 MAX_COPIES = 99
 MULTIPLE_OPERATION_TIME_OUT_S = 60
 _MEDIA = ("na_letter_8.5x11in", "iso_a4_210x297mm", "na_index-4x6_4x6in")
@@ -145,6 +147,15 @@ def printer_attributes(
         attr("copies-supported", Tag.RANGE_OF_INTEGER, Range(1, MAX_COPIES)),
         attr("document-format-default", Tag.MIME_MEDIA_TYPE, "application/pdf"),
         attr("document-format-supported", Tag.MIME_MEDIA_TYPE, *DOCUMENT_FORMATS),
+        attr(
+            "pwg-raster-document-resolution-supported",
+            Tag.RESOLUTION,
+            Resolution(300, 300, 3),
+            Resolution(600, 600, 3),
+        ),
+        attr("pwg-raster-document-sheet-back", Tag.KEYWORD, "normal"),
+        attr("pwg-raster-document-type-supported", Tag.KEYWORD, "black_1", "sgray_8", "srgb_8"),
+        attr("urf-supported", Tag.KEYWORD, "V1.4", "CP1", "W8", "SRGB24", "RS300-600", "DM1"),
         attr("finishings-default", Tag.ENUM, 3),
         attr("finishings-supported", Tag.ENUM, 3),
         attr("generated-natural-language-supported", Tag.NATURAL_LANGUAGE, "en"),

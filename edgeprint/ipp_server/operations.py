@@ -386,7 +386,7 @@ class IppServer:
             raise _refuse(
                 Status.CLIENT_ERROR_DOCUMENT_FORMAT_NOT_SUPPORTED,
                 f"document-format {fmt[:80]!r} is not supported; this queue takes "
-                "application/pdf (raster formats come with format conversion)",
+                f"{', '.join(A.DOCUMENT_FORMATS)}",
                 "document-format",
             )
         return fmt
@@ -429,12 +429,18 @@ class IppServer:
 
     # --- jobs ------------------------------------------------------------------------
 
-    async def _submit(self, ctx: Context, meta: SubmitMetadata, data: bytes, key: str) -> JobRecord:
+    async def _submit(
+        self, ctx: Context, meta: SubmitMetadata, data: bytes, key: str, fmt: str
+    ) -> JobRecord:
         limit = self.service.config.server.max_document_bytes
         if len(data) > limit:
             raise errors.PayloadTooLarge("the document", limit)
         if not data:
             raise _refuse(Status.CLIENT_ERROR_BAD_REQUEST, "the request carries no document")
+        if fmt in A.CONVERTED_FORMATS or (fmt == "application/octet-stream" and not _pdf(data)):
+            # A raster or JPEG (AirPrint, Mopria, IPP Everywhere clients): kept as a PDF of its
+            # pages, so it is an ordinary job that reaches any printer in a format it takes.
+            data = await self.service.document_as_pdf(data, _sniff(fmt, data))
         staged = self.service.spool.stage()
         try:
             staged.write(data)
@@ -465,13 +471,13 @@ class IppServer:
 
     async def _print_job(self, message: IppMessage, ctx: Context, response: IppMessage) -> None:
         self._check_target(message, ctx)
-        self._format(message)
+        fmt = self._format(message)
         meta = self._meta(
             ctx, self._owner(message, ctx), self._hold(message, ctx), self._copies(message)
         )
         job_uuid = self._job_uuid(message)
         key = f"ipp-job-uuid:{job_uuid}" if job_uuid else f"ipp:{uuid.uuid4().hex}"
-        job = await self._submit(ctx, meta, message.data, key)
+        job = await self._submit(ctx, meta, message.data, key, fmt)
         if (name := self._job_name(message)) is not None:
             self._names.job_names[job.id] = name
         self._short_job_group(ctx, job, response)
@@ -559,7 +565,7 @@ class IppServer:
                 Status.CLIENT_ERROR_NOT_FOUND, f"no job {ipp_id} waits for a document", "job-id"
             )
         self._may_touch(pending.owner, message, ctx)
-        self._format(message)
+        fmt = self._format(message)
         last = _one(message, GroupTag.OPERATION, "last-document", [Tag.BOOLEAN])
         if last is None:
             raise _refuse(Status.CLIENT_ERROR_BAD_REQUEST, "last-document is required")
@@ -572,7 +578,7 @@ class IppServer:
         meta = self._meta(ctx, pending.owner, pending.hold, pending.copies)
         # Without a job-uuid, the Create-Job id is the key: it finds the job after a restart.
         key = f"ipp-job-uuid:{pending.job_uuid}" if pending.job_uuid else _created_key(ipp_id)
-        job = await self._submit(ctx, meta, message.data, key)
+        job = await self._submit(ctx, meta, message.data, key, fmt)
         self._pending.pop(ipp_id, None)
         # A retried job-uuid is the same job: its listings keep the first Create-Job's id,
         # and this client's id names it too.
@@ -742,3 +748,20 @@ class IppServer:
             base_uri=base_uri, status_uri=status_uri, auth=config.ipp.auth,
             max_document_bytes=config.server.max_document_bytes,
         )  # fmt: skip
+
+
+def _pdf(data: bytes) -> bool:
+    return b"%PDF-" in data[:1024]
+
+
+def _sniff(fmt: str, data: bytes) -> str:
+    """The format of a document: as declared, or (octet-stream) by its first bytes."""
+    if fmt != "application/octet-stream":
+        return fmt
+    if data.startswith(b"RaS2"):
+        return "image/pwg-raster"
+    if data.startswith(b"UNIRAST"):
+        return "image/urf"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    return fmt  # not one edgeprint knows: the PDF check refuses it
