@@ -30,6 +30,7 @@ from edgeprint.printers import codec
 from edgeprint.printers.codec import Attribute, GroupTag, IppMessage, Operation, Status, Tag
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.service import Caller, JobService
+from edgeprint.spool import StagedDocument
 from edgeprint.states import JobState
 from edgeprint.store.jobs import JobRecord
 
@@ -67,11 +68,14 @@ _UNSUPPORTED_OPERATION_ATTRS = {"compression": {"none"}}
 
 @dataclass(frozen=True)
 class Context:
-    """Who asks, on which queue. ``user``: the authenticated user (Basic auth), if any."""
+    """Who asks, on which queue. ``user``: the authenticated user (Basic auth), if any;
+    ``document``: the request's document, already streamed into the spool's staging area
+    (None: the document is the message's data). Discarded unless a job took it."""
 
     queue: A.Queue
     caller: Caller
     user: str | None = None
+    document: StagedDocument | None = None
 
 
 @dataclass
@@ -208,6 +212,9 @@ class IppServer:
             response = self._error(status, detail, version, request_id)
             if isinstance(exc, errors.IppRefused) and exc.unsupported and len(raw) >= 8:
                 self._add_unsupported(response, raw, exc.unsupported)
+        finally:
+            if ctx.document is not None:
+                ctx.document.discard()  # a no-op once a job took it
         return response.encode()
 
     def _error(
@@ -430,17 +437,21 @@ class IppServer:
     # --- jobs ------------------------------------------------------------------------
 
     async def _submit(self, ctx: Context, meta: SubmitMetadata, data: bytes, key: str) -> JobRecord:
-        limit = self.service.config.server.max_document_bytes
-        if len(data) > limit:
-            raise errors.PayloadTooLarge("the document", limit)
-        if not data:
-            raise _refuse(Status.CLIENT_ERROR_BAD_REQUEST, "the request carries no document")
-        staged = self.service.spool.stage()
-        try:
-            staged.write(data)
-        except BaseException:
+        """Submit the request's document (``ctx.document``, or ``data`` staged here)."""
+        staged = ctx.document
+        if staged is None:
+            limit = self.service.config.server.max_document_bytes
+            if len(data) > limit:
+                raise errors.PayloadTooLarge("the document", limit)
+            staged = self.service.spool.stage()
+            try:
+                staged.write(data)
+            except BaseException:
+                staged.discard()
+                raise
+        if staged.size == 0:
             staged.discard()
-            raise
+            raise _refuse(Status.CLIENT_ERROR_BAD_REQUEST, "the request carries no document")
         result = await self.service.submit(meta, staged, key, ctx.caller)
         return result.job
 
