@@ -350,12 +350,14 @@ class PrinterProtocolError(PrinterAnswerError):
 class IppParseError(EdgeprintError):
     """Bytes that are not a valid IPP message: truncated or malformed at ``offset``.
 
-    ``expected`` says what the codec expected to find there.
+    ``expected`` says what the codec expected to find there; ``truncated`` is True when
+    the bytes simply ended there (more of the message would have been needed).
     """
 
-    def __init__(self, offset: int, expected: str) -> None:
+    def __init__(self, offset: int, expected: str, *, truncated: bool = False) -> None:
         self.offset = offset
         self.expected = expected
+        self.truncated = truncated
         super().__init__(f"malformed IPP message at byte {offset}: expected {expected}")
 
 

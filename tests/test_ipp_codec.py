@@ -366,12 +366,13 @@ def test_generated_messages_round_trip(message: IppMessage) -> None:
 @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(_messages)
 def test_every_truncation_of_a_generated_message_is_a_parse_error(message: IppMessage) -> None:
-    """A generated message cut before its end-of-attributes tag raises IppParseError at every byte boundary."""
+    """A generated message cut before its end-of-attributes tag raises IppParseError (truncated) at every byte boundary."""
     message.data = b""
     raw = message.encode()
     for cut in range(len(raw)):
-        with pytest.raises(errors.IppParseError):
+        with pytest.raises(errors.IppParseError) as caught:
             codec.parse(raw[:cut])
+        assert caught.value.truncated
 
 
 def test_every_truncation_of_a_real_answer_is_a_parse_error(
@@ -382,8 +383,9 @@ def test_every_truncation_of_a_real_answer_is_a_parse_error(
         if not label.endswith("response"):
             continue
         for cut in range(len(raw)):
-            with pytest.raises(errors.IppParseError):
+            with pytest.raises(errors.IppParseError) as caught:
                 codec.parse(raw[:cut])
+            assert caught.value.truncated, (label, cut)
 
 
 @settings(max_examples=400)
@@ -465,6 +467,9 @@ def test_malformed_messages_name_the_offset_and_what_was_expected(
     with pytest.raises(errors.IppParseError) as caught:
         codec.parse(_HEADER + body)
     assert caught.value.offset == offset
+    assert caught.value.truncated == (
+        offset == len(_HEADER + body)
+    )  # only the empty body ends early
     assert expected in caught.value.expected
     assert str(caught.value).startswith(f"malformed IPP message at byte {offset}: expected ")
 

@@ -18,7 +18,15 @@ from typing import Any, TypeVar
 import aiohttp
 import pytest
 
-from bench.cups_rig import Cupsd, CupsError, cups_tools
+from bench.cups_rig import (
+    GET_PRINTER_ATTRIBUTES,
+    TAG_KEYWORD,
+    TAG_URI,
+    Attr,
+    Cupsd,
+    CupsError,
+    cups_tools,
+)
 from tests.conftest import KIOSK_TOKEN, to_toml
 from tests.pdfs import make_pdf
 from tests.printing import Client, appliance, assert_each_printed_once, rig_config
@@ -88,6 +96,25 @@ async def _jobs(client: Client) -> list[dict[str, Any]]:
         return jobs
 
 
+async def add_everywhere_queue(cupsd: Cupsd, name: str, uri: str) -> None:
+    """``lpadmin -m everywhere``, then wait until cupsd has made the PPD from the queue's
+    attributes (it does so in the background: a job queued before fails in pdftopdf)."""
+    _run(cupsd, "lpadmin", "-p", name, "-E", "-v", uri, "-m", "everywhere")
+    attrs: list[Attr] = [
+        (TAG_URI, "printer-uri", f"ipp://127.0.0.1:{cupsd.port}/printers/{name}"),
+        (TAG_KEYWORD, "requested-attributes", "printer-make-and-model"),
+    ]
+
+    async def made() -> bool | None:
+        resp = cupsd.ipp(f"/printers/{name}", GET_PRINTER_ATTRIBUTES, attrs)
+        # "Local Raw Printer" until the PPD is there, then "<model> - IPP Everywhere"
+        return (
+            True if str(resp.first("printer-make-and-model")).endswith("IPP Everywhere") else None
+        )
+
+    await _poll(f"the PPD of {name}", made)
+
+
 @pytest.fixture
 async def edgeprint(printers: Rig, tmp_path: Path) -> AsyncIterator[tuple[int, Client]]:
     """An appliance in front of the rig printers; printer-02's queue holds by default."""
@@ -103,17 +130,7 @@ async def test_lp_on_a_driverless_queue_prints_once(
 ) -> None:
     """lpadmin -m everywhere against the pool queue, then lp of a PDF: one edgeprint job, printed exactly once, and CUPS sees its job completed."""
     port, client = edgeprint
-    _run(
-        cups,
-        "lpadmin",
-        "-p",
-        "edge",
-        "-E",
-        "-v",
-        f"ipp://127.0.0.1:{port}/ipp/print/lobby",
-        "-m",
-        "everywhere",
-    )
+    await add_everywhere_queue(cups, "edge", f"ipp://127.0.0.1:{port}/ipp/print/lobby")
     doc = tmp_path / "badge.pdf"
     doc.write_bytes(make_pdf("cups client"))
     doc.chmod(0o644)
@@ -140,17 +157,7 @@ async def test_lp_to_a_hold_queue_prints_once_after_an_api_release(
 ) -> None:
     """lp to a queue in [ipp] hold_queues stores a HELD edgeprint job that nothing prints; POST /v1/jobs/{id}/release prints it exactly once."""
     port, client = edgeprint
-    _run(
-        cups,
-        "lpadmin",
-        "-p",
-        "held",
-        "-E",
-        "-v",
-        f"ipp://127.0.0.1:{port}/ipp/print/printer-02",
-        "-m",
-        "everywhere",
-    )
+    await add_everywhere_queue(cups, "held", f"ipp://127.0.0.1:{port}/ipp/print/printer-02")
     doc = tmp_path / "held.pdf"
     doc.write_bytes(make_pdf("cups held"))
     doc.chmod(0o644)
@@ -184,21 +191,13 @@ async def test_kill_9_while_cups_sends_never_prints_twice(
     config.write_text(to_toml(cfg))
     serve = ServeProcess(config, tmp_path / "edgeprint.log").start()
     try:
-        _run(
-            cups,
-            "lpadmin",
-            "-p",
-            "edge",
-            "-E",
-            "-v",
-            f"ipp://127.0.0.1:{serve.port}/ipp/print/lobby",
-            "-m",
-            "everywhere",
-        )
+        await add_everywhere_queue(cups, "edge", f"ipp://127.0.0.1:{serve.port}/ipp/print/lobby")
         doc = tmp_path / "big.pdf"
         doc.write_bytes(make_pdf("cups kill", pad_to=3_000_000))
         doc.chmod(0o644)
-        _run(cups, "lp", "-d", "edge", str(doc))
+        # -o raw: no pdftopdf, which fails now and then on this 3 MB PDF (the job then stops
+        # in CUPS before it reaches edgeprint); CUPS sends it as application/octet-stream.
+        _run(cups, "lp", "-d", "edge", "-o", "raw", str(doc))
         await asyncio.sleep(kill_after_s)  # the moment of the crash is the test's parameter
         serve.kill()
         serve = ServeProcess(config, tmp_path / "edgeprint.log").start()
@@ -207,7 +206,12 @@ async def test_kill_9_while_cups_sends_never_prints_twice(
             states = [j["state"] for j in cups.jobs()]
             return True if states and states[0] in ("completed", "aborted", "canceled") else None
 
-        await _poll("CUPS job finished", cups_done, timeout_s=60)
+        try:
+            await _poll("CUPS job finished", cups_done, timeout_s=60)
+        except AssertionError as exc:
+            raise AssertionError(
+                f"{exc}\nCUPS: {cups.jobs()}\n{cups.tail(60)}\nedgeprint:\n{serve.tail(40)}"
+            ) from None
         async with aiohttp.ClientSession() as http:
             client = Client(http, serve.url)
 

@@ -275,6 +275,18 @@ async def test_bad_requests_get_the_right_status_and_store_nothing(
             Status.CLIENT_ERROR_REQUEST_ENTITY_TOO_LARGE,
         ),
         (
+            "attributes over 64 KiB",
+            _raw_request(
+                queue,
+                Operation.PRINT_JOB,
+                fmt,
+                attr("job-name", Tag.NAME, "x" * 40_000),
+                attr("document-name", Tag.NAME, "y" * 40_000),
+                data=pdf,
+            ),
+            Status.CLIENT_ERROR_REQUEST_ENTITY_TOO_LARGE,
+        ),
+        (
             "no document",
             _raw_request(queue, Operation.PRINT_JOB, fmt),
             Status.CLIENT_ERROR_BAD_REQUEST,

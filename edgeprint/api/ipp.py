@@ -21,13 +21,16 @@ from aiohttp import web
 from edgeprint import errors
 from edgeprint.ipp_server.operations import Context, IppServer, status_for
 from edgeprint.printers import codec
-from edgeprint.printers.codec import Status
+from edgeprint.printers.codec import Operation, Status
 from edgeprint.service import Caller
+from edgeprint.spool import StagedDocument
 
 if TYPE_CHECKING:
     from edgeprint.api.app import Deps
 
 PATH = "/ipp/print/{name}"
+#: Operations whose request carries a document after the attributes.
+_WITH_DOCUMENT = {Operation.PRINT_JOB, Operation.SEND_DOCUMENT}
 CONTENT_TYPE = "application/ipp"
 #: The attributes of a request may take this much besides the document.
 ATTRIBUTES_BYTES = 64 * 1024
@@ -85,13 +88,45 @@ class IppEndpoint:
             raise errors.Unauthorized("the user name must be the token's name")
         return token.name, token.role
 
-    async def _read(self, request: web.Request, limit: int) -> bytes:
-        body = bytearray()
-        while chunk := await request.content.read(_CHUNK):
-            body += chunk
-            if len(body) > limit:
-                raise errors.PayloadTooLarge("the IPP request", limit)
-        return bytes(body)
+    async def _read_head(self, request: web.Request) -> tuple[bytes, bytes | None]:
+        """The request up to its end-of-attributes tag, and the document bytes that came
+        with it (None: the operation carries no document, or the head is malformed, which
+        the IPP server then answers). The document itself is never held in memory."""
+        buf = bytearray()
+        while True:
+            chunk = await request.content.read(_CHUNK)
+            buf += chunk
+            try:
+                message = codec.parse(bytes(buf))
+            except errors.IppParseError as exc:
+                if exc.truncated and chunk:
+                    if len(buf) > ATTRIBUTES_BYTES:
+                        raise errors.PayloadTooLarge(
+                            "the IPP request's attributes", ATTRIBUTES_BYTES
+                        ) from None
+                    continue
+                return bytes(buf), None
+            start = len(buf) - len(message.data)
+            first = bytes(buf[start:]) if message.operation_id in _WITH_DOCUMENT else None
+            return bytes(buf[:start]), first
+
+    async def _read_document(
+        self, request: web.Request, first: bytes, limit: int
+    ) -> StagedDocument:
+        """The rest of the body, streamed into the spool's staging area (at most ``limit``)."""
+        staged = self.deps.service.spool.stage()
+        try:
+            if len(first) > limit:
+                raise errors.PayloadTooLarge("the document", limit)
+            staged.write(first)
+            while chunk := await request.content.read(_CHUNK):
+                if staged.size + len(chunk) > limit:
+                    raise errors.PayloadTooLarge("the document", limit)
+                staged.write(chunk)
+        except BaseException:
+            staged.discard()
+            raise
+        return staged
 
     async def handle(self, request: web.Request) -> web.Response:
         """One IPP request on one queue."""
@@ -116,33 +151,47 @@ class IppEndpoint:
                 resp.headers["WWW-Authenticate"] = 'Basic realm="edgeprint", charset="UTF-8"'
                 return resp
             name = user
-        limit = config.server.max_document_bytes + ATTRIBUTES_BYTES
+        server = config.server
         head = b""
+        document: StagedDocument | None = None
         try:
             await self.deps.rate_limiter.hit(name)
-            async with asyncio.timeout(config.server.body_timeout_s):
+            async with asyncio.timeout(server.body_timeout_s):
+                limit = server.max_document_bytes + ATTRIBUTES_BYTES
                 if request.content_length is not None and request.content_length > limit:
                     head = await request.content.read(8)
                     raise errors.PayloadTooLarge("the IPP request", limit)
-                raw = await self._read(request, limit)
+                head, first = await self._read_head(request)
+                if first is not None:
+                    document = await self._read_document(request, first, server.max_document_bytes)
         except TimeoutError:
-            late = errors.BodyTimeout(config.server.body_timeout_s)
+            if document is not None:
+                document.discard()
+            late = errors.BodyTimeout(server.body_timeout_s)
             return _answer(Status.CLIENT_ERROR_TIMEOUT, str(late), head)
         except errors.EdgeprintError as exc:
+            if document is not None:
+                document.discard()
             if isinstance(exc, errors.RateLimited):
                 self.deps.metrics.rate_limited.inc()
             status, detail = status_for(exc)
             return _answer(status, detail, head)
+        except BaseException:
+            if document is not None:
+                document.discard()
+            raise
         host = request.host
         queue = self.server.queue(request.match_info["name"], f"ipp://{host}", f"http://{host}/")
         if queue is None:
+            if document is not None:
+                document.discard()
             return _answer(
                 Status.CLIENT_ERROR_NOT_FOUND,
                 f"no queue {request.match_info['name'][:40]!r}; queues are printer and pool names",
-                raw[:8],
+                head[:8],
             )
         caller = Caller(name, role, request.get(self.correlation_id))
-        body = await self.server.handle(raw, Context(queue, caller, user))
+        body = await self.server.handle(head, Context(queue, caller, user, document))
         return web.Response(body=body, content_type=CONTENT_TYPE)
 
 

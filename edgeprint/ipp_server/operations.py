@@ -30,6 +30,7 @@ from edgeprint.printers import codec
 from edgeprint.printers.codec import Attribute, GroupTag, IppMessage, Operation, Status, Tag
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.service import Caller, JobService
+from edgeprint.spool import StagedDocument
 from edgeprint.states import JobState
 from edgeprint.store.jobs import JobRecord
 
@@ -67,11 +68,14 @@ _UNSUPPORTED_OPERATION_ATTRS = {"compression": {"none"}}
 
 @dataclass(frozen=True)
 class Context:
-    """Who asks, on which queue. ``user``: the authenticated user (Basic auth), if any."""
+    """Who asks, on which queue. ``user``: the authenticated user (Basic auth), if any;
+    ``document``: the request's document, already streamed into the spool's staging area
+    (None: the document is the message's data). Discarded unless a job took it."""
 
     queue: A.Queue
     caller: Caller
     user: str | None = None
+    document: StagedDocument | None = None
 
 
 @dataclass
@@ -208,6 +212,9 @@ class IppServer:
             response = self._error(status, detail, version, request_id)
             if isinstance(exc, errors.IppRefused) and exc.unsupported and len(raw) >= 8:
                 self._add_unsupported(response, raw, exc.unsupported)
+        finally:
+            if ctx.document is not None:
+                ctx.document.discard()  # a no-op once a job took it
         return response.encode()
 
     def _error(
@@ -432,23 +439,53 @@ class IppServer:
     async def _submit(
         self, ctx: Context, meta: SubmitMetadata, data: bytes, key: str, fmt: str
     ) -> JobRecord:
-        limit = self.service.config.server.max_document_bytes
-        if len(data) > limit:
-            raise errors.PayloadTooLarge("the document", limit)
-        if not data:
+        """Submit the request's document (``ctx.document``, or ``data`` staged here).
+
+        A raster or JPEG (AirPrint, Mopria, IPP Everywhere clients) is kept as a
+        PDF of its pages, so it is an ordinary job that reaches any printer in a
+        format that printer takes.
+        """
+        staged = ctx.document
+        if staged is None:
+            limit = self.service.config.server.max_document_bytes
+            if len(data) > limit:
+                raise errors.PayloadTooLarge("the document", limit)
+            staged = self.service.spool.stage()
+            try:
+                staged.write(data)
+            except BaseException:
+                staged.discard()
+                raise
+        if staged.size > 0 and (fmt in A.CONVERTED_FORMATS or fmt == "application/octet-stream"):
+            staged = await self._as_pdf(staged, fmt)
+        if staged.size == 0:
+            staged.discard()
             raise _refuse(Status.CLIENT_ERROR_BAD_REQUEST, "the request carries no document")
-        if fmt in A.CONVERTED_FORMATS or (fmt == "application/octet-stream" and not _pdf(data)):
-            # A raster or JPEG (AirPrint, Mopria, IPP Everywhere clients): kept as a PDF of its
-            # pages, so it is an ordinary job that reaches any printer in a format it takes.
-            data = await self.service.document_as_pdf(data, _sniff(fmt, data))
-        staged = self.service.spool.stage()
+        result = await self.service.submit(meta, staged, key, ctx.caller)
+        return result.job
+
+    async def _as_pdf(self, staged: StagedDocument, fmt: str) -> StagedDocument:
+        """A staged raster or JPEG replaced by a staged PDF of its pages (a PDF stays as it is).
+
+        Raises errors.UnsupportedDocument when it is not what its format says.
+        """
         try:
-            staged.write(data)
+            raw = staged.contents().read()
         except BaseException:
             staged.discard()
             raise
-        result = await self.service.submit(meta, staged, key, ctx.caller)
-        return result.job
+        kind = _sniff(fmt, raw)
+        if kind not in A.CONVERTED_FORMATS:
+            return staged  # a PDF (or something the PDF check will refuse)
+        staged.discard()
+        pdf = await self.service.document_as_pdf(raw, kind)
+        out = self.service.spool.stage()
+        try:
+            out.write(pdf)
+        except BaseException:
+            out.discard()
+            raise
+        return out
 
     def _job_group(
         self,
@@ -748,10 +785,6 @@ class IppServer:
             base_uri=base_uri, status_uri=status_uri, auth=config.ipp.auth,
             max_document_bytes=config.server.max_document_bytes,
         )  # fmt: skip
-
-
-def _pdf(data: bytes) -> bool:
-    return b"%PDF-" in data[:1024]
 
 
 def _sniff(fmt: str, data: bytes) -> str:

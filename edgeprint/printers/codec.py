@@ -467,7 +467,9 @@ class _Reader:
         end = self.pos + n
         if end > len(self.buf):
             raise errors.IppParseError(
-                self.pos, f"{what} ({n} bytes; only {len(self.buf) - self.pos} left)"
+                self.pos,
+                f"{what} ({n} bytes; only {len(self.buf) - self.pos} left)",
+                truncated=True,
             )
         out = self.buf[self.pos : end]
         self.pos = end
