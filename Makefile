@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: help install test test-fast lint bench bench-deps bench-quick dist quickstart clean
+.PHONY: help install test test-fast lint bench bench-deps bench-quick dist quickstart clean deb
 
 help:
 	@echo "make install     virtual environment in $(VENV) with edgeprint and its test extras"
@@ -12,6 +12,7 @@ help:
 	@echo "make bench       every benchmark (<10 min): table printed, bench/results/latest.{json,md}"
 	@echo "make bench-quick the same, smaller (~2.5 min)"
 	@echo "make dist        dist/edgeprint: one file that runs with Debian 12's python3"
+	@echo "make deb         dist/edgeprint_<version>_<arch>.deb: the Debian package (dpkg-deb, lintian)"
 	@echo "make quickstart  two local IPP printers + the appliance (see README)"
 
 $(PY):
@@ -27,14 +28,14 @@ lint:
 	$(PY) -m mypy edgeprint
 
 test: lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=15
 
 test-fast:
 	$(PY) -m pytest -q -m "not slow"
 
 # Each benchmark writes bench/results/<name>.json; bench.report joins them into
 # bench/results/latest.{json,md} and prints the table. A failing benchmark fails the target.
-BENCHES = api print failover cups chaos resources render
+BENCHES = api print raster_print failover cups chaos resources render
 # printers (ippeveprinter + its dbus-daemon) and the CUPS scheduler of the side-by-side run
 BENCH_DEBS = cups-ipp-utils dbus-daemon cups-daemon cups-client
 
@@ -51,7 +52,7 @@ bench-quick: bench-deps install
 	$(MAKE) --no-print-directory dist && $(PY) -m bench.startup_bench
 	$(PY) -m bench.report
 
-dist:
+dist: $(PY)
 	PY=$(PY) bash scripts/build_dist.sh
 
 quickstart:
@@ -59,3 +60,6 @@ quickstart:
 
 clean:
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+
+deb: $(PY)
+	PY=$(PY) bash scripts/build_deb.sh

@@ -31,7 +31,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
-BENCHMARKS = ("api", "print", "failover", "cups", "chaos", "resources", "render", "dist")
+BENCHMARKS = (
+    "api", "print", "raster_print", "failover", "cups", "chaos", "resources", "render", "dist",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -243,6 +245,7 @@ _ROWS: dict[str, Callable[[Mapping[str, Any]], list[Row]]] = {
     "chaos": _generic("chaos"),
     "resources": _generic("resources"),
     "render": _generic("rendering"),
+    "raster_print": _generic("printing, no PDF"),
     "dist": _dist,
 }
 

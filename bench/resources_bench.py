@@ -92,9 +92,11 @@ from bench.print_bench import (
 )
 from bench.report import figures_markdown
 from edgeprint.config import Config, ServerConfig
+from edgeprint.copies import CopyAction, CopyState
 from edgeprint.server import DB_FILE
 from edgeprint.states import Action
 from edgeprint.store import Store
+from edgeprint.store.copies import Copies
 from edgeprint.store.jobs import GUARD_ON_PRINTER, Jobs
 from edgeprint.store.schema import SCHEMA_VERSION
 from tests.conftest import TECH_TOKEN, config_dict, to_toml
@@ -336,16 +338,27 @@ async def store_layer(data_dir: Path, ids: dict[str, list[str]], cut: float) -> 
             claimed = await jobs.claim_next(printer, job.pool, now=now, actor=f"printer:{printer}")
             if claimed is None or claimed.id != job_id:
                 raise BenchError(f"store layer: {job_id} was not claimed ({claimed})")
-            await jobs.update_printing(
-                job_id, printer, now=now, sets={"printer_job_id": 1 + k, "upload": "sending"}
+            copy = await Copies(store).open(
+                job_id=job_id, claim=claimed.claims, printer=printer, state=CopyState.SENDING,
+                operation="Print-Job", document_format="application/pdf",
+                document_bytes=claimed.document_bytes, impressions_expected=None,
+                printer_up_s=None, now=now,
+            )  # fmt: skip
+            assert copy is not None
+            await Copies(store).change(
+                copy.id,
+                CopyAction.LOST,
+                now=now,
+                actor=f"printer:{printer}",
+                sets={"printer_job_id": 1 + k, "outcome": "resources bench"},
             )
             reason = DEAD_REASONS[k % len(DEAD_REASONS)]
             now = time.time()
             out = await jobs.transition(
                 job_id, Action.FAIL, now=now, actor=f"printer:{printer}", reason=reason,
                 sets={"last_error": f"{reason} (resources bench)", "dead_reason": reason,
-                      "finished_at": now, "upload": None},
-                guard=GUARD_ON_PRINTER, guard_params=(printer,),
+                      "finished_at": now},
+                guard=GUARD_ON_PRINTER, guard_params=(printer, claimed.claims),
             )  # fmt: skip
             dead += out is not None
     finally:

@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 from http.client import HTTPException
 from typing import IO, Any
 
-from edgeprint import __version__
+from edgeprint import __version__, cli_discover, cli_setup
 from edgeprint.states import JobState
 
 EXIT_OK = 0
@@ -199,11 +199,19 @@ def _parser() -> argparse.ArgumentParser:
     tn.add_argument("--role", required=True, choices=["kiosk", "tech"])
     tn.add_argument("--name", default=None, help="token name (default: ROLE-<random>)")
 
+    cli_discover.add_parser(sub)
+    cli_setup.add_parser(sub)
+
     def tech(name: str, help_: str) -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help_, description=help_, parents=[common])
 
     tech("status", "one screen: printers, pools, jobs by state, dead-letter queue (tech)")
-    tech("printers", "every printer in full: IPP state, reasons, queues, errors (tech)")
+    pr = tech("printers", "every printer in full: IPP state, reasons, queues, errors (tech)")
+    pr.add_argument(
+        "action", nargs="?", choices=["trust"],
+        help="trust: accept the certificate an ipps printer presents now (after a reset)",
+    )  # fmt: skip
+    pr.add_argument("printer", nargs="?", metavar="PRINTER", type=_printer)
     j = tech("jobs", "list jobs, newest first (kiosk or tech)")
     j.add_argument("--state", type=_state, help="HELD, RELEASED, PRINTING, DONE, DEAD, …")
     j.add_argument("--owner")
@@ -215,6 +223,17 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--cursor", type=_cursor, help="next page, as printed after a full page")
     r = tech("replay", "send a DEAD job back to its printer or pool, once (tech)")
     r.add_argument("job_id", metavar="JOB_ID", type=_job_id)
+    idf = tech("identify", "make a printer show itself: IPP Identify-Printer or a test page (tech)")
+    idf.add_argument("printer", metavar="PRINTER", type=_printer)
+    idf.add_argument("--test-page", action="store_true", help="print a one-page test print instead")
+    tech("stats", "jobs by state, dead letters by reason, printers in short (tech)")
+    rs = tech("resolve", "settle a DEAD outcome_unknown job: it printed, or print it again (tech)")
+    rs.add_argument("job_id", metavar="JOB_ID", type=_job_id)
+    how = rs.add_mutually_exclusive_group(required=True)
+    how.add_argument("--printed", dest="printed", action="store_true", help="it came out: DONE")
+    how.add_argument(
+        "--not-printed", dest="printed", action="store_false", help="it did not: print once more"
+    )
     for verb, what in (
         ("pause", "stop giving a printer new work; the job in hand finishes (tech)"),
         ("resume", "give a paused printer work again (tech)"),
@@ -239,6 +258,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _token_new(args.role, args.name)
     if args.command == "serve":
         return _serve(args.config, args.log_level)
+    if args.command == "discover":
+        return cli_discover.run(args)
+    if args.command == "setup":
+        return cli_setup.run(args)
     return _tech(args)
 
 
@@ -256,6 +279,10 @@ def _check_config(path: str) -> int:
         f"{len(cfg.tokens)} token(s); data_dir {cfg.server.data_dir}; "
         f"listening on {cfg.server.host}:{cfg.server.port}"
     )
+    from edgeprint.config_checks import warnings
+
+    for line in warnings(cfg):
+        print(f"warning: {line}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -275,6 +302,8 @@ def _token_new(role: str, name: str | None) -> int:
 
 def _serve(config_path: str, log_level: str) -> int:
     import asyncio
+    import logging
+    import pathlib
 
     from edgeprint import errors, logs
     from edgeprint.config import load_config
@@ -285,10 +314,16 @@ def _serve(config_path: str, log_level: str) -> int:
     except errors.ConfigError as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
+    from edgeprint.config_checks import warnings
+
+    for line in warnings(cfg):  # check-config's warnings, in the journal too
+        logging.getLogger("edgeprint").warning(
+            line, extra={"event": "config_warning", "key": line.split(":", 1)[0]}
+        )
     from edgeprint.server import serve  # the server stack is not needed for other commands
 
     try:
-        asyncio.run(serve(cfg))
+        asyncio.run(serve(cfg, pathlib.Path(config_path)))
     except errors.StoreError as exc:
         print(f"edgeprint: {exc}", file=sys.stderr)
         return 1
@@ -332,8 +367,9 @@ class Api:
         self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirects())
 
     def call(
-        self, method: str, path: str, query: dict[str, str] | None = None, *, auth: bool = True
-    ) -> bytes:
+        self, method: str, path: str, query: dict[str, str] | None = None, *, auth: bool = True,
+        json_body: object = None,
+    ) -> bytes:  # fmt: skip
         """The response body of a 2xx; raises ApiFailed, ConnectFailed or UsageError."""
         url = self.base + path
         if query:
@@ -347,6 +383,9 @@ class Api:
                 )
             headers["Authorization"] = f"Bearer {self.token}"
         data = b"" if method == "POST" else None
+        if json_body is not None:
+            data = json.dumps(json_body).encode()
+            headers["Content-Type"] = "application/json"
         req = urllib.request.Request(url, data=data, headers=headers, method=method)
         try:
             with self._opener.open(req, timeout=self.timeout_s) as resp:
@@ -362,10 +401,11 @@ class Api:
             raise ConnectFailed(self._cannot(exc)) from None
 
     def json(
-        self, method: str, path: str, query: dict[str, str] | None = None, *, auth: bool = True
-    ) -> tuple[bytes, Any]:
+        self, method: str, path: str, query: dict[str, str] | None = None, *, auth: bool = True,
+        json_body: object = None,
+    ) -> tuple[bytes, Any]:  # fmt: skip
         """The raw body and its JSON value; a 2xx that is not JSON is an ApiFailed."""
-        raw = self.call(method, path, query, auth=auth)
+        raw = self.call(method, path, query, auth=auth, json_body=json_body)
         try:
             return raw, json.loads(raw)
         except ValueError:
@@ -539,27 +579,15 @@ def cmd_status(api: Api, args: argparse.Namespace, as_json: bool) -> None:
 
 
 def _job_counts(api: Api) -> tuple[dict[str, int] | None, str]:
-    """Jobs by state from ``/metrics`` (``edgeprint_jobs{state=…}``), or None and why not."""
-    from prometheus_client.parser import text_string_to_metric_families
-
+    """Jobs by state from ``GET /v1/stats``, or None and why not."""
     try:
-        text = api.call("GET", "/metrics", auth=False).decode("utf-8", "replace")
+        _, body = api.json("GET", "/v1/stats")
     except (ApiFailed, ConnectFailed) as exc:
         return None, str(exc)
-    counts: dict[str, int] = {}
-    try:
-        for family in text_string_to_metric_families(text):
-            if family.name != "edgeprint_jobs":
-                continue
-            for sample in family.samples:
-                state = sample.labels.get("state")
-                if sample.name == "edgeprint_jobs" and state:
-                    counts[state] = int(sample.value)
-    except ValueError as exc:
-        return None, f"/metrics could not be parsed: {exc}"
-    if not counts:
-        return None, "/metrics has no edgeprint_jobs"
-    return counts, ""
+    counts = body.get("jobs_by_state") if isinstance(body, dict) else None
+    if not isinstance(counts, dict) or not counts:
+        return None, "/v1/stats has no jobs_by_state"
+    return {str(k): int(v) for k, v in counts.items()}, ""
 
 
 def _health(p: dict[str, Any]) -> str:
@@ -619,7 +647,15 @@ def _pool_table(pools: list[dict[str, Any]]) -> list[str]:
 
 
 def cmd_printers(api: Api, args: argparse.Namespace, as_json: bool) -> None:
-    """``edgeprint printers``: every printer in full, then the pools."""
+    """``edgeprint printers``: every printer in full, then the pools.
+
+    ``edgeprint printers trust PRINTER``: re-trust an ipps printer's certificate.
+    """
+    if getattr(args, "action", None) == "trust":
+        if not args.printer:
+            raise SystemExit("edgeprint printers trust PRINTER: name the printer")
+        _printer_action("trust")(api, args, as_json)
+        return
     raw, body = api.json("GET", "/v1/printers")
     if as_json:
         _emit_raw(raw)
@@ -727,6 +763,63 @@ def cmd_replay(api: Api, args: argparse.Namespace, as_json: bool) -> None:
     _out([_clean(f"replayed {job['id']}: now {job['state']}, waiting for {where}")])
 
 
+def cmd_stats(api: Api, args: argparse.Namespace, as_json: bool) -> None:
+    """``edgeprint stats``: jobs by state, dead letters by reason, printers in short."""
+    raw, body = api.json("GET", "/v1/stats")
+    if as_json:
+        _emit_raw(raw)
+        return
+    counts = body.get("jobs_by_state", {})
+    lines = _wrap("  ".join(f"{s} {counts.get(s, 0)}" for s in counts), "JOBS  ", "      ")
+    reasons = body.get("dead_letters_by_reason", {})
+    dead = "  ".join(f"{r} {n}" for r, n in reasons.items()) or "none"
+    lines += _wrap(f"{body.get('dead_letters', 0)} ({dead})", "DEAD  ", "      ")
+    rows = [
+        [
+            p["name"], _trim(p.get("pool") or "-", 12),
+            "paused" if p.get("paused") else ("healthy" if p.get("healthy") else "unhealthy"),
+            str(p.get("waiting", 0)), _age(p.get("oldest_waiting_s")),
+            _short(p.get("printing_job"), True),
+        ]
+        for p in body.get("printers", [])
+    ]  # fmt: skip
+    if rows:
+        header = ["PRINTER", "POOL", "HEALTH", "WAITING", "OLDEST", "PRINTING"]
+        lines += ["", *_table(header, rows, right={3, 4})]
+    for pool in body.get("pools", []):
+        lines.append(
+            f"pool {pool['name']}: {pool.get('waiting', 0)} waiting, oldest "
+            f"{_age(pool.get('oldest_waiting_s'))}"
+        )
+    _out([_clean(line) for line in lines])
+
+
+def cmd_identify(api: Api, args: argparse.Namespace, as_json: bool) -> None:
+    """``edgeprint identify PRINTER [--test-page]``."""
+    how = "test-page" if args.test_page else "auto"
+    raw, body = api.json("POST", f"/v1/printers/{args.printer}/identify", json_body={"how": how})
+    if as_json:
+        _emit_raw(raw)
+        return
+    if body.get("action") == "identify-printer":
+        line = f"{body['printer']}: Identify-Printer sent (it shows, flashes or sounds)"
+    else:
+        line = f"{body['printer']}: test page sent (printer job-id {body.get('printer_job_id')})"
+    _out([_clean(line)])
+
+
+def cmd_resolve(api: Api, args: argparse.Namespace, as_json: bool) -> None:
+    """``edgeprint resolve JOB_ID --printed|--not-printed``."""
+    raw, job = api.json(
+        "POST", f"/v1/jobs/{args.job_id}/resolve", json_body={"printed": args.printed}
+    )
+    if as_json:
+        _emit_raw(raw)
+        return
+    said = "printed" if args.printed else "not printed"
+    _out([_clean(f"resolved {job['id']}: {said}, now {job['state']}")])
+
+
 def _printer_action(verb: str) -> Callable[[Api, argparse.Namespace, bool], None]:
     def run(api: Api, args: argparse.Namespace, as_json: bool) -> None:
         raw, body = api.json("POST", f"/v1/printers/{args.printer}/{verb}")
@@ -759,6 +852,9 @@ COMMANDS: dict[str, Callable[[Api, argparse.Namespace, bool], None]] = {
     "jobs": cmd_jobs,
     "dead-letter": cmd_dead_letter,
     "replay": cmd_replay,
+    "resolve": cmd_resolve,
+    "stats": cmd_stats,
+    "identify": cmd_identify,
     "pause": _printer_action("pause"),
     "resume": _printer_action("resume"),
     "drain": _printer_action("drain"),

@@ -6,8 +6,11 @@ naming the bad key in dotted form (``printers[1].pool``).
 
 from __future__ import annotations
 
+import base64
+import ipaddress
 import re
 import tomllib
+import urllib.parse
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -17,11 +20,13 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
 from edgeprint import errors
+from edgeprint.printers import tls
 
 NAME_PATTERN = r"^[a-z0-9-]{1,40}$"
 # Our own validators put the dotted key first: "Value error, printers[2].name: …".
@@ -119,6 +124,10 @@ class DispatchConfig(_Frozen):
     in_hand_timeout_s: float = Field(default=30.0, ge=0, le=86400)
     #: Retry-After of a 503 when a printer's or pool's queue is full.
     retry_after_s: int = Field(default=5, ge=1, le=3600)
+    #: Processes that render PDF pages to raster for printers without PDF (started on first use).
+    render_workers: int = Field(default=1, ge=1, le=16)
+    #: Rendered rasters kept under data_dir/renditions, at most this many bytes (LRU).
+    rendition_cache_bytes: int = Field(default=256 * 1024 * 1024, ge=0)
 
     @model_validator(mode="after")
     def _ordered(self) -> DispatchConfig:
@@ -157,6 +166,23 @@ class PrinterConfig(_Frozen):
     max_inflight: int = Field(default=1, ge=1, le=16)
     #: Waiting (RELEASED) jobs for this printer before new ones go to a peer or get 503.
     high_water: int = Field(default=50, ge=1, le=100_000)
+    #: ipps:// only. "pin": trust the certificate on first use and require it from then on
+    #: (self-signed factory certificates); "verify": the system CA store and host name.
+    tls: Literal["pin", "verify"] = "pin"
+    #: ipps:// only: the certificate's SHA-256 pinned up front ("sha256:…", as openssl prints).
+    tls_fingerprint: str | None = None
+
+    @field_validator("tls_fingerprint")
+    @classmethod
+    def _pin(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        return tls.parse_fingerprint(value)  # ValueError names the expected form
+
+    @property
+    def secure(self) -> bool:
+        """ipps:// or https://: spoken over TLS."""
+        return self.uri.startswith(("ipps://", "https://"))
 
 
 class TokenConfig(_Frozen):
@@ -167,6 +193,110 @@ class TokenConfig(_Frozen):
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 
+#: What a webhook may subscribe to (``[[webhooks]].events``).
+WebhookEvent = Literal[
+    "job.done", "job.dead", "job.cancelled", "job.expired", "printer.unhealthy",
+    "printer.healthy",
+]  # fmt: skip
+_WEBHOOK_SECRET_BYTES = (24, 64)
+
+
+class WebhookConfig(_Frozen):
+    """One ``[[webhooks]]`` entry: where to POST which events, signed per Standard Webhooks."""
+
+    url: str = Field(max_length=2000)
+    events: list[WebhookEvent] = Field(min_length=1)
+    #: ``whsec_`` + base64 of 24–64 random bytes (the Standard Webhooks form).
+    secret: str = Field(repr=False)
+    #: Keep retrying one event this long (from its first attempt), then park it as failed.
+    max_delivery_s: float = Field(default=86_400.0, gt=0, le=30 * 86_400)
+    #: One attempt (connect, send, answer) at most this long.
+    timeout_s: float = Field(default=10.0, gt=0, le=300)
+    #: Back-off between attempts: base * 2^n, capped, times a random 0.5–1.
+    retry_base_s: float = Field(default=1.0, gt=0, le=3600)
+    retry_max_s: float = Field(default=300.0, gt=0, le=86_400)
+    #: How often the outbox is read for new events.
+    poll_interval_s: float = Field(default=0.5, gt=0, le=60)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        parts = urllib.parse.urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"{value[:80]!r} is not an http:// or https:// URL with a host")
+        if any(c.isspace() for c in value):
+            raise ValueError("must not contain white space")
+        return value
+
+    @field_validator("events")
+    @classmethod
+    def _distinct(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("an event is listed twice")
+        return value
+
+    @field_validator("secret")
+    @classmethod
+    def _secret(cls, value: str) -> str:
+        low, high = _WEBHOOK_SECRET_BYTES
+        hint = f'"whsec_" followed by base64 of {low}–{high} random bytes'
+        if not value.startswith("whsec_"):
+            raise ValueError(f"must be {hint} (Standard Webhooks)")
+        try:
+            key = base64.b64decode(value[6:], validate=True)
+        except ValueError:
+            raise ValueError(f"not valid base64 after whsec_; must be {hint}") from None
+        if not low <= len(key) <= high:
+            raise ValueError(f"{len(key)} bytes after whsec_; must be {hint}")
+        return value
+
+    @field_validator("retry_max_s")
+    @classmethod
+    def _cap_above_base(cls, value: float, info: ValidationInfo) -> float:
+        base = info.data.get("retry_base_s")
+        if base is not None and value < base:
+            raise ValueError(f"must not be less than retry_base_s ({base})")
+        return value
+
+    @property
+    def key(self) -> bytes:
+        """The HMAC key: the bytes the secret encodes."""
+        return base64.b64decode(self.secret[6:])
+
+
+#: Loopback and the private ranges (RFC 1918, RFC 4193 unique local, link-local).
+DEFAULT_IPP_NETWORKS = (
+    "127.0.0.0/8", "::1/128", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16",
+    "169.254.0.0/16", "fc00::/7", "fe80::/10",
+)  # fmt: skip
+
+
+class IppConfig(_Frozen):
+    """``[ipp]``: edgeprint as an IPP Everywhere printer (one queue per printer and pool)."""
+
+    enabled: bool = True
+    #: Client addresses allowed to use the queues; others get client-error-not-authorized.
+    allowed_networks: list[str] = Field(default_factory=lambda: list(DEFAULT_IPP_NETWORKS))
+    #: "basic": HTTP Basic auth, user = token name, password = the token (pair with TLS).
+    auth: Literal["none", "basic"] = "none"
+    #: Printer or pool names whose queue holds jobs unless the client says no-hold.
+    hold_queues: list[Name] = Field(default_factory=list)
+    #: Advertise the queues with DNS-SD (_ipp._tcp, subtype _print).
+    advertise: bool = True
+
+    @field_validator("allowed_networks")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        for i, net in enumerate(value):
+            try:
+                ipaddress.ip_network(net, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"ipp.allowed_networks[{i}]: not a CIDR network: {net!r}"
+                ) from None
+        return value
+
+
 class Config(_Frozen):
     """The whole configuration file."""
 
@@ -175,12 +305,15 @@ class Config(_Frozen):
     dispatch: DispatchConfig = DispatchConfig()
     retention: RetentionConfig = RetentionConfig()
     release: ReleaseConfig = ReleaseConfig()
+    ipp: IppConfig = IppConfig()
     printers: list[PrinterConfig] = Field(default_factory=list)
     tokens: list[TokenConfig] = Field(default_factory=list)
+    webhooks: list[WebhookConfig] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _unique(self) -> Config:
         _no_duplicates([p.name for p in self.printers], "printers", "name")
+        _no_duplicates([w.url for w in self.webhooks], "webhooks", "url")
         _no_duplicates([t.name for t in self.tokens], "tokens", "name")
         _no_duplicates([t.sha256 for t in self.tokens], "tokens", "sha256")
         if self.server.shutdown_grace_s < self.dispatch.request_timeout_s:
@@ -190,6 +323,9 @@ class Config(_Frozen):
                 "request in flight at SIGTERM could not finish"
             )
         printer_names = {p.name for p in self.printers}
+        for i, q in enumerate(self.ipp.hold_queues):
+            if q not in printer_names and q not in self.pools:
+                raise ValueError(f"ipp.hold_queues[{i}]: {q!r} is no configured printer or pool")
         for i, p in enumerate(self.printers):
             if p.pool is not None and p.pool in printer_names:
                 raise ValueError(

@@ -68,6 +68,22 @@ class StateConflict(EdgeprintError):
         super().__init__(f"cannot {action} job {job_id}: it is {state}")
 
 
+class OutcomeNotUnknown(StateConflict):
+    """Only a DEAD job whose outcome is unknown can be resolved (HTTP 409).
+
+    ``dead_reason`` is the job's current one (None unless it is DEAD).
+    """
+
+    def __init__(self, job_id: str, state: str, dead_reason: str | None) -> None:
+        super().__init__(job_id, "resolve", state)
+        self.dead_reason = dead_reason
+        why = f"it is {state}" + (f" ({dead_reason})" if dead_reason else "")
+        self.args = (
+            f"cannot resolve job {job_id}: only a DEAD job whose outcome is unknown "
+            f"(outcome_unknown) can be resolved; {why}",
+        )
+
+
 @dataclass(frozen=True)
 class FieldProblem:
     """One invalid field of a request: where (``loc``, dotted) and why."""
@@ -227,6 +243,16 @@ class PrinterNotFound(EdgeprintError):
         super().__init__(f"no printer named {name!r}")
 
 
+class IdentifyUnsupported(EdgeprintError):
+    """The printer does not list Identify-Printer in operations-supported (HTTP 409)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(
+            f"printer {name!r} does not support Identify-Printer; ask for a test page instead"
+        )
+
+
 # --- auth -------------------------------------------------------------------
 
 
@@ -289,8 +315,54 @@ class PrinterAmbiguous(PrinterError):
         super().__init__(operation, detail)
 
 
-class PrinterProtocolError(PrinterTransient):
-    """The printer's answer could not be parsed as IPP."""
+class PrinterNeedsTls(PrinterTransient):
+    """HTTP 426 Upgrade Required: the printer takes IPP only over TLS (``ipps://``)."""
+
+
+class PrinterAnswerError(PrinterTransient):
+    """The printer answered in a way that cannot be taken at its word (HTTP error, bad IPP).
+
+    ``http_status`` is the HTTP status when that was the problem; ``head`` the
+    first bytes of an answer that does not parse as IPP (for the log).
+    """
+
+    def __init__(
+        self,
+        operation: str,
+        detail: str,
+        *,
+        status_code: int | None = None,
+        http_status: int | None = None,
+        head: bytes = b"",
+    ) -> None:
+        self.http_status = http_status
+        self.head = head
+        super().__init__(operation, detail, status_code=status_code)
+
+
+class PrinterProtocolError(PrinterAnswerError):
+    """The printer's answer could not be parsed as IPP (``head``: its first bytes)."""
+
+
+# --- the IPP codec (edgeprint.printers.codec) -------------------------------------
+
+
+class IppParseError(EdgeprintError):
+    """Bytes that are not a valid IPP message: truncated or malformed at ``offset``.
+
+    ``expected`` says what the codec expected to find there; ``truncated`` is True when
+    the bytes simply ended there (more of the message would have been needed).
+    """
+
+    def __init__(self, offset: int, expected: str, *, truncated: bool = False) -> None:
+        self.offset = offset
+        self.expected = expected
+        self.truncated = truncated
+        super().__init__(f"malformed IPP message at byte {offset}: expected {expected}")
+
+
+class IppEncodeError(EdgeprintError):
+    """An IppMessage that cannot be encoded (a value too long, a value of the wrong type)."""
 
 
 # --- documents for a printer (edgeprint.documents) ---------------------------
@@ -316,6 +388,19 @@ class RenderFailed(EdgeprintError):
 
     def __init__(self, detail: str) -> None:
         self.detail = detail
+        super().__init__(detail)
+
+
+class IppRefused(EdgeprintError):
+    """An IPP request the IPP server answers with an error ``status_code`` (RFC 8011 §B).
+
+    ``unsupported`` names the request attributes to return in the unsupported group.
+    """
+
+    def __init__(self, status_code: int, detail: str, unsupported: Sequence[str] = ()) -> None:
+        self.status_code = status_code
+        self.detail = detail
+        self.unsupported = tuple(unsupported)
         super().__init__(detail)
 
 

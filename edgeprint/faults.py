@@ -4,7 +4,8 @@ The environment variable is read once at import. Unset (always, in
 production) a crash point is one dictionary lookup. Points, in the order a
 job meets them: ``after_claim``, ``after_create_job`` (before its job-id is
 stored), ``after_send_document`` (the printer has the document; nothing
-after it is stored), ``after_printer_completed`` (before DONE is stored).
+after it is stored), ``during_send_document`` (half the document handed to the
+connection), ``after_printer_completed`` (before DONE is stored).
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ import os
 import signal
 
 POINTS = frozenset(
-    {"after_claim", "after_create_job", "after_send_document", "after_printer_completed"}
+    {
+        "after_claim",
+        "after_create_job",
+        "during_send_document",
+        "after_send_document",
+        "after_printer_completed",
+    }
 )
 _ARMED = os.environ.get("EDGEPRINT_CRASH_AT", "")
 
@@ -22,3 +29,8 @@ def crash_point(name: str) -> None:
     """SIGKILL this process if ``name`` is the armed crash point (no clean-up runs)."""
     if name == _ARMED:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def armed(name: str) -> bool:
+    """True when ``name`` is the armed crash point (to take a slower path that reaches it)."""
+    return name == _ARMED

@@ -94,9 +94,20 @@ class Metrics:
             "PRINTING jobs reconciled with the printer's job list, by verdict",
             ["printer", "verdict"], registry=r,
         )  # fmt: skip
-        self.truncated_copies = Counter(
-            "edgeprint_truncated_copies_total",
-            "Copies a printer completed from a truncated upload (the job was sent again)",
+        self.copies_settled = Counter(
+            "edgeprint_copies_settled_total",
+            "Printer jobs (copies) settled, by printer and how (printed, incomplete, "
+            "document_error, aborted, cancelled, cancelled_elsewhere, vanished, lost, refused)",
+            ["printer", "state"], registry=r,
+        )  # fmt: skip
+        self.certificate_changes = Counter(
+            "edgeprint_tls_certificate_changes_total",
+            "ipps printers found presenting another certificate than the pinned one",
+            ["printer"], registry=r,
+        )  # fmt: skip
+        self.monitoring_failures = Counter(
+            "edgeprint_job_monitoring_failures_total",
+            "Get-Job-Attributes/Get-Jobs requests about a copy that got no usable answer",
             ["printer"], registry=r,
         )  # fmt: skip
         self.ipp_request_duration = Histogram(
@@ -155,6 +166,14 @@ class Metrics:
             "edgeprint_printer_up", "1 when the printer answered its last request", ["printer"],
             registry=r,
         )  # fmt: skip
+        self.webhook_deliveries = Counter(
+            "edgeprint_webhook_deliveries_total",
+            "Webhook delivery attempts by outcome: delivered (2xx), retried (failed, tried "
+            "again later), failed (parked after max_delivery_s)",
+            ["outcome"], registry=r,
+        )  # fmt: skip
+        for outcome in ("delivered", "retried", "failed"):
+            self.webhook_deliveries.labels(outcome=outcome)
         self._reason_labels: dict[str, set[str]] = {}
         self._http_children: dict[tuple[str, int], Any] = {}
         for s in JobState:

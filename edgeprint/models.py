@@ -255,6 +255,10 @@ class Problem(BaseModel):
     state: JobState | None = Field(default=None, description="current job state (409 only)")
     job_id: str | None = None
     errors: list[FieldError] | None = None
+    takes: list[str] | None = Field(
+        default=None,
+        description="unsupported-document: the document formats the printer lists",
+    )
 
 
 class Health(BaseModel):
@@ -262,6 +266,20 @@ class Health(BaseModel):
 
     status: Literal["ok", "unavailable"]
     detail: str | None = None
+
+
+class PrinterCapabilitiesOut(BaseModel):
+    """What a printer takes (IPP names: document-format-supported, pwg-raster-document-…)."""
+
+    formats: list[str]
+    pwg_raster_types: list[str]
+    pwg_raster_resolutions: list[str]
+    urf_supported: list[str]
+    media_ready: list[str]
+    copies_max: int
+    create_job: bool
+    ipp_versions: list[str]
+    color: bool
 
 
 class PrinterOut(BaseModel):
@@ -284,6 +302,14 @@ class PrinterOut(BaseModel):
     oldest_waiting_s: float | None = Field(description="age of the oldest of them, seconds")
     printing_job: str | None = Field(description="id of the job the printer has in hand")
     last_error: str | None
+    capabilities: PrinterCapabilitiesOut | None = Field(
+        default=None, description="what the printer takes, from its last probe (null before one)"
+    )
+    sends: str | None = Field(
+        default=None,
+        description="the document format edgeprint sends it (application/pdf, image/pwg-raster, "
+        "image/urf, image/jpeg); null when it takes none edgeprint can make",
+    )
 
 
 class PoolOut(BaseModel):
@@ -315,3 +341,83 @@ class DeadLetterOut(BaseModel):
     jobs: list[JobOut]
     count: int = Field(description="DEAD jobs in all")
     next_cursor: str | None
+
+
+class ResolveRequest(_Strict):
+    """JSON body of ``POST /v1/jobs/{id}/resolve``: did the copy come out?"""
+
+    printed: StrictBool | None = Field(
+        default=None,
+        description="true: it printed (→ DONE); false: it did not (→ RELEASED, printed once more)",
+    )
+
+
+class PrinterSummaryOut(BaseModel):
+    """One printer in ``GET /v1/stats``: can it work, and what waits for it."""
+
+    name: str
+    pool: str | None
+    healthy: bool = Field(description="takes new work")
+    health_reason: str | None = Field(description="why not healthy")
+    reachable: bool
+    paused: bool
+    waiting: int = Field(description="RELEASED jobs waiting for this printer by name")
+    oldest_waiting_s: float | None = Field(description="age of the oldest of them, seconds")
+    printing_job: str | None = Field(description="id of the job the printer has in hand")
+
+
+class StatsOut(BaseModel):
+    """``GET /v1/stats``: the numbers a technician's screen shows."""
+
+    jobs_by_state: dict[str, int] = Field(description="every state, zero included")
+    dead_letters: int = Field(description="DEAD jobs in all")
+    dead_letters_by_reason: dict[str, int] = Field(
+        description="DEAD jobs by dead_reason (outcome_unknown, poison, attempts_exhausted, …)"
+    )
+    printers: list[PrinterSummaryOut]
+    pools: list[PoolOut]
+
+
+class WebhookDeliveryOut(BaseModel):
+    """A webhook delivery given up after ``max_delivery_s`` (parked as failed)."""
+
+    state: Literal["failed"]
+    url: str = Field(description="the receiver ([[webhooks]].url, without user info or query)")
+    webhook_id: str = Field(description="the webhook-id header it was sent with")
+    type: str = Field(description="job.done, job.dead, …, printer.unhealthy, printer.healthy")
+    job_id: str | None
+    printer: str | None
+    attempts: int
+    first_attempt_at: str
+    failed_at: str
+    last_error: str = Field(description="what the last attempt got: HTTP status, time-out, …")
+
+
+class WebhookDeliveriesOut(BaseModel):
+    """``GET /v1/webhooks/deliveries?state=failed``: oldest first."""
+
+    deliveries: list[WebhookDeliveryOut]
+    next_cursor: str | None
+
+
+def iso_time(ts: float) -> str:
+    """Unix seconds as the API writes times (RFC 3339 UTC, milliseconds)."""
+    return _iso(ts) or ""
+
+
+class IdentifyRequest(_Strict):
+    """Optional JSON body of ``POST /v1/printers/{name}/identify``."""
+
+    how: Literal["auto", "identify", "test-page"] = Field(
+        default="auto",
+        description="auto: IPP Identify-Printer when the printer supports it, else a test page; "
+        "identify: Identify-Printer only; test-page: a one-page test print",
+    )
+
+
+class IdentifyOut(BaseModel):
+    """What the printer was asked to do to show itself."""
+
+    printer: str
+    action: Literal["identify-printer", "test-page"]
+    printer_job_id: int | None = Field(description="the test page's IPP job-id at the printer")

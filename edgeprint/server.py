@@ -11,25 +11,31 @@ import fcntl
 import logging
 import os
 import signal
-from collections.abc import AsyncIterator, Iterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
 
-from edgeprint import errors
+from edgeprint import errors, reload
 from edgeprint.api import http_server
 from edgeprint.api.app import Deps, build_app
 from edgeprint.api.auth import TokenAuth
 from edgeprint.api.ratelimit import TokenRateLimiter
-from edgeprint.config import Config
+from edgeprint.config import Config, load_config
 from edgeprint.dispatch.dispatcher import Dispatcher
+from edgeprint.documents.cache import RenditionCache
+from edgeprint.documents.render import RenderPool
+from edgeprint.ipp_server import advertise
 from edgeprint.metrics import Metrics
 from edgeprint.service import JobService
 from edgeprint.spool import Spool
 from edgeprint.store import Store
 from edgeprint.store.jobs import Jobs
+from edgeprint.store.outbox import Outbox
 from edgeprint.systemd import Systemd
+from edgeprint.webhooks.delivery import Deliveries
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +53,8 @@ class Running:
     port: int
     dispatcher: Dispatcher
     dispatch_task: asyncio.Task[None]
+    #: Applies a reloaded config's live keys (edgeprint.reload) at once.
+    reconfigure: Callable[[Config], Awaitable[None]]
 
 
 async def _sweep_orphans(spool: Spool, jobs: Jobs) -> int:
@@ -110,26 +118,57 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
         removed = await _sweep_orphans(spool, jobs)
         if removed:
             log.info("orphan documents removed", extra={"event": "spool_swept", "count": removed})
-        async with aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit_per_host=4), raise_for_status=False
-        ) as session:
+        async with (
+            _webhooks(config, Outbox(store), metrics),
+            aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit_per_host=4), raise_for_status=False
+            ) as session,
+        ):
             service = JobService(config, jobs, spool, metrics)
-            dispatcher = Dispatcher(config, service, session, metrics)
+            renditions = RenditionCache(
+                data_dir / "renditions", config.dispatch.rendition_cache_bytes
+            )
+            service.renditions = renditions
+            renderer = RenderPool(workers=config.dispatch.render_workers)
+            service.renderer = renderer
+            dispatcher = Dispatcher(
+                config, service, session, metrics, renderer=renderer, renditions=renditions
+            )
             service.wake = dispatcher.wake
             service.on_control = dispatcher.control
+            service.on_resume = dispatcher.resumed
             service.printer_view = dispatcher.snapshot
+            service.printer_identify = dispatcher.identify
             await service.load_paused()
             dispatch_task = asyncio.create_task(
                 dispatcher.run(config.server.shutdown_grace_s), name="dispatcher"
             )
             try:
-                async with _api(config, service, metrics, store, dispatcher) as (host, port):
+                async with _api(config, service, metrics, store, dispatcher) as (
+                    host,
+                    port,
+                    reconfigure_api,
+                ):
+
+                    async def reconfigure(new: Config) -> None:
+                        kept = {p.name for p in new.printers}
+                        removed = [p for p in service.config.printers if p.name not in kept]
+                        # First out of every pool and target, then their waiting jobs move:
+                        # no new job can be routed to a removed printer after its move.
+                        service.reconfigure(new)
+                        reconfigure_api(new)
+                        await dispatcher.reconfigure(new)
+                        for printer in removed:
+                            await service.retire(printer)
+
                     log.info(
                         "edgeprint ready",
                         extra={"event": "ready", "host": host, "port": port,
                                "data_dir": str(data_dir)},
                     )  # fmt: skip
-                    yield Running(service, store, host, port, dispatcher, dispatch_task)
+                    yield Running(
+                        service, store, host, port, dispatcher, dispatch_task, reconfigure
+                    )
                     # Stop taking work first; in-flight IPP requests get the grace period.
                     dispatcher.request_stop()
                     await asyncio.wait([dispatch_task])
@@ -140,34 +179,65 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                 with contextlib.suppress(asyncio.CancelledError):
                     await dispatch_task
                 service.close()
+                await renderer.close()
     finally:
         await store.close()
         log.info("edgeprint stopped", extra={"event": "stopped"})
 
 
 @contextlib.asynccontextmanager
+async def _webhooks(config: Config, outbox: Outbox, metrics: Metrics) -> AsyncIterator[None]:
+    """Subscribe the outbox to the configured events; deliver them in a task of their own."""
+    deliveries = Deliveries(
+        config.webhooks, outbox, metrics, retention_s=config.retention.document_retention_s
+    )
+    await deliveries.prepare(time.time())  # before any job can change state
+    if not config.webhooks:
+        yield
+        return
+    task = asyncio.create_task(deliveries.run(), name="webhooks")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+@contextlib.asynccontextmanager
 async def _api(
     config: Config, service: JobService, metrics: Metrics, store: Store, dispatcher: Dispatcher
-) -> AsyncIterator[tuple[str, int]]:
+) -> AsyncIterator[tuple[str, int, Callable[[Config], None]]]:
     async def ready() -> None:
         service.spool.check_ready()  # a read-only or full disk: a no-op write would not see it
         await store.write("SELECT 1")
 
     auth = TokenAuth(list(config.tokens))
     limiter = TokenRateLimiter(config.server.rate_limit)
-    app = build_app(Deps(config, service, metrics, auth, ready, dispatcher.snapshots, limiter))
+    deps = Deps(config, service, metrics, auth, ready, dispatcher.snapshots, limiter)
+    app = build_app(deps)
+
+    def reconfigure(new: Config) -> None:
+        auth.replace(list(new.tokens))
+        limiter.reconfigure(new.server.rate_limit)
+        deps.config = new
+
     # Connection cap, head/idle time-out, header limits, problem+json parser errors.
-    async with http_server.serve(app, config.server) as address:
-        yield address
+    async with (
+        http_server.serve(app, config.server) as (host, port),
+        advertise.advertised(config, host, port),
+    ):
+        yield host, port, reconfigure
 
 
-async def serve(config: Config) -> None:
+async def serve(config: Config, config_path: Path | None = None) -> None:
     """Run until SIGTERM or SIGINT (then stop gracefully) or until the dispatcher fails.
 
     Tells systemd READY=1 once the store is open and the API listens, pings
     its watchdog from the event loop, and says STOPPING=1 on the way out.
     Raises what ended the dispatcher (e.g. errors.StoreError), so the process
-    exits non-zero and systemd restarts it.
+    exits non-zero and systemd restarts it. With ``config_path``, SIGHUP
+    reloads the config from it (:func:`_reload`).
     """
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -175,7 +245,27 @@ async def serve(config: Config) -> None:
         loop.add_signal_handler(sig, stop.set)
     systemd = Systemd()
     async with running(config) as run, systemd.watching():
-        systemd.ready(f"listening on {run.host}:{run.port}, {len(config.printers)} printer(s)")
+        status = f"listening on {run.host}:{run.port}, {len(config.printers)} printer(s)"
+        systemd.ready(status)
+        if config_path is not None:
+            current = [config]
+            one_at_a_time = asyncio.Lock()
+            reloads: set[asyncio.Task[None]] = set()
+
+            async def reload_now() -> None:
+                async with one_at_a_time:
+                    systemd.reloading()
+                    try:
+                        current[0] = await _reload(run, current[0], config_path)
+                    finally:
+                        systemd.ready(status)
+
+            def on_hup() -> None:
+                task = asyncio.create_task(reload_now(), name="reload")
+                reloads.add(task)  # held until done (the loop keeps only weak references)
+                task.add_done_callback(reloads.discard)
+
+            loop.add_signal_handler(signal.SIGHUP, on_hup)
         stopping = asyncio.ensure_future(stop.wait())
         await asyncio.wait([stopping, run.dispatch_task], return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
@@ -183,3 +273,36 @@ async def serve(config: Config) -> None:
         if run.dispatch_task.done() and not stop.is_set():
             run.dispatch_task.result()  # re-raise what killed the dispatcher
         log.info("stopping", extra={"event": "stopping"})
+
+
+async def _reload(run: Running, current: Config, path: Path) -> Config:
+    """Read ``path`` again and apply it if it is valid and changes only live keys; the config
+    now in force. A refusal is logged with check-config's message and changes nothing."""
+    try:
+        new = load_config(path)
+    except errors.ConfigError as exc:
+        log.error(
+            "config reload refused: invalid config; the running config stays",
+            extra={"event": "reload_refused", "detail": str(exc)},
+        )
+        return current
+    blocked = reload.restart_keys(current, new)
+    if blocked:
+        log.error(
+            "config reload refused: these keys change only at a restart (systemctl restart "
+            "edgeprint); the running config stays",
+            extra={"event": "reload_refused", "keys": blocked},
+        )
+        return current
+    changed = reload.changed_keys(current, new)
+    try:
+        await run.reconfigure(new)
+    except errors.StoreError as exc:  # while moving a removed printer's waiting jobs
+        # The new config is in force; jobs not moved stay aimed at the removed printer,
+        # whose worker runs on and prints them.
+        log.error(
+            "config reload: the store failed while moving jobs",
+            extra={"event": "reload_store_failed", "error": str(exc)},
+        )
+    log.info("config reloaded", extra={"event": "config_reloaded", "keys": changed})
+    return new

@@ -13,28 +13,50 @@ import io
 import json
 import logging
 import math
+import random
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import NoReturn
+from pathlib import Path
+from typing import Literal, NoReturn
 
 from edgeprint import errors, pins
+from edgeprint.backoff import retry_delay
 from edgeprint.config import Config, PrinterConfig
+from edgeprint.copies import (
+    ORIGIN_EDGEPRINT,
+    Copy,
+    CopyAction,
+    CopyState,
+    JobFacts,
+    Kind,
+    Policy,
+    Verdict,
+    judge,
+    on_failure,
+)
+from edgeprint.documents.cache import RenditionCache
+from edgeprint.documents.render import RenderPool
 from edgeprint.metrics import Metrics
 from edgeprint.models import SubmitMetadata
 from edgeprint.printers.health import PrinterSnapshot
+from edgeprint.printers.ipp import PrinterJob
 from edgeprint.spool import Spool, StagedDocument
 from edgeprint.states import Action, JobState
+from edgeprint.store import stats as store_stats
+from edgeprint.store.copies import Copies, copy_from_row
 from edgeprint.store.jobs import (
+    GUARD_NO_LIVE_COPY,
     GUARD_ON_PRINTER,
-    GUARD_ON_PRINTER_CANCEL_REQUESTED,
-    GUARD_ON_PRINTER_NO_CANCEL,
+    GUARD_OUTCOME_UNKNOWN,
+    GUARD_PRINTED,
     JobRecord,
     Jobs,
     NewJob,
 )
+from edgeprint.store.outbox import FailedDelivery, Outbox
 
 log = logging.getLogger(__name__)
 
@@ -106,14 +128,23 @@ class JobService:
         *,
         clock: Clock = time.time,
         wake: Wake = _no_wake,
+        rng: random.Random | None = None,
     ) -> None:
         self.config = config
         self.jobs = jobs
+        self.copies = Copies(jobs.store)
+        #: Rasters rendered for printers without PDF; swept with their documents.
+        self.renditions: RenditionCache | None = None
+        #: Renders and converts documents in worker processes (set by the composition root).
+        self.renderer: RenderPool | None = None
+        self._rng = rng or random.Random()
         self.spool = spool
         self.metrics = metrics
         self.clock = clock
         self.wake = wake
         self.on_control: OnControl = _no_control
+        #: Called after a technician resumed a printer (clears what only a person may clear).
+        self.on_resume: OnControl = _no_control
         self.printer_view: PrinterView = _no_view
         self.paused: set[str] = set()
         self._depths: dict[tuple[str | None, str | None], int] | None = None
@@ -128,6 +159,38 @@ class JobService:
         self._pdf_checks.shutdown(wait=False, cancel_futures=True)
 
     # --- targets ---------------------------------------------------------------
+
+    def reconfigure(self, config: Config) -> None:
+        """Use ``config`` from now on (a reload: edgeprint.reload says what may differ;
+        printers are only ever added)."""
+        self.config = config
+        self._pools = config.pools
+        self._printers = {p.name for p in config.printers}
+        self._depths = None
+
+    async def retire(self, printer: PrinterConfig) -> list[str]:
+        """A reload removed ``printer`` (already gone from this service's config): its
+        waiting jobs go to its old pool; the ids moved. Without a pool they stay RELEASED
+        for it, and its worker, which now claims only jobs aimed at it, prints them."""
+        if printer.pool is None:
+            log.warning(
+                "printer removed; its waiting jobs stay for it",
+                extra={"event": "printer_removed", "printer": printer.name, "moved": 0},
+            )
+            return []
+        moved = await self.jobs.retarget_waiting(
+            printer.name, printer.pool, now=self.clock(), actor="reload",
+            reason=f"{printer.name} was removed from the config",
+        )  # fmt: skip
+        self._depths = None
+        log.info(
+            "printer removed; its waiting jobs moved to its pool",
+            extra={"event": "printer_removed", "printer": printer.name, "pool": printer.pool,
+                   "moved": len(moved)},
+        )  # fmt: skip
+        if moved:
+            self.wake(None, printer.pool)
+        return moved
 
     def check_target(self, printer: str | None, pool: str | None, where: str) -> None:
         """Raise errors.UnknownTarget unless the named printer/pool is configured."""
@@ -165,6 +228,8 @@ class JobService:
                 )
             pages = await self._count_pages(document)
             self.check_target(meta.printer, meta.pool, "metadata")
+            if meta.printer is not None:
+                self._check_takes(meta.printer)
             digest = request_digest(meta, document.sha256)
             existing = await self.jobs.get_by_key(idempotency_key)
             if existing is not None:
@@ -387,20 +452,22 @@ class JobService:
     async def cancel(self, job_id: str, caller: Caller, *, pin: str | None = None) -> JobRecord:
         """HELD/RELEASED/DEAD → CANCELLED at once; PRINTING → flagged for Cancel-Job.
 
-        A PRINTING job is returned still PRINTING with ``cancel_requested``
-        set: its worker cancels it at the printer and then records CANCELLED
-        (or DONE, if the printer finished first). Raises errors.JobNotFound,
-        errors.StateConflict (terminal). A HELD job with a release PIN needs
-        that PIN from a kiosk (a technician's token does not): errors.PinRequired,
-        errors.PinMismatch, errors.ReleaseLocked as for :meth:`release`.
+        A PRINTING job whose printer has a copy is returned still PRINTING with
+        ``cancel_requested`` set: the copy is marked for Cancel-Job, its worker
+        cancels it at the printer and then records CANCELLED (or DONE, if the
+        printer finished first). One without a copy yet is CANCELLED at once.
+        Raises errors.JobNotFound, errors.StateConflict (terminal). A HELD job
+        with a release PIN needs that PIN from a kiosk (a technician's token
+        does not): errors.PinRequired, errors.PinMismatch, errors.ReleaseLocked
+        as for :meth:`release`.
         """
         if caller.role != "tech":
             current = await self.get(job_id)
             if current.state is JobState.HELD and current.release_pin_hash is not None:
                 await self._check_pin(current, pin, caller)  # no longer HELD: no PIN needed
         job: JobRecord | None = None
-        # Two conditional writes: the job can leave PRINTING between them (its worker
-        # requeued or failed it); it is then cancellable again, so try once more.
+        # Conditional writes in turn: the job can move between them (its worker requeued
+        # it, or opened a copy of it), so each miss is tried again from the top.
         for _ in range(3):
             job = await self.jobs.transition(
                 job_id, Action.CANCEL, now=self.clock(), actor=caller.name,
@@ -411,17 +478,26 @@ class JobService:
             if job is not None:
                 self._depths = None  # it may have left a queue: read the depths afresh
                 break
-            flagged = await self.jobs.request_cancel(job_id, now=self.clock(), actor=caller.name)
-            if flagged is not None:
+            # PRINTING with no copy at a printer yet: nothing to cancel there.
+            job = await self.jobs.transition(
+                job_id, Action.CANCEL, now=self.clock(), actor=caller.name,
+                correlation_id=caller.correlation_id, only_from=(JobState.PRINTING,),
+                sets={"finished_at": self.clock()}, guard=GUARD_NO_LIVE_COPY,
+            )  # fmt: skip
+            if job is not None:
+                break
+            flagged = await self.copies.request_cancel(job_id, now=self.clock(), actor=caller.name)
+            if flagged:
+                printer = flagged[0].printer
                 log.info(
                     "cancel requested",
                     extra={
                         "event": "cancel_requested", "job_id": job_id,
-                        "printer": flagged.printed_on, "correlation_id": caller.correlation_id,
+                        "printer": printer, "correlation_id": caller.correlation_id,
                     },
                 )  # fmt: skip
-                self.on_control(flagged.printed_on)
-                return flagged
+                self.on_control(printer)
+                return await self.get(job_id)
             current = await self.get(job_id)
             if current.state in (JobState.DONE, JobState.CANCELLED, JobState.EXPIRED):
                 break
@@ -433,7 +509,7 @@ class JobService:
             job_id, Action.REPLAY, now=self.clock(), actor=caller.name,
             correlation_id=caller.correlation_id,
             sets={"attempts": 0, "not_before": 0.0, "dead_reason": None, "printed_on": None,
-                  "printer_job_id": None, "released_at": self.clock(), "cancel_requested": 0},
+                  "printer_job_id": None, "released_at": self.clock()},
         )  # fmt: skip
         job = await self._checked(job, job_id, Action.REPLAY, caller)
         self._admitted(job.printer, job.pool)
@@ -486,6 +562,7 @@ class JobService:
             return cfg is not None and depth(p) < cfg.high_water
 
         if printer is not None:
+            self._check_takes(printer)
             if room(printer) and self.usable(printer):
                 return printer, None
             cfg = self.config.printer(printer)
@@ -519,6 +596,23 @@ class JobService:
                 self._backpressure(f"pool {pool}", caller)
                 raise errors.Backpressure(f"pool {pool}", retry_after)
         return printer, pool
+
+    def _check_takes(self, printer: str) -> None:
+        """A printer named by the client must take some format edgeprint can send (else 422).
+
+        Raises errors.DocumentUnprintable (``unsupported-document``) naming the
+        printer and what it takes. A printer not probed yet passes.
+        """
+        snap = self.printer_view(printer)
+        if snap is None or snap.capabilities is None or snap.sends is not None:
+            return
+        takes = [str(f) for f in snap.capabilities.get("formats", [])]
+        raise errors.DocumentUnprintable(
+            "unsupported-document",
+            f"printer {printer} takes {', '.join(takes) or 'no format it names'}: none of "
+            "application/pdf, image/pwg-raster, image/urf, image/jpeg, which edgeprint sends",
+            takes=takes,
+        )
 
     async def _waiting_depths(self) -> dict[tuple[str | None, str | None], int]:
         """Waiting depths from a snapshot at most ``DEPTH_SNAPSHOT_S`` old (one query per window).
@@ -600,7 +694,10 @@ class JobService:
             extra={"event": "printer_paused" if paused else "printer_resumed", "printer": name,
                    "actor": caller.name, "correlation_id": caller.correlation_id},
         )  # fmt: skip
-        self.on_control(name)
+        if paused:
+            self.on_control(name)
+        else:
+            self.on_resume(name)
         cfg = self.config.printer(name)
         self.wake(name, cfg.pool if cfg else None)
 
@@ -608,6 +705,45 @@ class JobService:
         """Pause the printer and move its waiting jobs to its pool's peers; the ids moved."""
         await self.set_paused(name, True, caller)
         return await self.fail_over_waiting(name, f"drained by {caller.name}")
+
+    async def printer_pin(self, name: str) -> str | None:
+        """The certificate an ipps printer must present: configured, else pinned on first use."""
+        cfg = self.printer_config(name)
+        return cfg.tls_fingerprint or await self.jobs.pin(name)
+
+    async def pin_printer(self, name: str, fingerprint: str) -> bool:
+        """Record the certificate of a printer's first contact (trust on first use)."""
+        stored = await self.jobs.set_pin(
+            name, fingerprint, now=self.clock(), actor=f"printer:{name}"
+        )
+        if stored:
+            log.info(
+                "printer certificate pinned",
+                extra={"event": "printer_pinned", "printer": name, "fingerprint": fingerprint},
+            )
+        return stored
+
+    async def trust_printer(self, name: str, caller: Caller) -> PrinterConfig:
+        """A technician trusts the certificate an ipps printer presents now (after a reset).
+
+        The pin is forgotten: the next contact pins the certificate anew. A
+        pin written in the config cannot be replaced this way (errors.InvalidRequest).
+        """
+        cfg = self.printer_config(name)
+        if not cfg.secure:
+            raise errors.InvalidRequest(f"printer {name} is not reached over ipps://")
+        if cfg.tls_fingerprint is not None:
+            raise errors.InvalidRequest(
+                f"printer {name} has tls_fingerprint in the config: change it there"
+            )
+        await self.jobs.forget_pin(name)
+        log.warning(
+            "printer certificate re-trusted",
+            extra={"event": "printer_retrusted", "printer": name, "actor": caller.name,
+                   "correlation_id": caller.correlation_id},
+        )  # fmt: skip
+        self.on_resume(name)
+        return cfg
 
     async def load_paused(self) -> None:
         """Read the persisted paused flags (at start-up)."""
@@ -626,6 +762,10 @@ class JobService:
         due = await self.jobs.retention_due(now - retention.document_retention_s)
         for job_id in due:
             self.spool.remove(job_id)
+            if self.renditions is not None:
+                job = await self.jobs.get(job_id)
+                if job is not None:
+                    self.renditions.sweep(job.document_sha256)
         if due:
             await self.jobs.mark_documents_deleted(due, now=now)
             log.info("documents deleted", extra={"event": "documents_deleted", "count": len(due)})
@@ -644,6 +784,42 @@ class JobService:
             self._admitted(job.printer, job.pool, -1)
         return job
 
+    async def claim_and_open(
+        self,
+        printer: str,
+        *,
+        operation: str,
+        document_format: str,
+        printer_up_s: int | None,
+    ) -> tuple[JobRecord, Copy] | None:
+        """Claim the next job for ``printer`` and open its copy, in one transaction.
+
+        One group commit fewer before the printer gets the document than a claim
+        followed by :meth:`open_copy`. None when there is nothing to claim.
+        """
+        cfg = self.config.printer(printer)
+        pool = cfg.pool if cfg is not None else None
+        now = self.clock()
+        claim = self.jobs.claim_next_sql(printer, pool, now=now, actor=f"printer:{printer}")
+        opened = self.copies.open_claimed_sql(
+            printer=printer,
+            state=CopyState.SENDING if operation == "Print-Job" else CopyState.CREATING,
+            operation=operation, document_format=document_format,
+            printer_up_s=printer_up_s, now=now,
+        )  # fmt: skip
+        rows = await self.jobs.store.write_many([claim, opened])
+        if not rows[0]:
+            return None
+        job = JobRecord.from_row(rows[0][0])
+        self._admitted(job.printer, job.pool, -1)
+        if rows[1]:
+            return job, copy_from_row(rows[1][0])
+        copy = await self.open_copy(  # pragma: no cover - the claim and its copy are one unit
+            job, printer, operation=operation, document_format=document_format,
+            printer_up_s=printer_up_s,
+        )  # fmt: skip
+        return (job, copy) if copy is not None else None  # pragma: no cover
+
     async def next_ready_at(self, printer: str) -> float | None:
         """When the earliest backed-off job for ``printer`` becomes claimable (unix seconds)."""
         cfg = self.config.printer(printer)
@@ -654,37 +830,273 @@ class JobService:
         """Jobs PRINTING on ``printer`` (to reconcile before any new dispatch)."""
         return await self.jobs.printing_on(printer)
 
-    async def update_printing(
-        self, job: JobRecord, printer: str, **sets: object
-    ) -> JobRecord | None:
-        """Record printer-side facts of a PRINTING job; None if it is no longer ours.
+    # --- copies: what each printer was handed (DESIGN §3) --------------------------------
 
-        Used for ``printer_job_id``, ``upload`` ("sending" before a document
-        may reach the printer, "truncated", or None) and ``truncated_copies``.
+    async def copies_of(self, job_id: str) -> list[Copy]:
+        """Every copy of the job, oldest first."""
+        return await self.copies.of_job(job_id)
+
+    async def open_copies_on(self, printer: str) -> list[Copy]:
+        """Live copies on ``printer``: everything it may still hold, whatever their job."""
+        return await self.copies.open_on(printer)
+
+    async def known_printer_jobs(self, printer: str) -> set[tuple[int, int | None]]:
+        """(job-id, time-at-creation) of every copy on ``printer`` with a known job-id."""
+        return await self.copies.known_printer_jobs(printer)
+
+    async def copy(self, copy_id: int) -> Copy | None:
+        """The copy as stored now."""
+        return await self.copies.get(copy_id)
+
+    async def find(self, job_id: str) -> JobRecord | None:
+        """The job, or None (for the dispatcher, which must not raise on a missing job)."""
+        return await self.jobs.get(job_id)
+
+    async def document_as_pdf(self, data: bytes, document_format: str) -> bytes:
+        """A PWG raster, URF or JPEG document (an IPP client's) as a PDF of its pages.
+
+        Raises errors.UnsupportedDocument (not what its format says, too many
+        pages, or no converter in this process).
         """
-        return await self.jobs.update_printing(job.id, printer, now=self.clock(), sets=sets)
+        if self.renderer is None:
+            raise errors.UnsupportedDocument(f"{document_format} cannot be converted here")
+        return await self.renderer.to_pdf(
+            data, document_format, self.config.server.max_document_pages
+        )
+
+    def document_path(self, job: JobRecord) -> Path:
+        """Where the job's document is stored (for the render pool, which reads it itself)."""
+        return self.spool.path_for(job.id)
+
+    async def redescribe_copy(
+        self, copy: Copy, document_format: str, document_bytes: int
+    ) -> Copy | None:
+        """What a copy not yet made will carry (another format than planned at the claim)."""
+        return await self.copies.redescribe(
+            copy.id, document_format, document_bytes, now=self.clock()
+        )
+
+    async def note(self, job: JobRecord, printer: str, text: str) -> None:
+        """Put ``text`` in a PRINTING job's ``last_error`` (e.g. "no loaded media fits")."""
+        await self.jobs.note_printing(job.id, printer, text, now=self.clock())
+
+    async def read_document(self, job: JobRecord) -> bytes:
+        """The job's document (off the event loop). Raises FileNotFoundError, OSError."""
+        return await asyncio.to_thread(self.spool.path_for(job.id).read_bytes)
+
+    async def copy_found(self, copy: Copy, pj: PrinterJob) -> Copy | None:
+        """The printer job of a copy whose job-id was never stored has been found."""
+        return await self._copy(
+            copy, CopyAction.CREATED, copy.printer,
+            printer_job_id=pj.job_id, created_s=pj.created_s,
+        )  # fmt: skip
+
+    async def stale_copy_printed(self, copy: Copy) -> None:
+        """A copy completed on a printer its job had already left: say so loudly."""
+        job = await self.jobs.get(copy.job_id)
+        log.error(
+            "copy printed after its job left the printer",
+            extra={"event": "stale_copy_printed", "job_id": copy.job_id,
+                   "printer": copy.printer, "printer_job_id": copy.printer_job_id,
+                   "state": job.state.value if job else None},
+        )  # fmt: skip
+
+    async def open_copy(
+        self,
+        job: JobRecord,
+        printer: str,
+        *,
+        operation: str,
+        document_format: str,
+        printer_up_s: int | None,
+        document_bytes: int | None = None,
+    ) -> Copy | None:
+        """Record that a printer job is about to be made for ``job`` (before Create-Job/Print-Job).
+
+        ``document_bytes`` is the size of what is sent (a rendition); the job's
+        document by default.
+
+        Create-Job copies start ``creating``; Print-Job copies start ``sending``
+        (the document leaves with the request). None when the job is no longer
+        PRINTING on ``printer`` in this claim (cancelled or moved meanwhile).
+        """
+        pages = job.document_pages
+        return await self.copies.open(
+            job_id=job.id, claim=job.claims, printer=printer,
+            state=CopyState.SENDING if operation == "Print-Job" else CopyState.CREATING,
+            operation=operation, document_format=document_format,
+            document_bytes=job.document_bytes if document_bytes is None else document_bytes,
+            impressions_expected=pages * job.copies if pages else None,
+            printer_up_s=printer_up_s, now=self.clock(),
+        )  # fmt: skip
+
+    async def _copy(
+        self, copy: Copy, action: CopyAction, printer: str, **sets: object
+    ) -> Copy | None:
+        return await self.copies.change(
+            copy.id, action, now=self.clock(), actor=f"printer:{printer}", sets=sets
+        )
+
+    async def copy_created(self, copy: Copy, printer_job_id: int, *, sending: bool) -> Copy | None:
+        """Create-Job answered ``printer_job_id``; with ``sending`` the upload starts now."""
+        if sending:
+            return await self._copy(
+                copy, CopyAction.SEND, copy.printer,
+                printer_job_id=printer_job_id, sent_at=self.clock(),
+            )  # fmt: skip
+        return await self._copy(
+            copy, CopyAction.CREATED, copy.printer, printer_job_id=printer_job_id
+        )
+
+    async def copy_unsent(self, copy: Copy) -> Copy | None:
+        """The upload's connection was refused: not one byte of the document left."""
+        return await self._copy(copy, CopyAction.UNSEND, copy.printer, sent_at=None)
+
+    async def copy_acknowledged(self, copy: Copy, printer_job_id: int | None = None) -> Copy | None:
+        """The printer answered the upload with success: it has the whole document."""
+        sets: dict[str, object] = {"acknowledged_at": self.clock()}
+        if printer_job_id is not None:
+            sets["printer_job_id"] = printer_job_id
+        return await self._copy(copy, CopyAction.ACKNOWLEDGE, copy.printer, **sets)
+
+    async def copy_cancelling(self, copy: Copy, why: str) -> Copy | None:
+        """edgeprint will Cancel-Job this copy (recorded before the request is sent)."""
+        log.info(
+            "copy cancelled by edgeprint",
+            extra={"event": "copy_cancelling", "job_id": copy.job_id, "printer": copy.printer,
+                   "printer_job_id": copy.printer_job_id, "why": why},
+        )  # fmt: skip
+        return await self._copy(
+            copy, CopyAction.CANCEL, copy.printer, cancel_origin=ORIGIN_EDGEPRINT
+        )
+
+    async def copy_cancel_sent(self, copy: Copy) -> Copy | None:
+        """Cancel-Job for this copy was answered (the printer may still need time to stop)."""
+        return await self._copy(copy, CopyAction.CANCEL, copy.printer, cancel_sent_at=self.clock())
+
+    async def copy_reported(self, copy: Copy, pj: PrinterJob) -> Copy | None:
+        """What the printer says of a live copy now (no state change): its figures, its identity."""
+        facts = {"created_s": pj.created_s, **_report_sets(pj, "")}
+        return await self.copies.report(copy.id, facts, now=self.clock())
+
+    async def settle_copy(
+        self, copy: Copy, state: CopyState, outcome: str, pj: PrinterJob | None = None
+    ) -> Copy | None:
+        """The copy settles as ``state`` (printed, aborted, cancelled…); None if it already was."""
+        settled, _ = await self.copies.settle_with(
+            copy.id, state, now=self.clock(), actor=f"printer:{copy.printer}",
+            sets=_report_sets(pj, outcome), then=[],
+        )  # fmt: skip
+        if settled is not None:
+            self._copy_settled(settled)
+        return settled
+
+    async def settle_printed(
+        self, job: JobRecord, copy: Copy, pj: PrinterJob
+    ) -> tuple[Copy | None, JobRecord | None]:
+        """The common case in one transaction: the copy printed whole, and the job is DONE."""
+        now = self.clock()
+        printer = copy.printer
+        done_sql, done_params = self.jobs.transition_sql(
+            job.id, Action.COMPLETE, now=now, actor=f"printer:{printer}",
+            sets={"finished_at": now, "last_error": None},
+            guard=f"{GUARD_ON_PRINTER} AND {GUARD_PRINTED}", guard_params=(printer, job.claims),
+        )  # fmt: skip
+        settled, rows = await self.copies.settle_with(
+            copy.id, CopyState.PRINTED, now=now, actor=f"printer:{printer}",
+            sets=_report_sets(pj, "completed"), then=[(done_sql, done_params)],
+        )  # fmt: skip
+        if settled is not None:
+            self._copy_settled(settled)
+        done = JobRecord.from_row(rows[0][0]) if rows and rows[0] else None
+        if done is not None:
+            self._printed(done, printer, now)
+        return settled, done
+
+    def _copy_settled(self, copy: Copy) -> None:
+        self.metrics.copies_settled.labels(printer=copy.printer, state=copy.state.value).inc()
+        level = logging.INFO if copy.state is CopyState.PRINTED else logging.WARNING
+        log.log(
+            level,
+            "copy settled",
+            extra={"event": "copy_settled", "job_id": copy.job_id, "printer": copy.printer,
+                   "printer_job_id": copy.printer_job_id, "state": copy.state.value,
+                   "outcome": copy.outcome},
+        )  # fmt: skip
+
+    def judge(self, job: JobRecord, copies: list[Copy]) -> Verdict:
+        """What ``copies`` mean for ``job`` (:func:`edgeprint.copies.judge`) under this config."""
+        return judge(job_facts(job), copies, self.policy)
+
+    def on_failure(self, job: JobRecord, printer: str, sig: str, error: str) -> Verdict:
+        """The retry/poison policy for a failed attempt (:func:`edgeprint.copies.on_failure`)."""
+        return on_failure(job_facts(job), printer, sig, error, self.policy)
+
+    @property
+    def policy(self) -> Policy:
+        d = self.config.dispatch
+        return Policy(
+            max_attempts=d.max_attempts, reprint_unknown=d.on_unknown_outcome == "reprint"
+        )
+
+    async def settle_job(
+        self, job: JobRecord, printer: str, verdict: Verdict, *, not_before: float | None = None
+    ) -> JobRecord | None:
+        """Carry out a terminal verdict on a job PRINTING on ``printer``; None if not ours.
+
+        DONE needs a printed copy (the store checks); CANCELLED, DEAD, RETRY
+        (after a back-off, the attempt counts) and SEND (at once or at
+        ``not_before``, the attempt given back).
+        """
+        match verdict.kind:
+            case Kind.DONE:
+                return await self.complete(job, printer)
+            case Kind.CANCELLED:
+                return await self.cancelled(job, printer, verdict.error)
+            case Kind.DEAD:
+                assert verdict.dead_reason is not None
+                return await self.fail(job, printer, verdict.dead_reason, verdict.error or "")
+            case Kind.RETRY:
+                delay = retry_delay(
+                    max(1, job.attempts), self.config.dispatch.retry_base_s,
+                    self.config.dispatch.retry_max_s, self._rng,
+                )  # fmt: skip
+                return await self.requeue(
+                    job, printer, verdict.error or "retry", self.clock() + delay,
+                    count=True, failure_sig=verdict.failure_sig,
+                )  # fmt: skip
+            case Kind.SEND:
+                when = self.clock() if not_before is None else not_before
+                return await self.requeue(
+                    job, printer, verdict.error or "resent", when, count=False
+                )
+        raise ValueError(f"not a terminal verdict: {verdict.kind}")
+
+    # --- the job's own transitions, as a printer's worker reports them ----------------------
 
     async def complete(self, job: JobRecord, printer: str) -> JobRecord | None:
-        """PRINTING → DONE when ``printer`` reported the job completed; None if not ours."""
+        """PRINTING → DONE: a copy of it printed (the store checks); None if not ours."""
         now = self.clock()
         done = await self.jobs.transition(
             job.id, Action.COMPLETE, now=now, actor=f"printer:{printer}",
-            sets={"finished_at": now, "last_error": None, "upload": None},
-            guard=GUARD_ON_PRINTER, guard_params=(printer,),
+            sets={"finished_at": now, "last_error": None},
+            guard=f"{GUARD_ON_PRINTER} AND {GUARD_PRINTED}", guard_params=(printer, job.claims),
         )  # fmt: skip
         if done is not None:
-            self.metrics.jobs_printed.labels(printer=printer).inc()
-            if done.released_at is not None:
-                self.metrics.release_to_completed.observe(max(0.0, now - done.released_at))
-            log.info(
-                "job printed",
-                extra={
-                    "event": "job_printed", "job_id": job.id, "printer": printer,
-                    "printer_job_id": done.printer_job_id, "attempts": done.attempts,
-                    "correlation_id": done.correlation_id,
-                },
-            )  # fmt: skip
+            self._printed(done, printer, now)
         return done
+
+    def _printed(self, done: JobRecord, printer: str, now: float) -> None:
+        self.metrics.jobs_printed.labels(printer=printer).inc()
+        if done.released_at is not None:
+            self.metrics.release_to_completed.observe(max(0.0, now - done.released_at))
+        log.info(
+            "job printed",
+            extra={
+                "event": "job_printed", "job_id": done.id, "printer": printer,
+                "attempts": done.attempts, "correlation_id": done.correlation_id,
+            },
+        )  # fmt: skip
 
     async def requeue(
         self,
@@ -698,14 +1110,15 @@ class JobService:
     ) -> JobRecord | None:
         """PRINTING → RELEASED not before ``not_before`` (unix seconds); None if not ours.
 
-        A job flagged by :meth:`cancel` goes to CANCELLED instead. ``count=False``
-        gives the attempt back (backpressure, fencing): only real failures use up
-        ``max_attempts``. ``failure_sig`` records how this attempt failed, to tell a
-        bad job from a bad printer.
+        ``count=False`` gives the attempt back (backpressure, fencing, a move):
+        only real failures use up ``max_attempts``. ``failure_sig`` records how
+        this attempt failed, to tell a bad job from a bad printer. A copy of the
+        claim that is still live stays as it is: the printer settles it (cancels
+        it) before it gets new work.
         """
         sets: dict[str, object] = {
-            "not_before": not_before, "printer_job_id": None, "upload": None,
-            "last_error": reason, "printed_on": None,
+            "not_before": not_before, "printer_job_id": None, "last_error": reason,
+            "printed_on": None,
         }  # fmt: skip
         if failure_sig is not None:
             sets.update(failure_sig=failure_sig, failure_printer=printer)
@@ -713,18 +1126,10 @@ class JobService:
             sets["attempts"] = max(0, job.attempts - 1)
         out = await self.jobs.transition(
             job.id, Action.RETRY, now=self.clock(), actor=f"printer:{printer}", reason=reason,
-            sets=sets, guard=GUARD_ON_PRINTER_NO_CANCEL, guard_params=(printer,),
+            sets=sets, guard=GUARD_ON_PRINTER, guard_params=(printer, job.claims),
         )  # fmt: skip
         if out is None:
-            # Its owner asked to cancel it while it was printing, and nothing of this
-            # attempt can print: honour the cancel rather than make it printable again.
-            now = self.clock()
-            return await self.jobs.transition(
-                job.id, Action.CANCEL, now=now, actor=f"printer:{printer}",
-                reason="cancel_requested", sets={"finished_at": now, "upload": None},
-                only_from=(JobState.PRINTING,),
-                guard=GUARD_ON_PRINTER_CANCEL_REQUESTED, guard_params=(printer,),
-            )  # fmt: skip
+            return None
         self._admitted(out.printer, out.pool)
         if count:
             self.metrics.retries.labels(printer=printer).inc()
@@ -736,17 +1141,18 @@ class JobService:
                     "not_before": not_before, "correlation_id": job.correlation_id,
                 },
             )  # fmt: skip
+        self.wake(out.printer, out.pool)
         return out
 
     async def fail(
         self, job: JobRecord, printer: str, dead_reason: str, error: str
     ) -> JobRecord | None:
-        """PRINTING → DEAD with ``dead_reason`` (poison, attempts_exhausted, outcome_unknown)."""
+        """PRINTING → DEAD with ``dead_reason`` (poison, attempts_exhausted, outcome_unknown…)."""
         now = self.clock()
         dead = await self.jobs.transition(
             job.id, Action.FAIL, now=now, actor=f"printer:{printer}", reason=dead_reason,
             sets={"last_error": error, "dead_reason": dead_reason, "finished_at": now},
-            guard=GUARD_ON_PRINTER, guard_params=(printer,),
+            guard=GUARD_ON_PRINTER, guard_params=(printer, job.claims),
         )  # fmt: skip
         if dead is not None:
             self.metrics.jobs_dead.labels(reason=dead_reason).inc()
@@ -760,11 +1166,177 @@ class JobService:
             )  # fmt: skip
         return dead
 
-    async def cancelled_at_printer(self, job: JobRecord, printer: str) -> JobRecord | None:
-        """PRINTING → CANCELLED once the printer confirmed the cancel (or never had a copy)."""
+    async def cancelled(
+        self, job: JobRecord, printer: str, error: str | None = None
+    ) -> JobRecord | None:
+        """PRINTING → CANCELLED: a person cancelled it (through edgeprint, or at the printer)."""
         now = self.clock()
-        return await self.jobs.transition(
-            job.id, Action.CANCEL, now=now, actor=f"printer:{printer}", reason="cancel_requested",
-            sets={"finished_at": now, "upload": None},
-            only_from=(JobState.PRINTING,), guard=GUARD_ON_PRINTER, guard_params=(printer,),
+        out = await self.jobs.transition(
+            job.id, Action.CANCEL, now=now, actor=f"printer:{printer}",
+            reason="cancelled_at_printer" if error else "cancel_requested",
+            sets={"finished_at": now, "last_error": error},
+            only_from=(JobState.PRINTING,), guard=GUARD_ON_PRINTER,
+            guard_params=(printer, job.claims),
         )  # fmt: skip
+        if out is not None and error:
+            log.warning(
+                "job cancelled at the printer",
+                extra={"event": "job_cancelled_at_printer", "job_id": job.id,
+                       "printer": printer, "why": error,
+                       "correlation_id": job.correlation_id},
+            )  # fmt: skip
+        return out
+
+    # --- technicians settle what edgeprint could not know (issue 17) ------------------------
+
+    async def resolve(self, job_id: str, caller: Caller, *, printed: bool) -> JobRecord:
+        """A technician settles a DEAD ``outcome_unknown`` job: printed → DONE, else RELEASED.
+
+        "Not printed" makes it printable once more, like a replay. Of concurrent
+        resolutions (either way) exactly one wins. The event row records the
+        technician (actor) and the decision (reason). Raises errors.JobNotFound,
+        errors.OutcomeNotUnknown (any other job, or a lost race).
+        """
+        now = self.clock()
+        if printed:
+            job = await self.jobs.transition(
+                job_id, Action.RESOLVE, now=now, actor=caller.name,
+                reason="resolved: printed (a technician saw the copy)",
+                correlation_id=caller.correlation_id, sets={"finished_at": now},
+                guard=GUARD_OUTCOME_UNKNOWN,
+            )  # fmt: skip
+        else:
+            job = await self.jobs.transition(
+                job_id, Action.REPLAY, now=now, actor=caller.name,
+                reason="resolved: not printed (a technician found no copy); print again",
+                correlation_id=caller.correlation_id,
+                sets={"attempts": 0, "not_before": 0.0, "dead_reason": None, "printed_on": None,
+                      "printer_job_id": None, "released_at": now},
+                guard=GUARD_OUTCOME_UNKNOWN,
+            )  # fmt: skip
+        outcome = "printed" if printed else "not_printed"
+        if job is None:
+            current = await self.get(job_id)
+            self.metrics.transitions.labels(action="resolve", outcome="conflict").inc()
+            raise errors.OutcomeNotUnknown(job_id, current.state.value, current.dead_reason)
+        self.metrics.transitions.labels(action="resolve", outcome="ok").inc()
+        log.info(
+            "job resolved",
+            extra={"event": "job_resolved", "job_id": job_id, "printed": printed,
+                   "outcome": outcome, "state": job.state.value, "actor": caller.name,
+                   "correlation_id": caller.correlation_id},
+        )  # fmt: skip
+        if not printed:
+            self._admitted(job.printer, job.pool)
+            self.wake(job.printer, job.pool)
+        return job
+
+    async def stats(self) -> JobStats:
+        """Jobs by state, dead letters by reason and the waiting queues, read now."""
+        counts = await self.jobs.count_by_state()
+        dead = await store_stats.dead_by_reason(self.jobs.store)
+        depths = await self.jobs.waiting_depths()
+        oldest = await self.jobs.oldest_waiting()
+        return JobStats(counts, dead, depths, oldest, self.clock())
+
+    # --- webhooks (issue 17) ------------------------------------------------------------------
+
+    async def printer_health_changed(self, printer: str, healthy: bool, why: str | None) -> None:
+        """Put ``printer.healthy`` / ``printer.unhealthy`` in the webhook outbox (if wanted)."""
+        now = self.clock()
+        type_ = "printer.healthy" if healthy else "printer.unhealthy"
+        await Outbox(self.jobs.store).add_printer_event(
+            f"msg_{uuid.uuid4().hex}", type_, printer, now,
+            {"printer": printer, "healthy": healthy, "reason": why,
+             "pool": self._printer_pool(printer)},
+        )  # fmt: skip
+
+    def _printer_pool(self, printer: str) -> str | None:
+        cfg = self.config.printer(printer)
+        return cfg.pool if cfg is not None else None
+
+    async def failed_webhook_deliveries(
+        self, *, after_seq: int = 0, limit: int = 100
+    ) -> list[FailedDelivery]:
+        """Webhook deliveries parked as failed, oldest first."""
+        return await Outbox(self.jobs.store).failures(after_seq=after_seq, limit=limit)
+
+    # --- identify a printer (issue 17) -----------------------------------------------------
+
+    #: Set by the composition root (the dispatcher owns the printers' IPP clients).
+    printer_identify: Identify | None = None
+
+    async def identify(self, name: str, how: str, caller: Caller) -> Identified:
+        """Make a printer show itself (``how``: auto, identify, test-page); what was done.
+
+        Raises errors.PrinterNotFound, errors.IdentifyUnsupported, errors.PrinterError.
+        """
+        self.printer_config(name)
+        if self.printer_identify is None:  # pragma: no cover - always set by serve()
+            raise errors.PrinterNotFound(name)
+        done = await self.printer_identify(name, how, caller.name)
+        log.info(
+            "printer identified",
+            extra={"event": "printer_identified", "printer": name, "how": how,
+                   "action": done.action, "printer_job_id": done.printer_job_id,
+                   "actor": caller.name, "correlation_id": caller.correlation_id},
+        )  # fmt: skip
+        return done
+
+    # --- the IPP server's reads (edgeprint.ipp_server) ---------------------------------
+
+    async def job_by_seq(self, seq: int) -> JobRecord | None:
+        """The job with acceptance sequence number ``seq`` (its IPP job-id), or None."""
+        jobs = await self.jobs.list_jobs(before_seq=seq + 1, limit=1)
+        return jobs[0] if jobs and jobs[0].seq == seq else None
+
+    async def recent_jobs(
+        self, *, printer: str | None = None, owner: str | None = None, limit: int = 50
+    ) -> list[JobRecord]:
+        """The newest jobs (newest first), optionally for one printer and one owner."""
+        return await self.jobs.list_jobs(printer=printer, owner=owner, limit=limit)
+
+    async def job_by_idempotency_key(self, key: str) -> JobRecord | None:
+        """The job submitted with Idempotency-Key ``key``, or None."""
+        return await self.jobs.get_by_key(key)
+
+
+@dataclass(frozen=True)
+class JobStats:
+    """What :meth:`JobService.stats` read: counts, and queues keyed by (printer, pool)."""
+
+    jobs_by_state: dict[JobState, int]
+    dead_by_reason: dict[str, int]
+    waiting: dict[tuple[str | None, str | None], int]
+    oldest_waiting: dict[tuple[str | None, str | None], float]
+    at: float
+
+
+@dataclass(frozen=True)
+class Identified:
+    """What a printer was asked to do to show itself, and the test page's job-id if any."""
+
+    action: Literal["identify-printer", "test-page"]
+    printer_job_id: int | None
+
+
+#: ``identify(printer, how, by)``: the dispatcher's way to make a printer show itself.
+Identify = Callable[[str, str, str], Awaitable[Identified]]
+
+
+def job_facts(job: JobRecord) -> JobFacts:
+    """What the copy rules need of a job record."""
+    return JobFacts(
+        id=job.id, claim=job.claims, attempts=job.attempts,
+        failure_sig=job.failure_sig, failure_printer=job.failure_printer,
+    )  # fmt: skip
+
+
+def _report_sets(pj: PrinterJob | None, outcome: str) -> dict[str, object]:
+    sets: dict[str, object] = {"outcome": outcome}
+    if pj is not None:
+        sets.update(
+            job_state=pj.state, job_state_reasons=",".join(pj.reasons),
+            k_octets=pj.k_octets, impressions_completed=pj.impressions_completed,
+        )  # fmt: skip
+    return sets

@@ -33,6 +33,8 @@ class Action(StrEnum):
     RETRY = "retry"
     FAIL = "fail"
     REPLAY = "replay"
+    #: A technician says a DEAD ``outcome_unknown`` job did print (DESIGN §11).
+    RESOLVE = "resolve"
 
 
 S = JobState
@@ -51,6 +53,7 @@ TRANSITIONS: dict[tuple[JobState, Action], JobState] = {
     (S.PRINTING, A.CANCEL): S.CANCELLED,
     (S.DEAD, A.REPLAY): S.RELEASED,
     (S.DEAD, A.CANCEL): S.CANCELLED,
+    (S.DEAD, A.RESOLVE): S.DONE,
 }
 
 ALL_STATES: tuple[JobState, ...] = tuple(JobState)

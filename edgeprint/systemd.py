@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from collections.abc import AsyncIterator
 
 from sdnotify import SystemdNotifier
@@ -38,6 +39,12 @@ class Systemd:
     def status(self, status: str) -> None:
         """STATUS=…: a one-line state shown by ``systemctl status``."""
         self._send(f"STATUS={status}")
+
+    def reloading(self) -> None:
+        """RELOADING=1 (with MONOTONIC_USEC, as systemd 253+ wants): a reload has begun; READY=1
+        (:meth:`ready`) says it is over, applied or refused."""
+        usec = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
+        self._send(f"RELOADING=1\nMONOTONIC_USEC={usec}\nSTATUS=reloading the config")
 
     def stopping(self) -> None:
         """STOPPING=1: shutdown has begun."""

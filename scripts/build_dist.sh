@@ -5,13 +5,23 @@
 # CPython 3.11 on Linux x86-64) in one executable file that runs on a fresh
 # Debian 12 with only its system python3 (3.11). Native modules are unpacked
 # once into $SHIV_ROOT (default ~/.shiv; the systemd unit points it at
-# /var/cache/edgeprint). Why shiv and not PyInstaller: Debian 12 always has
+# /var/cache/edgeprint). The shebang is Debian's /usr/bin/python3 (SHEBANG= to
+# change it): the bundled wheels are built for CPython 3.11, so a virtual
+# environment's or pyenv's python3 first on the PATH must not be the one that
+# runs it. Why shiv and not PyInstaller: Debian 12 always has
 # python3, the file stays ~6 MB instead of ~25 MB, start-up after the first
 # run is as fast as the package, and nothing is frozen against a libc.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PY=${PY:-.venv/bin/python}
 OUT=${OUT:-dist/edgeprint}
+SHEBANG=${SHEBANG:-/usr/bin/python3}
+
+# After the quick start .venv has edgeprint but not the dist extra: bring shiv in.
+if ! "$PY" -m shiv --version >/dev/null 2>&1; then
+    echo "build_dist: installing shiv into $("$PY" -c 'import sys; print(sys.prefix)')"
+    "$PY" -m pip install --quiet --disable-pip-version-check 'shiv>=1.0.8'
+fi
 
 commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then commit="$commit+dirty"; fi
@@ -21,7 +31,7 @@ printf '"""Written by scripts/build_dist.sh; not in git."""\n\nCOMMIT = "%s"\n' 
 
 mkdir -p "$(dirname "$OUT")"
 rm -f "$OUT"
-"$PY" -m shiv --compressed --reproducible -p "/usr/bin/env python3" -c edgeprint -o "$OUT" . \
+"$PY" -m shiv --compressed --reproducible -p "$SHEBANG" -c edgeprint -o "$OUT" . \
     --disable-pip-version-check --quiet
 size=$(stat -c %s "$OUT")
 echo "built $OUT ($((size / 1024)) KiB, commit $commit)"

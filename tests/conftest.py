@@ -17,7 +17,7 @@ from edgeprint.config import Config, parse_config
 from edgeprint.server import DB_FILE, Running, running
 from tests.pdfs import make_pdf
 
-pytest_plugins = ["tests.rig_fixtures"]
+pytest_plugins = ["tests.rig_fixtures", "tests.mdns"]
 
 KIOSK_TOKEN = "kiosk-token-for-tests"
 TECH_TOKEN = "tech-token-for-tests"
@@ -40,6 +40,8 @@ def config_dict(data_dir: Path, **server: Any) -> dict[str, Any]:
             {"name": "printer-02", "uri": "ipp://127.0.0.1:2/ipp/print", "pool": "lobby"},
             {"name": "printer-03", "uri": "ipp://127.0.0.1:3/ipp/print"},
         ],
+        # DNS-SD is tested on its own (tests/test_ipp_advertise.py): test appliances stay quiet.
+        "ipp": {"advertise": False},
         "tokens": [
             {"name": "kiosk-1", "role": "kiosk", "sha256": token_digest(KIOSK_TOKEN)},
             {"name": "tech-1", "role": "tech", "sha256": token_digest(TECH_TOKEN)},

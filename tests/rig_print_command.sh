@@ -18,7 +18,8 @@
 #
 #   <UTC timestamp>  <job-id>  <job-name>  <user>  <pages>  <copies>  <bytes>
 #
-# That log is the ground truth of what came out of the printer; tests read it
+# (a document cut short still prints: what came through, with a last page that
+# does not count in job-impressions-completed). That log is the ground truth of what came out of the printer; tests read it
 # with Rig.printed(name).
 #
 # Job-level faults: when the job starts, the first line of
@@ -114,6 +115,12 @@ UNIR) pages=$(od -An -tu4 --endian=big -j8 -N4 "$spool_file" | tr -d ' ') ;;
 esac
 [ "$pages" -ge 1 ] 2>/dev/null || pages=1
 bytes=$(wc -c <"$spool_file" | tr -d ' ')
+# A PDF cut short (no %%EOF in its last 64 bytes) prints what came through: its last
+# page is incomplete, and the printer says so in job-impressions-completed.
+done_pages=$pages
+if ! tail -c 64 "$spool_file" 2>/dev/null | grep -a -q '%%EOF'; then
+    done_pages=$((pages - 1))
+fi
 
 # --- the fault for this job ----------------------------------------------------
 
@@ -184,7 +191,7 @@ print_document() {
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
         "$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)" "$job_id" "$job_name" "$user" \
         "$pages" "$copies" "$bytes" >>"$dir/prints.log"
-    echo "ATTR: job-impressions-completed=$((pages * copies))" >&2
+    echo "ATTR: job-impressions-completed=$((done_pages * copies))" >&2
 }
 
 case $mode in

@@ -67,7 +67,7 @@ def _width_ok(text: str) -> None:
 
 
 async def test_status_one_screen(app: Appliance, capsys: pytest.CaptureFixture[str]) -> None:
-    """status: every printer, the pool, job counts by state (from /metrics) and the dead letter."""
+    """status: every printer, the pool, job counts by state (from /v1/stats) and the dead letter."""
     dead = await _dead_job(app, "dead-key-0001")
     await app.submit(key="held-key-0001")
     code, out, err = await run_cli(capsys, "status", "--url", app.url)

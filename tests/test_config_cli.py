@@ -28,7 +28,7 @@ def test_example_config_is_valid(capsys: pytest.CaptureFixture[str]) -> None:
     """config.example.toml, as shipped, passes check-config."""
     example = Path(__file__).parent.parent / "config.example.toml"
     assert cli.main(["check-config", str(example)]) == 0
-    assert capsys.readouterr().out.startswith("ok: 2 printer(s), 1 pool(s), 2 token(s)")
+    assert capsys.readouterr().out.startswith("ok: 3 printer(s), 1 pool(s), 2 token(s)")
 
 
 def test_issue_config_keys_work_as_written(

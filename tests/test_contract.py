@@ -129,5 +129,12 @@ def test_every_route_documented() -> None:
     suppress_health_check=list(HealthCheck),
 )
 def test_api(case: schemathesis.Case, live: Live, http: requests.Session) -> None:
-    """No 5xx; status, media type, body and headers as documented."""
-    case.call_and_validate(base_url=live.url, session=http, headers=AUTH, checks=CHECKS, timeout=10)
+    """No 5xx; status, media type, body and headers as documented.
+
+    Identify talks to the (unreachable) printer at once: its documented 502
+    ``printer-error`` is the right answer here, so only that operation may give a 5xx.
+    """
+    checks = CHECKS
+    if case.operation.path == "/v1/printers/{name}/identify":
+        checks = [c for c in CHECKS if c is not not_a_server_error]
+    case.call_and_validate(base_url=live.url, session=http, headers=AUTH, checks=checks, timeout=10)

@@ -71,12 +71,12 @@ async def test_printer_dies_mid_run_peers_take_its_work(
              "jam": lambda: rig.clear_fault("printer-02")}[fault]()  # fmt: skip
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline:
-                fences = await run.service.jobs.fences("printer-02")
+                fences = await run.service.open_copies_on("printer-02")
                 snap = run.dispatcher.snapshot("printer-02")
                 if not fences and snap is not None and snap.healthy:
                     break
                 await asyncio.sleep(0.05)  # polling the appliance's own state, bounded
-            assert not await run.service.jobs.fences("printer-02")
+            assert not await run.service.open_copies_on("printer-02")
     _check_outcome(rig, jobs)
     named = {f"edgeprint-{j}" for j in ids[50:]}
     printers_of_named = {p for n, ps in printed_names(rig).items() if n in named for p in ps}

@@ -32,6 +32,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from edgeprint.printers import codec
 from edgeprint.server import DB_FILE
 from tests.conftest import KIOSK_TOKEN
 from tests.live import Live, live_appliance, unlimited_config
@@ -566,4 +567,169 @@ def test_fuzz_appliance_still_works(live: Live) -> None:
     before = stored(live)
     resp = live.run(live.appliance.submit(GOOD_META, PDF, key=fresh_key()))
     assert resp.status == 201
+    assert stored(live).jobs == before.jobs + 1
+
+
+# --- the IPP queues (POST /ipp/print/<queue>) ---------------------------------------------------
+
+_IPP_PATH = "/ipp/print/lobby"
+_IPP_URI = "ipp://127.0.0.1/ipp/print/lobby"
+
+
+def _good_ipp(operation: int = codec.Operation.PRINT_JOB, data: bytes = PDF) -> bytes:
+    return codec.request(
+        operation,
+        7,
+        printer_uri=_IPP_URI,
+        attributes=[
+            codec.attr("requesting-user-name", codec.Tag.NAME, "ann"),
+            codec.attr("job-name", codec.Tag.NAME, "fuzz"),
+            codec.attr("document-format", codec.Tag.MIME_MEDIA_TYPE, "application/pdf"),
+        ],
+        data=data,
+    ).encode()
+
+
+def _ipp_values() -> st.SearchStrategy[codec.Value]:
+    """Any value tag (known or not) with raw or typed values, including wrong syntaxes."""
+    # Tags the codec carries as bytes (out-of-band, octetString, unassigned): wrong lengths
+    # of typed values are the mutation test's job.
+    bytes_tags = [*range(0x10, 0x21), *range(0x24, 0x31), *range(0x38, 0x40), *range(0x60, 0x7F)]
+    raw = st.builds(
+        codec.Value,
+        st.sampled_from(bytes_tags),
+        st.binary(max_size=12),
+    )
+    return (
+        raw
+        | st.builds(
+            codec.Value,
+            st.sampled_from([codec.Tag.INTEGER, codec.Tag.ENUM]),
+            st.integers(-(2**31), 2**31 - 1),
+        )
+        | st.builds(
+            codec.Value,
+            st.sampled_from(
+                [codec.Tag.KEYWORD, codec.Tag.NAME, codec.Tag.URI, codec.Tag.MIME_MEDIA_TYPE]
+            ),
+            odd_text.filter(
+                lambda s: "\ud800" not in s and all(not 0xD800 <= ord(c) <= 0xDFFF for c in s)
+            ),
+        )
+    )
+
+
+_IPP_NAMES = st.sampled_from([
+    "attributes-charset", "attributes-natural-language", "printer-uri", "job-id", "job-uri",
+    "requesting-user-name", "document-format", "job-hold-until", "copies", "job-uuid",
+    "last-document", "which-jobs", "requested-attributes", "my-jobs", "limit", "compression",
+]) | st.text(min_size=1, max_size=12).filter(lambda s: all(not 0xD800 <= ord(c) <= 0xDFFF for c in s))  # fmt: skip
+
+ipp_messages = st.builds(
+    codec.IppMessage,
+    st.sampled_from([(1, 1), (2, 0), (2, 2), (0, 0), (3, 0)]),
+    st.sampled_from([int(o) for o in codec.Operation]) | st.integers(0, 0xFFFF),
+    st.integers(-(2**31), 2**31 - 1),
+    st.lists(
+        st.builds(
+            codec.AttributeGroup,
+            st.sampled_from([1, 2, 4, 5]),
+            st.lists(
+                st.builds(
+                    codec.Attribute, _IPP_NAMES, st.lists(_ipp_values(), min_size=1, max_size=2)
+                ),
+                max_size=6,
+            ),
+        ),
+        max_size=3,
+    ),
+    st.sampled_from([b"", PDF, b"not a pdf"]),
+)
+
+
+def check_ipp_answer(answer: Answer, request: bytes) -> codec.IppMessage | None:
+    """An IPP response (HTTP 200, application/ipp) that parses, echoes a readable request-id,
+    and is never server-error-internal-error; None for a non-IPP refusal (problem+json)."""
+    assert answer.status < 500, (answer.status, answer.body[:300])
+    if answer.content_type != "application/ipp":
+        check_answer(answer)
+        return None
+    assert answer.status == 200, answer
+    parsed = codec.parse(answer.body)
+    assert parsed.status_code != codec.Status.SERVER_ERROR_INTERNAL_ERROR, parsed
+    if len(request) >= 8 and request[0] in (1, 2):
+        assert parsed.request_id == int.from_bytes(request[4:8], "big", signed=True)
+    return parsed
+
+
+def _check_ipp_store(
+    live: Live, before: Stored, parsed: codec.IppMessage | None, request: bytes
+) -> None:
+    after = stored(live)
+    assert after.staging == []
+    created = (
+        parsed is not None
+        and parsed.status_code == codec.Status.SUCCESSFUL_OK
+        and request[2:4] == b"\x00\x02"  # a Print-Job that succeeded stores one job
+        and parsed.get(codec.GroupTag.JOB, "job-id") is not None
+    )
+    grown = 1 if created else 0
+    assert (after.jobs, after.documents) == (before.jobs + grown, before.documents + grown), parsed
+
+
+IPP_HEADERS = {"Content-Type": "application/ipp"}
+
+
+@FUZZ
+@given(body=st.binary(max_size=300))
+def test_ipp_random_bytes(live: Live, body: bytes) -> None:
+    """Random bytes to an IPP queue: an IPP error response, nothing stored."""
+    before = stored(live)
+    answer = send_ipp(live, body)
+    parsed = check_ipp_answer(answer, body)
+    assert parsed is not None
+    assert parsed.status_code >= 0x0400
+    _check_ipp_store(live, before, parsed, body)
+
+
+@FUZZ
+@given(message=ipp_messages)
+def test_ipp_generated_requests(live: Live, message: codec.IppMessage) -> None:
+    """Generated IPP requests (any operation, versions, groups, names, tags, wrong syntaxes): a valid IPP answer, and a job only for a successful Print-Job."""
+    body = message.encode()
+    before = stored(live)
+    parsed = check_ipp_answer(send_ipp(live, body), body)
+    _check_ipp_store(live, before, parsed, body)
+
+
+@FUZZ
+@given(data=st.data())
+def test_ipp_mutated_print_job(live: Live, data: st.DataObject) -> None:
+    """A valid Print-Job truncated or with bytes overwritten: a valid IPP answer, nothing stored unless it still succeeds."""
+    body = bytearray(_good_ipp())
+    if data.draw(st.booleans(), label="truncate"):
+        body = body[: data.draw(st.integers(0, len(body) - 1), label="cut")]
+    else:
+        for _ in range(data.draw(st.integers(1, 4), label="n")):
+            at = data.draw(st.integers(0, len(body) - len(PDF) - 1), label="at")
+            body[at] = data.draw(st.integers(0, 255), label="byte")
+    before = stored(live)
+    parsed = check_ipp_answer(send_ipp(live, bytes(body)), bytes(body))
+    _check_ipp_store(live, before, parsed, bytes(body))
+
+
+def send_ipp(live: Live, body: bytes) -> Answer:
+    try:
+        return live.run(_send(live, _IPP_PATH, body, IPP_HEADERS), timeout=ANSWER_S + 5)
+    except TimeoutError:
+        pytest.fail(f"no answer within {ANSWER_S} s: POST {_IPP_PATH} {body[:200]!r}")
+
+
+def test_ipp_fuzz_queue_still_prints(live: Live) -> None:
+    """Sanity: the fuzzed queue takes a valid Print-Job (one job stored)."""
+    before = stored(live)
+    body = _good_ipp()
+    parsed = check_ipp_answer(send_ipp(live, body), body)
+    assert parsed is not None
+    assert parsed.status_code == codec.Status.SUCCESSFUL_OK, parsed
     assert stored(live).jobs == before.jobs + 1

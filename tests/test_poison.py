@@ -59,7 +59,7 @@ async def test_printer_dies_right_after_printing_no_second_copy(
         assert status == 200
         [final] = await kiosk.wait_states([job["id"]], {"DEAD", "DONE"}, timeout_s=30)
         assert (final["state"], final["dead_reason"]) == ("DEAD", "outcome_unknown")
-        assert await run.service.jobs.fences("printer-01") == [job["id"]]
+        assert [c.job_id for c in await run.service.open_copies_on("printer-01")] == [job["id"]]
         printers.restart("printer-01")
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:  # the worker's own back-off decides when it looks
@@ -67,11 +67,11 @@ async def test_printer_dies_right_after_printing_no_second_copy(
             if (
                 snap is not None
                 and snap.healthy
-                and not await run.service.jobs.fences("printer-01")
+                and not await run.service.open_copies_on("printer-01")
             ):
                 break
             await asyncio.sleep(0.02)
-        assert await run.service.jobs.fences("printer-01") == []
+        assert await run.service.open_copies_on("printer-01") == []
         after = await kiosk.submit("after-restart", printer="printer-01", hold=False)
         [done] = await kiosk.wait_states([after["id"]], {"DONE"}, timeout_s=30)
     names = printed_names(printers)

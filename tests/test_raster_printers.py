@@ -21,11 +21,11 @@ from PIL import Image
 from edgeprint import errors
 from edgeprint.documents import ladder
 from edgeprint.documents.capabilities import parse_capabilities
+from edgeprint.documents.decode import decode_pwg, decode_urf
 from edgeprint.documents.render import RenderPool
 from tests import pdfs
 from tests.ipp_helpers import print_job, printer_attributes
 from tests.lprint_rig import LPrintRig
-from tests.raster_decode import decode_pwg, decode_urf
 from tests.rig import Rig, find_tool
 from tests.rig_fixtures import require_ippeveprinter
 from tests.zpl_decode import graphics

@@ -19,10 +19,10 @@ from PIL import Image
 from edgeprint import errors
 from edgeprint.documents import ladder, raster
 from edgeprint.documents.capabilities import Media, PrinterCapabilities, Resolution
+from edgeprint.documents.decode import decode_pwg, decode_urf, gray
 from edgeprint.documents.ladder import Choice, DocumentFacts
 from edgeprint.documents.render import PageJob, RenderPool
 from tests import pdfs
-from tests.raster_decode import decode_pwg, decode_urf, gray
 from tests.raster_golden import SHAPES, assert_close
 
 LABEL = Media("oe_4x3-label_4x3in", 10160, 7620)

@@ -44,6 +44,7 @@ from hypothesis.stateful import (
 
 from edgeprint import errors
 from edgeprint.config import parse_config
+from edgeprint.copies import CopyState, Kind
 from edgeprint.metrics import Metrics
 from edgeprint.models import SubmitMetadata
 from edgeprint.server import DB_FILE
@@ -59,7 +60,7 @@ from edgeprint.states import (
     target,
 )
 from edgeprint.store import Store
-from edgeprint.store.jobs import JobRecord, Jobs
+from edgeprint.store.jobs import GUARD_ON_PRINTER, GUARD_PRINTED, ROW, JobRecord, Jobs
 from tests.conftest import config_dict
 from tests.pdfs import make_pdf
 
@@ -81,7 +82,7 @@ TARGETS: tuple[Target, ...] = (
 )
 KIOSK_CALLS = ("release", "cancel", "replay")
 #: What a printer's worker reports about a job it holds (JobService method in brackets):
-#: complete, requeue, fail, cancelled (cancelled_at_printer).
+#: complete, requeue, fail, cancelled.
 PRINTER_CALLS = ("complete", "requeue", "fail", "cancelled")
 #: The action each call applies when it changes the state.
 ACTION_OF = {
@@ -237,14 +238,8 @@ def apply_op(model: Model, op: Op, now: float) -> Outcome:
             job.printer, job.pool = op.target
         elif job.printer is None and job.pool is None:
             return ("missing", None)
-    elif op.kind == "cancel" and job.state is S.PRINTING:
-        job.cancel_requested = True  # its worker cancels it at the printer (service.cancel)
-        return ("ok", job.id)
-    elif op.kind == "requeue" and job.cancel_requested:
-        # nothing of this attempt can print and its owner asked to cancel: honour that
-        # instead of making the job printable again (DESIGN §11, cancel of a PRINTING job)
-        job.move(Action.CANCEL, now)
-        return ("ok", job.id)
+    # A PRINTING job here never has a live copy (a "complete" makes and settles its copy
+    # in one go), so a cancel ends it at once (DESIGN §11, cancel of a PRINTING job).
     job.move(ACTION_OF[op.kind], now)
     if op.kind == "replay":
         job.attempts, job.not_before, job.printed_on, job.dead_reason = 0, 0.0, None, None
@@ -422,14 +417,14 @@ class JobLifecycle(RuleBasedStateMachine):
         job, printer = held[op.job_id], op.printer
         assert printer is not None
         if op.kind == "complete":
-            return await s.complete(job, printer)
+            return await _printed_whole(self.store, job, printer, self.now)
         if op.kind == "requeue":
             error = "server-error-busy" if not op.count else "printer job aborted"
             return await s.requeue(job, printer, error, self.now + op.delay, count=op.count)
         if op.kind == "fail":
             return await s.fail(job, printer, op.reason, "document-unprintable")
         assert op.kind == "cancelled"
-        return await s.cancelled_at_printer(job, printer)
+        return await s.cancelled(job, printer)
 
     @staticmethod
     def _outcome(op: Op, result: JobRecord | BaseException | None) -> Outcome:
@@ -450,12 +445,7 @@ class JobLifecycle(RuleBasedStateMachine):
             assert result.printed_on == op.printer
             return ("ok", result.id)
         assert result.id == op.job_id
-        if op.kind == "cancel" and result.state is S.PRINTING:
-            assert result.cancel_requested
-        elif op.kind == "requeue" and result.cancel_requested:
-            assert result.state is S.CANCELLED
-        else:
-            assert result.state is target(ACTION_OF[op.kind])
+        assert result.state is target(ACTION_OF[op.kind])
         return ("ok", result.id)
 
     def run_ops(self, ops: list[Op]) -> list[Outcome]:
@@ -478,7 +468,7 @@ class JobLifecycle(RuleBasedStateMachine):
 
         results = self.run(together())
         actual = [self._outcome(op, r) for op, r in zip(ops, results, strict=True)]
-        stored = {r["id"]: dict(r) for r in self.run(self.store.read("SELECT * FROM jobs"))}
+        stored = {r["id"]: dict(r) for r in self.run(self.store.read(f"SELECT {ROW} FROM jobs"))}
         for order in itertools.permutations(range(len(ops))):
             model = copy_model(self.model)
             predicted: dict[int, Outcome] = {}
@@ -519,11 +509,11 @@ class JobLifecycle(RuleBasedStateMachine):
                 + (" (nothing to claim)" if op.kind == "claim" and job_id is None else "")
             )
 
-        # wake-ups for jobs that became printable; Cancel-Job signals for flagged jobs
+        # wake-ups for jobs that became printable (again); Cancel-Job signals for flagged jobs
         woken = [
             (r.printer, r.pool)
             for op, r in zip(ops, results, strict=True)
-            if op.kind in ("release", "replay") and isinstance(r, JobRecord)
+            if op.kind in ("release", "replay", "requeue") and isinstance(r, JobRecord)
         ]
         assert Counter(self.wakes[wakes_before:]) == Counter(woken)
         flagged = [
@@ -679,10 +669,8 @@ class JobLifecycle(RuleBasedStateMachine):
         alone = apply_op(copy_model(self.model), Op(call, job.id, target=to), self.now)
         actual = self.run_ops([Op(call, job.id, target=to)] * n)
         kinds = Counter(kind for kind, _ in actual)
-        if alone[0] == "ok" and not (call == "cancel" and job.state is S.PRINTING):
+        if alone[0] == "ok":  # a PRINTING job without a live copy is cancelled at once too
             assert kinds == Counter(ok=1, conflict=n - 1), actual
-        elif alone[0] == "ok":  # flagging a PRINTING job for Cancel-Job is idempotent
-            assert kinds == Counter(ok=n), actual
         else:
             assert kinds == Counter({alone[0]: n}), actual
         reported = {state for kind, state in actual if kind == "conflict"}
@@ -755,7 +743,13 @@ class JobLifecycle(RuleBasedStateMachine):
         self.run(self._check_store())
 
     async def _check_store(self) -> None:
-        rows = {r["id"]: dict(r) for r in await self.store.read("SELECT * FROM jobs")}
+        rows = {
+            r["id"]: dict(r)
+            for r in await self.store.read(
+                f"SELECT {ROW}, (SELECT count(*) FROM copies c WHERE c.job_id = jobs.id "
+                "AND c.state = 'printed') AS printed_copies FROM jobs"
+            )
+        }
         events = await self.store.read("SELECT * FROM job_events ORDER BY seq")
         counts = await self.jobs.count_by_state()
 
@@ -789,8 +783,8 @@ class JobLifecycle(RuleBasedStateMachine):
             assert row["priority"] == job.priority
             assert row["attempts"] == job.attempts
             assert bool(row["cancel_requested"]) == job.cancel_requested
-            # a job whose cancel was accepted is never printable again
-            assert not (state is S.RELEASED and row["cancel_requested"]), "cancel lost"
+            if state is S.DONE:  # DONE only with a copy printed whole (DESIGN §3)
+                assert row["printed_copies"] >= 1, f"job {job_id[:8]} DONE without a printed copy"
             if state is S.RELEASED:
                 assert row["not_before"] == job.not_before
             if state in (S.PRINTING, S.DONE, S.DEAD):
@@ -849,6 +843,32 @@ async def _service(tmp_path: Path) -> AsyncIterator[JobService]:
         await store.close()
 
 
+async def _printed_whole(
+    store: Store, job: JobRecord, printer: str, now: float
+) -> JobRecord | None:
+    """A worker's report that ``job`` printed on ``printer``: a printed copy and DONE, atomically.
+
+    Together in one unit so that the model's "complete" stays one step; the
+    copy is only stored while the job is PRINTING there in that claim.
+    """
+    copy = (
+        "INSERT INTO copies (job_id, claim, printer, state, operation, document_format, "
+        "document_bytes, sent_at, acknowledged_at, actor, created_at, updated_at) "
+        "SELECT id, claims, printed_on, 'printed', 'Create-Job', 'application/pdf', "
+        "document_bytes, ?, ?, 'test', ?, ? FROM jobs "
+        "WHERE id = ? AND state = 'PRINTING' AND printed_on = ? AND claims = ?"
+    )
+    done_sql, done_params = Jobs(store).transition_sql(
+        job.id, Action.COMPLETE, now=now, actor=f"printer:{printer}",
+        sets={"finished_at": now}, guard=f"{GUARD_ON_PRINTER} AND {GUARD_PRINTED}",
+        guard_params=(printer, job.claims),
+    )  # fmt: skip
+    rows = await store.write_many(
+        [(copy, (now, now, now, now, job.id, printer, job.claims)), (done_sql, done_params)]
+    )
+    return JobRecord.from_row(rows[1][0]) if rows[1] else None
+
+
 async def _printing_job(service: JobService, pool: str | None = None) -> JobRecord:
     """A job accepted for printer-01 (or ``pool``) with hold=false and claimed by printer-01."""
     staged = service.spool.stage()
@@ -867,12 +887,11 @@ async def _printing_job(service: JobService, pool: str | None = None) -> JobReco
 async def test_cancel_racing_the_workers_outcome_still_cancels(
     tmp_path: Path, outcome: str
 ) -> None:
-    """A cancel that meets the job just as its worker requeues or fails it is not refused.
+    """A cancel that meets a PRINTING job (no copy yet) as its worker requeues or fails it wins.
 
-    The cancel's first write finds the job PRINTING; before its second write
-    (flag for Cancel-Job) the worker moved it to RELEASED or DEAD. Both are
-    states cancel is allowed from, so a 409 naming them is wrong (DESIGN §2
-    invariant 3: concurrent calls behave as in some serial order).
+    Whichever write comes first, the job ends CANCELLED and the cancel is
+    never refused (DESIGN §2 invariant 3: concurrent calls behave as in some
+    serial order).
     """
     async with _service(tmp_path) as service:
         job = await _printing_job(service)
@@ -884,24 +903,35 @@ async def test_cancel_racing_the_workers_outcome_still_cancels(
         cancelled, reported = await asyncio.gather(
             service.cancel(job.id, KIOSK), worker, return_exceptions=True
         )
-        assert isinstance(reported, JobRecord), reported
         assert isinstance(cancelled, JobRecord), f"cancel refused: {cancelled!r}"
         assert cancelled.state is S.CANCELLED
         events = [e.to_state for e in await service.jobs.events(job.id)]
-        assert events == [S.RELEASED, S.PRINTING, reported.state, S.CANCELLED]
+        if reported is None:  # the cancel came first
+            assert events == [S.RELEASED, S.PRINTING, S.CANCELLED]
+        else:
+            assert isinstance(reported, JobRecord), reported
+            assert events == [S.RELEASED, S.PRINTING, reported.state, S.CANCELLED]
 
 
-async def test_cancel_requested_while_printing_is_not_lost_on_requeue(tmp_path: Path) -> None:
-    """A flagged job its worker must requeue (printer busy, upload never started) is cancelled.
-
-    Requeued instead, it would be RELEASED again and a peer would print it:
-    the kiosk was told its cancel was accepted (202).
-    """
+async def test_cancel_of_a_job_with_a_copy_is_honoured_when_the_printer_refuses(
+    tmp_path: Path,
+) -> None:
+    """A cancel flags the live copy; when the printer then refuses it (busy), the job is
+    CANCELLED, never RELEASED again for a peer to print: the kiosk was told 202."""
     async with _service(tmp_path) as service:
         job = await _printing_job(service, pool="lobby")
+        copy = await service.open_copy(
+            job, "printer-01", operation="Create-Job", document_format="application/pdf",
+            printer_up_s=None,
+        )  # fmt: skip
+        assert copy is not None
         flagged = await service.cancel(job.id, KIOSK)
-        assert (flagged.state, flagged.cancel_requested) == (S.PRINTING, 1)
-        out = await service.requeue(job, "printer-01", "server-error-busy", 0.0, count=False)
+        assert (flagged.state, flagged.cancel_requested) == (S.PRINTING, True)
+        refused = await service.settle_copy(copy, CopyState.REFUSED, "server-error-busy")
+        assert refused is not None
+        verdict = service.judge(job, await service.copies_of(job.id))
+        assert verdict.kind is Kind.CANCELLED
+        out = await service.settle_job(job, "printer-01", verdict)
         assert out is not None
         assert out.state is S.CANCELLED
         assert await service.claim_next("printer-02") is None
@@ -911,12 +941,17 @@ async def test_replay_clears_an_old_cancel_request(tmp_path: Path) -> None:
     """A dead job replayed by a technician starts afresh: an earlier cancel request is gone."""
     async with _service(tmp_path) as service:
         job = await _printing_job(service)
-        await service.cancel(job.id, KIOSK)
+        copy = await service.open_copy(
+            job, "printer-01", operation="Create-Job", document_format="application/pdf",
+            printer_up_s=None,
+        )  # fmt: skip
+        assert copy is not None
+        assert (await service.cancel(job.id, KIOSK)).cancel_requested
         dead = await service.fail(job, "printer-01", "poison", "document-unprintable")
         assert dead is not None
         assert dead.state is S.DEAD
         replayed = await service.replay(job.id, TECH)
-        assert (replayed.state, replayed.cancel_requested) == (S.RELEASED, 0)
+        assert (replayed.state, replayed.cancel_requested) == (S.RELEASED, False)
 
 
 # --- the table and the schema ---------------------------------------------------------

@@ -112,8 +112,9 @@ async def test_closed_store_refuses_writes(tmp_path: Path) -> None:
 
 
 async def test_job_record_fields_are_the_table_columns(store: Store) -> None:
-    """JobRecord is built positionally from SELECT *: its fields must be the columns, in order."""
+    """JobRecord is built positionally from ROW: the table's columns in order, then the facts
+    computed from the job's copies."""
     from edgeprint.store.jobs import JobRecord
 
     columns = [r[1] for r in await store.read("PRAGMA table_info(jobs)")]
-    assert list(JobRecord._fields) == columns
+    assert list(JobRecord._fields) == [*columns, "cancel_requested", "truncated_copies"]

@@ -67,8 +67,9 @@ def test_unit_file_has_the_required_settings() -> None:
     for line in (
         "Type=notify", "WatchdogSec=30", "Restart=on-failure", "StateDirectory=edgeprint",
         "NoNewPrivileges=yes", "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes",
-        "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX", "DynamicUser=yes",
-        "ExecStart=/usr/local/bin/edgeprint serve --config /etc/edgeprint/config.toml",
+        "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX", "User=edgeprint", "Group=edgeprint",
+        "ExecStart=/usr/bin/edgeprint serve --config /etc/edgeprint/config.toml",
+        "ExecReload=/bin/kill -HUP $MAINPID",
     ):  # fmt: skip
         assert f"\n{line}\n" in text, line
     stop = int(text.split("TimeoutStopSec=")[1].split()[0])
@@ -80,7 +81,7 @@ def test_unit_file_verifies(tmp_path: Path) -> None:
     """systemd-analyze verify accepts the unit (ExecStart pointed at an existing file)."""
     exe = shutil.which("edgeprint") or "/bin/true"
     unit = tmp_path / "edgeprint.service"
-    unit.write_text(UNIT.read_text().replace("/usr/local/bin/edgeprint", exe))
+    unit.write_text(UNIT.read_text().replace("/usr/bin/edgeprint", exe))
     proc = subprocess.run(
         ["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, check=False
     )

@@ -8,6 +8,7 @@ import logging
 import re
 import secrets
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -16,7 +17,7 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from edgeprint import errors
-from edgeprint.api import openapi, problems, status_page
+from edgeprint.api import ipp, openapi, problems, status_page
 from edgeprint.api.auth import TokenAuth
 from edgeprint.api.ratelimit import TokenRateLimiter
 from edgeprint.api.uploads import (
@@ -36,12 +37,21 @@ from edgeprint.models import (
     DeadLetterOut,
     DrainOut,
     Health,
+    IdentifyOut,
+    IdentifyRequest,
     JobListOut,
     JobOut,
     PoolOut,
+    PrinterCapabilitiesOut,
     PrinterOut,
     PrintersOut,
+    PrinterSummaryOut,
     ReleaseRequest,
+    ResolveRequest,
+    StatsOut,
+    WebhookDeliveriesOut,
+    WebhookDeliveryOut,
+    iso_time,
 )
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.service import Caller, JobService
@@ -50,7 +60,7 @@ from edgeprint.states import JobState
 log = logging.getLogger(__name__)
 
 #: The optional JSON body of a release or a cancel.
-_Body = TypeVar("_Body", ReleaseRequest, CancelRequest)
+_Body = TypeVar("_Body", ReleaseRequest, CancelRequest, ResolveRequest, IdentifyRequest)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -68,9 +78,10 @@ _CID_PREFIX = secrets.token_hex(6)
 _cid_counter = itertools.count(1)
 
 
-@dataclass(frozen=True)
+@dataclass
 class Deps:
-    """What the handlers use; stored on the app under :data:`DEPS`."""
+    """What the handlers use; stored on the app under :data:`DEPS`. ``config`` is replaced
+    on a reload (edgeprint.reload says which keys may change)."""
 
     config: Config
     service: JobService
@@ -332,6 +343,20 @@ async def replay_job(request: web.Request) -> web.Response:
     return _json(JobOut.from_record(job))
 
 
+async def resolve_job(request: web.Request) -> web.Response:
+    """POST /v1/jobs/{id}/resolve (tech) {"printed": true|false}: settle an unknown outcome."""
+    caller = await _caller(request, "tech")
+    job_id = _job_id(request)
+    body = await _optional_json(request, ResolveRequest)
+    if body.printed is None:
+        raise errors.InvalidRequest(
+            'say whether the copy came out: {"printed": true} or {"printed": false}',
+            [errors.FieldProblem("body.printed", "required: true or false")],
+        )
+    job = await _deps(request).service.resolve(job_id, caller, printed=body.printed)
+    return _json(JobOut.from_record(job))
+
+
 # --- health and metrics ------------------------------------------------------------
 
 
@@ -382,6 +407,10 @@ def _printer_out(
         queued_job_count=snap.queued_job_count, waiting=depths.get(key, 0),
         oldest_waiting_s=_age(oldest.get(key), now),
         printing_job=snap.printing_job, last_error=snap.last_error,
+        capabilities=(
+            PrinterCapabilitiesOut(**snap.capabilities) if snap.capabilities is not None else None
+        ),
+        sends=snap.sends,
     )  # fmt: skip
 
 
@@ -440,6 +469,15 @@ pause_printer = _pause_handler(True)
 resume_printer = _pause_handler(False)
 
 
+async def trust_printer(request: web.Request) -> web.Response:
+    """POST /v1/printers/{name}/trust (tech): pin the certificate it presents from now on."""
+    caller = await _caller(request, "tech")
+    name = request.match_info["name"]
+    deps = _deps(request)
+    await deps.service.trust_printer(name, caller)
+    return _json(await _one_printer(deps, name))
+
+
 async def drain_printer(request: web.Request) -> web.Response:
     """POST /v1/printers/{name}/drain (tech): pause it and move its waiting jobs to its pool."""
     caller = await _caller(request, "tech")
@@ -447,6 +485,15 @@ async def drain_printer(request: web.Request) -> web.Response:
     deps = _deps(request)
     moved = await deps.service.drain(name, caller)
     return _json(DrainOut(printer=await _one_printer(deps, name), moved=moved))
+
+
+async def identify_printer(request: web.Request) -> web.Response:
+    """POST /v1/printers/{name}/identify (tech), optional {"how": …}: the printer shows itself."""
+    caller = await _caller(request, "tech")
+    name = request.match_info["name"]
+    body = await _optional_json(request, IdentifyRequest)
+    done = await _deps(request).service.identify(name, body.how, caller)
+    return _json(IdentifyOut(printer=name, action=done.action, printer_job_id=done.printer_job_id))
 
 
 async def dead_letter(request: web.Request) -> web.Response:
@@ -470,6 +517,75 @@ async def dead_letter(request: web.Request) -> web.Response:
     )
 
 
+async def stats(request: web.Request) -> web.Response:
+    """GET /v1/stats (tech): jobs by state, dead letters by reason, printers in short."""
+    await _caller(request, "tech")
+    deps = _deps(request)
+    st = await deps.service.stats()
+    printers = [
+        PrinterSummaryOut(
+            name=snap.name, pool=snap.pool, healthy=snap.healthy,
+            health_reason=snap.health_reason, reachable=snap.reachable, paused=snap.paused,
+            waiting=st.waiting.get((snap.name, None), 0),
+            oldest_waiting_s=_age(st.oldest_waiting.get((snap.name, None)), st.at),
+            printing_job=snap.printing_job,
+        )
+        for snap in deps.printers()
+    ]  # fmt: skip
+    pools = [
+        PoolOut(
+            name=pool, printers=list(members), waiting=st.waiting.get((None, pool), 0),
+            oldest_waiting_s=_age(st.oldest_waiting.get((None, pool)), st.at),
+        )
+        for pool, members in deps.config.pools.items()
+    ]  # fmt: skip
+    return _json(
+        StatsOut(
+            jobs_by_state={s.value: n for s, n in st.jobs_by_state.items()},
+            dead_letters=st.jobs_by_state.get(JobState.DEAD, 0),
+            dead_letters_by_reason=st.dead_by_reason,
+            printers=printers,
+            pools=pools,
+        )
+    )
+
+
+def _shown_url(url: str) -> str:
+    """A receiver URL without user info or query (either may hold a credential)."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port is not None else "")
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+async def webhook_deliveries(request: web.Request) -> web.Response:
+    """GET /v1/webhooks/deliveries?state=failed&limit=&cursor= (tech): parked deliveries."""
+    await _caller(request, "tech")
+    problems_: list[errors.FieldProblem] = []
+    q = _query(request, {"state", "limit", "cursor"}, problems_)
+    if q.get("state", "failed") != "failed":
+        problems_.append(errors.FieldProblem("query.state", "only 'failed' deliveries are kept"))
+    limit, cursor = _paging(q, 100, problems_)
+    if problems_:
+        raise invalid("invalid query parameters", problems_, "query")
+    failed = await _deps(request).service.failed_webhook_deliveries(
+        after_seq=cursor or 0, limit=limit
+    )
+    out = [
+        WebhookDeliveryOut(
+            state="failed", url=_shown_url(f.url), webhook_id=f.event_id, type=f.type,
+            job_id=f.job_id, printer=f.printer, attempts=f.attempts,
+            first_attempt_at=iso_time(f.first_attempt_at), failed_at=iso_time(f.failed_at),
+            last_error=f.last_error,
+        )
+        for f in failed
+    ]  # fmt: skip
+    next_cursor = str(failed[-1].seq) if len(failed) == limit else None
+    return _json(WebhookDeliveriesOut(deliveries=out, next_cursor=next_cursor))
+
+
 def build_app(deps: Deps) -> web.Application:
     """The application with every v1 route; ``deps`` is stored under :data:`DEPS`."""
     app = web.Application(middlewares=[_middleware], client_max_size=_MAX_JSON_BODY)
@@ -480,14 +596,20 @@ def build_app(deps: Deps) -> web.Application:
     app.router.add_post("/v1/jobs/{job_id}/release", release_job)
     app.router.add_post("/v1/jobs/{job_id}/cancel", cancel_job)
     app.router.add_post("/v1/jobs/{job_id}/replay", replay_job)
+    app.router.add_post("/v1/jobs/{job_id}/resolve", resolve_job)
     app.router.add_get("/v1/printers", list_printers)
     app.router.add_post("/v1/printers/{name}/pause", pause_printer)
     app.router.add_post("/v1/printers/{name}/resume", resume_printer)
     app.router.add_post("/v1/printers/{name}/drain", drain_printer)
+    app.router.add_post("/v1/printers/{name}/identify", identify_printer)
+    app.router.add_post("/v1/printers/{name}/trust", trust_printer)
     app.router.add_get("/v1/dead-letter", dead_letter)
+    app.router.add_get("/v1/stats", stats)
+    app.router.add_get("/v1/webhooks/deliveries", webhook_deliveries)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
     openapi.add_routes(app)
     status_page.add_routes(app)
+    ipp.add_routes(app, deps, CORRELATION_ID)
     return app

@@ -21,6 +21,10 @@ class TokenAuth:
     """Checks ``Authorization: Bearer …`` against the configured token digests."""
 
     def __init__(self, tokens: list[TokenConfig]) -> None:
+        self.replace(tokens)
+
+    def replace(self, tokens: list[TokenConfig]) -> None:
+        """Use ``tokens`` from the next request on (a config reload)."""
         self._tokens = [(bytes.fromhex(t.sha256), t) for t in tokens]
 
     def authenticate(self, authorization: str | None, needed: str) -> TokenConfig:

@@ -32,13 +32,18 @@ from edgeprint.models import (
     DeadLetterOut,
     DrainOut,
     Health,
+    IdentifyOut,
+    IdentifyRequest,
     JobListOut,
     JobOut,
     PrinterOut,
     PrintersOut,
     Problem,
     ReleaseRequest,
+    ResolveRequest,
+    StatsOut,
     SubmitMetadata,
+    WebhookDeliveriesOut,
 )
 
 __all__ = ["OPERATIONS", "PATH", "Operation", "add_routes", "document", "document_bytes"]
@@ -48,12 +53,15 @@ PATH = "/v1/openapi.json"
 _REF = "#/components/schemas/{model}"
 _PROBLEM_TYPE = "application/problem+json"
 
-_REQUEST_MODELS: tuple[type[BaseModel], ...] = (SubmitMetadata, ReleaseRequest, CancelRequest)
+_REQUEST_MODELS: tuple[type[BaseModel], ...] = (
+    SubmitMetadata, ReleaseRequest, CancelRequest, ResolveRequest, IdentifyRequest,
+)  # fmt: skip
 _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     JobOut, JobListOut, PrinterOut, PrintersOut, DrainOut, DeadLetterOut, Health, Problem,
+    StatsOut, WebhookDeliveriesOut, IdentifyOut,
 )  # fmt: skip
 
-Body = Literal["multipart", "release", "cancel"]
+Body = Literal["multipart", "release", "cancel", "resolve", "identify"]
 Role = Literal["kiosk", "tech"]
 
 
@@ -222,6 +230,30 @@ OPERATIONS: tuple[Operation, ...] = (
         },
     ),
     Operation(
+        "post", "/v1/jobs/{job_id}/resolve", "resolveJob",
+        "Settle a DEAD job whose outcome is unknown (tech)", "jobs", "tech", body="resolve",
+        description=(
+            "For a job parked DEAD `outcome_unknown` (the printer may have printed it and forgot "
+            'it): `{"printed": true}` → DONE; `{"printed": false}` → RELEASED, printed once '
+            "more. Of concurrent resolutions exactly one wins; the job's events record who "
+            "decided and what."
+        ),
+        answers={
+            200: _job("the job, DONE (printed) or RELEASED (not printed)"),
+            400: _problem("`malformed-json`: the body is not JSON"),
+            404: _404_JOB,
+            408: _problem("`request-timeout`: the body did not arrive within the time limit"),
+            409: _problem(
+                "`outcome-not-unknown`: the job is not DEAD `outcome_unknown` (any more); "
+                "`state` names its state"
+            ),
+            413: _problem("`payload-too-large`: the body is over 64 KiB"),
+            415: _problem("`unsupported-media-type`: a body that is not application/json"),
+            422: _problem("`invalid-request`: `printed` missing or not a boolean (`errors`)"),
+            503: _503_STORE, 507: _507, **_TECH,
+        },
+    ),
+    Operation(
         "get", "/v1/printers", "listPrinters", "Printers and pools (tech)", "printers", "tech",
         answers={200: Answer("every printer and pool", PrintersOut), 503: _503_STORE, **_TECH},
     ),
@@ -239,6 +271,19 @@ OPERATIONS: tuple[Operation, ...] = (
         )
     ),
     Operation(
+        "post", "/v1/printers/{name}/trust", "trustPrinter",
+        "Trust the certificate an ipps printer presents now (tech)", "printers", "tech",
+        description=(
+            "Forgets the pinned certificate fingerprint: the next contact pins the one the "
+            "printer presents (after a factory reset made it a new self-signed certificate)."
+        ),
+        answers={
+            200: Answer("the printer", PrinterOut), 404: _404_PRINTER,
+            422: _problem("`invalid-request`: not an ipps printer, or pinned in the config"),
+            503: _503_STORE, 507: _507, **_TECH,
+        },
+    ),
+    Operation(
         "post", "/v1/printers/{name}/drain", "drainPrinter",
         "Pause a printer and move its waiting jobs to its pool (tech)", "printers", "tech",
         answers={
@@ -247,10 +292,52 @@ OPERATIONS: tuple[Operation, ...] = (
         },
     ),
     Operation(
+        "post", "/v1/printers/{name}/identify", "identifyPrinter",
+        "Make a printer show itself: Identify-Printer or a test page (tech)", "printers", "tech",
+        body="identify",
+        description=(
+            "`how`: `auto` (IPP Identify-Printer when the printer lists it in "
+            "operations-supported, else a one-page test print), `identify` or `test-page`. "
+            "The test page is printed directly, not as a job."
+        ),
+        answers={
+            200: Answer("what the printer was asked to do", IdentifyOut),
+            400: _problem("`malformed-json`: the body is not JSON"),
+            404: _404_PRINTER,
+            408: _problem("`request-timeout`: the body did not arrive within the time limit"),
+            409: _problem("`identify-unsupported`: the printer has no Identify-Printer"),
+            413: _problem("`payload-too-large`: the body is over 64 KiB"),
+            415: _problem("`unsupported-media-type`: a body that is not application/json"),
+            422: _problem("`invalid-request`: a bad `how` (`errors`)"),
+            502: _problem("`printer-error`: the printer failed or did not answer"),
+            **_TECH,
+        },
+    ),
+    Operation(
         "get", "/v1/dead-letter", "deadLetter", "DEAD jobs, oldest first (tech)", "jobs", "tech",
         query=("limit", "cursor"),
         answers={
             200: Answer("a page of DEAD jobs with their `dead_reason`", DeadLetterOut),
+            422: _problem("`invalid-request`: a bad or unknown query parameter (`errors`)"),
+            503: _503_STORE, **_TECH,
+        },
+    ),
+    Operation(
+        "get", "/v1/stats", "getStats",
+        "Jobs by state, dead letters by reason, printers in short (tech)", "operations", "tech",
+        description="What the status page and `edgeprint stats` show; read at the request.",
+        answers={200: Answer("the numbers", StatsOut), 503: _503_STORE, **_TECH},
+    ),
+    Operation(
+        "get", "/v1/webhooks/deliveries", "webhookDeliveries",
+        "Webhook deliveries parked as failed, oldest first (tech)", "operations", "tech",
+        query=("delivery_state", "limit", "cursor"),
+        description=(
+            "Events a receiver did not take (2xx) within its `max_delivery_s`; they are not "
+            "retried. Delivered events are not listed."
+        ),
+        answers={
+            200: Answer("a page of failed deliveries", WebhookDeliveriesOut),
             422: _problem("`invalid-request`: a bad or unknown query parameter (`errors`)"),
             503: _503_STORE, **_TECH,
         },
@@ -281,6 +368,24 @@ OPERATIONS: tuple[Operation, ...] = (
         "get", "/", "statusPage", "The technicians' live status page", "operations", None,
         description="HTML only; the page asks for a tech token and reads the API with it.",
         answers={200: Answer("the page", media="text/html")},
+    ),
+    Operation(
+        "post", "/ipp/print/{name}", "ippQueue",
+        "IPP queue of a printer or pool (edgeprint as an IPP Everywhere printer)", "ipp", None,
+        description="An IPP/1.1–2.0 request (RFC 8010) as `application/ipp`; the answer is an "
+        "IPP response whose status-code says how it went (README, 'Print from any device'). "
+        "`[ipp] auth = \"basic\"`: HTTP Basic with the token's name and the token.",
+        answers={
+            200: Answer("an IPP response", media="application/ipp"),
+            401: Answer("`[ipp] auth = \"basic\"` and no or wrong credentials: an IPP "
+                        "response, client-error-not-authenticated", media="application/ipp",
+                        headers=("WWW-Authenticate",)),
+            403: Answer("the client's address is outside `[ipp] allowed_networks`: an IPP "
+                        "response, client-error-not-authorized", media="application/ipp"),
+            404: _problem("`not-found`: `[ipp] enabled = false`"),
+            415: _problem("`unsupported-document`: the body is not `application/ipp`, or it is "
+                          "compressed (Content-Encoding)"),
+        },
     ),
 )
 # fmt: on
@@ -370,6 +475,11 @@ _PARAMETER_DEFS: dict[str, dict[str, Any]] = {
         "description": "page size, 1–500 (default 50; 100 for the dead-letter queue)",
         "schema": _LIMIT,
     },
+    "delivery_state": {
+        "name": "state", "in": "query", "required": False,
+        "description": "only `failed` (the default): deliveries given up",
+        "schema": {"type": "string", "enum": ["failed"]},
+    },
     "cursor": {
         "name": "cursor", "in": "query", "required": False,
         "description": "`next_cursor` of the previous page",
@@ -423,6 +533,18 @@ def _request_body(body: Body, refs: dict[type[BaseModel], dict[str, Any]]) -> di
                     },
                 }
             },
+        }
+    if body == "identify":
+        return {
+            "required": False,
+            "description": 'optional; `{"how": "auto"}` is the default',
+            "content": {"application/json": {"schema": refs[IdentifyRequest]}},
+        }
+    if body == "resolve":
+        return {
+            "required": True,
+            "description": '`{"printed": true}` or `{"printed": false}`',
+            "content": {"application/json": {"schema": refs[ResolveRequest]}},
         }
     if body == "cancel":
         return {
@@ -508,6 +630,10 @@ def document() -> dict[str, Any]:
             {"name": "jobs", "description": "submit, follow, release, cancel, replay"},
             {"name": "printers", "description": "technicians: health, pause, resume, drain"},
             {"name": "operations", "description": "health, readiness, metrics, this document"},
+            {
+                "name": "ipp",
+                "description": "edgeprint as a printer: one IPP queue per printer and pool",
+            },
         ],
         "paths": paths,
         "components": {

@@ -28,6 +28,7 @@ _TITLES = {
     423: "Locked",
     429: "Too Many Requests",
     500: "Internal Server Error",
+    502: "Bad Gateway",
     503: "Service Unavailable",
     507: "Insufficient Storage",
 }
@@ -75,6 +76,8 @@ def from_error(exc: errors.EdgeprintError) -> web.Response:
             return problem(403, "forbidden", str(exc))
         case errors.JobNotFound():
             return problem(404, "job-not-found", str(exc), job_id=exc.job_id)
+        case errors.OutcomeNotUnknown():
+            return problem(409, "outcome-not-unknown", str(exc), state=exc.state, job_id=exc.job_id)
         case errors.StateConflict():
             return problem(409, "state-conflict", str(exc), state=exc.state, job_id=exc.job_id)
         case errors.IdempotencyKeyReused():
@@ -89,6 +92,8 @@ def from_error(exc: errors.EdgeprintError) -> web.Response:
             return problem(415, "unsupported-media-type", exc.detail)
         case errors.DocumentRejected():
             return problem(422, exc.slug, exc.detail)
+        case errors.DocumentUnprintable():
+            return problem(422, exc.slug, exc.detail, takes=list(exc.takes))
         case errors.BodyTimeout():
             resp = problem(408, "request-timeout", str(exc))
             resp.force_close()  # do not read the rest of a slow body: drop the connection
@@ -108,6 +113,10 @@ def from_error(exc: errors.EdgeprintError) -> web.Response:
             )  # fmt: skip
         case errors.PrinterNotFound():
             return problem(404, "printer-not-found", str(exc))
+        case errors.IdentifyUnsupported():
+            return problem(409, "identify-unsupported", str(exc))
+        case errors.PrinterError():
+            return problem(502, "printer-error", f"the printer did not do it: {exc}")
         case errors.Backpressure():
             return problem(
                 503, "queue-full", str(exc), headers={"Retry-After": str(exc.retry_after_s)}

@@ -26,9 +26,14 @@ class TokenRateLimiter:
     """
 
     def __init__(self, spec: str) -> None:
+        self.reconfigure(spec)
+        self._limiter = MovingWindowRateLimiter(MemoryStorage())
+
+    def reconfigure(self, spec: str) -> None:
+        """Count against ``spec`` from the next request on (a config reload); the requests
+        already counted stay in their windows."""
         self.spec = spec
         self._items = limits.parse_many(spec)
-        self._limiter = MovingWindowRateLimiter(MemoryStorage())
 
     async def hit(self, token_name: str) -> None:
         """Count one request; raises errors.RateLimited (with Retry-After seconds) when over."""

@@ -5,15 +5,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 
 import aiohttp
 
-from edgeprint.config import Config
+from edgeprint import errors
+from edgeprint.config import Config, PrinterConfig
 from edgeprint.dispatch.worker import PrinterWorker
+from edgeprint.documents.cache import RenditionCache
+from edgeprint.documents.capabilities import REQUESTED_ATTRIBUTES
+from edgeprint.documents.render import RenderPool
 from edgeprint.metrics import Metrics
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.printers.ipp import IppClient
-from edgeprint.service import JobService
+from edgeprint.printers.testpage import render_test_page
+from edgeprint.service import Identified, JobService
 
 log = logging.getLogger(__name__)
 
@@ -31,29 +37,106 @@ class Dispatcher:
         service: JobService,
         session: aiohttp.ClientSession,
         metrics: Metrics,
+        *,
+        renderer: RenderPool | None = None,
+        renditions: RenditionCache | None = None,
     ) -> None:
         self.config = config
+        self._renderer = renderer
+        self._renditions = renditions
         self.stop = asyncio.Event()
         self.workers: dict[str, PrinterWorker] = {}
-        for p in config.printers:
-
-            def observe(op: str, outcome: str, seconds: float, _name: str = p.name) -> None:
-                metrics.ipp_request_duration.labels(
-                    printer=_name, operation=op, outcome=outcome
-                ).observe(seconds)
-
-            client = IppClient(
-                p.uri,
-                session,
-                request_timeout_s=config.dispatch.request_timeout_s,
-                upload_timeout_s=config.dispatch.upload_timeout_s,
-                observe=observe,
-            )
-            self.workers[p.name] = PrinterWorker(
-                p, client, service, config.dispatch, metrics, self.stop
-            )
-        self._pools = config.pools
+        self._session = session
+        self._metrics = metrics
         self.service = service
+        #: Each worker's own stop event (set for all by request_stop), so that a reload
+        #: can stop one printer's worker.
+        self._stops: dict[str, asyncio.Event] = {}
+        self._running: dict[str, asyncio.Task[None]] = {}
+        for p in config.printers:
+            self.workers[p.name] = self._worker(p)
+        self._pools = config.pools
+        self._group: asyncio.TaskGroup | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._grace_s = config.server.shutdown_grace_s
+        #: Printers a reload removed; their workers run on until the next restart.
+        self.retired: set[str] = set()
+
+    def _worker(self, p: PrinterConfig) -> PrinterWorker:
+        metrics = self._metrics
+
+        def observe(op: str, outcome: str, seconds: float, _name: str = p.name) -> None:
+            metrics.ipp_request_duration.labels(
+                printer=_name, operation=op, outcome=outcome
+            ).observe(seconds)
+
+        client = IppClient(
+            p.uri,
+            self._session,
+            request_timeout_s=self.config.dispatch.request_timeout_s,
+            upload_timeout_s=self.config.dispatch.upload_timeout_s,
+            observe=observe,
+            probe_attributes=REQUESTED_ATTRIBUTES,
+        )
+        stop = self._stops[p.name] = asyncio.Event()
+        if self.stop.is_set():
+            stop.set()
+        return PrinterWorker(
+            p, client, self.service, self.config.dispatch, metrics, stop,
+            renderer=self._renderer, renditions=self._renditions,
+        )  # fmt: skip
+
+    def _start(self, name: str) -> None:
+        if self._group is not None and not self.stop.is_set():
+            task = self._group.create_task(self.workers[name].run(), name=f"printer:{name}")
+            self._running[name] = task
+            self._tasks.append(task)  # the grace period at shutdown covers it too
+
+    async def reconfigure(self, config: Config) -> None:
+        """Follow a reload (the service already follows ``config``).
+
+        - An added printer gets a worker at once.
+        - A changed printer (URI, pool, limits), or one added back after an earlier reload
+          removed it, gets a new worker: the old one is stopped as at shutdown (its
+          request in flight finishes within the grace period; a job in hand stays
+          PRINTING), then the new one starts, and like any worker at start it reconciles
+          the printer's PRINTING jobs, now at the new URI, before it sends anything.
+        - A removed printer's worker keeps running as it is (it finishes the job in
+          hand), but the service no longer counts it in a pool, so it claims only jobs
+          still aimed at it; it is hidden from the printer views until the next restart.
+        """
+        before = {name: w.config for name, w in self.workers.items()}
+        names = {p.name for p in config.printers}
+        self.retired |= {n for n in self.workers if n not in names}
+        self.config = config
+        self._pools = config.pools
+        for p in config.printers:
+            if p.name not in before:
+                self.workers[p.name] = self._worker(p)
+                self._start(p.name)
+            elif before[p.name] != p or p.name in self.retired:
+                await self._stop_worker(p.name)
+                self.retired.discard(p.name)
+                self.workers[p.name] = self._worker(p)
+                self._start(p.name)
+                log.info(
+                    "printer worker restarted for its new config",
+                    extra={"event": "printer_reconfigured", "printer": p.name},
+                )
+
+    async def _stop_worker(self, name: str) -> None:
+        self._stops[name].set()
+        task = self._running.get(name)
+        if task is None:
+            return
+        done, _ = await asyncio.wait([task], timeout=self._grace_s)
+        if not done:
+            log.warning(
+                "worker cancelled after grace",
+                extra={"event": "worker_cancelled", "printer": name},
+            )
+            task.cancel()
+            await asyncio.wait([task])
 
     def wake(self, printer: str | None, pool: str | None) -> None:
         """Wake the worker(s) that can print a job for ``printer`` or ``pool``."""
@@ -68,18 +151,27 @@ class Dispatcher:
         if printer is not None and printer in self.workers:
             self.workers[printer].control()
 
+    def resumed(self, printer: str | None) -> None:
+        """A technician resumed ``printer``: its worker forgets what only a person may clear."""
+        if printer is not None and printer in self.workers:
+            self.workers[printer].resumed()
+
     def snapshot(self, printer: str) -> PrinterSnapshot | None:
         """The live view of ``printer`` (None when no such printer)."""
         worker = self.workers.get(printer)
-        return worker.snapshot() if worker is not None else None
+        if worker is None or printer in self.retired:
+            return None
+        return worker.snapshot()
 
     def snapshots(self) -> list[PrinterSnapshot]:
-        """Every printer's live view, in config order."""
-        return [w.snapshot() for w in self.workers.values()]
+        """Every configured printer's live view."""
+        return [w.snapshot() for n, w in self.workers.items() if n not in self.retired]
 
     def request_stop(self) -> None:
         """Stop taking work; workers finish their current request and return."""
         self.stop.set()
+        for stop in self._stops.values():
+            stop.set()
 
     async def run(self, grace_s: float) -> None:
         """Run every worker in one TaskGroup until stopped.
@@ -89,13 +181,15 @@ class Dispatcher:
         PRINTING and is reconciled at the next start). A worker that raises
         (a broken store) ends the group and the error propagates.
         """
+        self._grace_s = grace_s
         async with asyncio.TaskGroup() as group:
-            tasks = [
-                group.create_task(w.run(), name=f"printer:{name}")
-                for name, w in self.workers.items()
-            ]
+            self._group = group
+            tasks = self._tasks
+            for name in self.workers:
+                self._start(name)
             tasks.append(group.create_task(self._housekeeping(), name="housekeeping"))
             group.create_task(self._enforce_grace(tasks, grace_s), name="dispatcher:grace")
+        self._group = None
 
     async def _housekeeping(self) -> None:
         """Expire held jobs and delete old documents every ``retention.interval_s``."""
@@ -121,3 +215,26 @@ class Dispatcher:
                 },
             )
             t.cancel()
+
+    async def identify(self, printer: str, how: str, by: str) -> Identified:
+        """Make ``printer`` show itself: Identify-Printer, or a one-page test print.
+
+        ``how``: ``auto`` (Identify-Printer when the printer lists it in
+        operations-supported, else a test page), ``identify`` or ``test-page``.
+        Raises errors.PrinterNotFound, errors.IdentifyUnsupported, errors.PrinterError.
+        """
+        worker = self.workers.get(printer)
+        if worker is None or printer in self.retired:
+            raise errors.PrinterNotFound(printer)
+        status = await worker.client.get_printer_attributes()
+        supported = "Identify-Printer" in status.operations
+        if how == "identify" or (how == "auto" and supported):
+            if not supported:
+                raise errors.IdentifyUnsupported(printer)
+            await worker.client.identify(by)
+            return Identified("identify-printer", None)
+        document = render_test_page(printer, by, time.time())
+        job_id = await worker.client.print_job(
+            f"test-page-{printer}", by, document, "application/pdf"
+        )
+        return Identified("test-page", job_id)

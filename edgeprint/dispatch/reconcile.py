@@ -1,124 +1,162 @@
-"""What to do with a PRINTING job after a crash or an ambiguous outcome (DESIGN §3).
+"""What the printer says about one copy, taken at its word (DESIGN §3): pure functions.
 
-:func:`decide` is a pure decision table over what edgeprint stored about the
-job and what the printer reports; the worker carries out the verdict.
+:func:`identify` decides whether a printer job *is* a stored copy (job-id and
+``time-at-creation`` first, job-name second: printers reuse ids and some
+rename every job "Print"); :func:`find_orphans` looks for the printer job of a
+copy whose job-id edgeprint never learnt (a crash right after Create-Job);
+:func:`observe` turns a printer job (or its absence) into what the copy now
+is. The job-level rules that follow are :func:`edgeprint.copies.judge`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
-from edgeprint.printers.ipp import JOB_ABORTED, JOB_CANCELED, JOB_COMPLETED, PrinterJob
+from edgeprint.copies import (
+    CANCELLED_ELSEWHERE_REASONS,
+    DOCUMENT_ERROR_REASONS,
+    ORIGIN_EDGEPRINT,
+    WAITING_FOR_DATA,
+    Copy,
+    CopyState,
+)
+from edgeprint.printers.ipp import (
+    JOB_ABORTED,
+    JOB_CANCELED,
+    JOB_COMPLETED,
+    JOB_HELD,
+    JOB_PENDING,
+    PrinterJob,
+)
 
-#: ``job-state-reasons`` of a printer job still waiting for (all of) its document.
-WAITING_FOR_DATA = frozenset({"job-data-insufficient", "job-incoming"})
+C = CopyState
+#: Seconds of slack between printer-up-time read at a probe and time-at-creation.
+UP_TIME_SLACK_S = 2
 
 
-class Verdict(StrEnum):
-    """The reconciliation outcome for one PRINTING job."""
-
-    WAIT = "wait"  # printer unreachable: keep the job PRINTING, ask again later
-    FOLLOW = "follow"  # a live copy has the whole document: follow it
-    CANCEL = (
-        "cancel"  # a live copy must go (truncated, empty, unwanted): Cancel-Job, then ask again
-    )
-    DONE = "done"  # a copy completed: the job is printed
-    TRUNCATED_DONE = "truncated_done"  # a truncated copy completed: record it, send again
-    RETRY = "retry"  # only aborted/canceled copies: nothing printed, retry policy
-    SEND = "send"  # provably no copy can have printed: send (again)
-    UNKNOWN = "unknown"  # a document may have printed and the printer forgot: outcome_unknown
+def printer_job_name(job_id: str) -> str:
+    """The IPP job-name for an edgeprint job: contains the id verbatim (DESIGN §3)."""
+    return f"edgeprint-{job_id}"
 
 
-@dataclass(frozen=True)
-class Stored:
-    """What the store knows of the job at its printer.
+def _names_other_job(pj: PrinterJob, job_id: str) -> bool:
+    """True when the job-name is one of edgeprint's, for another job."""
+    return pj.name.startswith("edgeprint-") and job_id not in pj.name
 
-    ``discounted`` names printer jobs already recorded as truncated copies
-    (:func:`copy_key`): they never count as the job being printed.
+
+def identify(copy: Copy, pj: PrinterJob) -> bool:
+    """Whether printer job ``pj`` is ``copy`` (whose printer job-id is known).
+
+    The job-id must match; ``time-at-creation`` must equal the stored one when
+    both are known (a restarted printer reuses ids), and may not be earlier
+    than the printer-up-time edgeprint saw before creating it; a job-name that
+    belongs to another edgeprint job rules it out. A printer that names every
+    job "Print" is therefore matched by id and time alone.
     """
-
-    job_id: str
-    printer_job_id: int | None
-    upload: str | None  # None | "sending" | "truncated"
-    cancel_requested: bool = False
-    discounted: frozenset[str] = frozenset()
-
-    def truncated(self, copy: PrinterJob) -> bool:
-        """True when ``copy`` was made from the upload known to have broken off."""
-        return self.upload == "truncated" and self.printer_job_id in (None, copy.job_id)
-
-
-def copy_key(copy: PrinterJob) -> str:
-    """A printer job's identity across printer restarts: job-id and time-at-creation."""
-    return f"{copy.job_id}@{copy.created_s}"
+    if copy.printer_job_id is None or pj.job_id != copy.printer_job_id:
+        return False
+    if copy.created_s is not None and pj.created_s is not None:
+        return pj.created_s == copy.created_s
+    if (
+        copy.printer_up_s is not None
+        and pj.created_s is not None
+        and pj.created_s + UP_TIME_SLACK_S < copy.printer_up_s
+    ):
+        return False
+    return not _names_other_job(pj, copy.job_id)
 
 
-@dataclass(frozen=True)
-class Decision:
-    """A verdict, and the printer job it is about (if any)."""
-
-    verdict: Verdict
-    copy: PrinterJob | None = None
-
-
-def matching(
-    job_id: str, jobs: Sequence[PrinterJob], discounted: frozenset[str] = frozenset()
+def find_orphans(
+    copy: Copy,
+    owner: str,
+    jobs: Sequence[PrinterJob],
+    known: Collection[tuple[int, int | None]],
 ) -> list[PrinterJob]:
-    """The printer's jobs whose job-name contains the edgeprint job id, newest first.
+    """Printer jobs that may be ``copy`` although its job-id was never stored.
 
-    Job ids are not enough: a restarted printer reuses them (DESIGN §3).
-    Copies in ``discounted`` (recorded truncated copies) are left out.
+    A job named after the edgeprint job is it. Otherwise (a printer that
+    renames jobs) candidates are jobs not known as any other copy, created no
+    earlier than the printer-up-time edgeprint saw before creating the copy,
+    by the job's owner (or a printer that reports no user / "Guest"), and —
+    for a copy that never got a document — waiting for data.
     """
-    found = {j.job_id: j for j in jobs if job_id in j.name and copy_key(j) not in discounted}
-    return sorted(found.values(), key=lambda j: j.job_id, reverse=True)
+
+    def is_known(j: PrinterJob) -> bool:
+        return (j.job_id, j.created_s) in known or (j.job_id, None) in known
+
+    named = [j for j in jobs if copy.job_id in j.name and not is_known(j)]
+    if named:
+        return sorted(named, key=lambda j: j.job_id, reverse=True)
+    out = []
+    for j in jobs:
+        if is_known(j) or _names_other_job(j, copy.job_id):
+            continue
+        if copy.printer_up_s is None or j.created_s is None:
+            continue
+        if j.created_s + UP_TIME_SLACK_S < copy.printer_up_s:
+            continue
+        if j.user not in ("", owner, "Guest", "guest", "anonymous"):
+            continue
+        if copy.sent_at is None and not _empty_and_live(j):
+            continue
+        out.append(j)
+    return sorted(out, key=lambda j: j.job_id, reverse=True)
 
 
-def decide(stored: Stored, copies: Sequence[PrinterJob] | None) -> Decision:
-    """Decide from ``copies`` (the printer's jobs for this edgeprint job; None: unreachable).
+def _empty_and_live(j: PrinterJob) -> bool:
+    """A printer job still open that has received no document (pending, held, or waiting)."""
+    if j.terminal or j.k_octets not in (None, 0):
+        return False
+    return j.state in (JOB_PENDING, JOB_HELD) or bool(WAITING_FOR_DATA & set(j.reasons))
 
-    The rules, in order:
 
-    1. printer unreachable → WAIT;
-    2. a live (not terminal) copy: FOLLOW it when its document was sent whole
-       as far as edgeprint knows (``upload == "sending"``) and it is not still
-       waiting for data; CANCEL it when the upload is known truncated or never
-       started, it waits for its document, a newer live copy exists, or a
-       technician asked to cancel;
-    3. a completed copy: DONE (a technician's cancel came too late), unless
-       it is the copy of an upload known to be truncated: TRUNCATED_DONE;
-    4. only terminal, unprinted copies: RETRY if the printer aborted one or a
-       copy with the whole document was cancelled; SEND if the only copies
-       are cancelled empty or truncated ones (our own fencing);
-    5. no copy at all: SEND when no document can have reached the printer
-       (none sent, or the upload is known truncated and a truncated copy never
-       counts as printed), else UNKNOWN (the printer forgot a job that may
-       have printed).
+@dataclass(frozen=True)
+class Observation:
+    """What a copy is now: still live (with the printer's figures) or settled, and why."""
+
+    settled: CopyState | None  # None: still live at the printer
+    pj: PrinterJob | None
+    outcome: str | None = None
+
+
+def observe(copy: Copy, pj: PrinterJob | None) -> Observation:
+    """The copy's new state from the printer job it is (``None``: the printer lists no such job).
+
+    - not listed: VANISHED (the printer purged or forgot it; a job it lists no
+      more was not necessarily never printed);
+    - completed with a document-error reason, or aborted with one: DOCUMENT_ERROR;
+    - completed and whole (acknowledged, or the printer's figures show all of
+      it): PRINTED; completed and not verifiably whole: INCOMPLETE;
+    - canceled: CANCELLED when edgeprint asked (its cancel is recorded before it
+      is sent), else CANCELLED_ELSEWHERE (a person at the panel, an operator);
+      but when edgeprint's own cancel came after pages came out
+      (``job-impressions-completed`` > 0), PRINTED if they were all of them,
+      else INCOMPLETE: a copy that printed is never sent again;
+    - aborted: ABORTED; anything else: still live.
     """
-    if copies is None:
-        return Decision(Verdict.WAIT)
-    mine = matching(stored.job_id, copies, stored.discounted)
-    live = [c for c in mine if not c.terminal]
-    if live:
-        newest = live[0]
-        for extra in live[1:]:
-            return Decision(Verdict.CANCEL, extra)
-        sent_whole = stored.upload == "sending" and not WAITING_FOR_DATA & set(newest.reasons)
-        if not sent_whole or stored.cancel_requested:
-            return Decision(Verdict.CANCEL, newest)
-        return Decision(Verdict.FOLLOW, newest)
-    completed = [c for c in mine if c.state == JOB_COMPLETED]
-    whole = [c for c in completed if not stored.truncated(c)]
-    if whole:
-        return Decision(Verdict.DONE, whole[0])
-    if completed:
-        return Decision(Verdict.TRUNCATED_DONE, completed[0])
-    if any(c.state == JOB_ABORTED for c in mine):
-        return Decision(Verdict.RETRY, mine[0])
-    if any(c.state == JOB_CANCELED for c in mine):
-        verdict = Verdict.RETRY if stored.upload == "sending" else Verdict.SEND
-        return Decision(verdict, mine[0])
-    if stored.upload == "sending":
-        return Decision(Verdict.UNKNOWN)
-    return Decision(Verdict.SEND)
+    if pj is None:
+        return Observation(C.VANISHED, None, "the printer no longer lists it")
+    reasons = set(pj.reasons)
+    if pj.state in (JOB_COMPLETED, JOB_ABORTED) and reasons & DOCUMENT_ERROR_REASONS:
+        blamed = ", ".join(sorted(reasons & DOCUMENT_ERROR_REASONS))
+        return Observation(C.DOCUMENT_ERROR, pj, f"job-state-reasons {blamed}")
+    if pj.state == JOB_COMPLETED:
+        if copy.sent_at is not None and copy.whole(pj.k_octets, pj.impressions_completed):
+            return Observation(C.PRINTED, pj, "completed")
+        if copy.sent_at is None:
+            return Observation(C.ABORTED, pj, "completed without a document")
+        return Observation(C.INCOMPLETE, pj, "completed, not verifiably whole")
+    if pj.state == JOB_CANCELED:
+        if copy.cancel_origin == ORIGIN_EDGEPRINT and copy.sent_at and pj.impressions_completed:
+            # edgeprint's cancel came after pages came out: the printer's own count says so
+            if copy.whole(None, pj.impressions_completed):
+                return Observation(C.PRINTED, pj, "canceled after it printed")
+            return Observation(C.INCOMPLETE, pj, "canceled after part of it printed")
+        if copy.cancel_origin is not None:
+            return Observation(C.CANCELLED, pj, "canceled as edgeprint asked")
+        by = sorted(reasons & CANCELLED_ELSEWHERE_REASONS) or ["canceled"]
+        return Observation(C.CANCELLED_ELSEWHERE, pj, ", ".join(by))
+    if pj.state == JOB_ABORTED:
+        return Observation(C.ABORTED, pj, ", ".join(sorted(reasons - {"none"})) or "aborted")
+    return Observation(None, pj)

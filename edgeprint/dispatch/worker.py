@@ -1,65 +1,63 @@
-"""One printer's worker: reconcile, claim, send, follow (DESIGN §3).
+"""One printer's worker: settle what the printer holds, claim, send, follow (DESIGN §3).
 
 The worker holds at most one job at a time and hands the printer a job only
-while the printer's ``queued-job-count`` is below ``max_inflight``. Before it
-sends anything new it reconciles every job the store says is PRINTING on its
-printer (at start-up and after any ambiguous outcome), so a crash can never
-put a second copy on paper.
+while the printer's ``queued-job-count`` is below ``max_inflight``. Every
+printer job it makes is a *copy* (:mod:`edgeprint.copies`), recorded before
+the request that makes it and moved through its own states as the printer
+answers. Before it sends anything new the worker settles every copy the
+printer may still hold (at start-up, after any ambiguous outcome, after the
+printer was unreachable), so a crash can never put a second copy on paper.
 
-A job's printer job is named ``edgeprint-<job id>`` on every attempt: after a
-restart edgeprint finds its copies by name, because printers reuse job ids.
+What each printer answer means for a copy is :func:`reconcile.observe`; what
+a job's copies mean for the job is :func:`edgeprint.copies.judge`, carried out
+by the service. This loop only asks the printer and reports.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import time
 from collections.abc import Callable
 
+from yarl import URL
+
 from edgeprint import errors
 from edgeprint.config import DispatchConfig, PrinterConfig
-from edgeprint.dispatch import reconcile
-from edgeprint.dispatch.backoff import retry_delay
+from edgeprint.copies import Copy, CopyState, Kind
+from edgeprint.dispatch import formats, reconcile
+from edgeprint.documents.cache import RenditionCache
+from edgeprint.documents.capabilities import PrinterCapabilities, parse_capabilities
+from edgeprint.documents.render import RenderPool
 from edgeprint.faults import crash_point
 from edgeprint.metrics import Metrics
+from edgeprint.printers import tls
 from edgeprint.printers.health import Health, HealthChange, HealthSettings, PrinterSnapshot
-from edgeprint.printers.ipp import (
-    JOB_ABORTED,
-    JOB_CANCELED,
-    JOB_COMPLETED,
-    IppClient,
-    PrinterJob,
-    PrinterStatus,
-)
+from edgeprint.printers.ipp import IppClient, PrinterJob, PrinterStatus
 from edgeprint.service import JobService
+from edgeprint.states import JobState
 from edgeprint.store.jobs import JobRecord
 
 log = logging.getLogger(__name__)
 
-DOCUMENT_FORMAT = "application/pdf"
-#: job-state-reasons of an aborted printer job that blame the document (PWG 5100.x).
-POISON_REASONS = frozenset(
-    {
-        "document-format-error",
-        "document-unprintable-error",
-        "unsupported-document-format",
-        "document-password-error",
-        "document-permission-error",
-        "document-security-error",
-    }
-)
+DOCUMENT_FORMAT = formats.PDF
+#: Longest back-off between probes of a printer that answers but cannot be used (seconds).
+BAD_ANSWER_BACKOFF_MAX_S = 60.0
+#: The first bytes of an answer that is not IPP are logged at most this often (seconds).
+HEX_LOG_INTERVAL_S = 3600.0
+#: Rounds of observe → judge → act for one job before the worker waits and tries later.
+ROUNDS = 10
 
-
-def printer_job_name(job_id: str) -> str:
-    """The IPP job-name for an edgeprint job: contains the id verbatim (DESIGN §3)."""
-    return f"edgeprint-{job_id}"
+printer_job_name = reconcile.printer_job_name
 
 
 class _Unsettled(Exception):
-    """The job's outcome is not settled yet (printer unreachable): keep it PRINTING."""
+    """A copy's outcome is not settled yet (printer unreachable): keep the job PRINTING."""
+
+
+class _MonitoringFailed(Exception):
+    """Neither Get-Job-Attributes nor Get-Jobs gave a usable answer about a copy."""
 
 
 class PrinterWorker:
@@ -76,8 +74,15 @@ class PrinterWorker:
         *,
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.time,
+        renderer: RenderPool | None = None,
+        renditions: RenditionCache | None = None,
     ) -> None:
         self.name = printer.name
+        self.renderer = renderer
+        self.renditions = renditions
+        self.capabilities: PrinterCapabilities | None = None
+        #: The format a (PDF) job is sent to this printer in; None: none edgeprint can make.
+        self.sends: str | None = formats.PDF
         self.config = printer
         self.client = client
         self.service = service
@@ -91,7 +96,10 @@ class PrinterWorker:
         self._cancel = asyncio.Event()
         self._needs_reconcile = True
         self._unreachable_since: float | None = None
+        self._bad_answer_backoff_s = 0.0
+        self._hex_logged_at: float | None = None
         self.status: PrinterStatus | None = None
+        self._trusted = False  # ipps: the certificate was checked against its pin
         self.reachable = False
         self.current_job: str | None = None
         self.health = Health(
@@ -115,6 +123,13 @@ class PrinterWorker:
         self._control.set()
         self._wake.set()
 
+    def resumed(self) -> None:
+        """A technician resumed (or re-trusted) the printer: forget what only a person clears."""
+        self.health.clear()
+        self._trusted = False
+        self._needs_reconcile = True
+        self.control()
+
     # --- main loop -------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -122,14 +137,13 @@ class PrinterWorker:
         retry_delay_s = self.settings.poll_interval_min_s
         while not self.stop.is_set():
             try:
+                await self._ensure_trust()
                 self.status = await self._probe()
                 retry_delay_s = self.settings.poll_interval_min_s
+                self._bad_answer_backoff_s = 0.0
                 if not self.health.healthy:  # before anything that may wait on the printer
                     await self.service.fail_over_waiting(self.name, self.health.reason or "")
-                if self._needs_reconcile and not await self._reconcile_all():
-                    await self._hold_off(self.settings.unreachable_retry_max_s)
-                    continue
-                if not await self._clear_fences():
+                if self._needs_reconcile and not await self._sweep():
                     await self._hold_off(self.settings.unreachable_retry_max_s)
                     continue
                 if not self.health.healthy:
@@ -142,13 +156,30 @@ class PrinterWorker:
                     await self._pause(self.settings.poll_interval_max_s)
                     continue
                 self._wake.clear()
-                job = await self.service.claim_next(self.name)
-                if job is None:
+                if self.sends != formats.PDF:
+                    job = await self.service.claim_next(self.name)
+                    if job is None:
+                        await self._idle()
+                        continue
+                    await self._dispatch_raster(job, self.status)
+                    continue
+                claimed = await self.service.claim_and_open(
+                    self.name,
+                    operation=self._operation(self.status),
+                    document_format=DOCUMENT_FORMAT,
+                    printer_up_s=self.status.up_time_s,
+                )
+                if claimed is None:
                     await self._idle()
                     continue
-                await self._dispatch(job, self.status)
+                await self._dispatch(*claimed, self.status)
             except errors.PrinterBusy:
                 await self._pause(self.settings.busy_backoff_s)
+            except (
+                errors.PrinterNeedsTls, errors.PrinterAnswerError, errors.CertificateChanged,
+                errors.TlsHandshakeFailed,
+            ) as exc:  # fmt: skip
+                await self._bad_answer(exc)
             except errors.PrinterError as exc:
                 await self._unreachable(exc)
                 retry_delay_s = min(retry_delay_s * 2, self.settings.unreachable_retry_max_s)
@@ -162,7 +193,10 @@ class PrinterWorker:
         self.reachable = True
         self._unreachable_since = None
         self.metrics.printer_up.labels(printer=self.name).set(1)
-        await self._health_changed(self.health.on_probe(status, now))
+        self.capabilities = parse_capabilities(status.attributes)
+        self.sends = formats.generic(self.capabilities, raster=self.renderer is not None)
+        unusable = None if self.sends else formats.unusable(self.capabilities)
+        await self._health_changed(self.health.on_probe(status, now, unusable))
         self.metrics.printer_healthy.labels(printer=self.name).set(int(self.health.healthy))
         return status
 
@@ -183,6 +217,71 @@ class PrinterWorker:
         if not self.health.healthy:  # jobs named for it keep arriving (or come back): move them
             await self.service.fail_over_waiting(self.name, self.health.reason or "unreachable")
 
+    async def _ensure_trust(self) -> None:
+        """ipps://: check the printer's certificate before anything is sent to it.
+
+        ``tls = "pin"``: trust on first use — the fingerprint seen first is
+        stored, and every later contact must present the same certificate.
+        ``tls = "verify"``: the system CA store. Raises errors.CertificateChanged,
+        errors.TlsHandshakeFailed, errors.PrinterUnreachable.
+        """
+        if self._trusted or not self.config.secure:
+            return
+        if self.config.tls == "verify":
+            self.client.ssl = tls.verify_context()
+            self._trusted = True
+            return
+        url = URL(self.config.uri)
+        pinned = await self.service.printer_pin(self.name)
+        got = await tls.trust(
+            url.host or "", url.port or 631, pinned, printer=self.name,
+            timeout_s=self.settings.request_timeout_s,
+        )  # fmt: skip
+        if got.first_contact:
+            await self.service.pin_printer(self.name, got.fingerprint)
+        self.client.ssl = got.ssl
+        self._trusted = True
+
+    async def _bad_answer(self, exc: errors.EdgeprintError) -> None:
+        """The printer answered in a way edgeprint cannot use: unhealthy, probed slowly.
+
+        HTTP 426 says "use ipps://"; an HTTP error or a reply that is not IPP is
+        named as such. Jobs are untouched; the first bytes of a reply that is
+        not IPP are logged (hex) at most once an hour.
+        """
+        now = self._clock()
+        self._needs_reconcile = True
+        if isinstance(exc, errors.PrinterNeedsTls):
+            problem = "printer requires TLS: use ipps://"
+        elif isinstance(exc, errors.CertificateChanged):
+            problem = str(errors.CertificateChanged(exc.was, exc.now, self.name))
+            self._trusted = False  # nothing is sent until it presents the pinned one again
+            self.metrics.certificate_changes.labels(printer=self.name).inc()
+        elif isinstance(exc, errors.TlsHandshakeFailed):
+            problem = f"no TLS session: {exc.detail}"
+        else:
+            problem = f"printer answer unusable: {exc}"
+        self.reachable = True
+        self.metrics.printer_up.labels(printer=self.name).set(1)
+        await self._health_changed(self.health.on_bad_answer(problem, now))
+        self.metrics.printer_healthy.labels(printer=self.name).set(0)
+        head = exc.head if isinstance(exc, errors.PrinterAnswerError) else b""
+        if head and (
+            self._hex_logged_at is None or now - self._hex_logged_at >= HEX_LOG_INTERVAL_S
+        ):
+            self._hex_logged_at = now
+            log.warning(
+                "printer answer is not IPP",
+                extra={"event": "printer_bad_answer", "printer": self.name,
+                       "error": str(exc), "head_hex": head.hex()},
+            )  # fmt: skip
+        await self.service.fail_over_waiting(self.name, problem)
+        self._bad_answer_backoff_s = min(
+            BAD_ANSWER_BACKOFF_MAX_S,
+            max(self.settings.unreachable_retry_max_s, self._bad_answer_backoff_s * 2),
+        )
+        await self._hold_off(self._bad_answer_backoff_s)
+
     async def _health_changed(self, change: HealthChange | None) -> None:
         if change is None:
             return
@@ -190,6 +289,7 @@ class PrinterWorker:
         self.metrics.health_changes.labels(
             printer=self.name, healthy=str(change.healthy).lower()
         ).inc()
+        await self.service.printer_health_changed(self.name, change.healthy, change.reason)
         if change.healthy:
             log.info("printer healthy", extra={"event": "printer_healthy", "printer": self.name})
             self.service.wake(self.name, self.config.pool)
@@ -217,61 +317,11 @@ class PrinterWorker:
             queued_job_count=st.queued_job_count if st else None,
             printing_job=self.current_job,
             last_error=self.health.last_error,
+            capabilities=self.capabilities.as_json() if self.capabilities else None,
+            sends=self.sends if self.capabilities else None,
         )
 
-    # --- jobs a dead printer may hold (DESIGN §3.5-6) --------------------------------------
-
-    async def _give_up_in_hand(self) -> None:
-        """The printer has been unreachable too long: settle what it held without it.
-
-        A job whose document cannot have printed whole (none sent, or the upload
-        broke off) goes back to the queue for a peer; one the printer may have
-        printed is parked DEAD ``outcome_unknown`` (or re-sent with
-        ``on_unknown_outcome = "reprint"``). Either way the printer is fenced:
-        when it comes back, live copies of these jobs are cancelled first.
-        """
-        for job in await self.service.printing_on(self.name):
-            await self.service.jobs.add_fence(self.name, job.id, now=self._clock())
-            if job.upload != "sending" or self.settings.on_unknown_outcome == "reprint":
-                await self.service.requeue(
-                    job, self.name, f"{self.name} unreachable; moved to a peer", self._clock(),
-                    count=False,
-                )  # fmt: skip
-            else:
-                await self.service.fail(
-                    job, self.name, "outcome_unknown",
-                    f"{self.name} became unreachable while it may have been printing the job",
-                )  # fmt: skip
-        self._needs_reconcile = True
-
-    async def _clear_fences(self) -> bool:
-        """Cancel live copies of jobs that left this printer while it held them; True when clear.
-
-        A fence is dropped only once the printer shows no live copy of the job.
-        """
-        fenced = await self.service.jobs.fences(self.name)
-        if not fenced:
-            return True
-        try:
-            jobs = await self.client.get_jobs("not-completed")
-        except errors.PrinterTransient:
-            return False
-        clear = True
-        for job_id in fenced:
-            live = [c for c in reconcile.matching(job_id, jobs) if not c.terminal]
-            for copy in live:
-                log.warning(
-                    "stale copy cancelled",
-                    extra={"event": "stale_copy_cancelled", "job_id": job_id,
-                           "printer": self.name, "printer_job_id": copy.job_id},
-                )  # fmt: skip
-                await self._cancel_and_wait(copy.job_id)
-                after = await self.client.get_job_attributes(copy.job_id)
-                if after is not None and not after.terminal:
-                    clear = False
-            if clear:
-                await self.service.jobs.drop_fence(self.name, job_id)
-        return clear
+    # --- waiting -----------------------------------------------------------------------
 
     async def _pause(self, seconds: float) -> None:
         """Wait ``seconds`` or until stopped or woken (a job became claimable)."""
@@ -296,21 +346,89 @@ class PrinterWorker:
 
     # --- one job ---------------------------------------------------------------------
 
-    async def _dispatch(self, job: JobRecord, status: PrinterStatus) -> None:
+    @staticmethod
+    def _operation(status: PrinterStatus) -> str:
+        return "Create-Job" if status.supports_create_job else "Print-Job"
+
+    async def _dispatch(self, job: JobRecord, copy: Copy, status: PrinterStatus) -> None:
+        if job.claims > 1 and await self._pdf_failed_here(job):
+            # The printer lists PDF but could not print this one: once more, in raster.
+            rendered = await self._rendition(job, raster_only=True)
+            if rendered is None:  # the job was failed or put back: nothing was asked of the printer
+                await self.service.settle_copy(copy, CopyState.REFUSED, "no raster could be made")
+                return
+            fmt, data = rendered
+            redescribed = await self.service.redescribe_copy(copy, fmt, len(data))
+            if redescribed is not None:
+                await self._go(job, redescribed, data, status)
+                return
         try:
-            document = await asyncio.to_thread(self.service.spool.path_for(job.id).read_bytes)
-        except FileNotFoundError as exc:
-            await self.service.fail(job, self.name, "document_missing", f"document: {exc}")
+            document = await self.service.read_document(job)
+        except OSError as exc:
+            await self.service.settle_copy(copy, CopyState.REFUSED, f"document unreadable: {exc}")
+            await self._unreadable(job, exc)
             return
-        except OSError as exc:  # EMFILE, EIO…: the document is there, reading it failed now
-            log.warning(
-                "document unreadable",
-                extra={"event": "document_unreadable", "job_id": job.id, "printer": self.name,
-                       "error": str(exc), "correlation_id": job.correlation_id},
+        await self._go(job, copy, document, status)
+
+    async def _pdf_failed_here(self, job: JobRecord) -> bool:
+        """This printer blamed this job's PDF before (completed/aborted with a document error)
+        and takes a raster edgeprint can make instead."""
+        if self.renderer is None or self.capabilities is None:
+            return False
+        if formats.generic(formats.without_pdf(self.capabilities), raster=True) in (
+            None,
+            formats.PDF,
+        ):
+            return False
+        return any(
+            c.printer == self.name
+            and c.state is CopyState.DOCUMENT_ERROR
+            and c.document_format == formats.PDF
+            for c in await self.service.copies_of(job.id)
+        )
+
+    async def _rendition(self, job: JobRecord, *, raster_only: bool) -> tuple[str, bytes] | None:
+        """The job's document in the format this printer takes best (rendered, cached).
+
+        None when it cannot be made (the job is then failed or noted here).
+        """
+        assert self.renderer is not None
+        assert self.capabilities is not None
+        caps = formats.without_pdf(self.capabilities) if raster_only else self.capabilities
+        try:
+            made = await formats.render(
+                self.renderer, self.renditions, caps, job.document_sha256,
+                str(self.service.document_path(job)),
             )  # fmt: skip
-            not_before = self._clock() + self.settings.unreachable_retry_max_s
-            await self.service.requeue(job, self.name, f"document: {exc}", not_before, count=False)
+        except errors.DocumentUnprintable as exc:
+            await self.service.fail(job, self.name, exc.slug.replace("-", "_"), exc.detail)
+            return None
+        except errors.RenderFailed as exc:
+            verdict = self.service.on_failure(job, self.name, "render-failed", str(exc))
+            await self.service.settle_job(job, self.name, verdict)
+            return None
+        except OSError as exc:
+            await self._unreadable(job, exc)
+            return None
+        if made.note:
+            await self.service.note(job, self.name, made.note)
+        return made.format, made.data
+
+    async def _dispatch_raster(self, job: JobRecord, status: PrinterStatus) -> None:
+        """A printer that takes no PDF: render the job for it, then make one copy of that."""
+        rendered = await self._rendition(job, raster_only=False)
+        if rendered is None:
             return
+        fmt, data = rendered
+        copy = await self.service.open_copy(
+            job, self.name, operation=self._operation(status), document_format=fmt,
+            printer_up_s=status.up_time_s, document_bytes=len(data),
+        )  # fmt: skip
+        if copy is None:  # cancelled or moved meanwhile
+            return
+        await self._go(job, copy, data, status)
+
+    async def _go(self, job: JobRecord, copy: Copy, document: bytes, status: PrinterStatus) -> None:
         log.info(
             "job dispatched",
             extra={"event": "job_dispatched", "job_id": job.id, "printer": self.name,
@@ -319,71 +437,100 @@ class PrinterWorker:
         crash_point("after_claim")
         self.current_job = job.id
         try:
-            await self._send(job, document, status)
+            await self._send(job, copy, document, status)
         except _Unsettled:
             self._needs_reconcile = True
         finally:
             self.current_job = None
 
-    async def _send(self, job: JobRecord, document: bytes, status: PrinterStatus) -> None:
-        """Create-Job + Send-Document (or Print-Job), then follow; never sends blindly twice."""
+    async def _unreadable(self, job: JobRecord, exc: OSError) -> None:
+        """The document of a claimed job could not be read: gone → DEAD, else later again."""
+        if isinstance(exc, FileNotFoundError):
+            await self.service.fail(job, self.name, "document_missing", f"document: {exc}")
+        else:  # EMFILE, EIO…: the document is there, reading it failed now
+            log.warning(
+                "document unreadable",
+                extra={"event": "document_unreadable", "job_id": job.id, "printer": self.name,
+                       "error": str(exc), "correlation_id": job.correlation_id},
+            )  # fmt: skip
+            not_before = self._clock() + self.settings.unreachable_retry_max_s
+            await self.service.requeue(job, self.name, f"document: {exc}", not_before, count=False)
+
+    async def _send(
+        self, job: JobRecord, copy: Copy, document: bytes, status: PrinterStatus
+    ) -> None:
+        """Make one copy: Create-Job + Send-Document (or Print-Job), then follow it.
+
+        The copy is recorded before each request that may make or fill a
+        printer job, so a crash at any point leaves a record that reconciliation
+        settles; nothing is ever sent blindly twice.
+        """
         name = printer_job_name(job.id)
         copies = job.copies if job.copies > 1 and status.copies_supported else None
-        if status.supports_create_job:
+        if copy.operation == "Create-Job":
             try:
                 pjid = await self.client.create_job(name, job.owner, copies=copies)
             except errors.PrinterAmbiguous:
-                raise _Unsettled from None  # an empty job may exist: reconcile finds and cancels it
+                raise _Unsettled from None  # an empty job may exist: reconciliation finds it
             except errors.PrinterError as exc:
-                await self._refused(job, exc, None)
+                await self._refused(job, copy, exc)
                 return
             crash_point("after_create_job")
-            held = await self.service.update_printing(
-                job, self.name, printer_job_id=pjid, upload="sending"
-            )
-            if held is None:  # cancelled or moved meanwhile: the empty printer job must go
-                await self._cancel_quietly(pjid)
+            sending = await self.service.copy_created(copy, pjid, sending=True)
+            if sending is None or sending.state is not CopyState.SENDING:
+                # a person cancelled it meanwhile: the empty printer job must go
+                await self._conclude(job)
                 return
             try:
-                await self.client.send_document(pjid, job.owner, document, DOCUMENT_FORMAT)
-            except errors.PrinterAmbiguous as exc:
-                if not exc.body_sent:
-                    await self.service.update_printing(held, self.name, upload="truncated")
-                raise _Unsettled from exc
+                await self.client.send_document(pjid, job.owner, document, copy.document_format)
+            except errors.PrinterAmbiguous:
+                raise _Unsettled from None  # the printer may have all, part or none of it
             except errors.PrinterUnreachable:
-                await self.service.update_printing(held, self.name, upload=None)
+                await self.service.copy_unsent(sending)  # not one byte left
                 raise _Unsettled from None
             except errors.PrinterError as exc:
-                await self._refused(held, exc, pjid)
+                await self._refused(job, sending, exc)
                 return
             crash_point("after_send_document")
-            job = held
+            acked = await self.service.copy_acknowledged(sending)
         else:
-            sending = await self.service.update_printing(job, self.name, upload="sending")
-            if sending is None:
-                return
             try:
                 pjid = await self.client.print_job(
-                    name, job.owner, document, DOCUMENT_FORMAT, copies=copies
+                    name, job.owner, document, copy.document_format, copies=copies
                 )
-            except errors.PrinterAmbiguous as exc:
-                if not exc.body_sent:
-                    await self.service.update_printing(sending, self.name, upload="truncated")
-                raise _Unsettled from exc
+            except errors.PrinterAmbiguous:
+                raise _Unsettled from None
             except errors.PrinterError as exc:
-                await self._refused(sending, exc, None)
+                await self._refused(job, copy, exc)
                 return
-            recorded = await self.service.update_printing(sending, self.name, printer_job_id=pjid)
-            if recorded is None:
-                await self._cancel_quietly(pjid)
-                return
-            job = recorded
-        await self._follow(job, pjid)
+            crash_point("after_send_document")
+            acked = await self.service.copy_acknowledged(copy, pjid)
+        if acked is None or acked.state is not CopyState.ACKNOWLEDGED:
+            await self._conclude(job)  # cancelled meanwhile: judged with the printer's word
+            return
+        await self._follow(job, acked)
 
-    async def _refused(self, job: JobRecord, exc: errors.PrinterError, pjid: int | None) -> None:
-        """The printer answered with an error: nothing of this attempt can print."""
-        if pjid is not None:
-            await self._cancel_quietly(pjid)
+    async def _refused(self, job: JobRecord, copy: Copy, exc: errors.PrinterError) -> None:
+        """The printer answered a Create-Job/Send-Document/Print-Job with an error.
+
+        Nothing of this attempt can print: a printer job it may have made is
+        cancelled, the copy is settled ``refused``, and the job follows the
+        refusal (poison, busy back-off, retry policy) — unless a person asked
+        to cancel it meanwhile.
+        """
+        if copy.printer_job_id is not None:
+            cancelling = await self.service.copy_cancelling(copy, f"refused: {exc}")
+            if cancelling is not None:
+                await self._send_cancel(cancelling)
+                copy = cancelling
+        settled = await self.service.settle_copy(copy, CopyState.REFUSED, str(exc))
+        if settled is None:  # it settled otherwise meanwhile: let the copies decide
+            await self._conclude(job)
+            return
+        judged = self.service.judge(job, await self.service.copies_of(job.id))
+        if judged.kind is not Kind.SEND:  # e.g. a person's cancel
+            await self.service.settle_job(job, self.name, judged)
+            return
         if isinstance(exc, errors.PrinterPermanent):
             await self.service.fail(job, self.name, "poison", str(exc))
         elif isinstance(exc, errors.PrinterBusy):
@@ -394,103 +541,100 @@ class PrinterWorker:
             raise exc
         else:
             sig = f"status:{exc.status_code:#06x}" if exc.status_code else type(exc).__name__
-            await self._retry_or_dead(job, str(exc), sig)
+            await self._health_changed(self.health.on_job_failed(job.id, self._clock()))
+            verdict = self.service.on_failure(job, self.name, sig, str(exc))
+            await self.service.settle_job(job, self.name, verdict)
 
-    async def _retry_or_dead(self, job: JobRecord, error: str, sig: str) -> None:
-        """A print attempt failed: poison, attempts exhausted, or a retry after a back-off.
+    async def _follow(self, job: JobRecord, copy: Copy) -> bool:
+        """Follow a copy that has the whole document until the printer settles it.
 
-        The same failure (``sig``) on two different printers blames the job:
-        it is poison. Several different jobs failing here blame the printer:
-        it is quarantined (health).
-        """
-        await self._health_changed(self.health.on_job_failed(job.id, self._clock()))
-        if job.failure_sig == sig and job.failure_printer not in (None, self.name):
-            await self.service.fail(
-                job, self.name, "poison",
-                f"failed the same way on {job.failure_printer} and {self.name}: {error}",
-            )  # fmt: skip
-            return
-        if job.attempts >= self.settings.max_attempts:
-            await self.service.fail(
-                job, self.name, "attempts_exhausted", f"{job.attempts} attempts; last: {error}"
-            )
-            return
-        delay = retry_delay(
-            job.attempts, self.settings.retry_base_s, self.settings.retry_max_s, self._rng
-        )
-        await self.service.requeue(
-            job, self.name, error, self._clock() + delay, count=True, failure_sig=sig
-        )
-
-    async def _cancel_quietly(self, pjid: int) -> None:
-        try:
-            await self.client.cancel_job(pjid)
-        except errors.PrinterError as exc:
-            log.warning(
-                "cancel failed",
-                extra={"event": "cancel_failed", "printer": self.name, "printer_job_id": pjid,
-                       "error": str(exc)},
-            )  # fmt: skip
-
-    async def _follow(self, job: JobRecord, pjid: int) -> None:
-        """Poll Get-Job-Attributes (fast first, then every ``follow_interval_max_s``) to the end.
-
-        The printer is probed on the way (its health may change while it holds
-        the job: paper out, jam); a job stuck on a printer unhealthy for
-        ``in_hand_timeout_s`` is cancelled there and moved to a peer. On stop
-        the job is left PRINTING: the next start reconciles it.
+        Get-Job-Attributes fast first, then every ``follow_interval_max_s``,
+        falling back to Get-Jobs; the printer is probed on the way (its health
+        may change while it holds the job: paper out, jam). A copy on a printer
+        unhealthy for ``in_hand_timeout_s`` is cancelled there and the job moved
+        to a peer; one whose state the printer cannot report for that long is
+        given up (DEAD ``outcome_unknown``, the printer unhealthy). On stop the
+        job is left PRINTING: the next start reconciles it. True when settled.
         """
         delay = self.settings.poll_interval_min_s
-        failures = 0
-        cancel_sent = False
         next_probe = self._clock() + self.settings.poll_interval_max_s
+        failing_since: float | None = None
         while not self.stop.is_set():
             if self._cancel.is_set():
                 self._cancel.clear()
-                current = await self.service.jobs.get(job.id)
-                if current is not None and current.cancel_requested and not cancel_sent:
-                    await self._cancel_quietly(pjid)
-                    cancel_sent = True
-                    job = current
+                current = await self.service.copy(copy.id)
+                if current is None or not current.live:
+                    return await self._conclude(job)
+                copy = current
+                if copy.state is CopyState.CANCELLING and copy.cancel_sent_at is None:
+                    await self._send_cancel(copy)
             if self._clock() >= next_probe:
                 next_probe = self._clock() + self.settings.poll_interval_max_s
-                with contextlib.suppress(errors.PrinterTransient):
+                try:
                     self.status = await self._probe()
+                except errors.PrinterUnreachable as exc:
+                    raise _Unsettled from exc
+                except errors.PrinterTransient:
+                    pass
                 stuck_for = self._clock() - self.health.since
                 if not self.health.healthy and stuck_for >= self.settings.in_hand_timeout_s:
-                    await self._move_stuck(job, pjid)
-                    return
+                    await self._move_stuck(job, copy)
+                    return True
             try:
-                pj = await self.client.get_job_attributes(pjid)
-            except errors.PrinterTransient as exc:
-                failures += 1
-                if isinstance(exc, errors.PrinterUnreachable) or failures >= 3:
-                    raise _Unsettled from exc
-                pj = None
+                obs = await self._observe(copy)
+            except _MonitoringFailed as exc:
+                self.metrics.monitoring_failures.labels(printer=self.name).inc()
+                now = self._clock()
+                failing_since = now if failing_since is None else failing_since
+                if now - failing_since >= self.settings.in_hand_timeout_s:
+                    await self._monitoring_gave_up(job, copy, str(exc))
+                    return True
             else:
-                failures = 0
-                if pj is None or job.id not in pj.name:
-                    raise _Unsettled  # the printer forgot it (restart): reconcile decides
-                if pj.terminal:
-                    await self._finished(job, pj)
-                    return
+                failing_since = None
+                if obs.settled is CopyState.PRINTED and obs.pj is not None:
+                    crash_point("after_printer_completed")
+                    _, done = await self.service.settle_printed(job, copy, obs.pj)
+                    if done is not None:
+                        self.health.on_job_printed()
+                        return True
+                    return await self._conclude(job)
+                if obs.settled is not None:
+                    await self._record(copy, obs)
+                    return await self._conclude(job)
+                copy = await self._record(copy, obs) or copy
             await _wait_any((self.stop, self._cancel), delay)
             delay = min(delay * 2, self.settings.follow_interval_max_s)
+        return False
 
-    async def _move_stuck(self, job: JobRecord, pjid: int) -> None:
-        """Cancel a job held by an unhealthy (but reachable) printer, then hand it to a peer.
+    async def _monitoring_gave_up(self, job: JobRecord, copy: Copy, why: str) -> None:
+        """The printer cannot say what became of a copy: park the job, blame the printer."""
+        log.warning(
+            "job monitoring failed",
+            extra={"event": "job_monitoring_failed", "job_id": job.id, "printer": self.name,
+                   "printer_job_id": copy.printer_job_id, "error": why},
+        )  # fmt: skip
+        await self.service.settle_copy(copy, CopyState.LOST, f"cannot report job state: {why}")
+        await self._health_changed(self.health.on_monitoring_failed(why, self._clock()))
+        await self.service.fail_over_waiting(self.name, self.health.reason or why)
+        await self._conclude(job)
+
+    async def _move_stuck(self, job: JobRecord, copy: Copy) -> None:
+        """Cancel a copy held by an unhealthy (but reachable) printer, then hand the job on.
 
         A jammed printer may keep a cancelled job "processing-to-stop-point"
-        until the jam is cleared: the job moves anyway (DESIGN §3.6) and the
-        printer is fenced, so the copy is cancelled again before it gets work.
+        until the jam is cleared: the job moves anyway and the copy stays
+        ``cancelling`` on this printer, which settles it before it gets work.
         """
-        await self._cancel_and_wait(pjid)
-        pj = await self.client.get_job_attributes(pjid)
-        if pj is not None and pj.state == JOB_COMPLETED:
-            await self.service.complete(job, self.name)
+        cancelling = await self.service.copy_cancelling(
+            copy, f"{self.name} unhealthy ({self.health.reason})"
+        )
+        if cancelling is not None:
+            await self._await_cancel(cancelling)
+        copies = await self.service.copies_of(job.id)
+        mine = [c for c in copies if c.id == copy.id]
+        if mine and not mine[0].live:
+            await self._conclude(job)
             return
-        if pj is not None and not pj.terminal:
-            await self.service.jobs.add_fence(self.name, job.id, now=self._clock())
         reason = f"{self.name} unhealthy ({self.health.reason}); cancelled there, moved to a peer"
         log.warning(
             "job failed over",
@@ -498,151 +642,273 @@ class PrinterWorker:
                    "why": self.health.reason, "correlation_id": job.correlation_id},
         )  # fmt: skip
         self.metrics.failovers.labels(printer=self.name).inc()
+        self._needs_reconcile = True
         await self.service.requeue(job, self.name, reason, self._clock(), count=False)
 
-    async def _finished(self, job: JobRecord, pj: PrinterJob) -> None:
-        if pj.state == JOB_COMPLETED:
-            crash_point("after_printer_completed")
-            await self.service.complete(job, self.name)
-            self.health.on_job_printed()
-            return
-        if job.cancel_requested or (await self._cancel_was_requested(job)):
-            await self.service.cancelled_at_printer(job, self.name)
-            return
-        error = f"printer job {pj.job_id} {_STATE_NAMES.get(pj.state, pj.state)}"
-        if pj.message:
-            error += f": {pj.message}"
-        if pj.state == JOB_ABORTED and POISON_REASONS & set(pj.reasons):
-            await self.service.fail(job, self.name, "poison", error)
-            return
-        sig = f"{_STATE_NAMES.get(pj.state, pj.state)}:{','.join(sorted(pj.reasons))}"
-        await self._retry_or_dead(job, error, sig)
+    async def _give_up_in_hand(self) -> None:
+        """The printer has been unreachable too long: settle what it held without it.
 
-    async def _cancel_was_requested(self, job: JobRecord) -> bool:
-        current = await self.service.jobs.get(job.id)
-        return current is not None and bool(current.cancel_requested)
+        A job of which no document can have left goes back to the queue for a
+        peer; one the printer may have printed is parked DEAD
+        ``outcome_unknown`` (or sent again with ``on_unknown_outcome =
+        "reprint"``). Its copies stay live here: when the printer comes back
+        they are settled (live ones cancelled) before it gets new work.
+        """
+        for job in await self.service.printing_on(self.name):
+            copies = await self.service.copies_of(job.id)
+            current = [c for c in copies if c.claim == job.claims and c.live]
+            risky = any(c.document_may_have_left for c in current)
+            if not risky or self.settings.on_unknown_outcome == "reprint":
+                await self.service.requeue(
+                    job, self.name, f"{self.name} unreachable; moved to a peer", self._clock(),
+                    count=False,
+                )  # fmt: skip
+            else:
+                await self.service.fail(
+                    job, self.name, "outcome_unknown",
+                    f"{self.name} became unreachable while it may have been printing the job",
+                )  # fmt: skip
+        self._needs_reconcile = True
+
+    # --- asking the printer about a copy ----------------------------------------------------
+
+    async def _observe(self, copy: Copy) -> reconcile.Observation:
+        """The printer's word on a copy whose job-id is known.
+
+        Get-Job-Attributes first; when it fails (an error status, HTTP 500, a
+        reply that is not IPP), Get-Jobs. Raises _Unsettled (unreachable) or
+        _MonitoringFailed (neither answered usably).
+        """
+        assert copy.printer_job_id is not None
+        try:
+            pj = await self.client.get_job_attributes(copy.printer_job_id)
+        except errors.PrinterUnreachable as exc:
+            raise _Unsettled from exc
+        except errors.PrinterTransient as first:
+            try:
+                listed = await self.client.get_jobs("all")
+            except errors.PrinterUnreachable as exc:
+                raise _Unsettled from exc
+            except errors.PrinterTransient as second:
+                raise _MonitoringFailed(
+                    f"Get-Job-Attributes: {first}; Get-Jobs: {second}"
+                ) from second
+            pj = next((j for j in listed if reconcile.identify(copy, j)), None)
+            return reconcile.observe(copy, pj)
+        if pj is not None and not reconcile.identify(copy, pj):
+            pj = None  # the id now names another job: the printer restarted and reused it
+        return reconcile.observe(copy, pj)
+
+    async def _record(self, copy: Copy, obs: reconcile.Observation) -> Copy | None:
+        """Store what was observed: a settled copy, or a live copy's new figures."""
+        if obs.settled is not None:
+            return await self.service.settle_copy(copy, obs.settled, obs.outcome or "", obs.pj)
+        pj = obs.pj
+        assert pj is not None
+        changed = (
+            (copy.created_s is None and pj.created_s is not None)
+            or copy.job_state != pj.state
+            or copy.job_state_reasons != ",".join(pj.reasons)
+            or copy.k_octets != pj.k_octets
+        )
+        if not changed:
+            return copy
+        return await self.service.copy_reported(copy, pj)
+
+    async def _send_cancel(self, copy: Copy) -> None:
+        """Cancel-Job for a copy already recorded ``cancelling``; no-op without a job-id."""
+        if copy.printer_job_id is None:
+            return
+        try:
+            await self.client.cancel_job(copy.printer_job_id)
+        except errors.PrinterUnreachable as exc:
+            raise _Unsettled from exc
+        except errors.PrinterError as exc:
+            log.warning(
+                "cancel failed",
+                extra={"event": "cancel_failed", "printer": self.name,
+                       "printer_job_id": copy.printer_job_id, "error": str(exc)},
+            )  # fmt: skip
+            return
+        await self.service.copy_cancel_sent(copy)
+
+    async def _await_cancel(self, copy: Copy) -> None:
+        """Cancel-Job (once), then wait (bounded) until the printer settles the copy."""
+        if copy.cancel_sent_at is None:
+            await self._send_cancel(copy)
+        if copy.printer_job_id is None:
+            return
+        delay = self.settings.poll_interval_min_s
+        deadline = self._clock() + self.settings.request_timeout_s * 3
+        while not self.stop.is_set():
+            try:
+                obs = await self._observe(copy)
+            except _MonitoringFailed:
+                return
+            if obs.settled is not None:
+                await self._record(copy, obs)
+                return
+            if self._clock() >= deadline:
+                return
+            await asyncio.sleep(delay)  # the printer is stopping the job: poll, bounded
+            delay = min(delay * 2, self.settings.poll_interval_max_s)
+
+    async def _find(self, copy: Copy, job: JobRecord | None) -> bool:
+        """Find the printer job of a copy whose job-id was never stored (crash after Create-Job).
+
+        One candidate: its job-id is recorded (and an empty one is cancelled on
+        the next round). None: the printer has no such job (``vanished``).
+        Several: edgeprint cannot tell which (``lost``; for a copy that never
+        got a document the job is simply sent again). False when unreachable.
+        """
+        try:
+            listed = await self.client.get_jobs("all")
+        except errors.PrinterUnreachable:
+            return False
+        except errors.PrinterTransient as exc:
+            await self.service.settle_copy(copy, CopyState.LOST, f"cannot list jobs: {exc}")
+            return True
+        known = await self.service.known_printer_jobs(self.name)
+        owner = job.owner if job is not None else ""
+        found = reconcile.find_orphans(copy, owner, listed, known)
+        if len(found) == 1:
+            pj = found[0]
+            log.info(
+                "orphan printer job found",
+                extra={"event": "copy_found", "job_id": copy.job_id, "printer": self.name,
+                       "printer_job_id": pj.job_id},
+            )  # fmt: skip
+            await self.service.copy_found(copy, pj)
+            return True
+        if not found:
+            await self.service.settle_copy(
+                copy, CopyState.VANISHED, "no printer job matches it: never created, or purged"
+            )
+            return True
+        ids = ", ".join(str(j.job_id) for j in found)
+        log.warning(
+            "orphan printer job ambiguous",
+            extra={"event": "copy_ambiguous", "job_id": copy.job_id, "printer": self.name,
+                   "candidates": ids},
+        )  # fmt: skip
+        await self.service.settle_copy(
+            copy, CopyState.LOST, f"printer jobs {ids} could each be it: cancel the stray one"
+        )
+        return True
 
     # --- reconciliation ----------------------------------------------------------------
 
-    async def _reconcile_all(self) -> bool:
-        """Settle every PRINTING job of this printer; True when all are settled."""
-        for job in await self.service.printing_on(self.name):
+    async def _sweep(self) -> bool:
+        """Settle every job PRINTING here and every copy this printer may still hold.
+
+        True when nothing is left open; then new work may be sent.
+        """
+        printing = await self.service.printing_on(self.name)
+        for job in printing:
             if not await self._reconcile(job):
+                return False
+        current = {(j.id, j.claims) for j in await self.service.printing_on(self.name)}
+        for copy in await self.service.open_copies_on(self.name):
+            if (copy.job_id, copy.claim) in current:
+                continue
+            try:
+                if not await self._settle_stale(copy):
+                    return False
+            except _Unsettled:
                 return False
         self._needs_reconcile = False
         return True
 
-    async def _lookup(self, job: JobRecord) -> list[PrinterJob] | None:
+    async def _settle_stale(self, copy: Copy) -> bool:
+        """A copy of a job that left this printer: cancel it if live, record it if settled."""
+        if copy.printer_job_id is None:
+            if not await self._find(copy, await self.service.find(copy.job_id)):
+                return False
+            refreshed = await self.service.copy(copy.id)
+            if refreshed is None or not refreshed.live or refreshed.printer_job_id is None:
+                return True
+            copy = refreshed
         try:
-            found: list[PrinterJob] = []
-            if job.printer_job_id is not None:
-                pj = await self.client.get_job_attributes(job.printer_job_id)
-                if pj is not None:
-                    found.append(pj)
-            found.extend(await self.client.get_jobs("all"))
-        except errors.PrinterTransient:
-            return None
-        return found
+            obs = await self._observe(copy)
+        except _MonitoringFailed as exc:
+            await self.service.settle_copy(copy, CopyState.LOST, f"cannot report job state: {exc}")
+            return True
+        if obs.settled is None:
+            log.warning(
+                "stale copy cancelled",
+                extra={"event": "stale_copy_cancelled", "job_id": copy.job_id,
+                       "printer": self.name, "printer_job_id": copy.printer_job_id},
+            )  # fmt: skip
+            cancelling = await self.service.copy_cancelling(copy, "its job left this printer")
+            if cancelling is None:
+                return True
+            await self._await_cancel(cancelling)
+            after = await self.service.copy(copy.id)
+            return after is None or not after.live
+        settled = await self._record(copy, obs)
+        if settled is not None and settled.state is CopyState.PRINTED:
+            await self.service.stale_copy_printed(settled)
+        return True
 
     async def _reconcile(self, job: JobRecord) -> bool:
-        """Apply the decision table to one job until it is settled or must wait."""
-        for _ in range(10):  # each round changes the printer's or the store's state
-            copies = await self._lookup(job)
-            stored = reconcile.Stored(
-                job.id, job.printer_job_id, job.upload, bool(job.cancel_requested),
-                frozenset(k for k in job.discounted_copies.split(",") if k),
-            )  # fmt: skip
-            decision = reconcile.decide(stored, copies)
-            self.metrics.reconciliations.labels(
-                printer=self.name, verdict=decision.verdict.value
-            ).inc()
+        """Observe, judge and act on one job PRINTING here until it is settled or must wait."""
+        try:
+            return await self._conclude(job)
+        except _Unsettled:
+            return False
+
+    async def _conclude(self, job: JobRecord) -> bool:
+        """Bring the printer's word on the job's copies up to date, then do what they mean."""
+        for _ in range(ROUNDS):
+            copies = await self.service.copies_of(job.id)
+            for c in copies:
+                if c.live and c.printer == self.name and c.printer_job_id is not None:
+                    try:
+                        obs = await self._observe(c)
+                    except _MonitoringFailed:
+                        continue  # judged as it stands; following it retries the printer
+                    await self._record(c, obs)
+            copies = await self.service.copies_of(job.id)
+            verdict = self.service.judge(job, copies)
+            self.metrics.reconciliations.labels(printer=self.name, verdict=verdict.kind).inc()
             log.info(
                 "job reconciled",
                 extra={"event": "job_reconciled", "job_id": job.id, "printer": self.name,
-                       "verdict": decision.verdict.value,
-                       "printer_job_id": decision.copy.job_id if decision.copy else None,
+                       "verdict": verdict.kind.value,
+                       "printer_job_id": verdict.copy.printer_job_id if verdict.copy else None,
                        "correlation_id": job.correlation_id},
             )  # fmt: skip
-            match decision.verdict:
-                case reconcile.Verdict.WAIT:
-                    return False
-                case reconcile.Verdict.FOLLOW:
-                    assert decision.copy is not None
+            copy = verdict.copy
+            match verdict.kind:
+                case Kind.FOLLOW:
+                    assert copy is not None
+                    self.current_job = job.id
                     try:
-                        await self._follow(job, decision.copy.job_id)
-                    except _Unsettled:
+                        return await self._follow(job, copy)
+                    finally:
+                        self.current_job = None
+                case Kind.CANCEL:
+                    assert copy is not None
+                    cancelling = await self.service.copy_cancelling(copy, verdict.kind.value)
+                    if cancelling is not None:
+                        await self._await_cancel(cancelling)
+                case Kind.WAIT:
+                    assert copy is not None
+                    await self._await_cancel(copy)
+                    after = await self.service.copy(copy.id)
+                    if after is not None and after.live:
+                        return False  # the printer is still stopping it: try again later
+                case Kind.FIND:
+                    assert copy is not None
+                    if not await self._find(copy, job):
                         return False
-                    return not self.stop.is_set()
-                case reconcile.Verdict.CANCEL:
-                    assert decision.copy is not None
-                    await self._cancel_and_wait(decision.copy.job_id)
-                case reconcile.Verdict.DONE:
-                    await self.service.complete(job, self.name)
-                    return True
-                case reconcile.Verdict.TRUNCATED_DONE:
-                    self.metrics.truncated_copies.labels(printer=self.name).inc()
-                    log.warning(
-                        "truncated copy printed",
-                        extra={"event": "truncated_copy", "job_id": job.id,
-                               "printer": self.name, "correlation_id": job.correlation_id},
-                    )  # fmt: skip
-                    assert decision.copy is not None
-                    discounted = ",".join(
-                        k for k in (job.discounted_copies, reconcile.copy_key(decision.copy)) if k
-                    )
-                    updated = await self.service.update_printing(
-                        job, self.name, upload=None, printer_job_id=None,
-                        truncated_copies=job.truncated_copies + 1, discounted_copies=discounted,
-                    )  # fmt: skip
-                    if updated is None:
+                case _:
+                    current = await self.service.find(job.id)
+                    if current is None or current.state is not JobState.PRINTING:
                         return True
-                    job = updated
-                case reconcile.Verdict.RETRY | reconcile.Verdict.SEND if job.cancel_requested:
-                    await self.service.cancelled_at_printer(job, self.name)
+                    await self.service.settle_job(job, self.name, verdict)
                     return True
-                case reconcile.Verdict.RETRY:
-                    copy = decision.copy
-                    await self._retry_or_dead(
-                        job, f"printer job {copy.job_id if copy else '?'} did not complete",
-                        "reconciled:not-completed",
-                    )  # fmt: skip
-                    return True
-                case reconcile.Verdict.SEND:
-                    await self.service.requeue(
-                        job, self.name, "resent after reconciliation", self._clock(), count=False
-                    )
-                    return True
-                case reconcile.Verdict.UNKNOWN:
-                    return await self._unknown(job)
         return False
-
-    async def _unknown(self, job: JobRecord) -> bool:
-        if self.settings.on_unknown_outcome == "reprint":
-            await self.service.requeue(
-                job, self.name, "printer forgot the job; reprinting (on_unknown_outcome=reprint)",
-                self._clock(), count=False,
-            )  # fmt: skip
-            return True
-        await self.service.fail(
-            job, self.name, "outcome_unknown",
-            "the printer has no record of a job whose document it may have printed",
-        )  # fmt: skip
-        return True
-
-    async def _cancel_and_wait(self, pjid: int) -> None:
-        """Cancel-Job, then wait (bounded) until the printer reports the job terminal."""
-        await self._cancel_quietly(pjid)
-        delay = self.settings.poll_interval_min_s
-        deadline = self._clock() + self.settings.request_timeout_s * 3
-        while self._clock() < deadline and not self.stop.is_set():
-            try:
-                pj = await self.client.get_job_attributes(pjid)
-            except errors.PrinterTransient:
-                return
-            if pj is None or pj.terminal:
-                return
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self.settings.poll_interval_max_s)
 
 
 async def _wait_any(events: tuple[asyncio.Event, ...], seconds: float) -> None:
@@ -656,4 +922,5 @@ async def _wait_any(events: tuple[asyncio.Event, ...], seconds: float) -> None:
 
 
 _PRINTER_STATES = {3: "idle", 4: "processing", 5: "stopped"}
-_STATE_NAMES = {JOB_ABORTED: "aborted", JOB_CANCELED: "canceled", JOB_COMPLETED: "completed"}
+
+__all__ = ["DOCUMENT_FORMAT", "PrinterJob", "PrinterWorker", "printer_job_name"]

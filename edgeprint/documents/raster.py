@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import io
 import os
+from struct import error as struct_error
 
 import numpy as np
 import pypdfium2 as pdfium
@@ -188,3 +189,48 @@ def encode(job: PageJob) -> bytes:
 def warm() -> int:
     """Nothing: makes a fresh worker import this module (and PDFium) before real work."""
     return os.getpid()
+
+
+def to_pdf(data: bytes, document_format: str, max_pages: int) -> bytes:
+    """A raster (PWG, URF) or JPEG document an IPP client sent, as a PDF of its pages.
+
+    Each page keeps its pixels and its resolution (the PDF page has the page's
+    physical size). Raises ValueError for a document that is not what its
+    format says, or has more than ``max_pages`` pages.
+    """
+    from PIL import Image
+
+    from edgeprint.documents import decode
+
+    images: list[Image.Image] = []
+    dpi = 300
+    if document_format == "image/jpeg":
+        try:
+            img = Image.open(io.BytesIO(data))
+            img.load()
+        except Exception as exc:  # Pillow raises many kinds for a broken JPEG
+            raise ValueError(f"not a JPEG: {exc}") from None
+        got = img.info.get("dpi")
+        if got and got[0] >= 50:
+            dpi = round(got[0])
+        images.append(img.convert("RGB") if img.mode not in ("L", "RGB") else img)
+    else:
+        decoder = decode.decode_pwg if document_format == "image/pwg-raster" else decode.decode_urf
+        try:
+            pages = decoder(data)
+        except (decode.Malformed, struct_error, IndexError) as exc:
+            raise ValueError(f"not a valid {document_format} stream: {exc}") from None
+        if not pages:
+            raise ValueError(f"the {document_format} stream has no pages")
+        if len(pages) > max_pages:
+            raise ValueError(f"{len(pages)} pages; at most {max_pages}")
+        for page in pages:
+            dpi = page.dpi or dpi
+            if page.bits_per_pixel == 24:
+                rows = page.rows[:, : page.width * 3]
+                images.append(Image.frombytes("RGB", (page.width, page.height), rows.tobytes()))
+            else:
+                images.append(Image.fromarray(decode.gray(page), mode="L"))
+    out = io.BytesIO()
+    images[0].save(out, "PDF", resolution=float(dpi), save_all=True, append_images=images[1:])
+    return out.getvalue()

@@ -201,6 +201,17 @@ class RenderPool:
         if pool is not None:
             await asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)
 
+    async def to_pdf(self, data: bytes, document_format: str, max_pages: int) -> bytes:
+        """A PWG raster, URF or JPEG document as a PDF of its pages (in a worker).
+
+        Raises errors.UnsupportedDocument when it is not what its format says.
+        """
+        try:
+            pdf: bytes = await self._run("to_pdf", data, document_format, max_pages)
+        except errors.RenderFailed as exc:
+            raise errors.UnsupportedDocument(f"{document_format}: {exc.detail}") from None
+        return pdf
+
     async def facts(self, pdf_path: str) -> DocumentFacts:
         """Page sizes (points), whether it needs colour and whether it is blank, by PDFium."""
         sizes = await self._run("page_sizes", pdf_path)

@@ -10,7 +10,11 @@ A printer is *healthy* (takes new work) unless one of these holds (DESIGN §4):
   job in hand is unhealthy for new work;
 - ``printer-is-accepting-jobs`` false;
 - quarantine: ``quarantine_after`` different jobs failed on it in a row
-  (a bad printer, not a bad job), for ``quarantine_s``.
+  (a bad printer, not a bad job), for ``quarantine_s``;
+- an answer that cannot be taken at its word (HTTP 426 "use TLS", an HTTP
+  error, a reply that is not IPP): at once, until a probe is answered properly;
+- it cannot report the state of a job it was given (Get-Job-Attributes and
+  Get-Jobs both fail): until a technician resumes it (:meth:`Health.clear`).
 
 A successful probe with none of these re-admits it. Times are unix seconds.
 """
@@ -18,6 +22,7 @@ A successful probe with none of these re-admits it. Times are unix seconds.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from edgeprint.printers.ipp import PrinterStatus
 
@@ -88,6 +93,8 @@ class Health:
     failing_jobs: list[str] = field(default_factory=list)
     quarantined_until: float | None = None
     last_error: str | None = None
+    answer_problem: str | None = None  # cleared by a proper probe answer
+    monitoring_problem: str | None = None  # cleared by a technician (resume)
 
     def _set(self, healthy: bool, reason: str | None, now: float) -> HealthChange | None:
         if healthy == self.healthy and reason == self.reason:
@@ -99,15 +106,26 @@ class Health:
             return HealthChange(healthy, reason)
         return None
 
-    def on_probe(self, status: PrinterStatus, now: float) -> HealthChange | None:
-        """A Get-Printer-Attributes answer; returns the change of health, if any."""
+    def on_probe(
+        self, status: PrinterStatus, now: float, unusable: str | None = None
+    ) -> HealthChange | None:
+        """A Get-Printer-Attributes answer; returns the change of health, if any.
+
+        ``unusable`` says why edgeprint cannot use the printer as it answered
+        (it takes no format edgeprint can send): unhealthy while it says so.
+        """
         self.reachable = True
         self.consecutive_failures = 0
+        self.answer_problem = None
         if status.state == PRINTER_STOPPED:
             self.stopped_since = self.stopped_since if self.stopped_since is not None else now
         else:
             self.stopped_since = None
         blocking = sorted({reason_keyword(r) for r in status.reasons} & BLOCKING_REASONS)
+        if self.monitoring_problem is not None:
+            return self._set(False, self.monitoring_problem, now)
+        if unusable is not None:
+            return self._set(False, unusable, now)
         if self.quarantined_until is not None and now < self.quarantined_until:
             return self._set(False, "quarantined: several different jobs failed here", now)
         self.quarantined_until = None
@@ -130,6 +148,25 @@ class Health:
         if self.consecutive_failures >= self.settings.failure_threshold:
             return self._set(False, f"unreachable: {error}", now)
         return None
+
+    def on_bad_answer(self, problem: str, now: float) -> HealthChange | None:
+        """The printer answered, but not in a way edgeprint can use: unhealthy at once."""
+        self.reachable = True
+        self.last_error = problem
+        self.answer_problem = problem
+        return self._set(False, problem, now)
+
+    def on_monitoring_failed(self, problem: str, now: float) -> HealthChange | None:
+        """The printer cannot report the state of a job it holds: unhealthy until cleared."""
+        self.monitoring_problem = f"cannot report job state: {problem}"
+        self.last_error = self.monitoring_problem
+        return self._set(False, self.monitoring_problem, now)
+
+    def clear(self) -> None:
+        """A technician acted (resume): forget the problems only a person can clear."""
+        self.monitoring_problem = None
+        self.quarantined_until = None
+        self.failing_jobs.clear()
 
     def on_job_failed(self, job_id: str, now: float) -> HealthChange | None:
         """A job failed here (aborted, refused): several different ones quarantine the printer."""
@@ -163,3 +200,5 @@ class PrinterSnapshot:
     queued_job_count: int | None
     printing_job: str | None
     last_error: str | None
+    capabilities: dict[str, Any] | None = None  # PrinterCapabilities.as_json() of the last probe
+    sends: str | None = None  # the format edgeprint sends it

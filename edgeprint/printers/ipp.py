@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import ssl
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -41,7 +42,9 @@ from pyipp.serializer import encode_dict as encode_ipp
 from pyipp.tags import ATTRIBUTE_TAG_MAP
 from yarl import URL
 
-from edgeprint import errors
+from edgeprint import errors, faults
+from edgeprint.faults import crash_point
+from edgeprint.printers import tls
 
 #: IPP job-state values (RFC 8011 §5.3.7).
 JOB_PENDING, JOB_HELD, JOB_PROCESSING, JOB_STOPPED = 3, 4, 5, 6
@@ -63,6 +66,8 @@ POISON_STATUSES = frozenset(
     }
 )
 _NOT_FOUND = frozenset({IppStatus.ERROR_NOT_FOUND, IppStatus.ERROR_GONE})
+#: server-error-version-not-supported (RFC 8011 §13.1.5.4)
+_VERSION_NOT_SUPPORTED = 0x0503
 
 #: Operations the printer may have acted on before a time-out or disconnect.
 _ACTING = frozenset({IppOperation.CREATE_JOB, IppOperation.SEND_DOCUMENT, IppOperation.PRINT_JOB})
@@ -88,6 +93,7 @@ _JOB_ATTRS = [
     "job-k-octets-processed",
     "job-originating-user-name",
     "job-impressions-completed",
+    "job-media-sheets-completed",
     "time-at-creation",
 ]
 #: Every attribute this client sends; pyipp drops any it has no tag for.
@@ -113,18 +119,28 @@ _request_ids = itertools.count(1)
 
 
 class _TrackedBody(BytesPayload):
-    """A request body that knows whether all of it was handed to the connection."""
+    """A request body that knows whether all of it was handed to the connection.
+
+    With the ``during_send_document`` crash point armed (tests only), half a
+    document is handed over, then the process is killed.
+    """
 
     written = False
+    split_at: int | None = None
 
     async def write(self, writer: aiohttp.abc.AbstractStreamWriter) -> None:
-        await super().write(writer)
-        self.written = True
+        await self.write_with_length(writer, None)
 
     async def write_with_length(
         self, writer: aiohttp.abc.AbstractStreamWriter, content_length: int | None
     ) -> None:
-        await super().write_with_length(writer, content_length)
+        if self.split_at is not None:
+            await writer.write(self._value[: self.split_at])
+            await writer.drain()
+            crash_point("during_send_document")
+            await writer.write(self._value[self.split_at :])
+        else:
+            await super().write_with_length(writer, content_length)
         self.written = True
 
 
@@ -153,6 +169,8 @@ class PrinterStatus:
     copies_supported: bool
     accepting_jobs: bool
     up_time_s: int | None  # printer-up-time, seconds
+    #: every attribute of the answer as pyipp parsed it (capabilities are read from it)
+    attributes: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def supports_create_job(self) -> bool:
@@ -171,10 +189,16 @@ class PrinterJob:
     message: str
     k_octets: int | None  # job-k-octets: document size received, KiB rounded up
     created_s: int | None = None  # time-at-creation: printer-up-time seconds at creation
+    user: str = ""  # job-originating-user-name ("" when the printer does not say)
+    impressions_completed: int | None = None  # job-impressions-completed
 
     @property
     def terminal(self) -> bool:
         return self.state in JOB_TERMINAL
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _printer_job(attrs: Mapping[str, Any]) -> PrinterJob:
@@ -187,6 +211,8 @@ def _printer_job(attrs: Mapping[str, Any]) -> PrinterJob:
         message=str(attrs.get("job-state-message", "")),
         k_octets=int(k) if isinstance(k, int) else None,
         created_s=int(t) if isinstance(t := attrs.get("time-at-creation"), int) else None,
+        user=str(attrs.get("job-originating-user-name", "")),
+        impressions_completed=_int(attrs.get("job-impressions-completed")),
     )
 
 
@@ -216,8 +242,11 @@ class IppClient:
         request_timeout_s: float = 10.0,
         upload_timeout_s: float = 60.0,
         observe: Observe | None = None,
+        probe_attributes: Sequence[str] = (),
     ) -> None:
+        """``probe_attributes`` are asked for on every probe besides the printer's state."""
         self.uri = uri
+        self._probe_attributes = list(dict.fromkeys([*_PRINTER_ATTRS, *probe_attributes]))
         self._session = session
         self._request_timeout_s = request_timeout_s
         self._upload_timeout_s = upload_timeout_s
@@ -226,6 +255,10 @@ class IppClient:
         scheme = "https" if parsed.scheme in ("ipps", "https") else "http"
         default_port = 631 if parsed.scheme in ("ipp", "ipps") else None
         self._url = parsed.with_scheme(scheme)
+        #: The IPP version spoken; (1, 1) once the printer refused 2.0 (remembered).
+        self.version: tuple[int, int] = (2, 0)
+        #: ``ssl=`` of every request: the pinned certificate (printers.tls) for ipps://.
+        self.ssl: aiohttp.Fingerprint | ssl.SSLContext | bool = True
         if parsed.explicit_port is None and default_port is not None:
             self._url = self._url.with_port(default_port)
 
@@ -239,7 +272,7 @@ class IppClient:
             **message.get("operation-attributes-tag", {}),
         }
         request = {
-            "version": (2, 0),
+            "version": self.version,
             "operation": op,
             "request-id": next(_request_ids),
             "operation-attributes-tag": operation_attributes,
@@ -259,6 +292,28 @@ class IppClient:
     ) -> dict[str, Any] | None:
         """Send one request; the parsed answer, or None for not-found when allowed.
 
+        A printer that answers ``server-error-version-not-supported`` to IPP/2.0
+        has not acted on the request: it is sent again at IPP/1.1 at once, and
+        the client speaks 1.1 to it from then on.
+        """
+        try:
+            return await self._call_once(op, message, document=document, ok_not_found=ok_not_found)
+        except errors.PrinterTransient as exc:
+            if exc.status_code != _VERSION_NOT_SUPPORTED or self.version == (1, 1):
+                raise
+        self.version = (1, 1)
+        return await self._call_once(op, message, document=document, ok_not_found=ok_not_found)
+
+    async def _call_once(
+        self,
+        op: IppOperation,
+        message: dict[str, Any],
+        *,
+        document: bytes | None = None,
+        ok_not_found: bool = False,
+    ) -> dict[str, Any] | None:
+        """One HTTP exchange: the parsed answer, or None for not-found when allowed.
+
         With a ``document``, the deadline is ``upload_timeout_s`` and an
         ambiguous failure says whether the whole body was handed to the
         connection (``errors.PrinterAmbiguous.body_sent``).
@@ -267,15 +322,24 @@ class IppClient:
         started = time.perf_counter()
         outcome = "error"
         body = _TrackedBody(self._encode(op, message) + (document or b""))
+        if document and faults.armed("during_send_document"):
+            body.split_at = len(body._value) - len(document) // 2
         timeout_s = self._upload_timeout_s if document is not None else self._request_timeout_s
         try:
             try:
                 async with asyncio.timeout(timeout_s):
                     async with self._session.post(
-                        self._url, data=body, headers=_HEADERS, allow_redirects=False
+                        self._url,
+                        data=body,
+                        headers=_HEADERS,
+                        allow_redirects=False,
+                        ssl=self.ssl,
                     ) as resp:
                         raw = await resp.read()
                         http_status = resp.status
+            except aiohttp.ServerFingerprintMismatch as exc:
+                outcome = "certificate-changed"
+                raise tls.certificate_changed(exc) from exc  # nothing was sent
             except TimeoutError as exc:
                 outcome = "timeout"
                 raise self._transport(op, "no answer in time", exc, body.written) from exc
@@ -284,15 +348,24 @@ class IppClient:
                 raise self._transport(
                     op, str(exc) or type(exc).__name__, exc, body.written
                 ) from exc
+            if http_status == 426:
+                outcome = "http-426"
+                raise errors.PrinterNeedsTls(
+                    name, "printer requires TLS (HTTP 426 Upgrade Required): use ipps://"
+                )
             if http_status != 200:
                 outcome = f"http-{http_status}"
-                raise errors.PrinterTransient(name, f"HTTP status {http_status}")
+                raise errors.PrinterAnswerError(
+                    name, f"HTTP status {http_status}", http_status=http_status
+                )
             try:
                 parsed: dict[str, Any] = parse_ipp(raw)
+                status = int(parsed["status-code"])
             except Exception as exc:  # struct.error, IndexError… from a malformed answer
                 outcome = "bad-answer"
-                raise errors.PrinterProtocolError(name, "answer is not valid IPP") from exc
-            status = int(parsed["status-code"])
+                raise errors.PrinterProtocolError(
+                    name, f"answer is not valid IPP ({len(raw)} bytes)", head=raw[:32]
+                ) from exc
             outcome = _status_name(status)
             if status < 0x0200:
                 return parsed
@@ -332,7 +405,7 @@ class IppClient:
         """Get-Printer-Attributes (RFC 8011 §4.2.5); raises errors.PrinterTransient and kin."""
         parsed = await self._call(
             IppOperation.GET_PRINTER_ATTRIBUTES,
-            {"operation-attributes-tag": {"requested-attributes": _PRINTER_ATTRS}},
+            {"operation-attributes-tag": {"requested-attributes": self._probe_attributes}},
         )
         assert parsed is not None
         attrs: dict[str, Any] = parsed["printers"][0] if parsed["printers"] else {}
@@ -353,7 +426,18 @@ class IppClient:
             copies_supported=copies is not None and copies != [1, 1] and copies != 1,
             accepting_jobs=bool(attrs.get("printer-is-accepting-jobs", True)),
             up_time_s=int(up) if isinstance(up, int) else None,
+            attributes=attrs,
         )
+
+    async def get_printer_description(self, names: Sequence[str]) -> dict[str, Any]:
+        """Get-Printer-Attributes for ``names`` (e.g. printer-make-and-model, media-ready),
+        as parsed: one value a scalar, several a list. For read-only callers (discovery)."""
+        parsed = await self._call(
+            IppOperation.GET_PRINTER_ATTRIBUTES,
+            {"operation-attributes-tag": {"requested-attributes": list(names)}},
+        )
+        assert parsed is not None
+        return dict(parsed["printers"][0]) if parsed["printers"] else {}
 
     def _job_attributes(self, copies: int | None) -> dict[str, Any]:
         return {"job-attributes-tag": {"copies": copies}} if copies and copies > 1 else {}
@@ -452,3 +536,14 @@ class IppClient:
             if "job-id" in group:
                 return int(group["job-id"])
         raise errors.PrinterProtocolError(_op_name(op), "the answer has no job-id")
+
+    async def identify(self, user: str) -> None:
+        """Identify-Printer (PWG 5100.13 §6.1.1) with the printer's default identify-actions.
+
+        Raises errors.PrinterTransient and kin (Identify-Printer changes nothing
+        that matters if sent twice).
+        """
+        await self._call(
+            IppOperation.IDENTIFY_PRINTER,
+            {"operation-attributes-tag": {"requesting-user-name": user}},
+        )

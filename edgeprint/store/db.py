@@ -17,7 +17,7 @@ import logging
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -37,6 +37,17 @@ class _Write:
     sql: str
     params: Params
     future: asyncio.Future[Rows] = field(repr=False)
+
+
+_W = TypeVar("_W", "_Write", "_Unit")
+
+
+@dataclass
+class _Unit:
+    """Several statements that must all apply or none (a SAVEPOINT inside the group commit)."""
+
+    statements: list[tuple[str, Params]]
+    future: asyncio.Future[list[Rows]] = field(repr=False)
 
 
 def _translate(exc: Exception) -> errors.StoreError:
@@ -74,7 +85,7 @@ class Store:
         self._max_batch = max_batch
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
-        self._queue: asyncio.Queue[_Write | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[_Unit | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._read_queue: asyncio.Queue[_Write | None] = asyncio.Queue()
         self._read_task: asyncio.Task[None] | None = None
@@ -157,7 +168,7 @@ class Store:
         self._read_queue.put_nowait(_Write(sql, params, fut))
         return await fut
 
-    async def _next_batch(self, queue: asyncio.Queue[_Write | None]) -> list[_Write] | None:
+    async def _next_batch(self, queue: asyncio.Queue[_W | None]) -> list[_W] | None:
         """Wait for work, then take everything queued (up to ``max_batch``); None: stop.
 
         A stop marker found behind work is put back, so the work before it runs first.
@@ -198,10 +209,19 @@ class Store:
         effect is durable when this returns. Once queued, the statement runs
         even if the caller is cancelled while waiting.
         """
+        return (await self.write_many([(sql, params)]))[0]
+
+    async def write_many(self, statements: list[tuple[str, Params]]) -> list[Rows]:
+        """Run ``statements`` together in the next group commit: all of them or none.
+
+        Returns each statement's rows once committed. A statement that fails
+        undoes the others of its unit (a SAVEPOINT) and only this caller gets
+        the error. Raises like :meth:`write`.
+        """
         if self._task is None or self._task.done():
             raise errors.StoreUnavailable("store is closed")
-        fut: asyncio.Future[Rows] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Write(sql, params, fut))
+        fut: asyncio.Future[list[Rows]] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(_Unit(list(statements), fut))
         return await fut
 
     async def _run_writer(self) -> None:
@@ -210,7 +230,7 @@ class Store:
             # caller cannot know whether it ran, and reconciliation expects it did.
             await self._commit(batch)
 
-    async def _commit(self, batch: list[_Write]) -> None:
+    async def _commit(self, batch: list[_Unit]) -> None:
         """Run ``batch`` in one ``BEGIN IMMEDIATE … COMMIT`` and answer every caller.
 
         A statement that fails on its own (a CHECK, a conflict) is rolled back
@@ -220,7 +240,7 @@ class Store:
         """
         conn = self._writer
         assert conn is not None
-        work = [(w.sql, w.params) for w in batch]
+        work = [w.statements for w in batch]
         try:
             results, fatal = await _run_batch(conn, work)
         except ValueError as exc:  # the connection was closed under us
@@ -245,23 +265,41 @@ class Store:
                 w.future.set_result(res)
 
 
-BatchResult = tuple[list[Rows | sqlite3.Error], Exception | None]
+Work = list[list[tuple[str, Params]]]
+BatchResult = tuple[list[list[Rows] | sqlite3.Error], Exception | None]
 
 
-def _batch_in_thread(raw: sqlite3.Connection, work: list[tuple[str, Params]]) -> BatchResult:
+def _unit_in_thread(raw: sqlite3.Connection, unit: list[tuple[str, Params]]) -> list[Rows]:
+    """One unit: a single statement as it is, several inside a SAVEPOINT (all or none)."""
+    if len(unit) == 1:
+        sql, params = unit[0]
+        return [raw.execute(sql, params).fetchall()]
+    raw.execute("SAVEPOINT unit")
+    try:
+        out = [raw.execute(sql, params).fetchall() for sql, params in unit]
+    except sqlite3.Error:
+        if raw.in_transaction:
+            raw.execute("ROLLBACK TO unit")
+            raw.execute("RELEASE unit")
+        raise
+    raw.execute("RELEASE unit")
+    return out
+
+
+def _batch_in_thread(raw: sqlite3.Connection, work: Work) -> BatchResult:
     """The whole group commit, run on the connection's own thread (no event-loop round trips).
 
-    Returns each statement's rows (or its own error), and the error that
-    failed the whole batch, if any (then nothing of it is stored).
+    Returns each unit's rows (or its own error), and the error that failed
+    the whole batch, if any (then nothing of it is stored).
     """
-    results: list[Rows | sqlite3.Error] = []
+    results: list[list[Rows] | sqlite3.Error] = []
     try:
         raw.execute("BEGIN IMMEDIATE")
     except sqlite3.Error as exc:
         return results, exc
-    for sql, params in work:
+    for unit in work:
         try:
-            results.append(raw.execute(sql, params).fetchall())
+            results.append(_unit_in_thread(raw, unit))
         except sqlite3.Error as exc:
             if not raw.in_transaction:  # SQLite rolled the whole transaction back
                 return results, exc
@@ -276,7 +314,7 @@ def _batch_in_thread(raw: sqlite3.Connection, work: list[tuple[str, Params]]) ->
     return results, None
 
 
-async def _run_batch(conn: aiosqlite.Connection, work: list[tuple[str, Params]]) -> BatchResult:
+async def _run_batch(conn: aiosqlite.Connection, work: Work) -> BatchResult:
     """Run :func:`_batch_in_thread` in one hop to aiosqlite's thread.
 
     aiosqlite has no public call for "run this function on your thread";
@@ -323,21 +361,27 @@ async def _run_reads(
     return out
 
 
-async def _run_batch_public(
-    conn: aiosqlite.Connection, work: list[tuple[str, Params]]
-) -> BatchResult:
-    results: list[Rows | sqlite3.Error] = []
+async def _run_batch_public(conn: aiosqlite.Connection, work: Work) -> BatchResult:
+    results: list[list[Rows] | sqlite3.Error] = []
     try:
         await conn.execute("BEGIN IMMEDIATE")
     except sqlite3.Error as exc:
         return results, exc
-    for sql, params in work:
+    for unit in work:
+        if len(unit) > 1:
+            await conn.execute("SAVEPOINT unit")
         try:
-            results.append(list(await conn.execute_fetchall(sql, params)))
+            results.append([list(await conn.execute_fetchall(q, p)) for q, p in unit])
         except sqlite3.Error as exc:
             if not conn.in_transaction:
                 return results, exc
+            if len(unit) > 1:
+                await conn.execute("ROLLBACK TO unit")
+                await conn.execute("RELEASE unit")
             results.append(exc)
+            continue
+        if len(unit) > 1:
+            await conn.execute("RELEASE unit")
     try:
         await conn.execute("COMMIT")
     except sqlite3.Error as exc:

@@ -51,10 +51,6 @@ class JobRecord(NamedTuple):
     correlation_id: str | None
     actor: str
     reason: str | None
-    upload: str | None
-    cancel_requested: int
-    truncated_copies: int
-    discounted_copies: str
     document_deleted_at: float | None
     failure_sig: str | None
     failure_printer: str | None
@@ -62,16 +58,32 @@ class JobRecord(NamedTuple):
     pin_failures: int
     pin_locked_until: float | None
     document_pages: int | None
+    claims: int  # how many times a printer claimed it; its copies carry the claim number
+    # computed from its copies (not columns of jobs; see ROW):
+    cancel_requested: bool  # a person asked to cancel it while a printer holds a copy
+    truncated_copies: int  # copies that completed without being verifiably whole
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> JobRecord:
         """The record for a ``SELECT *`` / ``RETURNING *`` row of ``jobs``."""
         values = list(row)
         values[_STATE_INDEX] = JobState(values[_STATE_INDEX])
+        values[_CANCEL_INDEX] = bool(values[_CANCEL_INDEX])
         return cls._make(values)
 
 
 _STATE_INDEX = JobRecord._fields.index("state")
+_CANCEL_INDEX = JobRecord._fields.index("cancel_requested")
+
+#: What every read of a job selects (and every write returns): its columns, then the
+#: facts computed from its copies (the last two fields of :class:`JobRecord`).
+ROW = (
+    "*, (jobs.state = 'PRINTING' AND EXISTS (SELECT 1 FROM copies c WHERE c.job_id = jobs.id "
+    "AND c.claim = jobs.claims AND c.state = 'cancelling' AND c.cancel_origin = 'requested')) "
+    "AS cancel_requested, "
+    "(SELECT count(*) FROM copies c WHERE c.job_id = jobs.id AND c.state = 'incomplete') "
+    "AS truncated_copies"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +105,10 @@ class NewJob:
     correlation_id: str | None
     release_pin_hash: str | None = None
     document_pages: int | None = None
+
+
+#: Guard for resolving an unknown outcome: only a job parked DEAD ``outcome_unknown``.
+GUARD_OUTCOME_UNKNOWN = "dead_reason = 'outcome_unknown'"
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,10 +139,6 @@ _SETTABLE = frozenset(
         "released_at",
         "claimed_at",
         "finished_at",
-        "upload",
-        "cancel_requested",
-        "truncated_copies",
-        "discounted_copies",
         "failure_sig",
         "failure_printer",
         "pin_failures",
@@ -134,15 +146,17 @@ _SETTABLE = frozenset(
     }
 )
 
-_INSERT = """
+_INSERT = (
+    """
 INSERT INTO jobs (id, idempotency_key, request_sha256, state, owner, printer, pool, priority,
                   copies, document_sha256, document_bytes, created_at, updated_at, released_at,
                   token_name, correlation_id, actor, reason, release_pin_hash,
                   document_pages)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'submit', ?, ?)
 ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING *
-"""
+RETURNING """
+    + ROW
+)
 
 # SQLite evaluates every SET expression on the old row.
 _TAKE_PIN_ATTEMPT = """
@@ -159,10 +173,11 @@ RETURNING pin_failures, pin_locked_until
 # The next claimable job for one printer: its own jobs and its pool's, lowest
 # priority number first, the printer's own jobs before pool jobs of the same
 # priority, then acceptance order.
-_CLAIM_NEXT = """
+_CLAIM_NEXT = (
+    """
 UPDATE jobs
-SET state = 'PRINTING', printed_on = ?, printer_job_id = NULL, upload = NULL, claimed_at = ?,
-    attempts = attempts + 1, updated_at = ?, actor = ?, reason = 'claim'
+SET state = 'PRINTING', printed_on = ?, printer_job_id = NULL, claimed_at = ?,
+    attempts = attempts + 1, claims = claims + 1, updated_at = ?, actor = ?, reason = 'claim'
 WHERE id = (
     SELECT id FROM (
         SELECT id, priority, 0 AS own, seq FROM jobs
@@ -174,17 +189,23 @@ WHERE id = (
     ORDER BY priority, own, seq
     LIMIT 1
 ) AND state = 'RELEASED'
-RETURNING *
-"""
+RETURNING """
+    + ROW
+)
 
 
 #: Guard for a release that keeps the job's stored target: it must have one.
 GUARD_HAS_TARGET = "(printer IS NOT NULL OR pool IS NOT NULL)"
-#: Guard for a printer's outcome: the job must still be held by that printer.
-GUARD_ON_PRINTER = "printed_on = ?"
-#: Guards for a requeue: held by that printer, with or without a cancel request.
-GUARD_ON_PRINTER_NO_CANCEL = "printed_on = ? AND cancel_requested = 0"
-GUARD_ON_PRINTER_CANCEL_REQUESTED = "printed_on = ? AND cancel_requested = 1"
+#: Guard for a printer's outcome: the job must still be held by that printer, in that claim.
+GUARD_ON_PRINTER = "printed_on = ? AND claims = ?"
+_LIVE_COPY = (
+    "EXISTS (SELECT 1 FROM copies c WHERE c.job_id = jobs.id AND c.claim = jobs.claims "
+    "AND c.state IN ('creating', 'created', 'sending', 'acknowledged', 'cancelling'))"
+)
+#: Guard for a job leaving PRINTING without its printer: no copy of its claim is live.
+GUARD_NO_LIVE_COPY = f"NOT {_LIVE_COPY}"
+#: Guard for DONE: one of its copies printed (verified whole, no document error).
+GUARD_PRINTED = "EXISTS (SELECT 1 FROM copies c WHERE c.job_id = jobs.id AND c.state = 'printed')"
 
 
 class Jobs:
@@ -192,6 +213,11 @@ class Jobs:
 
     def __init__(self, store: Store) -> None:
         self._store = store
+
+    @property
+    def store(self) -> Store:
+        """The store these queries run on (shared with :class:`~edgeprint.store.copies.Copies`)."""
+        return self._store
 
     async def insert(self, job: NewJob, now: float, actor: str) -> JobRecord | None:
         """Store a new job; ``None`` when its idempotency key already exists.
@@ -225,6 +251,48 @@ class Jobs:
         rows = await self._store.write(_TAKE_PIN_ATTEMPT, (job_id, now, max_failures, lockout_s))
         return (int(rows[0][0]), rows[0][1]) if rows else None
 
+    def transition_sql(
+        self,
+        job_id: str,
+        action: Action,
+        *,
+        now: float,
+        actor: str,
+        reason: str | None = None,
+        correlation_id: str | None = None,
+        sets: Mapping[str, Any] | None = None,
+        only_from: Sequence[JobState] | None = None,
+        guard: str | None = None,
+        guard_params: tuple[Any, ...] = (),
+    ) -> tuple[str, tuple[Any, ...]]:
+        """The conditional UPDATE of :meth:`transition` (to run with other statements)."""
+        allowed = sources(action)
+        if only_from is not None:
+            allowed = tuple(s for s in allowed if s in only_from)
+        extra = dict(sets or {})
+        bad = set(extra) - _SETTABLE
+        if bad:
+            raise ValueError(f"transition cannot set {sorted(bad)}")
+        assignments = ["state = ?", "updated_at = ?", "actor = ?", "reason = ?"]
+        params: list[Any] = [target(action).value, now, actor, reason or action.value]
+        assignments.append("correlation_id = COALESCE(?, correlation_id)")
+        params.append(correlation_id)
+        for col, value in extra.items():
+            assignments.append(f"{col} = ?")
+            params.append(value)
+        marks = ", ".join("?" for _ in allowed)
+        sql = (
+            f"UPDATE jobs SET {', '.join(assignments)} "
+            f"WHERE id = ? AND state IN ({marks})"
+            + (f" AND {guard}" if guard else "")
+            + " RETURNING "
+            + ROW
+        )
+        params.append(job_id)
+        params.extend(s.value for s in allowed)
+        params.extend(guard_params)
+        return sql, tuple(params)
+
     async def transition(
         self,
         job_id: str,
@@ -247,31 +315,11 @@ class Jobs:
         ``guard`` is an extra SQL condition, one of the module's ``GUARD_*``
         constants (never client input) with ``?`` marks for ``guard_params``.
         """
-        allowed = sources(action)
-        if only_from is not None:
-            allowed = tuple(s for s in allowed if s in only_from)
-        extra = dict(sets or {})
-        bad = set(extra) - _SETTABLE
-        if bad:
-            raise ValueError(f"transition cannot set {sorted(bad)}")
-        assignments = ["state = ?", "updated_at = ?", "actor = ?", "reason = ?"]
-        params: list[Any] = [target(action).value, now, actor, reason or action.value]
-        assignments.append("correlation_id = COALESCE(?, correlation_id)")
-        params.append(correlation_id)
-        for col, value in extra.items():
-            assignments.append(f"{col} = ?")
-            params.append(value)
-        marks = ", ".join("?" for _ in allowed)
-        sql = (
-            f"UPDATE jobs SET {', '.join(assignments)} "
-            f"WHERE id = ? AND state IN ({marks})"
-            + (f" AND {guard}" if guard else "")
-            + " RETURNING *"
-        )
-        params.append(job_id)
-        params.extend(s.value for s in allowed)
-        params.extend(guard_params)
-        rows = await self._store.write(sql, tuple(params))
+        sql, params = self.transition_sql(
+            job_id, action, now=now, actor=actor, reason=reason, correlation_id=correlation_id,
+            sets=sets, only_from=only_from, guard=guard, guard_params=guard_params,
+        )  # fmt: skip
+        rows = await self._store.write(sql, params)
         return JobRecord.from_row(rows[0]) if rows else None
 
     async def claim_next(
@@ -281,42 +329,28 @@ class Jobs:
 
         Raises errors.StoreError.
         """
-        rows = await self._store.write(
-            _CLAIM_NEXT, (printer, now, now, actor, printer, now, pool, now)
-        )
+        rows = await self._store.write(*self.claim_next_sql(printer, pool, now=now, actor=actor))
         return JobRecord.from_row(rows[0]) if rows else None
 
-    async def update_printing(
-        self, job_id: str, printer: str, *, now: float, sets: Mapping[str, Any]
-    ) -> JobRecord | None:
-        """Set columns of a job PRINTING on ``printer`` (no state change).
+    def claim_next_sql(
+        self, printer: str, pool: str | None, *, now: float, actor: str
+    ) -> tuple[str, tuple[Any, ...]]:
+        """The claim of :meth:`claim_next` (to run with other statements)."""
+        return _CLAIM_NEXT, (printer, now, now, actor, printer, now, pool, now)
 
-        None when the job is no longer PRINTING there. Raises errors.StoreError.
-        """
-        bad = set(sets) - _SETTABLE
-        if bad:
-            raise ValueError(f"cannot set {sorted(bad)}")
-        cols = ", ".join(f"{c} = ?" for c in sets)
-        rows = await self._store.write(
-            f"UPDATE jobs SET {cols}, updated_at = ? "
-            "WHERE id = ? AND state = 'PRINTING' AND printed_on = ? RETURNING *",
-            (*sets.values(), now, job_id, printer),
+    async def note_printing(self, job_id: str, printer: str, text: str, *, now: float) -> None:
+        """Set ``last_error`` of a job PRINTING on ``printer`` (no state change)."""
+        await self._store.write(
+            "UPDATE jobs SET last_error = ?, updated_at = ? "
+            "WHERE id = ? AND state = 'PRINTING' AND printed_on = ?",
+            (text, now, job_id, printer),
         )
-        return JobRecord.from_row(rows[0]) if rows else None
-
-    async def request_cancel(self, job_id: str, *, now: float, actor: str) -> JobRecord | None:
-        """Flag a PRINTING job for Cancel-Job at its printer; None if it is not PRINTING."""
-        rows = await self._store.write(
-            "UPDATE jobs SET cancel_requested = 1, updated_at = ?, actor = ? "
-            "WHERE id = ? AND state = 'PRINTING' RETURNING *",
-            (now, actor, job_id),
-        )
-        return JobRecord.from_row(rows[0]) if rows else None
 
     async def printing_on(self, printer: str) -> list[JobRecord]:
         """Jobs PRINTING on ``printer``, oldest claim first."""
         rows = await self._store.read(
-            "SELECT * FROM jobs WHERE state = 'PRINTING' AND printed_on = ? ORDER BY claimed_at",
+            f"SELECT {ROW} FROM jobs WHERE state = 'PRINTING' AND printed_on = ? "
+            "ORDER BY claimed_at",
             (printer,),
         )
         return [JobRecord.from_row(r) for r in rows]
@@ -333,13 +367,13 @@ class Jobs:
 
     async def get(self, job_id: str) -> JobRecord | None:
         """The job with this id, or None. Raises errors.StoreUnavailable."""
-        rows = await self._store.read("SELECT * FROM jobs WHERE id = ?", (job_id,))
+        rows = await self._store.read(f"SELECT {ROW} FROM jobs WHERE id = ?", (job_id,))
         return JobRecord.from_row(rows[0]) if rows else None
 
     async def get_by_key(self, idempotency_key: str) -> JobRecord | None:
         """The job stored under this Idempotency-Key, or None."""
         rows = await self._store.read(
-            "SELECT * FROM jobs WHERE idempotency_key = ?", (idempotency_key,)
+            f"SELECT {ROW} FROM jobs WHERE idempotency_key = ?", (idempotency_key,)
         )
         return JobRecord.from_row(rows[0]) if rows else None
 
@@ -370,7 +404,7 @@ class Jobs:
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         params.append(limit)
         rows = await self._store.read(
-            f"SELECT * FROM jobs {clause} ORDER BY seq DESC LIMIT ?", tuple(params)
+            f"SELECT {ROW} FROM jobs {clause} ORDER BY seq DESC LIMIT ?", tuple(params)
         )
         return [JobRecord.from_row(r) for r in rows]
 
@@ -443,7 +477,7 @@ class Jobs:
     async def dead_letters(self, *, after_seq: int = 0, limit: int = 100) -> list[JobRecord]:
         """DEAD jobs, oldest first; ``after_seq`` pages forwards (exclusive)."""
         rows = await self._store.read(
-            "SELECT * FROM jobs WHERE state = 'DEAD' AND seq > ? ORDER BY seq LIMIT ?",
+            f"SELECT {ROW} FROM jobs WHERE state = 'DEAD' AND seq > ? ORDER BY seq LIMIT ?",
             (after_seq, limit),
         )
         return [JobRecord.from_row(r) for r in rows]
@@ -478,7 +512,7 @@ class Jobs:
                 (now, *part),
             )
 
-    # --- printer flags and fences --------------------------------------------------------
+    # --- printer flags --------------------------------------------------------
 
     async def paused_printers(self) -> set[str]:
         """Names of printers a technician paused (persisted across restarts)."""
@@ -494,22 +528,27 @@ class Jobs:
             (printer, int(paused), now, actor),
         )
 
-    async def add_fence(self, printer: str, job_id: str, *, now: float) -> None:
-        """Remember that ``printer`` may still hold a copy of ``job_id``."""
-        await self._store.write(
-            "INSERT OR IGNORE INTO fences (printer, job_id, created_at) VALUES (?, ?, ?)",
-            (printer, job_id, now),
-        )
+    # --- ipps pins ---------------------------------------------------------------------------
 
-    async def fences(self, printer: str) -> list[str]:
-        """Job ids ``printer`` may still hold a stale copy of."""
+    async def pin(self, printer: str) -> str | None:
+        """The certificate fingerprint pinned for ``printer``, or None."""
         rows = await self._store.read(
-            "SELECT job_id FROM fences WHERE printer = ? ORDER BY created_at", (printer,)
+            "SELECT fingerprint FROM printer_pins WHERE printer = ?", (printer,)
         )
-        return [str(r[0]) for r in rows]
+        return str(rows[0][0]) if rows else None
 
-    async def drop_fence(self, printer: str, job_id: str) -> None:
-        """The printer provably holds no live copy of the job any more."""
-        await self._store.write(
-            "DELETE FROM fences WHERE printer = ? AND job_id = ?", (printer, job_id)
+    async def set_pin(self, printer: str, fingerprint: str, *, now: float, actor: str) -> bool:
+        """Pin ``fingerprint`` unless a pin exists (trust on *first* use); True if stored."""
+        rows = await self._store.write(
+            "INSERT INTO printer_pins (printer, fingerprint, pinned_at, actor) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (printer) DO NOTHING RETURNING printer",
+            (printer, fingerprint, now, actor),
         )
+        return bool(rows)
+
+    async def forget_pin(self, printer: str) -> bool:
+        """A technician re-trusts the printer: the next contact pins its certificate anew."""
+        rows = await self._store.write(
+            "DELETE FROM printer_pins WHERE printer = ? RETURNING printer", (printer,)
+        )
+        return bool(rows)

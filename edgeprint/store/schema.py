@@ -11,9 +11,11 @@ table refuses UPDATE and DELETE (append-only).
 
 from __future__ import annotations
 
+from edgeprint.copies import CopyState
 from edgeprint.states import ALL_STATES
 
 _STATES_SQL = ", ".join(f"'{s.value}'" for s in ALL_STATES)
+_COPY_STATES_SQL = ", ".join(f"'{s.value}'" for s in CopyState)
 
 _EVENT_COLUMNS = "job_id, at, from_state, to_state, actor, reason, correlation_id"
 
@@ -156,6 +158,163 @@ MIGRATIONS.append(
         "ALTER TABLE jobs ADD COLUMN pin_locked_until REAL",
         # pages of the PDF as pypdf counted them at submission (NULL: before migration 4)
         "ALTER TABLE jobs ADD COLUMN document_pages INTEGER",
+    ]
+)
+
+MIGRATIONS.append(
+    # 5: copies, an explicit state machine for what each printer was handed (DESIGN §3).
+    # Replaces jobs.upload, cancel_requested, truncated_copies, discounted_copies and the
+    # fences table; what they said is carried over as copies.
+    [
+        "ALTER TABLE jobs ADD COLUMN claims INTEGER NOT NULL DEFAULT 0",
+        f"""
+        CREATE TABLE copies (
+            id                     INTEGER PRIMARY KEY AUTOINCREMENT,
+            job_id                 TEXT    NOT NULL,
+            claim                  INTEGER NOT NULL,  -- jobs.claims when made
+            printer                TEXT    NOT NULL,
+            state                  TEXT    NOT NULL CHECK (state IN ({_COPY_STATES_SQL})),
+            operation              TEXT    NOT NULL
+                                   CHECK (operation IN ('Create-Job', 'Print-Job')),
+            document_format        TEXT    NOT NULL,
+            document_bytes         INTEGER NOT NULL CHECK (document_bytes >= 0),
+            impressions_expected   INTEGER,           -- pages × copies
+            printer_job_id         INTEGER,           -- IPP job-id
+            created_s              INTEGER,           -- IPP time-at-creation
+            printer_up_s           INTEGER,           -- printer-up-time before Create-Job
+            sent_at                REAL,              -- the document started to leave
+            acknowledged_at        REAL,              -- the printer answered the upload
+            cancel_origin          TEXT CHECK (cancel_origin IN ('edgeprint', 'requested')),
+            cancel_sent_at         REAL,
+            job_state              INTEGER,           -- as last reported
+            job_state_reasons      TEXT    NOT NULL DEFAULT '',
+            k_octets               INTEGER,
+            impressions_completed  INTEGER,
+            outcome                TEXT,              -- why it settled, in words
+            actor                  TEXT    NOT NULL,
+            created_at             REAL    NOT NULL,
+            updated_at             REAL    NOT NULL,
+            settled_at             REAL
+        )
+        """,
+        "CREATE INDEX copies_by_job ON copies (job_id, id)",
+        """CREATE INDEX copies_open ON copies (printer, id)
+           WHERE state IN ('creating', 'created', 'sending', 'acknowledged', 'cancelling')""",
+        # what migration 2 and 3 stored becomes copies: a PRINTING job's printer job…
+        """
+        UPDATE jobs SET claims = 1 WHERE state = 'PRINTING'
+        """,
+        """
+        INSERT INTO copies (job_id, claim, printer, state, operation, document_format,
+                            document_bytes, printer_job_id, sent_at, cancel_origin, actor,
+                            created_at, updated_at)
+        SELECT id, 1, printed_on,
+               CASE WHEN upload IS NULL AND printer_job_id IS NOT NULL THEN 'created'
+                    WHEN upload IS NULL THEN 'creating'
+                    WHEN cancel_requested = 1 THEN 'cancelling'
+                    ELSE 'sending' END,
+               'Create-Job', 'application/pdf', document_bytes, printer_job_id,
+               CASE WHEN upload IS NULL THEN NULL ELSE updated_at END,
+               CASE WHEN cancel_requested = 1 THEN 'requested' END,
+               'migration', updated_at, updated_at
+        FROM jobs WHERE state = 'PRINTING' AND printed_on IS NOT NULL
+        """,
+        # …and a fence (a printer that may still hold a copy of a job that left it)
+        """
+        INSERT INTO copies (job_id, claim, printer, state, operation, document_format,
+                            document_bytes, sent_at, actor, created_at, updated_at)
+        SELECT f.job_id, 0, f.printer, 'sending', 'Create-Job', 'application/pdf',
+               COALESCE(j.document_bytes, 0), f.created_at, 'migration', f.created_at,
+               f.created_at
+        FROM fences f LEFT JOIN jobs j ON j.id = f.job_id
+        """,
+        "DROP TABLE fences",
+        "ALTER TABLE jobs DROP COLUMN upload",
+        "ALTER TABLE jobs DROP COLUMN cancel_requested",
+        "ALTER TABLE jobs DROP COLUMN truncated_copies",
+        "ALTER TABLE jobs DROP COLUMN discounted_copies",
+    ]
+)
+
+MIGRATIONS.append(
+    # webhooks (issue 17): an outbox row in the same transaction as the change it reports
+    [
+        # the event types some [[webhooks]] entry wants (rewritten at start-up): no rows
+        # are written for events nobody subscribed to
+        "CREATE TABLE webhook_subscriptions (event TEXT PRIMARY KEY)",
+        """
+        CREATE TABLE webhook_outbox (
+            seq      INTEGER PRIMARY KEY AUTOINCREMENT,  -- delivery order
+            id       TEXT NOT NULL UNIQUE,               -- webhook-id, the same on every attempt
+            type     TEXT NOT NULL,                      -- job.done, printer.unhealthy, …
+            at       REAL NOT NULL,                      -- unix seconds of the change
+            job_id   TEXT,
+            printer  TEXT,
+            data     TEXT NOT NULL                       -- JSON object
+        )
+        """,
+        "CREATE INDEX webhook_outbox_by_at ON webhook_outbox (at)",
+        # per receiver URL: the last outbox seq delivered (or parked)
+        """
+        CREATE TABLE webhook_cursors (
+            url         TEXT PRIMARY KEY,
+            seq         INTEGER NOT NULL,
+            updated_at  REAL NOT NULL
+        )
+        """,
+        # deliveries given up after max_delivery_s
+        """
+        CREATE TABLE webhook_failures (
+            seq               INTEGER PRIMARY KEY AUTOINCREMENT,
+            url               TEXT NOT NULL,
+            event_seq         INTEGER NOT NULL,
+            event_id          TEXT NOT NULL,
+            type              TEXT NOT NULL,
+            job_id            TEXT,
+            printer           TEXT,
+            attempts          INTEGER NOT NULL,
+            first_attempt_at  REAL NOT NULL,
+            failed_at         REAL NOT NULL,
+            last_error        TEXT NOT NULL,
+            UNIQUE (url, event_id)
+        )
+        """,
+        """
+        CREATE TRIGGER webhook_outbox_on_job AFTER UPDATE OF state ON jobs
+        WHEN OLD.state IS NOT NEW.state
+             AND NEW.state IN ('DONE', 'DEAD', 'CANCELLED', 'EXPIRED')
+             AND EXISTS (SELECT 1 FROM webhook_subscriptions
+                         WHERE event = 'job.' || lower(NEW.state))
+        BEGIN
+            INSERT INTO webhook_outbox (id, type, at, job_id, printer, data)
+            VALUES (
+                'msg_' || lower(hex(randomblob(16))), 'job.' || lower(NEW.state),
+                NEW.updated_at, NEW.id, coalesce(NEW.printed_on, NEW.printer),
+                json_object(
+                    'job_id', NEW.id, 'idempotency_key', NEW.idempotency_key,
+                    'state', NEW.state, 'from_state', OLD.state, 'owner', NEW.owner,
+                    'printer', NEW.printer, 'pool', NEW.pool, 'printed_on', NEW.printed_on,
+                    'attempts', NEW.attempts, 'dead_reason', NEW.dead_reason,
+                    'last_error', NEW.last_error, 'actor', NEW.actor, 'reason', NEW.reason,
+                    'correlation_id', NEW.correlation_id
+                )
+            );
+        END
+        """,
+    ]
+)
+
+MIGRATIONS.append(
+    # ipps trust on first use (issue 13): the certificate each printer must present
+    [
+        """
+        CREATE TABLE printer_pins (
+            printer      TEXT PRIMARY KEY,
+            fingerprint  TEXT NOT NULL,   -- sha256:<hex> of the DER certificate (no key material)
+            pinned_at    REAL NOT NULL,
+            actor        TEXT NOT NULL
+        )
+        """,
     ]
 )
 

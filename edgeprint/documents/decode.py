@@ -1,9 +1,11 @@
-"""A small decoder of PWG raster and Apple raster (URF) files, for tests only.
+"""A decoder of PWG raster and Apple raster (URF) files. Runs in render workers (numpy).
 
-Written from PWG 5102.4 and the CUPS reader's behaviour, independently of the
-encoders under test, so a shared mistake is unlikely: it reads the header
-fields by their offsets and expands the line compression code by code,
-refusing anything malformed (short data, a run past the line end, code 128).
+It reads what IPP clients send to edgeprint's own queues (issue 14) and is the
+tests' independent check of our encoders. Written from PWG 5102.4 and the CUPS
+reader's behaviour, independently of the encoders (``pwg.py``, ``urf.py``), so
+a shared mistake is unlikely: it reads the header fields by their offsets and
+expands the line compression code by code, refusing anything malformed (short
+data, a run past the line end, code 128) with :class:`Malformed`.
 """
 
 from __future__ import annotations
@@ -124,5 +126,6 @@ def gray(page: Page) -> npt.NDArray[np.uint8]:
         return np.where(bits == 1, 0, 255).astype(np.uint8)
     if page.bits_per_pixel == 24:
         rgb = page.rows.reshape(page.height, page.width, 3).astype(np.uint16)
-        return (rgb.sum(axis=2) // 3).astype(np.uint8)
-    return page.rows[:, : page.width]
+        grey: npt.NDArray[np.uint8] = (rgb.sum(axis=2) // 3).astype(np.uint8)
+        return grey
+    return np.asarray(page.rows[:, : page.width], dtype=np.uint8)

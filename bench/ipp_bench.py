@@ -1,0 +1,195 @@
+"""IPP benchmark: Print-Job over an IPP queue against ``POST /v1/jobs``, same server, same run.
+
+One edgeprint process (``python -m edgeprint serve``, a fresh data folder, printers on
+loopback ports that refuse connections, so jobs stay RELEASED and nothing prints). Each
+round sends ``--jobs`` submissions of a ~``--doc-kib`` KiB PDF (distinct documents) at
+``--concurrency``: once as IPP Print-Job to ``/ipp/print/lobby``, once as multipart
+``POST /v1/jobs`` (``hold: false``, pool ``lobby``, unique Idempotency-Key); both are
+durable when answered. The two alternate which goes first; each figure is the median
+of ``--repeat`` rounds. Also: one held IPP job released over the API, timed until its
+state is RELEASED (the release path is the API's own: the job's origin does not enter it).
+
+Prints a Markdown table, writes ``bench/results/ipp.json``; exit 1 when a request failed
+or IPP throughput is below 0.8x JSON.
+
+    .venv/bin/python -m bench.ipp_bench            # about 30 s on 2 cores
+    .venv/bin/python -m bench.ipp_bench --quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from edgeprint.api.auth import token_digest
+from edgeprint.printers import codec
+from edgeprint.printers.codec import Operation, Tag, attr
+from tests.conftest import to_toml
+from tests.pdfs import make_pdf
+from tests.proc import ServeProcess
+
+TOKEN = "bench-ipp-kiosk-token"
+RESULTS = Path(__file__).parent / "results" / "ipp.json"
+
+
+def _config(data_dir: Path) -> dict[str, Any]:
+    printers = [
+        {"name": f"printer-0{i}", "uri": f"ipp://127.0.0.1:{i}/ipp/print", "pool": "lobby",
+         "high_water": 100_000}
+        for i in (1, 2)
+    ]  # fmt: skip
+    return {
+        "server": {"host": "127.0.0.1", "port": 0, "data_dir": str(data_dir),
+                   "rate_limit": "1000000/second"},
+        "ipp": {"advertise": False},
+        "printers": printers,
+        "tokens": [{"name": "kiosk", "role": "kiosk", "sha256": token_digest(TOKEN)}],
+    }  # fmt: skip
+
+
+async def _drive(n: int, concurrency: int, send: Any) -> tuple[float, list[float], int]:
+    """(wall seconds, latencies ms, failures) of ``n`` calls of ``send(i)``."""
+    latencies: list[float] = []
+    failures = 0
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for i in range(n):
+        queue.put_nowait(i)
+
+    async def worker() -> None:
+        nonlocal failures
+        while not queue.empty():
+            i = queue.get_nowait()
+            t0 = time.perf_counter()
+            ok = await send(i)
+            latencies.append((time.perf_counter() - t0) * 1000)
+            failures += 0 if ok else 1
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return time.perf_counter() - start, sorted(latencies), failures
+
+
+async def _round(
+    url: str, docs: list[bytes], concurrency: int, ipp_first: bool, tag: str
+) -> dict[str, Any]:
+    uri = url.replace("http://", "ipp://") + "/ipp/print/lobby"
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as http:
+
+        async def ipp(i: int) -> bool:
+            body = codec.request(
+                Operation.PRINT_JOB, i + 1, printer_uri=uri,
+                attributes=[attr("requesting-user-name", Tag.NAME, "bench"),
+                            attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf")],
+                data=docs[i],
+            ).encode()  # fmt: skip
+            async with http.post(f"{url}/ipp/print/lobby", data=body,
+                                 headers={"Content-Type": "application/ipp"}) as r:  # fmt: skip
+                raw = await r.read()
+            return r.status == 200 and codec.parse(raw).status_code == 0
+
+        async def json_api(i: int) -> bool:
+            form = aiohttp.FormData()
+            meta = {"owner": "bench", "pool": "lobby", "hold": False}
+            form.add_field("metadata", json.dumps(meta), content_type="application/json")
+            form.add_field("document", docs[i], content_type="application/pdf", filename="d.pdf")
+            key = {"Idempotency-Key": f"bench-{tag}-{i:08d}"}
+            async with http.post(f"{url}/v1/jobs", data=form, headers={**headers, **key}) as r:
+                await r.read()
+            return r.status == 201
+
+        out: dict[str, Any] = {}
+        order = [("ipp", ipp), ("json", json_api)]
+        for name, send in order if ipp_first else reversed(order):
+            wall, lat, failed = await _drive(len(docs), concurrency, send)
+            out[name] = {"rate_per_s": len(docs) / wall, "p50_ms": statistics.median(lat),
+                         "p99_ms": lat[int(0.99 * (len(lat) - 1))], "failed": failed}  # fmt: skip
+        return out
+
+
+async def _held_release(url: str) -> float:
+    """ms from the API release of an IPP-held job until the API shows it RELEASED."""
+    uri = url.replace("http://", "ipp://") + "/ipp/print/lobby"
+    async with aiohttp.ClientSession() as http:
+        body = codec.request(
+            Operation.PRINT_JOB, 1, printer_uri=uri,
+            attributes=[attr("requesting-user-name", Tag.NAME, "bench"),
+                        attr("job-uuid", Tag.URI, "urn:uuid:00000000-0000-4000-8000-000000000001")],
+            data=make_pdf("held"),
+        )  # fmt: skip
+        body.groups.append(
+            codec.AttributeGroup(0x02, [attr("job-hold-until", Tag.KEYWORD, "indefinite")])
+        )
+        async with http.post(f"{url}/ipp/print/lobby", data=body.encode(),
+                             headers={"Content-Type": "application/ipp"}) as r:  # fmt: skip
+            answer = codec.parse(await r.read())
+        job_uuid = str(answer.value(0x02, "job-uuid")).removeprefix("urn:uuid:").replace("-", "")
+        t0 = time.perf_counter()
+        async with http.post(f"{url}/v1/jobs/{job_uuid}/release",
+                             headers={"Authorization": f"Bearer {TOKEN}"}) as r:  # fmt: skip
+            assert r.status == 200, await r.text()
+        return (time.perf_counter() - t0) * 1000
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--doc-kib", type=int, default=30)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="300 jobs, 1 round")
+    args = parser.parse_args()
+    if args.quick:
+        args.jobs, args.repeat = 300, 1
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        config = root / "edgeprint.toml"
+        config.write_text(to_toml(_config(root / "data")))
+        serve = ServeProcess(config, root / "edgeprint.log").start()
+        try:
+            rounds = []
+            for r in range(args.repeat):
+                docs = [
+                    make_pdf(f"bench {r} {i}", pad_to=args.doc_kib * 1024) for i in range(args.jobs)
+                ]
+                rounds.append(
+                    asyncio.run(_round(serve.url, docs, args.concurrency, r % 2 == 0, str(r)))
+                )
+            release_ms = asyncio.run(_held_release(serve.url))
+        finally:
+            serve.kill()
+    summary = {
+        kind: {
+            k: statistics.median(rd[kind][k] for rd in rounds)
+            for k in ("rate_per_s", "p50_ms", "p99_ms")
+        }
+        for kind in ("ipp", "json")
+    }
+    failed = sum(rd[k]["failed"] for rd in rounds for k in ("ipp", "json"))
+    ratio = summary["ipp"]["rate_per_s"] / summary["json"]["rate_per_s"]
+    head = f"{args.jobs} jobs of {args.doc_kib} KiB at {args.concurrency}"
+    print(f"| {head} | req/s | p50 ms | p99 ms |")
+    print("|---|---|---|---|")
+    for kind, label in (("ipp", "IPP Print-Job"), ("json", "POST /v1/jobs")):
+        s = summary[kind]
+        print(f"| {label} | {s['rate_per_s']:.0f} | {s['p50_ms']:.1f} | {s['p99_ms']:.1f} |")
+    print(f"\nIPP/JSON throughput: {ratio:.2f}x; failed requests: {failed}; "
+          f"API release of an IPP-held job: {release_ms:.1f} ms")  # fmt: skip
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps({"settings": vars(args), "summary": summary, "ratio": ratio,
+                                   "failed": failed, "held_release_ms": release_ms,
+                                   "rounds": rounds}, indent=2) + "\n")  # fmt: skip
+    return 0 if failed == 0 and ratio >= 0.8 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

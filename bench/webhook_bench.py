@@ -1,0 +1,170 @@
+"""Webhooks: what the outbox costs a state change, and how fast one receiver is served.
+
+a. state changes — ``--jobs`` HELD jobs cancelled by ``--concurrency`` concurrent
+   conditional UPDATEs through the real store (group commit, ``synchronous=FULL``),
+   once with no webhook subscribed (the trigger writes nothing) and once with
+   ``job.cancelled`` subscribed (each UPDATE also writes its outbox row):
+   transitions per second;
+b. delivery — the same number of outbox events delivered, signed, to a real
+   aiohttp receiver on loopback answering 204, one at a time as in production:
+   events per second, and the time from the first event stored to the last
+   delivered.
+
+Each figure is the median of ``--repeat`` runs with min and max. Prints a table
+and writes ``bench/results/webhook.json``. Not part of ``make bench``.
+
+Run from the repository root::
+
+    .venv/bin/python -m bench.webhook_bench [--jobs 2000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from edgeprint.config import WebhookConfig
+from edgeprint.metrics import Metrics
+from edgeprint.states import Action, JobState
+from edgeprint.store import Store
+from edgeprint.store.jobs import Jobs, NewJob
+from edgeprint.store.outbox import Outbox
+from edgeprint.webhooks.delivery import Deliveries
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "bench" / "results" / "webhook.json"
+SECRET = "whsec_" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVowMTIzNDU="
+
+
+def _job(i: int) -> NewJob:
+    return NewJob(
+        id=uuid.uuid4().hex, idempotency_key=f"bench-{i:08d}-{uuid.uuid4().hex[:8]}",
+        request_sha256="0" * 64, state=JobState.HELD, owner="bench", printer=None,
+        pool="lobby", priority=100, copies=1, document_sha256="0" * 64, document_bytes=1,
+        token_name="bench", correlation_id=None,
+    )  # fmt: skip
+
+
+async def _transitions(work: Path, n: int, concurrency: int, subscribed: bool) -> float:
+    """Cancellations per second of ``n`` HELD jobs (with or without the outbox row)."""
+    store = Store(work / f"t-{uuid.uuid4().hex}.sqlite3")
+    await store.open()
+    try:
+        jobs, outbox = Jobs(store), Outbox(store)
+        await outbox.subscribe({"job.cancelled"} if subscribed else set())
+        ids = [j.id for j in await asyncio.gather(*(jobs.insert(_job(i), 0.0, "b")
+                                                     for i in range(n))) if j]  # fmt: skip
+        queue = list(ids)
+
+        async def one() -> None:
+            while queue:
+                job_id = queue.pop()
+                await jobs.transition(job_id, Action.CANCEL, now=1.0, actor="bench")
+
+        started = time.perf_counter()
+        await asyncio.gather(*(one() for _ in range(concurrency)))
+        elapsed = time.perf_counter() - started
+        rows = await store.read("SELECT count(*) FROM webhook_outbox")
+        assert int(rows[0][0]) == (n if subscribed else 0)
+        return n / elapsed
+    finally:
+        await store.close()
+
+
+async def _delivery(work: Path, n: int) -> tuple[float, float]:
+    """(events per second, seconds from the first event stored to the last delivered)."""
+    got = 0
+    done = asyncio.Event()
+
+    async def hook(request: web.Request) -> web.Response:
+        nonlocal got
+        await request.read()
+        got += 1
+        if got >= n:
+            done.set()
+        return web.Response(status=204)
+
+    app = web.Application()
+    app.router.add_post("/hook", hook)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    port = int(runner.addresses[0][1])
+    store = Store(work / f"d-{uuid.uuid4().hex}.sqlite3")
+    await store.open()
+    try:
+        outbox = Outbox(store)
+        cfg = WebhookConfig(
+            url=f"http://127.0.0.1:{port}/hook", events=["printer.unhealthy"], secret=SECRET,
+            poll_interval_s=0.01,
+        )  # fmt: skip
+        deliveries = Deliveries([cfg], outbox, Metrics(), retention_s=86_400)
+        await outbox.subscribe(deliveries.events)
+        task = asyncio.create_task(deliveries.run())
+        await asyncio.sleep(0.1)  # let the receiver's cursor start before the events
+        started = time.perf_counter()
+        await asyncio.gather(*(
+            outbox.add_printer_event(f"msg_{i}", "printer.unhealthy", "p", time.time(), {"i": i})
+            for i in range(n)
+        ))  # fmt: skip
+        await asyncio.wait_for(done.wait(), 300)
+        elapsed = time.perf_counter() - started
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return n / elapsed, elapsed
+    finally:
+        await store.close()
+        await runner.cleanup()
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+async def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    runs: dict[str, list[float]] = {"plain": [], "outbox": [], "delivery": [], "drain_s": []}
+    with tempfile.TemporaryDirectory(prefix="webhook-bench-") as tmp:
+        work = Path(tmp)
+        for r in range(args.repeat):
+            order = (False, True) if r % 2 == 0 else (True, False)
+            for subscribed in order:
+                rate = await _transitions(work, args.jobs, args.concurrency, subscribed)
+                runs["outbox" if subscribed else "plain"].append(rate)
+            rate, drain = await _delivery(work, args.jobs)
+            runs["delivery"].append(rate)
+            runs["drain_s"].append(drain)
+    summary: dict[str, Any] = {k: _summary(v) for k, v in runs.items()}
+    summary["ratio_outbox_plain"] = summary["outbox"]["median"] / summary["plain"]["median"]
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps({"settings": vars(args), "summary": summary, "runs": runs}, indent=2))
+
+    def fmt(key: str, unit: str) -> str:
+        s = summary[key]
+        return f"{s['median']:,.0f} ({s['min']:,.0f}–{s['max']:,.0f}) {unit}"
+
+    print(f"| what ({args.jobs} events, median of {args.repeat}) | figure |")
+    print("|---|---|")
+    print(f"| state changes, no webhook subscribed | {fmt('plain', '/s')} |")
+    print(f"| state changes, each writing its outbox row | {fmt('outbox', '/s')} |")
+    print(f"| ratio | {summary['ratio_outbox_plain']:.2f} |")
+    print(f"| signed deliveries to one loopback receiver | {fmt('delivery', 'events/s')} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(sys.argv[1:])))

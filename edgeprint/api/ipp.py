@@ -1,0 +1,201 @@
+"""``POST /ipp/print/{queue}``: the HTTP side of edgeprint's IPP queues.
+
+Addresses (``[ipp] allowed_networks``), Basic auth, the rate limit, and the
+body's size and time limits are checked here; the IPP itself is
+:class:`edgeprint.ipp_server.operations.IppServer`'s. Every answer to a request
+that got this far is an IPP response (``application/ipp``), HTTP 200, except
+401 (Basic auth wanted) and 403 (address not allowed), which carry one too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import functools
+import ipaddress
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from edgeprint import errors
+from edgeprint.ipp_server.operations import Context, IppServer, status_for
+from edgeprint.printers import codec
+from edgeprint.printers.codec import Operation, Status
+from edgeprint.service import Caller
+from edgeprint.spool import StagedDocument
+
+if TYPE_CHECKING:
+    from edgeprint.api.app import Deps
+
+PATH = "/ipp/print/{name}"
+#: Operations whose request carries a document after the attributes.
+_WITH_DOCUMENT = {Operation.PRINT_JOB, Operation.SEND_DOCUMENT}
+CONTENT_TYPE = "application/ipp"
+#: The attributes of a request may take this much besides the document.
+ATTRIBUTES_BYTES = 64 * 1024
+_CHUNK = 64 * 1024
+_Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def _answer(status: int, detail: str, head: bytes, http_status: int = 200) -> web.Response:
+    request_id = int.from_bytes(head[4:8], "big", signed=True) if len(head) >= 8 else 0
+    version = (head[0], head[1]) if len(head) >= 2 and head[0] in (1, 2) else (2, 0)
+    body = codec.response(status, request_id, version=version, status_message=detail).encode()
+    return web.Response(status=http_status, body=body, content_type=CONTENT_TYPE)
+
+
+class IppEndpoint:
+    """The aiohttp handler of the IPP queues."""
+
+    def __init__(self, deps: Deps, correlation_id: web.RequestKey[str]) -> None:
+        self.deps = deps
+        self.correlation_id = correlation_id
+
+    @functools.cached_property
+    def server(self) -> IppServer:
+        # Built on first use: build_app registers the route before anything runs.
+        return IppServer(self.deps.service, self.deps.printers)
+
+    @functools.cached_property
+    def networks(self) -> list[_Network]:
+        return [
+            ipaddress.ip_network(n, strict=False) for n in self.deps.config.ipp.allowed_networks
+        ]
+
+    def _allowed(self, remote: str | None) -> bool:
+        if remote is None:
+            return False
+        try:
+            addr = ipaddress.ip_address(remote.split("%", 1)[0])
+        except ValueError:
+            return False
+        if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+            addr = addr.ipv4_mapped
+        return any(addr.version == n.version and addr in n for n in self.networks)
+
+    def _basic(self, request: web.Request) -> tuple[str, str]:
+        """(user, role) from Basic credentials; raises errors.Unauthorized."""
+        scheme, _, encoded = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "basic":
+            raise errors.Unauthorized("this queue needs HTTP Basic auth (token name, token)")
+        try:
+            user, sep, password = base64.b64decode(encoded, validate=True).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            raise errors.Unauthorized("malformed Basic credentials") from None
+        token = self.deps.auth.authenticate(f"Bearer {password}", "kiosk")
+        if not sep or token.name != user:
+            raise errors.Unauthorized("the user name must be the token's name")
+        return token.name, token.role
+
+    async def _read_head(self, request: web.Request) -> tuple[bytes, bytes | None]:
+        """The request up to its end-of-attributes tag, and the document bytes that came
+        with it (None: the operation carries no document, or the head is malformed, which
+        the IPP server then answers). The document itself is never held in memory."""
+        buf = bytearray()
+        while True:
+            chunk = await request.content.read(_CHUNK)
+            buf += chunk
+            try:
+                message = codec.parse(bytes(buf))
+            except errors.IppParseError as exc:
+                if exc.truncated and chunk:
+                    if len(buf) > ATTRIBUTES_BYTES:
+                        raise errors.PayloadTooLarge(
+                            "the IPP request's attributes", ATTRIBUTES_BYTES
+                        ) from None
+                    continue
+                return bytes(buf), None
+            start = len(buf) - len(message.data)
+            first = bytes(buf[start:]) if message.operation_id in _WITH_DOCUMENT else None
+            return bytes(buf[:start]), first
+
+    async def _read_document(
+        self, request: web.Request, first: bytes, limit: int
+    ) -> StagedDocument:
+        """The rest of the body, streamed into the spool's staging area (at most ``limit``)."""
+        staged = self.deps.service.spool.stage()
+        try:
+            if len(first) > limit:
+                raise errors.PayloadTooLarge("the document", limit)
+            staged.write(first)
+            while chunk := await request.content.read(_CHUNK):
+                if staged.size + len(chunk) > limit:
+                    raise errors.PayloadTooLarge("the document", limit)
+                staged.write(chunk)
+        except BaseException:
+            staged.discard()
+            raise
+        return staged
+
+    async def handle(self, request: web.Request) -> web.Response:
+        """One IPP request on one queue."""
+        if not self.deps.config.ipp.enabled:
+            raise web.HTTPNotFound()
+        if not self._allowed(request.remote):
+            return _answer(
+                Status.CLIENT_ERROR_NOT_AUTHORIZED,
+                "your address may not use this printer ([ipp] allowed_networks)",
+                b"",
+                403,
+            )
+        if request.content_type != CONTENT_TYPE:
+            raise errors.UnsupportedDocument(f"send IPP requests as {CONTENT_TYPE}")
+        config = self.deps.config
+        name, role, user = f"ipp:{request.remote}", "kiosk", None
+        if config.ipp.auth == "basic":
+            try:
+                user, role = self._basic(request)
+            except errors.EdgeprintError as exc:
+                resp = _answer(Status.CLIENT_ERROR_NOT_AUTHENTICATED, str(exc), b"", 401)
+                resp.headers["WWW-Authenticate"] = 'Basic realm="edgeprint", charset="UTF-8"'
+                return resp
+            name = user
+        server = config.server
+        head = b""
+        document: StagedDocument | None = None
+        try:
+            await self.deps.rate_limiter.hit(name)
+            async with asyncio.timeout(server.body_timeout_s):
+                limit = server.max_document_bytes + ATTRIBUTES_BYTES
+                if request.content_length is not None and request.content_length > limit:
+                    head = await request.content.read(8)
+                    raise errors.PayloadTooLarge("the IPP request", limit)
+                head, first = await self._read_head(request)
+                if first is not None:
+                    document = await self._read_document(request, first, server.max_document_bytes)
+        except TimeoutError:
+            if document is not None:
+                document.discard()
+            late = errors.BodyTimeout(server.body_timeout_s)
+            return _answer(Status.CLIENT_ERROR_TIMEOUT, str(late), head)
+        except errors.EdgeprintError as exc:
+            if document is not None:
+                document.discard()
+            if isinstance(exc, errors.RateLimited):
+                self.deps.metrics.rate_limited.inc()
+            status, detail = status_for(exc)
+            return _answer(status, detail, head)
+        except BaseException:
+            if document is not None:
+                document.discard()
+            raise
+        host = request.host
+        queue = self.server.queue(request.match_info["name"], f"ipp://{host}", f"http://{host}/")
+        if queue is None:
+            if document is not None:
+                document.discard()
+            return _answer(
+                Status.CLIENT_ERROR_NOT_FOUND,
+                f"no queue {request.match_info['name'][:40]!r}; queues are printer and pool names",
+                head[:8],
+            )
+        caller = Caller(name, role, request.get(self.correlation_id))
+        body = await self.server.handle(head, Context(queue, caller, user, document))
+        return web.Response(body=body, content_type=CONTENT_TYPE)
+
+
+def add_routes(app: web.Application, deps: Deps, correlation_id: web.RequestKey[str]) -> None:
+    """Register the IPP queues (404 while ``[ipp] enabled`` is false); ``correlation_id``:
+    where the API's middleware put the request's correlation id."""
+    app.router.add_post(PATH, IppEndpoint(deps, correlation_id).handle)

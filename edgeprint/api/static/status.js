@@ -1,0 +1,460 @@
+"use strict";
+// The technicians' status page (edgeprint/api/status_page.py inlines this file).
+// Everything from the API becomes text nodes, never markup. Every action asks for
+// confirmation in the page's own dialog and shows the API's answer.
+(function () {
+  var KEY = "edgeprint.techToken";
+  var POLL_MS = 2000, TIMEOUT_MS = 5000, DEAD_SHOWN = 100, JOBS_SHOWN = 20;
+  var memoryToken = null;
+  var timer = null;
+  var pending = null; // the action waiting for confirmation
+
+  function readToken() {
+    try { return window.sessionStorage.getItem(KEY); } catch (e) { return memoryToken; }
+  }
+  function saveToken(t) {
+    memoryToken = t;
+    try { window.sessionStorage.setItem(KEY, t); } catch (e) { /* private mode: memory */ }
+  }
+  function forgetToken() {
+    memoryToken = null;
+    try { window.sessionStorage.removeItem(KEY); } catch (e) { /* nothing stored */ }
+  }
+
+  // A link may carry the token in its fragment (#token=...): keep it, strip the address.
+  (function takeFragmentToken() {
+    var m = /(?:^|&)token=([^&]*)/.exec(window.location.hash.slice(1));
+    if (!m) { return; }
+    var t = "";
+    try { t = decodeURIComponent(m[1]).trim(); } catch (e) { t = ""; }
+    if (t) { saveToken(t); }
+    window.history.replaceState(null, "", window.location.pathname + window.location.search);
+  })();
+
+  // Build elements; strings always become text nodes (never markup).
+  function h(tag, cls) {
+    var el = document.createElement(tag);
+    if (cls) { el.className = cls; }
+    for (var i = 2; i < arguments.length; i++) {
+      var kid = arguments[i];
+      if (kid === null || kid === undefined || kid === false) { continue; }
+      el.append(kid instanceof Node ? kid : String(kid));
+    }
+    return el;
+  }
+  function byId(id) { return document.getElementById(id); }
+  function age(s) {
+    if (s === null || s === undefined) { return "-"; }
+    s = Math.max(0, Math.floor(s));
+    if (s < 60) { return s + " s"; }
+    if (s < 3600) { return Math.floor(s / 60) + " min " + (s % 60) + " s"; }
+    return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
+  }
+  function when(iso) {
+    if (!iso) { return "-"; }
+    var d = new Date(iso);
+    return isNaN(d.getTime()) ? String(iso) : d.toLocaleString();
+  }
+  function short(id) { return String(id).slice(0, 8); }
+  function health(p) {
+    if (p.printer_state === null && !p.reachable) { return p.last_error ? "down" : "unknown"; }
+    if (!p.reachable) { return "down"; }
+    return p.healthy ? "healthy" : "unhealthy";
+  }
+  var HEALTH_TEXT = { healthy: "healthy", unhealthy: "unhealthy", down: "unreachable",
+                      unknown: "not probed yet" };
+  var REASON_TEXT = {
+    outcome_unknown: "Unknown outcome: the printer lost track of this job, so it may or may " +
+      "not have printed. Look at the printer's output, then say what you found.",
+    poison: "The printer refused the document itself: it cannot be printed as sent.",
+    attempts_exhausted: "Printing failed on every attempt.",
+    document_missing: "The document of this job could not be read from the appliance's disk."
+  };
+  var STATES = ["HELD", "RELEASED", "PRINTING", "DONE", "DEAD", "CANCELLED", "EXPIRED"];
+  var CANCELLABLE = { HELD: 1, RELEASED: 1, PRINTING: 1, DEAD: 1 };
+
+  function row(dl, label, value, cls) {
+    dl.append(h("dt", null, label), h("dd", cls || null, value));
+  }
+
+  // --- actions: confirm, call the API, show its answer --------------------------------------
+
+  function button(label, action, target, spec, cls) {
+    var b = h("button", cls || null, label);
+    b.type = "button";
+    b.setAttribute("data-action", action);
+    b.setAttribute("data-target", target);
+    b.addEventListener("click", function () { ask(spec); });
+    return b;
+  }
+
+  function ask(spec) {
+    pending = spec;
+    byId("confirm-text").textContent = spec.question;
+    byId("confirm-yes").textContent = spec.yes;
+    byId("confirm").hidden = false;
+    byId("confirm-yes").focus();
+  }
+
+  function closeDialog() {
+    pending = null;
+    byId("confirm").hidden = true;
+  }
+
+  function showAnswer(text, bad) {
+    var a = byId("answer");
+    a.textContent = text;
+    a.className = bad ? "bad" : "ok";
+    a.hidden = false;
+  }
+
+  function run(spec) {
+    var token = readToken();
+    if (!token) { showLogin(null); return; }
+    var ctl = new AbortController();
+    var cut = setTimeout(function () { ctl.abort(); }, TIMEOUT_MS * 4);
+    var init = { method: "POST", cache: "no-store", credentials: "omit", signal: ctl.signal,
+                 headers: { "Authorization": "Bearer " + token, "Accept": "application/json" } };
+    if (spec.body) {
+      init.headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(spec.body);
+    }
+    document.body.setAttribute("data-busy", "1");
+    showAnswer(spec.yes + ": sending...", false);
+    fetch(spec.path, init).then(function (resp) {
+      return resp.json().then(function (body) { return [resp, body]; },
+                              function () { return [resp, null]; });
+    }).then(function (pair) {
+      var resp = pair[0], body = pair[1];
+      if (resp.ok && body) {
+        showAnswer(spec.done(body) + " (" + resp.status + " " + resp.statusText + ")", false);
+      } else {
+        var detail = body && body.detail ? String(body.detail) : resp.statusText;
+        var type = body && body.type ? String(body.type).replace("urn:edgeprint:problem:", "") : "";
+        showAnswer("Refused (" + resp.status + " " + resp.statusText +
+                   (type ? ", " + type : "") + "): " + detail, true);
+      }
+    }, function () {
+      showAnswer(spec.yes + ": no answer from the appliance; check before trying again.", true);
+    }).then(function () {
+      clearTimeout(cut);
+      document.body.removeAttribute("data-busy");
+      tick();
+    });
+  }
+
+  function jobDone(body) {
+    return "Job " + short(body.id) + " is now " + body.state +
+      (body.cancel_requested ? " (the printer is cancelling it)" : "");
+  }
+
+  function jobActions(j, inDeadLetter) {
+    var box = h("div", "actions");
+    if (inDeadLetter && j.dead_reason === "outcome_unknown") {
+      box.append(button("It printed", "resolve-printed", j.id, {
+        question: "Did job " + short(j.id) + " (" + j.owner + ") come out of the printer? " +
+          "It will be marked DONE and not printed again.",
+        yes: "It printed", path: "v1/jobs/" + j.id + "/resolve", body: { printed: true },
+        done: jobDone }, "primary"));
+      box.append(button("Print again", "resolve-not-printed", j.id, {
+        question: "Job " + short(j.id) + " (" + j.owner + ") did not come out: print it " +
+          "once more?", yes: "Print again", path: "v1/jobs/" + j.id + "/resolve",
+        body: { printed: false }, done: jobDone }));
+    } else if (inDeadLetter) {
+      box.append(button("Retry", "replay", j.id, {
+        question: "Send job " + short(j.id) + " (" + j.owner + ") back to its printer to " +
+          "try again?", yes: "Retry", path: "v1/jobs/" + j.id + "/replay", done: jobDone }));
+    }
+    if (CANCELLABLE[j.state]) {
+      box.append(button("Cancel", "cancel", j.id, {
+        question: "Cancel job " + short(j.id) + " (" + j.owner + ")? It will not be printed.",
+        yes: "Cancel job", path: "v1/jobs/" + j.id + "/cancel", done: jobDone }, "danger"));
+    }
+    return box;
+  }
+
+  function printerDone(body) {
+    var p = body.printer && body.printer.name ? body.printer : body;
+    var text = p.name + " is " + (p.paused ? "paused" : "taking work");
+    if (body.moved) { text += "; " + body.moved.length + " waiting job(s) moved to its pool"; }
+    return text;
+  }
+  function identified(body) {
+    return body.action === "identify-printer"
+      ? body.printer + ": Identify-Printer sent (it shows, flashes or sounds)"
+      : body.printer + ": test page sent (printer job " + body.printer_job_id + ")";
+  }
+
+  function printerActions(p) {
+    var box = h("div", "actions");
+    var base = "v1/printers/" + encodeURIComponent(p.name);
+    if (p.paused) {
+      box.append(button("Resume", "resume", p.name, {
+        question: "Resume " + p.name + "? It takes new work again.", yes: "Resume",
+        path: base + "/resume", done: printerDone }, "primary"));
+    } else {
+      box.append(button("Pause", "pause", p.name, {
+        question: "Pause " + p.name + "? It gets no new work; the job in hand finishes.",
+        yes: "Pause", path: base + "/pause", done: printerDone }));
+    }
+    box.append(button("Drain", "drain", p.name, {
+      question: "Drain " + p.name + "? It is paused and the jobs waiting for it move to " +
+        (p.pool ? "the other printers of pool " + p.pool : "its pool") + ".",
+      yes: "Drain", path: base + "/drain", done: printerDone }));
+    box.append(button("Identify", "identify", p.name, {
+      question: "Make " + p.name + " show itself? (IPP Identify-Printer when it supports it, " +
+        "else a one-page test print.)", yes: "Identify", path: base + "/identify",
+      body: { how: "auto" }, done: identified }));
+    box.append(button("Test page", "test-page", p.name, {
+      question: "Print a one-page test page on " + p.name + "?", yes: "Print test page",
+      path: base + "/identify", body: { how: "test-page" }, done: identified }));
+    return box;
+  }
+
+  // --- rendering ---------------------------------------------------------------------------------
+
+  function printerCard(p) {
+    var hl = health(p);
+    var card = h("article", "card " + (p.paused ? "paused" : hl));
+    card.setAttribute("data-printer", p.name);
+    var title = h("h3", null, h("span", null, p.name),
+                  h("span", "badge " + hl, HEALTH_TEXT[hl]));
+    if (p.paused) { title.append(h("span", "badge paused", "paused")); }
+    card.append(title);
+    var dl = h("dl");
+    var reasons = (p.printer_state_reasons || []).filter(function (r) { return r !== "none"; });
+    row(dl, "Health", HEALTH_TEXT[hl] + (p.health_reason ? " (" + p.health_reason + ")" : ""));
+    row(dl, "State", p.printer_state || "-");
+    row(dl, "Reasons", reasons.length ? reasons.join(", ") : "none");
+    if (p.printer_state_message) { row(dl, "Message", p.printer_state_message); }
+    row(dl, "Queued in printer", p.queued_job_count === null ? "-" : p.queued_job_count);
+    row(dl, "Waiting", p.waiting + (p.waiting ? " (oldest " + age(p.oldest_waiting_s) + ")" : ""));
+    row(dl, "Printing", p.printing_job || "-", p.printing_job ? "mono" : null);
+    row(dl, "Pool", p.pool || "-");
+    row(dl, "Paused", p.paused ? "yes" : "no");
+    if (p.last_error) { row(dl, "Last error", p.last_error); }
+    card.append(dl, printerActions(p));
+    return card;
+  }
+
+  function poolTable(pools) {
+    if (!pools.length) { return h("p", "empty", "No pools configured."); }
+    var head = h("tr", null, h("th", null, "Pool"), h("th", null, "Printers"),
+                 h("th", "n", "Waiting"), h("th", "n", "Oldest"));
+    var body = h("tbody");
+    pools.forEach(function (p) {
+      body.append(h("tr", null, h("td", null, p.name), h("td", null, p.printers.join(", ")),
+                    h("td", "n", p.waiting), h("td", "n", age(p.oldest_waiting_s))));
+    });
+    return h("table", null, h("thead", null, head), body);
+  }
+
+  function deadList(dl) {
+    if (!dl.jobs.length) { return h("p", "empty", "Empty: no job is waiting for a technician."); }
+    var ul = h("ul", "dead");
+    dl.jobs.forEach(function (j) {
+      var where = j.printed_on || j.printer || (j.pool ? "pool " + j.pool : "-");
+      var info = h("dl");
+      row(info, "Reason", j.dead_reason || "-");
+      row(info, "Owner", j.owner);
+      row(info, "Printer", where);
+      row(info, "Attempts", j.attempts);
+      row(info, "Dead since", when(j.updated_at));
+      if (j.last_error) { row(info, "Last error", j.last_error); }
+      var why = REASON_TEXT[j.dead_reason] || "Parked for a technician (" +
+        (j.dead_reason || "no reason given") + ").";
+      var li = h("li", null, h("div", null, h("span", "badge dead", j.state), " ",
+                                h("span", "mono", j.id)),
+                 h("p", "why", why), info, jobActions(j, true));
+      li.setAttribute("data-job", j.id);
+      li.setAttribute("data-reason", j.dead_reason || "");
+      ul.append(li);
+    });
+    return ul;
+  }
+
+  function counts(stats) {
+    var ul = byId("counts");
+    ul.replaceChildren();
+    STATES.forEach(function (s) {
+      var li = h("li", null, s, h("b", null, (stats.jobs_by_state || {})[s] || 0));
+      li.setAttribute("data-state", s);
+      ul.append(li);
+    });
+    var reasons = stats.dead_letters_by_reason || {};
+    Object.keys(reasons).forEach(function (r) {
+      var li = h("li", null, "DEAD " + r, h("b", null, reasons[r]));
+      li.setAttribute("data-reason", r);
+      ul.append(li);
+    });
+  }
+
+  function jobTable(list) {
+    var jobs = list.jobs || [];
+    if (!jobs.length) { return h("p", "empty", "No job matches."); }
+    var head = h("tr", null, h("th", null, "Job"), h("th", null, "State"),
+                 h("th", null, "Owner"), h("th", null, "Where"), h("th", null, "Changed"),
+                 h("th", null, ""));
+    var body = h("tbody");
+    jobs.forEach(function (j) {
+      var where = j.printed_on || j.printer || (j.pool ? "pool " + j.pool : "-");
+      var tr = h("tr", null, h("td", "mono", short(j.id)), h("td", null, j.state),
+                 h("td", null, j.owner), h("td", null, where), h("td", null, when(j.updated_at)),
+                 h("td", null, jobActions(j, false)));
+      tr.setAttribute("data-job", j.id);
+      tr.setAttribute("data-state", j.state);
+      body.append(tr);
+    });
+    return h("table", null, h("thead", null, head), body);
+  }
+
+  function render(stats, printers, dead, jobs) {
+    counts(stats);
+    var list = printers.printers || [];
+    byId("printers").replaceChildren(list.length
+      ? h("div", "grid") : h("p", "empty", "No printers configured."));
+    if (list.length) {
+      var grid = byId("printers").firstChild;
+      list.forEach(function (p) { grid.append(printerCard(p)); });
+    }
+    byId("pools").replaceChildren(poolTable(printers.pools || []));
+    byId("dead-count").textContent = String(dead.count);
+    var more = dead.count > dead.jobs.length
+      ? h("p", "empty", "Showing the oldest " + dead.jobs.length + " of " + dead.count + ".")
+      : null;
+    byId("dead").replaceChildren(deadList(dead), more || "");
+    byId("jobs").replaceChildren(jobTable(jobs));
+  }
+
+  // --- polling -----------------------------------------------------------------------------------
+
+  function setConn(text, bad) {
+    var c = byId("conn");
+    c.textContent = text;
+    c.className = bad ? "bad" : "";
+    document.body.classList.toggle("stale", !!bad);
+  }
+  function showLogin(message) {
+    byId("login").hidden = false;
+    byId("forget").hidden = true;
+    var alert = byId("auth-error");
+    alert.hidden = !message;
+    alert.textContent = message || "";
+    if (message) { setConn("Not connected", true); }
+    byId("token").focus();
+  }
+
+  function problemDetail(resp) {
+    return resp.json().then(function (p) {
+      return (p && p.detail) ? String(p.detail) : resp.statusText;
+    }, function () { return resp.statusText; });
+  }
+
+  function get(path, token, signal) {
+    return fetch(path, { headers: { "Authorization": "Bearer " + token,
+                                    "Accept": "application/json" },
+                         cache: "no-store", credentials: "omit", signal: signal });
+  }
+
+  function authFailure(resp) {
+    problemDetail(resp).then(function (detail) {
+      forgetToken();
+      var what = resp.status === 403
+        ? "This token is not a technician's token (403 Forbidden): " + detail +
+          ". The status page needs a tech token."
+        : "The appliance refused the token (401 Unauthorized): " + detail +
+          ". Enter a valid tech token.";
+      showLogin(what);
+    });
+  }
+
+  function schedule() {
+    if (timer !== null) { clearTimeout(timer); }
+    timer = setTimeout(tick, POLL_MS);
+  }
+
+  function jobsQuery() {
+    var q = "v1/jobs?limit=" + JOBS_SHOWN;
+    var state = byId("job-state").value;
+    var owner = byId("job-owner").value.trim();
+    if (state) { q += "&state=" + encodeURIComponent(state); }
+    if (owner) { q += "&owner=" + encodeURIComponent(owner); }
+    return q;
+  }
+
+  function tick() {
+    if (timer !== null) { clearTimeout(timer); }
+    timer = null;
+    var token = readToken();
+    if (!token) { showLogin(null); return; }
+    var ctl = new AbortController();
+    var cut = setTimeout(function () { ctl.abort(); }, TIMEOUT_MS);
+    var query = jobsQuery();
+    Promise.all([get("v1/stats", token, ctl.signal), get("v1/printers", token, ctl.signal),
+                 get("v1/dead-letter?limit=" + DEAD_SHOWN, token, ctl.signal),
+                 get(query, token, ctl.signal)])
+      .then(function (rs) {
+        var denied = rs.filter(function (r) { return r.status === 401 || r.status === 403; });
+        if (denied.length) { authFailure(denied[0]); return; }
+        var failed = rs.filter(function (r) { return !r.ok; });
+        if (failed.length) {
+          return problemDetail(failed[0]).then(function (d) {
+            setConn("The appliance answered " + failed[0].status + ": " + d + " (retrying)", true);
+            schedule();
+          });
+        }
+        return Promise.all(rs.map(function (r) { return r.json(); })).then(function (b) {
+          render(b[0], b[1], b[2], b[3]);
+          byId("data").hidden = false;
+          byId("login").hidden = true;
+          byId("forget").hidden = false;
+          setConn("Live, updated " + new Date().toLocaleTimeString(), false);
+          document.body.setAttribute("data-loaded", "1");
+          document.body.setAttribute("data-jobs-query", query);
+          schedule();
+        });
+      })
+      .catch(function () {
+        setConn("Appliance unreachable (retrying every " + POLL_MS / 1000 + " s)", true);
+        schedule();
+      })
+      .then(function () { clearTimeout(cut); });
+  }
+
+  byId("login").addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    var t = byId("token").value.trim();
+    if (!t) { return; }
+    byId("token").value = "";
+    saveToken(t);
+    byId("auth-error").hidden = true;
+    setConn("Connecting...", false);
+    tick();
+  });
+  byId("forget").addEventListener("click", function () {
+    forgetToken();
+    if (timer !== null) { clearTimeout(timer); timer = null; }
+    setConn("Not connected", true);
+    showLogin(null);
+  });
+  byId("filters").addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    tick();
+  });
+  byId("job-state").addEventListener("change", function () { tick(); });
+  byId("confirm-no").addEventListener("click", function () {
+    var spec = pending;
+    closeDialog();
+    if (spec) { showAnswer(spec.yes + ": not done (you said no).", false); }
+  });
+  byId("confirm-yes").addEventListener("click", function () {
+    var spec = pending;
+    closeDialog();
+    if (spec) { run(spec); }
+  });
+  document.addEventListener("keydown", function (ev) {
+    if (ev.key === "Escape" && !byId("confirm").hidden) { byId("confirm-no").click(); }
+  });
+
+  tick();
+})();

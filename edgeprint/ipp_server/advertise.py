@@ -1,0 +1,121 @@
+"""DNS-SD advertising of the IPP queues (python-zeroconf's one home).
+
+One ``_ipp._tcp`` service per printer and per pool, named ``edgeprint <queue>``
+(python-zeroconf renames it ``edgeprint <queue> (2)`` if another appliance on the
+LAN has the name), with the TXT keys of the IPP Everywhere / Bonjour Printing
+specifications that apply to a PDF queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import socket
+from collections.abc import AsyncIterator
+
+from zeroconf import InterfaceChoice, IPVersion, ServiceInfo
+from zeroconf.asyncio import AsyncZeroconf
+
+from edgeprint.config import Config
+from edgeprint.ipp_server import attributes as A
+
+log = logging.getLogger(__name__)
+
+SERVICE_TYPE = "_ipp._tcp.local."
+
+
+def queue_names(config: Config) -> list[str]:
+    """Every queue: the printers, then the pools."""
+    return [p.name for p in config.printers] + list(config.pools)
+
+
+def _addresses(host: str) -> list[str]:
+    """The addresses to announce for an API bound to ``host`` (all of the box's for 0.0.0.0/::)."""
+    addr = ipaddress.ip_address(host) if host not in ("", "localhost") else None
+    if addr is not None and not addr.is_unspecified:
+        return [host]
+    try:
+        found = socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)
+    except OSError:
+        found = []
+    mine = {str(info[4][0]) for info in found}
+    return sorted(a for a in mine if not a.startswith("127.")) or ["127.0.0.1"]
+
+
+def service_info(config: Config, queue: str, host: str, port: int, server: str) -> ServiceInfo:
+    """The DNS-SD record of one queue."""
+    uuid = A.Queue(queue, "", (), False, "", "", "none", 0).uuid.removeprefix("urn:uuid:")
+    addresses = _addresses(host)
+    admin_host = addresses[0] if ":" not in addresses[0] else f"[{addresses[0]}]"
+    txt = {
+        "txtvers": "1",
+        "qtotal": "1",
+        "rp": f"ipp/print/{queue}",
+        "ty": f"edgeprint {queue}",
+        "note": "",
+        "product": "(edgeprint)",
+        "pdl": ",".join(f for f in A.DOCUMENT_FORMATS if f != "application/octet-stream"),
+        "UUID": uuid,
+        "Color": "F",
+        "Duplex": "F",
+        "adminurl": f"http://{admin_host}:{port}/",
+        "priority": "50",
+    }
+    if config.ipp.auth == "basic":
+        txt["air"] = "username,password"
+    return ServiceInfo(
+        SERVICE_TYPE,
+        f"edgeprint {queue}.{SERVICE_TYPE}",
+        port=port,
+        properties=txt,
+        server=server,
+        parsed_addresses=addresses,
+    )
+
+
+@contextlib.asynccontextmanager
+async def advertised(config: Config, host: str, port: int) -> AsyncIterator[list[ServiceInfo]]:
+    """Advertise every queue while the block runs (nothing when ``[ipp] advertise`` is off).
+
+    A network without multicast is logged once and the appliance runs on unadvertised.
+    """
+    if not (config.ipp.enabled and config.ipp.advertise):
+        yield []
+        return
+    loopback = host not in ("", "0.0.0.0", "::") and ipaddress.ip_address(host).is_loopback
+    interfaces: InterfaceChoice | list[str] = [host] if loopback else InterfaceChoice.All
+    server = f"{socket.gethostname().split('.')[0]}.local."
+    infos = [service_info(config, q, host, port, server) for q in queue_names(config)]
+    try:
+        zc = AsyncZeroconf(interfaces=interfaces, ip_version=IPVersion.V4Only)
+    except OSError as exc:
+        log.warning(
+            "DNS-SD advertising unavailable",
+            extra={"event": "ipp_advertise_failed", "error": str(exc)},
+        )
+        yield []
+        return
+
+    async def register() -> None:
+        # Probing and announcing take about a second per name (RFC 6762 §8): in the
+        # background, all at once, so the API is ready without waiting for them.
+        announced = await asyncio.gather(
+            *(zc.async_register_service(info, allow_name_change=True) for info in infos)
+        )
+        await asyncio.gather(*announced)
+        log.info(
+            "IPP queues advertised",
+            extra={"event": "ipp_advertised", "queues": [i.name for i in infos]},
+        )
+
+    task = asyncio.create_task(register(), name="ipp-advertise")
+    try:
+        yield infos
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await zc.async_unregister_all_services()
+        await zc.async_close()

@@ -1,0 +1,56 @@
+"""What a reload (SIGHUP, ``systemctl reload edgeprint``) may change in a running appliance.
+
+Tokens, the per-token rate limit, the per-request limits of ``[server]``, ``[release]``
+and the retention ages are read per request or per sweep, so a reload applies them at
+once. Printers may be added, changed and removed (Dispatcher.reconfigure, and
+JobService.retire for a removed printer's waiting jobs). Every other key is bound when
+the appliance starts (the listening socket, the store, the dispatch settings of the
+workers): a config that changes one of them is refused as a whole, naming the keys, and
+the running config stays (``systemctl restart edgeprint`` applies them; jobs are kept
+and reconciled).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edgeprint.config import Config
+
+#: Dotted keys (or whole tables/arrays) a reload applies at once.
+LIVE_KEYS = frozenset(
+    {
+        "tokens",
+        "printers",
+        "server.rate_limit",
+        "server.max_document_bytes",
+        "server.max_metadata_bytes",
+        "server.max_document_pages",
+        "server.body_timeout_s",
+        "release.max_pin_failures",
+        "release.pin_lockout_s",
+        "retention.hold_ttl_s",
+        "retention.document_retention_s",
+    }
+)
+
+
+def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{dotted}."))
+        else:
+            out[dotted] = value  # lists (printers, tokens) compare as a whole
+    return out
+
+
+def changed_keys(old: Config, new: Config) -> list[str]:
+    """Every dotted key whose value differs (``printers`` and ``tokens`` as a whole)."""
+    a, b = _flat(old.model_dump(mode="json")), _flat(new.model_dump(mode="json"))
+    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+
+
+def restart_keys(old: Config, new: Config) -> list[str]:
+    """The changed keys a reload cannot apply (empty: the reload may go ahead)."""
+    return [k for k in changed_keys(old, new) if k not in LIVE_KEYS]

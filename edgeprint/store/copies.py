@@ -1,0 +1,274 @@
+"""Copy rows: every SQL statement on ``copies`` (DESIGN §3).
+
+Each change of a copy's state is one conditional ``UPDATE … WHERE id = ? AND
+state IN (…) RETURNING *``, the allowed states and the new one coming from
+:data:`edgeprint.copies.COPY_TRANSITIONS`. ``None`` means the copy was not in
+a state that allows the action (someone else changed it first).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from typing import Any
+
+from edgeprint.copies import (
+    LIVE_COPY_STATES,
+    ORIGIN_REQUESTED,
+    SETTLE,
+    Copy,
+    CopyAction,
+    CopyState,
+    copy_sources,
+    copy_targets,
+)
+from edgeprint.store.db import Params, Store
+
+_LIVE_SQL = ", ".join(f"'{s.value}'" for s in sorted(LIVE_COPY_STATES))
+
+#: Columns a transition may set besides the state bookkeeping.
+_SETTABLE = frozenset(
+    {
+        "printer_job_id",
+        "created_s",
+        "sent_at",
+        "acknowledged_at",
+        "cancel_origin",
+        "cancel_sent_at",
+        "job_state",
+        "job_state_reasons",
+        "k_octets",
+        "impressions_completed",
+        "outcome",
+        "settled_at",
+    }
+)
+_COLUMNS = tuple(Copy.__dataclass_fields__)
+
+
+def copy_from_row(row: sqlite3.Row) -> Copy:
+    """The :class:`Copy` of a ``SELECT *`` / ``RETURNING *`` row of ``copies``."""
+    d = {k: row[k] for k in _COLUMNS}
+    d["state"] = CopyState(d["state"])
+    return Copy(**d)
+
+
+def transition_sql(action: CopyAction, sets: Mapping[str, Any]) -> str:
+    """The conditional UPDATE for ``action`` on one copy (``?`` for its id comes last)."""
+    bad = set(sets) - _SETTABLE
+    if bad:
+        raise ValueError(f"a copy transition cannot set {sorted(bad)}")
+    targets = copy_targets(action)
+    cases = " ".join(f"WHEN '{src.value}' THEN '{dst.value}'" for src, dst in targets.items())
+    assignments = [f"state = CASE state {cases} END", "updated_at = ?", "actor = ?"]
+    for col in sets:
+        if col == "cancel_origin":  # a person's cancel is never downgraded to edgeprint's own
+            assignments.append(
+                f"cancel_origin = CASE WHEN cancel_origin = '{ORIGIN_REQUESTED}' "
+                "THEN cancel_origin ELSE ? END"
+            )
+        else:
+            assignments.append(f"{col} = ?")
+    marks = ", ".join(f"'{s.value}'" for s in copy_sources(action))
+    return (
+        f"UPDATE copies SET {', '.join(assignments)} WHERE id = ? AND state IN ({marks}) "
+        "RETURNING *"
+    )
+
+
+class Copies:
+    """Queries on the ``copies`` table of one :class:`Store`."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def open_sql(
+        self,
+        *,
+        job_id: str,
+        claim: int,
+        printer: str,
+        state: CopyState,
+        operation: str,
+        document_format: str,
+        document_bytes: int,
+        impressions_expected: int | None,
+        printer_up_s: int | None,
+        now: float,
+    ) -> tuple[str, Params]:
+        """INSERT of a new copy, only while the job is PRINTING on ``printer`` in ``claim``.
+
+        A job whose claim already has a live copy gets none (one copy per claim at
+        a time), and nor does a job cancelled or moved meanwhile.
+        """
+        sent_at = now if state is CopyState.SENDING else None
+        sql = f"""
+        INSERT INTO copies (job_id, claim, printer, state, operation, document_format,
+                            document_bytes, impressions_expected, printer_up_s, sent_at,
+                            actor, created_at, updated_at)
+        SELECT id, claims, printed_on, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+        FROM jobs
+        WHERE id = ? AND state = 'PRINTING' AND printed_on = ? AND claims = ?
+          AND NOT EXISTS (SELECT 1 FROM copies c WHERE c.job_id = jobs.id
+                          AND c.claim = jobs.claims AND c.state IN ({_LIVE_SQL}))
+        RETURNING *
+        """
+        params = (
+            state.value, operation, document_format, document_bytes, impressions_expected,
+            printer_up_s, sent_at, f"printer:{printer}", now, now, job_id, printer, claim,
+        )  # fmt: skip
+        return sql, params
+
+    def open_claimed_sql(
+        self,
+        *,
+        printer: str,
+        state: CopyState,
+        operation: str,
+        document_format: str,
+        printer_up_s: int | None,
+        now: float,
+    ) -> tuple[str, Params]:
+        """INSERT of the copy of the job ``printer`` claimed at ``now`` in the same transaction.
+
+        Runs right after the claim statement (one unit): the claimed job is the
+        one PRINTING on ``printer`` whose claim was stamped ``now`` and has no
+        live copy.
+        """
+        sent_at = now if state is CopyState.SENDING else None
+        sql = f"""
+        INSERT INTO copies (job_id, claim, printer, state, operation, document_format,
+                            document_bytes, impressions_expected, printer_up_s, sent_at,
+                            actor, created_at, updated_at)
+        SELECT id, claims, printed_on, ?, ?, ?, document_bytes,
+               CASE WHEN document_pages IS NULL THEN NULL ELSE document_pages * copies END,
+               ?, ?, ?, ?, ?
+        FROM jobs
+        WHERE state = 'PRINTING' AND printed_on = ? AND claimed_at = ? AND reason = 'claim'
+          AND NOT EXISTS (SELECT 1 FROM copies c WHERE c.job_id = jobs.id
+                          AND c.claim = jobs.claims AND c.state IN ({_LIVE_SQL}))
+        RETURNING *
+        """
+        params = (
+            state.value, operation, document_format, printer_up_s, sent_at,
+            f"printer:{printer}", now, now, printer, now,
+        )  # fmt: skip
+        return sql, params
+
+    async def open(self, **kw: Any) -> Copy | None:
+        """Store a new copy (see :meth:`open_sql`); None when the job is no longer ours."""
+        rows = await self._store.write(*self.open_sql(**kw))
+        return copy_from_row(rows[0]) if rows else None
+
+    def change_sql(
+        self, copy_id: int, action: CopyAction, *, now: float, actor: str, sets: Mapping[str, Any]
+    ) -> tuple[str, Params]:
+        """The conditional UPDATE applying ``action`` to one copy."""
+        return transition_sql(action, sets), (now, actor, *sets.values(), copy_id)
+
+    async def change(
+        self,
+        copy_id: int,
+        action: CopyAction,
+        *,
+        now: float,
+        actor: str,
+        sets: Mapping[str, Any] | None = None,
+    ) -> Copy | None:
+        """Apply ``action`` if the copy's state allows it; None if it does not."""
+        rows = await self._store.write(
+            *self.change_sql(copy_id, action, now=now, actor=actor, sets=sets or {})
+        )
+        return copy_from_row(rows[0]) if rows else None
+
+    async def settle_with(
+        self,
+        copy_id: int,
+        state: CopyState,
+        *,
+        now: float,
+        actor: str,
+        sets: Mapping[str, Any],
+        then: list[tuple[str, Params]],
+    ) -> tuple[Copy | None, list[list[sqlite3.Row]]]:
+        """Settle a copy as ``state`` and run ``then`` in the same transaction (all or none)."""
+        stmt = self.change_sql(
+            copy_id, SETTLE[state], now=now, actor=actor, sets={**sets, "settled_at": now}
+        )
+        rows = await self._store.write_many([stmt, *then])
+        copy = copy_from_row(rows[0][0]) if rows[0] else None
+        return copy, rows[1:]
+
+    def request_cancel_sql(self, job_id: str, *, now: float, actor: str) -> tuple[str, Params]:
+        """Mark the live copies of a PRINTING job's current claim as cancelled by a person."""
+        cancel = copy_targets(CopyAction.CANCEL)
+        assert all(dst is CopyState.CANCELLING for dst in cancel.values())
+        sql = f"""
+        UPDATE copies SET state = 'cancelling', cancel_origin = ?, updated_at = ?, actor = ?
+        WHERE job_id = ? AND state IN ({_LIVE_SQL})
+          AND claim = (SELECT claims FROM jobs WHERE id = ? AND state = 'PRINTING')
+        RETURNING *
+        """
+        return sql, (ORIGIN_REQUESTED, now, actor, job_id, job_id)
+
+    async def request_cancel(self, job_id: str, *, now: float, actor: str) -> list[Copy]:
+        """The copies now marked for Cancel-Job on a person's behalf (none: no live copy)."""
+        rows = await self._store.write(*self.request_cancel_sql(job_id, now=now, actor=actor))
+        return [copy_from_row(r) for r in rows]
+
+    async def report(self, copy_id: int, facts: Mapping[str, Any], *, now: float) -> Copy | None:
+        """Record what the printer reports of a live copy (no state change); None if settled.
+
+        ``time-at-creation`` is kept once learnt: it is the copy's identity.
+        """
+        rows = await self._store.write(
+            "UPDATE copies SET created_s = COALESCE(created_s, ?), job_state = ?, "
+            "job_state_reasons = ?, k_octets = ?, impressions_completed = ?, updated_at = ? "
+            f"WHERE id = ? AND state IN ({_LIVE_SQL}) RETURNING *",
+            (facts.get("created_s"), facts.get("job_state"), facts.get("job_state_reasons", ""),
+             facts.get("k_octets"), facts.get("impressions_completed"), now, copy_id),
+        )  # fmt: skip
+        return copy_from_row(rows[0]) if rows else None
+
+    async def redescribe(
+        self, copy_id: int, document_format: str, document_bytes: int, *, now: float
+    ) -> Copy | None:
+        """Change what a copy will carry while nothing of it was requested yet (``creating``)."""
+        rows = await self._store.write(
+            "UPDATE copies SET document_format = ?, document_bytes = ?, updated_at = ? "
+            "WHERE id = ? AND state = 'creating' RETURNING *",
+            (document_format, document_bytes, now, copy_id),
+        )
+        return copy_from_row(rows[0]) if rows else None
+
+    async def get(self, copy_id: int) -> Copy | None:
+        rows = await self._store.read("SELECT * FROM copies WHERE id = ?", (copy_id,))
+        return copy_from_row(rows[0]) if rows else None
+
+    async def of_job(self, job_id: str) -> list[Copy]:
+        """Every copy of the job, oldest first."""
+        rows = await self._store.read(
+            "SELECT * FROM copies WHERE job_id = ? ORDER BY id", (job_id,)
+        )
+        return [copy_from_row(r) for r in rows]
+
+    async def open_on(self, printer: str) -> list[Copy]:
+        """Live copies on ``printer`` (anything it may still hold), oldest first."""
+        rows = await self._store.read(
+            f"SELECT * FROM copies WHERE printer = ? AND state IN ({_LIVE_SQL}) ORDER BY id",
+            (printer,),
+        )
+        return [copy_from_row(r) for r in rows]
+
+    async def known_printer_jobs(self, printer: str) -> set[tuple[int, int | None]]:
+        """(job-id, time-at-creation) of the copies on ``printer`` whose job-id is known.
+
+        A printer reuses job-ids after a restart, so a job is "known" by both
+        (``None`` for a copy whose time-at-creation was never learnt).
+        """
+        rows = await self._store.read(
+            "SELECT printer_job_id, created_s FROM copies "
+            "WHERE printer = ? AND printer_job_id IS NOT NULL",
+            (printer,),
+        )
+        return {(int(r[0]), None if r[1] is None else int(r[1])) for r in rows}

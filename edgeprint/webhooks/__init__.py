@@ -1,0 +1,1 @@
+"""Webhooks: the outbox reader and signed delivery (Standard Webhooks)."""

@@ -1,0 +1,124 @@
+"""Drive headless chromium over the DevTools protocol (a WebSocket, with aiohttp).
+
+Enough to click through the status page like a technician: open a URL, evaluate
+JavaScript in the page, wait for a condition in the page. Chromium is started as
+in tests/test_status_page.py (its own profile and process group, bounded waits).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import re
+import signal
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from tests.test_status_page import CHROMIUM_DEADLINE_S, require_chromium
+
+_LISTENING = re.compile(rb"DevTools listening on (ws://[^\s]+)")
+
+
+class Page:
+    """One page of a running chromium, reached over its DevTools WebSocket."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self._ws = ws
+        self._ids = itertools.count(1)
+
+    async def call(self, method: str, **params: Any) -> dict[str, Any]:
+        """One DevTools command; its ``result`` (events in between are skipped)."""
+        msg_id = next(self._ids)
+        await self._ws.send_json({"id": msg_id, "method": method, "params": params})
+        async with asyncio.timeout(CHROMIUM_DEADLINE_S):
+            while True:
+                msg = await self._ws.receive_json()
+                if msg.get("id") == msg_id:
+                    if "error" in msg:
+                        raise AssertionError(f"{method}: {msg['error']}")
+                    result: dict[str, Any] = msg["result"]
+                    return result
+
+    async def eval(self, expression: str) -> Any:
+        """The value of ``expression`` in the page (promises awaited); page errors raise."""
+        result = await self.call(
+            "Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True
+        )
+        if "exceptionDetails" in result:
+            raise AssertionError(f"{expression}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    async def wait(self, expression: str, timeout_s: float = 20.0) -> Any:
+        """Poll until ``expression`` is truthy in the page; its value. Fails after the deadline."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            value = await self.eval(expression)
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise AssertionError(f"not true after {timeout_s}s: {expression}")
+            await asyncio.sleep(0.02)  # polling a condition in the page, bounded by the deadline
+
+    async def goto(self, url: str) -> None:
+        await self.call("Page.navigate", url=url)
+
+
+@contextlib.asynccontextmanager
+async def browser(workdir: Path) -> AsyncIterator[Page]:
+    """Headless chromium with remote debugging on a free loopback port; its first page."""
+    exe = require_chromium()
+    profile = tempfile.mkdtemp(prefix="chromium-cdp-", dir=workdir)
+    argv = [
+        exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--disable-dev-shm-usage", "--remote-debugging-address=127.0.0.1",
+        "--remote-debugging-port=0", f"--user-data-dir={profile}", "about:blank",
+    ]  # fmt: skip
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    assert proc.stderr is not None
+    drain: asyncio.Task[None] | None = None
+    try:
+        async with asyncio.timeout(CHROMIUM_DEADLINE_S):
+            while True:
+                line = await proc.stderr.readline()
+                if not line:
+                    raise AssertionError("chromium exited before it listened for DevTools")
+                if found := _LISTENING.search(line):
+                    break
+        port = int(found.group(1).decode().split(":")[2].split("/")[0])
+
+        async def _drain() -> None:  # keep chromium's stderr from filling its pipe
+            assert proc.stderr is not None
+            while await proc.stderr.read(65536):
+                pass
+
+        drain = asyncio.create_task(_drain())
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"http://127.0.0.1:{port}/json/list") as r:
+                targets = json.loads(await r.text())
+            page_ws = next(t["webSocketDebuggerUrl"] for t in targets if t["type"] == "page")
+            async with http.ws_connect(page_ws, max_msg_size=0) as ws:
+                page = Page(ws)
+                await page.call("Runtime.enable")
+                yield page
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        await proc.wait()
+        if drain is not None:
+            drain.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await drain

@@ -1,0 +1,179 @@
+"""The copy state machine and the job-level rules (edgeprint/copies.py): table and hypothesis."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from edgeprint.copies import (
+    COPY_TRANSITIONS,
+    LIVE_COPY_STATES,
+    SETTLED_COPY_STATES,
+    Copy,
+    CopyAction,
+    CopyState,
+    JobFacts,
+    Kind,
+    Policy,
+    judge,
+)
+from edgeprint.store import Store
+
+C = CopyState
+JOB = "0123456789abcdef0123456789abcdef"
+
+
+def test_settled_copies_never_change() -> None:
+    """No transition leaves a settled state: what the printer said stays said."""
+    assert not [k for k in COPY_TRANSITIONS if k[0] in SETTLED_COPY_STATES]
+
+
+def test_every_live_state_can_settle_every_way_and_be_cancelled() -> None:
+    """From any live state the printer's word can settle a copy, and edgeprint can cancel it."""
+    for live in LIVE_COPY_STATES:
+        assert COPY_TRANSITIONS[(live, CopyAction.CANCEL)] is C.CANCELLING
+        for settled in SETTLED_COPY_STATES:
+            assert COPY_TRANSITIONS[(live, CopyAction(settled.value))] is settled
+
+
+def test_acknowledged_only_from_sending() -> None:
+    """The printer can only acknowledge an upload that was sent (or one being cancelled)."""
+    sources = {s for (s, a) in COPY_TRANSITIONS if a is CopyAction.ACKNOWLEDGE}
+    assert sources == {C.SENDING, C.CANCELLING}
+
+
+async def test_schema_check_lists_exactly_the_copy_states(tmp_path: Path) -> None:
+    """The copies table's CHECK (state IN …) is generated from CopyState and refuses others."""
+    store = Store(tmp_path / "db.sqlite")
+    await store.open()
+    try:
+        rows = await store.read("SELECT sql FROM sqlite_master WHERE name = 'copies'")
+        sql = rows[0]["sql"]
+        for state in CopyState:
+            assert f"'{state.value}'" in sql
+    finally:
+        await store.close()
+
+
+def copy(i: int, **kw: object) -> Copy:
+    base = Copy(
+        id=i, job_id=JOB, claim=1, printer="p1", state=C.ACKNOWLEDGED, operation="Create-Job",
+        document_format="application/pdf", document_bytes=4000, impressions_expected=1,
+        printer_job_id=i, sent_at=1.0, acknowledged_at=2.0,
+    )  # fmt: skip
+    return replace(base, **kw)  # type: ignore[arg-type]
+
+
+copy_st = st.builds(
+    lambda i, state, claim, sent, acked, origin, k: copy(
+        i,
+        state=state,
+        claim=claim,
+        sent_at=sent,
+        acknowledged_at=acked,
+        cancel_origin=origin,
+        k_octets=k,
+        printer_job_id=i if state is not C.CREATING else None,
+    ),
+    st.integers(1, 50),
+    st.sampled_from(list(CopyState)),
+    st.integers(0, 2),
+    st.none() | st.just(1.0),
+    st.none() | st.just(2.0),
+    st.sampled_from([None, "edgeprint", "requested"]),
+    st.none() | st.integers(0, 5),
+)
+copies_st = st.lists(copy_st, max_size=5, unique_by=lambda c: c.id)
+jobs_st = st.builds(JobFacts, id=st.just(JOB), claim=st.integers(1, 2), attempts=st.integers(1, 6))
+
+
+@given(jobs_st, copies_st)
+def test_done_only_with_a_printed_copy(job: JobFacts, copies: list[Copy]) -> None:
+    """DONE exactly when some copy printed and no live copy of the claim remains."""
+    verdict = judge(job, copies, Policy())
+    printed = any(c.state is C.PRINTED for c in copies)
+    if verdict.kind is Kind.DONE:
+        assert printed
+    if printed:
+        assert verdict.kind in (Kind.DONE, Kind.CANCEL)
+
+
+@given(jobs_st, copies_st)
+def test_never_sent_again_while_a_document_may_be_on_paper(
+    job: JobFacts, copies: list[Copy]
+) -> None:
+    """SEND/RETRY (a new copy) never follow a copy of the claim that completed unverified,
+    vanished or was lost with its document, or that is still live."""
+    verdict = judge(job, copies, Policy())
+    if verdict.kind in (Kind.SEND, Kind.RETRY):
+        current = [c for c in copies if c.claim == job.claim]
+        assert not any(c.live for c in current)
+        assert not any(c.state is C.INCOMPLETE for c in current)
+        assert not any(
+            c.state in (C.VANISHED, C.LOST) and c.document_may_have_left for c in current
+        )
+
+
+@given(jobs_st, copies_st)
+def test_someone_elses_cancel_is_never_retried(job: JobFacts, copies: list[Copy]) -> None:
+    """A copy of the claim cancelled at the printer by someone else: CANCELLED (after any live
+    copy is cancelled), unless a copy printed."""
+    verdict = judge(job, copies, Policy())
+    current = [c for c in copies if c.claim == job.claim]
+    if any(c.state is C.CANCELLED_ELSEWHERE for c in current) and not any(
+        c.state is C.PRINTED for c in copies
+    ):
+        assert verdict.kind in (Kind.CANCELLED, Kind.CANCEL)
+
+
+@given(jobs_st, copies_st)
+def test_every_verdict_that_parks_a_job_says_why(job: JobFacts, copies: list[Copy]) -> None:
+    """DEAD comes with a dead_reason and words for last_error."""
+    verdict = judge(job, copies, Policy())
+    if verdict.kind is Kind.DEAD:
+        assert verdict.dead_reason in (
+            "outcome_unknown", "document_error", "poison", "attempts_exhausted",
+        )  # fmt: skip
+        assert verdict.error
+
+
+def test_a_possibly_truncated_copy_is_outcome_unknown() -> None:
+    """Completed but not verifiably whole: DEAD outcome_unknown, never DONE, never resent."""
+    v = judge(JobFacts(JOB, 1, 1), [copy(1, state=C.INCOMPLETE, acknowledged_at=None)], Policy())
+    assert (v.kind, v.dead_reason) == (Kind.DEAD, "outcome_unknown")
+    assert "possibly truncated copy printed" in (v.error or "")
+
+
+def test_a_document_error_is_retried_once_then_dead() -> None:
+    """The printer blamed the document once: retry; twice: DEAD document_error."""
+    once = [copy(1, state=C.DOCUMENT_ERROR, job_state_reasons="document-format-error")]
+    assert judge(JobFacts(JOB, 1, 1), once, Policy()).kind is Kind.RETRY
+    twice = [*once, copy(2, claim=2, state=C.DOCUMENT_ERROR)]
+    v = judge(JobFacts(JOB, 2, 2), twice, Policy())
+    assert (v.kind, v.dead_reason) == (Kind.DEAD, "document_error")
+
+
+def test_a_vanished_copy_with_its_document_is_reprinted_only_when_configured() -> None:
+    """The printer forgot a copy that had the document: outcome_unknown, or SEND with reprint."""
+    gone = [copy(1, state=C.VANISHED)]
+    assert judge(JobFacts(JOB, 1, 1), gone, Policy()).dead_reason == "outcome_unknown"
+    assert judge(JobFacts(JOB, 1, 1), gone, Policy(reprint_unknown=True)).kind is Kind.SEND
+    empty = [copy(1, state=C.VANISHED, sent_at=None, acknowledged_at=None)]
+    assert judge(JobFacts(JOB, 1, 1), empty, Policy()).kind is Kind.SEND
+
+
+def test_live_copies_are_followed_only_when_whole() -> None:
+    """Acknowledged → FOLLOW; sent but unverified → CANCEL; k-octets covering it → FOLLOW;
+    job-id unknown → FIND; a second live copy → the older one is cancelled."""
+    job = JobFacts(JOB, 1, 1)
+    assert judge(job, [copy(1)], Policy()).kind is Kind.FOLLOW
+    unverified = copy(1, state=C.SENDING, acknowledged_at=None)
+    assert judge(job, [unverified], Policy()).kind is Kind.CANCEL
+    assert judge(job, [replace(unverified, k_octets=4)], Policy()).kind is Kind.FOLLOW
+    creating = copy(1, state=C.CREATING, printer_job_id=None, sent_at=None, acknowledged_at=None)
+    assert judge(job, [creating], Policy()).kind is Kind.FIND
+    v = judge(job, [copy(1), copy(2)], Policy())
+    assert (v.kind, v.copy.id if v.copy else None) == (Kind.CANCEL, 1)

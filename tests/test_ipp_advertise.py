@@ -1,0 +1,112 @@
+"""DNS-SD: the appliance advertises each IPP queue, found by browsing with python-zeroconf on loopback.
+
+Multicast must be on for the loopback interface (``ip link set lo multicast on``);
+the fixture turns it on when it is off (root) and back off afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from zeroconf import IPVersion, ServiceStateChange, Zeroconf
+from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
+
+from edgeprint.config import parse_config
+from edgeprint.ipp_server import advertise
+from tests.conftest import config_dict
+from tests.rig_fixtures import in_ci
+
+
+def _lo_multicast() -> bool:
+    flags = Path("/sys/class/net/lo/flags").read_text().strip()
+    return bool(int(flags, 16) & 0x1000)  # IFF_MULTICAST
+
+
+@pytest.fixture
+def loopback_multicast() -> Iterator[None]:
+    """Multicast on ``lo`` for the test (turned on, then off again, when it was off)."""
+    if _lo_multicast():
+        yield
+        return
+    done = subprocess.run(
+        ["ip", "link", "set", "lo", "multicast", "on"], capture_output=True, check=False
+    )
+    if done.returncode != 0:
+        why = f"cannot turn on multicast on lo: {done.stderr.decode().strip()}"
+        if in_ci():
+            pytest.fail(why, pytrace=False)
+        pytest.skip(why)
+    try:
+        yield
+    finally:
+        subprocess.run(["ip", "link", "set", "lo", "multicast", "off"], check=False)
+
+
+async def _browse(until: Callable[[set[str]], bool], timeout_s: float = 10.0) -> set[str]:
+    """Names of the _ipp._tcp services seen on loopback once ``until`` holds (deadline)."""
+    seen: set[str] = set()
+
+    def changed(
+        zeroconf: Zeroconf, service_type: str, name: str, state_change: ServiceStateChange
+    ) -> None:
+        if state_change is ServiceStateChange.Added:
+            seen.add(name)
+
+    azc = AsyncZeroconf(interfaces=["127.0.0.1"], ip_version=IPVersion.V4Only)
+    browser = AsyncServiceBrowser(azc.zeroconf, [advertise.SERVICE_TYPE], handlers=[changed])
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not until(seen):
+            assert time.monotonic() < deadline, f"seen only {sorted(seen)}"
+            await asyncio.sleep(0.05)  # polling a condition, bounded by the deadline
+        return seen
+    finally:
+        await browser.async_cancel()
+        await azc.async_close()
+
+
+async def _resolve(name: str) -> AsyncServiceInfo:
+    azc = AsyncZeroconf(interfaces=["127.0.0.1"], ip_version=IPVersion.V4Only)
+    try:
+        info = AsyncServiceInfo(advertise.SERVICE_TYPE, name)
+        assert await info.async_request(azc.zeroconf, 5000), f"{name} did not resolve"
+        return info
+    finally:
+        await azc.async_close()
+
+
+@pytest.mark.usefixtures("loopback_multicast")
+async def test_every_queue_is_advertised_with_its_txt_record(
+    make_appliance: Callable[..., Any],
+) -> None:
+    """Each printer and pool is an _ipp._tcp service whose SRV port is the API's and whose TXT says rp, pdl, UUID and adminurl."""
+    async with make_appliance(sections={"ipp": {"advertise": True}}) as app:
+        wanted = {
+            f"edgeprint {q}.{advertise.SERVICE_TYPE}"
+            for q in ("printer-01", "printer-02", "printer-03", "lobby")
+        }
+        await _browse(lambda seen: wanted <= seen)
+        info = await _resolve(f"edgeprint lobby.{advertise.SERVICE_TYPE}")
+        assert info.port == app.running.port
+        assert info.parsed_addresses() == ["127.0.0.1"]
+        txt = {k.decode(): (v or b"").decode() for k, v in info.properties.items()}
+        assert txt["rp"] == "ipp/print/lobby"
+        assert txt["pdl"] == "application/pdf"
+        assert txt["UUID"] == str(uuid.uuid5(uuid.NAMESPACE_URL, "edgeprint:ipp/print/lobby"))
+        assert txt["adminurl"] == f"http://127.0.0.1:{app.running.port}/"
+        assert txt["txtvers"] == "1"
+
+
+async def test_nothing_is_advertised_when_advertise_is_off(tmp_path: Path) -> None:
+    """[ipp] advertise = false (or enabled = false) starts no DNS-SD responder at all."""
+    for ipp in ({"advertise": False}, {"enabled": False, "advertise": True}):
+        cfg = parse_config({**config_dict(tmp_path / "data"), "ipp": ipp})
+        async with advertise.advertised(cfg, "127.0.0.1", 8631) as infos:
+            assert infos == []

@@ -1,0 +1,545 @@
+"""edgeprint's IPP queues (/ipp/print/<printer or pool>): jobs are edgeprint jobs, bad input stores nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edgeprint.ipp_server import attributes as A
+from edgeprint.printers import codec
+from edgeprint.printers.codec import GroupTag, Operation, Status, Tag, attr
+from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance
+from tests.ipp_client import IppQueue, status_message
+from tests.pdfs import make_pdf
+from tests.printing import appliance, assert_each_printed_once, rig_config
+from tests.rig import Rig
+
+# --- helpers ---------------------------------------------------------------------------
+
+
+def edgeprint_id(answer: codec.IppMessage) -> str:
+    """The edgeprint job id behind an IPP job (its job-uuid is that UUID)."""
+    value = answer.value(GroupTag.JOB, "job-uuid")
+    assert isinstance(value, str), answer
+    return uuid.UUID(value.removeprefix("urn:uuid:")).hex
+
+
+def job_id(answer: codec.IppMessage) -> int:
+    value = answer.value(GroupTag.JOB, "job-id")
+    assert isinstance(value, int), answer
+    return value
+
+
+async def wait_job_state(
+    queue: IppQueue, ipp_job_id: int, states: set[int], timeout_s: float = 20.0
+) -> codec.IppMessage:
+    """Poll Get-Job-Attributes until job-state is one of ``states`` (deadline ``timeout_s``)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        answer = await queue.job_attributes(ipp_job_id)
+        if answer.value(GroupTag.JOB, "job-state") in states:
+            return answer
+        assert time.monotonic() < deadline, f"job {ipp_job_id} not in {states}: {answer}"
+        await asyncio.sleep(0.02)  # polling a condition, bounded by the deadline
+
+
+# --- with real printers -------------------------------------------------------------------
+
+
+@pytest.fixture
+async def lobby(printers: Rig, tmp_path: Path) -> AsyncIterator[tuple[IppQueue, Any, Rig]]:
+    """The pool queue 'lobby' (printer-01, printer-02: real printers) and a kiosk API client."""
+    cfg = rig_config(tmp_path / "data", printers)
+    cfg["ipp"] = {"hold_queues": ["printer-02"]}
+    async with appliance(cfg) as (_run, client):
+        yield IppQueue(client.http, client.url, "lobby"), client, printers
+
+
+async def test_print_job_prints_once_and_reports_completed(
+    lobby: tuple[IppQueue, Any, Rig],
+) -> None:
+    """A Print-Job of a PDF on a pool queue becomes one edgeprint job for that pool, printed exactly once, and its IPP job-state ends completed."""
+    queue, client, rig = lobby
+    answer = await queue.print_job(make_pdf("ipp once"), attr("job-name", Tag.NAME, "badge.pdf"))
+    assert answer.status_code == Status.SUCCESSFUL_OK, status_message(answer)
+    assert answer.value(GroupTag.JOB, "job-state") in (A.PENDING, A.PROCESSING, A.COMPLETED)
+    done = await wait_job_state(queue, job_id(answer), {A.COMPLETED})
+    assert done.value(GroupTag.JOB, "job-state-reasons") == "job-completed-successfully"
+    assert done.value(GroupTag.JOB, "job-name") == "badge.pdf"
+    job = await client.job(edgeprint_id(answer))
+    assert (job["state"], job["owner"], job["pool"]) == ("DONE", "ann", "lobby")
+    assert_each_printed_once(rig, [job["id"]])
+
+
+async def test_held_job_waits_for_an_api_release(lobby: tuple[IppQueue, Any, Rig]) -> None:
+    """job-hold-until=indefinite stores a HELD job (IPP pending-held) that prints once only after POST /v1/jobs/{id}/release."""
+    queue, client, rig = lobby
+    answer = await queue.print_job(
+        make_pdf("held"), job=[attr("job-hold-until", Tag.KEYWORD, "indefinite")]
+    )
+    assert answer.status_code == Status.SUCCESSFUL_OK, status_message(answer)
+    assert answer.value(GroupTag.JOB, "job-state") == A.PENDING_HELD
+    job_uuid = edgeprint_id(answer)
+    assert (await client.job(job_uuid))["state"] == "HELD"
+    assert rig.printed("printer-01") + rig.printed("printer-02") == []
+    status, body = await client.post(f"/v1/jobs/{job_uuid}/release")
+    assert status == 200, body
+    await wait_job_state(queue, job_id(answer), {A.COMPLETED})
+    assert_each_printed_once(rig, [job_uuid])
+
+
+async def test_a_hold_queue_holds_unless_the_client_says_no_hold(
+    lobby: tuple[IppQueue, Any, Rig],
+) -> None:
+    """A queue in [ipp] hold_queues advertises job-hold-until-default indefinite and holds jobs; job-hold-until=no-hold prints at once."""
+    queue_lobby, client, rig = lobby
+    queue = IppQueue(queue_lobby.http, queue_lobby.url, "printer-02")
+    attrs = await queue.send(queue.request(Operation.GET_PRINTER_ATTRIBUTES))
+    assert attrs.value(GroupTag.PRINTER, "job-hold-until-default") == "indefinite"
+    held = await queue.print_job(make_pdf("hold queue"))
+    assert held.value(GroupTag.JOB, "job-state") == A.PENDING_HELD
+    now = await queue.print_job(
+        make_pdf("no hold"), job=[attr("job-hold-until", Tag.KEYWORD, "no-hold")]
+    )
+    await wait_job_state(queue, job_id(now), {A.COMPLETED})
+    assert (await client.job(edgeprint_id(held)))["state"] == "HELD"
+    assert_each_printed_once(rig, [edgeprint_id(now)])
+    assert [p.job_name for p in rig.printed("printer-02")] == [f"edgeprint-{edgeprint_id(now)}"]
+
+
+async def test_a_repeated_job_uuid_is_the_same_job(lobby: tuple[IppQueue, Any, Rig]) -> None:
+    """A client retry with the job-uuid of an existing job (Print-Job, or Create-Job + Send-Document) is that job, printed once."""
+    queue, _client, rig = lobby
+    pdf = make_pdf("retry")
+    same = attr("job-uuid", Tag.URI, f"urn:uuid:{uuid.uuid4()}")
+    first = await queue.print_job(pdf, same)
+    again = await queue.print_job(pdf, same)
+    assert edgeprint_id(first) == edgeprint_id(again)
+    assert job_id(first) == job_id(again)
+
+    other = attr("job-uuid", Tag.URI, f"urn:uuid:{uuid.uuid4()}")
+    ids = []
+    for _ in range(2):
+        created = await queue.send(queue.request(Operation.CREATE_JOB, other))
+        assert created.status_code == Status.SUCCESSFUL_OK, status_message(created)
+        sent = await queue.send(
+            queue.request(
+                Operation.SEND_DOCUMENT,
+                attr("job-id", Tag.INTEGER, job_id(created)),
+                attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf"),
+                attr("last-document", Tag.BOOLEAN, True),
+                data=make_pdf("create-send"),
+            )
+        )
+        assert sent.status_code == Status.SUCCESSFUL_OK, status_message(sent)
+        ids.append((edgeprint_id(sent), job_id(sent)))
+    assert ids[0][0] == ids[1][0]  # one edgeprint job, known by both Create-Job ids
+    for _, ipp_job_id in ids:
+        assert edgeprint_id(await wait_job_state(queue, ipp_job_id, {A.COMPLETED})) == ids[0][0]
+    await wait_job_state(queue, job_id(first), {A.COMPLETED})
+    assert_each_printed_once(rig, [edgeprint_id(first), ids[0][0]])
+
+
+async def test_get_jobs_and_cancel_follow_edgeprint_states(
+    lobby: tuple[IppQueue, Any, Rig],
+) -> None:
+    """Get-Jobs lists a held job as not-completed; Cancel-Job by its owner makes it CANCELLED (IPP canceled), and then it is in which-jobs=completed."""
+    queue, client, _rig = lobby
+    held = await queue.print_job(
+        make_pdf("cancel me"), job=[attr("job-hold-until", Tag.KEYWORD, "indefinite")]
+    )
+    pending = await queue.send(
+        queue.request(
+            Operation.GET_JOBS, attr("requested-attributes", Tag.KEYWORD, "job-id", "job-state")
+        )
+    )
+    assert [
+        (g.get("job-id").value, g.get("job-state").value) for g in pending.groups_of(GroupTag.JOB)
+    ] == [(job_id(held), A.PENDING_HELD)]  # type: ignore[union-attr]
+    cancel = await queue.send(
+        queue.request(Operation.CANCEL_JOB, attr("job-id", Tag.INTEGER, job_id(held)))
+    )
+    assert cancel.status_code == Status.SUCCESSFUL_OK, status_message(cancel)
+    assert (await client.job(edgeprint_id(held)))["state"] == "CANCELLED"
+    done = await queue.send(
+        queue.request(
+            Operation.GET_JOBS,
+            attr("which-jobs", Tag.KEYWORD, "completed"),
+            attr("requested-attributes", Tag.KEYWORD, "job-state"),
+        )
+    )
+    assert [g.get("job-state").value for g in done.groups_of(GroupTag.JOB)] == [A.CANCELED]  # type: ignore[union-attr]
+    again = await queue.send(
+        queue.request(Operation.CANCEL_JOB, attr("job-id", Tag.INTEGER, job_id(held)))
+    )
+    assert again.status_code == Status.CLIENT_ERROR_NOT_POSSIBLE
+
+
+# --- bad input, access (no printers needed: jobs would wait) ----------------------------------
+
+
+@pytest.fixture
+async def ipp_app(make_appliance: Callable[..., Any]) -> AsyncIterator[tuple[Appliance, IppQueue]]:
+    """An appliance with a 2 KiB document limit; the pool queue 'lobby'."""
+    async with make_appliance(max_document_bytes=2048) as app:
+        yield app, IppQueue(app.http, app.url, "lobby")
+
+
+def _raw_request(
+    queue: IppQueue, operation: int, *attributes: codec.Attribute, data: bytes = b""
+) -> bytes:
+    return queue.request(operation, *attributes, data=data).encode()
+
+
+async def test_bad_requests_get_the_right_status_and_store_nothing(
+    ipp_app: tuple[Appliance, IppQueue],
+) -> None:
+    """Truncated, mistyped, unknown, wrongly formatted and oversize requests each get their IPP status, and nothing is stored."""
+    app, queue = ipp_app
+    before = app.snapshot()
+    pdf = make_pdf("bad")
+    fmt = attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf")
+    good = _raw_request(queue, Operation.PRINT_JOB, fmt, data=pdf)
+    cases: list[tuple[str, bytes, int]] = [
+        ("truncated", good[: len(good) - len(pdf) - 5], Status.CLIENT_ERROR_BAD_REQUEST),
+        ("header only", good[:8], Status.CLIENT_ERROR_BAD_REQUEST),
+        (
+            "copies as a keyword",
+            queue.request(
+                Operation.PRINT_JOB, fmt, job=[attr("copies", Tag.KEYWORD, "two")], data=pdf
+            ).encode(),
+            Status.CLIENT_ERROR_BAD_REQUEST,
+        ),
+        (
+            "copies out of range",
+            queue.request(
+                Operation.PRINT_JOB, fmt, job=[attr("copies", Tag.INTEGER, 1000)], data=pdf
+            ).encode(),
+            Status.CLIENT_ERROR_ATTRIBUTES_OR_VALUES_NOT_SUPPORTED,
+        ),
+        (
+            "unknown operation",
+            _raw_request(queue, 0x4001),
+            Status.SERVER_ERROR_OPERATION_NOT_SUPPORTED,
+        ),
+        (
+            "Hold-Job",
+            _raw_request(queue, Operation.HOLD_JOB, attr("job-id", Tag.INTEGER, 1)),
+            Status.SERVER_ERROR_OPERATION_NOT_SUPPORTED,
+        ),
+        (
+            "not the JPEG it claims",
+            _raw_request(
+                queue,
+                Operation.PRINT_JOB,
+                attr("document-format", Tag.MIME_MEDIA_TYPE, "image/jpeg"),
+                data=b"\xff\xd8\xff",
+            ),
+            Status.CLIENT_ERROR_DOCUMENT_FORMAT_ERROR,
+        ),
+        (
+            "not the PWG raster it claims",
+            _raw_request(
+                queue,
+                Operation.PRINT_JOB,
+                attr("document-format", Tag.MIME_MEDIA_TYPE, "image/pwg-raster"),
+                data=b"RaS2" + b"\0" * 64,
+            ),
+            Status.CLIENT_ERROR_DOCUMENT_FORMAT_ERROR,
+        ),
+        (
+            "GIF",
+            _raw_request(
+                queue,
+                Operation.PRINT_JOB,
+                attr("document-format", Tag.MIME_MEDIA_TYPE, "image/gif"),
+                data=b"GIF89a",
+            ),
+            Status.CLIENT_ERROR_DOCUMENT_FORMAT_NOT_SUPPORTED,
+        ),
+        (
+            "not the PDF it claims",
+            _raw_request(queue, Operation.PRINT_JOB, fmt, data=b"GIF89a" + b"\0" * 100),
+            Status.CLIENT_ERROR_DOCUMENT_FORMAT_ERROR,
+        ),
+        (
+            "oversize document",
+            _raw_request(queue, Operation.PRINT_JOB, fmt, data=make_pdf("big", pad_to=4096)),
+            Status.CLIENT_ERROR_REQUEST_ENTITY_TOO_LARGE,
+        ),
+        (
+            "attributes over 64 KiB",
+            _raw_request(
+                queue,
+                Operation.PRINT_JOB,
+                fmt,
+                attr("job-name", Tag.NAME, "x" * 40_000),
+                attr("document-name", Tag.NAME, "y" * 40_000),
+                data=pdf,
+            ),
+            Status.CLIENT_ERROR_REQUEST_ENTITY_TOO_LARGE,
+        ),
+        (
+            "no document",
+            _raw_request(queue, Operation.PRINT_JOB, fmt),
+            Status.CLIENT_ERROR_BAD_REQUEST,
+        ),
+        (
+            "gzip",
+            _raw_request(
+                queue, Operation.PRINT_JOB, fmt, attr("compression", Tag.KEYWORD, "gzip"), data=pdf
+            ),
+            Status.CLIENT_ERROR_COMPRESSION_NOT_SUPPORTED,
+        ),
+        (
+            "charset",
+            codec.request(Operation.PRINT_JOB, 7, printer_uri=queue.uri)
+            .encode()
+            .replace(b"utf-8", b"latin"),
+            Status.CLIENT_ERROR_CHARSET_NOT_SUPPORTED,
+        ),
+        (
+            "other queue's printer-uri",
+            codec.request(
+                Operation.PRINT_JOB,
+                7,
+                printer_uri=queue.uri.replace("lobby", "printer-03"),
+                attributes=[fmt],
+                data=pdf,
+            ).encode(),
+            Status.CLIENT_ERROR_NOT_FOUND,
+        ),
+        (
+            "job of no queue",
+            _raw_request(queue, Operation.GET_JOB_ATTRIBUTES, attr("job-id", Tag.INTEGER, 99)),
+            Status.CLIENT_ERROR_NOT_FOUND,
+        ),
+        (
+            "user name with a newline",
+            _raw_request(queue, Operation.PRINT_JOB, fmt, data=pdf).replace(
+                b"\x00\x03ann", b"\x00\x03a\nn"
+            ),
+            Status.CLIENT_ERROR_ATTRIBUTES_OR_VALUES_NOT_SUPPORTED,
+        ),
+    ]
+    for label, body, expected in cases:
+        http_status, raw = await queue.post(body)
+        assert http_status == 200, label
+        answer = codec.parse(raw)
+        assert answer.status_code == expected, (
+            label,
+            hex(answer.status_code),
+            status_message(answer),
+        )
+        assert status_message(answer), label
+    assert app.snapshot() == before
+
+
+async def test_send_document_for_another_users_job_is_refused(
+    ipp_app: tuple[Appliance, IppQueue],
+) -> None:
+    """Send-Document to a job created by another requesting-user-name gets client-error-not-authorized and stores nothing; the owner's own Send-Document then works."""
+    app, ann = ipp_app
+    bob = IppQueue(ann.http, ann.url, "lobby", user="bob")
+    created = await ann.send(ann.request(Operation.CREATE_JOB))
+    before = app.snapshot()
+    send = [
+        attr("job-id", Tag.INTEGER, job_id(created)),
+        attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf"),
+        attr("last-document", Tag.BOOLEAN, True),
+    ]
+    refused = await bob.send(bob.request(Operation.SEND_DOCUMENT, *send, data=make_pdf("bob")))
+    assert refused.status_code == Status.CLIENT_ERROR_NOT_AUTHORIZED, status_message(refused)
+    assert refused.get(GroupTag.UNSUPPORTED, "requesting-user-name") is not None
+    assert app.snapshot() == before
+    accepted = await ann.send(ann.request(Operation.SEND_DOCUMENT, *send, data=make_pdf("ann")))
+    assert accepted.status_code == Status.SUCCESSFUL_OK, status_message(accepted)
+    assert len(app.snapshot()["jobs"]) == 1
+
+
+async def test_an_unknown_queue_is_not_found(ipp_app: tuple[Appliance, IppQueue]) -> None:
+    """A request to /ipp/print/<not a printer or pool> gets client-error-not-found."""
+    _app, queue = ipp_app
+    nowhere = IppQueue(queue.http, queue.url, "nowhere")
+    answer = await nowhere.send(nowhere.request(Operation.GET_PRINTER_ATTRIBUTES))
+    assert answer.status_code == Status.CLIENT_ERROR_NOT_FOUND
+    assert "no queue 'nowhere'" in status_message(answer)
+
+
+async def test_addresses_outside_allowed_networks_are_refused(
+    make_appliance: Callable[..., Any],
+) -> None:
+    """A client outside [ipp] allowed_networks gets HTTP 403 with client-error-not-authorized, and nothing is stored."""
+    async with make_appliance(sections={"ipp": {"allowed_networks": ["10.0.0.0/8"]}}) as app:
+        queue = IppQueue(app.http, app.url, "lobby")
+        before = app.snapshot()
+        body = queue.request(Operation.PRINT_JOB, data=make_pdf("outsider")).encode()
+        status, raw = await queue.post(body)
+        assert status == 403
+        assert codec.parse(raw).status_code == Status.CLIENT_ERROR_NOT_AUTHORIZED
+        assert app.snapshot() == before
+
+
+async def test_basic_auth_takes_the_token_name_and_token(
+    make_appliance: Callable[..., Any],
+) -> None:
+    """With [ipp] auth = "basic", no or wrong credentials get HTTP 401 (WWW-Authenticate Basic); token name + token print as that token, owner = the token name."""
+    async with make_appliance(sections={"ipp": {"auth": "basic"}}) as app:
+        queue = IppQueue(app.http, app.url, "lobby")
+        before = app.snapshot()
+        body = queue.request(
+            Operation.PRINT_JOB,
+            attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf"),
+            data=make_pdf("auth"),
+        ).encode()
+
+        def basic(user: str, password: str) -> str:
+            return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+        for headers in (
+            {},
+            {"Authorization": basic("kiosk-1", "wrong")},
+            {"Authorization": basic("tech-1", KIOSK_TOKEN)},
+        ):
+            status, raw = await queue.post(body, **headers)
+            assert status == 401, headers
+            assert codec.parse(raw).status_code == Status.CLIENT_ERROR_NOT_AUTHENTICATED
+        assert app.snapshot() == before
+        answer = await queue.send(codec.parse(body), Authorization=basic("kiosk-1", KIOSK_TOKEN))
+        assert answer.status_code == Status.SUCCESSFUL_OK, status_message(answer)
+        job = await app.get(f"/v1/jobs/{edgeprint_id(answer)}", token=TECH_TOKEN)
+        assert (await job.json())["owner"] == "kiosk-1"
+
+
+async def test_printer_attributes_describe_the_queue(ipp_app: tuple[Appliance, IppQueue]) -> None:
+    """Get-Printer-Attributes answers what the queue takes (PDF), its stable printer-uuid and requested-attributes filtering."""
+    _app, queue = ipp_app
+    attrs = await queue.send(queue.request(Operation.GET_PRINTER_ATTRIBUTES))
+    printer = GroupTag.PRINTER
+    formats = codec.strings(attrs.get(printer, "document-format-supported"))
+    assert list(formats) == [
+        "application/pdf", "image/pwg-raster", "image/urf", "image/jpeg",
+        "application/octet-stream",
+    ]  # fmt: skip
+    assert attrs.value(printer, "printer-uri-supported") == queue.uri
+    assert (
+        attrs.value(printer, "printer-uuid")
+        == f"urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, 'edgeprint:ipp/print/lobby')}"
+    )
+    assert attrs.value(printer, "job-hold-until-default") == "no-hold"
+    some = await queue.send(
+        queue.request(
+            Operation.GET_PRINTER_ATTRIBUTES,
+            attr("requested-attributes", Tag.KEYWORD, "printer-state", "queued-job-count"),
+        )
+    )
+    assert some.group(printer).names() == ["printer-state", "queued-job-count"]  # type: ignore[union-attr]
+
+
+async def test_non_ipp_content_type_is_refused(ipp_app: tuple[Appliance, IppQueue]) -> None:
+    """A POST to a queue that is not application/ipp gets 415 problem+json."""
+    _app, queue = ipp_app
+    async with queue.http.post(
+        f"{queue.url}/ipp/print/lobby", data=b"{}", headers={"Content-Type": "application/json"}
+    ) as r:
+        assert r.status == 415
+        assert r.content_type == "application/problem+json"
+
+
+async def test_ipp_can_be_turned_off(make_appliance: Callable[..., Any]) -> None:
+    """[ipp] enabled = false: the queues do not exist (404)."""
+    async with make_appliance(sections={"ipp": {"enabled": False}}) as app:
+        queue = IppQueue(app.http, app.url, "lobby")
+        status, _ = await queue.post(queue.request(Operation.GET_PRINTER_ATTRIBUTES).encode())
+        assert status == 404
+
+
+async def test_create_job_ids_survive_a_restart(make_appliance: Callable[..., Any]) -> None:
+    """After a restart, the id a Create-Job gave still names its stored job, and a Create-Job whose document never came reads as aborted (not as a vanished, finished job)."""
+    send = [
+        attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf"),
+        attr("last-document", Tag.BOOLEAN, True),
+    ]
+    async with make_appliance() as app:
+        queue = IppQueue(app.http, app.url, "lobby")
+        created = await queue.send(queue.request(Operation.CREATE_JOB))
+        sent = await queue.send(
+            queue.request(
+                Operation.SEND_DOCUMENT,
+                attr("job-id", Tag.INTEGER, job_id(created)),
+                *send,
+                data=make_pdf("restart"),
+            )
+        )
+        assert sent.status_code == Status.SUCCESSFUL_OK, status_message(sent)
+        orphan = await queue.send(queue.request(Operation.CREATE_JOB))
+    async with make_appliance() as app:
+        queue = IppQueue(app.http, app.url, "lobby")
+        found = await queue.job_attributes(job_id(created))
+        assert found.status_code == Status.SUCCESSFUL_OK, status_message(found)
+        assert edgeprint_id(found) == edgeprint_id(sent)
+        assert found.value(GroupTag.JOB, "job-state") == A.PENDING
+        lost = await queue.job_attributes(job_id(orphan))
+        assert lost.status_code == Status.SUCCESSFUL_OK, status_message(lost)
+        assert lost.value(GroupTag.JOB, "job-state") == A.ABORTED
+        assert "nothing was printed" in str(lost.value(GroupTag.JOB, "job-state-message"))
+        late = await queue.send(
+            queue.request(
+                Operation.SEND_DOCUMENT,
+                attr("job-id", Tag.INTEGER, job_id(orphan)),
+                *send,
+                data=make_pdf("late"),
+            )
+        )
+        assert late.status_code == Status.CLIENT_ERROR_NOT_FOUND
+        fresh = await queue.send(queue.request(Operation.CREATE_JOB))
+        assert job_id(fresh) not in (job_id(created), job_id(orphan))
+
+
+@pytest.mark.parametrize("fmt", ["image/pwg-raster", "image/urf", "image/jpeg"])
+async def test_a_raster_or_jpeg_from_a_phone_prints_once(
+    lobby: tuple[IppQueue, Any, Rig], tmp_path: Path, fmt: str
+) -> None:
+    """What AirPrint, Mopria and IPP Everywhere clients send (PWG raster, Apple raster, JPEG)
+    becomes an ordinary job (kept as a PDF of its pages) and prints exactly once."""
+    queue, client, rig = lobby
+    document = await _rendered_badge(tmp_path, fmt)
+    answer = await queue.send(
+        queue.request(
+            Operation.PRINT_JOB, attr("document-format", Tag.MIME_MEDIA_TYPE, fmt), data=document
+        )
+    )
+    assert answer.status_code == Status.SUCCESSFUL_OK, status_message(answer)
+    await wait_job_state(queue, job_id(answer), {A.COMPLETED})
+    job = await client.job(edgeprint_id(answer))
+    assert job["state"] == "DONE"
+    assert job["document"]["pages"] == 1
+    assert_each_printed_once(rig, [job["id"]])
+
+
+async def _rendered_badge(tmp_path: Path, fmt: str) -> bytes:
+    """A badge as a phone would send it: rendered by PDFium into ``fmt`` (our encoders)."""
+    from edgeprint.documents import ladder
+    from edgeprint.documents.capabilities import Media, Resolution
+    from edgeprint.documents.render import RenderPool
+    from tests.pdfs import make_badge_pdf
+
+    pdf = tmp_path / "phone.pdf"
+    pdf.write_bytes(make_badge_pdf("Phone Photo"))
+    pool = RenderPool(workers=1)
+    try:
+        facts = await pool.facts(str(pdf))
+        choice = ladder.Choice(
+            fmt, "sgray_8" if fmt != "image/jpeg" else "srgb_8", Resolution(300, 300),
+            Media("oe_4x3-label_4x3in", 10160, 7620),
+        )  # fmt: skip
+        return b"".join([c async for c in pool.stream(str(pdf), choice, facts)])
+    finally:
+        await pool.close()

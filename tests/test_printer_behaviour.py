@@ -1,0 +1,290 @@
+"""Every printer answer taken at its word: real printers (ippeveprinter) made to misbehave
+by a loopback proxy in front of them (tests/ipp_proxy.py). The printer's own log is the
+ground truth of what came out; the proxy only changes what edgeprint is told.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from edgeprint.printers import codec
+from edgeprint.printers.codec import Operation, Tag, attr
+from edgeprint.server import Running
+from tests.conftest import TECH_TOKEN
+from tests.ipp_proxy import IppProxy
+from tests.pdfs import make_pdf
+from tests.printing import Client, appliance, printed_names, rig_config
+from tests.rig import Rig
+
+pytestmark = pytest.mark.slow
+
+BADGE = make_pdf("badge for the proxy tests", pad_to=4000)
+
+
+@pytest.fixture
+def proxy(printers: Rig) -> Iterator[IppProxy]:
+    """A proxy in front of printer-01 (printer-02 stays direct)."""
+    with IppProxy(printers["printer-01"].uri) as p:
+        yield p
+
+
+@asynccontextmanager
+async def proxied(
+    tmp_path: Path, printers: Rig, proxy: IppProxy, **dispatch: Any
+) -> AsyncIterator[tuple[Running, Client]]:
+    """An appliance whose printer-01 is reached through ``proxy``."""
+    cfg = rig_config(tmp_path / "data", printers, **dispatch)
+    cfg["printers"][0]["uri"] = proxy.uri
+    async with appliance(cfg) as (run, kiosk):
+        yield run, kiosk
+
+
+def printed(rig: Rig, printer: str, job_id: str) -> list[int]:
+    """The byte counts of every copy of ``job_id`` that ``printer`` put out (its own log)."""
+    return [p.bytes for p in rig.printed(printer) if job_id in p.job_name]
+
+
+async def printer_view(kiosk: Client, name: str) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {TECH_TOKEN}"}
+    async with kiosk.http.get(f"{kiosk.url}/v1/printers", headers=headers) as r:
+        body = await r.json()
+    return next(p for p in body["printers"] if p["name"] == name)
+
+
+async def eventually(check: Any, timeout_s: float = 20.0) -> Any:
+    """Poll ``check()`` (async) until it returns something truthy; fail after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = await check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met in {timeout_s} s: {check}")
+        await asyncio.sleep(0.02)  # polling a condition, bounded by the deadline
+
+
+async def cancel_at_the_panel(printer_uri: str, printer_job_id: int) -> int:
+    """Cancel-Job sent straight to the printer by someone else (a person at its panel)."""
+    msg = codec.request(
+        Operation.CANCEL_JOB, 1, printer_uri=printer_uri,
+        attributes=[attr("job-id", Tag.INTEGER, printer_job_id),
+                    attr("requesting-user-name", Tag.NAME, "front-desk")],
+    )  # fmt: skip
+    url = printer_uri.replace("ipp://", "http://")
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(url, data=msg.encode(), headers={"Content-Type": "application/ipp"}) as r,
+    ):
+        return codec.parse(await r.read()).code
+
+
+async def test_a_printer_that_renames_every_job_prints_normal_jobs_done(
+    tmp_path: Path, printers: Rig, proxy: IppProxy
+) -> None:
+    """A printer that reports every job as "Print" by "Guest": jobs are matched by job-id and
+    time-at-creation, end DONE, and each prints once."""
+    proxy.configure(rename_jobs=True)
+    async with proxied(tmp_path, printers, proxy) as (_, kiosk):
+        jobs = [
+            await kiosk.submit(f"renamed-{i}", printer="printer-01", hold=False, doc=BADGE)
+            for i in range(3)
+        ]
+        final = await kiosk.wait_states([j["id"] for j in jobs], {"DONE", "DEAD"})
+    assert [j["state"] for j in final] == ["DONE"] * 3, final
+    for j in jobs:
+        assert printed(printers, "printer-01", j["id"]) == [len(BADGE)]
+
+
+async def test_cancelled_at_the_printer_panel_stays_cancelled(
+    tmp_path: Path, printers: Rig, proxy: IppProxy
+) -> None:
+    """Someone cancels the job at the printer: edgeprint records CANCELLED with a reason
+    saying so, never retries it, and nothing comes out."""
+    proxy.configure(canceled_reason="job-canceled-at-device")
+    printers.fault("printer-01", "hold", "media-jam")  # the job waits at the printer
+    async with proxied(tmp_path, printers, proxy) as (run, kiosk):
+        job = await kiosk.submit("panel-0001", printer="printer-01", hold=False, doc=BADGE)
+
+        async def acknowledged() -> int | None:
+            copies = await run.service.copies_of(job["id"])
+            return next((c.printer_job_id for c in copies if c.state.value == "acknowledged"), None)
+
+        pjid = await eventually(acknowledged)
+        assert await cancel_at_the_panel(printers["printer-01"].uri, pjid) == 0
+        printers.clear_fault("printer-01")
+        [final] = await kiosk.wait_states([job["id"]], {"CANCELLED", "DONE", "DEAD", "RELEASED"})
+        assert final["state"] == "CANCELLED", final
+        assert "cancelled at the printer" in final["last_error"]
+        assert "job-canceled-at-device" in final["last_error"]
+        assert final["attempts"] == 1
+    assert printed(printers, "printer-01", job["id"]) == []
+    assert printed(printers, "printer-02", job["id"]) == []
+
+
+async def test_completed_with_a_document_error_is_not_printed(
+    tmp_path: Path, printers: Rig, proxy: IppProxy
+) -> None:
+    """ "Completed" with document-format-error is not printed: one more try, then DEAD
+    document_error with the printer's reason; never DONE."""
+    proxy.configure(completed_reasons=("document-format-error",))
+    async with proxied(tmp_path, printers, proxy) as (_, kiosk):
+        job = await kiosk.submit("docerr-0001", printer="printer-01", hold=False, doc=BADGE)
+        [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"})
+    assert (final["state"], final["dead_reason"]) == ("DEAD", "document_error"), final
+    assert "document-format-error" in final["last_error"]
+    assert final["attempts"] == 2
+    assert len(printed(printers, "printer-01", job["id"])) == 2  # what the printer did with it
+
+
+async def test_an_upload_cut_short_that_printed_is_outcome_unknown(
+    tmp_path: Path, printers: Rig, proxy: IppProxy
+) -> None:
+    """The connection breaks during the upload and the printer prints what it got: never
+    DONE, never a second copy: DEAD outcome_unknown "a possibly truncated copy printed"."""
+    proxy.configure(cut_after=1000, cut_once=True, cut_wait_s=10.0)
+    async with proxied(tmp_path, printers, proxy) as (_, kiosk):
+        job = await kiosk.submit("cut-0001", printer="printer-01", hold=False, doc=BADGE)
+        [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"})
+    assert (final["state"], final["dead_reason"]) == ("DEAD", "outcome_unknown"), final
+    assert "possibly truncated copy printed" in final["last_error"]
+    assert final["truncated_copies"] == 1
+    assert proxy.cuts == 1
+    assert printed(printers, "printer-01", job["id"]) == [1000]  # the cut copy, and only it
+
+
+async def test_an_upload_cut_short_still_printing_is_cancelled_and_sent_whole(
+    tmp_path: Path, printers: Rig, proxy: IppProxy
+) -> None:
+    """A cut upload the printer is still working on is cancelled there (its job-k-octets show
+    it is short) and the whole document is sent again: one whole copy on paper."""
+    proxy.configure(cut_after=1000, cut_once=True)
+    printers.set_speed("printer-01", 1.0)
+    async with proxied(tmp_path, printers, proxy) as (_, kiosk):
+        job = await kiosk.submit("cut-0002", printer="printer-01", hold=False, doc=BADGE)
+        [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"})
+    assert final["state"] == "DONE", final
+    assert proxy.cuts == 1
+    assert printed(printers, "printer-01", job["id"]) == [len(BADGE)]
+
+
+async def test_job_monitoring_that_fails_falls_back_to_get_jobs(
+    tmp_path: Path, printers: Rig, proxy: IppProxy
+) -> None:
+    """Get-Job-Attributes answers client-error-bad-request every time: Get-Jobs settles it."""
+    proxy.configure(job_status=0x0400)
+    async with proxied(tmp_path, printers, proxy) as (_, kiosk):
+        job = await kiosk.submit("gja-0001", printer="printer-01", hold=False, doc=BADGE)
+        [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"})
+    assert final["state"] == "DONE", final
+    assert printed(printers, "printer-01", job["id"]) == [len(BADGE)]
+    assert proxy.count("Get-Jobs") >= 1
+
+
+async def test_a_printer_that_cannot_report_job_state_is_blamed_not_the_job(
+    tmp_path: Path, printers: Rig, proxy: IppProxy
+) -> None:
+    """Get-Job-Attributes and Get-Jobs both answer HTTP 500: the job is parked DEAD
+    outcome_unknown (sent once, never again), the printer is unhealthy with a reason a
+    technician can act on, and the next job prints on its healthy peer."""
+    async with proxied(tmp_path, printers, proxy, in_hand_timeout_s=1.0) as (_, kiosk):
+        proxy.configure(job_http=500, jobs_http=500)
+        job = await kiosk.submit("mon-0001", printer="printer-01", hold=False, doc=BADGE)
+        [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"})
+        assert (final["state"], final["dead_reason"]) == ("DEAD", "outcome_unknown"), final
+        assert "cannot report job state" in final["last_error"]
+        view = await printer_view(kiosk, "printer-01")
+        assert not view["healthy"]
+        assert view["health_reason"].startswith("cannot report job state")
+        nxt = await kiosk.submit("mon-0002", pool="lobby", hold=False, doc=BADGE)
+        [done] = await kiosk.wait_states([nxt["id"]], {"DONE", "DEAD"})
+        assert done["state"] == "DONE"
+    assert printed(printers, "printer-01", job["id"]) == [len(BADGE)]  # once, not resent
+    assert printed(printers, "printer-02", nxt["id"]) == [len(BADGE)]
+
+
+async def test_http_426_says_use_ipps_and_is_probed_slowly(
+    tmp_path: Path, printers: Rig, proxy: IppProxy
+) -> None:
+    """A printer that answers HTTP 426 is unhealthy with "printer requires TLS: use ipps://",
+    is probed with a back-off (no storm), and its jobs go to its peer."""
+    proxy.configure(http_status=426)
+    async with proxied(tmp_path, printers, proxy) as (_, kiosk):
+        view = await eventually(lambda: _unhealthy(kiosk, "printer-01"), timeout_s=10)
+        assert view["health_reason"] == "printer requires TLS: use ipps://"
+        before = proxy.count("Get-Printer-Attributes")
+        job = await kiosk.submit("tls-0001", printer="printer-01", hold=False, doc=BADGE)
+        [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"})
+        await asyncio.sleep(2.0)  # a window in which to count probes, not a synchronisation
+        probes = proxy.count("Get-Printer-Attributes") - before
+    assert final["state"] == "DONE"
+    assert printed(printers, "printer-02", job["id"]) == [len(BADGE)]
+    assert probes <= 6, f"{probes} probes in ~2.5 s: no back-off"
+
+
+async def _unhealthy(kiosk: Client, name: str) -> dict[str, Any] | None:
+    view = await printer_view(kiosk, name)
+    return view if view["health_reason"] else None
+
+
+async def test_a_printer_that_refuses_ipp2_is_spoken_to_in_ipp11(
+    tmp_path: Path, printers: Rig, proxy: IppProxy
+) -> None:
+    """server-error-version-not-supported to IPP/2.0: the same request again at IPP/1.1, and
+    1.1 from then on; the job prints once."""
+    proxy.configure(refuse_ipp2=True)
+    async with proxied(tmp_path, printers, proxy) as (_, kiosk):
+        job = await kiosk.submit("v11-0001", printer="printer-01", hold=False, doc=BADGE)
+        [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"})
+    assert final["state"] == "DONE", final
+    versions = [v for _, v in proxy.seen]
+    assert versions[0] == (2, 0)
+    assert set(versions[1:]) == {(1, 1)}, "went back to 2.0 after a refusal"
+    assert printed(printers, "printer-01", job["id"]) == [len(BADGE)]
+
+
+async def test_an_answer_that_is_not_ipp_makes_the_printer_unhealthy_and_touches_no_job(
+    tmp_path: Path, printers: Rig, proxy: IppProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Bytes that are not IPP: the printer is unhealthy with that reason, the first bytes are
+    logged once (hex), and a job waiting for it stays RELEASED, untouched."""
+    proxy.configure(garbage=True)
+    caplog.set_level(logging.WARNING, logger="edgeprint")
+    async with proxied(tmp_path, printers, proxy) as (_, kiosk):
+        view = await eventually(lambda: _unhealthy(kiosk, "printer-01"), timeout_s=10)
+        assert "not valid IPP" in view["health_reason"]
+        job = await kiosk.submit("bad-0001", hold=False, doc=BADGE, printer="printer-01")
+        await eventually(lambda: _probes_at_least(proxy, 3), timeout_s=15)
+        current = await kiosk.job(job["id"])
+    # printer-01 is in pool "lobby": its jobs go to the healthy peer, never failed
+    assert current["state"] in ("RELEASED", "PRINTING", "DONE")
+    assert current["dead_reason"] is None
+    hex_lines = [r for r in caplog.records if getattr(r, "event", "") == "printer_bad_answer"]
+    assert len(hex_lines) == 1
+    assert hex_lines[0].head_hex.startswith("0001")
+
+
+async def _probes_at_least(proxy: IppProxy, n: int) -> bool:
+    return proxy.count("Get-Printer-Attributes") >= n
+
+
+async def test_a_printer_that_purges_finished_jobs_never_gets_a_blind_second_copy(
+    tmp_path: Path, printers: Rig, proxy: IppProxy
+) -> None:
+    """A printer that forgets finished jobs at once: edgeprint cannot tell what came out, so
+    the job is DEAD outcome_unknown with the reason in words — printed once, never twice."""
+    proxy.configure(purge_finished=True)
+    async with proxied(tmp_path, printers, proxy) as (_, kiosk):
+        job = await kiosk.submit("purge-0001", printer="printer-01", hold=False, doc=BADGE)
+        [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"})
+    assert (final["state"], final["dead_reason"]) == ("DEAD", "outcome_unknown"), final
+    assert "no longer lists it" in final["last_error"]
+    assert printed_names(printers)[f"edgeprint-{job['id']}"] == ["printer-01"]
