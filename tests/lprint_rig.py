@@ -112,6 +112,18 @@ class LPrintRig:
         """What the label printer received, one entry per connection, oldest first."""
         return [p.read_bytes() for p in sorted((self.root / "device").glob("[0-9]*.bin"))]
 
+    def wait_received(self, n: int, timeout: float = 20.0) -> list[bytes]:
+        """Wait (bounded) until ``n`` connections of any kind have closed; their bytes."""
+        deadline = time.monotonic() + timeout
+        while len(got := self.received()) < n:
+            if time.monotonic() > deadline:
+                raise RigError(
+                    f"the label printer got {len(got)} connection(s), not {n}, in {timeout:g} s;"
+                    f" LPrint log:\n{_tail(self.log)}"
+                )
+            time.sleep(0.05)
+        return got
+
     def labels(self) -> list[bytes]:
         """The connections that carried label data (ZPL ``^XA``); LPrint also opens the
         device for status queries alone (``~HQES``)."""
