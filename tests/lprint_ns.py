@@ -1,7 +1,8 @@
 """Inside a private network namespace: a label printer's socket, and LPrint driving it.
 
-Run by tests/lprint_rig.py as ``unshare --net python3 tests/lprint_ns.py ROOT DRIVER MEDIA``
-(root only). The namespace has nothing but its own loopback, so LPrint's IPP
+Run by tests/lprint_rig.py as ``unshare --net python3 tests/lprint_ns.py ROOT STATE DRIVER
+MEDIA`` (root only): ROOT is the rig's folder, STATE a short folder in /tmp that LPrint
+(as nobody) owns. The namespace has nothing but its own loopback, so LPrint's IPP
 listener — LPrint 1.1 listens on every address and has no option to bind
 loopback only — is reachable from nowhere; tests talk to LPrint over its Unix
 domain socket (``ROOT/tmp/lprintUID.sock``), as the ``lprint`` command does.
@@ -10,10 +11,13 @@ In the namespace, this process:
 
 1. brings ``lo`` up;
 2. listens on 127.0.0.1:9100 as the printer's device (``socket://`` — the
-   JetDirect protocol) and writes what each connection sent to
+   JetDirect protocol), answers the ``~HQES`` and ``~HS`` status queries as a
+   Zebra with no error would, and writes what each connection sent to
    ``ROOT/device/NNNN.bin`` once it closes (written then renamed: never half);
 3. starts ``lprint server`` as user nobody (as root LPrint would use the shared
-   ``/run/lprint.sock``), with its state, spool, log and socket under ROOT;
+   ``/run/lprint.sock``), with its state, spool, log and socket under STATE
+   (a Unix socket path must stay under 108 bytes; pytest's folders can be longer,
+   and nobody cannot enter them);
 4. adds the printer (``lprint add -d badge -m DRIVER -v socket://127.0.0.1:9100
    -o media-ready=MEDIA``) and writes ``ROOT/ready``;
 5. on SIGTERM stops LPrint (SIGTERM, then SIGKILL after 5 s) and exits.
@@ -48,29 +52,51 @@ def loopback_up() -> None:
         fcntl.ioctl(s, _SIOCSIFFLAGS, struct.pack("16sh", b"lo", flags | _IFF_UP))
 
 
+#: What a Zebra answers to ``~HQES`` (host query, extended status): no error, no warning.
+#: LPrint's ZPL driver asks when the printer's status is requested, and waits 10 s for it.
+HQES_OK = (
+    b"\x02\r\n  PRINTER STATUS\r\n"
+    b"   ERRORS:         0 00000000 00000000\r\n"
+    b"   WARNINGS:       0 00000000 00000000\r\n\x03\r\n"
+)
+#: ... and to ``~HS`` (host status): three strings; label length 0 leaves the loaded
+#: media as configured (LPrint would otherwise match a size to the length).
+HS_OK = (
+    b"\x02030,0,0,0000,000,0,0,0,000,0,0,0\x03\r\n"
+    b"\x02000,0,0,0,1,2,6,0,00000000,1,000\x03\r\n"
+    b"\x021234,0\x03\r\n"
+)
+
+
 def serve_device(listener: socket.socket, out: Path) -> None:
+    """One connection at a time, as a JetDirect port: record it, answer status queries."""
     n = 0
     while True:
         conn, _ = listener.accept()
         n += 1
         with conn:
-            chunks = []
-            while data := conn.recv(65536):
-                chunks.append(data)
+            data = bytearray()
+            answered = {b"~HQES": 0, b"~HS\n": 0}
+            while chunk := conn.recv(65536):
+                data += chunk
+                for query, reply in ((b"~HQES", HQES_OK), (b"~HS\n", HS_OK)):
+                    while data.count(query) > answered[query]:
+                        conn.sendall(reply)
+                        answered[query] += 1
         tmp = out / f".{n:04d}.part"
-        tmp.write_bytes(b"".join(chunks))
+        tmp.write_bytes(bytes(data))
         tmp.rename(out / f"{n:04d}.bin")
 
 
-def main(root: Path, driver: str, media: str) -> int:
+def main(root: Path, state: Path, driver: str, media: str) -> int:
     loopback_up()
     device = root / "device"
     device.mkdir(parents=True, exist_ok=True)
     listener = socket.create_server(("127.0.0.1", DEVICE_PORT))
     threading.Thread(target=serve_device, args=(listener, device), daemon=True).start()
 
-    home, tmp, spool = root / "home", root / "tmp", root / "spool"
-    log = root / "lprint.log"
+    home, tmp, spool = state / "home", state / "tmp", state / "spool"
+    log = state / "lprint.log"
     for d in (home, tmp, spool):
         d.mkdir(parents=True, exist_ok=True)
     log.touch()
@@ -124,4 +150,4 @@ def main(root: Path, driver: str, media: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1]), sys.argv[2], sys.argv[3]))
+    sys.exit(main(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4]))

@@ -11,7 +11,7 @@ loopback only, so it gets a loopback of its own) and why it runs as nobody.
     rig = LPrintRig(tmp_path / "lprint")
     rig.start()
     await print_job(rig.printer_uri, data, "image/pwg-raster", unix_socket=rig.socket_path)
-    rig.wait_received(1)            # [b"...^XA...^XZ..."]
+    rig.wait_labels(1)              # [b"...^XA...^XZ..."]
     rig.stop()
 
 Processes are stopped by the pids the rig recorded, checked against their
@@ -26,6 +26,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -35,6 +36,7 @@ HERE = Path(__file__).resolve().parent
 PRINTER_URI = "ipp://localhost/ipp/print"
 DEFAULT_DRIVER = "zpl_4inch-203dpi-dt"
 DEFAULT_MEDIA = "oe_4x3-label_4x3in"
+NOBODY = 65534
 
 
 class LPrintRig:
@@ -54,6 +56,7 @@ class LPrintRig:
         self.ready_timeout = ready_timeout
         self.printer_uri = PRINTER_URI
         self._helper: subprocess.Popen[bytes] | None = None
+        self.state: Path | None = None
 
     @staticmethod
     def missing() -> str | None:
@@ -72,7 +75,8 @@ class LPrintRig:
 
     @property
     def log(self) -> Path:
-        return self.root / "lprint.log"
+        """LPrint's log (while it runs in its own folder; copied to the rig's folder at stop)."""
+        return (self.state or self.root) / "lprint.log"
 
     def start(self) -> None:
         """Start LPrint in its namespace; return once the printer is added (RigError if not)."""
@@ -82,16 +86,14 @@ class LPrintRig:
         if self.root.exists():
             shutil.rmtree(self.root)
         self.root.mkdir(parents=True)
-        # World-traversable: LPrint runs as nobody under this folder.
-        for d in (self.root, *self.root.parents):
-            if d == Path("/"):
-                break
-            with contextlib.suppress(OSError):
-                d.chmod(d.stat().st_mode | 0o011)
+        # LPrint's own folder (state, spool, log, socket): short, in /tmp, for nobody.
+        self.state = Path(tempfile.mkdtemp(prefix="edgeprint-lprint-"))
+        os.chown(self.state, NOBODY, NOBODY)
+        (self.root / "state").write_text(f"{self.state}\n")
         with open(self.root / "helper.log", "wb") as out:
             self._helper = subprocess.Popen(
                 ["unshare", "--net", sys.executable, str(HERE / "lprint_ns.py"),
-                 str(self.root), self.driver, self.media],
+                 str(self.root), str(self.state), self.driver, self.media],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip
@@ -110,14 +112,19 @@ class LPrintRig:
         """What the label printer received, one entry per connection, oldest first."""
         return [p.read_bytes() for p in sorted((self.root / "device").glob("[0-9]*.bin"))]
 
-    def wait_received(self, n: int, timeout: float = 20.0) -> list[bytes]:
-        """Wait (bounded) until ``n`` connections have closed; their bytes."""
+    def labels(self) -> list[bytes]:
+        """The connections that carried label data (ZPL ``^XA``); LPrint also opens the
+        device for status queries alone (``~HQES``)."""
+        return [z for z in self.received() if b"^XA" in z]
+
+    def wait_labels(self, n: int, timeout: float = 20.0) -> list[bytes]:
+        """Wait (bounded) until ``n`` connections with label data have closed; their bytes."""
         deadline = time.monotonic() + timeout
-        while len(got := self.received()) < n:
+        while len(got := self.labels()) < n:
             if time.monotonic() > deadline:
                 raise RigError(
-                    f"the label printer got {len(got)} connection(s), not {n}, in {timeout:g} s;"
-                    f" LPrint log:\n{_tail(self.log)}"
+                    f"the label printer got {len(got)} label connection(s), not {n}, in "
+                    f"{timeout:g} s; LPrint log:\n{_tail(self.log)}"
                 )
             time.sleep(0.05)
         return got
@@ -137,6 +144,11 @@ class LPrintRig:
         if server is not None and _pid_is(server, "lprint server"):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(server, signal.SIGKILL)
+        if self.state is not None:  # a copy of the log stays in the rig's folder
+            with contextlib.suppress(OSError):
+                shutil.copyfile(self.state / "lprint.log", self.root / "lprint.log")
+            shutil.rmtree(self.state, ignore_errors=True)
+            self.state = None
 
     def __enter__(self) -> LPrintRig:
         return self

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.lprint_rig import LPrintRig
 from tests.rig import Rig, find_tool
 
 #: CI must fail, not skip, when the printers cannot be had.
@@ -60,6 +61,25 @@ def three_printers(tmp_path: Path) -> Iterator[Rig]:
     try:
         for p in rig:
             rig.set_speed(p.name, 0.05)
+        yield rig
+    finally:
+        rig.stop()
+
+
+@pytest.fixture
+def lprint(tmp_path: Path) -> Iterator[LPrintRig]:
+    """LPrint (tests/lprint_rig.py): a 4-inch 203 dpi Zebra (ZPL), 4x3 in labels loaded.
+
+    Needs root (a private network namespace); skipped locally otherwise, a failure in CI.
+    """
+    why = LPrintRig.missing()
+    if why is not None:
+        if in_ci():
+            pytest.fail(f"{why}; CI is set, so this is a failure, not a skip", pytrace=False)
+        pytest.skip(why)
+    rig = LPrintRig(tmp_path / "lprint")
+    rig.start()
+    try:
         yield rig
     finally:
         rig.stop()

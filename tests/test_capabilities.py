@@ -10,6 +10,7 @@ import pytest
 from edgeprint.documents import capabilities as caps_mod
 from edgeprint.documents.capabilities import Media, Resolution, parse_capabilities
 from tests.ipp_helpers import printer_attributes
+from tests.lprint_rig import LPrintRig
 from tests.rig import Rig
 from tests.rig_fixtures import require_ippeveprinter
 
@@ -66,24 +67,48 @@ async def test_urf_only_ippeveprinter(urf_printer: Rig) -> None:
     assert caps.as_json()["urf_supported"] == list(caps.urf)
 
 
-async def test_pdf_printer_json(tmp_path: Path) -> None:
+@pytest.fixture
+def pdf_printer(tmp_path: Path) -> Iterator[Rig]:
+    """The rig's default printer: PDF."""
+    yield from _rig(tmp_path / "pdf", "application/pdf")
+
+
+async def test_pdf_printer_json(pdf_printer: Rig) -> None:
     """The default rig printer (PDF) reads as such, and its JSON form is stable."""
-    for rig in _rig(tmp_path / "pdf", "application/pdf"):
-        caps = parse_capabilities(await printer_attributes(rig["printer-01"].uri))
-        assert caps.as_json() == {
-            "formats": ["application/octet-stream", "application/pdf"],
-            "pwg_raster_types": [],
-            "pwg_raster_resolutions": [],
-            "urf_supported": [],
-            "media_ready": [
-                "na_letter_8.5x11in (215.9x279.4mm)",
-                "na_number-10_4.125x9.5in (104.77x241.3mm)",
-            ],
-            "copies_max": 999,
-            "create_job": True,
-            "ipp_versions": ["1.1", "2.0"],
-            "color": False,
-        }
+    caps = parse_capabilities(await printer_attributes(pdf_printer["printer-01"].uri))
+    assert caps.as_json() == {
+        "formats": ["application/octet-stream", "application/pdf"],
+        "pwg_raster_types": [],
+        "pwg_raster_resolutions": [],
+        "urf_supported": [],
+        "media_ready": [
+            "na_letter_8.5x11in (215.9x279.4mm)",
+            "na_number-10_4.125x9.5in (104.77x241.3mm)",
+        ],
+        "copies_max": 999,
+        "create_job": True,
+        "ipp_versions": ["1.1", "2.0"],
+        "color": False,
+    }
+
+
+async def test_lprint_label_printer(lprint: LPrintRig) -> None:
+    """LPrint's answer: raster, URF, JPEG and PNG but no PDF, 203 dpi, grey and 1-bit, the loaded label."""
+    caps = parse_capabilities(
+        await printer_attributes(lprint.printer_uri, unix_socket=lprint.socket_path)
+    )
+    assert "application/pdf" not in caps.formats
+    assert {"image/pwg-raster", "image/urf", "image/jpeg", "image/png"} <= set(caps.formats)
+    assert caps.pwg_raster_resolutions == (Resolution(203, 203),)
+    assert caps.pwg_raster_types == ("black_1", "black_8", "sgray_8")
+    assert caps.urf_types == ("W8", "DEVW8")
+    assert caps.urf_resolutions == (Resolution(203, 203),)
+    assert [(m.name, m.width_hmm, m.height_hmm) for m in caps.media_ready] == [
+        ("oe_4x3-label_4x3in", 10160, 7620)
+    ]
+    assert caps.create_job
+    assert caps.copies_max == 999
+    assert caps.color is False
 
 
 def test_empty_answer_means_nothing_supported() -> None:

@@ -7,6 +7,7 @@ and for LPrint the bytes a Zebra label printer would have received.
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import time
@@ -15,16 +16,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
+from edgeprint import errors
 from edgeprint.documents import ladder
 from edgeprint.documents.capabilities import parse_capabilities
-from edgeprint.documents.decode import decode_pwg
+from edgeprint.documents.decode import decode_pwg, decode_urf
 from edgeprint.documents.render import RenderPool
 from tests import pdfs
 from tests.ipp_helpers import print_job, printer_attributes
 from tests.lprint_rig import LPrintRig
 from tests.rig import Rig, find_tool
-from tests.rig_fixtures import in_ci, require_ippeveprinter
+from tests.rig_fixtures import require_ippeveprinter
 from tests.zpl_decode import graphics
 
 
@@ -58,22 +61,6 @@ def pwg_printer(tmp_path: Path) -> Iterator[Rig]:
 def urf_printer(tmp_path: Path) -> Iterator[Rig]:
     """An Apple-raster-only ippeveprinter (URF and JPEG)."""
     yield from _rig(tmp_path / "urf", "image/urf,image/jpeg")
-
-
-@pytest.fixture
-def lprint(tmp_path: Path) -> Iterator[LPrintRig]:
-    """LPrint with a 4-inch 203 dpi Zebra (ZPL), 4x3 in labels loaded, on a recorded socket."""
-    why = LPrintRig.missing()
-    if why is not None:
-        if in_ci():
-            pytest.fail(f"{why}; CI is set, so this is a failure, not a skip", pytrace=False)
-        pytest.skip(why)
-    rig = LPrintRig(tmp_path / "lprint")
-    rig.start()
-    try:
-        yield rig
-    finally:
-        rig.stop()
 
 
 def _ippevepcl(document: Path, content_type: str) -> tuple[int, bytes]:
@@ -144,8 +131,11 @@ async def test_urf_prints_on_an_urf_only_ippeveprinter(
     await _print_on_rig(urf_printer, pool, tmp_path, "image/urf")
 
 
-async def test_lprint_prints_one_label(lprint: LPrintRig, pool: RenderPool, tmp_path: Path) -> None:
-    """A badge rendered for LPrint's Zebra reaches the label printer as one ZPL label showing the badge."""
+@pytest.mark.parametrize("fmt", ["image/pwg-raster", "image/urf"])
+async def test_lprint_prints_one_label(
+    lprint: LPrintRig, pool: RenderPool, tmp_path: Path, fmt: str
+) -> None:
+    """A badge rendered for LPrint's Zebra (PWG raster as the ladder picks, or URF) reaches the label printer as one ZPL label showing the badge."""
     caps = parse_capabilities(
         await printer_attributes(lprint.printer_uri, unix_socket=lprint.socket_path)
     )
@@ -161,19 +151,18 @@ async def test_lprint_prints_one_label(lprint: LPrintRig, pool: RenderPool, tmp_
     )
     assert choice.media is not None
     assert choice.media.name == "oe_4x3-label_4x3in"
+    if fmt == "image/urf":  # LPrint lists URF too (RS203, W8): the next rung down
+        choice = ladder.Choice(fmt, "sgray_8", choice.resolution, choice.media)
     document = b"".join([c async for c in pool.stream(str(pdf), choice, facts)])
-    answer = await print_job(
-        lprint.printer_uri, document, "image/pwg-raster", unix_socket=lprint.socket_path
-    )
+    answer = await print_job(lprint.printer_uri, document, fmt, unix_socket=lprint.socket_path)
     assert answer["status-code"] == 0, hex(answer["status-code"])
 
-    labels = [zpl for zpl in lprint.wait_received(1) if b"^XA" in zpl]
-    assert len(labels) == 1
-    zpl = labels[0]
+    (zpl,) = lprint.wait_labels(1)
+    assert len(lprint.labels()) == 1  # LPrint answered Print-Job once the job was done
     assert zpl.count(b"^PQ1,") == 1  # one label
     assert zpl.count(b"^XG") == 1  # the graphic is printed once
     (label,) = graphics(zpl).values()
-    (page,) = decode_pwg(document)
+    (page,) = decode_pwg(document) if fmt == "image/pwg-raster" else decode_urf(document)
     assert label.shape[0] == page.height == 609
     ours = page.rows[:, : page.width]
     dots = label[:, : page.width]
@@ -184,3 +173,79 @@ async def test_lprint_prints_one_label(lprint: LPrintRig, pool: RenderPool, tmp_
     assert (~dots[white]).mean() > 0.99
     assert np.any(dots[ours == 77])
     assert not np.all(dots[ours == 77])
+
+
+@pytest.fixture
+def jpeg_printer(tmp_path: Path) -> Iterator[Rig]:
+    """An ippeveprinter that takes JPEG only (the last rung of the ladder)."""
+    yield from _rig(tmp_path / "jpeg", "image/jpeg")
+
+
+async def test_jpeg_prints_one_job_per_page(
+    jpeg_printer: Rig, pool: RenderPool, tmp_path: Path
+) -> None:
+    """A 2-page document for a JPEG-only printer prints as two jobs of one JPEG page each."""
+    printer = jpeg_printer["printer-01"]
+    caps = parse_capabilities(await printer_attributes(printer.uri))
+    pdf = tmp_path / "two.pdf"
+    pdf.write_bytes(pdfs.make_a4_pdf(2, size_pt=(612, 792)))
+    facts = await pool.facts(str(pdf))
+    choice = ladder.choose(caps, facts)
+    assert (choice.format, choice.one_page_per_job) == ("image/jpeg", True)
+    pages = [c async for c in pool.stream(str(pdf), choice, facts)]
+    assert len(pages) == 2
+    for i, page in enumerate(pages, start=1):
+        answer = await print_job(printer.uri, page, "image/jpeg", job_name=f"handout-p{i}")
+        assert answer["status-code"] == 0, hex(answer["status-code"])
+        assert _wait(lambda n=i: len(jpeg_printer.printed("printer-01")) == n)  # one job at a time
+    printed = jpeg_printer.printed("printer-01")
+    assert [(p.job_name, p.bytes) for p in printed] == [
+        ("handout-p1", len(pages[0])),
+        ("handout-p2", len(pages[1])),
+    ]
+    for page in pages:
+        with Image.open(io.BytesIO(page)) as img:
+            assert (img.format, img.size) == ("JPEG", (2550, 3300))  # letter at 300 dpi
+
+
+async def test_a4_page_fits_no_loaded_label(
+    lprint: LPrintRig, pool: RenderPool, tmp_path: Path
+) -> None:
+    """An A4 PDF for LPrint with 4x3 in labels loaded is refused before printing: no-media-fits, naming both; nothing reaches the printer."""
+    caps = parse_capabilities(
+        await printer_attributes(lprint.printer_uri, unix_socket=lprint.socket_path)
+    )
+    pdf = tmp_path / "a4.pdf"
+    pdf.write_bytes(pdfs.make_a4_pdf(1))
+    with pytest.raises(errors.DocumentUnprintable) as exc:
+        ladder.choose(caps, await pool.facts(str(pdf)))
+    assert exc.value.slug == "no-media-fits"
+    assert str(exc.value) == (
+        "no loaded media fits a 209.9x297.04mm page "
+        "(media-ready: oe_4x3-label_4x3in (101.6x76.2mm))"
+    )
+    assert lprint.labels() == []
+
+
+@pytest.fixture
+def ps_printer(tmp_path: Path) -> Iterator[Rig]:
+    """An ippeveprinter that takes PostScript only (nothing edgeprint can produce)."""
+    yield from _rig(tmp_path / "ps", "application/postscript")
+
+
+async def test_postscript_only_printer_is_refused(
+    ps_printer: Rig, pool: RenderPool, tmp_path: Path
+) -> None:
+    """A real printer that takes only PostScript is refused with what it takes (unsupported-document)."""
+    caps = parse_capabilities(await printer_attributes(ps_printer["printer-01"].uri))
+    pdf = tmp_path / "badge.pdf"
+    pdf.write_bytes(pdfs.make_badge_pdf())
+    with pytest.raises(errors.DocumentUnprintable) as exc:
+        ladder.choose(caps, await pool.facts(str(pdf)))
+    assert exc.value.slug == "unsupported-document"
+    assert exc.value.takes == ("application/octet-stream", "application/postscript")
+    assert str(exc.value).startswith(
+        "the printer takes application/octet-stream, application/postscript; "
+        "edgeprint can send application/pdf"
+    )
+    assert ps_printer.received("printer-01") == 0

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -105,6 +106,76 @@ async def test_stream_keeps_few_pages_in_flight(tmp_path: Path) -> None:
         await pool.close()
 
 
+async def test_a_badge_overtakes_a_long_document(pool: RenderPool, tmp_path: Path) -> None:
+    """With one worker busy on a 600 dpi handout, a badge waits for the page being rendered only, not for the handout's queue."""
+    handout = _write(tmp_path, "a4.pdf", pdfs.make_a4_pdf(8))
+    badge = _write(tmp_path, "badge.pdf", pdfs.make_badge_pdf())
+    handout_facts, badge_facts = await pool.facts(handout), await pool.facts(badge)
+    big = Choice("image/pwg-raster", "sgray_8", Resolution(600, 600), A4)
+    handout_pages = 0
+    badge_started = asyncio.Event()
+
+    async def print_handout() -> None:
+        nonlocal handout_pages
+        async for chunk in pool.stream(handout, big, handout_facts):
+            if chunk != b"RaS2":
+                handout_pages += 1
+                if handout_pages == 1:
+                    badge_started.set()  # the badge arrives while the handout streams
+
+    async def print_badge() -> tuple[int, int]:
+        await badge_started.wait()
+        at_arrival = handout_pages
+        choice = ladder.choose(LPRINT_LIKE, badge_facts)
+        chunks = [c async for c in pool.stream(badge, choice, badge_facts)]
+        assert len(chunks) == 2
+        return at_arrival, handout_pages
+
+    handout_task = asyncio.create_task(print_handout())
+    at_arrival, at_done = await print_badge()
+    await handout_task
+    assert handout_pages == 8
+    # Without priority the badge would queue behind the handout's pages already asked
+    # for (pages_ahead); with it, at most the page being rendered finishes first.
+    assert at_done - at_arrival <= 1, (at_arrival, at_done)
+
+
+async def test_long_documents_leave_a_worker_to_short_ones() -> None:
+    """With two workers, pages of long documents hold one at most; a short one gets the other at once, and waiters go shortest first."""
+    pool = RenderPool(workers=2)  # no process is started: only its admission is used
+    order: list[str] = []
+    first_long = pool.slot(pages=10)
+    await first_long.__aenter__()
+
+    async def take(name: str, pages: int, hold: asyncio.Event) -> None:
+        async with pool.slot(pages):
+            order.append(name)
+            await hold.wait()
+
+    release_long2, release_badge, release_rest = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    long2 = asyncio.create_task(take("long-2", 9, release_long2))
+    await asyncio.sleep(0)
+    badge = asyncio.create_task(take("badge", 1, release_badge))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert order == ["badge"]  # the second long page waits although a worker is free
+    two_pages = asyncio.create_task(take("two-pages", 2, release_rest))
+    long3 = asyncio.create_task(take("long-3", 8, release_rest))
+    release_badge.set()
+    await badge
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert order == ["badge", "two-pages"]  # short first, and long still holds one only
+    await first_long.__aexit__(None, None, None)
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert order == ["badge", "two-pages", "long-3"]  # shortest long document first
+    release_long2.set()
+    release_rest.set()
+    await asyncio.gather(long2, two_pages, long3)
+    assert order == ["badge", "two-pages", "long-3", "long-2"]
+
+
 async def test_leaving_a_stream_early_cancels_the_rest(pool: RenderPool, tmp_path: Path) -> None:
     """A consumer that stops after one page leaves nothing in flight, and the pool renders on."""
     path = _write(tmp_path, "a4.pdf", pdfs.make_a4_pdf(6))
@@ -163,6 +234,38 @@ async def test_a_killed_worker_fails_the_stream_typed(pool: RenderPool, tmp_path
     assert len(await _all(pool, badge, ladder.choose(LPRINT_LIKE, facts), facts)) == 2
 
 
+async def test_a_page_that_takes_too_long_stops_the_workers(tmp_path: Path) -> None:
+    """A page slower than call_timeout_s fails typed, its worker is killed, and the pool renders on."""
+    path = _write(tmp_path, "a4.pdf", pdfs.make_a4_pdf(2))
+    pool = RenderPool(workers=1, call_timeout_s=5)
+    try:
+        (worker,) = await pool.start()
+        facts = await pool.facts(path)
+        pool.call_timeout_s = 0.02  # a 600 dpi A4 page takes ~0.3 s: "hangs" for this pool
+        choice = Choice("image/pwg-raster", "sgray_8", Resolution(600, 600), A4)
+        with pytest.raises(errors.RenderFailed, match=r"encode took longer than 0.02 s"):
+            await _all(pool, path, choice, facts)
+        deadline = time.monotonic() + 5
+        while _alive(worker):  # SIGKILL is delivered asynchronously
+            assert time.monotonic() < deadline, f"render worker {worker} still runs"
+            await asyncio.sleep(0.01)
+        pool.call_timeout_s = 30
+        badge = _write(tmp_path, "badge.pdf", pdfs.make_badge_pdf())
+        facts = await pool.facts(badge)
+        assert len(await _all(pool, badge, ladder.choose(LPRINT_LIKE, facts), facts)) == 2
+    finally:
+        await pool.close()
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rfind(")") + 2] not in "ZX"
+
+
 async def test_unreadable_pdf_is_a_render_failure(pool: RenderPool, tmp_path: Path) -> None:
     """A file PDFium cannot open fails with RenderFailed naming PDFium's error, not a crash."""
     path = _write(tmp_path, "junk.pdf", b"%PDF-1.4\nthis is not a pdf\n")
@@ -180,6 +283,23 @@ async def test_facts_color_and_rotation(pool: RenderPool, tmp_path: Path) -> Non
     assert (await pool.facts(red)).needs_color is True
     assert (await pool.facts(grey)).needs_color is False
     assert (await pool.facts(turned)).page_sizes_pt == ((216.0, 288.0),)
+
+
+async def test_blank_document_renders_empty(pool: RenderPool, tmp_path: Path) -> None:
+    """Pages without a mark are found blank and refused (document-renders-empty); one hairline is a mark."""
+    blank = _write(tmp_path, "blank.pdf", pdfs.make_drawn_pdf([b"", b"1 1 1 rg 0 0 288 216 re f"]))
+    facts = await pool.facts(blank)
+    assert facts.blank
+    with pytest.raises(errors.DocumentUnprintable) as exc:
+        ladder.choose(LPRINT_LIKE, facts)
+    assert (exc.value.slug, str(exc.value)) == (
+        "document-renders-empty",
+        "all 2 page(s) of the document render blank: nothing would be printed",
+    )
+    hairline = _write(
+        tmp_path, "hair.pdf", pdfs.make_drawn_pdf([b"", b"0.1 w 0 g 10 10 m 50 10 l S"])
+    )
+    assert not (await pool.facts(hairline)).blank
 
 
 async def test_portrait_page_is_turned_onto_landscape_label(

@@ -1,9 +1,11 @@
 """What a document is and what a printer can take.
 
 ``check`` checks a PDF at submission (pypdf); ``capabilities`` reads what a
-printer says it takes; ``ladder`` picks the format to send; ``render``
-rasterises PDF pages (pypdfium2, in a process pool); ``pwg`` and ``urf`` encode
-the rasters; ``cache`` keeps renditions under ``data_dir``.
+printer says it takes; ``ladder`` picks the format to send; ``render`` runs
+the render workers (a process pool) that use ``raster`` (PDFium via pypdfium2)
+and the encoders ``pwg`` and ``urf``; ``cache`` keeps renditions under
+``data_dir``; ``rendition`` is what a sender reads (cached, or rendered and
+cached on the way).
 
 The names of ``check`` are re-exported so ``documents.count_pages`` keeps working.
 """

@@ -190,6 +190,11 @@ class Writer:
         self._tmp.unlink(missing_ok=True)
         self._done = True
 
+    def abort_unless_committed(self) -> None:
+        """Drop what was written unless commit() or abort() already ran (for ``finally``)."""
+        if not self._done:
+            self.abort()
+
     def __enter__(self) -> Writer:
         return self
 
@@ -199,5 +204,4 @@ class Writer:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if not self._done:  # an error, or no commit: keep nothing
-            self.abort()
+        self.abort_unless_committed()  # an error, or no commit: keep nothing

@@ -46,11 +46,13 @@ class DocumentFacts:
     """What the ladder needs to know of a document.
 
     ``page_sizes_pt``: (width, height) of each page's box in PostScript points;
-    ``needs_color``: some page has colour (a grey-only printer still prints it, in grey).
+    ``needs_color``: some page has colour (a grey-only printer still prints it, in grey);
+    ``blank``: no page has a single mark (it would print as blank paper).
     """
 
     page_sizes_pt: tuple[tuple[float, float], ...]
     needs_color: bool = False
+    blank: bool = False
 
 
 @dataclass(frozen=True)
@@ -173,10 +175,16 @@ def choose(caps: PrinterCapabilities, facts: DocumentFacts) -> Choice:
     Raises errors.DocumentUnprintable: ``unsupported-document`` when the
     printer lists no format edgeprint can produce (``takes``: what it lists),
     ``no-media-fits`` when no loaded media is large enough for a page,
-    ``document-renders-empty`` for a document without pages.
+    ``document-renders-empty`` for a document without pages or whose pages are all blank.
     """
     if not facts.page_sizes_pt:
         raise errors.DocumentUnprintable("document-renders-empty", "the document has no pages")
+    if facts.blank:
+        raise errors.DocumentUnprintable(
+            "document-renders-empty",
+            f"all {len(facts.page_sizes_pt)} page(s) of the document render blank: "
+            "nothing would be printed",
+        )
     media = choose_media(caps, facts)
     if PDF in caps.formats:
         return Choice(PDF, media=media)

@@ -4,9 +4,10 @@ Only :mod:`edgeprint.documents.render`'s worker processes import this module
 (numpy, pypdfium2 and Pillow stay out of the appliance's own process).
 
 The page is rendered straight into a white canvas of the media's size at the
-chosen resolution, centred, turned 90° counter-clockwise when it only fits that way: one
-buffer per page, owned by numpy and lent to PDFium (``FPDFBitmap_CreateEx``
-with our own memory), so nothing is copied before encoding. ``black_1`` is a
+chosen resolution, centred, turned 90° counter-clockwise when it only fits
+that way: one buffer per page, owned by numpy and lent to PDFium
+(``FPDFBitmap_CreateEx`` with our own memory), so nothing is copied before
+encoding. ``black_1`` is a
 threshold of the grey rendering at 50 % (no dithering: badge printers print
 text and bar codes, which dithering blurs).
 """
@@ -67,19 +68,28 @@ def page_sizes(pdf_path: str) -> list[tuple[float, float]]:
     return out
 
 
-def needs_color(pdf_path: str) -> bool:
-    """Some page has a pixel whose channels differ by more than COLOR_THRESHOLD."""
+def inks(pdf_path: str) -> tuple[bool, bool]:
+    """(some page has a mark, some page needs colour), from a coarse rendering of each page.
+
+    A mark is any pixel that is not pure white (anti-aliasing keeps even a hairline
+    visible at COLOR_PROBE_DPI); colour is a pixel whose channels differ by more
+    than COLOR_THRESHOLD. Stops once both are known.
+    """
     doc = _document(pdf_path)
+    inked = color = False
     for i in range(len(doc)):
         page = doc[i]
         w, h = page.get_width(), page.get_height()
         size = (max(1, round(w * COLOR_PROBE_DPI / 72)), max(1, round(h * COLOR_PROBE_DPI / 72)))
         px = _render(page, "srgb_8", size, size, turn=False)
         page.close()
-        spread = px.max(axis=2).astype(np.int16) - px.min(axis=2)
-        if int(spread.max()) > COLOR_THRESHOLD:
-            return True
-    return False
+        inked = inked or bool(px.min() < 255)
+        color = (
+            color or int((px.max(axis=2).astype(np.int16) - px.min(axis=2)).max()) > COLOR_THRESHOLD
+        )
+        if inked and color:
+            break
+    return inked, color
 
 
 def _render(

@@ -10,6 +10,13 @@ Pillow (the workers do, in :mod:`edgeprint.documents.raster`).
 header, then one page at a time — with at most ``pages_ahead`` pages rendered
 ahead of the consumer: a 40-page A4 document at 600 dpi is never held whole,
 in the workers or here; a slow printer holds back the rendering.
+
+The workers are shared by every stream, fairly for the short ones: at most
+``workers`` pages are handed to the executor at once and the waiting ones go
+shortest document first, so a badge waits for at most the pages
+being rendered right now, not for a queue of handout pages; with two workers
+or more, long documents leave one worker to short ones, and a badge does not
+wait at all.
 """
 
 from __future__ import annotations
@@ -17,7 +24,10 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import contextlib
+import heapq
 import importlib
+import itertools
 import multiprocessing
 from collections.abc import AsyncIterator
 from concurrent.futures.process import BrokenProcessPool
@@ -29,6 +39,9 @@ from edgeprint.documents import ladder
 from edgeprint.documents.ladder import Choice, DocumentFacts
 
 _RASTER = "edgeprint.documents.raster"
+#: A document of more pages than this is "long": with several workers, long documents
+#: leave one free for short ones.
+SHORT_PAGES = 2
 PWG_SYNC = b"RaS2"
 
 
@@ -58,28 +71,110 @@ def urf_file_header(pages: int) -> bytes:
 
 
 class RenderPool:
-    """``workers`` render processes; each stream keeps ``pages_ahead`` pages in flight at most."""
+    """``workers`` render processes; each stream keeps ``pages_ahead`` pages in flight at most.
 
-    def __init__(self, workers: int = 1, *, pages_ahead: int = 2) -> None:
-        if workers < 1 or pages_ahead < 1:
-            raise ValueError("workers and pages_ahead must be >= 1")
+    A call that takes longer than ``call_timeout_s`` (a hostile PDF can keep PDFium
+    busy for ever) fails with errors.RenderFailed and the workers are killed, so the
+    pool never stays blocked: the next call starts fresh ones. Workers are told apart
+    from other children as the multiprocessing children that appeared after the pool's
+    creation (edgeprint starts no other multiprocessing children).
+    """
+
+    def __init__(
+        self, workers: int = 1, *, pages_ahead: int = 2, call_timeout_s: float = 60.0
+    ) -> None:
+        if workers < 1 or pages_ahead < 1 or call_timeout_s <= 0:
+            raise ValueError("workers and pages_ahead must be >= 1, call_timeout_s > 0")
         self.workers = workers
         self.pages_ahead = pages_ahead
+        self.call_timeout_s = call_timeout_s
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self._others: set[int] = set()  # pids of children that are not this pool's workers
         #: Pages submitted to the workers and not yet handed to a consumer (all streams).
         self.in_flight = 0
+        #: Pages rendered and encoded since the pool was made (all streams).
+        self.pages_rendered = 0
+        # Admission: at most `workers` calls reach the executor at once, so its queue never
+        # holds a backlog; the others wait here, shortest document first.
+        self._free = workers
+        self._long_busy = 0
+        self._long_max = max(1, workers - 1)
+        self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._arrivals = itertools.count()
 
     def _executor(self) -> concurrent.futures.ProcessPoolExecutor:
         if self._pool is None:
+            self._others = {p.pid for p in multiprocessing.active_children() if p.pid}
             self._pool = concurrent.futures.ProcessPoolExecutor(
                 max_workers=self.workers, mp_context=multiprocessing.get_context("spawn")
             )
         return self._pool
 
-    async def _run(self, name: str, *args: Any) -> Any:
+    def _kill_workers(self) -> None:
+        for proc in multiprocessing.active_children():
+            if proc.pid not in self._others:
+                proc.kill()
+        self._discard()
+
+    def _long(self, priority: int) -> bool:
+        return priority > SHORT_PAGES
+
+    async def _acquire(self, priority: int) -> None:
+        """Wait for a worker: shortest document first (then FIFO); see _dispatch."""
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiting, (priority, next(self._arrivals), turn))
+        self._dispatch()
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self._release(priority)  # the slot was handed over just now: pass it on
+            raise
+
+    def _dispatch(self) -> None:
+        """Hand free workers to waiters, lowest priority first; with several workers, long
+        documents never hold the last one (a badge then never waits for a handout page)."""
+        while self._free > 0 and self._waiting:
+            priority, _, turn = self._waiting[0]
+            if turn.done():  # cancelled while waiting
+                heapq.heappop(self._waiting)
+                continue
+            if self._long(priority) and self._long_busy >= self._long_max:
+                return  # the first waiter is long, so all are
+            heapq.heappop(self._waiting)
+            self._free -= 1
+            self._long_busy += self._long(priority)
+            turn.set_result(None)
+
+    def _release(self, priority: int) -> None:
+        self._free += 1
+        self._long_busy -= self._long(priority)
+        self._dispatch()
+
+    @contextlib.asynccontextmanager
+    async def slot(self, pages: int = 0) -> AsyncIterator[None]:
+        """Hold one worker for a page of a document of ``pages`` pages (0: not a page)."""
+        await self._acquire(pages)
+        try:
+            yield
+        finally:
+            self._release(pages)
+
+    async def _run(self, name: str, *args: Any, priority: int = 0) -> Any:
+        async with self.slot(priority):
+            return await self._call(name, *args)
+
+    async def _call(self, name: str, *args: Any) -> Any:
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self._executor(), _call, name, *args)
+            async with asyncio.timeout(self.call_timeout_s):
+                return await loop.run_in_executor(self._executor(), _call, name, *args)
+        except TimeoutError as exc:
+            self._kill_workers()
+            raise errors.RenderFailed(
+                f"{name} took longer than {self.call_timeout_s:g} s; the render workers "
+                "were stopped"
+            ) from exc
         except BrokenProcessPool as exc:
             # A worker died (killed, out of memory): this pool is unusable; the next call
             # starts a fresh one.
@@ -118,10 +213,12 @@ class RenderPool:
         return pdf
 
     async def facts(self, pdf_path: str) -> DocumentFacts:
-        """Page sizes (points) and whether the document needs colour, read by PDFium."""
+        """Page sizes (points), whether it needs colour and whether it is blank, by PDFium."""
         sizes = await self._run("page_sizes", pdf_path)
-        color = await self._run("needs_color", pdf_path)
-        return DocumentFacts(tuple((float(w), float(h)) for w, h in sizes), bool(color))
+        inked, color = await self._run("inks", pdf_path)
+        return DocumentFacts(
+            tuple((float(w), float(h)) for w, h in sizes), bool(color), blank=not inked
+        )
 
     def _jobs(self, pdf_path: str, choice: Choice, facts: DocumentFacts) -> list[PageJob]:
         if not choice.raster or choice.media is None or choice.resolution is None:
@@ -162,7 +259,8 @@ class RenderPool:
                 while next_job < len(jobs) and len(pending) < self.pages_ahead:
                     pending.append(
                         asyncio.create_task(
-                            self._run("encode", jobs[next_job]),
+                            # Shortest document first: a badge overtakes a handout.
+                            self._run("encode", jobs[next_job], priority=len(jobs)),
                             name=f"render:{next_job + 1}/{len(jobs)}",
                         )
                     )
@@ -173,6 +271,7 @@ class RenderPool:
                     page: bytes = await task
                 finally:
                     self.in_flight -= 1
+                self.pages_rendered += 1
                 yield page
         finally:
             for task in pending:
