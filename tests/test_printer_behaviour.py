@@ -299,7 +299,8 @@ async def test_a_printer_that_aborts_every_job_is_quarantined_and_its_peer_print
     cfg = rig_config(tmp_path / "data", printers, quarantine_s=600)
     async with appliance(cfg) as (_, kiosk):
         jobs = [
-            await kiosk.submit(f"abort-{i:04d}", pool="lobby", hold=False, doc=BADGE) for i in range(8)
+            await kiosk.submit(f"abort-{i:04d}", pool="lobby", hold=False, doc=BADGE)
+            for i in range(8)
         ]
         final = await kiosk.wait_states([j["id"] for j in jobs], {"DONE", "DEAD"}, timeout_s=60)
         view = await printer_view(kiosk, "printer-01")
