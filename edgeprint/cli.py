@@ -747,7 +747,14 @@ def cmd_dead_letter(api: Api, args: argparse.Namespace, as_json: bool) -> None:
             if job.get("last_error"):
                 extra += f"; last error: {job['last_error']}"
             lines += _wrap(extra)
-        lines += ["", "replay one (once): edgeprint replay JOB_ID"]
+        if any(j.get("dead_reason") == "outcome_unknown" for j in jobs):
+            lines += [
+                "",
+                "outcome_unknown: it may have printed. Look at the printer's tray, then",
+                "  edgeprint resolve JOB_ID --printed      (it came out: DONE)",
+                "  edgeprint resolve JOB_ID --not-printed  (it did not: print it once more)",
+            ]
+        lines += ["", "replay one (once; prints it again): edgeprint replay JOB_ID"]
     if body.get("next_cursor"):
         lines.append(f"more: add --cursor {body['next_cursor']}")
     _out([_clean(line) for line in lines])

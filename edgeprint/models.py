@@ -71,7 +71,8 @@ def _check_owner(value: str) -> str:
         category = unicodedata.category(ch)
         what = None if ch in _JOINERS else _OWNER_BAD_CATEGORIES.get(category)
         if what is not None:
-            raise ValueError(f"must not contain a {what} (U+{ord(ch):04X})")
+            article = "an" if what[0] in "aeiou" else "a"
+            raise ValueError(f"must not contain {article} {what} (U+{ord(ch):04X})")
         if category in ("Mn", "Me"):
             marks_in_a_row += 1
             if marks_in_a_row > OWNER_MAX_COMBINING_RUN:
@@ -304,6 +305,9 @@ class PrinterOut(BaseModel):
     last_error: str | None
     capabilities: PrinterCapabilitiesOut | None = Field(
         default=None, description="what the printer takes, from its last probe (null before one)"
+    )
+    unreachable_since: datetime | None = Field(
+        default=None, description="since when the printer has not answered (null: it answers)"
     )
     sends: str | None = Field(
         default=None,

@@ -586,10 +586,13 @@ class JobService:
             raise errors.Backpressure(f"printer {printer}", retry_after)
         if pool is not None:
             members = self._pools.get(pool, ())
+            working = [p for p in members if p not in self.paused] or list(members)
+            # Every printer paused: jobs wait for a resume, up to the printers' marks (a
+            # pause is a technician's short stop, not a full queue).
             capacity = 0
-            for p in members:
+            for p in working:
                 cfg = self.config.printer(p)
-                if cfg is not None and p not in self.paused:
+                if cfg is not None:
                     capacity += cfg.high_water
             waiting = depths.get((None, pool), 0) + sum(depth(p) for p in members)
             if waiting >= capacity:

@@ -41,7 +41,8 @@ Use::
 
 The proxy runs its own event loop in a thread, so tests that block (waiting
 for a child process) do not stall it. ``python -m tests.ipp_proxy URI
---port P --personality rename_jobs`` runs one by hand.
+--personality renames_jobs`` runs one by hand (one of :data:`PERSONALITIES`) and
+prints its URI; the other behaviours are set from Python with :meth:`IppProxy.configure`.
 """
 
 from __future__ import annotations

@@ -83,3 +83,32 @@ def lprint(tmp_path: Path) -> Iterator[LPrintRig]:
         yield rig
     finally:
         rig.stop()
+
+
+def one_printer(root: Path, formats: str | None = None, **kw: object) -> Iterator[Rig]:
+    """One real ippeveprinter (``formats``: its document-format-supported), stopped after."""
+    require_ippeveprinter()
+    rig = Rig(root, **({"formats": formats} if formats else {}), **kw)  # type: ignore[arg-type]
+    rig.start(1)
+    try:
+        yield rig
+    finally:
+        rig.stop()
+
+
+@pytest.fixture
+def pwg_printer(tmp_path: Path) -> Iterator[Rig]:
+    """A raster-only ippeveprinter: PWG raster and JPEG, no PDF."""
+    yield from one_printer(tmp_path / "pwg", "image/pwg-raster,image/jpeg")
+
+
+@pytest.fixture
+def urf_printer(tmp_path: Path) -> Iterator[Rig]:
+    """An AirPrint-like ippeveprinter: Apple raster and JPEG only."""
+    yield from one_printer(tmp_path / "urf", "image/urf,image/jpeg")
+
+
+@pytest.fixture
+def ipps_printer(tmp_path: Path) -> Iterator[Rig]:
+    """One ippeveprinter with its own self-signed certificate (it serves ipps on its port)."""
+    yield from one_printer(tmp_path / "rig", own_certificates=True)

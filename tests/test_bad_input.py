@@ -497,7 +497,7 @@ CASES = [
            MAX_PAGES + 1, 1))), 422, "too-many-pages", f"the PDF has more than {MAX_PAGES} pages"),
     # --- unicode edge cases in owner (it reaches logs and IPP requesting-user-name) ---
     bad_field("owner-bidi-override", {"owner": "\u202eadmin"},
-              "metadata.owner: must not contain a invisible format character (U+202E)"),
+              "metadata.owner: must not contain an invisible format character (U+202E)"),
     bad_field("owner-bidi-isolate", {"owner": "ann\u2066x"}, "(U+2066)"),
     bad_field("owner-zero-width-space", {"owner": "an\u200bn"}, "(U+200B)"),
     bad_field("owner-byte-order-mark", {"owner": "\ufeffann"}, "(U+FEFF)"),

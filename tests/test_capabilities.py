@@ -12,38 +12,15 @@ from edgeprint.documents.capabilities import Media, Resolution, parse_capabiliti
 from tests.ipp_helpers import printer_attributes
 from tests.lprint_rig import LPrintRig
 from tests.rig import Rig
-from tests.rig_fixtures import require_ippeveprinter
-
-
-def _rig(root: Path, formats: str) -> Iterator[Rig]:
-    require_ippeveprinter()
-    rig = Rig(root, formats=formats)
-    rig.start(1)
-    try:
-        yield rig
-    finally:
-        rig.stop()
-
-
-@pytest.fixture
-def raster_printer(tmp_path: Path) -> Iterator[Rig]:
-    """A raster-only ippeveprinter: PWG raster and JPEG, no PDF."""
-    yield from _rig(tmp_path / "pwg", "image/pwg-raster,image/jpeg")
-
-
-@pytest.fixture
-def urf_printer(tmp_path: Path) -> Iterator[Rig]:
-    """An AirPrint-like ippeveprinter: Apple raster and JPEG only."""
-    yield from _rig(tmp_path / "urf", "image/urf,image/jpeg")
-
+from tests.rig_fixtures import one_printer
 
 LETTER = Media("na_letter_8.5x11in", 21590, 27940, 635, 635, 635, 635)
 ENVELOPE = Media("na_number-10_4.125x9.5in", 10477, 24130, 635, 635, 635, 635)
 
 
-async def test_raster_only_ippeveprinter(raster_printer: Rig) -> None:
+async def test_raster_only_ippeveprinter(pwg_printer: Rig) -> None:
     """A raster-only ippeveprinter's answer gives formats, PWG types and resolutions, media, copies."""
-    attrs = await printer_attributes(raster_printer["printer-01"].uri)
+    attrs = await printer_attributes(pwg_printer["printer-01"].uri)
     caps = parse_capabilities(attrs)
     assert set(caps.formats) == {"application/octet-stream", "image/jpeg", "image/pwg-raster"}
     assert caps.pwg_raster_resolutions == (Resolution(300, 300), Resolution(600, 600))
@@ -70,7 +47,7 @@ async def test_urf_only_ippeveprinter(urf_printer: Rig) -> None:
 @pytest.fixture
 def pdf_printer(tmp_path: Path) -> Iterator[Rig]:
     """The rig's default printer: PDF."""
-    yield from _rig(tmp_path / "pdf", "application/pdf")
+    yield from one_printer(tmp_path / "pdf", "application/pdf")
 
 
 async def test_pdf_printer_json(pdf_printer: Rig) -> None:

@@ -288,3 +288,91 @@ async def test_a_printer_that_purges_finished_jobs_never_gets_a_blind_second_cop
     assert (final["state"], final["dead_reason"]) == ("DEAD", "outcome_unknown"), final
     assert "no longer lists it" in final["last_error"]
     assert printed_names(printers)[f"edgeprint-{job['id']}"] == ["printer-01"]
+
+
+async def test_a_printer_that_aborts_every_job_is_quarantined_and_its_peer_prints(
+    tmp_path: Path, printers: Rig
+) -> None:
+    """A printer that takes every job and then aborts it: after three different jobs it is
+    unhealthy (quarantined) and the pool's jobs print on its peer, none on it."""
+    printers.fault("printer-01", "abort")
+    cfg = rig_config(tmp_path / "data", printers, quarantine_s=600)
+    async with appliance(cfg) as (_, kiosk):
+        jobs = [
+            await kiosk.submit(f"abort-{i:04d}", pool="lobby", hold=False, doc=BADGE)
+            for i in range(8)
+        ]
+        final = await kiosk.wait_states([j["id"] for j in jobs], {"DONE", "DEAD"}, timeout_s=60)
+        view = await printer_view(kiosk, "printer-01")
+    assert [j["state"] for j in final] == ["DONE"] * 8, [j["last_error"] for j in final]
+    assert view["health_reason"] == "quarantined: several different jobs failed here"
+    assert printers.printed("printer-01") == []
+    assert len(printers.printed("printer-02")) == 8
+
+
+async def test_a_cancel_survives_a_printer_that_dies_before_confirming_it(
+    tmp_path: Path, printers: Rig, proxy: IppProxy
+) -> None:
+    """A person cancels a job its printer holds; the printer dies before it confirms: the job
+    ends CANCELLED (never DEAD for a technician to reprint), and nothing comes out."""
+    printers.fault("printer-01", "hold", "media-jam")
+    async with proxied(tmp_path, printers, proxy, in_hand_timeout_s=1.0) as (run, kiosk):
+        job = await kiosk.submit("cancel-0001", printer="printer-01", hold=False, doc=BADGE)
+
+        async def acknowledged() -> bool:
+            return any(
+                c.state.value == "acknowledged" for c in await run.service.copies_of(job["id"])
+            )
+
+        await eventually(acknowledged)
+        proxy.configure(http_status=None)
+        printers.kill("printer-01")
+        status, body = await kiosk.post(f"/v1/jobs/{job['id']}/cancel")
+        assert status == 202, body
+        [final] = await kiosk.wait_states([job["id"]], {"CANCELLED", "DEAD", "DONE"})
+        assert final["state"] == "CANCELLED", final
+        assert "cancelled as asked" in final["last_error"]
+    assert printers.printed("printer-01") == []
+
+
+async def test_a_pool_whose_printers_are_all_paused_takes_jobs_and_they_wait(
+    tmp_path: Path, printers: Rig
+) -> None:
+    """Every printer of the pool paused: a submit is still 201 (the jobs wait for a resume),
+    not 503 queue-full; after the resume they print once."""
+    cfg = rig_config(tmp_path / "data", printers)
+    async with appliance(cfg) as (_, kiosk):
+        for name in ("printer-01", "printer-02"):
+            status, _ = await kiosk.post(f"/v1/printers/{name}/pause", tech=True)
+            assert status == 200
+        job = await kiosk.submit("paused-0001", pool="lobby", hold=False, doc=BADGE)
+        assert (await kiosk.job(job["id"]))["state"] == "RELEASED"
+        status, _ = await kiosk.post("/v1/printers/printer-02/resume", tech=True)
+        assert status == 200
+        [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"})
+    assert final["state"] == "DONE"
+    assert printed_names(printers)[f"edgeprint-{job['id']}"] == ["printer-02"]
+
+
+async def test_a_printer_that_does_not_answer_says_since_when_and_nothing_stale(
+    tmp_path: Path, printers: Rig
+) -> None:
+    """GET /v1/printers of a killed printer: unreachable_since set, no printer-state or queue
+    count from before it died."""
+    cfg = rig_config(tmp_path / "data", printers)
+    async with appliance(cfg) as (_, kiosk):
+        await eventually(lambda: _state_known(kiosk, "printer-01"))
+        printers.kill("printer-01")
+        view = await eventually(lambda: _down(kiosk, "printer-01"))
+    assert view["printer_state"] is None
+    assert view["queued_job_count"] is None
+    assert view["unreachable_since"].endswith("Z") or "+00:00" in view["unreachable_since"]
+
+
+async def _state_known(kiosk: Client, name: str) -> bool:
+    return (await printer_view(kiosk, name))["printer_state"] is not None
+
+
+async def _down(kiosk: Client, name: str) -> dict[str, Any] | None:
+    view = await printer_view(kiosk, name)
+    return view if view["unreachable_since"] else None

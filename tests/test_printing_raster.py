@@ -23,34 +23,14 @@ from tests.ipp_proxy import IppProxy
 from tests.lprint_rig import LPrintRig
 from tests.printing import Client, appliance, rig_config
 from tests.rig import Rig
-from tests.rig_fixtures import in_ci, require_ippeveprinter
+from tests.rig_fixtures import one_printer
 
 pytestmark = pytest.mark.slow
 
 
-def _rig(root: Path, formats: str) -> Iterator[Rig]:
-    require_ippeveprinter()
-    rig = Rig(root, formats=formats)
-    rig.start(1)
-    try:
-        yield rig
-    finally:
-        rig.stop()
-
-
-@pytest.fixture
-def pwg_printer(tmp_path: Path) -> Iterator[Rig]:
-    yield from _rig(tmp_path / "pwg", "image/pwg-raster,image/jpeg")
-
-
-@pytest.fixture
-def urf_printer(tmp_path: Path) -> Iterator[Rig]:
-    yield from _rig(tmp_path / "urf", "image/urf,image/jpeg")
-
-
 @pytest.fixture
 def text_printer(tmp_path: Path) -> Iterator[Rig]:
-    yield from _rig(tmp_path / "txt", "text/plain")
+    yield from one_printer(tmp_path / "txt", "text/plain")
 
 
 async def _printers(kiosk: Client) -> dict[str, dict[str, Any]]:
@@ -127,45 +107,35 @@ async def test_a_printer_that_takes_nothing_edgeprint_makes_is_refused_up_front(
         assert await run.service.jobs.list_jobs() == []
 
 
-async def test_a_pdf_badge_prints_as_one_label_on_lprint(tmp_path: Path) -> None:
+async def test_a_pdf_badge_prints_as_one_label_on_lprint(tmp_path: Path, lprint: LPrintRig) -> None:
     """LPrint (PAPPL, a Zebra label printer; no PDF) prints the badge submitted as PDF once:
     one ZPL label reaches the Zebra."""
-    why = LPrintRig.missing()
-    if why is not None:
-        if in_ci():
-            pytest.fail(f"{why}; CI is set, so this is a failure, not a skip", pytrace=False)
-        pytest.skip(why)
-    lprint = LPrintRig(tmp_path / "lprint")
-    lprint.start()
-    try:
-        with IppProxy(lprint.printer_uri, unix_socket=lprint.socket_path) as bridge:
-            # LPrint answers Send-Document only once the label is made (seconds, not ms)
-            cfg = rig_config(
-                tmp_path / "data",
-                [],  # type: ignore[arg-type]
-                pool=None,
-                request_timeout_s=5,
-                upload_timeout_s=60,
-            )
-            cfg["printers"] = [{"name": "label-01", "uri": bridge.uri}]
-            async with appliance(cfg) as (run, kiosk):
-                badge = pdfs.make_badge_pdf("Hedy Lamarr")
-                job = await kiosk.submit("label-0001", printer="label-01", hold=False, doc=badge)
-                [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"}, timeout_s=60)
-                copies = await run.service.copies_of(job["id"])
-                assert final["state"] == "DONE", (final["last_error"], copies)
-                [copy] = copies
-                assert copy.document_format == "image/pwg-raster"
-        labels = lprint.wait_labels(1)  # status queries come on connections of their own
-    finally:
-        lprint.stop()
-    assert len(labels) == 1
-    assert labels[0].count(b"^PQ1,") == 1
+    with IppProxy(lprint.printer_uri, unix_socket=lprint.socket_path) as bridge:
+        # LPrint answers Send-Document only once the label is made (seconds, not ms)
+        cfg = rig_config(
+            tmp_path / "data",
+            [],  # type: ignore[arg-type]
+            pool=None,
+            request_timeout_s=5,
+            upload_timeout_s=60,
+        )
+        cfg["printers"] = [{"name": "label-01", "uri": bridge.uri}]
+        async with appliance(cfg) as (run, kiosk):
+            badge = pdfs.make_badge_pdf("Hedy Lamarr")
+            job = await kiosk.submit("label-0001", printer="label-01", hold=False, doc=badge)
+            [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"}, timeout_s=60)
+            copies = await run.service.copies_of(job["id"])
+            assert final["state"] == "DONE", (final["last_error"], copies)
+            [copy] = copies
+            assert copy.document_format == "image/pwg-raster"
+    (label,) = lprint.wait_labels(1)
+    assert lprint.labels() == [label]
+    assert label.count(b"^PQ1,") == 1
 
 
 @pytest.fixture
 def pdf_and_pwg_printer(tmp_path: Path) -> Iterator[Rig]:
-    yield from _rig(tmp_path / "both", "application/pdf,image/pwg-raster")
+    yield from one_printer(tmp_path / "both", "application/pdf,image/pwg-raster")
 
 
 async def test_a_pdf_the_printer_cannot_print_is_retried_once_in_raster(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,22 +14,9 @@ import pytest
 from tests.conftest import TECH_TOKEN
 from tests.printing import Client, appliance, rig_config
 from tests.rig import Rig
-from tests.rig_fixtures import require_ippeveprinter
 from tests.test_tls import file_fingerprint, ipps, plain_http  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def rig(tmp_path: Path) -> Iterator[Rig]:
-    """One ippeveprinter with its own self-signed certificate (it serves ipps on its port)."""
-    require_ippeveprinter()
-    r = Rig(tmp_path / "rig", own_certificates=True)
-    r.start(1)
-    try:
-        yield r
-    finally:
-        r.stop()
 
 
 async def _view(kiosk: Client, name: str) -> dict[str, Any]:
@@ -50,11 +36,12 @@ async def _until(kiosk: Client, name: str, check: Any, timeout_s: float = 20.0) 
 
 
 async def test_an_ipps_printer_is_pinned_refused_when_reset_and_retrusted(
-    tmp_path: Path, rig: Rig
+    tmp_path: Path, ipps_printer: Rig
 ) -> None:
     """First contact pins the certificate and a badge prints once; after a factory reset the
     printer is unhealthy "certificate changed: was …, now …" and gets nothing; a technician's
     trust lets the waiting badge print once."""
+    rig = ipps_printer
     p = rig["printer-01"]
     cfg = rig_config(tmp_path / "data", rig, pool=None)
     cfg["printers"][0]["uri"] = ipps(p)

@@ -27,7 +27,7 @@ from tests import pdfs
 from tests.ipp_helpers import print_job, printer_attributes
 from tests.lprint_rig import LPrintRig
 from tests.rig import Rig, find_tool
-from tests.rig_fixtures import require_ippeveprinter
+from tests.rig_fixtures import one_printer
 from tests.zpl_decode import graphics
 
 
@@ -39,28 +39,6 @@ async def pool() -> AsyncIterator[RenderPool]:
         yield p
     finally:
         await p.close()
-
-
-def _rig(root: Path, formats: str) -> Iterator[Rig]:
-    require_ippeveprinter()
-    rig = Rig(root, formats=formats)
-    rig.start(1)
-    try:
-        yield rig
-    finally:
-        rig.stop()
-
-
-@pytest.fixture
-def pwg_printer(tmp_path: Path) -> Iterator[Rig]:
-    """A raster-only ippeveprinter (PWG raster and JPEG)."""
-    yield from _rig(tmp_path / "pwg", "image/pwg-raster,image/jpeg")
-
-
-@pytest.fixture
-def urf_printer(tmp_path: Path) -> Iterator[Rig]:
-    """An Apple-raster-only ippeveprinter (URF and JPEG)."""
-    yield from _rig(tmp_path / "urf", "image/urf,image/jpeg")
 
 
 def _ippevepcl(document: Path, content_type: str) -> tuple[int, bytes]:
@@ -178,7 +156,7 @@ async def test_lprint_prints_one_label(
 @pytest.fixture
 def jpeg_printer(tmp_path: Path) -> Iterator[Rig]:
     """An ippeveprinter that takes JPEG only (the last rung of the ladder)."""
-    yield from _rig(tmp_path / "jpeg", "image/jpeg")
+    yield from one_printer(tmp_path / "jpeg", "image/jpeg")
 
 
 async def test_jpeg_prints_one_job_per_page(
@@ -230,7 +208,7 @@ async def test_a4_page_fits_no_loaded_label(
 @pytest.fixture
 def ps_printer(tmp_path: Path) -> Iterator[Rig]:
     """An ippeveprinter that takes PostScript only (nothing edgeprint can produce)."""
-    yield from _rig(tmp_path / "ps", "application/postscript")
+    yield from one_printer(tmp_path / "ps", "application/postscript")
 
 
 async def test_postscript_only_printer_is_refused(

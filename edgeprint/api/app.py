@@ -11,6 +11,7 @@ import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TypeVar
 
 from aiohttp import web
@@ -411,6 +412,11 @@ def _printer_out(
             PrinterCapabilitiesOut(**snap.capabilities) if snap.capabilities is not None else None
         ),
         sends=snap.sends,
+        unreachable_since=(
+            datetime.fromtimestamp(snap.unreachable_since, UTC)
+            if snap.unreachable_since is not None
+            else None
+        ),
     )  # fmt: skip
 
 

@@ -25,7 +25,7 @@ from yarl import URL
 
 from edgeprint import errors
 from edgeprint.config import DispatchConfig, PrinterConfig
-from edgeprint.copies import Copy, CopyState, Kind
+from edgeprint.copies import ORIGIN_REQUESTED, Copy, CopyState, Kind, Verdict
 from edgeprint.dispatch import formats, reconcile
 from edgeprint.documents.cache import RenditionCache
 from edgeprint.documents.capabilities import PrinterCapabilities, parse_capabilities
@@ -301,8 +301,8 @@ class PrinterWorker:
         await self.service.fail_over_waiting(self.name, change.reason or "unhealthy")
 
     def snapshot(self) -> PrinterSnapshot:
-        """The technician's view of this printer right now."""
-        st = self.status
+        """The technician's view of this printer right now (no stale state when it is down)."""
+        st = self.status if self.reachable else None
         return PrinterSnapshot(
             name=self.name,
             uri=self.config.uri,
@@ -319,6 +319,7 @@ class PrinterWorker:
             last_error=self.health.last_error,
             capabilities=self.capabilities.as_json() if self.capabilities else None,
             sends=self.sends if self.capabilities else None,
+            unreachable_since=self._unreachable_since,
         )
 
     # --- waiting -----------------------------------------------------------------------
@@ -606,6 +607,15 @@ class PrinterWorker:
             delay = min(delay * 2, self.settings.follow_interval_max_s)
         return False
 
+    async def _count_outcome(self, job: JobRecord, verdict: Verdict) -> None:
+        """A job this printer aborted counts towards quarantining the printer (several
+        different jobs failing here blame the printer); a printed one breaks the run."""
+        copy = verdict.copy
+        if verdict.kind is Kind.DONE:
+            self.health.on_job_printed()
+        elif copy is not None and copy.printer == self.name and copy.state is CopyState.ABORTED:
+            await self._health_changed(self.health.on_job_failed(job.id, self._clock()))
+
     async def _monitoring_gave_up(self, job: JobRecord, copy: Copy, why: str) -> None:
         """The printer cannot say what became of a copy: park the job, blame the printer."""
         log.warning(
@@ -658,7 +668,13 @@ class PrinterWorker:
             copies = await self.service.copies_of(job.id)
             current = [c for c in copies if c.claim == job.claims and c.live]
             risky = any(c.document_may_have_left for c in current)
-            if not risky or self.settings.on_unknown_outcome == "reprint":
+            if any(c.cancel_origin == ORIGIN_REQUESTED for c in current):
+                # a person asked to cancel it: that stands (its copy is cancelled here later)
+                why = f"cancelled as asked; {self.name} became unreachable before it confirmed"
+                if risky:
+                    why += " (it may have printed part of it)"
+                await self.service.cancelled(job, self.name, why)
+            elif not risky or self.settings.on_unknown_outcome == "reprint":
                 await self.service.requeue(
                     job, self.name, f"{self.name} unreachable; moved to a peer", self._clock(),
                     count=False,
@@ -906,6 +922,7 @@ class PrinterWorker:
                     current = await self.service.find(job.id)
                     if current is None or current.state is not JobState.PRINTING:
                         return True
+                    await self._count_outcome(job, verdict)
                     await self.service.settle_job(job, self.name, verdict)
                     return True
         return False

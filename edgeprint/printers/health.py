@@ -202,3 +202,4 @@ class PrinterSnapshot:
     last_error: str | None
     capabilities: dict[str, Any] | None = None  # PrinterCapabilities.as_json() of the last probe
     sends: str | None = None  # the format edgeprint sends it
+    unreachable_since: float | None = None  # unix seconds; None while it answers
