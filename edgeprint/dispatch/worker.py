@@ -173,6 +173,15 @@ class PrinterWorker:
                     await self._idle()
                     continue
                 await self._dispatch(*claimed, self.status)
+            except errors.StorageFull as exc:
+                # The disk is full: nothing of this step was recorded (every write is
+                # conditional and all-or-nothing). Wait for space, then settle afresh.
+                log.error(
+                    "store full: worker waits",
+                    extra={"event": "worker_store_full", "printer": self.name, "error": str(exc)},
+                )
+                self._needs_reconcile = True
+                await self._hold_off(self.settings.unreachable_retry_max_s)
             except errors.PrinterBusy:
                 await self._pause(self.settings.busy_backoff_s)
             except (
