@@ -124,8 +124,9 @@ class DispatchConfig(_Frozen):
     in_hand_timeout_s: float = Field(default=30.0, ge=0, le=86400)
     #: Retry-After of a 503 when a printer's or pool's queue is full.
     retry_after_s: int = Field(default=5, ge=1, le=3600)
-    #: Processes that render PDF pages to raster for printers without PDF (started on first use).
-    render_workers: int = Field(default=1, ge=1, le=16)
+    #: Processes that render PDF pages to raster for printers without PDF (started on first
+    #: use). With 2 or more, a long document never takes the last one: a badge does not wait.
+    render_workers: int = Field(default=2, ge=1, le=16)
     #: Rendered rasters kept under data_dir/renditions, at most this many bytes (LRU).
     rendition_cache_bytes: int = Field(default=256 * 1024 * 1024, ge=0)
 
