@@ -98,7 +98,8 @@ async def test_every_queue_is_advertised_with_its_txt_record(
         assert info.parsed_addresses() == ["127.0.0.1"]
         txt = {k.decode(): (v or b"").decode() for k, v in info.properties.items()}
         assert txt["rp"] == "ipp/print/lobby"
-        assert txt["pdl"] == "application/pdf"
+        assert txt["pdl"] == "application/pdf,image/pwg-raster,image/urf,image/jpeg"
+        assert txt["URF"] == "V1.4,CP1,W8,SRGB24,RS300-600,DM1"
         assert txt["UUID"] == str(uuid.uuid5(uuid.NAMESPACE_URL, "edgeprint:ipp/print/lobby"))
         assert txt["adminurl"] == f"http://127.0.0.1:{app.running.port}/"
         assert txt["txtvers"] == "1"

@@ -97,6 +97,7 @@ class PrinterWorker:
         self._needs_reconcile = True
         self._unreachable_since: float | None = None
         self._bad_answer_backoff_s = 0.0
+        self._retry_delay_s = settings.poll_interval_min_s
         self._hex_logged_at: float | None = None
         self.status: PrinterStatus | None = None
         self._trusted = False  # ipps: the certificate was checked against its pin
@@ -133,66 +134,76 @@ class PrinterWorker:
     # --- main loop -------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Work until the stop event is set. Store failures propagate (the process exits)."""
-        retry_delay_s = self.settings.poll_interval_min_s
+        """Work until the stop event is set.
+
+        A full disk makes the worker wait (nothing of the step was recorded: every
+        write is conditional and all-or-nothing); other store failures propagate
+        (the process exits and systemd restarts it).
+        """
+        self._retry_delay_s = self.settings.poll_interval_min_s
         while not self.stop.is_set():
             try:
-                await self._ensure_trust()
-                self.status = await self._probe()
-                retry_delay_s = self.settings.poll_interval_min_s
-                self._bad_answer_backoff_s = 0.0
-                if not self.health.healthy:  # before anything that may wait on the printer
-                    await self.service.fail_over_waiting(self.name, self.health.reason or "")
-                if self._needs_reconcile and not await self._sweep():
-                    await self._hold_off(self.settings.unreachable_retry_max_s)
-                    continue
-                if not self.health.healthy:
-                    await self._hold_off(self.settings.unreachable_retry_max_s)
-                    continue
-                if self.name in self.service.paused:
-                    await self._hold_off(self.settings.idle_probe_interval_s)
-                    continue
-                if self.status.queued_job_count >= self.config.max_inflight:
-                    await self._pause(self.settings.poll_interval_max_s)
-                    continue
-                self._wake.clear()
-                if self.sends != formats.PDF:
-                    job = await self.service.claim_next(self.name)
-                    if job is None:
-                        await self._idle()
-                        continue
-                    await self._dispatch_raster(job, self.status)
-                    continue
-                claimed = await self.service.claim_and_open(
-                    self.name,
-                    operation=self._operation(self.status),
-                    document_format=DOCUMENT_FORMAT,
-                    printer_up_s=self.status.up_time_s,
-                )
-                if claimed is None:
-                    await self._idle()
-                    continue
-                await self._dispatch(*claimed, self.status)
+                await self._step()
             except errors.StorageFull as exc:
-                # The disk is full: nothing of this step was recorded (every write is
-                # conditional and all-or-nothing). Wait for space, then settle afresh.
                 log.error(
                     "store full: worker waits",
                     extra={"event": "worker_store_full", "printer": self.name, "error": str(exc)},
                 )
                 self._needs_reconcile = True
                 await self._hold_off(self.settings.unreachable_retry_max_s)
-            except errors.PrinterBusy:
-                await self._pause(self.settings.busy_backoff_s)
-            except (
-                errors.PrinterNeedsTls, errors.PrinterAnswerError, errors.CertificateChanged,
-                errors.TlsHandshakeFailed,
-            ) as exc:  # fmt: skip
-                await self._bad_answer(exc)
-            except errors.PrinterError as exc:
-                await self._unreachable(exc)
-                retry_delay_s = min(retry_delay_s * 2, self.settings.unreachable_retry_max_s)
-                await self._hold_off(retry_delay_s)
+
+    async def _step(self) -> None:
+        """One turn: check, probe, settle, then claim and print one job (or wait)."""
+        try:
+            await self._ensure_trust()
+            self.status = await self._probe()
+            self._retry_delay_s = self.settings.poll_interval_min_s
+            self._bad_answer_backoff_s = 0.0
+            if not self.health.healthy:  # before anything that may wait on the printer
+                await self.service.fail_over_waiting(self.name, self.health.reason or "")
+            if self._needs_reconcile and not await self._sweep():
+                await self._hold_off(self.settings.unreachable_retry_max_s)
+                return
+            if not self.health.healthy:
+                await self._hold_off(self.settings.unreachable_retry_max_s)
+                return
+            if self.name in self.service.paused:
+                await self._hold_off(self.settings.idle_probe_interval_s)
+                return
+            if self.status.queued_job_count >= self.config.max_inflight:
+                await self._pause(self.settings.poll_interval_max_s)
+                return
+            self._wake.clear()
+            if self.sends != formats.PDF:
+                job = await self.service.claim_next(self.name)
+                if job is None:
+                    await self._idle()
+                    return
+                await self._dispatch_raster(job, self.status)
+                return
+            claimed = await self.service.claim_and_open(
+                self.name,
+                operation=self._operation(self.status),
+                document_format=DOCUMENT_FORMAT,
+                printer_up_s=self.status.up_time_s,
+            )
+            if claimed is None:
+                await self._idle()
+                return
+            await self._dispatch(*claimed, self.status)
+        except errors.PrinterBusy:
+            await self._pause(self.settings.busy_backoff_s)
+        except (
+            errors.PrinterNeedsTls, errors.PrinterAnswerError, errors.CertificateChanged,
+            errors.TlsHandshakeFailed,
+        ) as exc:  # fmt: skip
+            await self._bad_answer(exc)
+        except errors.PrinterError as exc:
+            await self._unreachable(exc)
+            self._retry_delay_s = min(
+                self._retry_delay_s * 2, self.settings.unreachable_retry_max_s
+            )
+            await self._hold_off(self._retry_delay_s)
 
     async def _probe(self) -> PrinterStatus:
         status = await self.client.get_printer_attributes()

@@ -57,6 +57,7 @@ def service_info(config: Config, queue: str, host: str, port: int, server: str) 
         "note": "",
         "product": "(edgeprint)",
         "pdl": ",".join(f for f in A.DOCUMENT_FORMATS if f != "application/octet-stream"),
+        "URF": ",".join(A.URF_SUPPORTED),  # AirPrint clients look for it
         "UUID": uuid,
         "Color": "F",
         "Duplex": "F",

@@ -57,6 +57,8 @@ OPERATIONS = (
 )
 #: Formats kept as a PDF of their pages when a client sends them (AirPrint, Mopria, IPP Everywhere).
 CONVERTED_FORMATS = ("image/pwg-raster", "image/urf", "image/jpeg")
+#: What the queues take as Apple raster (urf-supported, and the URF key of the DNS-SD record).
+URF_SUPPORTED = ("V1.4", "CP1", "W8", "SRGB24", "RS300-600", "DM1")
 #: Formats a queue takes (octet-stream: sniffed).
 DOCUMENT_FORMATS = ("application/pdf", *CONVERTED_FORMATS, "application/octet-stream")
 MAX_COPIES = 99
@@ -155,7 +157,7 @@ def printer_attributes(
         ),
         attr("pwg-raster-document-sheet-back", Tag.KEYWORD, "normal"),
         attr("pwg-raster-document-type-supported", Tag.KEYWORD, "black_1", "sgray_8", "srgb_8"),
-        attr("urf-supported", Tag.KEYWORD, "V1.4", "CP1", "W8", "SRGB24", "RS300-600", "DM1"),
+        attr("urf-supported", Tag.KEYWORD, *URF_SUPPORTED),
         attr("finishings-default", Tag.ENUM, 3),
         attr("finishings-supported", Tag.ENUM, 3),
         attr("generated-natural-language-supported", Tag.NATURAL_LANGUAGE, "en"),
