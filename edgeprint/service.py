@@ -170,13 +170,20 @@ class JobService:
 
     async def retire(self, printer: PrinterConfig) -> list[str]:
         """A reload removed ``printer`` (already gone from this service's config): its
-        waiting jobs go to its old pool; the ids moved. Without a pool they stay RELEASED
-        for it, and its worker, which now claims only jobs aimed at it, prints them."""
+        waiting jobs go to its old pool; the ids moved. Without a pool they stay RELEASED,
+        with a ``last_error`` saying why they wait (nothing prints them)."""
         if printer.pool is None:
-            log.warning(
-                "printer removed; its waiting jobs stay for it",
-                extra={"event": "printer_removed", "printer": printer.name, "moved": 0},
+            waiting = await self.jobs.note_waiting(
+                printer.name,
+                f"{printer.name} was removed from the config and has no pool: this job waits "
+                "until the printer is configured again (or cancel it)",
+                now=self.clock(),
             )
+            log.warning(
+                "printer removed; its waiting jobs wait for it",
+                extra={"event": "printer_removed", "printer": printer.name, "moved": 0,
+                       "waiting": len(waiting)},
+            )  # fmt: skip
             return []
         moved = await self.jobs.retarget_waiting(
             printer.name, printer.pool, now=self.clock(), actor="reload",

@@ -276,11 +276,12 @@ def test_reload_changing_a_uri_reconciles_the_job_in_hand_there(
     assert_each_printed_once(printers, ids)
 
 
-def test_reload_removing_a_printer_without_pool_prints_what_was_aimed_at_it(
+def test_reload_removing_a_printer_without_pool_finishes_its_job_and_keeps_the_rest(
     tmp_path: Path, printers: Rig
 ) -> None:
-    """Jobs aimed at a removed printer that has no pool stay for it and are printed there
-    (its worker runs on until the restart); nothing is lost or printed twice."""
+    """A removed printer without a pool finishes the job in hand and claims nothing more; the
+    jobs still aimed at it stay RELEASED with a last_error saying why; nothing is lost or
+    printed twice."""
     printers.set_speed("printer-02", 0.5)
     cfg = rig_config(tmp_path / "data", printers, pool=None)
     cfg["server"]["port"] = 0
@@ -296,12 +297,15 @@ def test_reload_removing_a_printer_without_pool_prints_what_was_aimed_at_it(
 
         assert rec["event"] == "config_reloaded"
         removed = app.event(0, {"printer_removed"}, 5)
-        assert (removed["printer"], removed["moved"]) == ("printer-02", 0)
+        assert (removed["printer"], removed["moved"], removed["waiting"]) == ("printer-02", 0, 2)
         ids = [str(i) for _, i in aimed]
-        done = asyncio.run(_wait_all_done(url, ids))
+        first = asyncio.run(_wait_all_done(url, ids[:1]))
+        rest = [asyncio.run(_job(url, i)) for i in ids[1:]]
         assert app.server.terminate() == 0
-    assert {j["printed_on"] for j in done} == {"printer-02"}
-    assert_each_printed_once(printers, ids)
+    assert first[0]["printed_on"] == "printer-02"
+    assert [j["state"] for j in rest] == ["RELEASED", "RELEASED"]
+    assert all("was removed from the config" in j["last_error"] for j in rest)
+    assert_each_printed_once(printers, ids[:1])
 
 
 async def _until_printer(url: str, printer: str, field: str) -> None:
@@ -422,3 +426,15 @@ async def _run_with_reloads(
                 events.append(rec["event"])
         await kiosk.wait_states(ids, {"DONE"}, timeout_s=120)
     return ids, events
+
+
+async def _job(url: str, job_id: str) -> dict[str, Any]:
+    """GET /v1/jobs/{id}."""
+    headers = {"Authorization": f"Bearer {TECH_TOKEN}"}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"{url}/v1/jobs/{job_id}", headers=headers) as r,
+    ):
+        assert r.status == 200
+        body: dict[str, Any] = await r.json()
+        return body

@@ -101,13 +101,15 @@ class Dispatcher:
           request in flight finishes within the grace period; a job in hand stays
           PRINTING), then the new one starts, and like any worker at start it reconciles
           the printer's PRINTING jobs, now at the new URI, before it sends anything.
-        - A removed printer's worker keeps running as it is (it finishes the job in
-          hand), but the service no longer counts it in a pool, so it claims only jobs
-          still aimed at it; it is hidden from the printer views until the next restart.
+        - A removed printer's worker finishes the job in hand (and settles what the
+          printer may hold) but claims nothing new; it is hidden from the printer views
+          and stops at the next restart.
         """
         before = {name: w.config for name, w in self.workers.items()}
         names = {p.name for p in config.printers}
         self.retired |= {n for n in self.workers if n not in names}
+        for name in self.retired:
+            self.workers[name].retired = True  # finishes what it holds, claims nothing new
         self.config = config
         self._pools = config.pools
         for p in config.printers:

@@ -103,6 +103,8 @@ class PrinterWorker:
         self._trusted = False  # ipps: the certificate was checked against its pin
         self.reachable = False
         self.current_job: str | None = None
+        #: A reload removed this printer: it finishes what it holds and claims nothing new.
+        self.retired = False
         self.health = Health(
             HealthSettings(
                 failure_threshold=settings.failure_threshold,
@@ -167,7 +169,7 @@ class PrinterWorker:
             if not self.health.healthy:
                 await self._hold_off(self.settings.unreachable_retry_max_s)
                 return
-            if self.name in self.service.paused:
+            if self.name in self.service.paused or self.retired:
                 await self._hold_off(self.settings.idle_probe_interval_s)
                 return
             if self.status.queued_job_count >= self.config.max_inflight:

@@ -338,6 +338,15 @@ class Jobs:
         """The claim of :meth:`claim_next` (to run with other statements)."""
         return _CLAIM_NEXT, (printer, now, now, actor, printer, now, pool, now)
 
+    async def note_waiting(self, printer: str, text: str, *, now: float) -> list[str]:
+        """Set ``last_error`` of the RELEASED jobs aimed at ``printer``; their ids."""
+        rows = await self._store.write(
+            "UPDATE jobs SET last_error = ?, updated_at = ? "
+            "WHERE state = 'RELEASED' AND printer = ? RETURNING id",
+            (text, now, printer),
+        )
+        return [str(r[0]) for r in rows]
+
     async def note_printing(self, job_id: str, printer: str, text: str, *, now: float) -> None:
         """Set ``last_error`` of a job PRINTING on ``printer`` (no state change)."""
         await self._store.write(
