@@ -20,6 +20,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
+from typing import Any
 
 from yarl import URL
 
@@ -28,13 +29,17 @@ from edgeprint.config import DispatchConfig, PrinterConfig
 from edgeprint.copies import ORIGIN_REQUESTED, Copy, CopyState, Kind, Verdict
 from edgeprint.dispatch import formats, reconcile
 from edgeprint.documents.cache import RenditionCache
-from edgeprint.documents.capabilities import PrinterCapabilities, parse_capabilities
+from edgeprint.documents.capabilities import (
+    REQUESTED_ATTRIBUTES,
+    PrinterCapabilities,
+    parse_capabilities,
+)
 from edgeprint.documents.render import RenderPool
 from edgeprint.faults import crash_point
 from edgeprint.metrics import Metrics
 from edgeprint.printers import tls
 from edgeprint.printers.health import Health, HealthChange, HealthSettings, PrinterSnapshot
-from edgeprint.printers.ipp import IppClient, PrinterJob, PrinterStatus
+from edgeprint.printers.ipp import IppClient, PrinterStatus
 from edgeprint.service import JobService
 from edgeprint.states import JobState
 from edgeprint.store.jobs import JobRecord
@@ -48,8 +53,6 @@ BAD_ANSWER_BACKOFF_MAX_S = 60.0
 HEX_LOG_INTERVAL_S = 3600.0
 #: Rounds of observe → judge → act for one job before the worker waits and tries later.
 ROUNDS = 10
-
-printer_job_name = reconcile.printer_job_name
 
 
 class _Unsettled(Exception):
@@ -81,6 +84,7 @@ class PrinterWorker:
         self.renderer = renderer
         self.renditions = renditions
         self.capabilities: PrinterCapabilities | None = None
+        self._caps_from: dict[str, Any] | None = None  # the attributes they were read from
         #: The format a (PDF) job is sent to this printer in; None: none edgeprint can make.
         self.sends: str | None = formats.PDF
         self.config = printer
@@ -215,9 +219,14 @@ class PrinterWorker:
         self.reachable = True
         self._unreachable_since = None
         self.metrics.printer_up.labels(printer=self.name).set(1)
-        self.capabilities = parse_capabilities(status.attributes)
-        self.sends = formats.generic(self.capabilities, raster=self.renderer is not None)
-        unusable = None if self.sends else formats.unusable(self.capabilities)
+        said = {k: status.attributes.get(k) for k in REQUESTED_ATTRIBUTES}
+        if said != self._caps_from:  # what the printer says it takes changed: read it again
+            self._caps_from = said
+            self.capabilities = parse_capabilities(status.attributes)
+            self.sends = formats.generic(self.capabilities, raster=self.renderer is not None)
+        unusable = None
+        if self.sends is None and self.capabilities is not None:
+            unusable = formats.unusable(self.capabilities)
         await self._health_changed(self.health.on_probe(status, now, unusable))
         self.metrics.printer_healthy.labels(printer=self.name).set(int(self.health.healthy))
         return status
@@ -488,7 +497,7 @@ class PrinterWorker:
         printer job, so a crash at any point leaves a record that reconciliation
         settles; nothing is ever sent blindly twice.
         """
-        name = printer_job_name(job.id)
+        name = reconcile.printer_job_name(job.id)
         copies = job.copies if job.copies > 1 and status.copies_supported else None
         if copy.operation == "Create-Job":
             try:
@@ -962,4 +971,4 @@ async def _wait_any(events: tuple[asyncio.Event, ...], seconds: float) -> None:
 
 _PRINTER_STATES = {3: "idle", 4: "processing", 5: "stopped"}
 
-__all__ = ["DOCUMENT_FORMAT", "PrinterJob", "PrinterWorker", "printer_job_name"]
+__all__ = ["DOCUMENT_FORMAT", "PrinterWorker"]

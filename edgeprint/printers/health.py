@@ -93,7 +93,6 @@ class Health:
     failing_jobs: list[str] = field(default_factory=list)
     quarantined_until: float | None = None
     last_error: str | None = None
-    answer_problem: str | None = None  # cleared by a proper probe answer
     monitoring_problem: str | None = None  # cleared by a technician (resume)
 
     def _set(self, healthy: bool, reason: str | None, now: float) -> HealthChange | None:
@@ -116,7 +115,6 @@ class Health:
         """
         self.reachable = True
         self.consecutive_failures = 0
-        self.answer_problem = None
         if status.state == PRINTER_STOPPED:
             self.stopped_since = self.stopped_since if self.stopped_since is not None else now
         else:
@@ -153,7 +151,6 @@ class Health:
         """The printer answered, but not in a way edgeprint can use: unhealthy at once."""
         self.reachable = True
         self.last_error = problem
-        self.answer_problem = problem
         return self._set(False, problem, now)
 
     def on_monitoring_failed(self, problem: str, now: float) -> HealthChange | None:
