@@ -60,7 +60,14 @@ from edgeprint.states import (
     target,
 )
 from edgeprint.store import Store
-from edgeprint.store.jobs import GUARD_ON_PRINTER, GUARD_PRINTED, ROW, JobRecord, Jobs
+from edgeprint.store.jobs import (
+    GUARD_ON_PRINTER,
+    GUARD_PRINTED,
+    PEER_FIRST_S,
+    ROW,
+    JobRecord,
+    Jobs,
+)
 from tests.conftest import config_dict
 from tests.pdfs import make_pdf
 
@@ -935,6 +942,32 @@ async def test_cancel_of_a_job_with_a_copy_is_honoured_when_the_printer_refuses(
         assert out is not None
         assert out.state is S.CANCELLED
         assert await service.claim_next("printer-02") is None
+
+
+async def test_a_pool_job_a_printer_failed_goes_to_its_peers_first(tmp_path: Path) -> None:
+    """A pool job that aborted on printer-01 is left to the pool's other printers for
+    PEER_FIRST_S once it is claimable again; only then may printer-01 retake it, and its
+    worker is told when (a one-printer pool still retries; an aborting printer cannot burn
+    one job's attempts while a peer idles)."""
+    now = [1_000.0]
+    async with _service(tmp_path) as service:
+        service.clock = lambda: now[0]
+        job = await _printing_job(service, pool="lobby")
+        await service.requeue(job, "printer-01", "aborted", 1_001.0, count=True, failure_sig="x")
+        now[0] = 1_001.0
+        assert await service.claim_next("printer-01") is None
+        assert await service.next_ready_at("printer-01") == 1_001.0 + PEER_FIRST_S
+        assert await service.next_ready_at("printer-02") is None  # claimable for it now
+        now[0] = 1_001.0 + PEER_FIRST_S
+        again = await service.claim_next("printer-01")
+        assert again is not None
+        assert again.id == job.id
+        await service.requeue(again, "printer-01", "aborted", 2_000.0, count=True, failure_sig="x")
+        now[0] = 2_000.0
+        assert await service.claim_next("printer-01") is None
+        peer = await service.claim_next("printer-02")
+        assert peer is not None
+        assert (peer.id, peer.printed_on) == (job.id, "printer-02")
 
 
 async def test_replay_clears_an_old_cancel_request(tmp_path: Path) -> None:

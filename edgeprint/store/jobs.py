@@ -173,6 +173,11 @@ RETURNING pin_failures, pin_locked_until
 # The next claimable job for one printer: its own jobs and its pool's, lowest
 # priority number first, the printer's own jobs before pool jobs of the same
 # priority, then acceptance order.
+#: A pool job that just failed on a printer is left to the pool's other printers for this
+#: long after it becomes claimable again; only then may the printer that failed it retake it
+#: (a printer that aborts every job must not burn one job's attempts while a peer idles).
+PEER_FIRST_S = 5.0
+
 _CLAIM_NEXT = (
     """
 UPDATE jobs
@@ -185,6 +190,7 @@ WHERE id = (
         UNION ALL
         SELECT id, priority, 1 AS own, seq FROM jobs
         WHERE state = 'RELEASED' AND printer IS NULL AND pool = ? AND not_before <= ?
+          AND (failure_printer IS NOT ? OR not_before <= ?)
     )
     ORDER BY priority, own, seq
     LIMIT 1
@@ -336,7 +342,9 @@ class Jobs:
         self, printer: str, pool: str | None, *, now: float, actor: str
     ) -> tuple[str, tuple[Any, ...]]:
         """The claim of :meth:`claim_next` (to run with other statements)."""
-        return _CLAIM_NEXT, (printer, now, now, actor, printer, now, pool, now)
+        return _CLAIM_NEXT, (
+            printer, now, now, actor, printer, now, pool, now, printer, now - PEER_FIRST_S
+        )  # fmt: skip
 
     async def note_waiting(self, printer: str, text: str, *, now: float) -> list[str]:
         """Set ``last_error`` of the RELEASED jobs aimed at ``printer``; their ids."""
@@ -365,11 +373,14 @@ class Jobs:
         return [JobRecord.from_row(r) for r in rows]
 
     async def next_not_before(self, printer: str, pool: str | None, now: float) -> float | None:
-        """The earliest future ``not_before`` of a RELEASED job this printer could take."""
+        """When the next RELEASED job this printer could take becomes claimable (a pool job
+        this printer failed: ``PEER_FIRST_S`` later), if that is after ``now``."""
         rows = await self._store.read(
-            "SELECT min(not_before) FROM jobs WHERE state = 'RELEASED' AND not_before > ? "
-            "AND (printer = ? OR (printer IS NULL AND pool = ?))",
-            (now, printer, pool),
+            "SELECT min(ready) FROM (SELECT CASE WHEN printer IS NULL AND failure_printer = ? "
+            "THEN not_before + ? ELSE not_before END AS ready FROM jobs "
+            "WHERE state = 'RELEASED' AND (printer = ? OR (printer IS NULL AND pool = ?))) "
+            "WHERE ready > ?",
+            (printer, PEER_FIRST_S, printer, pool, now),
         )
         value = rows[0][0] if rows else None
         return float(value) if value is not None else None
