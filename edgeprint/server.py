@@ -31,7 +31,8 @@ from edgeprint.ipp_server import advertise
 from edgeprint.metrics import Metrics
 from edgeprint.service import JobService
 from edgeprint.spool import Spool
-from edgeprint.store import Store
+from edgeprint.store import backends
+from edgeprint.store.interface import Store
 from edgeprint.store.jobs import Jobs
 from edgeprint.store.outbox import Outbox
 from edgeprint.systemd import Systemd
@@ -105,12 +106,7 @@ async def running(config: Config) -> AsyncIterator[Running]:
 async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
     spool = Spool(data_dir, min_free_bytes=config.server.min_free_bytes)
     spool.prepare()
-    store = Store(
-        data_dir / DB_FILE,
-        synchronous=config.store.synchronous,
-        busy_timeout_ms=config.store.busy_timeout_ms,
-        max_batch=config.store.max_batch,
-    )
+    store = backends.from_config(config.store, data_dir / DB_FILE)
     await store.open()
     try:
         metrics = Metrics()

@@ -17,7 +17,7 @@ from edgeprint.config import Config, parse_config
 from edgeprint.server import DB_FILE, Running, running
 from tests.pdfs import make_pdf
 
-pytest_plugins = ["tests.rig_fixtures", "tests.mdns"]
+pytest_plugins = ["tests.rig_fixtures", "tests.mdns", "tests.pg_fixtures"]
 
 KIOSK_TOKEN = "kiosk-token-for-tests"
 TECH_TOKEN = "tech-token-for-tests"
