@@ -97,7 +97,8 @@ class StoreConfig(_Frozen):
     synchronous: Literal["FULL", "NORMAL"] = "FULL"
     busy_timeout_ms: int = Field(default=5000, ge=0, le=600_000)
     max_batch: int = Field(default=512, ge=1, le=10_000)
-    #: PostgreSQL only: connections that serve reads (writes have one of their own).
+    #: PostgreSQL only: connections that serve reads (writes have one of their own; reads
+    #: queued together go in one round trip).
     readers: int = Field(default=4, ge=1, le=64)
     #: PostgreSQL only: how long opening the store may wait for the server.
     connect_timeout_s: float = Field(default=10.0, gt=0, le=300)

@@ -83,6 +83,17 @@ async def test_a_failing_unit_is_undone_whole_and_alone(store: Store) -> None:
     assert [r[0] for r in rows] == ["u1", "u2"]
 
 
+async def test_a_failing_read_fails_only_its_caller(store: Store) -> None:
+    """Reads queued together answer each caller: a bad one is its caller's error alone."""
+    await store.write(_INSERT, ("r1", "rk1", "HELD", 1))
+    good = [store.read("SELECT id FROM jobs WHERE id = ?", ("r1",)) for _ in range(20)]
+    bad = store.read("SELECT no_such_column FROM jobs")
+    results = await asyncio.gather(*good, bad, return_exceptions=True)
+    assert all(not isinstance(r, BaseException) and r[0][0] == "r1" for r in results[:-1])
+    assert isinstance(results[-1], errors.StoreUnavailable)
+    assert "no_such_column" in str(results[-1])
+
+
 async def test_job_events_are_append_only(store: Store) -> None:
     """The event table refuses UPDATE and DELETE; inserting a job writes its first event."""
     await store.write(_INSERT, ("e1", "ek1", "HELD", 1))

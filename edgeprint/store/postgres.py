@@ -25,10 +25,9 @@ import logging
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import psycopg
-import psycopg_pool
 from psycopg import errors as pg_errors
 from psycopg import sql as pg_sql
 
@@ -130,11 +129,39 @@ class _Unit:
     future: asyncio.Future[list[Rows]] = field(repr=False)
 
 
+@dataclass
+class _Read:
+    sql: str
+    params: Params
+    future: asyncio.Future[Rows] = field(repr=False)
+
+
+_Q = TypeVar("_Q", _Unit, _Read)
+
+
+async def _next_batch(queue: asyncio.Queue[_Q | None], limit: int) -> list[_Q] | None:
+    """Wait for work, then take everything queued (up to ``limit``); None: stop.
+
+    A stop marker found behind work is put back, so the work before it runs first.
+    """
+    first = await queue.get()
+    if first is None:
+        return None
+    batch = [first]
+    while len(batch) < limit and not queue.empty():
+        item = queue.get_nowait()
+        if item is None:
+            queue.put_nowait(None)
+            break
+        batch.append(item)
+    return batch
+
+
 class PostgresStore:
     """The PostgreSQL database at ``url`` (``postgresql://user:pass@host:port/db``).
 
     ``max_batch`` caps the callers per group commit; ``readers`` is the size
-    of the reader pool. Implements :class:`edgeprint.store.interface.Store`.
+    of reader connections. Implements :class:`edgeprint.store.interface.Store`.
     """
 
     dialect: Final = "postgresql"
@@ -152,7 +179,9 @@ class PostgresStore:
         self._readers = readers
         self._connect_timeout_s = connect_timeout_s
         self._writer: psycopg.AsyncConnection[PgRow] | None = None
-        self._pool: psycopg_pool.AsyncConnectionPool[psycopg.AsyncConnection[PgRow]] | None = None
+        self._reader_conns: list[psycopg.AsyncConnection[PgRow]] = []
+        self._read_queue: asyncio.Queue[_Read | None] = asyncio.Queue()
+        self._read_tasks: list[asyncio.Task[None]] = []
         self._queue: asyncio.Queue[_Unit | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self.batches = 0
@@ -168,21 +197,16 @@ class PostgresStore:
         try:
             self._writer = await self._connect()
             await self._migrate(self._writer)
-            self._pool = psycopg_pool.AsyncConnectionPool(
-                self.url,
-                min_size=1,
-                max_size=self._readers,
-                open=False,
-                kwargs={"autocommit": True, "row_factory": _row_factory},
-                connection_class=psycopg.AsyncConnection[PgRow],
-                name="edgeprint-readers",
-                timeout=self._connect_timeout_s,
-            )
-            await self._pool.open(wait=True, timeout=self._connect_timeout_s)
-        except (psycopg.Error, psycopg_pool.PoolTimeout, OSError) as exc:
+            for _ in range(self._readers):
+                self._reader_conns.append(await self._connect())
+        except (psycopg.Error, OSError) as exc:
             await self.close()
             raise errors.StoreUnavailable(f"cannot open store {redact(self.url)}: {exc}") from exc
         self._task = asyncio.create_task(self._run_writer(), name="store:writer")
+        self._read_tasks = [
+            asyncio.create_task(self._run_reader(conn), name=f"store:reader-{i}")
+            for i, conn in enumerate(self._reader_conns)
+        ]
 
     async def close(self) -> None:
         """Finish queued writes, stop the writer task and close every connection."""
@@ -190,10 +214,15 @@ class PostgresStore:
             self._queue.put_nowait(None)
             await self._task
             self._task = None
-        if self._pool is not None:
+        if self._read_tasks:
+            for _ in self._read_tasks:
+                self._read_queue.put_nowait(None)
+            await asyncio.gather(*self._read_tasks)
+            self._read_tasks = []
+        for conn in self._reader_conns:
             with contextlib.suppress(psycopg.Error):
-                await self._pool.close()
-            self._pool = None
+                await conn.close()
+        self._reader_conns = []
         if self._writer is not None:
             with contextlib.suppress(psycopg.Error):
                 await self._writer.close()
@@ -237,16 +266,37 @@ class PostgresStore:
     # --- reads and writes ----------------------------------------------------
 
     async def read(self, sql: str, params: Params = ()) -> Rows:
-        """Run one read-only statement on a pooled connection; raises errors.StoreUnavailable."""
-        pool = self._pool
-        if pool is None or self._task is None or self._task.done():
+        """Run one read-only statement on a reader connection; raises errors.StoreUnavailable.
+
+        Reads queued while the readers are busy run together in one round trip
+        (pipeline mode), each as its own statement.
+        """
+        if not self._read_tasks or any(t.done() for t in self._read_tasks):
             raise errors.StoreUnavailable("store is closed")
-        try:
-            async with pool.connection() as conn:
-                cur = await conn.execute(translate(sql), params)
-                return await cur.fetchall() if cur.description is not None else []
-        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
-            raise errors.StoreUnavailable(f"store read failed: {exc}") from exc
+        fut: asyncio.Future[Rows] = asyncio.get_running_loop().create_future()
+        self._read_queue.put_nowait(_Read(sql, params, fut))
+        return await fut
+
+    async def _run_reader(self, conn: psycopg.AsyncConnection[PgRow]) -> None:
+        while (batch := await _next_batch(self._read_queue, self._max_batch)) is not None:
+            results: list[Rows | psycopg.Error]
+            try:
+                results = list(await _pipelined_reads(conn, batch))
+            except psycopg.Error:
+                results = []
+                for r in batch:  # one failed: each on its own, so only its caller sees it
+                    try:
+                        cur = await conn.execute(translate(r.sql), r.params)
+                        results.append(await cur.fetchall() if cur.description is not None else [])
+                    except psycopg.Error as exc:
+                        results.append(exc)
+            for r, res in zip(batch, results, strict=True):
+                if r.future.done():
+                    continue
+                if isinstance(res, Exception):
+                    r.future.set_exception(errors.StoreUnavailable(f"store read failed: {res}"))
+                else:
+                    r.future.set_result(res)
 
     async def write(self, sql: str, params: Params = ()) -> Rows:
         """Run one statement in the next group commit; returns its rows once committed.
@@ -264,27 +314,35 @@ class PostgresStore:
         self._queue.put_nowait(_Unit(list(statements), fut))
         return await fut
 
-    async def _next_batch(self) -> list[_Unit] | None:
-        first = await self._queue.get()
-        if first is None:
-            return None
-        batch = [first]
-        while len(batch) < self._max_batch and not self._queue.empty():
-            item = self._queue.get_nowait()
-            if item is None:
-                self._queue.put_nowait(None)
-                break
-            batch.append(item)
-        return batch
-
     async def _run_writer(self) -> None:
-        while (batch := await self._next_batch()) is not None:
+        while (batch := await _next_batch(self._queue, self._max_batch)) is not None:
             await self._commit(batch)
 
     async def _commit(self, batch: list[_Unit]) -> None:
-        """Run ``batch`` in one transaction and answer every caller (see the module doc)."""
+        """Run ``batch`` in one transaction and answer every caller (see the module doc).
+
+        First all at once in pipeline mode (one round trip for the batch); if any
+        statement fails, that transaction is rolled back whole and the batch runs
+        again statement by statement, each caller's unit in a SAVEPOINT, so that
+        only the failing caller gets its error.
+        """
         conn = self._writer
         assert conn is not None
+        results: list[list[Rows] | psycopg.Error] = []
+        fatal: Exception | None = None
+        try:
+            results = list(await _pipelined(conn, batch))
+        except psycopg.Error as exc:
+            if _fatal(exc, conn):
+                fatal = exc
+            results = []
+        if not results and fatal is None:
+            results, fatal = await self._one_by_one(conn, batch)
+        self._answer(batch, results, fatal)
+
+    async def _one_by_one(
+        self, conn: psycopg.AsyncConnection[PgRow], batch: list[_Unit]
+    ) -> tuple[list[list[Rows] | psycopg.Error], Exception | None]:
         results: list[list[Rows] | psycopg.Error] = []
         fatal: Exception | None = None
         try:
@@ -307,6 +365,14 @@ class PostgresStore:
                 results = [exc]  # a lone caller's own error: the rollback undid only its work
             else:
                 fatal = exc
+        return results, fatal
+
+    def _answer(
+        self,
+        batch: list[_Unit],
+        results: list[list[Rows] | psycopg.Error],
+        fatal: Exception | None,
+    ) -> None:
         if fatal is not None:
             err = _translate_error(fatal)
             log.error(
@@ -335,3 +401,33 @@ async def _run_unit(
         cur = await conn.execute(translate(sql), params)
         out.append(await cur.fetchall() if cur.description is not None else [])
     return out
+
+
+async def _pipelined(conn: psycopg.AsyncConnection[PgRow], batch: list[_Unit]) -> list[list[Rows]]:
+    """Every statement of ``batch`` in one transaction, sent together (pipeline mode)."""
+    async with conn.transaction(), conn.pipeline() as pipeline:
+        cursors: list[list[psycopg.AsyncCursor[PgRow]]] = []
+        for unit in batch:
+            unit_cursors = []
+            for sql, params in unit.statements:
+                cur = conn.cursor()
+                await cur.execute(translate(sql), params)
+                unit_cursors.append(cur)
+            cursors.append(unit_cursors)
+        await pipeline.sync()
+        return [
+            [await c.fetchall() if c.description is not None else [] for c in unit_cursors]
+            for unit_cursors in cursors
+        ]
+
+
+async def _pipelined_reads(conn: psycopg.AsyncConnection[PgRow], batch: list[_Read]) -> list[Rows]:
+    """Every read of ``batch`` sent together (pipeline mode, autocommit)."""
+    async with conn.pipeline() as pipeline:
+        cursors = []
+        for r in batch:
+            cur = conn.cursor()
+            await cur.execute(translate(r.sql), r.params)
+            cursors.append(cur)
+        await pipeline.sync()
+        return [await c.fetchall() if c.description is not None else [] for c in cursors]
