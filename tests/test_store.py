@@ -4,6 +4,7 @@ inside a batch, migrations, append-only events, closed-store errors."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import uuid
 from pathlib import Path
@@ -34,14 +35,18 @@ def _again(store: Store) -> Store:
     return PostgresStore(store.url)
 
 
-async def _count(store: Store) -> int:
+def _count(store: Store) -> int:
     """Jobs as a fresh connection sees them (what was committed, not what one connection has)."""
-    other = _again(store)
-    await other.open()
-    try:
-        return int((await other.read("SELECT count(*) FROM jobs"))[0][0])
-    finally:
-        await other.close()
+    if isinstance(store, SqliteStore):
+        with contextlib.closing(sqlite3.connect(store.path)) as db:
+            return int(db.execute("SELECT count(*) FROM jobs").fetchone()[0])
+    assert isinstance(store, PostgresStore)
+    import psycopg
+
+    with psycopg.connect(store.url) as conn:
+        row = conn.execute("SELECT count(*) FROM jobs").fetchone()
+        assert row is not None
+        return int(row[0])
 
 
 async def test_concurrent_writes_are_grouped_and_all_durable(store: Store) -> None:
@@ -52,7 +57,7 @@ async def test_concurrent_writes_are_grouped_and_all_durable(store: Store) -> No
     assert isinstance(store, SqliteStore | PostgresStore)
     assert store.writes == 500
     assert store.batches < 100
-    assert await _count(store) == 500
+    assert _count(store) == 500
 
 
 async def test_a_failing_statement_fails_only_its_caller(store: Store) -> None:
@@ -141,16 +146,30 @@ async def test_reopen_keeps_schema_and_data(store: Store) -> None:
 
 
 async def test_two_stores_opening_one_new_database_migrate_it_once(store: Store) -> None:
-    """Two engines opening the same database at once both open, and it is migrated once."""
+    """Two engines opening the same new database at once migrate it once; on PostgreSQL the
+    second is refused while the first uses it (one appliance per database until leases)."""
     await store.close()
     one, two = _again(store), _again(store)
     try:
-        await asyncio.gather(one.open(), two.open())
-        await one.write(_INSERT, ("m1", "mk1", "HELD", 1))
-        assert len(await two.read("SELECT id FROM jobs")) == 1
+        opened = await asyncio.gather(one.open(), two.open(), return_exceptions=True)
+        if store.dialect == "sqlite":
+            assert opened == [None, None]
+            await one.write(_INSERT, ("m1", "mk1", "HELD", 1))
+            assert len(await two.read("SELECT id FROM jobs")) == 1
+        else:
+            refused = [r for r in opened if isinstance(r, BaseException)]
+            assert len(refused) == 1, opened
+            assert isinstance(refused[0], errors.StoreUnavailable)
+            assert "another edgeprint is using the database" in str(refused[0])
+            winner = one if opened[0] is None else two
+            assert await _schema_version(winner) == pg_schema.SCHEMA_VERSION
     finally:
         await one.close()
         await two.close()
+    if store.dialect == "postgresql":  # the lock goes with the appliance that held it
+        again = _again(store)
+        await again.open()
+        await again.close()
 
 
 async def test_newer_schema_refuses_to_open(tmp_path: Path, pg_url: str) -> None:

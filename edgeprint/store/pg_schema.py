@@ -25,6 +25,9 @@ _EVENT_COLUMNS = "job_id, at, from_state, to_state, actor, reason, correlation_i
 
 #: Key of the advisory lock held while migrating (any constant unique to edgeprint).
 MIGRATION_LOCK = 0x6564_6765_7072_6E74  # "edgeprnt"
+#: Key of the advisory lock an appliance holds on its writer connection while it uses the
+#: database: until printers are owned through leases (DESIGN §10), one appliance per database.
+WRITER_LOCK = MIGRATION_LOCK + 1
 
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)"
 
