@@ -31,7 +31,7 @@ from edgeprint.ipp_server import advertise
 from edgeprint.metrics import Metrics
 from edgeprint.service import JobService
 from edgeprint.spool import Spool
-from edgeprint.store import backends
+from edgeprint.store import backends, documents
 from edgeprint.store.interface import Store
 from edgeprint.store.jobs import Jobs
 from edgeprint.store.outbox import Outbox
@@ -65,6 +65,20 @@ async def _sweep_orphans(spool: Spool, jobs: Jobs) -> int:
     for job_id in orphans:
         spool.remove(job_id)
     return len(orphans)
+
+
+async def _documents_in_database(spool: Spool, store: Store) -> None:
+    """With PostgreSQL, documents are kept in the database too (edgeprint.store.documents):
+    drop the ones no job refers to, fetch the ones this data_dir lacks (a new appliance)."""
+    docs = documents.DbDocuments(store)
+    spool.mirror = docs
+    dropped = await docs.sweep_orphans()
+    restored = await documents.restore(docs, spool.dir, spool.tmp_dir)
+    if dropped or restored:
+        log.info(
+            "documents synchronised with the database",
+            extra={"event": "documents_restored", "count": len(restored), "dropped": dropped},
+        )
 
 
 @contextlib.contextmanager
@@ -114,6 +128,8 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
         removed = await _sweep_orphans(spool, jobs)
         if removed:
             log.info("orphan documents removed", extra={"event": "spool_swept", "count": removed})
+        if store.dialect == "postgresql":
+            await _documents_in_database(spool, store)
         async with (
             _webhooks(config, Outbox(store), metrics),
             aiohttp.ClientSession(

@@ -11,7 +11,8 @@ of ``jobs`` are in the order of :class:`~edgeprint.store.jobs.JobRecord`, the
 events and the webhook outbox are written by PL/pgSQL triggers in the same
 statement as the change, and ``job_events`` refuses UPDATE and DELETE.
 Differences in types only: SQLite's REAL is ``double precision``, INTEGER is
-``bigint``, AUTOINCREMENT is an identity column.
+``bigint``, AUTOINCREMENT is an identity column. One table more: ``documents``
+(the job documents in the database, see :mod:`edgeprint.store.documents`).
 """
 
 from __future__ import annotations
@@ -233,6 +234,33 @@ MIGRATIONS: list[list[str]] = [
             OLD.state IS DISTINCT FROM NEW.state
             AND NEW.state IN ('DONE', 'DEAD', 'CANCELLED', 'EXPIRED'))
         EXECUTE FUNCTION webhook_outbox_job()
+        """,
+        # Documents, so that a replacement appliance (and, with leases, every appliance)
+        # has them: 1 MiB chunks per job (edgeprint/store/documents.py). PDFs are compressed
+        # already: EXTERNAL storage skips PostgreSQL's own compression attempt.
+        """
+        CREATE TABLE documents (
+            job_id  text    NOT NULL,
+            seq     integer NOT NULL,
+            chunk   bytea   NOT NULL,
+            PRIMARY KEY (job_id, seq)
+        )
+        """,
+        "ALTER TABLE documents ALTER COLUMN chunk SET STORAGE EXTERNAL",
+        # retention deletes a document by stamping jobs.document_deleted_at: its chunks go
+        # in the same statement
+        """
+        CREATE FUNCTION documents_retire() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            DELETE FROM documents WHERE job_id = NEW.id;
+            RETURN NULL;
+        END
+        $$
+        """,
+        """
+        CREATE TRIGGER documents_on_retention AFTER UPDATE OF document_deleted_at ON jobs
+        FOR EACH ROW WHEN (OLD.document_deleted_at IS NULL AND NEW.document_deleted_at IS NOT NULL)
+        EXECUTE FUNCTION documents_retire()
         """,
         """
         CREATE TABLE printer_pins (
