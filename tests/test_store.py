@@ -243,6 +243,31 @@ async def test_an_unreachable_database_is_a_clear_store_error(postgres: Postgres
     assert "pw-" not in str(info.value)
 
 
+async def test_a_lost_database_connection_is_a_store_error(pg_url: str) -> None:
+    """When PostgreSQL drops the appliance's connections, writes and reads fail with
+    StoreUnavailable (503; a worker's store error restarts the process) instead of hanging."""
+    import psycopg
+
+    s = PostgresStore(pg_url)
+    await s.open()
+    try:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            cur = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE application_name IN ('edgeprint-writer', 'edgeprint-reader') "
+                "AND pid <> pg_backend_pid()"
+            )
+            row = cur.fetchone()
+            assert row is not None
+            assert row[0] == 5  # the writer and the four readers (tests run one at a time)
+        with pytest.raises(errors.StoreUnavailable):
+            await s.write(_INSERT, ("x1", "xk1", "HELD", 1))
+        with pytest.raises(errors.StoreUnavailable):
+            await s.read("SELECT 1")
+    finally:
+        await s.close()
+
+
 def test_the_config_chooses_the_backend(tmp_path: Path) -> None:
     """No url: the SQLite file; a postgresql:// url: PostgreSQL; any other url is refused."""
     assert isinstance(backends.from_config(StoreConfig(), tmp_path / "x"), SqliteStore)

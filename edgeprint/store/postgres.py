@@ -195,11 +195,11 @@ class PostgresStore:
         Raises errors.StoreUnavailable when the database cannot be reached or migrated.
         """
         try:
-            self._writer = await self._connect()
+            self._writer = await self._connect("writer")
             await self._migrate(self._writer)
             await self._take_writer_lock(self._writer)
             for _ in range(self._readers):
-                self._reader_conns.append(await self._connect())
+                self._reader_conns.append(await self._connect("reader"))
         except errors.StoreUnavailable:
             await self.close()
             raise
@@ -232,12 +232,14 @@ class PostgresStore:
                 await self._writer.close()
             self._writer = None
 
-    async def _connect(self) -> psycopg.AsyncConnection[PgRow]:
+    async def _connect(self, role: str) -> psycopg.AsyncConnection[PgRow]:
+        """A connection named ``edgeprint-<role>`` in ``pg_stat_activity`` (for the DBA)."""
         return await psycopg.AsyncConnection.connect(
             self.url,
             autocommit=True,
             row_factory=_row_factory,
             connect_timeout=max(1, round(self._connect_timeout_s)),
+            application_name=f"edgeprint-{role}",
         )
 
     async def _take_writer_lock(self, conn: psycopg.AsyncConnection[PgRow]) -> None:
