@@ -243,6 +243,24 @@ async def test_an_unreachable_database_is_a_clear_store_error(postgres: Postgres
     assert "pw-" not in str(info.value)
 
 
+async def test_stores_in_two_schemas_of_one_database_are_independent(
+    postgres: PostgresCluster,
+) -> None:
+    """The one-appliance lock is per schema: two stores in two schemas of one database open
+    together, and neither sees the other's jobs."""
+    one, two = PostgresStore(postgres.url()), PostgresStore(postgres.url())
+    await one.open()
+    try:
+        await two.open()
+        try:
+            await one.write(_INSERT, ("s1", "sk1", "HELD", 1))
+            assert len(await two.read("SELECT id FROM jobs")) == 0
+        finally:
+            await two.close()
+    finally:
+        await one.close()
+
+
 async def test_a_lost_database_connection_is_a_store_error(pg_url: str) -> None:
     """When PostgreSQL drops the appliance's connections, writes and reads fail with
     StoreUnavailable (503; a worker's store error restarts the process) instead of hanging."""

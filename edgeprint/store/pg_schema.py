@@ -24,11 +24,13 @@ _STATES_SQL = ", ".join(f"'{s.value}'" for s in ALL_STATES)
 _COPY_STATES_SQL = ", ".join(f"'{s.value}'" for s in CopyState)
 _EVENT_COLUMNS = "job_id, at, from_state, to_state, actor, reason, correlation_id"
 
-#: Key of the advisory lock held while migrating (any constant unique to edgeprint).
-MIGRATION_LOCK = 0x6564_6765_7072_6E74  # "edgeprnt"
-#: Key of the advisory lock an appliance holds on its writer connection while it uses the
-#: database: until printers are owned through leases (DESIGN §10), one appliance per database.
-WRITER_LOCK = MIGRATION_LOCK + 1
+# Advisory locks are keyed (class, hashtext(current_schema())): one edgeprint store per
+# schema, so several stores may share a database in different schemas (the tests do).
+#: Class of the advisory lock held while migrating.
+MIGRATION_LOCK = 0x6564_7001
+#: Class of the advisory lock an appliance holds on its writer connection while it uses the
+#: store: until printers are owned through leases (DESIGN §10), one appliance per store.
+WRITER_LOCK = 0x6564_7002
 
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)"
 

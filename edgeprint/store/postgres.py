@@ -245,7 +245,9 @@ class PostgresStore:
     async def _take_writer_lock(self, conn: psycopg.AsyncConnection[PgRow]) -> None:
         """Refuse to open a database another appliance is using (held until disconnect)."""
         cur = await conn.execute(
-            pg_sql.SQL("SELECT pg_try_advisory_lock({})").format(pg_schema.WRITER_LOCK)
+            pg_sql.SQL("SELECT pg_try_advisory_lock({}, hashtext(current_schema()))").format(
+                pg_schema.WRITER_LOCK
+            )
         )
         row = await cur.fetchone()
         if row is None or not row[0]:
@@ -257,7 +259,9 @@ class PostgresStore:
     async def _migrate(self, conn: psycopg.AsyncConnection[PgRow]) -> None:
         async with conn.transaction():
             await conn.execute(
-                pg_sql.SQL("SELECT pg_advisory_xact_lock({})").format(pg_schema.MIGRATION_LOCK)
+                pg_sql.SQL("SELECT pg_advisory_xact_lock({}, hashtext(current_schema()))").format(
+                    pg_schema.MIGRATION_LOCK
+                )
             )
             await conn.execute(pg_schema.VERSION_TABLE)
             cur = await conn.execute("SELECT version FROM schema_version")
