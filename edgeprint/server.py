@@ -67,11 +67,15 @@ async def _sweep_orphans(spool: Spool, jobs: Jobs) -> int:
     return len(orphans)
 
 
-async def _documents_in_database(spool: Spool, store: Store) -> None:
+@contextlib.asynccontextmanager
+async def _documents_in_database(spool: Spool, store: Store) -> AsyncIterator[None]:
     """With PostgreSQL, documents are kept in the database too (edgeprint.store.documents):
-    drop the ones no job refers to, fetch the ones this data_dir lacks (a new appliance)."""
+    drop the ones no job refers to, fetch the ones this data_dir lacks (a new appliance),
+    mirror new ones, delete removed ones in a task of their own."""
+    if store.dialect != "postgresql":
+        yield
+        return
     docs = documents.DbDocuments(store)
-    spool.mirror = docs
     dropped = await docs.sweep_orphans()
     restored = await documents.restore(docs, spool.dir, spool.tmp_dir)
     if dropped or restored:
@@ -79,6 +83,14 @@ async def _documents_in_database(spool: Spool, store: Store) -> None:
             "documents synchronised with the database",
             extra={"event": "documents_restored", "count": len(restored), "dropped": dropped},
         )
+    spool.mirror = docs
+    task = asyncio.create_task(docs.run_discards(), name="documents:discards")
+    try:
+        yield
+    finally:
+        spool.mirror = None
+        docs.stop_discards()
+        await task
 
 
 @contextlib.contextmanager
@@ -128,9 +140,8 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
         removed = await _sweep_orphans(spool, jobs)
         if removed:
             log.info("orphan documents removed", extra={"event": "spool_swept", "count": removed})
-        if store.dialect == "postgresql":
-            await _documents_in_database(spool, store)
         async with (
+            _documents_in_database(spool, store),
             _webhooks(config, Outbox(store), metrics),
             aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit_per_host=4), raise_for_status=False

@@ -55,6 +55,10 @@ class Mirror(Protocol):
         """Store the file at ``path`` as ``job_id``'s document; raises errors.StoreError."""
         ...
 
+    def discard(self, job_id: str) -> None:
+        """Delete ``job_id``'s document soon (never raises)."""
+        ...
+
 
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
@@ -273,6 +277,8 @@ class Spool:
         return {p.stem for p in self.dir.glob("*.pdf") if len(p.stem) == 32}
 
     def remove(self, job_id: str) -> None:
-        """Delete a job's document (missing is fine)."""
+        """Delete a job's document (missing is fine), and soon its mirrored copy."""
         with contextlib.suppress(FileNotFoundError):
             self.path_for(job_id).unlink()
+        if self.mirror is not None:
+            self.mirror.discard(job_id)

@@ -3,6 +3,7 @@ at all, removed with retention, restored into an empty spool."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 from collections.abc import AsyncIterator
@@ -127,3 +128,23 @@ async def test_the_spool_mirrors_a_committed_document_or_refuses_it(
     with pytest.raises(errors.StoreUnavailable):
         await staged.commit("e" * 32)
     assert not spool.path_for("e" * 32).exists()
+
+
+async def test_a_removed_document_leaves_the_database_too(
+    pg: PostgresStore, tmp_path: Path
+) -> None:
+    """The spool's remove (a refused job, retention) queues the deletion of the mirrored chunks,
+    done by the discard task before it stops."""
+    docs = DbDocuments(pg)
+    spool = Spool(tmp_path / "data", mirror=docs)
+    spool.prepare()
+    task = asyncio.create_task(docs.run_discards())
+    staged = spool.stage()
+    staged.write(b"%PDF-1.4 refused later")
+    await staged.commit(JOB)
+    assert await _chunks(pg, JOB) == [len(b"%PDF-1.4 refused later")]
+    spool.remove(JOB)
+    docs.stop_discards()
+    await asyncio.wait_for(task, timeout=10)
+    assert not spool.path_for(JOB).exists()
+    assert await _chunks(pg, JOB) == []

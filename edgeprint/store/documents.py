@@ -15,11 +15,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import logging
 import os
 from pathlib import Path
 
 from edgeprint import errors
 from edgeprint.store.interface import Store
+
+log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 1024 * 1024
 
@@ -31,10 +34,16 @@ def _read_chunk(path: Path, offset: int) -> bytes:
 
 
 class DbDocuments:
-    """The ``documents`` table of one (PostgreSQL) store."""
+    """The ``documents`` table of one (PostgreSQL) store.
+
+    :meth:`discard` (the spool's synchronous remove) queues a deletion that
+    :meth:`run_discards` carries out; what is still queued at a stop is swept
+    at the next start-up.
+    """
 
     def __init__(self, store: Store) -> None:
         self._store = store
+        self._discards: asyncio.Queue[str | None] = asyncio.Queue()
 
     async def put(self, job_id: str, path: Path) -> None:
         """Store the file at ``path`` as the document of ``job_id``; raises errors.StoreError.
@@ -82,6 +91,27 @@ class DbDocuments:
         finally:
             fh.close()
         return digest.hexdigest()
+
+    def discard(self, job_id: str) -> None:
+        """Delete ``job_id``'s document soon (its job was refused or its document retired)."""
+        self._discards.put_nowait(job_id)
+
+    def stop_discards(self) -> None:
+        """Make :meth:`run_discards` return once the deletions queued so far are done."""
+        self._discards.put_nowait(None)
+
+    async def run_discards(self) -> None:
+        """Carry out queued deletions until :meth:`stop_discards`; a store error is logged
+        (the document is swept at the next start-up) and the next deletion goes on."""
+        while (job_id := await self._discards.get()) is not None:
+            try:
+                await self.delete(job_id)
+            except errors.StoreError as exc:
+                log.warning(
+                    "document not deleted from the database",
+                    extra={"event": "document_discard_failed", "job_id": job_id,
+                           "error": str(exc)},
+                )  # fmt: skip
 
     async def delete(self, job_id: str) -> None:
         """Drop every chunk of ``job_id``'s document (none is fine)."""
