@@ -21,6 +21,8 @@ async def test_jobs_print_exactly_once_with_the_store_in_postgresql(
     cfg = rig_config(tmp_path / "data", printers)
     cfg["store"] = {"url": pg_url}
     async with appliance(cfg) as (_, kiosk):
+        async with kiosk.http.get(f"{kiosk.url}/readyz") as ready:
+            assert ready.status == 200  # the readiness probe writes through PostgreSQL
         held = await kiosk.submit("held-0001", printer="printer-02")
         badge = await kiosk.submit("badge-0001", pool="lobby", hold=False)
         await kiosk.wait_states([badge["id"]], {"DONE"})
