@@ -20,7 +20,7 @@ from edgeprint.printers.codec import GroupTag, Operation, Status, Tag, attr
 from edgeprint.printers.health import PrinterSnapshot
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance
 from tests.ipp_client import IppQueue, status_message
-from tests.pdfs import make_pdf
+from tests.pdfs import make_page_tree_cycle_pdf, make_pdf
 from tests.printing import appliance, assert_each_printed_once, rig_config
 from tests.rig import Rig
 
@@ -596,7 +596,7 @@ async def test_page_ranges_print_only_those_pages(
 async def test_bad_page_ranges_and_overrides_are_refused_and_store_nothing(
     make_appliance: Callable[..., Any],
 ) -> None:
-    """page-ranges that are not ascending, overlap, start below 1, have the wrong syntax or select no page, and overrides that would change an attribute, each get their IPP status and the attribute back, and nothing is stored; selector-only overrides are accepted."""
+    """page-ranges that are not ascending, overlap, start below 1, have the wrong syntax or select no page, and overrides that would change an attribute, each get their IPP status and the attribute back; page-ranges of a PDF with a cyclic page tree get document-format-error; nothing is stored; selector-only overrides are accepted."""
     from tests.ipp_samples import pages_pdf
 
     pdf = pages_pdf(["one", "two"])
@@ -625,6 +625,8 @@ async def test_bad_page_ranges_and_overrides_are_refused_and_store_nothing(
             assert answer.status_code == status, (why, status_message(answer))
             assert answer.group(GroupTag.UNSUPPORTED) is not None, why
             assert answer.group(GroupTag.UNSUPPORTED).names() == [bad.name], why  # type: ignore[union-attr]
+        hostile = await queue.print_job(make_page_tree_cycle_pdf(), job=[_ranges((1, 1))])
+        assert hostile.status_code == Status.CLIENT_ERROR_DOCUMENT_FORMAT_ERROR
         assert app.snapshot() == before
         fine = await queue.send(
             queue.request(

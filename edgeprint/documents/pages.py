@@ -12,6 +12,9 @@ from collections.abc import Sequence
 
 import pypdf
 
+from edgeprint import errors
+from edgeprint.documents import check
+
 
 class NoPageSelected(ValueError):
     """The ranges select no page of the document (which has ``total`` pages)."""
@@ -27,22 +30,31 @@ def selected(ranges: Sequence[tuple[int, int]], total: int) -> list[int]:
     return [i for i in range(total) if any(lo <= i + 1 <= hi for lo, hi in ranges)]
 
 
-def cut(pdf: bytes, ranges: Sequence[tuple[int, int]]) -> bytes | None:
-    """``pdf`` with only the pages ``ranges`` select; None when pypdf cannot read it (the
-    submission check then says why). Raises NoPageSelected."""
+def cut(pdf: bytes, ranges: Sequence[tuple[int, int]], max_pages: int) -> bytes | None:
+    """``pdf`` with only the pages ``ranges`` select; None when it does not pass the
+    submission check (``check.count_pages``: unreadable, encrypted, a hostile page tree,
+    more than ``max_pages``), which then says why. Raises NoPageSelected, and
+    errors.DocumentRejected when pypdf cannot take the pages out."""
     try:
-        reader = pypdf.PdfReader(io.BytesIO(pdf), strict=False)
-        total = len(reader.pages)
-    except Exception:  # pypdf raises many kinds on broken input; the PDF check reports it
+        total = check.count_pages(io.BytesIO(pdf), max_pages)
+    except errors.DocumentRejected:
         return None
     keep = selected(ranges, total)
     if not keep:
         raise NoPageSelected(total)
     if len(keep) == total:
         return pdf
-    writer = pypdf.PdfWriter()
-    for i in keep:
-        writer.add_page(reader.pages[i])
-    out = io.BytesIO()
-    writer.write(out)
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(pdf), strict=False)
+        writer = pypdf.PdfWriter()
+        for i in keep:
+            writer.add_page(reader.pages[i])
+        out = io.BytesIO()
+        writer.write(out)
+    except Exception as exc:  # pypdf raises many kinds on broken input
+        raise errors.DocumentRejected(
+            "document-unreadable",
+            f"the pages page-ranges selects cannot be taken out of this PDF "
+            f"({type(exc).__name__}); nothing was stored",
+        ) from None
     return out.getvalue()

@@ -538,7 +538,8 @@ class IppServer:
         stored, and so printed, is only those pages)."""
         try:
             raw = staged.contents().read()
-            cut = await asyncio.to_thread(pages.cut, raw, page_ranges)
+            limit = self.service.config.server.max_document_pages
+            cut = await asyncio.to_thread(pages.cut, raw, page_ranges, limit)
         except pages.NoPageSelected as exc:
             staged.discard()
             raise _refuse(
