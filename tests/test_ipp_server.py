@@ -762,3 +762,39 @@ async def test_a_create_job_lost_in_a_restart_aborts_after_the_resend_window(
     assert late.status_code == Status.SUCCESSFUL_OK
     assert late.value(GroupTag.JOB, "job-state") == A.ABORTED
     assert late.value(GroupTag.JOB, "job-state-reasons") == "aborted-by-system"
+
+
+async def test_a_client_gone_mid_document_stores_nothing(
+    make_appliance: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A client that drops the connection halfway through a Print-Job's document leaves nothing stored and is logged as ipp_client_gone, not as an internal error."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="edgeprint")
+    async with make_appliance() as app:
+        queue = IppQueue(app.http, app.url, "lobby")
+        before = app.snapshot()
+        body = queue.request(
+            Operation.PRINT_JOB,
+            attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf"),
+            data=make_pdf("cut short", pad_to=200_000),
+        ).encode()
+        _reader, writer = await asyncio.open_connection(app.running.host, app.running.port)
+        writer.write(
+            f"POST /ipp/print/lobby HTTP/1.1\r\nHost: {app.running.host}\r\n"
+            f"Content-Type: application/ipp\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            + body[: len(body) // 2]
+        )
+        await writer.drain()
+        writer.close()
+        await writer.wait_closed()
+
+        def events() -> list[str]:
+            return [str(getattr(r, "event", "")) for r in caplog.records]
+
+        deadline = time.monotonic() + 10
+        while "ipp_client_gone" not in events():
+            assert time.monotonic() < deadline, events()
+            await asyncio.sleep(0.02)  # polling a condition, bounded by the deadline
+        assert "internal_error" not in events()
+        assert app.snapshot() == before

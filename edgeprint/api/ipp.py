@@ -15,6 +15,7 @@ import binascii
 import functools
 import importlib.resources
 import ipaddress
+import logging
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -30,6 +31,8 @@ from edgeprint.spool import StagedDocument
 
 if TYPE_CHECKING:
     from edgeprint.api.app import Deps
+
+log = logging.getLogger(__name__)
 
 PATH = "/ipp/print/{name}"
 #: The queues' printer-icons, one route per size (PNG, package data of edgeprint.ipp_server).
@@ -183,6 +186,14 @@ class IppEndpoint:
                 self.deps.metrics.rate_limited.inc()
             status, detail = status_for(exc)
             return _answer(status, detail, head)
+        except ConnectionResetError:
+            if document is not None:
+                document.discard()
+            log.info(
+                "IPP client went away while sending its request",
+                extra={"event": "ipp_client_gone", "queue": request.match_info["name"][:40]},
+            )
+            return _answer(Status.CLIENT_ERROR_BAD_REQUEST, "the request was cut short", head)
         except BaseException:
             if document is not None:
                 document.discard()
