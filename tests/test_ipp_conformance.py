@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from edgeprint.ipp_server import attributes as A
 from tests import ipp_samples
 from tests.conftest import KIOSK_TOKEN
 from tests.pdfs import make_pdf
@@ -28,8 +29,8 @@ from tests.rig import Rig, find_tool
 TESTS_DIR = Path("/usr/share/cups/ipptool")
 #: What the queues claim in pwg-raster-document-resolution-supported and -type-supported:
 #: ipp-everywhere.test prints the samples of these (and skips the others).
-CLAIMED_DPI = {300, 600}
-CLAIMED_TYPES = {"black_1", "sgray_8", "srgb_8"}
+CLAIMED_DPI = set(A.PWG_RASTER_DPI)
+CLAIMED_TYPES = set(A.PWG_RASTER_TYPES)
 
 
 def _workdir(tmp: Path) -> Path:

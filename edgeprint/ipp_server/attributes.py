@@ -60,6 +60,9 @@ OPERATIONS = (
 CONVERTED_FORMATS = ("image/pwg-raster", "image/urf", "image/jpeg")
 #: What the queues take as Apple raster (urf-supported, and the URF key of the DNS-SD record).
 URF_SUPPORTED = ("V1.4", "CP1", "W8", "SRGB24", "RS300-600", "DM1")
+#: The PWG raster a queue takes (pwg-raster-document-resolution-supported, -type-supported).
+PWG_RASTER_DPI = (300, 600)
+PWG_RASTER_TYPES = ("black_1", "sgray_8", "srgb_8")
 #: Formats a queue takes (octet-stream: sniffed).
 DOCUMENT_FORMATS = ("application/pdf", *CONVERTED_FORMATS, "application/octet-stream")
 MAX_COPIES = 99
@@ -166,11 +169,10 @@ def printer_attributes(
         attr(
             "pwg-raster-document-resolution-supported",
             Tag.RESOLUTION,
-            Resolution(300, 300, 3),
-            Resolution(600, 600, 3),
+            *[Resolution(dpi, dpi, 3) for dpi in PWG_RASTER_DPI],
         ),
         attr("pwg-raster-document-sheet-back", Tag.KEYWORD, "normal"),
-        attr("pwg-raster-document-type-supported", Tag.KEYWORD, "black_1", "sgray_8", "srgb_8"),
+        attr("pwg-raster-document-type-supported", Tag.KEYWORD, *PWG_RASTER_TYPES),
         attr("urf-supported", Tag.KEYWORD, *URF_SUPPORTED),
         attr("finishings-default", Tag.ENUM, 3),
         attr("finishings-supported", Tag.ENUM, 3),
