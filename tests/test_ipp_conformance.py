@@ -147,13 +147,14 @@ async def _everywhere_samples(work: Path) -> set[str]:
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("ipptool")
-async def test_ipp_everywhere_file_passes(printers: Rig, tmp_path: Path) -> None:
-    """ipp-everywhere.test (which includes ipp-2.0.test and ipp-1.1.test) passes against a printer queue: no test fails, it skips only the samples of resolutions, raster types and compressions the queue does not claim, and every document it prints comes out once, with all its pages."""
+@pytest.mark.parametrize("queue", ["printer-01", "lobby"])
+async def test_ipp_everywhere_file_passes(printers: Rig, tmp_path: Path, queue: str) -> None:
+    """ipp-everywhere.test (which includes ipp-2.0.test and ipp-1.1.test) passes against a printer queue and a pool queue: no test fails, it skips only the samples of resolutions, raster types and compressions the queue does not claim, and every document it prints comes out once, with all its pages."""
     work = _workdir(tmp_path)
     real = await _everywhere_samples(work)
     assert len(real) == 34  # 2 resolutions x 3 types x 6 documents, but gray.jpg has no srgb
     async with appliance(rig_config(tmp_path / "data", printers)) as (run, client):
-        uri = f"ipp://127.0.0.1:{run.port}/ipp/print/printer-01"
+        uri = f"ipp://127.0.0.1:{run.port}/ipp/print/{queue}"
         code, out = await _ipptool(work, uri, "ipp-everywhere.test")
         assert code == 0, out
         results = re.findall(r"^\s+(.+?)\s+\[(PASS|FAIL|SKIP)\]$", out, re.M)
@@ -165,5 +166,6 @@ async def test_ipp_everywhere_file_passes(printers: Rig, tmp_path: Path) -> None
         jobs = await _settled(client, timeout_s=180)
     _printed_once(printers, jobs)
     pages = {f"edgeprint-{j['id']}": j["document"]["pages"] for j in jobs}
-    assert all(line.pages == pages[line.job_name] for line in printers.printed("printer-01"))
+    lines = [line for p in printers for line in printers.printed(p.name)]
+    assert all(line.pages == pages[line.job_name] for line in lines)
     assert len([j for j in jobs if j["state"] == "DONE"]) >= len(real)
