@@ -112,6 +112,10 @@ async def test_cups_conformance_file_passes(test: str, printers: Rig, tmp_path: 
         _printed_once(printers, await _settled(client))
 
 
+#: The PWG raster samples rendered so far in this session (the same for every queue).
+_RENDERED: dict[str, bytes] = {}
+
+
 async def _everywhere_samples(work: Path) -> set[str]:
     """The files ipp-everywhere.test names, made in ``work``: the claimed resolutions and
     types rendered as real PWG raster, the others empty (see tests/ipp_samples.py). Returns
@@ -132,13 +136,16 @@ async def _everywhere_samples(work: Path) -> set[str]:
                 continue
             document, color_space, dpi = what
             media, width, height, _pages, _color = ipp_samples.DOCUMENTS[document]
-            pdf = work / f"{document}.source.pdf"
-            pdf.write_bytes(ipp_samples.source_pdf(document))
-            facts = await pool.facts(str(pdf))
-            choice = ladder.Choice(
-                "image/pwg-raster", color_space, Resolution(dpi, dpi), Media(media, width, height)
-            )
-            path.write_bytes(b"".join([c async for c in pool.stream(str(pdf), choice, facts)]))
+            if name not in _RENDERED:
+                pdf = work / f"{document}.source.pdf"
+                pdf.write_bytes(ipp_samples.source_pdf(document))
+                facts = await pool.facts(str(pdf))
+                choice = ladder.Choice(
+                    "image/pwg-raster", color_space, Resolution(dpi, dpi),
+                    Media(media, width, height),
+                )  # fmt: skip
+                _RENDERED[name] = b"".join([c async for c in pool.stream(str(pdf), choice, facts)])
+            path.write_bytes(_RENDERED[name])
             real.add(f"{document} @ {dpi}dpi, {color_space.replace('_', '-')}")
     finally:
         await pool.close()
