@@ -224,10 +224,14 @@ def _printer_state(cupsd: Cupsd, name: str) -> int:
 
 
 async def _crash_while_cups_sends(
-    cups: Cupsd, printers: Rig, tmp_path: Path, point: str, size: int
+    cups: Cupsd, printers: Rig, tmp_path: Path, point: str, size: int, raw: bool = True
 ) -> ServeProcess:
     """lp of a ``size``-byte PDF through a driverless queue to an edgeprint armed to die at
-    ``point``; returns edgeprint restarted (same port, same store) after it died there."""
+    ``point``; returns edgeprint restarted (same port, same store) after it died there.
+
+    ``raw``: ``lp -o raw``, CUPS passes the file itself to its ipp backend (no pdftopdf,
+    which fails now and then on a large padded PDF); it goes as application/octet-stream.
+    Else the backend reads pdftopdf's output from a pipe, as for an everyday ``lp``."""
     cfg = rig_config(tmp_path / "data", printers)
     cfg["server"]["port"] = free_ports(1)[0]
     config = tmp_path / "edgeprint.toml"
@@ -239,9 +243,7 @@ async def _crash_while_cups_sends(
         doc = tmp_path / "big.pdf"
         doc.write_bytes(make_pdf("cups kill", pad_to=size))
         doc.chmod(0o644)
-        # -o raw: CUPS passes the file itself to its ipp backend (no pdftopdf, which fails
-        # now and then on a padded PDF); it goes as application/octet-stream.
-        _run(cups, "lp", "-d", "edge", "-o", "raw", str(doc))
+        _run(cups, "lp", "-d", "edge", *(("-o", "raw") if raw else ()), str(doc))
         try:
             died = serve.wait_exit(60)
         except subprocess.TimeoutExpired:
@@ -295,6 +297,23 @@ async def test_kill_9_while_cups_sends_prints_once_after_restart(
         if outcome == "stopped":
             raise CupsStoppedItsQueue(f"{cups.jobs()}\n{cups.tail(20)}")
         assert outcome == "completed", f"{outcome}\n{cups.tail(40)}\nedgeprint:\n{serve.tail(20)}"
+        jobs = await _edgeprint_jobs_done(serve)
+        assert len(jobs) == 1, jobs
+        assert_each_printed_once(printers, [jobs[0]["id"]])
+    finally:
+        serve.kill()
+
+
+@pytest.mark.slow
+async def test_kill_9_after_the_last_byte_of_an_everyday_lp_prints_once(
+    cups: Cupsd, printers: Rig, tmp_path: Path
+) -> None:
+    """An everyday lp (through pdftopdf, the backend reading a pipe): edgeprint SIGKILLed with the whole document received and nothing stored, then restarted; CUPS resends and the job prints exactly once."""
+    serve = await _crash_while_cups_sends(
+        cups, printers, tmp_path, "ipp_after_document", 100_000, raw=False
+    )
+    try:
+        assert await _cups_outcome(cups) == "completed", cups.tail(40)
         jobs = await _edgeprint_jobs_done(serve)
         assert len(jobs) == 1, jobs
         assert_each_printed_once(printers, [jobs[0]["id"]])
