@@ -61,13 +61,15 @@ def cups() -> Any:
     meanwhile (another test run on this machine) makes /tmp/pytest-of-<user> private again."""
     _need_cups()
     root = Path(tempfile.mkdtemp(prefix="edgeprint-cups-"))
-    root.chmod(0o755)
-    cupsd = Cupsd(root / "cups")
-    cupsd.start()
     try:
-        yield cupsd
+        root.chmod(0o755)
+        cupsd = Cupsd(root / "cups")
+        cupsd.start()
+        try:
+            yield cupsd
+        finally:
+            cupsd.stop()
     finally:
-        cupsd.stop()
         shutil.rmtree(root, ignore_errors=True)
 
 
