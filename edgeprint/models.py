@@ -22,8 +22,8 @@ from pydantic import (
 )
 
 from edgeprint.config import NAME_PATTERN
+from edgeprint.records import JobRecord
 from edgeprint.states import JobState
-from edgeprint.store.jobs import JobRecord
 
 TargetName = Annotated[str, Field(pattern=NAME_PATTERN, description="[a-z0-9-]{1,40}")]
 #: No control characters (C0, DEL or C1): the owner ends up in logs and IPP attributes.

@@ -55,7 +55,7 @@ from edgeprint.models import (
     iso_time,
 )
 from edgeprint.printers.health import PrinterSnapshot
-from edgeprint.service import Caller, JobService
+from edgeprint.service import Caller, Identified, Identify, JobService
 from edgeprint.states import JobState
 
 log = logging.getLogger(__name__)
@@ -79,6 +79,10 @@ _CID_PREFIX = secrets.token_hex(6)
 _cid_counter = itertools.count(1)
 
 
+async def _no_identify(printer: str, how: str, by: str) -> Identified:
+    raise errors.PrinterNotFound(printer)
+
+
 @dataclass
 class Deps:
     """What the handlers use; stored on the app under :data:`DEPS`. ``config`` is replaced
@@ -90,6 +94,8 @@ class Deps:
     auth: TokenAuth
     ready: Callable[[], Awaitable[None]]
     printers: Callable[[], list[PrinterSnapshot]] = list
+    #: The dispatcher's way to make a printer show itself (it owns the IPP clients).
+    identify: Identify = _no_identify
     rate_limiter: TokenRateLimiter = field(
         default_factory=lambda: TokenRateLimiter(ServerConfig().rate_limit)
     )
@@ -206,7 +212,7 @@ async def submit_job(request: web.Request) -> web.Response:
         async with asyncio.timeout(server.body_timeout_s):
             upload = await read_upload(
                 request,
-                deps.service.spool,
+                deps.service.stage_document,
                 max_document_bytes=server.max_document_bytes,
                 max_metadata_bytes=server.max_metadata_bytes,
             )
@@ -275,7 +281,7 @@ async def list_jobs(request: web.Request) -> web.Response:
     limit, before = _paging(q, 50, problems_)
     if problems_:
         raise invalid("invalid query parameters", problems_, "query")
-    jobs = await _deps(request).service.jobs.list_jobs(
+    jobs = await _deps(request).service.list_jobs(
         state=state, owner=q.get("owner"), printer=q.get("printer"), before_seq=before,
         limit=limit,
     )  # fmt: skip
@@ -379,13 +385,13 @@ async def readyz(request: web.Request) -> web.Response:
 async def metrics(request: web.Request) -> web.Response:
     """GET /metrics: Prometheus text format."""
     deps = _deps(request)
-    jobs = deps.service.jobs
-    deps.metrics.set_job_counts(await jobs.count_by_state())
+    deps.metrics.set_job_counts(await deps.service.jobs_by_state())
+    queues = await deps.service.queues()
     deps.metrics.set_queues(
         {p.name: p.pool for p in deps.config.printers},
-        await jobs.waiting_depths(),
-        await jobs.oldest_waiting(),
-        time.time(),
+        queues.waiting,
+        queues.oldest_waiting,
+        queues.at,
     )
     for snap in deps.printers():
         deps.metrics.set_printer(snap.name, snap.printer_state_reasons, snap.queued_job_count)
@@ -425,9 +431,8 @@ def _age(since: float | None, now: float) -> float | None:
 
 
 async def _printers_out(deps: Deps, names: set[str] | None = None) -> PrintersOut:
-    depths = await deps.service.jobs.waiting_depths()
-    oldest = await deps.service.jobs.oldest_waiting()
-    now = time.time()
+    queues = await deps.service.queues()
+    depths, oldest, now = queues.waiting, queues.oldest_waiting, queues.at
     printers = [
         _printer_out(s, depths, oldest, now)
         for s in deps.printers()
@@ -498,7 +503,8 @@ async def identify_printer(request: web.Request) -> web.Response:
     caller = await _caller(request, "tech")
     name = request.match_info["name"]
     body = await _optional_json(request, IdentifyRequest)
-    done = await _deps(request).service.identify(name, body.how, caller)
+    deps = _deps(request)
+    done = await deps.service.identify(name, body.how, caller, deps.identify)
     return _json(IdentifyOut(printer=name, action=done.action, printer_job_id=done.printer_job_id))
 
 
@@ -511,9 +517,9 @@ async def dead_letter(request: web.Request) -> web.Response:
     after = cursor or 0
     if problems_:
         raise invalid("invalid query parameters", problems_, "query")
-    jobs = _deps(request).service.jobs
-    dead = await jobs.dead_letters(after_seq=after, limit=limit)
-    counts = await jobs.count_by_state()
+    service = _deps(request).service
+    dead = await service.dead_letters(after_seq=after, limit=limit)
+    counts = await service.jobs_by_state()
     return _json(
         DeadLetterOut(
             jobs=[JobOut.from_record(j) for j in dead],

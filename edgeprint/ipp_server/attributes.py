@@ -22,8 +22,8 @@ from edgeprint.printers.codec import (
     attr,
 )
 from edgeprint.printers.health import PrinterSnapshot
+from edgeprint.records import JobRecord
 from edgeprint.states import JobState
-from edgeprint.store.jobs import JobRecord
 
 #: IPP job-state enum values (RFC 8011 §5.3.7).
 PENDING, PENDING_HELD, PROCESSING, PROCESSING_STOPPED, CANCELED, ABORTED, COMPLETED = range(3, 10)

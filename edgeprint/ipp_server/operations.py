@@ -29,10 +29,10 @@ from edgeprint.models import SubmitMetadata
 from edgeprint.printers import codec
 from edgeprint.printers.codec import Attribute, GroupTag, IppMessage, Operation, Status, Tag
 from edgeprint.printers.health import PrinterSnapshot
+from edgeprint.records import JobRecord
 from edgeprint.service import Caller, JobService
 from edgeprint.spool import StagedDocument
 from edgeprint.states import JobState
-from edgeprint.store.jobs import JobRecord
 
 log = logging.getLogger(__name__)
 
@@ -450,7 +450,7 @@ class IppServer:
             limit = self.service.config.server.max_document_bytes
             if len(data) > limit:
                 raise errors.PayloadTooLarge("the document", limit)
-            staged = self.service.spool.stage()
+            staged = self.service.stage_document()
             try:
                 staged.write(data)
             except BaseException:
@@ -479,7 +479,7 @@ class IppServer:
             return staged  # a PDF (or something the PDF check will refuse)
         staged.discard()
         pdf = await self.service.document_as_pdf(raw, kind)
-        out = self.service.spool.stage()
+        out = self.service.stage_document()
         try:
             out.write(pdf)
         except BaseException:

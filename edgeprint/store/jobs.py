@@ -1,4 +1,4 @@
-"""Job rows: the typed record and every SQL statement on ``jobs``.
+"""Job rows: every SQL statement on ``jobs`` (the record is :class:`edgeprint.records.JobRecord`).
 
 Each state change is one conditional ``UPDATE … WHERE id = ? AND state IN (…)
 RETURNING *``; the allowed source states come from :data:`states.TRANSITIONS`.
@@ -7,73 +7,13 @@ RETURNING *``; the allowed source states come from :data:`states.TRANSITIONS`.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
+from edgeprint.records import JobRecord as JobRecord
 from edgeprint.states import Action, JobState, sources, target
 from edgeprint.store.db import Store
-
-
-class JobRecord(NamedTuple):
-    """One row of ``jobs`` (immutable). Times are unix seconds (float).
-
-    The fields are the table's columns in table order (migrations append
-    columns, so new fields are appended here too); tests/test_store.py checks
-    that they agree.
-    """
-
-    seq: int
-    id: str
-    idempotency_key: str
-    request_sha256: str
-    state: JobState
-    owner: str
-    printer: str | None
-    pool: str | None
-    priority: int
-    copies: int
-    document_sha256: str
-    document_bytes: int
-    attempts: int
-    not_before: float
-    printed_on: str | None
-    printer_job_id: int | None
-    last_error: str | None
-    dead_reason: str | None
-    created_at: float
-    updated_at: float
-    released_at: float | None
-    claimed_at: float | None
-    finished_at: float | None
-    token_name: str
-    correlation_id: str | None
-    actor: str
-    reason: str | None
-    document_deleted_at: float | None
-    failure_sig: str | None
-    failure_printer: str | None
-    release_pin_hash: str | None
-    pin_failures: int
-    pin_locked_until: float | None
-    document_pages: int | None
-    claims: int  # how many times a printer claimed it; its copies carry the claim number
-    # computed from its copies (not columns of jobs; see ROW):
-    cancel_requested: bool  # a person asked to cancel it while a printer holds a copy
-    truncated_copies: int  # copies that completed without being verifiably whole
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> JobRecord:
-        """The record for a ``SELECT *`` / ``RETURNING *`` row of ``jobs``."""
-        values = list(row)
-        values[_STATE_INDEX] = JobState(values[_STATE_INDEX])
-        values[_CANCEL_INDEX] = bool(values[_CANCEL_INDEX])
-        return cls._make(values)
-
-
-_STATE_INDEX = JobRecord._fields.index("state")
-_CANCEL_INDEX = JobRecord._fields.index("cancel_requested")
 
 #: What every read of a job selects (and every write returns): its columns, then the
 #: facts computed from its copies (the last two fields of :class:`JobRecord`).
