@@ -218,3 +218,34 @@ def test_the_service_digest_matches_the_api_models_dump() -> None:
         canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         stored = hashlib.sha256(f"{canonical}\nabc".encode()).hexdigest()
         assert request_digest(meta, "abc") == stored
+
+
+def test_the_store_spells_no_state_in_its_sql() -> None:
+    """No job or copy state is written as a literal in the store's queries: each list is
+    derived from the transition tables (edgeprint/store/guards.py)."""
+    from edgeprint.copies import CopyState
+    from edgeprint.states import JobState
+
+    names = [s.value for s in JobState] + [s.value for s in CopyState]
+    for path in ("store/jobs.py", "store/copies.py", "service/jobs.py", "service/admission.py"):
+        source = (PACKAGE / path).read_text()
+        spelled = [n for n in names if f"'{n}'" in source]
+        assert spelled == [], f"{path} spells {spelled}"
+
+
+def test_the_guards_say_what_the_tables_say() -> None:
+    """The derived lists name today's states (a change of table shows up here first)."""
+    from edgeprint.copies import CopyState as C
+    from edgeprint.states import JobState as S
+    from edgeprint.store import guards
+
+    assert guards.WAITING == (S.RELEASED,)
+    assert guards.ON_PRINTER == (S.PRINTING,)
+    assert guards.CLAIMED is S.PRINTING
+    assert guards.HELD == guards.EXPIRABLE == (S.HELD,)
+    assert guards.EXPIRED is S.EXPIRED
+    assert guards.DEAD == (S.DEAD,)
+    assert {S.DONE, S.CANCELLED, S.EXPIRED} == guards.FINISHED
+    assert guards.CANCELLING is C.CANCELLING
+    assert guards.UNREQUESTED == (C.CREATING,)
+    assert guards.in_list([S.RELEASED, S.HELD]) == "'HELD', 'RELEASED'"

@@ -52,7 +52,7 @@ from edgeprint.service.records import (
     request_digest,
 )
 from edgeprint.spool import Spool, StagedDocument
-from edgeprint.states import Action, JobState
+from edgeprint.states import TERMINAL_STATES, Action, JobState, sources
 from edgeprint.store import stats as store_stats
 from edgeprint.store.copies import Copies, copy_from_row
 from edgeprint.store.jobs import (
@@ -71,6 +71,12 @@ Clock = Callable[[], float]
 #: PDFs up to this size are parsed on the event loop (a badge: ~0.15 ms; a hostile 64 KiB
 #: page tree: ~17 ms); larger ones in a worker thread.
 _INLINE_PDF_BYTES = 64 * 1024
+#: The states a release takes (HELD), from the transition table.
+_RELEASABLE = sources(Action.RELEASE)
+#: A job a printer's worker holds (PRINTING): its outcome, or a cancel through the printer.
+_ON_PRINTER = sources(Action.COMPLETE)
+#: The states a cancel ends at once: every source of CANCEL but a printer's.
+_CANCEL_AT_ONCE = tuple(s for s in sources(Action.CANCEL) if s not in _ON_PRINTER)
 
 
 @dataclass(frozen=True)
@@ -331,7 +337,7 @@ class JobService:
         """
         self.check_target(printer, pool, "body")
         current = await self.get(job_id)
-        if current.state is not JobState.HELD:  # the common loser of a race: no write needed
+        if current.state not in _RELEASABLE:  # the common loser of a race: no write needed
             self._release_conflict(job_id, current.state, caller)
         pin_sets: dict[str, object] = {}
         if current.release_pin_hash is not None:
@@ -385,7 +391,7 @@ class JobService:
         )
         if taken is None:
             current = await self.get(job.id)
-            if current.state is not JobState.HELD:
+            if current.state not in _RELEASABLE:
                 return current.state
             self.metrics.pin_attempts.labels(outcome="locked").inc()
             until = current.pin_locked_until or now
@@ -442,7 +448,7 @@ class JobService:
             job = await self.jobs.transition(
                 job_id, Action.CANCEL, now=self.clock(), actor=caller.name,
                 correlation_id=caller.correlation_id,
-                only_from=(JobState.HELD, JobState.RELEASED, JobState.DEAD),
+                only_from=_CANCEL_AT_ONCE,
                 sets={"finished_at": self.clock()},
             )  # fmt: skip
             if job is not None:
@@ -451,7 +457,7 @@ class JobService:
             # PRINTING with no copy at a printer yet: nothing to cancel there.
             job = await self.jobs.transition(
                 job_id, Action.CANCEL, now=self.clock(), actor=caller.name,
-                correlation_id=caller.correlation_id, only_from=(JobState.PRINTING,),
+                correlation_id=caller.correlation_id, only_from=_ON_PRINTER,
                 sets={"finished_at": self.clock()}, guard=GUARD_NO_LIVE_COPY,
             )  # fmt: skip
             if job is not None:
@@ -469,7 +475,7 @@ class JobService:
                 self.board.control(printer)
                 return await self.get(job_id)
             current = await self.get(job_id)
-            if current.state in (JobState.DONE, JobState.CANCELLED, JobState.EXPIRED):
+            if current.state in TERMINAL_STATES:
                 break
         return await self._checked(job, job_id, Action.CANCEL, caller)
 
@@ -1043,7 +1049,7 @@ class JobService:
             job.id, Action.CANCEL, now=now, actor=f"printer:{printer}",
             reason="cancelled_at_printer" if error else "cancel_requested",
             sets={"finished_at": now, "last_error": error},
-            only_from=(JobState.PRINTING,), guard=GUARD_ON_PRINTER,
+            only_from=_ON_PRINTER, guard=GUARD_ON_PRINTER,
             guard_params=(printer, job.claims),
         )  # fmt: skip
         if out is not None and error:

@@ -11,18 +11,32 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from edgeprint.copies import ORIGIN_REQUESTED, CopyState
 from edgeprint.records import JobRecord as JobRecord
 from edgeprint.states import Action, JobState, sources, target
 from edgeprint.store.db import Store
+from edgeprint.store.guards import (
+    CANCELLING,
+    CLAIMED,
+    DEAD,
+    EXPIRABLE,
+    EXPIRED,
+    FINISHED,
+    HELD,
+    LIVE_COPIES,
+    ON_PRINTER,
+    WAITING,
+    in_list,
+)
 
 #: What every read of a job selects (and every write returns): its columns, then the
 #: facts computed from its copies (the last two fields of :class:`JobRecord`).
 ROW = (
-    "*, (jobs.state = 'PRINTING' AND EXISTS (SELECT 1 FROM copies c WHERE c.job_id = jobs.id "
-    "AND c.claim = jobs.claims AND c.state = 'cancelling' AND c.cancel_origin = 'requested')) "
-    "AS cancel_requested, "
-    "(SELECT count(*) FROM copies c WHERE c.job_id = jobs.id AND c.state = 'incomplete') "
-    "AS truncated_copies"
+    f"*, (jobs.state IN ({in_list(ON_PRINTER)}) AND EXISTS (SELECT 1 FROM copies c "
+    f"WHERE c.job_id = jobs.id AND c.claim = jobs.claims AND c.state = '{CANCELLING.value}' "
+    f"AND c.cancel_origin = '{ORIGIN_REQUESTED}')) AS cancel_requested, "
+    "(SELECT count(*) FROM copies c WHERE c.job_id = jobs.id "
+    f"AND c.state = '{CopyState.INCOMPLETE.value}') AS truncated_copies"
 )
 
 
@@ -99,14 +113,15 @@ RETURNING """
 )
 
 # SQLite evaluates every SET expression on the old row.
-_TAKE_PIN_ATTEMPT = """
+_TAKE_PIN_ATTEMPT = f"""
 UPDATE jobs
 SET pin_failures = CASE WHEN pin_locked_until IS NOT NULL THEN 1 ELSE pin_failures + 1 END,
     pin_locked_until = CASE
         WHEN (CASE WHEN pin_locked_until IS NOT NULL THEN 1 ELSE pin_failures + 1 END) >= ?3
         THEN ?2 + ?4
         ELSE NULL END
-WHERE id = ?1 AND state = 'HELD' AND (pin_locked_until IS NULL OR pin_locked_until <= ?2)
+WHERE id = ?1 AND state IN ({in_list(HELD)})
+  AND (pin_locked_until IS NULL OR pin_locked_until <= ?2)
 RETURNING pin_failures, pin_locked_until
 """
 
@@ -116,20 +131,20 @@ RETURNING pin_failures, pin_locked_until
 _CLAIM_NEXT = (
     """
 UPDATE jobs
-SET state = 'PRINTING', printed_on = ?, printer_job_id = NULL, claimed_at = ?,
-    attempts = attempts + 1, claims = claims + 1, updated_at = ?, actor = ?, reason = 'claim'
+SET state = '{claimed}', printed_on = ?, printer_job_id = NULL, claimed_at = ?,
+    attempts = attempts + 1, claims = claims + 1, updated_at = ?, actor = ?, reason = '{claim}'
 WHERE id = (
     SELECT id FROM (
         SELECT id, priority, 0 AS own, seq FROM jobs
-        WHERE state = 'RELEASED' AND printer = ? AND not_before <= ?
+        WHERE state IN ({waiting}) AND printer = ? AND not_before <= ?
         UNION ALL
         SELECT id, priority, 1 AS own, seq FROM jobs
-        WHERE state = 'RELEASED' AND printer IS NULL AND pool = ? AND not_before <= ?
+        WHERE state IN ({waiting}) AND printer IS NULL AND pool = ? AND not_before <= ?
     )
     ORDER BY priority, own, seq
     LIMIT 1
-) AND state = 'RELEASED'
-RETURNING """
+) AND state IN ({waiting})
+RETURNING """.format(claimed=CLAIMED.value, claim=Action.CLAIM.value, waiting=in_list(WAITING))
     + ROW
 )
 
@@ -140,12 +155,15 @@ GUARD_HAS_TARGET = "(printer IS NOT NULL OR pool IS NOT NULL)"
 GUARD_ON_PRINTER = "printed_on = ? AND claims = ?"
 _LIVE_COPY = (
     "EXISTS (SELECT 1 FROM copies c WHERE c.job_id = jobs.id AND c.claim = jobs.claims "
-    "AND c.state IN ('creating', 'created', 'sending', 'acknowledged', 'cancelling'))"
+    f"AND c.state IN ({in_list(LIVE_COPIES)}))"
 )
 #: Guard for a job leaving PRINTING without its printer: no copy of its claim is live.
 GUARD_NO_LIVE_COPY = f"NOT {_LIVE_COPY}"
 #: Guard for DONE: one of its copies printed (verified whole, no document error).
-GUARD_PRINTED = "EXISTS (SELECT 1 FROM copies c WHERE c.job_id = jobs.id AND c.state = 'printed')"
+GUARD_PRINTED = (
+    "EXISTS (SELECT 1 FROM copies c WHERE c.job_id = jobs.id "
+    f"AND c.state = '{CopyState.PRINTED.value}')"
+)
 
 
 class Jobs:
@@ -282,7 +300,7 @@ class Jobs:
         """Set ``last_error`` of the RELEASED jobs aimed at ``printer``; their ids."""
         rows = await self._store.write(
             "UPDATE jobs SET last_error = ?, updated_at = ? "
-            "WHERE state = 'RELEASED' AND printer = ? RETURNING id",
+            f"WHERE state IN ({in_list(WAITING)}) AND printer = ? RETURNING id",
             (text, now, printer),
         )
         return [str(r[0]) for r in rows]
@@ -291,14 +309,14 @@ class Jobs:
         """Set ``last_error`` of a job PRINTING on ``printer`` (no state change)."""
         await self._store.write(
             "UPDATE jobs SET last_error = ?, updated_at = ? "
-            "WHERE id = ? AND state = 'PRINTING' AND printed_on = ?",
+            f"WHERE id = ? AND state IN ({in_list(ON_PRINTER)}) AND printed_on = ?",
             (text, now, job_id, printer),
         )
 
     async def printing_on(self, printer: str) -> list[JobRecord]:
         """Jobs PRINTING on ``printer``, oldest claim first."""
         rows = await self._store.read(
-            f"SELECT {ROW} FROM jobs WHERE state = 'PRINTING' AND printed_on = ? "
+            f"SELECT {ROW} FROM jobs WHERE state IN ({in_list(ON_PRINTER)}) AND printed_on = ? "
             "ORDER BY claimed_at",
             (printer,),
         )
@@ -307,7 +325,8 @@ class Jobs:
     async def next_not_before(self, printer: str, pool: str | None, now: float) -> float | None:
         """The earliest future ``not_before`` of a RELEASED job this printer could take."""
         rows = await self._store.read(
-            "SELECT min(not_before) FROM jobs WHERE state = 'RELEASED' AND not_before > ? "
+            f"SELECT min(not_before) FROM jobs WHERE state IN ({in_list(WAITING)}) "
+            "AND not_before > ? "
             "AND (printer = ? OR (printer IS NULL AND pool = ?))",
             (now, printer, pool),
         )
@@ -397,14 +416,16 @@ class Jobs:
     async def waiting_depths(self) -> dict[tuple[str | None, str | None], int]:
         """RELEASED jobs by (printer, pool) target: the waiting depth of each queue."""
         rows = await self._store.read(
-            "SELECT printer, pool, count(*) FROM jobs WHERE state = 'RELEASED' GROUP BY 1, 2"
+            "SELECT printer, pool, count(*) FROM jobs "
+            f"WHERE state IN ({in_list(WAITING)}) GROUP BY 1, 2"
         )
         return {(r[0], r[1]): int(r[2]) for r in rows}
 
     async def oldest_waiting(self) -> dict[tuple[str | None, str | None], float]:
         """The oldest ``released_at`` (unix seconds) of each (printer, pool) queue."""
         rows = await self._store.read(
-            "SELECT printer, pool, min(released_at) FROM jobs WHERE state = 'RELEASED' "
+            "SELECT printer, pool, min(released_at) FROM jobs "
+            f"WHERE state IN ({in_list(WAITING)}) "
             "GROUP BY 1, 2"
         )
         return {(r[0], r[1]): float(r[2]) for r in rows if r[2] is not None}
@@ -418,7 +439,7 @@ class Jobs:
         """
         rows = await self._store.write(
             "UPDATE jobs SET printer = NULL, pool = ?, updated_at = ?, actor = ?, "
-            "last_error = ? WHERE state = 'RELEASED' AND printer = ? RETURNING id",
+            f"last_error = ? WHERE state IN ({in_list(WAITING)}) AND printer = ? RETURNING id",
             (pool, now, actor, reason, printer),
         )
         return [str(r[0]) for r in rows]
@@ -426,7 +447,8 @@ class Jobs:
     async def dead_letters(self, *, after_seq: int = 0, limit: int = 100) -> list[JobRecord]:
         """DEAD jobs, oldest first; ``after_seq`` pages forwards (exclusive)."""
         rows = await self._store.read(
-            f"SELECT {ROW} FROM jobs WHERE state = 'DEAD' AND seq > ? ORDER BY seq LIMIT ?",
+            f"SELECT {ROW} FROM jobs WHERE state IN ({in_list(DEAD)}) AND seq > ? "
+            "ORDER BY seq LIMIT ?",
             (after_seq, limit),
         )
         return [JobRecord.from_row(r) for r in rows]
@@ -434,9 +456,9 @@ class Jobs:
     async def expire_held(self, created_before: float, *, now: float) -> list[str]:
         """HELD jobs accepted before ``created_before`` → EXPIRED; the ids (events via trigger)."""
         rows = await self._store.write(
-            "UPDATE jobs SET state = 'EXPIRED', updated_at = ?, finished_at = ?, "
+            f"UPDATE jobs SET state = '{EXPIRED.value}', updated_at = ?, finished_at = ?, "
             "actor = 'housekeeping', reason = 'hold_ttl' "
-            "WHERE state = 'HELD' AND created_at < ? RETURNING id",
+            f"WHERE state IN ({in_list(EXPIRABLE)}) AND created_at < ? RETURNING id",
             (now, now, created_before),
         )
         return [str(r[0]) for r in rows]
@@ -444,7 +466,7 @@ class Jobs:
     async def retention_due(self, finished_before: float, limit: int = 500) -> list[str]:
         """Terminal jobs (not DEAD: replayable) finished before the cut whose document remains."""
         rows = await self._store.read(
-            "SELECT id FROM jobs WHERE state IN ('DONE', 'CANCELLED', 'EXPIRED') "
+            f"SELECT id FROM jobs WHERE state IN ({in_list(FINISHED)}) "
             "AND finished_at <= ? AND document_deleted_at IS NULL ORDER BY finished_at LIMIT ?",
             (finished_before, limit),
         )
@@ -457,7 +479,7 @@ class Jobs:
             marks = ", ".join("?" for _ in part)
             await self._store.write(
                 f"UPDATE jobs SET document_deleted_at = ? WHERE id IN ({marks}) "
-                "AND state IN ('DONE', 'CANCELLED', 'EXPIRED')",
+                f"AND state IN ({in_list(FINISHED)})",
                 (now, *part),
             )
 
