@@ -20,9 +20,10 @@ import aiohttp
 
 from edgeprint import errors, reload
 from edgeprint.api import http_server
-from edgeprint.api.app import Deps, build_app
+from edgeprint.api.app import Deps
 from edgeprint.api.auth import TokenAuth
 from edgeprint.api.ratelimit import TokenRateLimiter
+from edgeprint.api.routes import build_app
 from edgeprint.board import PrinterBoard
 from edgeprint.config import Config, load_config
 from edgeprint.dispatch.dispatcher import Dispatcher

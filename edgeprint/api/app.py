@@ -1,4 +1,7 @@
-"""The aiohttp application: routes, middleware (auth, problems, correlation id, timing)."""
+"""The API's handlers and middleware (auth, problems, correlation id, timing).
+
+Which route runs which handler, with which role, is the table in :mod:`edgeprint.api.routes`.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from edgeprint import errors
-from edgeprint.api import ipp, openapi, problems, status_page
+from edgeprint.api import problems
 from edgeprint.api.auth import TokenAuth
 from edgeprint.api.ratelimit import TokenRateLimiter
 from edgeprint.api.uploads import (
@@ -72,7 +75,7 @@ _LIST_PARAMS = {"state", "owner", "printer", "limit", "cursor"}
 # ASCII digits only: str.isdigit() also accepts "²" or "١", which int() refuses or misreads.
 _LIMIT_RE = re.compile(r"^[0-9]{1,3}$")
 _CURSOR_RE = re.compile(r"^[0-9]{1,18}$")
-_MAX_JSON_BODY = 64 * 1024
+MAX_JSON_BODY = 64 * 1024
 # Generated correlation ids: a random per-process prefix and a counter (unique, and no
 # syscall per request as uuid4 would make).
 _CID_PREFIX = secrets.token_hex(6)
@@ -103,14 +106,17 @@ class Deps:
 
 DEPS = web.AppKey("deps", Deps)
 CORRELATION_ID = web.RequestKey("correlation_id", str)
+#: Who asks, set by the route's role check (edgeprint.api.routes) before the handler runs.
+CALLER = web.RequestKey("caller", Caller)
 
 
 def _deps(request: web.Request) -> Deps:
     return request.app[DEPS]
 
 
-async def _caller(request: web.Request, needed: str) -> Caller:
-    """Who asks; raises errors.Unauthorized, errors.Forbidden, errors.RateLimited."""
+async def authorize(request: web.Request, needed: str) -> Caller:
+    """Who asks, with at least role ``needed``; raises errors.Unauthorized,
+    errors.Forbidden, errors.RateLimited."""
     deps = _deps(request)
     token = deps.auth.authenticate(request.headers.get("Authorization"), needed)
     try:
@@ -141,7 +147,7 @@ def _job_id(request: web.Request) -> str:
 
 
 @web.middleware
-async def _middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     cid = request.headers.get("X-Correlation-ID", "")
     if not _CORRELATION_RE.match(cid):
         cid = f"{_CID_PREFIX}{next(_cid_counter):08x}"
@@ -193,7 +199,7 @@ async def _middleware(request: web.Request, handler: Handler) -> web.StreamRespo
 async def submit_job(request: web.Request) -> web.Response:
     """POST /v1/jobs: multipart metadata + document, Idempotency-Key required."""
     deps = _deps(request)
-    caller = await _caller(request, "kiosk")
+    caller = request[CALLER]
     key = request.headers.get("Idempotency-Key")
     if key is None:
         raise errors.MalformedRequest(
@@ -227,7 +233,6 @@ async def submit_job(request: web.Request) -> web.Response:
 
 async def get_job(request: web.Request) -> web.Response:
     """GET /v1/jobs/{id}."""
-    await _caller(request, "kiosk")
     job = await _deps(request).service.get(_job_id(request))
     return _json(JobOut.from_record(job))
 
@@ -267,7 +272,6 @@ def _paging(
 
 async def list_jobs(request: web.Request) -> web.Response:
     """GET /v1/jobs?state=&owner=&printer=&limit=&cursor= (newest first)."""
-    await _caller(request, "kiosk")
     problems_: list[errors.FieldProblem] = []
     q = _query(request, _LIST_PARAMS, problems_)
     state = None
@@ -290,17 +294,17 @@ async def list_jobs(request: web.Request) -> web.Response:
 
 
 async def _optional_json(request: web.Request, model: type[_Body]) -> _Body:
-    if request.content_length is not None and request.content_length > _MAX_JSON_BODY:
-        raise errors.PayloadTooLarge("the request body", _MAX_JSON_BODY)
+    if request.content_length is not None and request.content_length > MAX_JSON_BODY:
+        raise errors.PayloadTooLarge("the request body", MAX_JSON_BODY)
     timeout_s = _deps(request).config.server.body_timeout_s
     raw = bytearray()
     try:
         async with asyncio.timeout(timeout_s):
             # read() returns what has arrived so far: loop until the end of the body.
-            while chunk := await request.content.read(_MAX_JSON_BODY + 1 - len(raw)):
+            while chunk := await request.content.read(MAX_JSON_BODY + 1 - len(raw)):
                 raw += chunk
-                if len(raw) > _MAX_JSON_BODY:
-                    raise errors.PayloadTooLarge("the request body", _MAX_JSON_BODY)
+                if len(raw) > MAX_JSON_BODY:
+                    raise errors.PayloadTooLarge("the request body", MAX_JSON_BODY)
     except TimeoutError:
         raise errors.BodyTimeout(timeout_s) from None
     if not raw.strip():
@@ -324,7 +328,7 @@ async def _optional_json(request: web.Request, model: type[_Body]) -> _Body:
 
 async def release_job(request: web.Request) -> web.Response:
     """POST /v1/jobs/{id}/release with optional {"printer": …} or {"pool": …}."""
-    caller = await _caller(request, "kiosk")
+    caller = request[CALLER]
     job_id = _job_id(request)
     body = await _optional_json(request, ReleaseRequest)
     job = await _deps(request).service.release(
@@ -336,7 +340,7 @@ async def release_job(request: web.Request) -> web.Response:
 async def cancel_job(request: web.Request) -> web.Response:
     """POST /v1/jobs/{id}/cancel, optional {"pin": …}: 200 CANCELLED, or 202 while the
     printer cancels it. A kiosk cancelling a HELD job that has a release PIN must give it."""
-    caller = await _caller(request, "kiosk")
+    caller = request[CALLER]
     job_id = _job_id(request)
     body = await _optional_json(request, CancelRequest)
     job = await _deps(request).service.cancel(job_id, caller, pin=body.pin)
@@ -345,14 +349,14 @@ async def cancel_job(request: web.Request) -> web.Response:
 
 async def replay_job(request: web.Request) -> web.Response:
     """POST /v1/jobs/{id}/replay (tech): DEAD → RELEASED once."""
-    caller = await _caller(request, "tech")
+    caller = request[CALLER]
     job = await _deps(request).service.replay(_job_id(request), caller)
     return _json(JobOut.from_record(job))
 
 
 async def resolve_job(request: web.Request) -> web.Response:
     """POST /v1/jobs/{id}/resolve (tech) {"printed": true|false}: settle an unknown outcome."""
-    caller = await _caller(request, "tech")
+    caller = request[CALLER]
     job_id = _job_id(request)
     body = await _optional_json(request, ResolveRequest)
     if body.printed is None:
@@ -452,7 +456,6 @@ async def _printers_out(deps: Deps, names: set[str] | None = None) -> PrintersOu
 
 async def list_printers(request: web.Request) -> web.Response:
     """GET /v1/printers (tech): health, IPP state, queue depths."""
-    await _caller(request, "tech")
     return _json(await _printers_out(_deps(request)))
 
 
@@ -465,7 +468,7 @@ async def _one_printer(deps: Deps, name: str) -> PrinterOut:
 
 def _pause_handler(paused: bool) -> Handler:
     async def handler(request: web.Request) -> web.Response:
-        caller = await _caller(request, "tech")
+        caller = request[CALLER]
         name = request.match_info["name"]
         deps = _deps(request)
         await deps.service.set_paused(name, paused, caller)
@@ -482,7 +485,7 @@ resume_printer = _pause_handler(False)
 
 async def trust_printer(request: web.Request) -> web.Response:
     """POST /v1/printers/{name}/trust (tech): pin the certificate it presents from now on."""
-    caller = await _caller(request, "tech")
+    caller = request[CALLER]
     name = request.match_info["name"]
     deps = _deps(request)
     await deps.service.trust_printer(name, caller)
@@ -491,7 +494,7 @@ async def trust_printer(request: web.Request) -> web.Response:
 
 async def drain_printer(request: web.Request) -> web.Response:
     """POST /v1/printers/{name}/drain (tech): pause it and move its waiting jobs to its pool."""
-    caller = await _caller(request, "tech")
+    caller = request[CALLER]
     name = request.match_info["name"]
     deps = _deps(request)
     moved = await deps.service.drain(name, caller)
@@ -500,7 +503,7 @@ async def drain_printer(request: web.Request) -> web.Response:
 
 async def identify_printer(request: web.Request) -> web.Response:
     """POST /v1/printers/{name}/identify (tech), optional {"how": …}: the printer shows itself."""
-    caller = await _caller(request, "tech")
+    caller = request[CALLER]
     name = request.match_info["name"]
     body = await _optional_json(request, IdentifyRequest)
     deps = _deps(request)
@@ -510,7 +513,6 @@ async def identify_printer(request: web.Request) -> web.Response:
 
 async def dead_letter(request: web.Request) -> web.Response:
     """GET /v1/dead-letter?limit=&cursor= (tech): DEAD jobs, oldest first."""
-    await _caller(request, "tech")
     problems_: list[errors.FieldProblem] = []
     q = _query(request, {"limit", "cursor"}, problems_)
     limit, cursor = _paging(q, 100, problems_)
@@ -531,7 +533,6 @@ async def dead_letter(request: web.Request) -> web.Response:
 
 async def stats(request: web.Request) -> web.Response:
     """GET /v1/stats (tech): jobs by state, dead letters by reason, printers in short."""
-    await _caller(request, "tech")
     deps = _deps(request)
     st = await deps.service.stats()
     printers = [
@@ -574,7 +575,6 @@ def _shown_url(url: str) -> str:
 
 async def webhook_deliveries(request: web.Request) -> web.Response:
     """GET /v1/webhooks/deliveries?state=failed&limit=&cursor= (tech): parked deliveries."""
-    await _caller(request, "tech")
     problems_: list[errors.FieldProblem] = []
     q = _query(request, {"state", "limit", "cursor"}, problems_)
     if q.get("state", "failed") != "failed":
@@ -596,32 +596,3 @@ async def webhook_deliveries(request: web.Request) -> web.Response:
     ]  # fmt: skip
     next_cursor = str(failed[-1].seq) if len(failed) == limit else None
     return _json(WebhookDeliveriesOut(deliveries=out, next_cursor=next_cursor))
-
-
-def build_app(deps: Deps) -> web.Application:
-    """The application with every v1 route; ``deps`` is stored under :data:`DEPS`."""
-    app = web.Application(middlewares=[_middleware], client_max_size=_MAX_JSON_BODY)
-    app[DEPS] = deps
-    app.router.add_post("/v1/jobs", submit_job)
-    app.router.add_get("/v1/jobs", list_jobs)
-    app.router.add_get("/v1/jobs/{job_id}", get_job)
-    app.router.add_post("/v1/jobs/{job_id}/release", release_job)
-    app.router.add_post("/v1/jobs/{job_id}/cancel", cancel_job)
-    app.router.add_post("/v1/jobs/{job_id}/replay", replay_job)
-    app.router.add_post("/v1/jobs/{job_id}/resolve", resolve_job)
-    app.router.add_get("/v1/printers", list_printers)
-    app.router.add_post("/v1/printers/{name}/pause", pause_printer)
-    app.router.add_post("/v1/printers/{name}/resume", resume_printer)
-    app.router.add_post("/v1/printers/{name}/drain", drain_printer)
-    app.router.add_post("/v1/printers/{name}/identify", identify_printer)
-    app.router.add_post("/v1/printers/{name}/trust", trust_printer)
-    app.router.add_get("/v1/dead-letter", dead_letter)
-    app.router.add_get("/v1/stats", stats)
-    app.router.add_get("/v1/webhooks/deliveries", webhook_deliveries)
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", readyz)
-    app.router.add_get("/metrics", metrics)
-    openapi.add_routes(app)
-    status_page.add_routes(app)
-    ipp.add_routes(app, deps, CORRELATION_ID)
-    return app

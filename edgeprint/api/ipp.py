@@ -193,9 +193,3 @@ class IppEndpoint:
         caller = Caller(name, role, request.get(self.correlation_id))
         body = await self.server.handle(head, Context(queue, caller, user, document))
         return web.Response(body=body, content_type=CONTENT_TYPE)
-
-
-def add_routes(app: web.Application, deps: Deps, correlation_id: web.RequestKey[str]) -> None:
-    """Register the IPP queues (404 while ``[ipp] enabled`` is false); ``correlation_id``:
-    where the API's middleware put the request's correlation id."""
-    app.router.add_post(PATH, IppEndpoint(deps, correlation_id).handle)
