@@ -7,7 +7,7 @@ OpenAPI document is generated from them. Unknown fields are refused.
 from __future__ import annotations
 
 import unicodedata
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -24,6 +24,7 @@ from pydantic import (
 from edgeprint.config import NAME_PATTERN
 from edgeprint.records import JobRecord
 from edgeprint.states import JobState
+from edgeprint.timefmt import rfc3339_ms
 
 TargetName = Annotated[str, Field(pattern=NAME_PATTERN, description="[a-z0-9-]{1,40}")]
 #: No control characters (C0, DEL or C1): the owner ends up in logs and IPP attributes.
@@ -172,9 +173,7 @@ class DocumentOut(BaseModel):
 
 
 def _iso(ts: float | None) -> str | None:
-    if ts is None:
-        return None
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return None if ts is None else rfc3339_ms(ts)
 
 
 class JobOut(BaseModel):

@@ -30,6 +30,7 @@ LEAVES = (
     "edgeprint.board",
     "edgeprint.backoff",
     "edgeprint.faults",
+    "edgeprint.timefmt",
     "edgeprint.systemd",
     "edgeprint.pins",
     "edgeprint.spool",

@@ -294,6 +294,8 @@ async def list_jobs(request: web.Request) -> web.Response:
 
 
 async def _optional_json(request: web.Request, model: type[_Body]) -> _Body:
+    if not request.can_read_body:  # no body at all (Content-Length: 0): nothing to wait for
+        return model()
     if request.content_length is not None and request.content_length > MAX_JSON_BODY:
         raise errors.PayloadTooLarge("the request body", MAX_JSON_BODY)
     timeout_s = _deps(request).config.server.body_timeout_s

@@ -118,6 +118,8 @@ class JobService:
         #: The dispatcher's published printer view, and the bell the service rings.
         self.board = board if board is not None else PrinterBoard()
         self.admission = Admission(config, self.board, metrics, jobs.waiting_depths, clock)
+        #: The release counter, looked up once (a label lookup per release is measurable).
+        self._released_ok = metrics.transitions.labels(action="release", outcome="ok")
         self._pools = config.pools
         self._printers = {p.name for p in config.printers}
         self._pdf_checks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pdf-check")
@@ -362,7 +364,7 @@ class JobService:
         if job is None:  # lost a race after the read: the conditional write is the arbiter
             self._release_conflict(job_id, (await self.get(job_id)).state, caller)
         self.admission.admitted(job.printer, job.pool)
-        self.metrics.transitions.labels(action="release", outcome="ok").inc()
+        self._released_ok.inc()
         log.info(
             "job released",
             extra={
