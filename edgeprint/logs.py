@@ -68,6 +68,11 @@ class _WithholdRequestData(logging.Filter):
 
 def configure(level: str = "INFO") -> None:
     """Send every log record to stdout as one JSON object per line."""
+    # The lines carry no thread or process: do not look them up for every record (the
+    # logging HOWTO's "Optimization" switches).
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(JsonLines())
     handler.addFilter(_WithholdRequestData())

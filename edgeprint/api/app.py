@@ -56,9 +56,10 @@ from edgeprint.models import (
     WebhookDeliveriesOut,
     WebhookDeliveryOut,
     iso_time,
+    job_json,
 )
 from edgeprint.printers.health import PrinterSnapshot
-from edgeprint.service import Caller, Identified, Identify, JobService
+from edgeprint.service import Caller, Identified, Identify, JobRecord, JobService
 from edgeprint.states import JobState
 
 log = logging.getLogger(__name__)
@@ -134,6 +135,14 @@ def _json(model: BaseModel, status: int = 200, **headers: str) -> web.Response:
         content_type="application/json",
         headers=headers or None,
     )
+
+
+def _job_json(job: JobRecord, status: int = 200, **headers: str) -> web.Response:
+    """The job as :class:`JobOut` JSON (serialised without building the model: the hot path)."""
+    return web.Response(
+        status=status, body=job_json(job), content_type="application/json",
+        headers=headers or None,
+    )  # fmt: skip
 
 
 def _job_id(request: web.Request) -> str:
@@ -225,16 +234,16 @@ async def submit_job(request: web.Request) -> web.Response:
     except TimeoutError:
         raise errors.BodyTimeout(server.body_timeout_s) from None
     result = await deps.service.submit(upload.metadata, upload.document, key, caller)
-    out = JobOut.from_record(result.job)
+    job = result.job
     if result.created:
-        return _json(out, 201, Location=f"/v1/jobs/{out.id}")
-    return _json(out, 200, **{"Idempotent-Replayed": "true", "Location": f"/v1/jobs/{out.id}"})
+        return _job_json(job, 201, Location=f"/v1/jobs/{job.id}")
+    return _job_json(job, 200, **{"Idempotent-Replayed": "true", "Location": f"/v1/jobs/{job.id}"})
 
 
 async def get_job(request: web.Request) -> web.Response:
     """GET /v1/jobs/{id}."""
     job = await _deps(request).service.get(_job_id(request))
-    return _json(JobOut.from_record(job))
+    return _job_json(job)
 
 
 def _query(
@@ -336,7 +345,7 @@ async def release_job(request: web.Request) -> web.Response:
     job = await _deps(request).service.release(
         job_id, caller, printer=body.printer, pool=body.pool, pin=body.pin
     )
-    return _json(JobOut.from_record(job))
+    return _job_json(job)
 
 
 async def cancel_job(request: web.Request) -> web.Response:
@@ -346,14 +355,14 @@ async def cancel_job(request: web.Request) -> web.Response:
     job_id = _job_id(request)
     body = await _optional_json(request, CancelRequest)
     job = await _deps(request).service.cancel(job_id, caller, pin=body.pin)
-    return _json(JobOut.from_record(job), 202 if job.state is JobState.PRINTING else 200)
+    return _job_json(job, 202 if job.state is JobState.PRINTING else 200)
 
 
 async def replay_job(request: web.Request) -> web.Response:
     """POST /v1/jobs/{id}/replay (tech): DEAD → RELEASED once."""
     caller = request[CALLER]
     job = await _deps(request).service.replay(_job_id(request), caller)
-    return _json(JobOut.from_record(job))
+    return _job_json(job)
 
 
 async def resolve_job(request: web.Request) -> web.Response:
@@ -367,7 +376,7 @@ async def resolve_job(request: web.Request) -> web.Response:
             [errors.FieldProblem("body.printed", "required: true or false")],
         )
     job = await _deps(request).service.resolve(job_id, caller, printed=body.printed)
-    return _json(JobOut.from_record(job))
+    return _job_json(job)
 
 
 # --- health and metrics ------------------------------------------------------------
