@@ -155,6 +155,14 @@ class UnsupportedDocument(EdgeprintError):
         super().__init__(detail)
 
 
+class NoPageSelected(EdgeprintError):
+    """Page ranges (IPP ``page-ranges``) that select no page of the document."""
+
+    def __init__(self, total: int) -> None:
+        super().__init__(f"page-ranges select no page of this {total}-page document")
+        self.total = total
+
+
 class DocumentRejected(EdgeprintError):
     """A PDF that cannot be printed as sent (HTTP 422).
 

@@ -1,4 +1,4 @@
-"""JSON logs: one object per line on stdout (journald keeps them), via python-json-logger.
+"""JSON logs: one object per line on stdout (journald keeps them).
 
 Log with ``extra={"event": "job_accepted", "job_id": …, "printer": …,
 "correlation_id": …}``; event names are those of DESIGN §7. Never log tokens
@@ -7,19 +7,48 @@ or PINs.
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
-from datetime import UTC, datetime
 
-from pythonjsonlogger.json import JsonFormatter
+from edgeprint.timefmt import rfc3339_ms
+
+#: What every LogRecord carries; anything else on a record is a field given in ``extra``.
+_RECORD_ATTRS = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
+    "message",
+    "asctime",
+    "taskName",
+}
+_encode = json.JSONEncoder(default=str).encode
 
 
-def _rfc3339(record: logging.LogRecord, datefmt: str | None = None) -> str:
-    return (
-        datetime.fromtimestamp(record.created, UTC)
-        .isoformat(timespec="milliseconds")
-        .replace("+00:00", "Z")
-    )
+class JsonLines(logging.Formatter):
+    """One JSON object per record: ``time`` (RFC 3339 UTC, milliseconds: log lines are used
+    to time recoveries), ``level``, ``logger``, ``message``, ``exc_info`` when there is
+    one, then the ``extra`` fields in the order given.
+
+    The same lines python-json-logger made with those renamed fields, in about a
+    third of its time (a released job logs one line; the log was a third of a
+    release's CPU).
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, object] = {
+            "time": rfc3339_ms(record.created),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            out["exc_info"] = record.exc_text
+        if record.stack_info:
+            out["stack_info"] = self.formatStack(record.stack_info)
+        for key, value in record.__dict__.items():
+            if key not in _RECORD_ATTRS:
+                out[key] = value
+        return _encode(out)
 
 
 class _WithholdRequestData(logging.Filter):
@@ -39,15 +68,13 @@ class _WithholdRequestData(logging.Filter):
 
 def configure(level: str = "INFO") -> None:
     """Send every log record to stdout as one JSON object per line."""
+    # The lines carry no thread or process: do not look them up for every record (the
+    # logging HOWTO's "Optimization" switches).
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
     handler = logging.StreamHandler(sys.stdout)
-    formatter = JsonFormatter(
-        "{asctime}{levelname}{name}{message}",
-        style="{",
-        rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
-    )
-    # RFC 3339 UTC with milliseconds: log lines are used to time recoveries.
-    formatter.formatTime = _rfc3339  # type: ignore[method-assign]
-    handler.setFormatter(formatter)
+    handler.setFormatter(JsonLines())
     handler.addFilter(_WithholdRequestData())
     root = logging.getLogger()
     root.handlers[:] = [handler]

@@ -20,9 +20,11 @@ import aiohttp
 
 from edgeprint import errors, reload
 from edgeprint.api import http_server
-from edgeprint.api.app import Deps, build_app
+from edgeprint.api.app import Deps
 from edgeprint.api.auth import TokenAuth
 from edgeprint.api.ratelimit import TokenRateLimiter
+from edgeprint.api.routes import build_app
+from edgeprint.board import PrinterBoard
 from edgeprint.config import Config, load_config
 from edgeprint.dispatch.dispatcher import Dispatcher
 from edgeprint.documents.cache import RenditionCache
@@ -147,27 +149,27 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                 connector=aiohttp.TCPConnector(limit_per_host=4), raise_for_status=False
             ) as session,
         ):
-            service = JobService(config, jobs, spool, metrics)
             renditions = RenditionCache(
                 data_dir / "renditions", config.dispatch.rendition_cache_bytes
             )
-            service.renditions = renditions
             renderer = RenderPool(workers=config.dispatch.render_workers)
-            service.renderer = renderer
+            # The dispatcher publishes its printers' usability on the board and listens
+            # there for the service's rings; neither calls the other.
+            board = PrinterBoard()
+            service = JobService(
+                config, jobs, spool, metrics, board=board, renderer=renderer,
+                renditions=renditions,
+            )  # fmt: skip
             dispatcher = Dispatcher(
-                config, service, session, metrics, renderer=renderer, renditions=renditions
-            )
-            service.wake = dispatcher.wake
-            service.on_control = dispatcher.control
-            service.on_resume = dispatcher.resumed
-            service.printer_view = dispatcher.snapshot
-            service.printer_identify = dispatcher.identify
+                config, service, session, metrics, renderer=renderer, renditions=renditions,
+                board=board,
+            )  # fmt: skip
             await service.load_paused()
             dispatch_task = asyncio.create_task(
                 dispatcher.run(config.server.shutdown_grace_s), name="dispatcher"
             )
             try:
-                async with _api(config, service, metrics, store, dispatcher) as (
+                async with _api(config, service, metrics, store, spool, dispatcher) as (
                     host,
                     port,
                     reconfigure_api,
@@ -229,15 +231,22 @@ async def _webhooks(config: Config, outbox: Outbox, metrics: Metrics) -> AsyncIt
 
 @contextlib.asynccontextmanager
 async def _api(
-    config: Config, service: JobService, metrics: Metrics, store: Store, dispatcher: Dispatcher
+    config: Config,
+    service: JobService,
+    metrics: Metrics,
+    store: Store,
+    spool: Spool,
+    dispatcher: Dispatcher,
 ) -> AsyncIterator[tuple[str, int, Callable[[Config], None]]]:
     async def ready() -> None:
-        service.spool.check_ready()  # a read-only or full disk: a no-op write would not see it
+        spool.check_ready()  # a read-only or full disk: a no-op write would not see it
         await store.write("SELECT 1")
 
     auth = TokenAuth(list(config.tokens))
     limiter = TokenRateLimiter(config.server.rate_limit)
-    deps = Deps(config, service, metrics, auth, ready, dispatcher.snapshots, limiter)
+    deps = Deps(
+        config, service, metrics, auth, ready, dispatcher.snapshots, dispatcher.identify, limiter
+    )
     app = build_app(deps)
 
     def reconfigure(new: Config) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hypothesis
+import hypothesis.strategies
+
 from tests.conftest import TECH_TOKEN, Appliance
 from tests.pdfs import make_pdf
 
@@ -160,3 +163,35 @@ async def test_correlation_id_is_echoed(app: Appliance) -> None:
     second = (await app.http.get(app.url + "/healthz")).headers["X-Correlation-ID"]
     assert first != second
     assert len(first) >= 16
+
+
+@hypothesis.settings(max_examples=300, deadline=None)
+@hypothesis.given(
+    text=hypothesis.strategies.text(max_size=12),
+    maybe=hypothesis.strategies.none() | hypothesis.strategies.text(max_size=8),
+    ts=hypothesis.strategies.floats(min_value=0, max_value=4e9),
+    n=hypothesis.strategies.integers(min_value=0, max_value=10**9),
+    flag=hypothesis.strategies.booleans(),
+)
+def test_job_json_is_the_models_json(
+    text: str, maybe: str | None, ts: float, n: int, flag: bool
+) -> None:
+    """The hot-path job JSON is byte for byte what the JobOut model serialises."""
+    from edgeprint.models import JobOut, job_json
+    from edgeprint.records import JobRecord
+    from edgeprint.states import JobState
+
+    values: dict[str, object] = dict.fromkeys(JobRecord._fields)
+    values.update(
+        seq=n, id="a" * 32, idempotency_key=text, request_sha256="0" * 64,
+        state=JobState.PRINTING if flag else JobState.HELD, owner=text, printer=maybe,
+        pool=None if maybe else text, priority=n % 1001, copies=n % 99 + 1,
+        document_sha256="f" * 64, document_bytes=n, attempts=n % 7, not_before=0.0,
+        printed_on=maybe, last_error=maybe, dead_reason=maybe, created_at=ts,
+        updated_at=ts + 0.0005, released_at=ts if flag else None, claimed_at=None,
+        finished_at=None if flag else ts, token_name="kiosk", actor="kiosk",
+        release_pin_hash=maybe, pin_failures=0, document_pages=None if flag else n % 500,
+        claims=n % 3, cancel_requested=flag, truncated_copies=n % 2,
+    )  # fmt: skip
+    job = JobRecord(**values)  # type: ignore[arg-type]
+    assert job_json(job) == JobOut.from_record(job).model_dump_json().encode()

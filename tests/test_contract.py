@@ -28,7 +28,8 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from edgeprint.api import openapi
-from edgeprint.api.app import Deps, build_app
+from edgeprint.api.app import Deps
+from edgeprint.api.routes import build_app
 from tests.conftest import TECH_TOKEN
 from tests.live import Live, live_appliance, unlimited_config
 from tests.pdfs import make_pdf
@@ -138,3 +139,25 @@ def test_api(case: schemathesis.Case, live: Live, http: requests.Session) -> Non
     if case.operation.path == "/v1/printers/{name}/identify":
         checks = [c for c in CHECKS if c is not not_a_server_error]
     case.call_and_validate(base_url=live.url, session=http, headers=AUTH, checks=checks, timeout=10)
+
+
+def test_every_route_checks_the_role_its_row_names(live: Live, http: requests.Session) -> None:
+    """The route table's role is what each route enforces: no token is 401 where a role is
+    named, a kiosk token is 403 where it is ``tech``, and no token is needed where none is."""
+    from edgeprint.api.routes import ROUTES
+    from tests.conftest import KIOSK_TOKEN
+
+    job = KNOWN_JOBS[0]
+    for route in ROUTES:
+        if route.operation_id in ("ippQueue", "statusPage"):
+            continue  # its own authentication (IPP) / a page
+        url = live.url + route.path.format(job_id=job, name="printer-01")
+        bare = http.request(route.method, url, timeout=10)
+        kiosk = http.request(
+            route.method, url, headers={"Authorization": f"Bearer {KIOSK_TOKEN}"}, timeout=10
+        )
+        if route.role is None:
+            assert bare.status_code not in (401, 403), route.operation_id
+        else:
+            assert bare.status_code == 401, route.operation_id
+            assert (kiosk.status_code == 403) == (route.role == "tech"), route.operation_id

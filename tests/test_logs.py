@@ -37,3 +37,48 @@ async def test_a_token_in_an_oversized_header_is_not_logged(tmp_path: Path) -> N
     assert KIOSK_TOKEN not in "\n".join(lines)
     records = [json.loads(line) for line in lines]  # every line is one JSON object
     assert any(r.get("event") == "http_bad_request" for r in records)
+
+
+def test_a_log_line_is_one_json_object_with_its_fields_in_order() -> None:
+    """A record becomes exactly the line the logs have always had: time, level, logger,
+    message, exc_info, then the extra fields in the order given."""
+    import logging
+
+    from edgeprint.logs import JsonLines
+
+    record = logging.LogRecord(
+        "edgeprint.x", logging.INFO, "f.py", 1, "job %s", ("released",), None
+    )
+    record.created = 1764596026.8045
+    record.__dict__.update(event="job_released", job_id="ab", printer=None, n=3, u="é")
+    assert JsonLines().format(record) == (
+        '{"time": "2025-12-01T13:33:46.804Z", "level": "INFO", "logger": "edgeprint.x", '
+        '"message": "job released", "event": "job_released", "job_id": "ab", "printer": null, '
+        '"n": 3, "u": "\\u00e9"}'
+    )
+    try:
+        raise ZeroDivisionError("division by zero")
+    except ZeroDivisionError:
+        import sys
+
+        failed = logging.LogRecord("x", logging.ERROR, "f.py", 1, "boom", None, sys.exc_info())
+    line = json.loads(JsonLines().format(failed))
+    assert list(line) == ["time", "level", "logger", "message", "exc_info"]
+    assert line["exc_info"].endswith("ZeroDivisionError: division by zero")
+
+
+def test_rfc3339_ms_writes_what_datetime_writes() -> None:
+    """The fast time format gives datetime's text for any unix time, rounding included."""
+    import random
+    from datetime import UTC, datetime
+
+    from edgeprint.timefmt import rfc3339_ms
+
+    rng = random.Random(18)
+    edges = [0.0, -0.5, 1.9999995, 1.0000005, 1764596026.9999996, 1764596026.0005]
+    spread = [rng.uniform(-1e9, 4e9) for _ in range(20000)]
+    near = [float(rng.randrange(0, 4 * 10**9)) + rng.choice([0.9999995, 0.0005, 0.4999995])
+            for _ in range(20000)]  # fmt: skip
+    for ts in edges + spread + near:
+        expected = datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")
+        assert rfc3339_ms(ts) == expected.replace("+00:00", "Z"), ts

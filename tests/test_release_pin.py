@@ -217,3 +217,30 @@ async def test_wrong_cancel_pins_count_towards_the_release_lock(
         problem = await resp.json(content_type=None)
         assert (resp.status, problem["type"]) == (423, PROBLEM + "release-locked")
         assert (await (await app.get(f"/v1/jobs/{job_id}")).json())["state"] == "HELD"
+
+
+async def test_rate_limit_is_a_moving_window_per_token_and_limit() -> None:
+    """Each limit counts the hits of its last window exactly: the (n+1)-th inside it is
+    refused with the seconds until the oldest leaves, and a hit is free again then."""
+    from edgeprint import errors
+    from edgeprint.api.ratelimit import TokenRateLimiter
+
+    now = [1000.0]
+    limiter = TokenRateLimiter("2/second;3/minute", clock=lambda: now[0])
+    await limiter.hit("kiosk-1")
+    now[0] += 0.5
+    await limiter.hit("kiosk-1")
+    with pytest.raises(errors.RateLimited) as second:
+        await limiter.hit("kiosk-1")  # a third inside one second
+    assert (second.value.limit, second.value.retry_after_s) == ("2 per 1 second", 1)
+    await limiter.hit("kiosk-2")  # another token has its own budget
+    now[0] += 0.6  # the first hit left the one-second window
+    await limiter.hit("kiosk-1")
+    now[0] += 1.0
+    with pytest.raises(errors.RateLimited) as minute:
+        await limiter.hit("kiosk-1")  # the fourth inside one minute
+    assert minute.value.limit == "3 per 1 minute"
+    assert minute.value.retry_after_s == 58  # the first hit leaves the minute at 1060.0
+    limiter.reconfigure("2/second;10/minute")  # a new limit starts empty
+    now[0] += 1.0
+    await limiter.hit("kiosk-1")

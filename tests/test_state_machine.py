@@ -44,6 +44,7 @@ from hypothesis.stateful import (
 )
 
 from edgeprint import errors
+from edgeprint.board import PrinterBoard
 from edgeprint.config import parse_config
 from edgeprint.copies import CopyState, Kind
 from edgeprint.metrics import Metrics
@@ -299,6 +300,22 @@ def printer_reports(draw: st.DrawFn) -> dict[str, Any]:
 # --- the machine ----------------------------------------------------------------------
 
 
+class _Rings:
+    """Records the service's rings on the board (what a dispatcher would act on)."""
+
+    def __init__(self, wakes: list[Target], controls: list[str | None]) -> None:
+        self.wakes, self.controls = wakes, controls
+
+    def wake(self, printer: str | None, pool: str | None) -> None:
+        self.wakes.append((printer, pool))
+
+    def control(self, printer: str | None) -> None:
+        self.controls.append(printer)
+
+    def resumed(self, printer: str | None) -> None:
+        return None
+
+
 class JobLifecycle(RuleBasedStateMachine):
     """A real JobService over a real SQLite file, one per example, checked against a model."""
 
@@ -331,15 +348,11 @@ class JobLifecycle(RuleBasedStateMachine):
         self.jobs = Jobs(self.store)
         self.wakes: list[Target] = []
         self.cancel_signals: list[str | None] = []
+        board = PrinterBoard()
+        board.listen(_Rings(self.wakes, self.cancel_signals))
         self.service = JobService(
-            config,
-            self.jobs,
-            self.spool,
-            Metrics(),
-            clock=lambda: self.now,
-            wake=lambda printer, pool: self.wakes.append((printer, pool)),
+            config, self.jobs, self.spool, Metrics(), board=board, clock=lambda: self.now
         )
-        self.service.on_control = self.cancel_signals.append
         self.model: Model = {}
         self.keys: dict[str, str] = {}  # Idempotency-Key → job id
         self.key_count = 0

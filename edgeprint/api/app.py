@@ -1,4 +1,7 @@
-"""The aiohttp application: routes, middleware (auth, problems, correlation id, timing)."""
+"""The API's handlers and middleware (auth, problems, correlation id, timing).
+
+Which route runs which handler, with which role, is the table in :mod:`edgeprint.api.routes`.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from edgeprint import errors
-from edgeprint.api import ipp, openapi, problems, status_page
+from edgeprint.api import problems
 from edgeprint.api.auth import TokenAuth
 from edgeprint.api.ratelimit import TokenRateLimiter
 from edgeprint.api.uploads import (
@@ -53,9 +56,10 @@ from edgeprint.models import (
     WebhookDeliveriesOut,
     WebhookDeliveryOut,
     iso_time,
+    job_json,
 )
 from edgeprint.printers.health import PrinterSnapshot
-from edgeprint.service import Caller, JobService
+from edgeprint.service import Caller, Identified, Identify, JobRecord, JobService
 from edgeprint.states import JobState
 
 log = logging.getLogger(__name__)
@@ -72,11 +76,15 @@ _LIST_PARAMS = {"state", "owner", "printer", "limit", "cursor"}
 # ASCII digits only: str.isdigit() also accepts "²" or "١", which int() refuses or misreads.
 _LIMIT_RE = re.compile(r"^[0-9]{1,3}$")
 _CURSOR_RE = re.compile(r"^[0-9]{1,18}$")
-_MAX_JSON_BODY = 64 * 1024
+MAX_JSON_BODY = 64 * 1024
 # Generated correlation ids: a random per-process prefix and a counter (unique, and no
 # syscall per request as uuid4 would make).
 _CID_PREFIX = secrets.token_hex(6)
 _cid_counter = itertools.count(1)
+
+
+async def _no_identify(printer: str, how: str, by: str) -> Identified:
+    raise errors.PrinterNotFound(printer)
 
 
 @dataclass
@@ -90,6 +98,8 @@ class Deps:
     auth: TokenAuth
     ready: Callable[[], Awaitable[None]]
     printers: Callable[[], list[PrinterSnapshot]] = list
+    #: The dispatcher's way to make a printer show itself (it owns the IPP clients).
+    identify: Identify = _no_identify
     rate_limiter: TokenRateLimiter = field(
         default_factory=lambda: TokenRateLimiter(ServerConfig().rate_limit)
     )
@@ -97,14 +107,17 @@ class Deps:
 
 DEPS = web.AppKey("deps", Deps)
 CORRELATION_ID = web.RequestKey("correlation_id", str)
+#: Who asks, set by the route's role check (edgeprint.api.routes) before the handler runs.
+CALLER = web.RequestKey("caller", Caller)
 
 
 def _deps(request: web.Request) -> Deps:
     return request.app[DEPS]
 
 
-async def _caller(request: web.Request, needed: str) -> Caller:
-    """Who asks; raises errors.Unauthorized, errors.Forbidden, errors.RateLimited."""
+async def authorize(request: web.Request, needed: str) -> Caller:
+    """Who asks, with at least role ``needed``; raises errors.Unauthorized,
+    errors.Forbidden, errors.RateLimited."""
     deps = _deps(request)
     token = deps.auth.authenticate(request.headers.get("Authorization"), needed)
     try:
@@ -124,6 +137,14 @@ def _json(model: BaseModel, status: int = 200, **headers: str) -> web.Response:
     )
 
 
+def _job_json(job: JobRecord, status: int = 200, **headers: str) -> web.Response:
+    """The job as :class:`JobOut` JSON (serialised without building the model: the hot path)."""
+    return web.Response(
+        status=status, body=job_json(job), content_type="application/json",
+        headers=headers or None,
+    )  # fmt: skip
+
+
 def _job_id(request: web.Request) -> str:
     job_id = request.match_info["job_id"]
     if not _JOB_ID_RE.match(job_id):
@@ -135,7 +156,7 @@ def _job_id(request: web.Request) -> str:
 
 
 @web.middleware
-async def _middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     cid = request.headers.get("X-Correlation-ID", "")
     if not _CORRELATION_RE.match(cid):
         cid = f"{_CID_PREFIX}{next(_cid_counter):08x}"
@@ -187,7 +208,7 @@ async def _middleware(request: web.Request, handler: Handler) -> web.StreamRespo
 async def submit_job(request: web.Request) -> web.Response:
     """POST /v1/jobs: multipart metadata + document, Idempotency-Key required."""
     deps = _deps(request)
-    caller = await _caller(request, "kiosk")
+    caller = request[CALLER]
     key = request.headers.get("Idempotency-Key")
     if key is None:
         raise errors.MalformedRequest(
@@ -206,24 +227,23 @@ async def submit_job(request: web.Request) -> web.Response:
         async with asyncio.timeout(server.body_timeout_s):
             upload = await read_upload(
                 request,
-                deps.service.spool,
+                deps.service.stage_document,
                 max_document_bytes=server.max_document_bytes,
                 max_metadata_bytes=server.max_metadata_bytes,
             )
     except TimeoutError:
         raise errors.BodyTimeout(server.body_timeout_s) from None
     result = await deps.service.submit(upload.metadata, upload.document, key, caller)
-    out = JobOut.from_record(result.job)
+    job = result.job
     if result.created:
-        return _json(out, 201, Location=f"/v1/jobs/{out.id}")
-    return _json(out, 200, **{"Idempotent-Replayed": "true", "Location": f"/v1/jobs/{out.id}"})
+        return _job_json(job, 201, Location=f"/v1/jobs/{job.id}")
+    return _job_json(job, 200, **{"Idempotent-Replayed": "true", "Location": f"/v1/jobs/{job.id}"})
 
 
 async def get_job(request: web.Request) -> web.Response:
     """GET /v1/jobs/{id}."""
-    await _caller(request, "kiosk")
     job = await _deps(request).service.get(_job_id(request))
-    return _json(JobOut.from_record(job))
+    return _job_json(job)
 
 
 def _query(
@@ -261,7 +281,6 @@ def _paging(
 
 async def list_jobs(request: web.Request) -> web.Response:
     """GET /v1/jobs?state=&owner=&printer=&limit=&cursor= (newest first)."""
-    await _caller(request, "kiosk")
     problems_: list[errors.FieldProblem] = []
     q = _query(request, _LIST_PARAMS, problems_)
     state = None
@@ -275,7 +294,7 @@ async def list_jobs(request: web.Request) -> web.Response:
     limit, before = _paging(q, 50, problems_)
     if problems_:
         raise invalid("invalid query parameters", problems_, "query")
-    jobs = await _deps(request).service.jobs.list_jobs(
+    jobs = await _deps(request).service.list_jobs(
         state=state, owner=q.get("owner"), printer=q.get("printer"), before_seq=before,
         limit=limit,
     )  # fmt: skip
@@ -284,17 +303,19 @@ async def list_jobs(request: web.Request) -> web.Response:
 
 
 async def _optional_json(request: web.Request, model: type[_Body]) -> _Body:
-    if request.content_length is not None and request.content_length > _MAX_JSON_BODY:
-        raise errors.PayloadTooLarge("the request body", _MAX_JSON_BODY)
+    if not request.can_read_body:  # no body at all (Content-Length: 0): nothing to wait for
+        return model()
+    if request.content_length is not None and request.content_length > MAX_JSON_BODY:
+        raise errors.PayloadTooLarge("the request body", MAX_JSON_BODY)
     timeout_s = _deps(request).config.server.body_timeout_s
     raw = bytearray()
     try:
         async with asyncio.timeout(timeout_s):
             # read() returns what has arrived so far: loop until the end of the body.
-            while chunk := await request.content.read(_MAX_JSON_BODY + 1 - len(raw)):
+            while chunk := await request.content.read(MAX_JSON_BODY + 1 - len(raw)):
                 raw += chunk
-                if len(raw) > _MAX_JSON_BODY:
-                    raise errors.PayloadTooLarge("the request body", _MAX_JSON_BODY)
+                if len(raw) > MAX_JSON_BODY:
+                    raise errors.PayloadTooLarge("the request body", MAX_JSON_BODY)
     except TimeoutError:
         raise errors.BodyTimeout(timeout_s) from None
     if not raw.strip():
@@ -318,35 +339,35 @@ async def _optional_json(request: web.Request, model: type[_Body]) -> _Body:
 
 async def release_job(request: web.Request) -> web.Response:
     """POST /v1/jobs/{id}/release with optional {"printer": …} or {"pool": …}."""
-    caller = await _caller(request, "kiosk")
+    caller = request[CALLER]
     job_id = _job_id(request)
     body = await _optional_json(request, ReleaseRequest)
     job = await _deps(request).service.release(
         job_id, caller, printer=body.printer, pool=body.pool, pin=body.pin
     )
-    return _json(JobOut.from_record(job))
+    return _job_json(job)
 
 
 async def cancel_job(request: web.Request) -> web.Response:
     """POST /v1/jobs/{id}/cancel, optional {"pin": …}: 200 CANCELLED, or 202 while the
     printer cancels it. A kiosk cancelling a HELD job that has a release PIN must give it."""
-    caller = await _caller(request, "kiosk")
+    caller = request[CALLER]
     job_id = _job_id(request)
     body = await _optional_json(request, CancelRequest)
     job = await _deps(request).service.cancel(job_id, caller, pin=body.pin)
-    return _json(JobOut.from_record(job), 202 if job.state is JobState.PRINTING else 200)
+    return _job_json(job, 202 if job.state is JobState.PRINTING else 200)
 
 
 async def replay_job(request: web.Request) -> web.Response:
     """POST /v1/jobs/{id}/replay (tech): DEAD → RELEASED once."""
-    caller = await _caller(request, "tech")
+    caller = request[CALLER]
     job = await _deps(request).service.replay(_job_id(request), caller)
-    return _json(JobOut.from_record(job))
+    return _job_json(job)
 
 
 async def resolve_job(request: web.Request) -> web.Response:
     """POST /v1/jobs/{id}/resolve (tech) {"printed": true|false}: settle an unknown outcome."""
-    caller = await _caller(request, "tech")
+    caller = request[CALLER]
     job_id = _job_id(request)
     body = await _optional_json(request, ResolveRequest)
     if body.printed is None:
@@ -355,7 +376,7 @@ async def resolve_job(request: web.Request) -> web.Response:
             [errors.FieldProblem("body.printed", "required: true or false")],
         )
     job = await _deps(request).service.resolve(job_id, caller, printed=body.printed)
-    return _json(JobOut.from_record(job))
+    return _job_json(job)
 
 
 # --- health and metrics ------------------------------------------------------------
@@ -379,13 +400,13 @@ async def readyz(request: web.Request) -> web.Response:
 async def metrics(request: web.Request) -> web.Response:
     """GET /metrics: Prometheus text format."""
     deps = _deps(request)
-    jobs = deps.service.jobs
-    deps.metrics.set_job_counts(await jobs.count_by_state())
+    deps.metrics.set_job_counts(await deps.service.jobs_by_state())
+    queues = await deps.service.queues()
     deps.metrics.set_queues(
         {p.name: p.pool for p in deps.config.printers},
-        await jobs.waiting_depths(),
-        await jobs.oldest_waiting(),
-        time.time(),
+        queues.waiting,
+        queues.oldest_waiting,
+        queues.at,
     )
     for snap in deps.printers():
         deps.metrics.set_printer(snap.name, snap.printer_state_reasons, snap.queued_job_count)
@@ -425,9 +446,8 @@ def _age(since: float | None, now: float) -> float | None:
 
 
 async def _printers_out(deps: Deps, names: set[str] | None = None) -> PrintersOut:
-    depths = await deps.service.jobs.waiting_depths()
-    oldest = await deps.service.jobs.oldest_waiting()
-    now = time.time()
+    queues = await deps.service.queues()
+    depths, oldest, now = queues.waiting, queues.oldest_waiting, queues.at
     printers = [
         _printer_out(s, depths, oldest, now)
         for s in deps.printers()
@@ -447,7 +467,6 @@ async def _printers_out(deps: Deps, names: set[str] | None = None) -> PrintersOu
 
 async def list_printers(request: web.Request) -> web.Response:
     """GET /v1/printers (tech): health, IPP state, queue depths."""
-    await _caller(request, "tech")
     return _json(await _printers_out(_deps(request)))
 
 
@@ -460,7 +479,7 @@ async def _one_printer(deps: Deps, name: str) -> PrinterOut:
 
 def _pause_handler(paused: bool) -> Handler:
     async def handler(request: web.Request) -> web.Response:
-        caller = await _caller(request, "tech")
+        caller = request[CALLER]
         name = request.match_info["name"]
         deps = _deps(request)
         await deps.service.set_paused(name, paused, caller)
@@ -477,7 +496,7 @@ resume_printer = _pause_handler(False)
 
 async def trust_printer(request: web.Request) -> web.Response:
     """POST /v1/printers/{name}/trust (tech): pin the certificate it presents from now on."""
-    caller = await _caller(request, "tech")
+    caller = request[CALLER]
     name = request.match_info["name"]
     deps = _deps(request)
     await deps.service.trust_printer(name, caller)
@@ -486,7 +505,7 @@ async def trust_printer(request: web.Request) -> web.Response:
 
 async def drain_printer(request: web.Request) -> web.Response:
     """POST /v1/printers/{name}/drain (tech): pause it and move its waiting jobs to its pool."""
-    caller = await _caller(request, "tech")
+    caller = request[CALLER]
     name = request.match_info["name"]
     deps = _deps(request)
     moved = await deps.service.drain(name, caller)
@@ -495,25 +514,25 @@ async def drain_printer(request: web.Request) -> web.Response:
 
 async def identify_printer(request: web.Request) -> web.Response:
     """POST /v1/printers/{name}/identify (tech), optional {"how": …}: the printer shows itself."""
-    caller = await _caller(request, "tech")
+    caller = request[CALLER]
     name = request.match_info["name"]
     body = await _optional_json(request, IdentifyRequest)
-    done = await _deps(request).service.identify(name, body.how, caller)
+    deps = _deps(request)
+    done = await deps.service.identify(name, body.how, caller, deps.identify)
     return _json(IdentifyOut(printer=name, action=done.action, printer_job_id=done.printer_job_id))
 
 
 async def dead_letter(request: web.Request) -> web.Response:
     """GET /v1/dead-letter?limit=&cursor= (tech): DEAD jobs, oldest first."""
-    await _caller(request, "tech")
     problems_: list[errors.FieldProblem] = []
     q = _query(request, {"limit", "cursor"}, problems_)
     limit, cursor = _paging(q, 100, problems_)
     after = cursor or 0
     if problems_:
         raise invalid("invalid query parameters", problems_, "query")
-    jobs = _deps(request).service.jobs
-    dead = await jobs.dead_letters(after_seq=after, limit=limit)
-    counts = await jobs.count_by_state()
+    service = _deps(request).service
+    dead = await service.dead_letters(after_seq=after, limit=limit)
+    counts = await service.jobs_by_state()
     return _json(
         DeadLetterOut(
             jobs=[JobOut.from_record(j) for j in dead],
@@ -525,7 +544,6 @@ async def dead_letter(request: web.Request) -> web.Response:
 
 async def stats(request: web.Request) -> web.Response:
     """GET /v1/stats (tech): jobs by state, dead letters by reason, printers in short."""
-    await _caller(request, "tech")
     deps = _deps(request)
     st = await deps.service.stats()
     printers = [
@@ -568,7 +586,6 @@ def _shown_url(url: str) -> str:
 
 async def webhook_deliveries(request: web.Request) -> web.Response:
     """GET /v1/webhooks/deliveries?state=failed&limit=&cursor= (tech): parked deliveries."""
-    await _caller(request, "tech")
     problems_: list[errors.FieldProblem] = []
     q = _query(request, {"state", "limit", "cursor"}, problems_)
     if q.get("state", "failed") != "failed":
@@ -590,32 +607,3 @@ async def webhook_deliveries(request: web.Request) -> web.Response:
     ]  # fmt: skip
     next_cursor = str(failed[-1].seq) if len(failed) == limit else None
     return _json(WebhookDeliveriesOut(deliveries=out, next_cursor=next_cursor))
-
-
-def build_app(deps: Deps) -> web.Application:
-    """The application with every v1 route; ``deps`` is stored under :data:`DEPS`."""
-    app = web.Application(middlewares=[_middleware], client_max_size=_MAX_JSON_BODY)
-    app[DEPS] = deps
-    app.router.add_post("/v1/jobs", submit_job)
-    app.router.add_get("/v1/jobs", list_jobs)
-    app.router.add_get("/v1/jobs/{job_id}", get_job)
-    app.router.add_post("/v1/jobs/{job_id}/release", release_job)
-    app.router.add_post("/v1/jobs/{job_id}/cancel", cancel_job)
-    app.router.add_post("/v1/jobs/{job_id}/replay", replay_job)
-    app.router.add_post("/v1/jobs/{job_id}/resolve", resolve_job)
-    app.router.add_get("/v1/printers", list_printers)
-    app.router.add_post("/v1/printers/{name}/pause", pause_printer)
-    app.router.add_post("/v1/printers/{name}/resume", resume_printer)
-    app.router.add_post("/v1/printers/{name}/drain", drain_printer)
-    app.router.add_post("/v1/printers/{name}/identify", identify_printer)
-    app.router.add_post("/v1/printers/{name}/trust", trust_printer)
-    app.router.add_get("/v1/dead-letter", dead_letter)
-    app.router.add_get("/v1/stats", stats)
-    app.router.add_get("/v1/webhooks/deliveries", webhook_deliveries)
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", readyz)
-    app.router.add_get("/metrics", metrics)
-    openapi.add_routes(app)
-    status_page.add_routes(app)
-    ipp.add_routes(app, deps, CORRELATION_ID)
-    return app

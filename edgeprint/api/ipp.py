@@ -22,7 +22,6 @@ from aiohttp import web
 
 from edgeprint import errors
 from edgeprint.faults import crash_point
-from edgeprint.ipp_server.attributes import ICON_SIZES
 from edgeprint.ipp_server.operations import Context, IppServer, status_for
 from edgeprint.printers import codec
 from edgeprint.printers.codec import Operation, Status
@@ -122,7 +121,7 @@ class IppEndpoint:
         self, request: web.Request, first: bytes, limit: int
     ) -> StagedDocument:
         """The rest of the body, streamed into the spool's staging area (at most ``limit``)."""
-        staged = self.deps.service.spool.stage()
+        staged = self.deps.service.stage_document()
         try:
             if len(first) > limit:
                 raise errors.PayloadTooLarge("the document", limit)
@@ -230,12 +229,3 @@ class IppEndpoint:
 def _icon(size: int) -> bytes:
     icons = importlib.resources.files("edgeprint.ipp_server") / "icons"
     return (icons / f"{size}.png").read_bytes()
-
-
-def add_routes(app: web.Application, deps: Deps, correlation_id: web.RequestKey[str]) -> None:
-    """Register the IPP queues and their icons (404 while ``[ipp] enabled`` is false);
-    ``correlation_id``: where the API's middleware put the request's correlation id."""
-    endpoint = IppEndpoint(deps, correlation_id)
-    app.router.add_post(PATH, endpoint.handle)
-    for size in ICON_SIZES:
-        app.router.add_get(ICON_PATH.format(size=size), functools.partial(endpoint.icon, size))

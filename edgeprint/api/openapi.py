@@ -2,20 +2,21 @@
 
 Sources: the JSON schemas come from the pydantic models in
 :mod:`edgeprint.models` (``models_json_schema``, request models in validation
-mode, answers in serialization mode); paths, operations, parameters and every
-status a handler can give are written once, in :data:`OPERATIONS` below, next
-to the handlers' own behaviour in :mod:`edgeprint.api.app` and the error table
-in :mod:`edgeprint.api.problems`. ``tests/test_contract.py`` runs schemathesis
+mode, answers in serialization mode); paths, operations, roles, parameters and
+every status a handler can give are written once, in the route table
+:data:`edgeprint.api.routes.ROUTES`, which also registers the routes and checks
+their roles. ``tests/test_contract.py`` runs schemathesis
 against a live appliance with this document, so a drift fails CI.
 
 The document is served **without a token**: it describes the API and holds no
-data. It is built once (at app start, by :func:`add_routes`) and cached.
+data. It is built once (at app start, by ``routes.build_app``) and cached.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -25,7 +26,6 @@ from pydantic.json_schema import models_json_schema
 
 from edgeprint import __version__
 from edgeprint.config import NAME_PATTERN
-from edgeprint.ipp_server.attributes import ICON_SIZES
 from edgeprint.models import (
     IDEMPOTENCY_KEY_PATTERN,
     JOB_ID_PATTERN,
@@ -47,7 +47,7 @@ from edgeprint.models import (
     WebhookDeliveriesOut,
 )
 
-__all__ = ["OPERATIONS", "PATH", "Operation", "add_routes", "document", "document_bytes"]
+__all__ = ["PATH", "Answer", "Operation", "document", "document_bytes", "openapi_json"]
 
 #: Where the document is served.
 PATH = "/v1/openapi.json"
@@ -64,6 +64,7 @@ _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
 
 Body = Literal["multipart", "release", "cancel", "resolve", "identify"]
 Role = Literal["kiosk", "tech"]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,14 @@ class Answer:
 
 @dataclass(frozen=True)
 class Operation:
-    """One route: method, path, who may call it, parameters, body and answers."""
+    """One route: its handler, method, path, who may call it, parameters, body and answers.
 
+    The rows are :data:`edgeprint.api.routes.ROUTES`: they register the routes,
+    decide the role each needs and make this document.
+    """
+
+    #: The aiohttp handler (None: ``bind`` makes it from the app's dependencies).
+    handler: Handler | None
     method: str
     path: str
     operation_id: str
@@ -95,314 +102,8 @@ class Operation:
     body: Body | None = None
     description: str = ""
     links: dict[int, tuple[str, ...]] = field(default_factory=dict)
-
-
-# --- answers shared by many operations --------------------------------------------------
-
-
-def _problem(description: str, *headers: str) -> Answer:
-    return Answer(description, Problem, headers=headers)
-
-
-_401 = _problem("`unauthorized`: no, malformed or unknown bearer token", "WWW-Authenticate")
-_403_TECH = _problem("`forbidden`: the token's role is not `tech`")
-_404_JOB = _problem("`job-not-found` (also for an id that is not 32 lowercase hex characters)")
-_404_PRINTER = _problem("`printer-not-found`")
-_409 = _problem("`state-conflict`: the action does not apply to the job's state; `state` names it")
-_429 = _problem("`rate-limited`: too many requests for this token", "Retry-After")
-_503_STORE = _problem("`store-unavailable`: the job store cannot work now", "Retry-After")
-_503_WRITE = _problem(
-    "`queue-full` (the printer's and its pool's queues are at their high-water mark; nothing "
-    "stored) or `store-unavailable`",
-    "Retry-After",
-)
-_507 = _problem("`storage-full`: the appliance's disk is full; nothing was stored")
-_AUTH = {401: _401, 429: _429}
-_TECH = {**_AUTH, 403: _403_TECH}
-
-
-def _job(description: str) -> Answer:
-    return Answer(description, JobOut)
-
-
-# --- the table: every route of build_app, every status its handler can give ----------------
-
-# fmt: off
-OPERATIONS: tuple[Operation, ...] = (
-    Operation(
-        "post", "/v1/jobs", "submitJob", "Submit a job (PDF + metadata)", "jobs", "kiosk",
-        headers=("Idempotency-Key",), body="multipart",
-        description=(
-            "multipart/form-data with exactly two parts: `metadata` (JSON, SubmitMetadata) and "
-            "`document` (a PDF). The same Idempotency-Key with the same metadata and document "
-            "answers the earlier job (200, `Idempotent-Replayed: true`); with other content, "
-            "422 `idempotency-key-reused`. A 4xx or 5xx stores nothing."
-        ),
-        answers={
-            201: Answer("a new job, HELD (or RELEASED when `hold` is false)", JobOut,
-                        headers=("Location",)),
-            200: Answer("the job this Idempotency-Key already made (same payload)", JobOut,
-                        headers=("Location", "Idempotent-Replayed")),
-            400: _problem(
-                "`idempotency-key-missing`, `idempotency-key-invalid`, `malformed-request` "
-                "(broken or truncated multipart, duplicate part), `malformed-json` (metadata)"
-            ),
-            408: _problem("`request-timeout`: the body did not arrive within the time limit"),
-            413: _problem("`payload-too-large`: the document, the metadata or the whole body"),
-            415: _problem(
-                "`unsupported-media-type`: not multipart/form-data, a document part that is "
-                "not application/pdf, or a document without a `%PDF-` header"
-            ),
-            422: _problem(
-                "`invalid-request` (metadata invalid, parts missing or unknown; `errors` lists "
-                "the fields), `unknown-target` (printer or pool not configured), "
-                "`idempotency-key-reused`, `document-encrypted`, `document-unreadable`, "
-                "`too-many-pages`"
-            ),
-            503: _503_WRITE, 507: _507, **_AUTH,
-        },
-        links={201: ("getJob", "releaseJob", "cancelJob", "replayJob")},
-    ),
-    Operation(
-        "get", "/v1/jobs", "listJobs", "List jobs, newest first", "jobs", "kiosk",
-        query=("state", "owner", "printer", "limit", "cursor"),
-        answers={
-            200: Answer("a page of jobs; pass `next_cursor` as `cursor` for the next", JobListOut),
-            422: _problem("`invalid-request`: a bad or unknown query parameter (`errors`)"),
-            503: _503_STORE, **_AUTH,
-        },
-    ),
-    Operation(
-        "get", "/v1/jobs/{job_id}", "getJob", "A job", "jobs", "kiosk",
-        answers={200: _job("the job"), 404: _404_JOB, 503: _503_STORE, **_AUTH},
-    ),
-    Operation(
-        "post", "/v1/jobs/{job_id}/release", "releaseJob", "Release a HELD job", "jobs", "kiosk",
-        body="release",
-        description=(
-            "HELD → RELEASED, optionally to another printer or pool (required when the job was "
-            "submitted without one); `pin` when the job was submitted with a `release_pin`. Of "
-            "concurrent releases exactly one wins; the others get 409."
-        ),
-        answers={
-            200: _job("the job, RELEASED"),
-            400: _problem("`malformed-json`: the body is not JSON"),
-            403: _problem("`pin-required` or `pin-mismatch` (the job's release PIN)"),
-            404: _404_JOB,
-            408: _problem("`request-timeout`: the body did not arrive within the time limit"),
-            409: _409,
-            413: _problem("`payload-too-large`: the body is over 64 KiB"),
-            415: _problem("`unsupported-media-type`: a body that is not application/json"),
-            422: _problem(
-                "`invalid-request` (bad body; `errors`), `unknown-target` (printer or pool not "
-                "configured), `missing-target` (the job names no printer or pool)"
-            ),
-            423: _problem("`release-locked`: too many wrong PINs; retry later", "Retry-After"),
-            503: _503_WRITE, 507: _507, **_AUTH,
-        },
-    ),
-    Operation(
-        "post", "/v1/jobs/{job_id}/cancel", "cancelJob", "Cancel a job", "jobs", "kiosk",
-        body="cancel",
-        description=(
-            "HELD, RELEASED or DEAD → CANCELLED; a PRINTING job is cancelled at the printer "
-            "(202). A kiosk cancelling a HELD job that has a release PIN gives `pin` (wrong PINs "
-            "count towards the same lock as releases); a technician's token needs none."
-        ),
-        answers={
-            200: _job("the job, CANCELLED"),
-            202: _job("the job, still PRINTING with `cancel_requested`; the printer cancels it"),
-            400: _problem("`malformed-json`: the body is not JSON"),
-            403: _problem("`pin-required` or `pin-mismatch` (a HELD job's release PIN)"),
-            404: _404_JOB, 409: _409,
-            408: _problem("`request-timeout`: the body did not arrive within the time limit"),
-            413: _problem("`payload-too-large`: the body is over 64 KiB"),
-            415: _problem("`unsupported-media-type`: a body that is not application/json"),
-            422: _problem("`invalid-request` (bad body; `errors`)"),
-            423: _problem("`release-locked`: too many wrong PINs; retry later", "Retry-After"),
-            503: _503_STORE, 507: _507, **_AUTH,
-        },
-    ),
-    Operation(
-        "post", "/v1/jobs/{job_id}/replay", "replayJob", "Replay a DEAD job (tech)", "jobs", "tech",
-        answers={
-            200: _job("the job, RELEASED again (exactly once)"),
-            404: _404_JOB, 409: _409, 503: _503_STORE, 507: _507, **_TECH,
-        },
-    ),
-    Operation(
-        "post", "/v1/jobs/{job_id}/resolve", "resolveJob",
-        "Settle a DEAD job whose outcome is unknown (tech)", "jobs", "tech", body="resolve",
-        description=(
-            "For a job parked DEAD `outcome_unknown` (the printer may have printed it and forgot "
-            'it): `{"printed": true}` → DONE; `{"printed": false}` → RELEASED, printed once '
-            "more. Of concurrent resolutions exactly one wins; the job's events record who "
-            "decided and what."
-        ),
-        answers={
-            200: _job("the job, DONE (printed) or RELEASED (not printed)"),
-            400: _problem("`malformed-json`: the body is not JSON"),
-            404: _404_JOB,
-            408: _problem("`request-timeout`: the body did not arrive within the time limit"),
-            409: _problem(
-                "`outcome-not-unknown`: the job is not DEAD `outcome_unknown` (any more); "
-                "`state` names its state"
-            ),
-            413: _problem("`payload-too-large`: the body is over 64 KiB"),
-            415: _problem("`unsupported-media-type`: a body that is not application/json"),
-            422: _problem("`invalid-request`: `printed` missing or not a boolean (`errors`)"),
-            503: _503_STORE, 507: _507, **_TECH,
-        },
-    ),
-    Operation(
-        "get", "/v1/printers", "listPrinters", "Printers and pools (tech)", "printers", "tech",
-        answers={200: Answer("every printer and pool", PrintersOut), 503: _503_STORE, **_TECH},
-    ),
-    *(
-        Operation(
-            "post", f"/v1/printers/{{name}}/{verb}", f"{verb}Printer", summary, "printers", "tech",
-            answers={
-                200: Answer("the printer", PrinterOut), 404: _404_PRINTER,
-                503: _503_STORE, 507: _507, **_TECH,
-            },
-        )
-        for verb, summary in (
-            ("pause", "Pause a printer: no new work; the job in hand finishes (tech)"),
-            ("resume", "Resume a paused printer (tech)"),
-        )
-    ),
-    Operation(
-        "post", "/v1/printers/{name}/trust", "trustPrinter",
-        "Trust the certificate an ipps printer presents now (tech)", "printers", "tech",
-        description=(
-            "Forgets the pinned certificate fingerprint: the next contact pins the one the "
-            "printer presents (after a factory reset made it a new self-signed certificate)."
-        ),
-        answers={
-            200: Answer("the printer", PrinterOut), 404: _404_PRINTER,
-            422: _problem("`invalid-request`: not an ipps printer, or pinned in the config"),
-            503: _503_STORE, 507: _507, **_TECH,
-        },
-    ),
-    Operation(
-        "post", "/v1/printers/{name}/drain", "drainPrinter",
-        "Pause a printer and move its waiting jobs to its pool (tech)", "printers", "tech",
-        answers={
-            200: Answer("the printer (paused) and the ids of the jobs moved", DrainOut),
-            404: _404_PRINTER, 503: _503_STORE, 507: _507, **_TECH,
-        },
-    ),
-    Operation(
-        "post", "/v1/printers/{name}/identify", "identifyPrinter",
-        "Make a printer show itself: Identify-Printer or a test page (tech)", "printers", "tech",
-        body="identify",
-        description=(
-            "`how`: `auto` (IPP Identify-Printer when the printer lists it in "
-            "operations-supported, else a one-page test print), `identify` or `test-page`. "
-            "The test page is printed directly, not as a job."
-        ),
-        answers={
-            200: Answer("what the printer was asked to do", IdentifyOut),
-            400: _problem("`malformed-json`: the body is not JSON"),
-            404: _404_PRINTER,
-            408: _problem("`request-timeout`: the body did not arrive within the time limit"),
-            409: _problem("`identify-unsupported`: the printer has no Identify-Printer"),
-            413: _problem("`payload-too-large`: the body is over 64 KiB"),
-            415: _problem("`unsupported-media-type`: a body that is not application/json"),
-            422: _problem("`invalid-request`: a bad `how` (`errors`)"),
-            502: _problem("`printer-error`: the printer failed or did not answer"),
-            **_TECH,
-        },
-    ),
-    Operation(
-        "get", "/v1/dead-letter", "deadLetter", "DEAD jobs, oldest first (tech)", "jobs", "tech",
-        query=("limit", "cursor"),
-        answers={
-            200: Answer("a page of DEAD jobs with their `dead_reason`", DeadLetterOut),
-            422: _problem("`invalid-request`: a bad or unknown query parameter (`errors`)"),
-            503: _503_STORE, **_TECH,
-        },
-    ),
-    Operation(
-        "get", "/v1/stats", "getStats",
-        "Jobs by state, dead letters by reason, printers in short (tech)", "operations", "tech",
-        description="What the status page and `edgeprint stats` show; read at the request.",
-        answers={200: Answer("the numbers", StatsOut), 503: _503_STORE, **_TECH},
-    ),
-    Operation(
-        "get", "/v1/webhooks/deliveries", "webhookDeliveries",
-        "Webhook deliveries parked as failed, oldest first (tech)", "operations", "tech",
-        query=("delivery_state", "limit", "cursor"),
-        description=(
-            "Events a receiver did not take (2xx) within its `max_delivery_s`; they are not "
-            "retried. Delivered events are not listed."
-        ),
-        answers={
-            200: Answer("a page of failed deliveries", WebhookDeliveriesOut),
-            422: _problem("`invalid-request`: a bad or unknown query parameter (`errors`)"),
-            503: _503_STORE, **_TECH,
-        },
-    ),
-    Operation(
-        "get", "/healthz", "healthz", "Liveness", "operations", None,
-        answers={200: Answer("the process and its event loop answer", Health)},
-    ),
-    Operation(
-        "get", "/readyz", "readyz", "Readiness", "operations", None,
-        answers={
-            200: Answer("the store takes a write", Health),
-            503: Answer("the store cannot take a write (`status` is `unavailable`)", Health),
-        },
-    ),
-    Operation(
-        "get", "/metrics", "metrics", "Prometheus metrics", "operations", None,
-        answers={
-            200: Answer("Prometheus text format 0.0.4", media="text/plain"),
-            503: _problem("`store-unavailable`", "Retry-After"),
-        },
-    ),
-    Operation(
-        "get", PATH, "openapi", "This document (no token: it describes the API)", "operations",
-        None, answers={200: Answer("the OpenAPI 3.1 document", media="application/json")},
-    ),
-    Operation(
-        "get", "/", "statusPage", "The technicians' live status page", "operations", None,
-        description="HTML only; the page asks for a tech token and reads the API with it.",
-        answers={200: Answer("the page", media="text/html")},
-    ),
-    Operation(
-        "post", "/ipp/print/{name}", "ippQueue",
-        "IPP queue of a printer or pool (edgeprint as an IPP Everywhere printer)", "ipp", None,
-        description="An IPP/1.1–2.0 request (RFC 8010) as `application/ipp`; the answer is an "
-        "IPP response whose status-code says how it went (README, 'Print from any device'). "
-        "`[ipp] auth = \"basic\"`: HTTP Basic with the token's name and the token.",
-        answers={
-            200: Answer("an IPP response", media="application/ipp"),
-            401: Answer("`[ipp] auth = \"basic\"` and no or wrong credentials: an IPP "
-                        "response, client-error-not-authenticated", media="application/ipp",
-                        headers=("WWW-Authenticate",)),
-            403: Answer("the client's address is outside `[ipp] allowed_networks`: an IPP "
-                        "response, client-error-not-authorized", media="application/ipp"),
-            404: _problem("`not-found`: `[ipp] enabled = false`"),
-            415: _problem("`unsupported-document`: the body is not `application/ipp`, or it is "
-                          "compressed (Content-Encoding)"),
-        },
-    ),
-    *(
-        Operation(
-            "get", f"/ipp/icons/{size}.png", f"ippIcon{size}",
-            f"The IPP queues' icon, {size}x{size} (printer-icons)", "ipp", None,
-            answers={
-                200: Answer("a PNG", media="image/png"),
-                403: _problem("`http-error`: the client's address is outside "
-                              "`[ipp] allowed_networks`"),
-                404: _problem("`not-found`: `[ipp] enabled = false`"),
-            },
-        )
-        for size in ICON_SIZES
-    ),
-)
-# fmt: on
+    #: Makes the handler from the app's dependencies (a route bound to them at build time).
+    bind: Callable[[Any], Handler] | None = None
 
 
 # --- building the document ----------------------------------------------------------------
@@ -621,7 +322,10 @@ def document() -> dict[str, Any]:
     """The OpenAPI 3.1 document as a dict (built once; do not mutate)."""
     schemas, refs = _component_schemas()
     paths: dict[str, dict[str, Any]] = {}
-    for op in OPERATIONS:
+    # The table names this module's handler: read it at the first build, not at import.
+    from edgeprint.api.routes import ROUTES
+
+    for op in ROUTES:
         paths.setdefault(op.path, {})[op.method] = _operation(op, refs)
     return {
         "openapi": "3.1.0",
@@ -676,9 +380,3 @@ def document_bytes() -> bytes:
 async def openapi_json(request: web.Request) -> web.Response:
     """GET /v1/openapi.json: the contract; no token (it describes the API, holds no data)."""
     return web.Response(body=document_bytes(), content_type="application/json")
-
-
-def add_routes(app: web.Application) -> None:
-    """Build the document now (not on the first request) and register ``GET`` :data:`PATH`."""
-    document_bytes()
-    app.router.add_get(PATH, openapi_json)

@@ -1,19 +1,21 @@
-"""Per-token request limits (``server.rate_limit``), with the ``limits`` library.
+"""Per-token request limits (``server.rate_limit``): exact moving windows in memory.
 
-A moving window in memory: exact, ~6 µs per request, forgotten at restart.
-The asyncio flavour of ``limits`` is used: its synchronous memory storage
-starts a timer thread every 10 ms under load, which an event-loop process
-does not need.
+The spec is the ``limits`` library's notation (``"50/second;1000/minute"``,
+parsed and validated with it); the counting is a deque of hit times per token
+and limit: a hit is allowed when fewer than ``amount`` hits fell in the last
+``expiry`` seconds, as ``limits``' moving window decides, at O(1) per hit and
+with no lock, task or thread (the event loop is the only caller). Forgotten at
+restart.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections import deque
+from collections.abc import Callable
 
 import limits
-from limits.aio.storage import MemoryStorage
-from limits.aio.strategies import MovingWindowRateLimiter
 
 from edgeprint import errors
 
@@ -22,23 +24,32 @@ class TokenRateLimiter:
     """Counts requests per token name against every limit in ``spec``.
 
     ``spec`` is the ``limits`` notation, e.g. ``"50/second;1000/minute"``
-    (validated by the config).
+    (validated by the config); ``clock`` gives seconds (monotonic).
     """
 
-    def __init__(self, spec: str) -> None:
+    def __init__(self, spec: str, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        #: (token, limit) → the times of its hits still inside that limit's window.
+        self._hits: dict[tuple[str, str], deque[float]] = {}
         self.reconfigure(spec)
-        self._limiter = MovingWindowRateLimiter(MemoryStorage())
 
     def reconfigure(self, spec: str) -> None:
-        """Count against ``spec`` from the next request on (a config reload); the requests
-        already counted stay in their windows."""
+        """Count against ``spec`` from the next request on (a config reload); a limit that
+        stays the same keeps the requests it counted, a new one starts empty."""
         self.spec = spec
-        self._items = limits.parse_many(spec)
+        items = limits.parse_many(spec)
+        self._limits = [(str(item), item.amount, float(item.get_expiry())) for item in items]
 
     async def hit(self, token_name: str) -> None:
         """Count one request; raises errors.RateLimited (with Retry-After seconds) when over."""
-        for item in self._items:
-            if not await self._limiter.hit(item, token_name):
-                reset = (await self._limiter.get_window_stats(item, token_name)).reset_time
-                retry_after = max(1, math.ceil(reset - time.time()))
-                raise errors.RateLimited(str(item), retry_after)
+        now = self._clock()
+        for name, amount, expiry_s in self._limits:
+            hits = self._hits.get((token_name, name))
+            if hits is None:
+                hits = self._hits[(token_name, name)] = deque()
+            while hits and hits[0] < now - expiry_s:
+                hits.popleft()
+            if len(hits) >= amount:
+                retry_after = max(1, math.ceil(hits[len(hits) - amount] + expiry_s - now))
+                raise errors.RateLimited(name, retry_after)
+            hits.append(now)

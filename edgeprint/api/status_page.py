@@ -15,7 +15,7 @@ Everything from the API reaches the page as text nodes (``textContent`` /
 ``append(string)``), never as markup. A Content-Security-Policy allows only
 this page's own script and style (by hash) and requests to the appliance itself.
 
-Register with :func:`add_routes` (from ``build_app``).
+Registered by the route table (edgeprint.api.routes).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from importlib import resources
 
 from aiohttp import web
 
-__all__ = ["PAGE", "add_routes", "status_page"]
+__all__ = ["PAGE", "status_page"]
 
 _STATIC = resources.files("edgeprint.api") / "static"
 _SCRIPT_SLOT = "<script>/* status.js */</script>"
@@ -74,8 +74,3 @@ async def status_page(request: web.Request) -> web.Response:
     return web.Response(
         body=_BODY_BYTES, content_type="text/html", charset="utf-8", headers=_HEADERS
     )
-
-
-def add_routes(app: web.Application) -> None:
-    """Register ``GET /`` (and HEAD) on ``app``; call before the app starts."""
-    app.router.add_get("/", status_page)

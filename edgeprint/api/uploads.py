@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import aiohttp
@@ -19,7 +20,7 @@ from pydantic import ValidationError
 
 from edgeprint import errors
 from edgeprint.models import PATTERN_HINTS, SubmitMetadata
-from edgeprint.spool import Spool, StagedDocument
+from edgeprint.spool import StagedDocument
 
 _CHUNK = 64 * 1024
 _DOCUMENT_TYPES = {"application/pdf", "application/octet-stream", "application/x-pdf"}
@@ -144,14 +145,16 @@ async def _read_metadata(part: BodyPartReader, limit: int) -> bytes:
     return bytes(buf)
 
 
-async def _read_document(part: BodyPartReader, spool: Spool, limit: int) -> StagedDocument:
+async def _read_document(
+    part: BodyPartReader, stage: Callable[[], StagedDocument], limit: int
+) -> StagedDocument:
     ctype = part.headers.get(aiohttp.hdrs.CONTENT_TYPE, "application/pdf")
     media = ctype.split(";", 1)[0].strip().lower()
     if media not in _DOCUMENT_TYPES:
         raise errors.UnsupportedDocument(
             f"the document part has Content-Type {media!r}; send application/pdf"
         )
-    staged = spool.stage()
+    staged = stage()
     try:
         while chunk := await part.read_chunk(_CHUNK):
             if staged.size + len(chunk) > limit:
@@ -164,7 +167,11 @@ async def _read_document(part: BodyPartReader, spool: Spool, limit: int) -> Stag
 
 
 async def read_upload(
-    request: web.Request, spool: Spool, *, max_document_bytes: int, max_metadata_bytes: int
+    request: web.Request,
+    stage: Callable[[], StagedDocument],
+    *,
+    max_document_bytes: int,
+    max_metadata_bytes: int,
 ) -> Upload:
     """Parse the submission body into metadata and a staged document.
 
@@ -200,7 +207,7 @@ async def read_upload(
                 elif name == "document":
                     if staged is not None:
                         raise errors.MalformedRequest("more than one 'document' part")
-                    staged = await _read_document(part, spool, max_document_bytes)
+                    staged = await _read_document(part, stage, max_document_bytes)
                 elif name is None:
                     raise errors.InvalidRequest(
                         "a part has no name; give each part a Content-Disposition header "

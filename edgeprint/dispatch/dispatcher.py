@@ -10,6 +10,7 @@ import time
 import aiohttp
 
 from edgeprint import errors
+from edgeprint.board import PrinterBoard
 from edgeprint.config import Config, PrinterConfig
 from edgeprint.dispatch.worker import PrinterWorker
 from edgeprint.documents.cache import RenditionCache
@@ -28,8 +29,9 @@ log = logging.getLogger(__name__)
 class Dispatcher:
     """Owns the printer workers; :meth:`run` until :meth:`request_stop`.
 
-    ``wake(printer, pool)`` and ``control(printer)`` are the only
-    entry points the service needs (it never imports this module).
+    It listens on the ``board`` for the service's rings (``wake``, ``control``,
+    ``resumed``) and its workers publish their printers' usability there: the
+    service never imports this module nor calls into it.
     """
 
     def __init__(
@@ -41,8 +43,10 @@ class Dispatcher:
         *,
         renderer: RenderPool | None = None,
         renditions: RenditionCache | None = None,
+        board: PrinterBoard | None = None,
     ) -> None:
         self.config = config
+        self.board = board if board is not None else PrinterBoard()
         self._renderer = renderer
         self._renditions = renditions
         self.stop = asyncio.Event()
@@ -62,6 +66,7 @@ class Dispatcher:
         self._grace_s = config.server.shutdown_grace_s
         #: Printers a reload removed; their workers run on until the next restart.
         self.retired: set[str] = set()
+        self.board.listen(self)
 
     def _worker(self, p: PrinterConfig) -> PrinterWorker:
         metrics = self._metrics
@@ -84,7 +89,7 @@ class Dispatcher:
             stop.set()
         return PrinterWorker(
             p, client, self.service, self.config.dispatch, metrics, stop,
-            renderer=self._renderer, renditions=self._renditions,
+            renderer=self._renderer, renditions=self._renditions, board=self.board,
         )  # fmt: skip
 
     def _start(self, name: str) -> None:
@@ -111,6 +116,7 @@ class Dispatcher:
         self.retired |= {n for n in self.workers if n not in names}
         for name in self.retired:
             self.workers[name].retired = True  # finishes what it holds, claims nothing new
+            self.board.withdraw(name)
         self.config = config
         self._pools = config.pools
         for p in config.printers:
@@ -120,6 +126,7 @@ class Dispatcher:
             elif before[p.name] != p or p.name in self.retired:
                 await self._stop_worker(p.name)
                 self.retired.discard(p.name)
+                self.board.withdraw(p.name)  # the new worker publishes after its first probe
                 self.workers[p.name] = self._worker(p)
                 self._start(p.name)
                 log.info(

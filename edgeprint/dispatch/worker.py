@@ -25,6 +25,7 @@ from typing import Any
 from yarl import URL
 
 from edgeprint import errors
+from edgeprint.board import PrinterBoard, Usability
 from edgeprint.config import DispatchConfig, PrinterConfig
 from edgeprint.copies import ORIGIN_REQUESTED, Copy, CopyState, Kind, Verdict
 from edgeprint.dispatch import formats, reconcile
@@ -40,9 +41,8 @@ from edgeprint.metrics import Metrics
 from edgeprint.printers import supplies, tls
 from edgeprint.printers.health import Health, HealthChange, HealthSettings, PrinterSnapshot
 from edgeprint.printers.ipp import IppClient, PrinterStatus
-from edgeprint.service import JobService
+from edgeprint.service import JobRecord, JobService
 from edgeprint.states import JobState
-from edgeprint.store.jobs import JobRecord
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +79,11 @@ class PrinterWorker:
         clock: Callable[[], float] = time.time,
         renderer: RenderPool | None = None,
         renditions: RenditionCache | None = None,
+        board: PrinterBoard | None = None,
     ) -> None:
         self.name = printer.name
+        #: Where this worker publishes what admission needs of its printer.
+        self.board = board if board is not None else PrinterBoard()
         self.renderer = renderer
         self.renditions = renditions
         self.capabilities: PrinterCapabilities | None = None
@@ -135,7 +138,21 @@ class PrinterWorker:
         self.health.clear()
         self._trusted = False
         self._needs_reconcile = True
+        self.publish()
         self.control()
+
+    def publish(self) -> None:
+        """Put what admission needs of this printer on the board (after every change of view)."""
+        if self.retired:  # withdrawn from the board: the printer is no longer configured
+            return
+        caps = self.capabilities
+        self.board.publish(
+            self.name,
+            Usability(
+                healthy=self.health.healthy, sends=self.sends,
+                takes=caps.formats if caps is not None else (), probed=caps is not None,
+            ),
+        )  # fmt: skip
 
     # --- main loop -------------------------------------------------------------------
 
@@ -150,6 +167,7 @@ class PrinterWorker:
         while not self.stop.is_set():
             try:
                 await self._step()
+                self.publish()  # health may have moved inside the step (a job printed, failed)
             except errors.StorageFull as exc:
                 log.error(
                     "store full: worker waits",
@@ -173,7 +191,7 @@ class PrinterWorker:
             if not self.health.healthy:
                 await self._hold_off(self.settings.unreachable_retry_max_s)
                 return
-            if self.name in self.service.paused or self.retired:
+            if self.service.is_paused(self.name) or self.retired:
                 await self._hold_off(self.settings.idle_probe_interval_s)
                 return
             if self.status.queued_job_count >= self.config.max_inflight:
@@ -228,6 +246,7 @@ class PrinterWorker:
         if self.sends is None and self.capabilities is not None:
             unusable = formats.unusable(self.capabilities)
         await self._health_changed(self.health.on_probe(status, now, unusable))
+        self.publish()
         self.metrics.printer_healthy.labels(printer=self.name).set(int(self.health.healthy))
         return status
 
@@ -316,6 +335,7 @@ class PrinterWorker:
     async def _health_changed(self, change: HealthChange | None) -> None:
         if change is None:
             return
+        self.publish()
         self.metrics.printer_healthy.labels(printer=self.name).set(1 if change.healthy else 0)
         self.metrics.health_changes.labels(
             printer=self.name, healthy=str(change.healthy).lower()
@@ -341,7 +361,7 @@ class PrinterWorker:
             healthy=self.health.healthy,
             health_reason=self.health.reason,
             reachable=self.reachable,
-            paused=self.name in self.service.paused,
+            paused=self.service.is_paused(self.name),
             printer_state=_PRINTER_STATES.get(st.state, str(st.state)) if st else None,
             printer_state_reasons=st.reasons if st else (),
             printer_state_message=st.message if st else "",

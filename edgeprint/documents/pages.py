@@ -16,14 +16,6 @@ from edgeprint import errors
 from edgeprint.documents import check
 
 
-class NoPageSelected(ValueError):
-    """The ranges select no page of the document (which has ``total`` pages)."""
-
-    def __init__(self, total: int) -> None:
-        super().__init__(f"page-ranges select no page of this {total}-page document")
-        self.total = total
-
-
 def selected(ranges: Sequence[tuple[int, int]], total: int) -> list[int]:
     """The 0-based page indexes that ``ranges`` (1-based, inclusive) select in a ``total``-page
     document, in document order; ranges beyond the last page select nothing."""
@@ -33,7 +25,7 @@ def selected(ranges: Sequence[tuple[int, int]], total: int) -> list[int]:
 def cut(pdf: bytes, ranges: Sequence[tuple[int, int]], max_pages: int) -> bytes | None:
     """``pdf`` with only the pages ``ranges`` select; None when it does not pass the
     submission check (``check.count_pages``: unreadable, encrypted, a hostile page tree,
-    more than ``max_pages``), which then says why. Raises NoPageSelected, and
+    more than ``max_pages``), which then says why. Raises errors.NoPageSelected, and
     errors.DocumentRejected when pypdf cannot take the pages out."""
     try:
         total = check.count_pages(io.BytesIO(pdf), max_pages)
@@ -41,7 +33,7 @@ def cut(pdf: bytes, ranges: Sequence[tuple[int, int]], max_pages: int) -> bytes 
         return None
     keep = selected(ranges, total)
     if not keep:
-        raise NoPageSelected(total)
+        raise errors.NoPageSelected(total)
     if len(keep) == total:
         return pdf
     try:

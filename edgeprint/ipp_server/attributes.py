@@ -23,8 +23,8 @@ from edgeprint.printers.codec import (
 )
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.printers.supplies import Marker
+from edgeprint.records import JobRecord
 from edgeprint.states import JobState
-from edgeprint.store.jobs import JobRecord
 
 #: IPP job-state enum values (RFC 8011 §5.3.7).
 PENDING, PENDING_HELD, PROCESSING, PROCESSING_STOPPED, CANCELED, ABORTED, COMPLETED = range(3, 10)

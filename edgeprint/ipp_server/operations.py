@@ -13,7 +13,6 @@ document is stored, that id stays the job's id for this process's life (DESIGN Â
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import time
@@ -25,17 +24,16 @@ from urllib.parse import urlsplit
 from pydantic import ValidationError
 
 from edgeprint import errors
-from edgeprint.documents import pages
 from edgeprint.faults import crash_point
 from edgeprint.ipp_server import attributes as A
 from edgeprint.models import SubmitMetadata
 from edgeprint.printers import codec
 from edgeprint.printers.codec import Attribute, GroupTag, IppMessage, Operation, Status, Tag
 from edgeprint.printers.health import PrinterSnapshot
+from edgeprint.records import JobRecord
 from edgeprint.service import Caller, JobService
 from edgeprint.spool import StagedDocument
 from edgeprint.states import JobState
-from edgeprint.store.jobs import JobRecord
 
 log = logging.getLogger(__name__)
 
@@ -516,7 +514,7 @@ class IppServer:
             limit = self.service.config.server.max_document_bytes
             if len(data) > limit:
                 raise errors.PayloadTooLarge("the document", limit)
-            staged = self.service.spool.stage()
+            staged = self.service.stage_document()
             try:
                 staged.write(data)
             except BaseException:
@@ -537,27 +535,11 @@ class IppServer:
         """A staged PDF replaced by one of the pages ``page_ranges`` select (what is
         stored, and so printed, is only those pages)."""
         try:
-            raw = staged.contents().read()
-            limit = self.service.config.server.max_document_pages
-            cut = await asyncio.to_thread(pages.cut, raw, page_ranges, limit)
-        except pages.NoPageSelected as exc:
-            staged.discard()
+            return await self.service.select_pages(staged, page_ranges)
+        except errors.NoPageSelected as exc:
             raise _refuse(
                 Status.CLIENT_ERROR_ATTRIBUTES_OR_VALUES_NOT_SUPPORTED, str(exc), "page-ranges"
             ) from None
-        except BaseException:
-            staged.discard()
-            raise
-        if cut is None or cut is raw:
-            return staged  # every page, or not a PDF (the submission check says why)
-        staged.discard()
-        out = self.service.spool.stage()
-        try:
-            out.write(cut)
-        except BaseException:
-            out.discard()
-            raise
-        return out
 
     async def _as_pdf(self, staged: StagedDocument, fmt: str) -> StagedDocument:
         """A staged raster or JPEG replaced by a staged PDF of its pages (a PDF stays as it is).
@@ -574,7 +556,7 @@ class IppServer:
             return staged  # a PDF (or something the PDF check will refuse)
         staged.discard()
         pdf = await self.service.document_as_pdf(raw, kind)
-        out = self.service.spool.stage()
+        out = self.service.stage_document()
         try:
             out.write(pdf)
         except BaseException:

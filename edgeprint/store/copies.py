@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from edgeprint.copies import (
-    LIVE_COPY_STATES,
     ORIGIN_REQUESTED,
     SETTLE,
     Copy,
@@ -21,9 +20,12 @@ from edgeprint.copies import (
     copy_sources,
     copy_targets,
 )
+from edgeprint.states import Action
+from edgeprint.store.guards import CANCELLING, LIVE_COPIES, ON_PRINTER, UNREQUESTED, in_list
 from edgeprint.store.interface import Params, Row, Rows, Store
 
-_LIVE_SQL = ", ".join(f"'{s.value}'" for s in sorted(LIVE_COPY_STATES))
+_LIVE_SQL = in_list(LIVE_COPIES)
+_ON_PRINTER = in_list(ON_PRINTER)
 
 #: Columns a transition may set besides the state bookkeeping.
 _SETTABLE = frozenset(
@@ -107,7 +109,7 @@ class Copies:
                             actor, created_at, updated_at)
         SELECT id, claims, printed_on, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
         FROM jobs
-        WHERE id = ? AND state = 'PRINTING' AND printed_on = ? AND claims = ?
+        WHERE id = ? AND state IN ({_ON_PRINTER}) AND printed_on = ? AND claims = ?
           AND NOT EXISTS (SELECT 1 FROM copies c WHERE c.job_id = jobs.id
                           AND c.claim = jobs.claims AND c.state IN ({_LIVE_SQL}))
         RETURNING *
@@ -143,7 +145,8 @@ class Copies:
                CASE WHEN document_pages IS NULL THEN NULL ELSE document_pages * copies END,
                ?, ?, ?, ?, ?
         FROM jobs
-        WHERE state = 'PRINTING' AND printed_on = ? AND claimed_at = ? AND reason = 'claim'
+        WHERE state IN ({_ON_PRINTER}) AND printed_on = ? AND claimed_at = ?
+          AND reason = '{Action.CLAIM.value}'
           AND NOT EXISTS (SELECT 1 FROM copies c WHERE c.job_id = jobs.id
                           AND c.claim = jobs.claims AND c.state IN ({_LIVE_SQL}))
         RETURNING *
@@ -200,12 +203,11 @@ class Copies:
 
     def request_cancel_sql(self, job_id: str, *, now: float, actor: str) -> tuple[str, Params]:
         """Mark the live copies of a PRINTING job's current claim as cancelled by a person."""
-        cancel = copy_targets(CopyAction.CANCEL)
-        assert all(dst is CopyState.CANCELLING for dst in cancel.values())
         sql = f"""
-        UPDATE copies SET state = 'cancelling', cancel_origin = ?, updated_at = ?, actor = ?
+        UPDATE copies SET state = '{CANCELLING.value}', cancel_origin = ?, updated_at = ?,
+                          actor = ?
         WHERE job_id = ? AND state IN ({_LIVE_SQL})
-          AND claim = (SELECT claims FROM jobs WHERE id = ? AND state = 'PRINTING')
+          AND claim = (SELECT claims FROM jobs WHERE id = ? AND state IN ({_ON_PRINTER}))
         RETURNING *
         """
         return sql, (ORIGIN_REQUESTED, now, actor, job_id, job_id)
@@ -235,7 +237,7 @@ class Copies:
         """Change what a copy will carry while nothing of it was requested yet (``creating``)."""
         rows = await self._store.write(
             "UPDATE copies SET document_format = ?, document_bytes = ?, updated_at = ? "
-            "WHERE id = ? AND state = 'creating' RETURNING *",
+            f"WHERE id = ? AND state IN ({in_list(UNREQUESTED)}) RETURNING *",
             (document_format, document_bytes, now, copy_id),
         )
         return copy_from_row(rows[0]) if rows else None

@@ -1,4 +1,4 @@
-"""Job rows: the typed record and every SQL statement on ``jobs``.
+"""Job rows: every SQL statement on ``jobs`` (the record is :class:`edgeprint.records.JobRecord`).
 
 Each state change is one conditional ``UPDATE … WHERE id = ? AND state IN (…)
 RETURNING *``; the allowed source states come from :data:`states.TRANSITIONS`.
@@ -9,79 +9,34 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
+from edgeprint.copies import ORIGIN_REQUESTED, CopyState
+from edgeprint.records import JobRecord as JobRecord
 from edgeprint.states import Action, JobState, sources, target
-from edgeprint.store.interface import Row, Store
-
-
-class JobRecord(NamedTuple):
-    """One row of ``jobs`` (immutable). Times are unix seconds (float).
-
-    The fields are the table's columns in table order (migrations append
-    columns, so new fields are appended here too); tests/test_store.py checks
-    that they agree.
-    """
-
-    seq: int
-    id: str
-    idempotency_key: str
-    request_sha256: str
-    state: JobState
-    owner: str
-    printer: str | None
-    pool: str | None
-    priority: int
-    copies: int
-    document_sha256: str
-    document_bytes: int
-    attempts: int
-    not_before: float
-    printed_on: str | None
-    printer_job_id: int | None
-    last_error: str | None
-    dead_reason: str | None
-    created_at: float
-    updated_at: float
-    released_at: float | None
-    claimed_at: float | None
-    finished_at: float | None
-    token_name: str
-    correlation_id: str | None
-    actor: str
-    reason: str | None
-    document_deleted_at: float | None
-    failure_sig: str | None
-    failure_printer: str | None
-    release_pin_hash: str | None
-    pin_failures: int
-    pin_locked_until: float | None
-    document_pages: int | None
-    claims: int  # how many times a printer claimed it; its copies carry the claim number
-    # computed from its copies (not columns of jobs; see ROW):
-    cancel_requested: bool  # a person asked to cancel it while a printer holds a copy
-    truncated_copies: int  # copies that completed without being verifiably whole
-
-    @classmethod
-    def from_row(cls, row: Row) -> JobRecord:
-        """The record for a ``SELECT *`` / ``RETURNING *`` row of ``jobs``."""
-        values = list(row)
-        values[_STATE_INDEX] = JobState(values[_STATE_INDEX])
-        values[_CANCEL_INDEX] = bool(values[_CANCEL_INDEX])
-        return cls._make(values)
-
-
-_STATE_INDEX = JobRecord._fields.index("state")
-_CANCEL_INDEX = JobRecord._fields.index("cancel_requested")
+from edgeprint.store.guards import (
+    CANCELLING,
+    CLAIMED,
+    DEAD,
+    EXPIRABLE,
+    EXPIRED,
+    FINISHED,
+    HELD,
+    LIVE_COPIES,
+    ON_PRINTER,
+    WAITING,
+    in_list,
+)
+from edgeprint.store.interface import Store
 
 #: What every read of a job selects (and every write returns): its columns, then the
 #: facts computed from its copies (the last two fields of :class:`JobRecord`).
 ROW = (
-    "*, (jobs.state = 'PRINTING' AND EXISTS (SELECT 1 FROM copies c WHERE c.job_id = jobs.id "
-    "AND c.claim = jobs.claims AND c.state = 'cancelling' AND c.cancel_origin = 'requested')) "
-    "AS cancel_requested, "
-    "(SELECT count(*) FROM copies c WHERE c.job_id = jobs.id AND c.state = 'incomplete') "
-    "AS truncated_copies"
+    f"*, (jobs.state IN ({in_list(ON_PRINTER)}) AND EXISTS (SELECT 1 FROM copies c "
+    f"WHERE c.job_id = jobs.id AND c.claim = jobs.claims AND c.state = '{CANCELLING.value}' "
+    f"AND c.cancel_origin = '{ORIGIN_REQUESTED}')) AS cancel_requested, "
+    "(SELECT count(*) FROM copies c WHERE c.job_id = jobs.id "
+    f"AND c.state = '{CopyState.INCOMPLETE.value}') AS truncated_copies"
 )
 
 
@@ -159,14 +114,15 @@ RETURNING """
 
 # Every SET expression is evaluated on the old row (SQLite and PostgreSQL alike).
 # Parameters: max_failures, now, lockout_s, job_id, now.
-_TAKE_PIN_ATTEMPT = """
+_TAKE_PIN_ATTEMPT = f"""
 UPDATE jobs
 SET pin_failures = CASE WHEN pin_locked_until IS NOT NULL THEN 1 ELSE pin_failures + 1 END,
     pin_locked_until = CASE
         WHEN (CASE WHEN pin_locked_until IS NOT NULL THEN 1 ELSE pin_failures + 1 END) >= ?
         THEN ? + ?
         ELSE NULL END
-WHERE id = ? AND state = 'HELD' AND (pin_locked_until IS NULL OR pin_locked_until <= ?)
+WHERE id = ? AND state IN ({in_list(HELD)})
+  AND (pin_locked_until IS NULL OR pin_locked_until <= ?)
 RETURNING pin_failures, pin_locked_until
 """
 
@@ -181,21 +137,21 @@ PEER_FIRST_S = 5.0
 _CLAIM_NEXT = (
     """
 UPDATE jobs
-SET state = 'PRINTING', printed_on = ?, printer_job_id = NULL, claimed_at = ?,
-    attempts = attempts + 1, claims = claims + 1, updated_at = ?, actor = ?, reason = 'claim'
+SET state = '{claimed}', printed_on = ?, printer_job_id = NULL, claimed_at = ?,
+    attempts = attempts + 1, claims = claims + 1, updated_at = ?, actor = ?, reason = '{claim}'
 WHERE id = (
     SELECT id FROM (
         SELECT id, priority, 0 AS own, seq FROM jobs
-        WHERE state = 'RELEASED' AND printer = ? AND not_before <= ?
+        WHERE state IN ({waiting}) AND printer = ? AND not_before <= ?
         UNION ALL
         SELECT id, priority, 1 AS own, seq FROM jobs
-        WHERE state = 'RELEASED' AND printer IS NULL AND pool = ? AND not_before <= ?
+        WHERE state IN ({waiting}) AND printer IS NULL AND pool = ? AND not_before <= ?
           AND (failure_printer IS DISTINCT FROM ? OR not_before <= ?)
     ) AS ready
     ORDER BY priority, own, seq
     LIMIT 1
-) AND state = 'RELEASED'
-RETURNING """
+) AND state IN ({waiting})
+RETURNING """.format(claimed=CLAIMED.value, claim=Action.CLAIM.value, waiting=in_list(WAITING))
     + ROW
 )
 
@@ -206,12 +162,15 @@ GUARD_HAS_TARGET = "(printer IS NOT NULL OR pool IS NOT NULL)"
 GUARD_ON_PRINTER = "printed_on = ? AND claims = ?"
 _LIVE_COPY = (
     "EXISTS (SELECT 1 FROM copies c WHERE c.job_id = jobs.id AND c.claim = jobs.claims "
-    "AND c.state IN ('creating', 'created', 'sending', 'acknowledged', 'cancelling'))"
+    f"AND c.state IN ({in_list(LIVE_COPIES)}))"
 )
 #: Guard for a job leaving PRINTING without its printer: no copy of its claim is live.
 GUARD_NO_LIVE_COPY = f"NOT {_LIVE_COPY}"
 #: Guard for DONE: one of its copies printed (verified whole, no document error).
-GUARD_PRINTED = "EXISTS (SELECT 1 FROM copies c WHERE c.job_id = jobs.id AND c.state = 'printed')"
+GUARD_PRINTED = (
+    "EXISTS (SELECT 1 FROM copies c WHERE c.job_id = jobs.id "
+    f"AND c.state = '{CopyState.PRINTED.value}')"
+)
 
 
 class Jobs:
@@ -352,7 +311,7 @@ class Jobs:
         """Set ``last_error`` of the RELEASED jobs aimed at ``printer``; their ids."""
         rows = await self._store.write(
             "UPDATE jobs SET last_error = ?, updated_at = ? "
-            "WHERE state = 'RELEASED' AND printer = ? RETURNING id",
+            f"WHERE state IN ({in_list(WAITING)}) AND printer = ? RETURNING id",
             (text, now, printer),
         )
         return [str(r[0]) for r in rows]
@@ -361,14 +320,14 @@ class Jobs:
         """Set ``last_error`` of a job PRINTING on ``printer`` (no state change)."""
         await self._store.write(
             "UPDATE jobs SET last_error = ?, updated_at = ? "
-            "WHERE id = ? AND state = 'PRINTING' AND printed_on = ?",
+            f"WHERE id = ? AND state IN ({in_list(ON_PRINTER)}) AND printed_on = ?",
             (text, now, job_id, printer),
         )
 
     async def printing_on(self, printer: str) -> list[JobRecord]:
         """Jobs PRINTING on ``printer``, oldest claim first."""
         rows = await self._store.read(
-            f"SELECT {ROW} FROM jobs WHERE state = 'PRINTING' AND printed_on = ? "
+            f"SELECT {ROW} FROM jobs WHERE state IN ({in_list(ON_PRINTER)}) AND printed_on = ? "
             "ORDER BY claimed_at",
             (printer,),
         )
@@ -380,7 +339,8 @@ class Jobs:
         rows = await self._store.read(
             "SELECT min(ready) FROM (SELECT CASE WHEN printer IS NULL AND failure_printer = ? "
             "THEN not_before + ? ELSE not_before END AS ready FROM jobs "
-            "WHERE state = 'RELEASED' AND (printer = ? OR (printer IS NULL AND pool = ?))) AS q "
+            f"WHERE state IN ({in_list(WAITING)}) "
+            "AND (printer = ? OR (printer IS NULL AND pool = ?))) AS q "
             "WHERE ready > ?",
             (printer, PEER_FIRST_S, printer, pool, now),
         )
@@ -470,14 +430,16 @@ class Jobs:
     async def waiting_depths(self) -> dict[tuple[str | None, str | None], int]:
         """RELEASED jobs by (printer, pool) target: the waiting depth of each queue."""
         rows = await self._store.read(
-            "SELECT printer, pool, count(*) FROM jobs WHERE state = 'RELEASED' GROUP BY 1, 2"
+            "SELECT printer, pool, count(*) FROM jobs "
+            f"WHERE state IN ({in_list(WAITING)}) GROUP BY 1, 2"
         )
         return {(r[0], r[1]): int(r[2]) for r in rows}
 
     async def oldest_waiting(self) -> dict[tuple[str | None, str | None], float]:
         """The oldest ``released_at`` (unix seconds) of each (printer, pool) queue."""
         rows = await self._store.read(
-            "SELECT printer, pool, min(released_at) FROM jobs WHERE state = 'RELEASED' "
+            "SELECT printer, pool, min(released_at) FROM jobs "
+            f"WHERE state IN ({in_list(WAITING)}) "
             "GROUP BY 1, 2"
         )
         return {(r[0], r[1]): float(r[2]) for r in rows if r[2] is not None}
@@ -491,7 +453,7 @@ class Jobs:
         """
         rows = await self._store.write(
             "UPDATE jobs SET printer = NULL, pool = ?, updated_at = ?, actor = ?, "
-            "last_error = ? WHERE state = 'RELEASED' AND printer = ? RETURNING id",
+            f"last_error = ? WHERE state IN ({in_list(WAITING)}) AND printer = ? RETURNING id",
             (pool, now, actor, reason, printer),
         )
         return [str(r[0]) for r in rows]
@@ -499,7 +461,8 @@ class Jobs:
     async def dead_letters(self, *, after_seq: int = 0, limit: int = 100) -> list[JobRecord]:
         """DEAD jobs, oldest first; ``after_seq`` pages forwards (exclusive)."""
         rows = await self._store.read(
-            f"SELECT {ROW} FROM jobs WHERE state = 'DEAD' AND seq > ? ORDER BY seq LIMIT ?",
+            f"SELECT {ROW} FROM jobs WHERE state IN ({in_list(DEAD)}) AND seq > ? "
+            "ORDER BY seq LIMIT ?",
             (after_seq, limit),
         )
         return [JobRecord.from_row(r) for r in rows]
@@ -507,9 +470,9 @@ class Jobs:
     async def expire_held(self, created_before: float, *, now: float) -> list[str]:
         """HELD jobs accepted before ``created_before`` → EXPIRED; the ids (events via trigger)."""
         rows = await self._store.write(
-            "UPDATE jobs SET state = 'EXPIRED', updated_at = ?, finished_at = ?, "
+            f"UPDATE jobs SET state = '{EXPIRED.value}', updated_at = ?, finished_at = ?, "
             "actor = 'housekeeping', reason = 'hold_ttl' "
-            "WHERE state = 'HELD' AND created_at < ? RETURNING id",
+            f"WHERE state IN ({in_list(EXPIRABLE)}) AND created_at < ? RETURNING id",
             (now, now, created_before),
         )
         return [str(r[0]) for r in rows]
@@ -517,7 +480,7 @@ class Jobs:
     async def retention_due(self, finished_before: float, limit: int = 500) -> list[str]:
         """Terminal jobs (not DEAD: replayable) finished before the cut whose document remains."""
         rows = await self._store.read(
-            "SELECT id FROM jobs WHERE state IN ('DONE', 'CANCELLED', 'EXPIRED') "
+            f"SELECT id FROM jobs WHERE state IN ({in_list(FINISHED)}) "
             "AND finished_at <= ? AND document_deleted_at IS NULL ORDER BY finished_at LIMIT ?",
             (finished_before, limit),
         )
@@ -530,7 +493,7 @@ class Jobs:
             marks = ", ".join("?" for _ in part)
             await self._store.write(
                 f"UPDATE jobs SET document_deleted_at = ? WHERE id IN ({marks}) "
-                "AND state IN ('DONE', 'CANCELLED', 'EXPIRED')",
+                f"AND state IN ({in_list(FINISHED)})",
                 (now, *part),
             )
 

@@ -8,43 +8,52 @@ conditional writes and the API only speaks HTTP. Times come from the injected
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import io
-import json
 import logging
 import math
 import random
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, NoReturn
+from typing import NoReturn
 
 from edgeprint import errors, pins
 from edgeprint.backoff import retry_delay
+from edgeprint.board import PrinterBoard
 from edgeprint.config import Config, PrinterConfig
 from edgeprint.copies import (
     ORIGIN_EDGEPRINT,
     Copy,
     CopyAction,
     CopyState,
-    JobFacts,
     Kind,
     Policy,
     Verdict,
     judge,
     on_failure,
 )
+from edgeprint.documents import pages
 from edgeprint.documents.cache import RenditionCache
 from edgeprint.documents.render import RenderPool
 from edgeprint.metrics import Metrics
-from edgeprint.models import SubmitMetadata
-from edgeprint.printers.health import PrinterSnapshot
-from edgeprint.printers.ipp import PrinterJob
+from edgeprint.service.admission import Admission
+from edgeprint.service.records import (
+    Caller,
+    Identified,
+    Identify,
+    JobRecord,
+    JobRequest,
+    JobStats,
+    PrinterJobReport,
+    SubmitResult,
+    job_facts,
+    request_digest,
+)
 from edgeprint.spool import Spool, StagedDocument
-from edgeprint.states import Action, JobState
+from edgeprint.states import TERMINAL_STATES, Action, JobState, sources
 from edgeprint.store import stats as store_stats
 from edgeprint.store.copies import Copies, copy_from_row
 from edgeprint.store.jobs import (
@@ -52,7 +61,6 @@ from edgeprint.store.jobs import (
     GUARD_ON_PRINTER,
     GUARD_OUTCOME_UNKNOWN,
     GUARD_PRINTED,
-    JobRecord,
     Jobs,
     NewJob,
 )
@@ -61,59 +69,24 @@ from edgeprint.store.outbox import FailedDelivery, Outbox
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-#: Admission reads queue depths from a snapshot at most this old (seconds).
-DEPTH_SNAPSHOT_S = 0.1
 #: PDFs up to this size are parsed on the event loop (a badge: ~0.15 ms; a hostile 64 KiB
 #: page tree: ~17 ms); larger ones in a worker thread.
 _INLINE_PDF_BYTES = 64 * 1024
-#: Called after a job becomes printable: ``wake(printer, pool)``.
-Wake = Callable[[str | None, str | None], None]
-#: Called after a technician acted on a printer: a cancel of the job it holds, pause, resume.
-OnControl = Callable[[str | None], None]
-#: The dispatcher's live view of one printer (None: unknown printer or not probed yet).
-PrinterView = Callable[[str], PrinterSnapshot | None]
+#: The states a release takes (HELD), from the transition table.
+_RELEASABLE = sources(Action.RELEASE)
+#: A job a printer's worker holds (PRINTING): its outcome, or a cancel through the printer.
+_ON_PRINTER = sources(Action.COMPLETE)
+#: The states a cancel ends at once: every source of CANCEL but a printer's.
+_CANCEL_AT_ONCE = tuple(s for s in sources(Action.CANCEL) if s not in _ON_PRINTER)
 
 
 @dataclass(frozen=True)
-class Caller:
-    """Who asks: the token's name and role, and the request's correlation id."""
+class Queues:
+    """The waiting queues: depths and the oldest release time, keyed by (printer, pool)."""
 
-    name: str
-    role: str
-    correlation_id: str | None = None
-
-
-@dataclass(frozen=True)
-class SubmitResult:
-    """The job, and whether this request created it (False: idempotent replay)."""
-
-    job: JobRecord
-    created: bool
-
-
-def _no_wake(printer: str | None, pool: str | None) -> None:
-    return None
-
-
-def _no_control(printer: str | None) -> None:
-    return None
-
-
-def _no_view(printer: str) -> PrinterSnapshot | None:
-    return None
-
-
-def request_digest(meta: SubmitMetadata, document_sha256: str) -> str:
-    """SHA-256 of the canonical metadata JSON (defaults applied) and the document digest.
-
-    Two submissions are "the same payload" for Idempotency-Key purposes
-    exactly when these digests are equal.
-    """
-    # The release PIN is left out: this digest is stored, and a 4–12 digit PIN behind a
-    # fast hash could be recovered from it. A replay's PIN is checked against the slow hash.
-    fields = meta.model_dump(mode="json", exclude={"release_pin"})
-    canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(f"{canonical}\n{document_sha256}".encode()).hexdigest()
+    waiting: dict[tuple[str | None, str | None], int]
+    oldest_waiting: dict[tuple[str | None, str | None], float]
+    at: float
 
 
 class JobService:
@@ -126,30 +99,28 @@ class JobService:
         spool: Spool,
         metrics: Metrics,
         *,
+        board: PrinterBoard | None = None,
         clock: Clock = time.time,
-        wake: Wake = _no_wake,
         rng: random.Random | None = None,
+        renderer: RenderPool | None = None,
+        renditions: RenditionCache | None = None,
     ) -> None:
         self.config = config
         self.jobs = jobs
         self.copies = Copies(jobs.store)
         #: Rasters rendered for printers without PDF; swept with their documents.
-        self.renditions: RenditionCache | None = None
-        #: Renders and converts documents in worker processes (set by the composition root).
-        self.renderer: RenderPool | None = None
+        self.renditions = renditions
+        #: Renders and converts documents in worker processes.
+        self.renderer = renderer
         self._rng = rng or random.Random()
         self.spool = spool
         self.metrics = metrics
         self.clock = clock
-        self.wake = wake
-        self.on_control: OnControl = _no_control
-        #: Called after a technician resumed a printer (clears what only a person may clear).
-        self.on_resume: OnControl = _no_control
-        self.printer_view: PrinterView = _no_view
-        self.paused: set[str] = set()
-        self._depths: dict[tuple[str | None, str | None], int] | None = None
-        self._depths_at = 0.0
-        self._depths_refresh: asyncio.Future[dict[tuple[str | None, str | None], int]] | None = None
+        #: The dispatcher's published printer view, and the bell the service rings.
+        self.board = board if board is not None else PrinterBoard()
+        self.admission = Admission(config, self.board, metrics, jobs.waiting_depths, clock)
+        #: The release counter, looked up once (a label lookup per release is measurable).
+        self._released_ok = metrics.transitions.labels(action="release", outcome="ok")
         self._pools = config.pools
         self._printers = {p.name for p in config.printers}
         self._pdf_checks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pdf-check")
@@ -166,7 +137,8 @@ class JobService:
         self.config = config
         self._pools = config.pools
         self._printers = {p.name for p in config.printers}
-        self._depths = None
+        self.admission.config = config
+        self.admission.forget_depths()
 
     async def retire(self, printer: PrinterConfig) -> list[str]:
         """A reload removed ``printer`` (already gone from this service's config): its
@@ -189,14 +161,14 @@ class JobService:
             printer.name, printer.pool, now=self.clock(), actor="reload",
             reason=f"{printer.name} was removed from the config",
         )  # fmt: skip
-        self._depths = None
+        self.admission.forget_depths()
         log.info(
             "printer removed; its waiting jobs moved to its pool",
             extra={"event": "printer_removed", "printer": printer.name, "pool": printer.pool,
                    "moved": len(moved)},
         )  # fmt: skip
         if moved:
-            self.wake(None, printer.pool)
+            self.board.wake(None, printer.pool)
         return moved
 
     def check_target(self, printer: str | None, pool: str | None, where: str) -> None:
@@ -216,7 +188,7 @@ class JobService:
 
     async def submit(
         self,
-        meta: SubmitMetadata,
+        meta: JobRequest,
         document: StagedDocument,
         idempotency_key: str,
         caller: Caller,
@@ -236,7 +208,7 @@ class JobService:
             pages = await self._count_pages(document)
             self.check_target(meta.printer, meta.pool, "metadata")
             if meta.printer is not None:
-                self._check_takes(meta.printer)
+                self.admission.check_takes(meta.printer)
             digest = request_digest(meta, document.sha256)
             existing = await self.jobs.get_by_key(idempotency_key)
             if existing is not None:
@@ -253,7 +225,7 @@ class JobService:
         printer, pool = meta.printer, meta.pool
         if state is JobState.RELEASED:
             try:
-                printer, pool = await self.admit(printer, pool, caller)
+                printer, pool = await self.admission.admit(printer, pool, caller)
             except errors.Backpressure:
                 self.spool.remove(job_id)
                 raise
@@ -287,7 +259,7 @@ class JobService:
             return await self._replayed(winner, idempotency_key, digest, meta, caller)
         self.metrics.jobs_accepted.labels(state=job.state.value).inc()
         if job.state is JobState.RELEASED:
-            self._admitted(job.printer, job.pool)
+            self.admission.admitted(job.printer, job.pool)
         log.info(
             "job accepted",
             extra={
@@ -297,7 +269,7 @@ class JobService:
             },
         )  # fmt: skip
         if job.state is JobState.RELEASED:
-            self.wake(job.printer, job.pool)
+            self.board.wake(job.printer, job.pool)
         return SubmitResult(job, created=True)
 
     async def _count_pages(self, document: StagedDocument) -> int:
@@ -323,7 +295,7 @@ class JobService:
             raise
 
     async def _replayed(
-        self, existing: JobRecord, key: str, digest: str, meta: SubmitMetadata, caller: Caller
+        self, existing: JobRecord, key: str, digest: str, meta: JobRequest, caller: Caller
     ) -> SubmitResult:
         same = existing.request_sha256 == digest
         if same and (existing.release_pin_hash is None) != (meta.release_pin is None):
@@ -368,7 +340,7 @@ class JobService:
         """
         self.check_target(printer, pool, "body")
         current = await self.get(job_id)
-        if current.state is not JobState.HELD:  # the common loser of a race: no write needed
+        if current.state not in _RELEASABLE:  # the common loser of a race: no write needed
             self._release_conflict(job_id, current.state, caller)
         pin_sets: dict[str, object] = {}
         if current.release_pin_hash is not None:
@@ -383,7 +355,7 @@ class JobService:
                 "the job names no printer or pool; give one in the release body",
                 [errors.FieldProblem("body", "printer or pool required")],
             )
-        printer, pool = await self.admit(printer, pool, caller)
+        printer, pool = await self.admission.admit(printer, pool, caller)
         now = self.clock()
         job = await self.jobs.transition(
             job_id, Action.RELEASE, now=now, actor=caller.name,
@@ -392,8 +364,8 @@ class JobService:
         )  # fmt: skip
         if job is None:  # lost a race after the read: the conditional write is the arbiter
             self._release_conflict(job_id, (await self.get(job_id)).state, caller)
-        self._admitted(job.printer, job.pool)
-        self.metrics.transitions.labels(action="release", outcome="ok").inc()
+        self.admission.admitted(job.printer, job.pool)
+        self._released_ok.inc()
         log.info(
             "job released",
             extra={
@@ -401,7 +373,7 @@ class JobService:
                 "pool": job.pool, "correlation_id": caller.correlation_id,
             },
         )  # fmt: skip
-        self.wake(job.printer, job.pool)
+        self.board.wake(job.printer, job.pool)
         return job
 
     async def _check_pin(self, job: JobRecord, pin: str | None, caller: Caller) -> JobState | None:
@@ -422,7 +394,7 @@ class JobService:
         )
         if taken is None:
             current = await self.get(job.id)
-            if current.state is not JobState.HELD:
+            if current.state not in _RELEASABLE:
                 return current.state
             self.metrics.pin_attempts.labels(outcome="locked").inc()
             until = current.pin_locked_until or now
@@ -479,16 +451,16 @@ class JobService:
             job = await self.jobs.transition(
                 job_id, Action.CANCEL, now=self.clock(), actor=caller.name,
                 correlation_id=caller.correlation_id,
-                only_from=(JobState.HELD, JobState.RELEASED, JobState.DEAD),
+                only_from=_CANCEL_AT_ONCE,
                 sets={"finished_at": self.clock()},
             )  # fmt: skip
             if job is not None:
-                self._depths = None  # it may have left a queue: read the depths afresh
+                self.admission.forget_depths()  # it may have left a queue
                 break
             # PRINTING with no copy at a printer yet: nothing to cancel there.
             job = await self.jobs.transition(
                 job_id, Action.CANCEL, now=self.clock(), actor=caller.name,
-                correlation_id=caller.correlation_id, only_from=(JobState.PRINTING,),
+                correlation_id=caller.correlation_id, only_from=_ON_PRINTER,
                 sets={"finished_at": self.clock()}, guard=GUARD_NO_LIVE_COPY,
             )  # fmt: skip
             if job is not None:
@@ -503,10 +475,10 @@ class JobService:
                         "printer": printer, "correlation_id": caller.correlation_id,
                     },
                 )  # fmt: skip
-                self.on_control(printer)
+                self.board.control(printer)
                 return await self.get(job_id)
             current = await self.get(job_id)
-            if current.state in (JobState.DONE, JobState.CANCELLED, JobState.EXPIRED):
+            if current.state in TERMINAL_STATES:
                 break
         return await self._checked(job, job_id, Action.CANCEL, caller)
 
@@ -519,8 +491,8 @@ class JobService:
                   "printer_job_id": None, "released_at": self.clock()},
         )  # fmt: skip
         job = await self._checked(job, job_id, Action.REPLAY, caller)
-        self._admitted(job.printer, job.pool)
-        self.wake(job.printer, job.pool)
+        self.admission.admitted(job.printer, job.pool)
+        self.board.wake(job.printer, job.pool)
         return job
 
     async def _checked(
@@ -544,120 +516,15 @@ class JobService:
 
     def usable(self, printer: str) -> bool:
         """Not paused and not known to be unhealthy (a printer not probed yet counts as usable)."""
-        snap = self.printer_view(printer)
-        return printer not in self.paused and (snap is None or snap.healthy)
+        return self.admission.usable(printer)
 
-    async def admit(
-        self, printer: str | None, pool: str | None, caller: Caller
-    ) -> tuple[str | None, str | None]:
-        """Where a newly printable job goes: (printer, pool), maybe a less loaded peer.
+    def is_paused(self, printer: str) -> bool:
+        """Whether a technician paused ``printer`` (it takes no new work)."""
+        return printer in self.admission.paused
 
-        A job for a full or unusable printer goes to the least-loaded usable
-        peer of its pool with room; a pool is full when its waiting jobs reach
-        the sum of its unpaused printers' ``high_water``. Raises
-        errors.Backpressure (nothing is stored; HTTP 503 with Retry-After).
-        The limit is soft: concurrent admissions may pass it by a few jobs.
-        """
-        depths = await self._waiting_depths()
-        retry_after = self.config.dispatch.retry_after_s
-
-        def depth(p: str) -> int:
-            return depths.get((p, None), 0)
-
-        def room(p: str) -> bool:
-            cfg = self.config.printer(p)
-            return cfg is not None and depth(p) < cfg.high_water
-
-        if printer is not None:
-            self._check_takes(printer)
-            if room(printer) and self.usable(printer):
-                return printer, None
-            cfg = self.config.printer(printer)
-            peers = [
-                p for p in self._pools.get(cfg.pool or "", ()) if p != printer
-                and self.usable(p) and room(p)
-            ] if cfg is not None else []  # fmt: skip
-            if peers:
-                best = min(peers, key=depth)
-                self.metrics.failovers.labels(printer=printer).inc()
-                log.info(
-                    "job redirected to a peer",
-                    extra={"event": "job_failed_over", "printer": printer, "to_printer": best,
-                           "why": "full" if not room(printer) else "unusable",
-                           "correlation_id": caller.correlation_id},
-                )  # fmt: skip
-                return best, None
-            if room(printer):
-                return printer, None  # not usable now, but nowhere better: it waits there
-            self._backpressure(f"printer {printer}", caller)
-            raise errors.Backpressure(f"printer {printer}", retry_after)
-        if pool is not None:
-            members = self._pools.get(pool, ())
-            working = [p for p in members if p not in self.paused] or list(members)
-            # Every printer paused: jobs wait for a resume, up to the printers' marks (a
-            # pause is a technician's short stop, not a full queue).
-            capacity = 0
-            for p in working:
-                cfg = self.config.printer(p)
-                if cfg is not None:
-                    capacity += cfg.high_water
-            waiting = depths.get((None, pool), 0) + sum(depth(p) for p in members)
-            if waiting >= capacity:
-                self._backpressure(f"pool {pool}", caller)
-                raise errors.Backpressure(f"pool {pool}", retry_after)
-        return printer, pool
-
-    def _check_takes(self, printer: str) -> None:
-        """A printer named by the client must take some format edgeprint can send (else 422).
-
-        Raises errors.DocumentUnprintable (``unsupported-document``) naming the
-        printer and what it takes. A printer not probed yet passes.
-        """
-        snap = self.printer_view(printer)
-        if snap is None or snap.capabilities is None or snap.sends is not None:
-            return
-        takes = [str(f) for f in snap.capabilities.get("formats", [])]
-        raise errors.DocumentUnprintable(
-            "unsupported-document",
-            f"printer {printer} takes {', '.join(takes) or 'no format it names'}: none of "
-            "application/pdf, image/pwg-raster, image/urf, image/jpeg, which edgeprint sends",
-            takes=takes,
-        )
-
-    async def _waiting_depths(self) -> dict[tuple[str | None, str | None], int]:
-        """Waiting depths from a snapshot at most ``DEPTH_SNAPSHOT_S`` old (one query per window).
-
-        Admissions made since the snapshot are added to it by :meth:`_admitted`,
-        so a burst inside one window is still counted.
-        """
-        now = self.clock()
-        if self._depths is None or now - self._depths_at > DEPTH_SNAPSHOT_S:
-            if self._depths_refresh is None:
-                self._depths_refresh = asyncio.ensure_future(self.jobs.waiting_depths())
-            refresh = self._depths_refresh
-            try:
-                fresh = await asyncio.shield(refresh)
-            finally:
-                if self._depths_refresh is refresh and refresh.done():
-                    self._depths_refresh = None
-            if self._depths is None or now - self._depths_at > DEPTH_SNAPSHOT_S:
-                self._depths, self._depths_at = dict(fresh), now
-        assert self._depths is not None
-        return self._depths
-
-    def _admitted(self, printer: str | None, pool: str | None, delta: int = 1) -> None:
-        """Keep the depth snapshot current between refreshes (jobs in or out of RELEASED)."""
-        if self._depths is not None:
-            key = (printer, None) if printer is not None else (None, pool)
-            self._depths[key] = max(0, self._depths.get(key, 0) + delta)
-
-    def _backpressure(self, target: str, caller: Caller) -> None:
-        self.metrics.backpressure.inc()
-        log.warning(
-            "queue full",
-            extra={"event": "queue_backpressure", "target": target,
-                   "correlation_id": caller.correlation_id},
-        )  # fmt: skip
+    def wake(self, printer: str | None, pool: str | None) -> None:
+        """Ring the dispatcher: a job may be printable for ``printer`` or ``pool``."""
+        self.board.wake(printer, pool)
 
     async def fail_over_waiting(self, printer: str, reason: str) -> list[str]:
         """Move ``printer``'s waiting jobs to its pool, where healthy peers take them.
@@ -672,7 +539,7 @@ class JobService:
             reason=f"failed over from {printer}: {reason}",
         )  # fmt: skip
         if moved:
-            self._depths = None  # many jobs changed queue: read the depths afresh
+            self.admission.forget_depths()  # many jobs changed queue
         for job_id in moved:
             log.info(
                 "job failed over",
@@ -681,7 +548,7 @@ class JobService:
             )  # fmt: skip
         if moved:
             self.metrics.failovers.labels(printer=printer).inc(len(moved))
-            self.wake(None, cfg.pool)
+            self.board.wake(None, cfg.pool)
         return moved
 
     def printer_config(self, name: str) -> PrinterConfig:
@@ -696,20 +563,20 @@ class JobService:
         self.printer_config(name)
         await self.jobs.set_paused(name, paused, now=self.clock(), actor=caller.name)
         if paused:
-            self.paused.add(name)
+            self.admission.paused.add(name)
         else:
-            self.paused.discard(name)
+            self.admission.paused.discard(name)
         log.info(
             "printer paused" if paused else "printer resumed",
             extra={"event": "printer_paused" if paused else "printer_resumed", "printer": name,
                    "actor": caller.name, "correlation_id": caller.correlation_id},
         )  # fmt: skip
         if paused:
-            self.on_control(name)
+            self.board.control(name)
         else:
-            self.on_resume(name)
+            self.board.resumed(name)
         cfg = self.config.printer(name)
-        self.wake(name, cfg.pool if cfg else None)
+        self.board.wake(name, cfg.pool if cfg else None)
 
     async def drain(self, name: str, caller: Caller) -> list[str]:
         """Pause the printer and move its waiting jobs to its pool's peers; the ids moved."""
@@ -752,12 +619,12 @@ class JobService:
             extra={"event": "printer_retrusted", "printer": name, "actor": caller.name,
                    "correlation_id": caller.correlation_id},
         )  # fmt: skip
-        self.on_resume(name)
+        self.board.resumed(name)
         return cfg
 
     async def load_paused(self) -> None:
         """Read the persisted paused flags (at start-up)."""
-        self.paused = await self.jobs.paused_printers()
+        self.admission.paused = await self.jobs.paused_printers()
 
     async def housekeeping(self) -> tuple[list[str], int]:
         """Expire held jobs past ``hold_ttl_s``; delete documents past retention.
@@ -791,7 +658,7 @@ class JobService:
             printer, pool, now=self.clock(), actor=f"printer:{printer}"
         )
         if job is not None:
-            self._admitted(job.printer, job.pool, -1)
+            self.admission.admitted(job.printer, job.pool, -1)
         return job
 
     async def claim_and_open(
@@ -821,7 +688,7 @@ class JobService:
         if not rows[0]:
             return None
         job = JobRecord.from_row(rows[0][0])
-        self._admitted(job.printer, job.pool, -1)
+        self.admission.admitted(job.printer, job.pool, -1)
         if rows[1]:
             return job, copy_from_row(rows[1][0])
         copy = await self.open_copy(  # pragma: no cover - the claim and its copy are one unit
@@ -874,6 +741,35 @@ class JobService:
             data, document_format, self.config.server.max_document_pages
         )
 
+    async def select_pages(
+        self, staged: StagedDocument, ranges: Sequence[tuple[int, int]]
+    ) -> StagedDocument:
+        """A staged PDF replaced by one holding only the pages ``ranges`` (1-based,
+        inclusive) select: what is stored, and so printed, is only those pages. A document
+        the submission check refuses comes back as it is (:meth:`submit` says why).
+
+        Raises errors.NoPageSelected (the staged document is discarded) and
+        errors.DocumentRejected when the pages cannot be taken out.
+        """
+        try:
+            raw = staged.contents().read()
+            cut = await asyncio.to_thread(
+                pages.cut, raw, ranges, self.config.server.max_document_pages
+            )
+        except BaseException:
+            staged.discard()
+            raise
+        if cut is None or cut is raw:
+            return staged  # every page, or not a PDF the check takes
+        staged.discard()
+        out = self.spool.stage()
+        try:
+            out.write(cut)
+        except BaseException:
+            out.discard()
+            raise
+        return out
+
     def document_path(self, job: JobRecord) -> Path:
         """Where the job's document is stored (for the render pool, which reads it itself)."""
         return self.spool.path_for(job.id)
@@ -894,7 +790,7 @@ class JobService:
         """The job's document (off the event loop). Raises FileNotFoundError, OSError."""
         return await asyncio.to_thread(self.spool.path_for(job.id).read_bytes)
 
-    async def copy_found(self, copy: Copy, pj: PrinterJob) -> Copy | None:
+    async def copy_found(self, copy: Copy, pj: PrinterJobReport) -> Copy | None:
         """The printer job of a copy whose job-id was never stored has been found."""
         return await self._copy(
             copy, CopyAction.CREATED, copy.printer,
@@ -984,13 +880,13 @@ class JobService:
         """Cancel-Job for this copy was answered (the printer may still need time to stop)."""
         return await self._copy(copy, CopyAction.CANCEL, copy.printer, cancel_sent_at=self.clock())
 
-    async def copy_reported(self, copy: Copy, pj: PrinterJob) -> Copy | None:
+    async def copy_reported(self, copy: Copy, pj: PrinterJobReport) -> Copy | None:
         """What the printer says of a live copy now (no state change): its figures, its identity."""
         facts = {"created_s": pj.created_s, **_report_sets(pj, "")}
         return await self.copies.report(copy.id, facts, now=self.clock())
 
     async def settle_copy(
-        self, copy: Copy, state: CopyState, outcome: str, pj: PrinterJob | None = None
+        self, copy: Copy, state: CopyState, outcome: str, pj: PrinterJobReport | None = None
     ) -> Copy | None:
         """The copy settles as ``state`` (printed, aborted, cancelled…); None if it already was."""
         settled, _ = await self.copies.settle_with(
@@ -1002,7 +898,7 @@ class JobService:
         return settled
 
     async def settle_printed(
-        self, job: JobRecord, copy: Copy, pj: PrinterJob
+        self, job: JobRecord, copy: Copy, pj: PrinterJobReport
     ) -> tuple[Copy | None, JobRecord | None]:
         """The common case in one transaction: the copy printed whole, and the job is DONE."""
         now = self.clock()
@@ -1140,7 +1036,7 @@ class JobService:
         )  # fmt: skip
         if out is None:
             return None
-        self._admitted(out.printer, out.pool)
+        self.admission.admitted(out.printer, out.pool)
         if count:
             self.metrics.retries.labels(printer=printer).inc()
             log.info(
@@ -1151,7 +1047,7 @@ class JobService:
                     "not_before": not_before, "correlation_id": job.correlation_id,
                 },
             )  # fmt: skip
-        self.wake(out.printer, out.pool)
+        self.board.wake(out.printer, out.pool)
         return out
 
     async def fail(
@@ -1185,7 +1081,7 @@ class JobService:
             job.id, Action.CANCEL, now=now, actor=f"printer:{printer}",
             reason="cancelled_at_printer" if error else "cancel_requested",
             sets={"finished_at": now, "last_error": error},
-            only_from=(JobState.PRINTING,), guard=GUARD_ON_PRINTER,
+            only_from=_ON_PRINTER, guard=GUARD_ON_PRINTER,
             guard_params=(printer, job.claims),
         )  # fmt: skip
         if out is not None and error:
@@ -1237,9 +1133,41 @@ class JobService:
                    "correlation_id": caller.correlation_id},
         )  # fmt: skip
         if not printed:
-            self._admitted(job.printer, job.pool)
-            self.wake(job.printer, job.pool)
+            self.admission.admitted(job.printer, job.pool)
+            self.board.wake(job.printer, job.pool)
         return job
+
+    async def list_jobs(
+        self,
+        *,
+        state: JobState | None = None,
+        owner: str | None = None,
+        printer: str | None = None,
+        before_seq: int | None = None,
+        limit: int = 50,
+    ) -> list[JobRecord]:
+        """Jobs newest first, optionally filtered; ``before_seq`` pages on from a cursor."""
+        return await self.jobs.list_jobs(
+            state=state, owner=owner, printer=printer, before_seq=before_seq, limit=limit
+        )
+
+    async def dead_letters(self, *, after_seq: int = 0, limit: int = 100) -> list[JobRecord]:
+        """DEAD jobs, oldest first, after the cursor ``after_seq``."""
+        return await self.jobs.dead_letters(after_seq=after_seq, limit=limit)
+
+    async def jobs_by_state(self) -> dict[JobState, int]:
+        """How many jobs are in each state now."""
+        return await self.jobs.count_by_state()
+
+    async def queues(self) -> Queues:
+        """The waiting queues, keyed by (printer, None) and (None, pool), read now."""
+        depths = await self.jobs.waiting_depths()
+        oldest = await self.jobs.oldest_waiting()
+        return Queues(depths, oldest, self.clock())
+
+    def stage_document(self) -> StagedDocument:
+        """A place to stream an incoming document into (committed by :meth:`submit`)."""
+        return self.spool.stage()
 
     async def stats(self) -> JobStats:
         """Jobs by state, dead letters by reason and the waiting queues, read now."""
@@ -1273,18 +1201,14 @@ class JobService:
 
     # --- identify a printer (issue 17) -----------------------------------------------------
 
-    #: Set by the composition root (the dispatcher owns the printers' IPP clients).
-    printer_identify: Identify | None = None
-
-    async def identify(self, name: str, how: str, caller: Caller) -> Identified:
-        """Make a printer show itself (``how``: auto, identify, test-page); what was done.
+    async def identify(self, name: str, how: str, caller: Caller, identify: Identify) -> Identified:
+        """Make a printer show itself (``how``: auto, identify, test-page) through
+        ``identify`` (the dispatcher's: it owns the printers' IPP clients); what was done.
 
         Raises errors.PrinterNotFound, errors.IdentifyUnsupported, errors.PrinterError.
         """
         self.printer_config(name)
-        if self.printer_identify is None:  # pragma: no cover - always set by serve()
-            raise errors.PrinterNotFound(name)
-        done = await self.printer_identify(name, how, caller.name)
+        done = await identify(name, how, caller.name)
         log.info(
             "printer identified",
             extra={"event": "printer_identified", "printer": name, "how": how,
@@ -1311,38 +1235,7 @@ class JobService:
         return await self.jobs.get_by_key(key)
 
 
-@dataclass(frozen=True)
-class JobStats:
-    """What :meth:`JobService.stats` read: counts, and queues keyed by (printer, pool)."""
-
-    jobs_by_state: dict[JobState, int]
-    dead_by_reason: dict[str, int]
-    waiting: dict[tuple[str | None, str | None], int]
-    oldest_waiting: dict[tuple[str | None, str | None], float]
-    at: float
-
-
-@dataclass(frozen=True)
-class Identified:
-    """What a printer was asked to do to show itself, and the test page's job-id if any."""
-
-    action: Literal["identify-printer", "test-page"]
-    printer_job_id: int | None
-
-
-#: ``identify(printer, how, by)``: the dispatcher's way to make a printer show itself.
-Identify = Callable[[str, str, str], Awaitable[Identified]]
-
-
-def job_facts(job: JobRecord) -> JobFacts:
-    """What the copy rules need of a job record."""
-    return JobFacts(
-        id=job.id, claim=job.claims, attempts=job.attempts,
-        failure_sig=job.failure_sig, failure_printer=job.failure_printer,
-    )  # fmt: skip
-
-
-def _report_sets(pj: PrinterJob | None, outcome: str) -> dict[str, object]:
+def _report_sets(pj: PrinterJobReport | None, outcome: str) -> dict[str, object]:
     sets: dict[str, object] = {"outcome": outcome}
     if pj is not None:
         sets.update(

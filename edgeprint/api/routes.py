@@ -1,0 +1,396 @@
+"""The route table: every route's path, method, handler, role and OpenAPI description, once.
+
+:data:`ROUTES` drives the three things that used to be written twice: the
+routes :func:`build_app` registers, the role each one checks before its handler
+runs (``None``: no token), and the OpenAPI document (:mod:`edgeprint.api.openapi`
+reads the same rows).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from aiohttp import web
+
+from edgeprint.api import app, ipp, openapi, status_page
+from edgeprint.api.openapi import PATH, Answer, Handler, Operation, Role
+from edgeprint.ipp_server.attributes import ICON_SIZES
+from edgeprint.models import (
+    DeadLetterOut,
+    DrainOut,
+    Health,
+    IdentifyOut,
+    JobListOut,
+    JobOut,
+    PrinterOut,
+    PrintersOut,
+    Problem,
+    StatsOut,
+    WebhookDeliveriesOut,
+)
+
+# --- answers shared by many operations --------------------------------------------------
+
+
+def _problem(description: str, *headers: str) -> Answer:
+    return Answer(description, Problem, headers=headers)
+
+
+_401 = _problem("`unauthorized`: no, malformed or unknown bearer token", "WWW-Authenticate")
+_403_TECH = _problem("`forbidden`: the token's role is not `tech`")
+_404_JOB = _problem("`job-not-found` (also for an id that is not 32 lowercase hex characters)")
+_404_PRINTER = _problem("`printer-not-found`")
+_409 = _problem("`state-conflict`: the action does not apply to the job's state; `state` names it")
+_429 = _problem("`rate-limited`: too many requests for this token", "Retry-After")
+_503_STORE = _problem("`store-unavailable`: the job store cannot work now", "Retry-After")
+_503_WRITE = _problem(
+    "`queue-full` (the printer's and its pool's queues are at their high-water mark; nothing "
+    "stored) or `store-unavailable`",
+    "Retry-After",
+)
+_507 = _problem("`storage-full`: the appliance's disk is full; nothing was stored")
+_AUTH = {401: _401, 429: _429}
+_TECH = {**_AUTH, 403: _403_TECH}
+
+
+def _job(description: str) -> Answer:
+    return Answer(description, JobOut)
+
+
+# --- the table: every route, its handler and role, every status it can give ---------------
+
+# fmt: off
+ROUTES: tuple[Operation, ...] = (
+    Operation(
+        app.submit_job,
+        "post", "/v1/jobs", "submitJob", "Submit a job (PDF + metadata)", "jobs", "kiosk",
+        headers=("Idempotency-Key",), body="multipart",
+        description=(
+            "multipart/form-data with exactly two parts: `metadata` (JSON, SubmitMetadata) and "
+            "`document` (a PDF). The same Idempotency-Key with the same metadata and document "
+            "answers the earlier job (200, `Idempotent-Replayed: true`); with other content, "
+            "422 `idempotency-key-reused`. A 4xx or 5xx stores nothing."
+        ),
+        answers={
+            201: Answer("a new job, HELD (or RELEASED when `hold` is false)", JobOut,
+                        headers=("Location",)),
+            200: Answer("the job this Idempotency-Key already made (same payload)", JobOut,
+                        headers=("Location", "Idempotent-Replayed")),
+            400: _problem(
+                "`idempotency-key-missing`, `idempotency-key-invalid`, `malformed-request` "
+                "(broken or truncated multipart, duplicate part), `malformed-json` (metadata)"
+            ),
+            408: _problem("`request-timeout`: the body did not arrive within the time limit"),
+            413: _problem("`payload-too-large`: the document, the metadata or the whole body"),
+            415: _problem(
+                "`unsupported-media-type`: not multipart/form-data, a document part that is "
+                "not application/pdf, or a document without a `%PDF-` header"
+            ),
+            422: _problem(
+                "`invalid-request` (metadata invalid, parts missing or unknown; `errors` lists "
+                "the fields), `unknown-target` (printer or pool not configured), "
+                "`idempotency-key-reused`, `document-encrypted`, `document-unreadable`, "
+                "`too-many-pages`"
+            ),
+            503: _503_WRITE, 507: _507, **_AUTH,
+        },
+        links={201: ("getJob", "releaseJob", "cancelJob", "replayJob")},
+    ),
+    Operation(
+        app.list_jobs,
+        "get", "/v1/jobs", "listJobs", "List jobs, newest first", "jobs", "kiosk",
+        query=("state", "owner", "printer", "limit", "cursor"),
+        answers={
+            200: Answer("a page of jobs; pass `next_cursor` as `cursor` for the next", JobListOut),
+            422: _problem("`invalid-request`: a bad or unknown query parameter (`errors`)"),
+            503: _503_STORE, **_AUTH,
+        },
+    ),
+    Operation(
+        app.get_job,
+        "get", "/v1/jobs/{job_id}", "getJob", "A job", "jobs", "kiosk",
+        answers={200: _job("the job"), 404: _404_JOB, 503: _503_STORE, **_AUTH},
+    ),
+    Operation(
+        app.release_job,
+        "post", "/v1/jobs/{job_id}/release", "releaseJob", "Release a HELD job", "jobs", "kiosk",
+        body="release",
+        description=(
+            "HELD → RELEASED, optionally to another printer or pool (required when the job was "
+            "submitted without one); `pin` when the job was submitted with a `release_pin`. Of "
+            "concurrent releases exactly one wins; the others get 409."
+        ),
+        answers={
+            200: _job("the job, RELEASED"),
+            400: _problem("`malformed-json`: the body is not JSON"),
+            403: _problem("`pin-required` or `pin-mismatch` (the job's release PIN)"),
+            404: _404_JOB,
+            408: _problem("`request-timeout`: the body did not arrive within the time limit"),
+            409: _409,
+            413: _problem("`payload-too-large`: the body is over 64 KiB"),
+            415: _problem("`unsupported-media-type`: a body that is not application/json"),
+            422: _problem(
+                "`invalid-request` (bad body; `errors`), `unknown-target` (printer or pool not "
+                "configured), `missing-target` (the job names no printer or pool)"
+            ),
+            423: _problem("`release-locked`: too many wrong PINs; retry later", "Retry-After"),
+            503: _503_WRITE, 507: _507, **_AUTH,
+        },
+    ),
+    Operation(
+        app.cancel_job,
+        "post", "/v1/jobs/{job_id}/cancel", "cancelJob", "Cancel a job", "jobs", "kiosk",
+        body="cancel",
+        description=(
+            "HELD, RELEASED or DEAD → CANCELLED; a PRINTING job is cancelled at the printer "
+            "(202). A kiosk cancelling a HELD job that has a release PIN gives `pin` (wrong PINs "
+            "count towards the same lock as releases); a technician's token needs none."
+        ),
+        answers={
+            200: _job("the job, CANCELLED"),
+            202: _job("the job, still PRINTING with `cancel_requested`; the printer cancels it"),
+            400: _problem("`malformed-json`: the body is not JSON"),
+            403: _problem("`pin-required` or `pin-mismatch` (a HELD job's release PIN)"),
+            404: _404_JOB, 409: _409,
+            408: _problem("`request-timeout`: the body did not arrive within the time limit"),
+            413: _problem("`payload-too-large`: the body is over 64 KiB"),
+            415: _problem("`unsupported-media-type`: a body that is not application/json"),
+            422: _problem("`invalid-request` (bad body; `errors`)"),
+            423: _problem("`release-locked`: too many wrong PINs; retry later", "Retry-After"),
+            503: _503_STORE, 507: _507, **_AUTH,
+        },
+    ),
+    Operation(
+        app.replay_job,
+        "post", "/v1/jobs/{job_id}/replay", "replayJob", "Replay a DEAD job (tech)", "jobs", "tech",
+        answers={
+            200: _job("the job, RELEASED again (exactly once)"),
+            404: _404_JOB, 409: _409, 503: _503_STORE, 507: _507, **_TECH,
+        },
+    ),
+    Operation(
+        app.resolve_job,
+        "post", "/v1/jobs/{job_id}/resolve", "resolveJob",
+        "Settle a DEAD job whose outcome is unknown (tech)", "jobs", "tech", body="resolve",
+        description=(
+            "For a job parked DEAD `outcome_unknown` (the printer may have printed it and forgot "
+            'it): `{"printed": true}` → DONE; `{"printed": false}` → RELEASED, printed once '
+            "more. Of concurrent resolutions exactly one wins; the job's events record who "
+            "decided and what."
+        ),
+        answers={
+            200: _job("the job, DONE (printed) or RELEASED (not printed)"),
+            400: _problem("`malformed-json`: the body is not JSON"),
+            404: _404_JOB,
+            408: _problem("`request-timeout`: the body did not arrive within the time limit"),
+            409: _problem(
+                "`outcome-not-unknown`: the job is not DEAD `outcome_unknown` (any more); "
+                "`state` names its state"
+            ),
+            413: _problem("`payload-too-large`: the body is over 64 KiB"),
+            415: _problem("`unsupported-media-type`: a body that is not application/json"),
+            422: _problem("`invalid-request`: `printed` missing or not a boolean (`errors`)"),
+            503: _503_STORE, 507: _507, **_TECH,
+        },
+    ),
+    Operation(
+        app.list_printers,
+        "get", "/v1/printers", "listPrinters", "Printers and pools (tech)", "printers", "tech",
+        answers={200: Answer("every printer and pool", PrintersOut), 503: _503_STORE, **_TECH},
+    ),
+    *(
+        Operation(
+            handler, "post", f"/v1/printers/{{name}}/{verb}", f"{verb}Printer", summary,
+            "printers", "tech",
+            answers={
+                200: Answer("the printer", PrinterOut), 404: _404_PRINTER,
+                503: _503_STORE, 507: _507, **_TECH,
+            },
+        )
+        for verb, summary, handler in (
+            ("pause", "Pause a printer: no new work; the job in hand finishes (tech)",
+             app.pause_printer),
+            ("resume", "Resume a paused printer (tech)", app.resume_printer),
+        )
+    ),
+    Operation(
+        app.trust_printer,
+        "post", "/v1/printers/{name}/trust", "trustPrinter",
+        "Trust the certificate an ipps printer presents now (tech)", "printers", "tech",
+        description=(
+            "Forgets the pinned certificate fingerprint: the next contact pins the one the "
+            "printer presents (after a factory reset made it a new self-signed certificate)."
+        ),
+        answers={
+            200: Answer("the printer", PrinterOut), 404: _404_PRINTER,
+            422: _problem("`invalid-request`: not an ipps printer, or pinned in the config"),
+            503: _503_STORE, 507: _507, **_TECH,
+        },
+    ),
+    Operation(
+        app.drain_printer,
+        "post", "/v1/printers/{name}/drain", "drainPrinter",
+        "Pause a printer and move its waiting jobs to its pool (tech)", "printers", "tech",
+        answers={
+            200: Answer("the printer (paused) and the ids of the jobs moved", DrainOut),
+            404: _404_PRINTER, 503: _503_STORE, 507: _507, **_TECH,
+        },
+    ),
+    Operation(
+        app.identify_printer,
+        "post", "/v1/printers/{name}/identify", "identifyPrinter",
+        "Make a printer show itself: Identify-Printer or a test page (tech)", "printers", "tech",
+        body="identify",
+        description=(
+            "`how`: `auto` (IPP Identify-Printer when the printer lists it in "
+            "operations-supported, else a one-page test print), `identify` or `test-page`. "
+            "The test page is printed directly, not as a job."
+        ),
+        answers={
+            200: Answer("what the printer was asked to do", IdentifyOut),
+            400: _problem("`malformed-json`: the body is not JSON"),
+            404: _404_PRINTER,
+            408: _problem("`request-timeout`: the body did not arrive within the time limit"),
+            409: _problem("`identify-unsupported`: the printer has no Identify-Printer"),
+            413: _problem("`payload-too-large`: the body is over 64 KiB"),
+            415: _problem("`unsupported-media-type`: a body that is not application/json"),
+            422: _problem("`invalid-request`: a bad `how` (`errors`)"),
+            502: _problem("`printer-error`: the printer failed or did not answer"),
+            **_TECH,
+        },
+    ),
+    Operation(
+        app.dead_letter,
+        "get", "/v1/dead-letter", "deadLetter", "DEAD jobs, oldest first (tech)", "jobs", "tech",
+        query=("limit", "cursor"),
+        answers={
+            200: Answer("a page of DEAD jobs with their `dead_reason`", DeadLetterOut),
+            422: _problem("`invalid-request`: a bad or unknown query parameter (`errors`)"),
+            503: _503_STORE, **_TECH,
+        },
+    ),
+    Operation(
+        app.stats,
+        "get", "/v1/stats", "getStats",
+        "Jobs by state, dead letters by reason, printers in short (tech)", "operations", "tech",
+        description="What the status page and `edgeprint stats` show; read at the request.",
+        answers={200: Answer("the numbers", StatsOut), 503: _503_STORE, **_TECH},
+    ),
+    Operation(
+        app.webhook_deliveries,
+        "get", "/v1/webhooks/deliveries", "webhookDeliveries",
+        "Webhook deliveries parked as failed, oldest first (tech)", "operations", "tech",
+        query=("delivery_state", "limit", "cursor"),
+        description=(
+            "Events a receiver did not take (2xx) within its `max_delivery_s`; they are not "
+            "retried. Delivered events are not listed."
+        ),
+        answers={
+            200: Answer("a page of failed deliveries", WebhookDeliveriesOut),
+            422: _problem("`invalid-request`: a bad or unknown query parameter (`errors`)"),
+            503: _503_STORE, **_TECH,
+        },
+    ),
+    Operation(
+        app.healthz,
+        "get", "/healthz", "healthz", "Liveness", "operations", None,
+        answers={200: Answer("the process and its event loop answer", Health)},
+    ),
+    Operation(
+        app.readyz,
+        "get", "/readyz", "readyz", "Readiness", "operations", None,
+        answers={
+            200: Answer("the store takes a write", Health),
+            503: Answer("the store cannot take a write (`status` is `unavailable`)", Health),
+        },
+    ),
+    Operation(
+        app.metrics,
+        "get", "/metrics", "metrics", "Prometheus metrics", "operations", None,
+        answers={
+            200: Answer("Prometheus text format 0.0.4", media="text/plain"),
+            503: _problem("`store-unavailable`", "Retry-After"),
+        },
+    ),
+    Operation(
+        openapi.openapi_json,
+        "get", PATH, "openapi", "This document (no token: it describes the API)", "operations",
+        None, answers={200: Answer("the OpenAPI 3.1 document", media="application/json")},
+    ),
+    Operation(
+        status_page.status_page,
+        "get", "/", "statusPage", "The technicians' live status page", "operations", None,
+        description="HTML only; the page asks for a tech token and reads the API with it.",
+        answers={200: Answer("the page", media="text/html")},
+    ),
+    Operation(
+        None,
+        "post", "/ipp/print/{name}", "ippQueue",
+        "IPP queue of a printer or pool (edgeprint as an IPP Everywhere printer)", "ipp", None,
+        description="An IPP/1.1–2.0 request (RFC 8010) as `application/ipp`; the answer is an "
+        "IPP response whose status-code says how it went (README, 'Print from any device'). "
+        "`[ipp] auth = \"basic\"`: HTTP Basic with the token's name and the token.",
+        answers={
+            200: Answer("an IPP response", media="application/ipp"),
+            401: Answer("`[ipp] auth = \"basic\"` and no or wrong credentials: an IPP "
+                        "response, client-error-not-authenticated", media="application/ipp",
+                        headers=("WWW-Authenticate",)),
+            403: Answer("the client's address is outside `[ipp] allowed_networks`: an IPP "
+                        "response, client-error-not-authorized", media="application/ipp"),
+            404: _problem("`not-found`: `[ipp] enabled = false`"),
+            415: _problem("`unsupported-document`: the body is not `application/ipp`, or it is "
+                          "compressed (Content-Encoding)"),
+        },
+        bind=lambda deps: ipp.IppEndpoint(deps, app.CORRELATION_ID).handle,
+    ),
+    *(
+        Operation(
+            None,
+            "get", f"/ipp/icons/{size}.png", f"ippIcon{size}",
+            f"The IPP queues' icon, {size}x{size} (printer-icons)", "ipp", None,
+            answers={
+                200: Answer("a PNG", media="image/png"),
+                403: _problem("`http-error`: the client's address is outside "
+                              "`[ipp] allowed_networks`"),
+                404: _problem("`not-found`: `[ipp] enabled = false`"),
+            },
+            bind=functools.partial(
+                lambda deps, size: functools.partial(
+                    ipp.IppEndpoint(deps, app.CORRELATION_ID).icon, size
+                ),
+                size=size,
+            ),
+        )
+        for size in ICON_SIZES
+    ),
+)
+# fmt: on
+
+
+def _guarded(handler: Handler, role: Role | None) -> Handler:
+    """``handler`` behind its role check (the caller is then in ``request[app.CALLER]``)."""
+    if role is None:
+        return handler
+
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        request[app.CALLER] = await app.authorize(request, role)
+        return await handler(request)
+
+    guarded.__doc__ = handler.__doc__
+    return guarded
+
+
+def build_app(deps: app.Deps) -> web.Application:
+    """The application with every route of :data:`ROUTES`; ``deps`` is stored under ``DEPS``."""
+    application = web.Application(middlewares=[app.middleware], client_max_size=app.MAX_JSON_BODY)
+    application[app.DEPS] = deps
+    openapi.document_bytes()  # built now, not on the first request
+    for route in ROUTES:
+        handler = route.handler if route.bind is None else route.bind(deps)
+        assert handler is not None, route.operation_id
+        guarded = _guarded(handler, route.role)
+        if route.method == "get":
+            application.router.add_get(route.path, guarded)  # and HEAD
+        else:
+            application.router.add_route(route.method.upper(), route.path, guarded)
+    return application

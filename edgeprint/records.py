@@ -1,0 +1,72 @@
+"""The job record: what the store reads and the service returns (a leaf: no I/O).
+
+Its fields are the ``jobs`` table's columns in table order, then two facts the
+store computes from a job's copies; tests/test_store.py checks that they agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+from edgeprint.states import JobState
+
+
+class JobRecord(NamedTuple):
+    """One row of ``jobs`` (immutable). Times are unix seconds (float).
+
+    The fields are the table's columns in table order (migrations append
+    columns, so new fields are appended here too); tests/test_store.py checks
+    that they agree.
+    """
+
+    seq: int
+    id: str
+    idempotency_key: str
+    request_sha256: str
+    state: JobState
+    owner: str
+    printer: str | None
+    pool: str | None
+    priority: int
+    copies: int
+    document_sha256: str
+    document_bytes: int
+    attempts: int
+    not_before: float
+    printed_on: str | None
+    printer_job_id: int | None
+    last_error: str | None
+    dead_reason: str | None
+    created_at: float
+    updated_at: float
+    released_at: float | None
+    claimed_at: float | None
+    finished_at: float | None
+    token_name: str
+    correlation_id: str | None
+    actor: str
+    reason: str | None
+    document_deleted_at: float | None
+    failure_sig: str | None
+    failure_printer: str | None
+    release_pin_hash: str | None
+    pin_failures: int
+    pin_locked_until: float | None
+    document_pages: int | None
+    claims: int  # how many times a printer claimed it; its copies carry the claim number
+    # computed from its copies (not columns of jobs; see ROW):
+    cancel_requested: bool  # a person asked to cancel it while a printer holds a copy
+    truncated_copies: int  # copies that completed without being verifiably whole
+
+    @classmethod
+    def from_row(cls, row: Iterable[Any]) -> JobRecord:
+        """The record for a ``SELECT *`` / ``RETURNING *`` row of ``jobs``."""
+        values = list(row)
+        values[_STATE_INDEX] = JobState(values[_STATE_INDEX])
+        values[_CANCEL_INDEX] = bool(values[_CANCEL_INDEX])
+        return cls._make(values)
+
+
+_STATE_INDEX = JobRecord._fields.index("state")
+_CANCEL_INDEX = JobRecord._fields.index("cancel_requested")

@@ -1,0 +1,34 @@
+"""The use cases; the only door to the store (DESIGN §1).
+
+``jobs``: :class:`JobService`, every use case the API, the IPP server and the
+dispatcher call; ``admission``: where a printable job goes (reads the
+dispatcher's published :class:`~edgeprint.board.PrinterBoard`); ``records``:
+what the service takes and returns.
+"""
+
+from edgeprint.service.jobs import JobService, Queues
+from edgeprint.service.records import (
+    Caller,
+    Identified,
+    Identify,
+    JobRecord,
+    JobRequest,
+    JobStats,
+    PrinterJobReport,
+    SubmitResult,
+    request_digest,
+)
+
+__all__ = [
+    "Caller",
+    "Identified",
+    "Identify",
+    "JobRecord",
+    "JobRequest",
+    "JobService",
+    "JobStats",
+    "PrinterJobReport",
+    "Queues",
+    "SubmitResult",
+    "request_digest",
+]

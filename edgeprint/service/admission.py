@@ -1,0 +1,170 @@
+"""Admission (DESIGN §4): where a newly printable job goes, or 503 when its queue is full.
+
+It reads three things and calls nothing above it: the waiting depths (from the
+store, through a snapshot at most ``DEPTH_SNAPSHOT_S`` old), the paused
+printers (the service keeps them), and each printer's usability as the
+dispatcher last published it on the :class:`~edgeprint.board.PrinterBoard`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from edgeprint import errors
+from edgeprint.board import PrinterBoard
+from edgeprint.config import Config
+from edgeprint.metrics import Metrics
+from edgeprint.service.records import Caller
+
+log = logging.getLogger(__name__)
+
+#: Admission reads queue depths from a snapshot at most this old (seconds).
+DEPTH_SNAPSHOT_S = 0.1
+
+Depths = dict[tuple[str | None, str | None], int]
+
+
+class Admission:
+    """Queue depths, paused printers and the board: the facts admission decides on."""
+
+    def __init__(
+        self,
+        config: Config,
+        board: PrinterBoard,
+        metrics: Metrics,
+        read_depths: Callable[[], Awaitable[Depths]],
+        clock: Callable[[], float],
+    ) -> None:
+        self.config = config
+        self.board = board
+        self.metrics = metrics
+        self._read_depths = read_depths
+        self._clock = clock
+        self.paused: set[str] = set()
+        self._depths: Depths | None = None
+        self._depths_at = 0.0
+        self._depths_refresh: asyncio.Future[Depths] | None = None
+
+    def forget_depths(self) -> None:
+        """Many jobs may have changed queue: read the depths afresh next time."""
+        self._depths = None
+
+    def usable(self, printer: str) -> bool:
+        """Not paused and not known to be unhealthy (a printer not probed yet counts as usable)."""
+        seen = self.board.usability(printer)
+        return printer not in self.paused and (seen is None or seen.healthy)
+
+    async def admit(
+        self, printer: str | None, pool: str | None, caller: Caller
+    ) -> tuple[str | None, str | None]:
+        """Where a newly printable job goes: (printer, pool), maybe a less loaded peer.
+
+        A job for a full or unusable printer goes to the least-loaded usable
+        peer of its pool with room; a pool is full when its waiting jobs reach
+        the sum of its unpaused printers' ``high_water``. Raises
+        errors.Backpressure (nothing is stored; HTTP 503 with Retry-After).
+        The limit is soft: concurrent admissions may pass it by a few jobs.
+        """
+        depths = await self._waiting_depths()
+        retry_after = self.config.dispatch.retry_after_s
+        pools = self.config.pools
+
+        def depth(p: str) -> int:
+            return depths.get((p, None), 0)
+
+        def room(p: str) -> bool:
+            cfg = self.config.printer(p)
+            return cfg is not None and depth(p) < cfg.high_water
+
+        if printer is not None:
+            self.check_takes(printer)
+            if room(printer) and self.usable(printer):
+                return printer, None
+            cfg = self.config.printer(printer)
+            peers = [
+                p for p in pools.get(cfg.pool or "", ()) if p != printer
+                and self.usable(p) and room(p)
+            ] if cfg is not None else []  # fmt: skip
+            if peers:
+                best = min(peers, key=depth)
+                self.metrics.failovers.labels(printer=printer).inc()
+                log.info(
+                    "job redirected to a peer",
+                    extra={"event": "job_failed_over", "printer": printer, "to_printer": best,
+                           "why": "full" if not room(printer) else "unusable",
+                           "correlation_id": caller.correlation_id},
+                )  # fmt: skip
+                return best, None
+            if room(printer):
+                return printer, None  # not usable now, but nowhere better: it waits there
+            self._backpressure(f"printer {printer}", caller)
+            raise errors.Backpressure(f"printer {printer}", retry_after)
+        if pool is not None:
+            members = pools.get(pool, ())
+            working = [p for p in members if p not in self.paused] or list(members)
+            # Every printer paused: jobs wait for a resume, up to the printers' marks (a
+            # pause is a technician's short stop, not a full queue).
+            capacity = 0
+            for p in working:
+                cfg = self.config.printer(p)
+                if cfg is not None:
+                    capacity += cfg.high_water
+            waiting = depths.get((None, pool), 0) + sum(depth(p) for p in members)
+            if waiting >= capacity:
+                self._backpressure(f"pool {pool}", caller)
+                raise errors.Backpressure(f"pool {pool}", retry_after)
+        return printer, pool
+
+    def check_takes(self, printer: str) -> None:
+        """A printer named by the client must take some format edgeprint can send (else 422).
+
+        Raises errors.DocumentUnprintable (``unsupported-document``) naming the
+        printer and what it takes. A printer not probed yet passes.
+        """
+        seen = self.board.usability(printer)
+        if seen is None or not seen.probed or seen.sends is not None:
+            return
+        takes = list(seen.takes)
+        raise errors.DocumentUnprintable(
+            "unsupported-document",
+            f"printer {printer} takes {', '.join(takes) or 'no format it names'}: none of "
+            "application/pdf, image/pwg-raster, image/urf, image/jpeg, which edgeprint sends",
+            takes=takes,
+        )
+
+    async def _waiting_depths(self) -> Depths:
+        """Waiting depths from a snapshot at most ``DEPTH_SNAPSHOT_S`` old (one query per window).
+
+        Admissions made since the snapshot are added to it by :meth:`admitted`,
+        so a burst inside one window is still counted.
+        """
+        now = self._clock()
+        if self._depths is None or now - self._depths_at > DEPTH_SNAPSHOT_S:
+            if self._depths_refresh is None:
+                self._depths_refresh = asyncio.ensure_future(self._read_depths())
+            refresh = self._depths_refresh
+            try:
+                fresh = await asyncio.shield(refresh)
+            finally:
+                if self._depths_refresh is refresh and refresh.done():
+                    self._depths_refresh = None
+            if self._depths is None or now - self._depths_at > DEPTH_SNAPSHOT_S:
+                self._depths, self._depths_at = dict(fresh), now
+        assert self._depths is not None
+        return self._depths
+
+    def admitted(self, printer: str | None, pool: str | None, delta: int = 1) -> None:
+        """Keep the depth snapshot current between refreshes (jobs in or out of RELEASED)."""
+        if self._depths is not None:
+            key = (printer, None) if printer is not None else (None, pool)
+            self._depths[key] = max(0, self._depths.get(key, 0) + delta)
+
+    def _backpressure(self, target: str, caller: Caller) -> None:
+        self.metrics.backpressure.inc()
+        log.warning(
+            "queue full",
+            extra={"event": "queue_backpressure", "target": target,
+                   "correlation_id": caller.correlation_id},
+        )  # fmt: skip

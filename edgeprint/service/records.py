@@ -1,0 +1,119 @@
+"""The service's own records: who asks, what a submission says, what the service returns.
+
+The API and the IPP server map their models to and from these; the service
+imports neither them nor the printers' types (``PrinterJobReport`` is what it
+needs of a printer's answer, as a protocol the IPP client's record satisfies).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from edgeprint.copies import JobFacts
+from edgeprint.records import JobRecord as JobRecord
+from edgeprint.states import JobState
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who asks: the token's name and role, and the request's correlation id."""
+
+    name: str
+    role: str
+    correlation_id: str | None = None
+
+
+class JobRequest(Protocol):
+    """What a submission asks for (validated by the front door that received it)."""
+
+    @property
+    def owner(self) -> str: ...
+    @property
+    def printer(self) -> str | None: ...
+    @property
+    def pool(self) -> str | None: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def hold(self) -> bool: ...
+    @property
+    def copies(self) -> int: ...
+    @property
+    def release_pin(self) -> str | None: ...
+
+
+#: The fields of a submission its Idempotency-Key digest covers (all but the PIN).
+DIGEST_FIELDS = ("printer", "pool", "owner", "priority", "hold", "copies")
+
+
+def request_digest(request: JobRequest, document_sha256: str) -> str:
+    """SHA-256 of the canonical request JSON (defaults applied) and the document digest.
+
+    Two submissions are "the same payload" for Idempotency-Key purposes
+    exactly when these digests are equal. Stored: the JSON must never change.
+    """
+    # The release PIN is left out: this digest is stored, and a 4–12 digit PIN behind a
+    # fast hash could be recovered from it. A replay's PIN is checked against the slow hash.
+    fields = {name: getattr(request, name) for name in DIGEST_FIELDS}
+    canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(f"{canonical}\n{document_sha256}".encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    """The job, and whether this request created it (False: idempotent replay)."""
+
+    job: JobRecord
+    created: bool
+
+
+@dataclass(frozen=True)
+class JobStats:
+    """What :meth:`JobService.stats` read: counts, and queues keyed by (printer, pool)."""
+
+    jobs_by_state: dict[JobState, int]
+    dead_by_reason: dict[str, int]
+    waiting: dict[tuple[str | None, str | None], int]
+    oldest_waiting: dict[tuple[str | None, str | None], float]
+    at: float
+
+
+@dataclass(frozen=True)
+class Identified:
+    """What a printer was asked to do to show itself, and the test page's job-id if any."""
+
+    action: Literal["identify-printer", "test-page"]
+    printer_job_id: int | None
+
+
+#: ``identify(printer, how, by)``: the dispatcher's way to make a printer show itself.
+Identify = Callable[[str, str, str], Awaitable[Identified]]
+
+
+class PrinterJobReport(Protocol):
+    """What a printer said of one of its jobs (``printers.ipp.PrinterJob`` is one)."""
+
+    @property
+    def job_id(self) -> int: ...
+    @property
+    def state(self) -> int: ...
+    @property
+    def reasons(self) -> tuple[str, ...]: ...
+    @property
+    def k_octets(self) -> int | None: ...
+    @property
+    def created_s(self) -> int | None: ...
+    @property
+    def impressions_completed(self) -> int | None: ...
+
+
+def job_facts(job: JobRecord) -> JobFacts:
+    """What the copy rules need of a job record."""
+    return JobFacts(
+        id=job.id, claim=job.claims, attempts=job.attempts,
+        failure_sig=job.failure_sig, failure_printer=job.failure_printer,
+    )  # fmt: skip

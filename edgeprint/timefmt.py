@@ -1,0 +1,32 @@
+"""RFC 3339 UTC times with milliseconds (``2026-12-01T13:33:46.804Z``), as API and logs write.
+
+The same text as ``datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")``
+with ``Z`` for ``+00:00``, at a fraction of its cost: the seconds part is
+formatted once per second (every job answer carries up to four times, every log
+line one).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+_prefix_second = -1
+_prefix = ""
+
+
+def rfc3339_ms(ts: float) -> str:
+    """``ts`` (unix seconds) as ``YYYY-MM-DDTHH:MM:SS.mmmZ`` in UTC."""
+    global _prefix_second, _prefix
+    # As datetime.fromtimestamp: microseconds rounded half to even, then cut to milliseconds.
+    frac, whole = math.modf(ts)
+    second = int(whole)
+    us = round(frac * 1e6)
+    if us < 0:  # before 1970: the fraction counts back from the next second
+        second, us = second - 1, us + 1_000_000
+    if us >= 1_000_000:
+        second, us = second + 1, us - 1_000_000
+    if second != _prefix_second:
+        _prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        _prefix_second = second
+    return f"{_prefix}.{us // 1000:03d}Z"

@@ -1,0 +1,252 @@
+"""Imports point down the layers of DESIGN §1: a walk of edgeprint's import graph.
+
+Every module of the package belongs to one layer (longest prefix wins) and may
+import only its own layer, the leaves, and the layers its entry names. Imports
+inside functions and under ``TYPE_CHECKING`` count like any other.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "edgeprint"
+
+#: Modules with no edgeprint layer above them: anyone may import them.
+LEAVES = (
+    "edgeprint",  # the package itself (__version__)
+    "edgeprint._build",
+    "edgeprint.version",
+    "edgeprint.errors",
+    "edgeprint.config",
+    "edgeprint.config_checks",
+    "edgeprint.reload",
+    "edgeprint.logs",
+    "edgeprint.metrics",
+    "edgeprint.states",
+    "edgeprint.copies",
+    "edgeprint.records",
+    "edgeprint.board",
+    "edgeprint.backoff",
+    "edgeprint.faults",
+    "edgeprint.timefmt",
+    "edgeprint.systemd",
+    "edgeprint.pins",
+    "edgeprint.spool",
+    # pure certificate-fingerprint parsing, which the config validates with
+    "edgeprint.printers.tls",
+)
+
+#: layer → (its module prefixes, the layers it may import besides its own and the leaves).
+LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "store": (("edgeprint.store",), ()),
+    "documents": (("edgeprint.documents",), ()),
+    "printers": (("edgeprint.printers",), ()),
+    "service": (("edgeprint.service",), ("store", "documents")),
+    "dispatch": (("edgeprint.dispatch",), ("service", "printers", "documents")),
+    # the outbox's reader and sender: it reads what the service wrote in the same transaction
+    "webhooks": (("edgeprint.webhooks",), ("store",)),
+    # the wire models the two front doors share (JSON bodies, validated submissions)
+    "models": (("edgeprint.models",), ()),
+    "ipp_server": (("edgeprint.ipp_server",), ("service", "models", "printers")),
+    "api": (("edgeprint.api",), ("service", "models", "ipp_server", "printers")),
+    "cli": (
+        (
+            "edgeprint.cli",
+            "edgeprint.cli_discover",
+            "edgeprint.cli_setup",
+            "edgeprint.setup",
+            "edgeprint.__main__",
+        ),
+        ("api", "printers", "root"),
+    ),
+    # the composition root: opens and wires everything
+    "root": (
+        ("edgeprint.server",),
+        (
+            "store",
+            "documents",
+            "printers",
+            "service",
+            "dispatch",
+            "webhooks",
+            "models",
+            "ipp_server",
+            "api",
+        ),
+    ),
+}
+
+
+def module_name(path: Path, root: Path = PACKAGE) -> str:
+    """``edgeprint/api/app.py`` → ``edgeprint.api.app``; a package's ``__init__`` is the package."""
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(source: str, module: str, is_package: bool, known: set[str]) -> set[str]:
+    """The edgeprint modules ``source`` imports anywhere (module level, functions, TYPE_CHECKING).
+
+    ``from edgeprint.x import y`` names ``edgeprint.x.y`` when that is a module
+    in ``known``, else ``edgeprint.x``; relative imports are resolved against ``module``.
+    """
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                here = module.split(".") if is_package else module.split(".")[:-1]
+                up = here[: len(here) - (node.level - 1)]
+                base = ".".join(up + ([node.module] if node.module else []))
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                found.add(sub if sub in known else base)
+    return {m for m in found if m == "edgeprint" or m.startswith("edgeprint.")}
+
+
+def import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """module → the edgeprint modules it imports, for every module under ``root``."""
+    files = {module_name(p, root): p for p in root.rglob("*.py")}
+    known = set(files)
+    return {
+        mod: imports_of(path.read_text(), mod, path.name == "__init__.py", known)
+        for mod, path in files.items()
+    }
+
+
+def _under(module: str, prefix: str) -> bool:
+    # The package's own entry covers only edgeprint/__init__.py, not everything in it.
+    return module == prefix or (prefix != "edgeprint" and module.startswith(prefix + "."))
+
+
+def _owner(module: str, table: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]) -> str:
+    best, best_len = "", -1
+    for prefix in LEAVES:
+        if _under(module, prefix) and len(prefix) > best_len:
+            best, best_len = "leaf", len(prefix)
+    for layer, (prefixes, _) in table.items():
+        for prefix in prefixes:
+            if _under(module, prefix) and len(prefix) > best_len:
+                best, best_len = layer, len(prefix)
+    return best
+
+
+def violations(
+    graph: Mapping[str, Iterable[str]],
+    table: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = LAYERS,
+) -> list[str]:
+    """Every import that points up or sideways, and every module in no layer, as sentences."""
+    out: list[str] = []
+    for module in sorted(graph):
+        layer = _owner(module, table)
+        if not layer:
+            out.append(f"{module} is in no layer: add it to LAYERS or LEAVES")
+            continue
+        allowed = {"leaf", layer} if layer != "leaf" else {"leaf"}
+        if layer != "leaf":
+            allowed |= set(table[layer][1])
+        for target in sorted(graph[module]):
+            to = _owner(target, table)
+            if to and to not in allowed:
+                out.append(f"{module} ({layer}) imports {target} ({to})")
+    return out
+
+
+def test_imports_point_down_the_layers() -> None:
+    """No module of edgeprint imports a layer above it or beside it, and each has a layer."""
+    graph = import_graph()
+    assert {"edgeprint.service.jobs", "edgeprint.api.app"} <= set(graph)  # the walk found them
+    assert violations(graph) == []
+
+
+def test_an_upward_import_is_caught() -> None:
+    """A synthetic store → service edge and an API → store edge are both reported."""
+    graph = {
+        "edgeprint.store.jobs": {"edgeprint.service.jobs", "edgeprint.states"},
+        "edgeprint.api.app": {"edgeprint.store.jobs"},
+        "edgeprint.service.jobs": {"edgeprint.store.jobs"},
+    }
+    assert violations(graph) == [
+        "edgeprint.api.app (api) imports edgeprint.store.jobs (store)",
+        "edgeprint.store.jobs (store) imports edgeprint.service.jobs (service)",
+    ]
+
+
+def test_a_function_level_import_counts() -> None:
+    """An import inside a function (or under TYPE_CHECKING) is an edge like any other."""
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from edgeprint.api.app import Deps\n"
+        "def f():\n    from edgeprint import service\n    import edgeprint.printers.ipp\n"
+        "    from . import jobs\n"
+    )
+    known = {"edgeprint.service", "edgeprint.store.jobs", "edgeprint.api.app"}
+    found = imports_of(source, "edgeprint.store.copies", False, known)
+    assert found == {
+        "edgeprint.api.app", "edgeprint.service", "edgeprint.printers.ipp", "edgeprint.store.jobs",
+    }  # fmt: skip
+    graph = {"edgeprint.store.copies": found}
+    assert len(violations(graph)) == 3  # api, service and printers are all above or beside store
+
+
+def test_a_module_outside_every_layer_is_reported() -> None:
+    """A new top-level module nobody placed in a layer fails the walk until it is placed."""
+    assert violations({"edgeprint.newthing": set()}) == [
+        "edgeprint.newthing is in no layer: add it to LAYERS or LEAVES"
+    ]
+
+
+def test_the_service_digest_matches_the_api_models_dump() -> None:
+    """The service's Idempotency-Key digest, computed without the API models, equals the
+    digest of the model's JSON dump that earlier versions stored (replays still match)."""
+    import hashlib
+    import json
+
+    from edgeprint.models import SubmitMetadata
+    from edgeprint.service import request_digest
+
+    for meta in (
+        SubmitMetadata(owner="ada", printer="printer-01"),
+        SubmitMetadata(owner="bob", pool="front", priority=7, hold=False, copies=3,
+                       release_pin="1234"),
+    ):  # fmt: skip
+        fields = meta.model_dump(mode="json", exclude={"release_pin"})
+        canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+        stored = hashlib.sha256(f"{canonical}\nabc".encode()).hexdigest()
+        assert request_digest(meta, "abc") == stored
+
+
+def test_the_store_spells_no_state_in_its_sql() -> None:
+    """No job or copy state is written as a literal in the store's queries: each list is
+    derived from the transition tables (edgeprint/store/guards.py)."""
+    from edgeprint.copies import CopyState
+    from edgeprint.states import JobState
+
+    names = [s.value for s in JobState] + [s.value for s in CopyState]
+    for path in ("store/jobs.py", "store/copies.py", "service/jobs.py", "service/admission.py"):
+        source = (PACKAGE / path).read_text()
+        spelled = [n for n in names if f"'{n}'" in source]
+        assert spelled == [], f"{path} spells {spelled}"
+
+
+def test_the_guards_say_what_the_tables_say() -> None:
+    """The derived lists name today's states (a change of table shows up here first)."""
+    from edgeprint.copies import CopyState as C
+    from edgeprint.states import JobState as S
+    from edgeprint.store import guards
+
+    assert guards.WAITING == (S.RELEASED,)
+    assert guards.ON_PRINTER == (S.PRINTING,)
+    assert guards.CLAIMED is S.PRINTING
+    assert guards.HELD == guards.EXPIRABLE == (S.HELD,)
+    assert guards.EXPIRED is S.EXPIRED
+    assert guards.DEAD == (S.DEAD,)
+    assert {S.DONE, S.CANCELLED, S.EXPIRED} == guards.FINISHED
+    assert guards.CANCELLING is C.CANCELLING
+    assert guards.UNREQUESTED == (C.CREATING,)
+    assert guards.in_list([S.RELEASED, S.HELD]) == "'HELD', 'RELEASED'"
