@@ -59,8 +59,8 @@ def _closed_port() -> int:
 
 
 def _width_ok(text: str) -> None:
-    too_wide = [line for line in text.splitlines() if len(line) > cli.WIDTH]
-    assert not too_wide, f"lines wider than {cli.WIDTH}: {too_wide}"
+    too_wide = [line for line in text.splitlines() if len(line) > cli.render.WIDTH]
+    assert not too_wide, f"lines wider than {cli.render.WIDTH}: {too_wide}"
 
 
 # --- against the in-process appliance (printers unreachable) -------------------------------
@@ -244,7 +244,7 @@ def test_missing_token_is_exit_2(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No --token and no $EDGEPRINT_TOKEN: exit 2 naming the variable."""
-    monkeypatch.delenv(cli.TOKEN_ENV, raising=False)
+    monkeypatch.delenv(cli.client.TOKEN_ENV, raising=False)
     assert cli.main(["status", "--url", f"http://127.0.0.1:{_closed_port()}"]) == 2
     assert "EDGEPRINT_TOKEN" in capsys.readouterr().err
 
@@ -312,8 +312,8 @@ async def test_redirects_are_not_followed(
 
 def test_terminal_control_characters_are_neutralised() -> None:
     """Text from printers (state messages, errors) cannot move the cursor or recolour."""
-    assert cli._clean("eve\u009b31m") == "eve?31m"
-    assert cli._clean("a\x1b[2Jb") == "a?[2Jb"
+    assert cli.render.clean("eve\u009b31m") == "eve?31m"
+    assert cli.render.clean("a\x1b[2Jb") == "a?[2Jb"
 
 
 # --- on two real printers -----------------------------------------------------------------
