@@ -105,15 +105,16 @@ async def running(config: Config) -> AsyncIterator[Running]:
 async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
     spool = Spool(data_dir, min_free_bytes=config.server.min_free_bytes)
     spool.prepare()
+    metrics = Metrics()
     store = Store(
         data_dir / DB_FILE,
         synchronous=config.store.synchronous,
         busy_timeout_ms=config.store.busy_timeout_ms,
         max_batch=config.store.max_batch,
+        on_commit=metrics.store_batch_size.observe,
     )
     await store.open()
     try:
-        metrics = Metrics()
         jobs = Jobs(store)
         removed = await _sweep_orphans(spool, jobs)
         if removed:
