@@ -13,7 +13,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from aiohttp import web
 
 from edgeprint import cli
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance, config_dict, to_toml
+from tests.polling import eventually
 from tests.printing import Client, appliance, rig_config
 from tests.rig import Rig
 
@@ -342,13 +342,12 @@ async def busy_floor(rig: Rig, kiosk: Client, deadline_s: float = 30.0) -> dict[
     done = [await kiosk.submit(f"floor-done-{i:02d}", pool="lobby", hold=False) for i in range(3)]
     await kiosk.wait_states([j["id"] for j in done], {"DONE"}, timeout_s=deadline_s)
     rig.media("printer-02", "empty")
-    until = time.monotonic() + deadline_s
-    while True:
+
+    async def printer_02_unhealthy() -> bool:
         body = await _tech_get(kiosk, "/v1/printers")
-        if not {p["name"]: p["healthy"] for p in body["printers"]}["printer-02"]:
-            break
-        assert time.monotonic() < until, f"printer-02 still healthy: {body}"
-        await asyncio.sleep(0.05)  # polling a condition, bounded by the deadline
+        return not {p["name"]: p["healthy"] for p in body["printers"]}["printer-02"]
+
+    await eventually(printer_02_unhealthy, "printer-02 unhealthy", timeout_s=deadline_s)
     rig.set_speed("printer-01", 120.0)
     slow = [
         await kiosk.submit(f"floor-slow-{i:02d}", printer="printer-01", hold=False)

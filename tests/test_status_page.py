@@ -22,11 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 
-import edgeprint.server
-from edgeprint.api import app as api_app
-from edgeprint.api.status_page import CONTENT_SECURITY_POLICY, PAGE, add_routes
+from edgeprint.api.status_page import CONTENT_SECURITY_POLICY, PAGE
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance
 from tests.printing import appliance
 from tests.rig import Rig
@@ -59,27 +56,8 @@ def chromium_path() -> str:
     return require_chromium()
 
 
-def _has_page(app: web.Application) -> bool:
-    return any(r.canonical == "/" for r in app.router.resources())
-
-
 @pytest.fixture
-def with_status_page(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Appliances started in this test serve GET / (until build_app registers it itself)."""
-
-    def build_app(deps: api_app.Deps) -> web.Application:
-        app = api_app.build_app(deps)
-        if not _has_page(app):
-            add_routes(app)
-        return app
-
-    monkeypatch.setattr(edgeprint.server, "build_app", build_app)
-
-
-@pytest.fixture
-async def page_app(
-    with_status_page: None, make_appliance: Callable[..., Any]
-) -> AsyncIterator[Appliance]:
+async def page_app(make_appliance: Callable[..., Any]) -> AsyncIterator[Appliance]:
     async with make_appliance() as a:
         yield a
 
@@ -177,7 +155,7 @@ async def test_api_still_needs_a_token(page_app: Appliance) -> None:
 
 
 async def test_page_shows_printers_health_and_dead_jobs_in_chromium(
-    chromium_path: str, tmp_path: Path, printers: Rig, with_status_page: None
+    chromium_path: str, tmp_path: Path, printers: Rig
 ) -> None:
     """On two real printers: names, health (one out of paper), the DEAD job, escaped data.
 
