@@ -134,10 +134,12 @@ async def running(config: Config) -> AsyncIterator[Running]:
 async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
     spool = Spool(data_dir, min_free_bytes=config.server.min_free_bytes)
     spool.prepare()
-    store = backends.from_config(config.store, data_dir / DB_FILE)
+    metrics = Metrics()
+    store = backends.from_config(
+        config.store, data_dir / DB_FILE, on_commit=metrics.store_batch_size.observe
+    )
     await store.open()
     try:
-        metrics = Metrics()
         jobs = Jobs(store)
         removed = await _sweep_orphans(spool, jobs)
         if removed:

@@ -71,6 +71,6 @@ def sources(action: Action) -> tuple[JobState, ...]:
 def target(action: Action) -> JobState:
     """The state ``action`` leads to (every action has exactly one target)."""
     targets = {dst for (_, act), dst in TRANSITIONS.items() if act is action}
-    if len(targets) != 1:  # pragma: no cover - guarded by tests/test_states.py
+    if len(targets) != 1:  # pragma: no cover - guarded by tests/test_state_machine.py
         raise AssertionError(f"action {action} has targets {targets}")
     return next(iter(targets))

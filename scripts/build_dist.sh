@@ -31,6 +31,9 @@ printf '"""Written by scripts/build_dist.sh; not in git."""\n\nCOMMIT = "%s"\n' 
 
 mkdir -p "$(dirname "$OUT")"
 rm -f "$OUT"
+# pip builds in ./build/lib and copies over what is there: a module since moved or deleted
+# (edgeprint/cli/main.py) would ride along in the zipapp and could shadow an entry point.
+rm -rf build/lib
 "$PY" -m shiv --compressed --reproducible -p "$SHEBANG" -c edgeprint -o "$OUT" . \
     --disable-pip-version-check --quiet
 size=$(stat -c %s "$OUT")

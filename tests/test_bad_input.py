@@ -28,6 +28,7 @@ from tests.pdfs import (
     make_pdf,
     make_repeated_kids_pdf,
 )
+from tests.polling import eventually
 
 PROBLEM = "urn:edgeprint:problem:"
 BOUNDARY = "edgeprint-test-boundary-7d3f"
@@ -780,17 +781,6 @@ async def test_edges_of_the_limits_are_accepted(
 
 
 # --- streaming enforcement and disconnects --------------------------------------------
-
-
-async def eventually(check: Callable[[], bool], what: str, timeout_s: float = 10.0) -> None:
-    """Poll ``check`` until it holds; fail naming ``what`` after ``timeout_s``."""
-    try:
-        async with asyncio.timeout(timeout_s):
-            # The appliance offers no event for these (files on disk, metric samples): poll.
-            while not check():  # noqa: ASYNC110
-                await asyncio.sleep(0.005)
-    except TimeoutError:
-        pytest.fail(f"timed out after {timeout_s} s waiting for {what}")
 
 
 def _head(document: Part) -> bytes:

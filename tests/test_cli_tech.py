@@ -13,7 +13,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from aiohttp import web
 
 from edgeprint import cli
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance, config_dict, to_toml
+from tests.polling import eventually
 from tests.printing import Client, appliance, rig_config
 from tests.rig import Rig
 
@@ -59,8 +59,8 @@ def _closed_port() -> int:
 
 
 def _width_ok(text: str) -> None:
-    too_wide = [line for line in text.splitlines() if len(line) > cli.WIDTH]
-    assert not too_wide, f"lines wider than {cli.WIDTH}: {too_wide}"
+    too_wide = [line for line in text.splitlines() if len(line) > cli.render.WIDTH]
+    assert not too_wide, f"lines wider than {cli.render.WIDTH}: {too_wide}"
 
 
 # --- against the in-process appliance (printers unreachable) -------------------------------
@@ -244,7 +244,7 @@ def test_missing_token_is_exit_2(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No --token and no $EDGEPRINT_TOKEN: exit 2 naming the variable."""
-    monkeypatch.delenv(cli.TOKEN_ENV, raising=False)
+    monkeypatch.delenv(cli.client.TOKEN_ENV, raising=False)
     assert cli.main(["status", "--url", f"http://127.0.0.1:{_closed_port()}"]) == 2
     assert "EDGEPRINT_TOKEN" in capsys.readouterr().err
 
@@ -312,8 +312,8 @@ async def test_redirects_are_not_followed(
 
 def test_terminal_control_characters_are_neutralised() -> None:
     """Text from printers (state messages, errors) cannot move the cursor or recolour."""
-    assert cli._clean("eve\u009b31m") == "eve?31m"
-    assert cli._clean("a\x1b[2Jb") == "a?[2Jb"
+    assert cli.render.clean("eve\u009b31m") == "eve?31m"
+    assert cli.render.clean("a\x1b[2Jb") == "a?[2Jb"
 
 
 # --- on two real printers -----------------------------------------------------------------
@@ -342,13 +342,12 @@ async def busy_floor(rig: Rig, kiosk: Client, deadline_s: float = 30.0) -> dict[
     done = [await kiosk.submit(f"floor-done-{i:02d}", pool="lobby", hold=False) for i in range(3)]
     await kiosk.wait_states([j["id"] for j in done], {"DONE"}, timeout_s=deadline_s)
     rig.media("printer-02", "empty")
-    until = time.monotonic() + deadline_s
-    while True:
+
+    async def printer_02_unhealthy() -> bool:
         body = await _tech_get(kiosk, "/v1/printers")
-        if not {p["name"]: p["healthy"] for p in body["printers"]}["printer-02"]:
-            break
-        assert time.monotonic() < until, f"printer-02 still healthy: {body}"
-        await asyncio.sleep(0.05)  # polling a condition, bounded by the deadline
+        return not {p["name"]: p["healthy"] for p in body["printers"]}["printer-02"]
+
+    await eventually(printer_02_unhealthy, "printer-02 unhealthy", timeout_s=deadline_s)
     rig.set_speed("printer-01", 120.0)
     slow = [
         await kiosk.submit(f"floor-slow-{i:02d}", printer="printer-01", hold=False)

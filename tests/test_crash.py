@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 from pathlib import Path
 
 import aiohttp
 import pytest
 
 from tests.conftest import to_toml
+from tests.polling import eventually
 from tests.printing import Client, assert_each_printed_once, printed_names, rig_config
 from tests.proc import ServeProcess
 from tests.rig import Rig
@@ -97,9 +97,7 @@ async def test_printer_restart_with_lost_history_is_dead_outcome_unknown(
             kiosk = Client(http, server.url)
             job = await kiosk.submit("forgot-0001", printer="printer-01", hold=False)
             await kiosk.wait_states([job["id"]], {"PRINTING"})
-            deadline = time.monotonic() + 10
-            while printers.received("printer-01") == 0 and time.monotonic() < deadline:  # noqa: ASYNC110
-                await asyncio.sleep(0.01)  # polling the printer's spool for the document
+            await eventually(lambda: printers.received("printer-01"), "the document at printer-01")
             assert printers.received("printer-01") == 1
             server.kill()
         printers.restart("printer-01")  # power cycle: history gone, the job never finishes

@@ -24,6 +24,7 @@ import aiohttp
 import pytest
 
 from tests.pdfs import make_pdf
+from tests.polling import eventually
 from tests.printing import assert_each_printed_once
 from tests.proc import ServeProcess
 from tests.rig import Rig
@@ -243,16 +244,17 @@ async def _print_badges(url: str, token: str, keys: list[str]) -> list[str]:
                 body = await r.json()
                 assert r.status == 201, body
                 ids.append(body["id"])
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:  # polls the jobs' states
-            states = []
+        states: list[str] = []
+
+        async def all_done() -> bool:
+            states[:] = []
             for job_id in ids:
                 async with http.get(f"{url}/v1/jobs/{job_id}", headers=headers) as r:
                     states.append((await r.json())["state"])
-            if set(states) == {"DONE"}:
-                return ids
-            await asyncio.sleep(0.05)
-        raise AssertionError(f"not printed in 30 s: {states}")
+            return set(states) == {"DONE"}
+
+        await eventually(all_done, lambda: f"every job printed: {states}", timeout_s=30)
+        return ids
 
 
 def test_readme_commands_print_a_badge_and_purge_names_the_jobs(

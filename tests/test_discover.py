@@ -15,7 +15,7 @@ from pathlib import Path
 
 from zeroconf import Zeroconf
 
-from edgeprint.cli_discover import nothing_found, render
+from edgeprint.cli.discover import nothing_found, render
 from edgeprint.config import parse_config
 from edgeprint.ipp_server.advertise import service_info
 from edgeprint.printers.discover import FoundPrinter, config_name

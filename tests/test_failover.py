@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.polling import eventually
 from tests.printing import appliance, printed_names, rig_config
 from tests.rig import Rig
 
@@ -54,9 +55,9 @@ async def test_printer_dies_mid_run_peers_take_its_work(
         for i in range(10):
             job = await kiosk.submit(f"named-{i:04d}", printer="printer-02", hold=False)
             ids.append(job["id"])
-        deadline = time.monotonic() + 20
-        while len(rig.printed("printer-02")) < 3 and time.monotonic() < deadline:  # noqa: ASYNC110
-            await asyncio.sleep(0.01)  # polling the printer's ground truth
+        await eventually(
+            lambda: len(rig.printed("printer-02")) >= 3, "three prints on printer-02", timeout_s=20
+        )
         _strike(rig, fault, "printer-02")
         struck = time.monotonic()
         jobs = await kiosk.wait_states(ids, {"DONE", "DEAD"}, timeout_s=60)
@@ -69,14 +70,11 @@ async def test_printer_dies_mid_run_peers_take_its_work(
             {"hang": lambda: rig.resume("printer-02"),
              "paper": lambda: rig.media("printer-02", "loaded"),
              "jam": lambda: rig.clear_fault("printer-02")}[fault]()  # fmt: skip
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline:
-                fences = await run.service.open_copies_on("printer-02")
-                snap = run.dispatcher.snapshot("printer-02")
-                if not fences and snap is not None and snap.healthy:
-                    break
-                await asyncio.sleep(0.05)  # polling the appliance's own state, bounded
-            assert not await run.service.open_copies_on("printer-02")
+
+            async def settled() -> bool:
+                return not await run.service.open_copies_on("printer-02")
+
+            await eventually(settled, "printer-02's copies settled", timeout_s=20)
     _check_outcome(rig, jobs)
     named = {f"edgeprint-{j}" for j in ids[50:]}
     printers_of_named = {p for n, ps in printed_names(rig).items() if n in named for p in ps}

@@ -22,7 +22,6 @@ import hashlib
 import itertools
 import json
 import sqlite3
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ from edgeprint.server import DB_FILE
 from tests.conftest import KIOSK_TOKEN
 from tests.live import Live, live_appliance, unlimited_config
 from tests.pdfs import make_pdf
+from tests.polling import eventually_sync
 
 PROBLEM_TYPE = "urn:edgeprint:problem:"
 #: Every answer within this (no hang on any input).
@@ -555,9 +555,9 @@ def test_upload_cut_off(live: Live, data: st.DataObject) -> None:
         assert 400 <= status < 500, raw[:300]
         assert b"application/problem+json" in raw.split(b"\r\n\r\n", 1)[0], raw[:300]
     # The handler may still be unwinding after the connection closed: a bounded wait.
-    deadline = time.monotonic() + ANSWER_S
-    while stored(live).staging and time.monotonic() < deadline:
-        time.sleep(0.01)
+    eventually_sync(
+        lambda: not stored(live).staging, "the staging area emptied", timeout_s=ANSWER_S
+    )
     check_store(live, before, Answer(400, "", raw, {}))
 
 

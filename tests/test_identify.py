@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.polling import eventually
 from tests.printing import appliance, rig_config
 from tests.rig import Rig
 from tests.test_cli_tech import run_cli
@@ -21,11 +20,13 @@ def identify_requests(rig: Rig, name: str) -> int:
     return rig[name].server_log.read_text(errors="replace").count("Identify-Printer")
 
 
-async def wait_printed(rig: Rig, name: str, job_name: str, timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not any(p.job_name == job_name for p in rig.printed(name)):
-        assert time.monotonic() < deadline, f"{job_name} not printed on {name}"
-        await asyncio.sleep(0.02)  # polling a condition, bounded by the deadline
+async def wait_printed(rig: Rig, name: str, job_name: str) -> None:
+    """Until the printer's own log shows ``job_name`` printed on ``name``."""
+    await eventually(
+        lambda: any(p.job_name == job_name for p in rig.printed(name)),
+        f"{job_name} printed on {name}",
+        timeout_s=20,
+    )
 
 
 async def test_identify_uses_identify_printer_or_a_test_page(tmp_path: Path, printers: Rig) -> None:

@@ -6,9 +6,7 @@ the fixture turns it on when it is off (root) and back off afterwards.
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +19,7 @@ from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZerocon
 from edgeprint.config import parse_config
 from edgeprint.ipp_server import advertise
 from tests.conftest import config_dict
+from tests.polling import eventually
 from tests.rig_fixtures import in_ci
 
 
@@ -62,10 +61,9 @@ async def _browse(until: Callable[[set[str]], bool], timeout_s: float = 10.0) ->
     azc = AsyncZeroconf(interfaces=["127.0.0.1"], ip_version=IPVersion.V4Only)
     browser = AsyncServiceBrowser(azc.zeroconf, [advertise.SERVICE_TYPE], handlers=[changed])
     try:
-        deadline = time.monotonic() + timeout_s
-        while not until(seen):
-            assert time.monotonic() < deadline, f"seen only {sorted(seen)}"
-            await asyncio.sleep(0.05)  # polling a condition, bounded by the deadline
+        await eventually(
+            lambda: until(seen), lambda: f"more than {sorted(seen)}", timeout_s=timeout_s
+        )
         return seen
     finally:
         await browser.async_cancel()

@@ -54,8 +54,6 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "cli": (
         (
             "edgeprint.cli",
-            "edgeprint.cli_discover",
-            "edgeprint.cli_setup",
             "edgeprint.setup",
             "edgeprint.__main__",
         ),

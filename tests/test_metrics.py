@@ -27,7 +27,8 @@ async def scrape(
 
 
 async def test_metrics_move_as_jobs_flow(tmp_path: Path, printers: Rig) -> None:
-    """Accepted, printed, jobs by state, queue gauges, IPP latency and printer up all move."""
+    """Accepted, printed, jobs by state, queue gauges, IPP latency, printer up and store
+    commits all move."""
     async with appliance(rig_config(tmp_path / "data", printers)) as (_, kiosk):
         before = await scrape(kiosk.http, kiosk.url)
         assert before[("edgeprint_jobs", (("state", "DONE"),))] == 0
@@ -55,6 +56,10 @@ async def test_metrics_move_as_jobs_flow(tmp_path: Path, printers: Rig) -> None:
     assert after[("edgeprint_waiting_jobs", (("printer", "printer-01"),))] == 0
     assert after[("edgeprint_pool_waiting_jobs", (("pool", "lobby"),))] == 0
     assert after[("edgeprint_dead_letter_jobs", ())] == 0
+    # Every write went through a group commit of at least one statement.
+    commits = after[("edgeprint_store_commit_statements_count", ())]
+    assert commits > before[("edgeprint_store_commit_statements_count", ())]
+    assert after[("edgeprint_store_commit_statements_sum", ())] >= commits
     create_jobs = [
         v for (n, labels), v in after.items()
         if n == "edgeprint_ipp_request_duration_seconds_count"

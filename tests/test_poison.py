@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.polling import eventually
 from tests.printing import appliance, printed_names, rig_config
 from tests.rig import Rig
 
@@ -61,17 +61,11 @@ async def test_printer_dies_right_after_printing_no_second_copy(
         assert (final["state"], final["dead_reason"]) == ("DEAD", "outcome_unknown")
         assert [c.job_id for c in await run.service.open_copies_on("printer-01")] == [job["id"]]
         printers.restart("printer-01")
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:  # the worker's own back-off decides when it looks
-            snap = run.dispatcher.snapshot("printer-01")
-            if (
-                snap is not None
-                and snap.healthy
-                and not await run.service.open_copies_on("printer-01")
-            ):
-                break
-            await asyncio.sleep(0.02)
-        assert await run.service.open_copies_on("printer-01") == []
+
+        async def settled() -> bool:  # the worker's own back-off decides when it looks
+            return not await run.service.open_copies_on("printer-01")
+
+        await eventually(settled, "printer-01's copy settled", timeout_s=20)
         after = await kiosk.submit("after-restart", printer="printer-01", hold=False)
         [done] = await kiosk.wait_states([after["id"]], {"DONE"}, timeout_s=30)
     names = printed_names(printers)
@@ -94,10 +88,12 @@ async def test_document_that_cannot_be_read_now_is_retried_not_dead(
         path.mkdir()  # read_bytes() → IsADirectoryError, an OSError that is not ENOENT
         status, _ = await kiosk.post(f"/v1/jobs/{job['id']}/release")
         assert status == 200
-        deadline = time.monotonic() + 10
-        while "Is a directory" not in ((current := await kiosk.job(job["id"]))["last_error"] or ""):
-            assert time.monotonic() < deadline, current
-            await asyncio.sleep(0.02)  # polling a condition, bounded by the deadline
+
+        async def unreadable() -> dict[str, object] | None:
+            current = await kiosk.job(job["id"])
+            return current if "Is a directory" in (current["last_error"] or "") else None
+
+        current = await eventually(unreadable, "the read error in last_error")
         assert current["state"] in ("RELEASED", "PRINTING"), current
         path.rmdir()
         path.write_bytes(document)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,6 +21,7 @@ from edgeprint.server import Running
 from tests.conftest import TECH_TOKEN
 from tests.ipp_proxy import IppProxy
 from tests.pdfs import make_pdf
+from tests.polling import eventually
 from tests.printing import Client, appliance, printed_names, rig_config
 from tests.rig import Rig
 
@@ -58,18 +58,6 @@ async def printer_view(kiosk: Client, name: str) -> dict[str, Any]:
     async with kiosk.http.get(f"{kiosk.url}/v1/printers", headers=headers) as r:
         body = await r.json()
     return next(p for p in body["printers"] if p["name"] == name)
-
-
-async def eventually(check: Any, timeout_s: float = 20.0) -> Any:
-    """Poll ``check()`` (async) until it returns something truthy; fail after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = await check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met in {timeout_s} s: {check}")
-        await asyncio.sleep(0.02)  # polling a condition, bounded by the deadline
 
 
 async def cancel_at_the_panel(printer_uri: str, printer_job_id: int) -> int:
@@ -118,7 +106,7 @@ async def test_cancelled_at_the_printer_panel_stays_cancelled(
             copies = await run.service.copies_of(job["id"])
             return next((c.printer_job_id for c in copies if c.state.value == "acknowledged"), None)
 
-        pjid = await eventually(acknowledged)
+        pjid = await eventually(acknowledged, "the printer to acknowledge the copy", timeout_s=20)
         assert await cancel_at_the_panel(printers["printer-01"].uri, pjid) == 0
         printers.clear_fault("printer-01")
         [final] = await kiosk.wait_states([job["id"]], {"CANCELLED", "DONE", "DEAD", "RELEASED"})
@@ -218,7 +206,7 @@ async def test_http_426_says_use_ipps_and_is_probed_slowly(
     is probed with a back-off (no storm), and its jobs go to its peer."""
     proxy.configure(http_status=426)
     async with proxied(tmp_path, printers, proxy) as (_, kiosk):
-        view = await eventually(lambda: _unhealthy(kiosk, "printer-01"), timeout_s=10)
+        view = await eventually(lambda: _unhealthy(kiosk, "printer-01"), "printer-01 unhealthy")
         assert view["health_reason"] == "printer requires TLS: use ipps://"
         before = proxy.count("Get-Printer-Attributes")
         job = await kiosk.submit("tls-0001", printer="printer-01", hold=False, doc=BADGE)
@@ -259,10 +247,10 @@ async def test_an_answer_that_is_not_ipp_makes_the_printer_unhealthy_and_touches
     proxy.configure(garbage=True)
     caplog.set_level(logging.WARNING, logger="edgeprint")
     async with proxied(tmp_path, printers, proxy) as (_, kiosk):
-        view = await eventually(lambda: _unhealthy(kiosk, "printer-01"), timeout_s=10)
+        view = await eventually(lambda: _unhealthy(kiosk, "printer-01"), "printer-01 unhealthy")
         assert "not valid IPP" in view["health_reason"]
         job = await kiosk.submit("bad-0001", hold=False, doc=BADGE, printer="printer-01")
-        await eventually(lambda: _probes_at_least(proxy, 3), timeout_s=15)
+        await eventually(lambda: _probes_at_least(proxy, 3), "three probes", timeout_s=15)
         current = await kiosk.job(job["id"])
     # printer-01 is in pool "lobby": its jobs go to the healthy peer, never failed
     assert current["state"] in ("RELEASED", "PRINTING", "DONE")
@@ -324,7 +312,7 @@ async def test_a_cancel_survives_a_printer_that_dies_before_confirming_it(
                 c.state.value == "acknowledged" for c in await run.service.copies_of(job["id"])
             )
 
-        await eventually(acknowledged)
+        await eventually(acknowledged, "the printer to acknowledge the copy", timeout_s=20)
         proxy.configure(http_status=None)
         printers.kill("printer-01")
         status, body = await kiosk.post(f"/v1/jobs/{job['id']}/cancel")
@@ -361,9 +349,11 @@ async def test_a_printer_that_does_not_answer_says_since_when_and_nothing_stale(
     count from before it died."""
     cfg = rig_config(tmp_path / "data", printers)
     async with appliance(cfg) as (_, kiosk):
-        await eventually(lambda: _state_known(kiosk, "printer-01"))
+        await eventually(
+            lambda: _state_known(kiosk, "printer-01"), "printer-01's state", timeout_s=20
+        )
         printers.kill("printer-01")
-        view = await eventually(lambda: _down(kiosk, "printer-01"))
+        view = await eventually(lambda: _down(kiosk, "printer-01"), "printer-01 down", timeout_s=20)
     assert view["printer_state"] is None
     assert view["queued_job_count"] is None
     assert view["unreachable_since"].endswith("Z") or "+00:00" in view["unreachable_since"]

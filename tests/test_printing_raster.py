@@ -7,9 +7,7 @@ record: ippeveprinter's prints.log, the ZPL bytes LPrint sent its Zebra.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from tests import pdfs
 from tests.conftest import TECH_TOKEN
 from tests.ipp_proxy import IppProxy
 from tests.lprint_rig import LPrintRig
+from tests.polling import eventually
 from tests.printing import Client, appliance, rig_config
 from tests.rig import Rig
 from tests.rig_fixtures import one_printer
@@ -41,13 +40,12 @@ async def _printers(kiosk: Client) -> dict[str, dict[str, Any]]:
 
 async def _probed(kiosk: Client, name: str, timeout_s: float = 20.0) -> dict[str, Any]:
     """The printer's view once edgeprint has probed it (capabilities known)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+
+    async def probed() -> dict[str, Any] | None:
         view = (await _printers(kiosk))[name]
-        if view["capabilities"] is not None:
-            return view
-        await asyncio.sleep(0.02)  # polling a condition, bounded by the deadline
-    raise AssertionError(f"{name} not probed in {timeout_s} s")
+        return view if view["capabilities"] is not None else None
+
+    return await eventually(probed, f"{name} probed", timeout_s=timeout_s)
 
 
 async def _print_badge(tmp_path: Path, rig: Rig, fmt: str) -> None:

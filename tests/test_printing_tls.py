@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import TECH_TOKEN
+from tests.polling import eventually
 from tests.printing import Client, appliance, rig_config
 from tests.rig import Rig
 from tests.test_tls import file_fingerprint, ipps, plain_http  # noqa: F401 - a fixture
@@ -25,14 +25,14 @@ async def _view(kiosk: Client, name: str) -> dict[str, Any]:
         return next(p for p in (await r.json())["printers"] if p["name"] == name)
 
 
-async def _until(kiosk: Client, name: str, check: Any, timeout_s: float = 20.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        view = await _view(kiosk, name)
-        if check(view):
-            return view
-        assert time.monotonic() < deadline, f"{name}: {view}"
-        await asyncio.sleep(0.02)  # polling a condition, bounded by the deadline
+async def _until(kiosk: Client, name: str, check: Any) -> dict[str, Any]:
+    """The printer's view once ``check(view)`` holds."""
+
+    async def view() -> dict[str, Any] | None:
+        v = await _view(kiosk, name)
+        return v if check(v) else None
+
+    return await eventually(view, f"{name}'s view to change", timeout_s=20)
 
 
 async def test_an_ipps_printer_is_pinned_refused_when_reset_and_retrusted(

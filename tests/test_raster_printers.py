@@ -10,8 +10,7 @@ from __future__ import annotations
 import io
 import os
 import subprocess
-import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +25,7 @@ from edgeprint.documents.render import RenderPool
 from tests import pdfs
 from tests.ipp_helpers import print_job, printer_attributes
 from tests.lprint_rig import LPrintRig
+from tests.polling import eventually
 from tests.rig import Rig, find_tool
 from tests.rig_fixtures import one_printer
 from tests.zpl_decode import graphics
@@ -72,8 +72,10 @@ async def _print_on_rig(rig: Rig, pool: RenderPool, tmp_path: Path, fmt: str) ->
     answer = await print_job(printer.uri, document, fmt, job_name="raster-handout")
     assert answer["status-code"] == 0, hex(answer["status-code"])
     rig_printed = rig.printed  # ground truth: the printer's own log of what came out
-    deadline_ok = _wait(lambda: len(rig_printed("printer-01")) == 1)
-    assert deadline_ok, f"not printed; server log:\n{printer.server_log.read_text()[-2000:]}"
+    await eventually(
+        lambda: len(rig_printed("printer-01")) == 1,
+        lambda: f"the print; server log:\n{printer.server_log.read_text()[-2000:]}",
+    )
     (printed,) = rig_printed("printer-01")
     assert (printed.job_name, printed.pages, printed.bytes) == ("raster-handout", 2, len(document))
     (kept,) = [
@@ -83,16 +85,6 @@ async def _print_on_rig(rig: Rig, pool: RenderPool, tmp_path: Path, fmt: str) ->
     impressions, pcl = _ippevepcl(kept, fmt)
     assert impressions == 2
     assert pcl.count(b"\x1b*r0B\x0c") == 2  # end of raster graphics, form feed: per page
-
-
-def _wait(cond: Callable[[], bool], timeout: float = 10.0) -> bool:
-    """Poll ``cond`` until it holds (True) or ``timeout`` passes (False)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return False
 
 
 async def test_pwg_raster_prints_on_a_raster_only_ippeveprinter(
@@ -175,7 +167,9 @@ async def test_jpeg_prints_one_job_per_page(
     for i, page in enumerate(pages, start=1):
         answer = await print_job(printer.uri, page, "image/jpeg", job_name=f"handout-p{i}")
         assert answer["status-code"] == 0, hex(answer["status-code"])
-        assert _wait(lambda n=i: len(jpeg_printer.printed("printer-01")) == n)  # one job at a time
+        await eventually(  # one job at a time
+            lambda n=i: len(jpeg_printer.printed("printer-01")) == n, f"page {i} printed"
+        )
     printed = jpeg_printer.printed("printer-01")
     assert [(p.job_name, p.bytes) for p in printed] == [
         ("handout-p1", len(pages[0])),

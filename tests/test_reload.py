@@ -22,6 +22,7 @@ from edgeprint.config import parse_config
 from edgeprint.reload import changed_keys, restart_keys
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, config_dict, to_toml
 from tests.pdfs import make_pdf
+from tests.polling import eventually, eventually_sync
 from tests.printing import Client, assert_each_printed_once, rig_config
 from tests.proc import ServeProcess
 from tests.rig import Rig
@@ -69,8 +70,9 @@ class Appliance:
         raise AssertionError(f"no {wanted} in {deadline_s} s: {got}")
 
     def event(self, offset: int, events: set[str], deadline_s: float) -> dict[str, Any]:
-        end = time.monotonic() + deadline_s
-        while time.monotonic() < end:
+        """The first log record after ``offset`` whose event is one of ``events``."""
+
+        def found() -> dict[str, Any] | None:
             for line in self.server.log_path.read_bytes()[offset:].splitlines():
                 try:
                     rec = json.loads(line)
@@ -78,8 +80,11 @@ class Appliance:
                     continue
                 if isinstance(rec, dict) and rec.get("event") in events:
                     return rec
-            time.sleep(0.02)  # polling the log for a condition, bounded by the deadline
-        raise AssertionError(f"no {events} in the log:\n{self.server.tail()}")
+            return None
+
+        return eventually_sync(
+            found, lambda: f"{events} in the log:\n{self.server.tail()}", timeout_s=deadline_s
+        )
 
     @contextlib.contextmanager
     def running(self) -> Iterator[Appliance]:
@@ -311,15 +316,14 @@ def test_reload_removing_a_printer_without_pool_finishes_its_job_and_keeps_the_r
 async def _until_printer(url: str, printer: str, field: str) -> None:
     """Poll GET /v1/printers until ``printer``'s ``field`` is truthy."""
     headers = {"Authorization": f"Bearer {TECH_TOKEN}"}
-    deadline = time.monotonic() + 10
     async with aiohttp.ClientSession() as http:
-        while time.monotonic() < deadline:
+
+        async def check() -> bool:
             async with http.get(f"{url}/v1/printers", headers=headers) as r:
                 body = await r.json()
-            if any(p["name"] == printer and p[field] for p in body["printers"]):
-                return
-            await asyncio.sleep(0.02)
-    raise AssertionError(f"{printer}: no {field} in 10 s")
+            return any(p["name"] == printer and p[field] for p in body["printers"])
+
+        await eventually(check, f"{printer}'s {field}")
 
 
 async def _wait_all_done(url: str, ids: list[str]) -> list[dict[str, Any]]:

@@ -42,6 +42,7 @@ from edgeprint.printers.ipp import (
 from tests import rig as rig_module
 from tests import rig_fixtures
 from tests.pdfs import make_pdf
+from tests.polling import eventually
 from tests.rig import Rig, RigError, fault_line
 from tests.rig_fixtures import require_ippeveprinter
 
@@ -88,18 +89,16 @@ async def wait_job_state(
     ipp: IPP, job_id: int, states: set[IppJobState], within: float = 15.0
 ) -> IppJobState:
     """Poll Get-Job-Attributes until job-state is one of ``states`` (bounded)."""
-    deadline = time.monotonic() + within
-    while True:
+
+    async def state() -> IppJobState | None:
         resp = await ipp.execute(
             IppOperation.GET_JOB_ATTRIBUTES,
             {"operation-attributes-tag": {"job-id": job_id, "requested-attributes": ["job-state"]}},
         )
-        state = IppJobState(resp["jobs"][0]["job-state"])
-        if state in states:
-            return state
-        if time.monotonic() > deadline:
-            raise AssertionError(f"job {job_id} still {state.name} after {within}s")
-        await asyncio.sleep(0.02)
+        now = IppJobState(resp["jobs"][0]["job-state"])
+        return now if now in states else None
+
+    return await eventually(state, f"job {job_id} in {states}", timeout_s=within)
 
 
 # --- the two boundary facts edgeprint builds on -------------------------------------
@@ -333,26 +332,24 @@ async def wait_job(
     c: IppClient, job_id: int, states: frozenset[int] | set[int], within: float = 10.0
 ) -> PrinterJob:
     """Poll Get-Job-Attributes until job-state is one of ``states`` (bounded)."""
-    deadline = time.monotonic() + within
-    while (j := await job(c, job_id)).state not in states:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"job {job_id} still {j} after {within}s")
-        await asyncio.sleep(0.02)
-    return j
+
+    async def found() -> PrinterJob | None:
+        j = await job(c, job_id)
+        return j if j.state in states else None
+
+    return await eventually(found, f"job {job_id} in {states}", timeout_s=within)
 
 
 async def wait_printer(
     c: IppClient, reason: str, within: float = 10.0, *, state: int | None = None
 ) -> PrinterStatus:
     """Poll Get-Printer-Attributes until ``reason`` is in printer-state-reasons (bounded)."""
-    deadline = time.monotonic() + within
-    while True:
+
+    async def status() -> PrinterStatus | None:
         st = await c.get_printer_attributes()
-        if reason in st.reasons and (state is None or st.state == state):
-            return st
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no {reason} (state {state}) after {within}s: {st}")
-        await asyncio.sleep(0.02)
+        return st if reason in st.reasons and (state is None or st.state == state) else None
+
+    return await eventually(status, f"{reason} (state {state})", timeout_s=within)
 
 
 async def stays_processing(c: IppClient, job_id: int, seconds: float) -> None:

@@ -23,6 +23,7 @@ from edgeprint.config import load_config
 from tests.conftest import to_toml
 from tests.mdns import advertise, port_of
 from tests.pdfs import make_pdf
+from tests.polling import eventually
 from tests.printing import FAST_DISPATCH, assert_each_printed_once
 from tests.proc import ServeProcess
 from tests.rig import Rig
@@ -91,13 +92,15 @@ async def _print_one(url: str, token: str) -> str:
         async with http.post(f"{url}/v1/jobs", data=form, headers=headers) as r:
             job: dict[str, Any] = await r.json()
             assert r.status == 201, job
-        for _ in range(600):  # polls the job's state, up to 30 s
+
+        async def done() -> bool:
+            nonlocal job
             async with http.get(f"{url}/v1/jobs/{job['id']}", headers=headers) as r:
                 job = await r.json()
-            if job["state"] == "DONE":
-                return str(job["id"])
-            await asyncio.sleep(0.05)
-    raise AssertionError(f"not printed: {job}")
+            return job["state"] == "DONE"
+
+        await eventually(done, lambda: f"the job printed: {job}", timeout_s=30)
+        return str(job["id"])
 
 
 def test_setup_refuses_to_replace_a_config_in_use(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ async def test_stats_counts_states_reasons_and_queues(app: Appliance) -> None:
     by_name = {p["name"]: p for p in body["printers"]}
     assert list(by_name) == ["printer-01", "printer-02", "printer-03"]
     assert by_name["printer-03"]["waiting"] == 1
-    assert by_name["printer-03"]["oldest_waiting_s"] >= 0
+    assert 0 <= by_name["printer-03"]["oldest_waiting_s"] < 60  # submitted just now
     assert by_name["printer-01"]["waiting"] == 0
     assert set(by_name["printer-01"]) == {
         "name", "pool", "healthy", "health_reason", "reachable", "paused", "waiting",

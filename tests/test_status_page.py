@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from edgeprint.api.status_page import CONTENT_SECURITY_POLICY, PAGE
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance
@@ -55,10 +54,6 @@ def require_chromium() -> str:
 def chromium_path() -> str:
     """Checked before the printers start: a missing browser skips (or fails) at once."""
     return require_chromium()
-
-
-def _has_page(app: web.Application) -> bool:
-    return any(r.canonical == "/" for r in app.router.resources())
 
 
 @pytest.fixture

@@ -6,15 +6,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import threading
 import uuid
 from pathlib import Path
 
+import aiosqlite
 import pytest
 
 from edgeprint import errors
 from edgeprint.config import StoreConfig
 from edgeprint.store import Store as SqliteStore
-from edgeprint.store import backends, pg_schema
+from edgeprint.store import backends, db, pg_schema
 from edgeprint.store.interface import Store
 from edgeprint.store.postgres import PostgresStore, redact, translate
 from edgeprint.store.schema import SCHEMA_VERSION
@@ -212,6 +214,52 @@ async def test_job_record_fields_are_the_table_columns(store: Store) -> None:
             )
         ]
     assert list(JobRecord._fields) == [*columns, "cancel_requested", "truncated_copies"]
+
+
+async def test_each_group_commit_reports_its_statement_count(tmp_path: Path) -> None:
+    """on_commit hears every committed batch with its number of statements (units of several
+    statements count each one); a failed batch is not reported."""
+    seen: list[int] = []
+    store = SqliteStore(tmp_path / "t.sqlite3", on_commit=seen.append)
+    await store.open()
+    try:
+        await asyncio.gather(
+            *(store.write(_INSERT, (f"c{i}", f"ck{i}", "HELD", 1)) for i in range(10)),
+            store.write_many(
+                [(_INSERT, ("u1", "uk1", "HELD", 1)), (_INSERT, ("u2", "uk2", "HELD", 1))]
+            ),
+        )
+    finally:
+        await store.close()
+    assert sum(seen) == 12
+    assert len(seen) == store.batches
+    assert all(n >= 1 for n in seen)
+
+
+async def test_aiosqlite_runs_a_function_on_its_own_thread(tmp_path: Path) -> None:
+    """The one private use of aiosqlite (db.on_thread: its _execute and _conn) still runs a
+    function on the connection's own thread with that connection; if a new aiosqlite breaks
+    this, the store's one hop per batch must be redone (DESIGN §11)."""
+    conn = await aiosqlite.connect(tmp_path / "t.sqlite3", isolation_level=None)
+    try:
+        # The thread aiosqlite runs statements on, learnt through its public API.
+        await conn.create_function("thread_id", 0, threading.get_ident)
+        [(public_thread,)] = await conn.execute_fetchall("SELECT thread_id()")
+
+        def inside(raw: sqlite3.Connection) -> tuple[int, int]:
+            raw.execute("CREATE TEMP TABLE only_this_connection (x)")  # per connection
+            return threading.get_ident(), raw.execute("SELECT 41 + 1").fetchone()[0]
+
+        thread, answer = await db.on_thread(conn, inside)
+        assert (thread, answer) == (public_thread, 42)
+        assert thread != threading.get_ident()
+        rows = await conn.execute_fetchall("SELECT count(*) FROM temp.only_this_connection")
+        assert list(rows) == [(0,)]
+    finally:
+        await conn.close()
+    # Closed: the store's writer and reader expect a ValueError.
+    with pytest.raises(ValueError, match=r"no active connection|Connection closed"):
+        await db.on_thread(conn, lambda raw: raw.execute("SELECT 1"))
 
 
 # --- PostgreSQL only ---------------------------------------------------------------------

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -51,14 +53,24 @@ def test_ready_watchdog_and_stopping_are_notified(tmp_path: Path) -> None:
             assert server.wait_exit() == 0
 
 
-def test_no_notify_socket_is_harmless() -> None:
-    """Outside systemd the notifier does nothing and sets no watchdog."""
-    from edgeprint.systemd import Systemd
-
-    sd = Systemd(env={})
-    assert (sd.enabled, sd.watchdog_interval_s) == (False, None)
-    sd.ready("x")
-    sd.stopping()
+def test_outside_systemd_serve_runs_and_stops_cleanly(tmp_path: Path) -> None:
+    """No NOTIFY_SOCKET (a stray WATCHDOG_USEC set): the appliance becomes ready, answers,
+    logs no error, and SIGTERM ends it with exit 0."""
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(to_toml(config_dict(tmp_path / "data")))
+    env = {"NOTIFY_SOCKET": "", "WATCHDOG_USEC": "200000"}
+    server = ServeProcess(cfg, tmp_path / "serve.log", env=env)
+    with server.start():
+        for path in ("/healthz", "/readyz"):
+            with urllib.request.urlopen(f"{server.url}{path}", timeout=10) as resp:
+                assert resp.status == 200, path
+        assert server.terminate() == 0
+    records = [json.loads(line) for line in server.log_path.read_text().splitlines()]
+    assert [r["event"] for r in records if r.get("event") in ("ready", "stopped")] == [
+        "ready",
+        "stopped",
+    ], server.tail()
+    assert not [r for r in records if r["level"] in ("ERROR", "CRITICAL")], server.tail()
 
 
 def test_unit_file_has_the_required_settings() -> None:

@@ -11,7 +11,6 @@ import socket
 import ssl
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pytest
 from edgeprint import errors
 from edgeprint.printers import tls
 from tests.ipp_helpers import printer_attributes
+from tests.polling import eventually
 from tests.rig import Printer, Rig
 from tests.rig_fixtures import require_ippeveprinter
 
@@ -115,10 +115,9 @@ async def sockets_closed(port: int, timeout_s: float = 5.0) -> None:
                     found.append(obj)
         return found
 
-    deadline = time.monotonic() + timeout_s
-    while open_to_port():
-        assert time.monotonic() < deadline, "a connection to the printer stayed open"
-        await asyncio.sleep(0.01)
+    await eventually(
+        lambda: not open_to_port(), "every connection to the printer closed", timeout_s=timeout_s
+    )
 
 
 async def test_verify_mode_refuses_a_self_signed_printer(rig: Rig) -> None:

@@ -23,6 +23,7 @@ from edgeprint.server import DB_FILE
 from edgeprint.store.interface import Store as StoreInterface
 from edgeprint.store.outbox import Outbox
 from tests.conftest import TECH_TOKEN, Appliance, config_dict, to_toml
+from tests.polling import eventually
 from tests.printing import Client, appliance, assert_each_printed_once, rig_config
 from tests.proc import ServeProcess
 from tests.rig import Rig
@@ -63,15 +64,14 @@ async def metric(app: Appliance, outcome: str) -> float:
 
 async def failed(app: Appliance, count: int, timeout_s: float = 20.0) -> list[dict[str, Any]]:
     """Poll GET /v1/webhooks/deliveries?state=failed until ``count`` are listed."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+    async def parked() -> list[dict[str, Any]] | None:
         resp = await app.get("/v1/webhooks/deliveries?state=failed", token=TECH_TOKEN)
         assert resp.status == 200
         found: list[dict[str, Any]] = (await resp.json())["deliveries"]
-        if len(found) >= count:
-            return found
-        assert time.monotonic() < deadline, f"{len(found)} of {count} parked: {found}"
-        await asyncio.sleep(0.02)  # polling a condition, bounded by the deadline
+        return found if len(found) >= count else None
+
+    return await eventually(parked, f"{count} deliveries parked", timeout_s=timeout_s)
 
 
 # --- config -------------------------------------------------------------------------------
@@ -159,11 +159,12 @@ async def test_each_job_event_is_delivered_signed(
         cancelled = await (await app.submit(key="hook-key-0005")).json()
         assert (await app.post(f"/v1/jobs/{cancelled['id']}/cancel")).status == 200
         expiring = await (await app.submit(key="hook-key-0006")).json()
-        deadline = time.monotonic() + 10
-        while (await app.running.service.get(expiring["id"])).state != "EXPIRED":
-            assert time.monotonic() < deadline
+
+        async def expired() -> bool:
             await app.running.service.housekeeping()
-            await asyncio.sleep(0.02)  # polling a condition, bounded by the deadline
+            return (await app.running.service.get(expiring["id"])).state == "EXPIRED"
+
+        await eventually(expired, "the held job to expire")
         got = await receiver.wait_for(4)
         assert receiver.delivered_types() == [
             ("job.dead", dead["id"]),
@@ -217,10 +218,11 @@ async def test_receiver_down_then_back_gets_everything_in_order(
         b = await dead_job(app, "hook-key-0009")
         await app.post(f"/v1/jobs/{a['id']}/resolve", {"printed": True}, TECH_TOKEN)
         await app.post(f"/v1/jobs/{b['id']}/cancel", token=TECH_TOKEN)
-        deadline = time.monotonic() + 10
-        while await metric(app, "retried") < 3:  # it really tried, and failed, a few times
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.02)  # polling a condition, bounded by the deadline
+
+        async def retried() -> bool:  # it really tried, and failed, a few times
+            return await metric(app, "retried") >= 3
+
+        await eventually(retried, "three failed tries")
         await receiver.start()  # the same port
         await receiver.wait_for(4)
         assert receiver.delivered_types() == [
@@ -395,10 +397,11 @@ async def test_kill_9_between_state_change_and_delivery_loses_nothing(
 
 
 async def _wait_log(proc: ServeProcess, event: str, timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while f'"event": "{event}"' not in proc.log_path.read_text(errors="replace"):
-        assert time.monotonic() < deadline, proc.tail()
-        await asyncio.sleep(0.02)  # polling a condition, bounded by the deadline
+    await eventually(
+        lambda: f'"event": "{event}"' in proc.log_path.read_text(errors="replace"),
+        lambda: f"{event} in the log:\n{proc.tail()}",
+        timeout_s=timeout_s,
+    )
 
 
 async def test_printer_health_events_from_a_real_printer(

@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 from standardwebhooks import Webhook
+
+from tests.polling import eventually
 
 #: A Standard Webhooks secret (32 bytes) used by every test.
 SECRET = "whsec_" + base64.b64encode(b"edgeprint-webhook-test-secret-32").decode()
@@ -106,12 +107,13 @@ class Receiver:
 
     async def wait_for(self, count: int, timeout_s: float = 20.0) -> list[Received]:
         """Poll until ``count`` requests reached the hook URL; fails after ``timeout_s``."""
-        deadline = time.monotonic() + timeout_s
-        while len(self.hooks()) < count:
-            if time.monotonic() > deadline:
-                got = [json.loads(r.body).get("type") for r in self.hooks()]
-                raise AssertionError(f"{len(got)} of {count} webhook requests: {got}")
-            await asyncio.sleep(0.01)  # polling a condition, bounded by the deadline
+        await eventually(
+            lambda: len(self.hooks()) >= count,
+            lambda: (
+                f"{count} webhook requests: {[json.loads(r.body).get('type') for r in self.hooks()]}"
+            ),
+            timeout_s=timeout_s,
+        )
         return self.hooks()
 
 

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from edgeprint.config import StoreConfig
 from edgeprint.store import db, interface
 
 
-def from_config(config: StoreConfig, sqlite_path: Path) -> interface.Store:
-    """The (unopened) store of ``config``: PostgreSQL at ``url``, else SQLite at ``sqlite_path``."""
+def from_config(
+    config: StoreConfig,
+    sqlite_path: Path,
+    *,
+    on_commit: Callable[[int], object] | None = None,
+) -> interface.Store:
+    """The (unopened) store of ``config``: PostgreSQL at ``url``, else SQLite at ``sqlite_path``;
+    ``on_commit`` hears the statement count of every committed group commit."""
     if config.url is None:
         return db.Store(
             sqlite_path,
             synchronous=config.synchronous,
             busy_timeout_ms=config.busy_timeout_ms,
             max_batch=config.max_batch,
+            on_commit=on_commit,
         )
     from edgeprint.store import postgres  # psycopg is imported only when it is used
 
@@ -24,4 +32,5 @@ def from_config(config: StoreConfig, sqlite_path: Path) -> interface.Store:
         max_batch=config.max_batch,
         readers=config.readers,
         connect_timeout_s=config.connect_timeout_s,
+        on_commit=on_commit,
     )

@@ -23,7 +23,7 @@ import contextlib
 import functools
 import logging
 import urllib.parse
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
@@ -173,8 +173,10 @@ class PostgresStore:
         max_batch: int = 512,
         readers: int = 4,
         connect_timeout_s: float = 10.0,
+        on_commit: Callable[[int], object] | None = None,
     ) -> None:
         self.url = url
+        self._on_commit = on_commit
         self._max_batch = max_batch
         self._readers = readers
         self._connect_timeout_s = connect_timeout_s
@@ -406,6 +408,14 @@ class PostgresStore:
             return
         self.batches += 1
         self.writes += len(batch)
+        if self._on_commit is not None:
+            self._on_commit(
+                sum(
+                    len(w.statements)
+                    for w, res in zip(batch, results, strict=True)
+                    if not isinstance(res, psycopg.Error)
+                )
+            )
         for w, res in zip(batch, results, strict=True):
             if w.future.done():
                 continue

@@ -8,19 +8,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+from edgeprint.cli.errors import EXIT_OK
+from edgeprint.cli.render import clean
 
 if TYPE_CHECKING:  # zeroconf and aiohttp load only when the command runs
     from edgeprint.printers import discover
 
 DEFAULT_TIMEOUT_S = 3.0
-EXIT_OK = 0
 EXIT_NONE_FOUND = 1
-#: Control characters (C0, DEL, C1) never reach the terminal: the LAN names the printers.
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -100,7 +99,3 @@ def render(found: Sequence[discover.FoundPrinter]) -> list[str]:
         lines.append("")
     lines.append("Use them: edgeprint setup (asks which), or edgeprint setup --printer NAME=URI")
     return lines
-
-
-def clean(text: str) -> str:
-    return _CONTROL_RE.sub("?", text)

@@ -19,14 +19,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from edgeprint.cli_discover import seconds_arg
+from edgeprint.cli.discover import seconds_arg
+from edgeprint.cli.errors import EXIT_OK, EXIT_USAGE
+from edgeprint.cli.render import clean
 from edgeprint.config import NAME_PATTERN
 
 if TYPE_CHECKING:
     from edgeprint.printers.discover import FoundPrinter
 
-EXIT_OK = 0
-EXIT_USAGE = 2
 PROBE_TIMEOUT_S = 3.0
 DEFAULT_POOL = "lobby"
 _NAME_RE = re.compile(NAME_PATTERN)
@@ -196,7 +196,6 @@ def _unique(found: list[FoundPrinter]) -> list[FoundPrinter]:
 
 
 def _choose(found: list[FoundPrinter], ask: Callable[[str], str]) -> list[tuple[str, str]]:
-    from edgeprint.cli_discover import clean
     from edgeprint.printers.discover import config_name
 
     listed = _unique(found)

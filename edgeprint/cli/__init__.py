@@ -1,0 +1,31 @@
+"""The ``edgeprint`` command: the appliance (serve, check-config, token new, setup,
+discover) and the technicians' commands that talk to a running appliance's local API.
+
+``parser`` is the command line, ``commands`` runs one (serve, check-config and token are
+there), ``tech`` holds the technicians' commands, ``client`` the HTTP client, ``render``
+the tables, ``setup`` and ``discover`` their own commands.
+
+Technician commands (DESIGN §8)::
+
+    edgeprint status                      one screen: printers, pools, jobs by state, dead letter
+    edgeprint printers                    every printer in full, and the pools
+    edgeprint jobs [--state S] [--owner O] [--printer P] [--limit N] [--cursor C]
+    edgeprint dead-letter [--limit N] [--cursor C]
+    edgeprint replay JOB_ID               DEAD → RELEASED (once)
+    edgeprint pause|resume|drain PRINTER
+
+They take ``--url URL`` (default ``$EDGEPRINT_URL`` or http://127.0.0.1:8631) or
+``--config PATH`` (the URL from its ``[server]`` host and port), ``--token TOKEN``
+(default ``$EDGEPRINT_TOKEN``; prefer the variable: arguments show in ``ps``) and
+``--json`` (the API's JSON as-is, for scripts). The HTTP client is the standard
+library's, so the command starts fast and needs no event loop.
+
+Exit codes: 0 ok; 1 the appliance answered with an error (its ``detail`` is
+printed), or a runtime failure of ``serve``; 2 bad usage or bad config; 3 the
+appliance cannot be reached (the URL is named).
+"""
+
+from edgeprint.cli import client, render
+from edgeprint.cli.commands import main
+
+__all__ = ["client", "main", "render"]

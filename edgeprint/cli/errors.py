@@ -1,0 +1,30 @@
+"""What can go wrong on the command line, and the exit code each gives (README, ``--help``).
+
+0 ok; 1 the appliance answered with an error (its ``detail`` is printed), a
+runtime failure of ``serve``, or ``discover`` found nothing; 2 bad usage or
+bad config; 3 the appliance cannot be reached (the URL is named).
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_API_ERROR = 1
+EXIT_USAGE = 2
+EXIT_CONNECT = 3
+
+
+class UsageError(Exception):
+    """Bad arguments: exit 2."""
+
+
+class ConnectFailed(Exception):
+    """The appliance did not answer: exit 3."""
+
+
+class ApiFailed(Exception):
+    """The appliance answered with an error status: exit 1."""
+
+    def __init__(self, status: int, message: str, body: bytes) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body

@@ -1,0 +1,174 @@
+"""The ``edgeprint`` command line: commands, options and the checks on their values."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+from edgeprint.cli import client, discover, setup
+from edgeprint.states import JobState
+
+_JOB_ID_RE = re.compile(r"^[0-9a-f]{32}$")
+_PRINTER_RE = re.compile(r"^[a-z0-9-]{1,40}$")
+
+
+def _common_options() -> argparse.ArgumentParser:
+    """Options of every technician command, accepted before or after the command name."""
+    common = argparse.ArgumentParser(add_help=False)
+    g = common.add_argument_group("connection")
+    where = g.add_mutually_exclusive_group()
+    where.add_argument(
+        "--url", default=argparse.SUPPRESS,
+        help=f"the appliance's API (default ${client.URL_ENV} or {client.DEFAULT_URL})",
+    )  # fmt: skip
+    where.add_argument(
+        "--config", dest="api_config", metavar="PATH", default=argparse.SUPPRESS,
+        help="take the URL from this config file's [server] host and port",
+    )  # fmt: skip
+    g.add_argument(
+        "--token", default=argparse.SUPPRESS,
+        help=f"bearer token (default ${client.TOKEN_ENV}; prefer the variable, "
+        "arguments show in ps)",
+    )  # fmt: skip
+    g.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS,
+        help="print the API's JSON as-is (for scripts)",
+    )  # fmt: skip
+    g.add_argument(
+        "--timeout", type=_positive_float, metavar="SECONDS", default=argparse.SUPPRESS,
+        help=f"give up on a request after this long (default {client.DEFAULT_TIMEOUT_S:g})",
+    )  # fmt: skip
+    return common
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError("must be more than 0 and at most 3600")
+    return value
+
+
+def _limit(text: str) -> int:
+    if not re.fullmatch(r"[0-9]{1,3}", text) or not 1 <= int(text) <= 500:
+        raise argparse.ArgumentTypeError(f"an integer from 1 to 500, not {text!r}")
+    return int(text)
+
+
+def _cursor(text: str) -> str:
+    if not re.fullmatch(r"[0-9]{1,18}", text):
+        raise argparse.ArgumentTypeError(f"a cursor as printed by an earlier page, not {text!r}")
+    return text
+
+
+def _state(text: str) -> str:
+    value = text.upper()
+    if value not in {s.value for s in JobState}:
+        raise argparse.ArgumentTypeError(
+            f"one of {', '.join(s.value for s in JobState)}, not {text!r}"
+        )
+    return value
+
+
+def _job_id(text: str) -> str:
+    if not _JOB_ID_RE.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"a job id is 32 lowercase hex characters, not {text!r}")
+    return text
+
+
+def _printer(text: str) -> str:
+    if not _PRINTER_RE.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"a printer name is 1-40 characters from a-z, 0-9 and '-', not {text!r}"
+        )
+    return text
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: the version and the commit it was built from (asks git only when used)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(
+            option_strings,
+            dest,
+            nargs=0,
+            default=argparse.SUPPRESS,
+            help=str(kwargs.get("help", "")),
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        from edgeprint.version import describe
+
+        print(describe())
+        parser.exit()
+
+
+def parser() -> argparse.ArgumentParser:
+    """The ``edgeprint`` command line: every command, its options and their checks."""
+    common = _common_options()
+    p = argparse.ArgumentParser(
+        prog="edgeprint",
+        description="edgeprint print-job appliance",
+        parents=[common],
+        epilog="exit codes: 0 ok, 1 the appliance answered an error, 2 bad usage, 3 cannot connect",
+    )
+    p.add_argument("--version", action=_VersionAction, help="print version and commit, then exit")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    s = sub.add_parser("serve", help="run the appliance")
+    s.add_argument("--config", required=True, metavar="PATH", help="TOML config file")
+    s.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+    c = sub.add_parser("check-config", help="validate a config file and exit")
+    c.add_argument("path", metavar="PATH")
+
+    t = sub.add_parser("token", help="bearer tokens")
+    tsub = t.add_subparsers(dest="token_command", required=True, metavar="ACTION")
+    tn = tsub.add_parser("new", help="make a new token and print its [[tokens]] lines")
+    tn.add_argument("--role", required=True, choices=["kiosk", "tech"])
+    tn.add_argument("--name", default=None, help="token name (default: ROLE-<random>)")
+
+    discover.add_parser(sub)
+    setup.add_parser(sub)
+
+    def tech(name: str, help_: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help_, description=help_, parents=[common])
+
+    tech("status", "one screen: printers, pools, jobs by state, dead-letter queue (tech)")
+    pr = tech("printers", "every printer in full: IPP state, reasons, queues, errors (tech)")
+    pr.add_argument(
+        "action", nargs="?", choices=["trust"],
+        help="trust: accept the certificate an ipps printer presents now (after a reset)",
+    )  # fmt: skip
+    pr.add_argument("printer", nargs="?", metavar="PRINTER", type=_printer)
+    j = tech("jobs", "list jobs, newest first (kiosk or tech)")
+    j.add_argument("--state", type=_state, help="HELD, RELEASED, PRINTING, DONE, DEAD, …")
+    j.add_argument("--owner")
+    j.add_argument("--printer", type=_printer)
+    j.add_argument("--limit", type=_limit, help="1-500 (default 50)")
+    j.add_argument("--cursor", type=_cursor, help="next page, as printed after a full page")
+    d = tech("dead-letter", "the dead-letter queue, oldest first (tech)")
+    d.add_argument("--limit", type=_limit, help="1-500 (default 100)")
+    d.add_argument("--cursor", type=_cursor, help="next page, as printed after a full page")
+    r = tech("replay", "send a DEAD job back to its printer or pool, once (tech)")
+    r.add_argument("job_id", metavar="JOB_ID", type=_job_id)
+    idf = tech("identify", "make a printer show itself: IPP Identify-Printer or a test page (tech)")
+    idf.add_argument("printer", metavar="PRINTER", type=_printer)
+    idf.add_argument("--test-page", action="store_true", help="print a one-page test print instead")
+    tech("stats", "jobs by state, dead letters by reason, printers in short (tech)")
+    rs = tech("resolve", "settle a DEAD outcome_unknown job: it printed, or print it again (tech)")
+    rs.add_argument("job_id", metavar="JOB_ID", type=_job_id)
+    how = rs.add_mutually_exclusive_group(required=True)
+    how.add_argument("--printed", dest="printed", action="store_true", help="it came out: DONE")
+    how.add_argument(
+        "--not-printed", dest="printed", action="store_false", help="it did not: print once more"
+    )
+    for verb, what in (
+        ("pause", "stop giving a printer new work; the job in hand finishes (tech)"),
+        ("resume", "give a paused printer work again (tech)"),
+        ("drain", "pause a printer and move its waiting jobs to its pool (tech)"),
+    ):
+        tech(verb, what).add_argument("printer", metavar="PRINTER", type=_printer)
+    return p
