@@ -23,8 +23,8 @@ install: $(PY)
 	$(PY) -m pip install --quiet -e '.[test,dist]'
 
 lint:
-	$(PY) -m ruff check edgeprint tests bench
-	$(PY) -m ruff format --check edgeprint tests bench
+	$(PY) -m ruff check edgeprint tests testbed bench
+	$(PY) -m ruff format --check edgeprint tests testbed bench
 	$(PY) -m mypy edgeprint
 
 test: lint

@@ -6,7 +6,7 @@ printer, the rest for the pool; 1–3 copies, ``COPIES``) go to three real
 s/page (so a queue forms), while
 
 * the appliance (a real child, ``python -m edgeprint serve`` via
-  :class:`tests.proc.ServeProcess`, default ``[dispatch]`` settings) is
+  :class:`testbed.proc.ServeProcess`, default ``[dispatch]`` settings) is
   SIGKILLed ``--kills`` times (default 20), each a random
   ``APPLIANCE_GAP_S`` after it was last ready (``BUSY_BIAS`` of the kills then
   wait up to ``BUSY_WAIT_S`` for a job PRINTING, seen on ``/metrics``, and strike
@@ -103,9 +103,9 @@ from bench.print_bench import (
 )
 from bench.report import figures_markdown
 from edgeprint.config import ServerConfig
-from tests.conftest import KIOSK_TOKEN, config_dict, to_toml
-from tests.pdfs import make_pdf
-from tests.rig import free_ports
+from testbed.config import KIOSK_TOKEN, config_dict, to_toml
+from testbed.pdfs import make_pdf
+from testbed.rig import free_ports
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "bench" / "results" / "chaos.json"

@@ -1,13 +1,13 @@
 """Side by side with CUPS: the same held jobs through edgeprint and through a CUPS class.
 
 Both sides drive the same kind of printers: ``--printers`` real ``ippeveprinter``
-processes from :class:`tests.rig.Rig` (0 s/page), fresh for every run. Ground truth
+processes from :class:`testbed.rig.Rig` (0 s/page), fresh for every run. Ground truth
 is each printer's own ``prints.log`` (one line, millisecond UTC timestamp, per
-document that came out), read by job-name (:func:`tests.printing.printed_names`).
-Every job carries the same ~30 KB one-page PDF (:func:`tests.pdfs.make_pdf` padded).
+document that came out), read by job-name (:func:`testbed.rig.printed_names`).
+Every job carries the same ~30 KB one-page PDF (:func:`testbed.pdfs.make_pdf` padded).
 
 - **edgeprint**: the appliance as a child process (``python -m edgeprint serve``,
-  :class:`tests.proc.ServeProcess`, run from a copy of ``edgeprint/`` taken at the
+  :class:`testbed.proc.ServeProcess`, run from a copy of ``edgeprint/`` taken at the
   start), **default** ``[dispatch]`` and ``[store]`` settings, every printer in pool
   ``lobby``. Jobs: ``POST /v1/jobs`` (``hold: true``, ``pool: lobby``), then
   ``POST /v1/jobs/{id}/release``.
@@ -121,10 +121,9 @@ from bench.print_bench import (
     spread,
     until,
 )
-from tests.conftest import KIOSK_TOKEN
-from tests.pdfs import make_pdf
-from tests.printing import printed_names
-from tests.rig import Rig, RigError
+from testbed.config import KIOSK_TOKEN
+from testbed.pdfs import make_pdf
+from testbed.rig import Rig, RigError, printed_names
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "bench" / "results" / "cups.json"

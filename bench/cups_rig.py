@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.rig import find_tool, free_ports
+from testbed.rig import find_tool, free_ports
 
 #: tool → Debian package that ships it.
 CUPS_PACKAGES = {

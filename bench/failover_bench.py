@@ -1,8 +1,8 @@
 """Failover benchmark: a printer dies under load; how fast its work moves, and chaos.
 
 The appliance runs as a real child process (``python -m edgeprint serve``, via
-:class:`tests.proc.ServeProcess`), in front of three real ``ippeveprinter``
-printers from :class:`tests.rig.Rig`, all in one pool, each taking
+:class:`testbed.proc.ServeProcess`), in front of three real ``ippeveprinter``
+printers from :class:`testbed.rig.Rig`, all in one pool, each taking
 ``PRINTER_SECONDS_PER_PAGE`` (0.05 s) per page so that a queue builds up. Ground
 truth is each printer's own ``prints.log`` (one line, millisecond UTC timestamp,
 per document that came out); the appliance's view is its JSON log (ms
@@ -109,8 +109,8 @@ from bench.print_bench import (
 )
 from edgeprint.config import DispatchConfig
 from edgeprint.server import DB_FILE
-from tests.conftest import TECH_TOKEN, config_dict, to_toml
-from tests.rig import RigError, free_ports
+from testbed.config import TECH_TOKEN, config_dict, to_toml
+from testbed.rig import RigError, free_ports
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "bench" / "results" / "failover.json"

@@ -33,9 +33,9 @@ import aiohttp
 from edgeprint.api.auth import token_digest
 from edgeprint.printers import codec
 from edgeprint.printers.codec import Operation, Tag, attr
-from tests.conftest import to_toml
-from tests.pdfs import make_pdf
-from tests.proc import ServeProcess
+from testbed.config import to_toml
+from testbed.pdfs import make_pdf
+from testbed.proc import ServeProcess
 
 TOKEN = "bench-ipp-kiosk-token"
 RESULTS = Path(__file__).parent / "results" / "ipp.json"

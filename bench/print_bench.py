@@ -1,9 +1,9 @@
 """Print-path benchmark: edgeprint driving real IPP printers, as a user gets it.
 
 The appliance runs as a real child process (``python -m edgeprint serve``, via
-:class:`tests.proc.ServeProcess`) with the **default** ``[dispatch]`` and
+:class:`testbed.proc.ServeProcess`) with the **default** ``[dispatch]`` and
 ``[store]`` settings (not the tests' fast dispatch settings); the printers are
-real ``ippeveprinter`` processes from :class:`tests.rig.Rig` with a print
+real ``ippeveprinter`` processes from :class:`testbed.rig.Rig` with a print
 engine that takes no time (0 s/page). Ground truth is each printer's own
 ``prints.log`` (one line, millisecond UTC timestamp, per document that came
 out) and its ``server.log`` (``Processing time was X seconds`` per job); the
@@ -77,10 +77,10 @@ import aiohttp
 
 from edgeprint.config import Config, PrinterConfig
 from edgeprint.server import DB_FILE
-from tests.conftest import KIOSK_TOKEN, config_dict, to_toml
-from tests.pdfs import make_pdf
-from tests.proc import ServeProcess
-from tests.rig import Printed, Rig, free_ports
+from testbed.config import KIOSK_TOKEN, config_dict, to_toml
+from testbed.pdfs import make_pdf
+from testbed.proc import ServeProcess
+from testbed.rig import Printed, Rig, free_ports
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "bench" / "results" / "print.json"

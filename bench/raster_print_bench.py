@@ -1,6 +1,6 @@
 """Release → printed on an idle printer: a PDF printer and a raster-only printer side by side.
 
-Both are real ``ippeveprinter`` processes (tests/rig.py) with a print engine that
+Both are real ``ippeveprinter`` processes (testbed/rig.py) with a print engine that
 takes no time; one lists ``application/pdf``, the other only
 ``image/pwg-raster,image/jpeg``, so edgeprint renders the badge for it (PDFium in
 the render pool, PWG raster, the rendition cache). The appliance is a real child
@@ -36,11 +36,10 @@ from typing import Any
 
 import aiohttp
 
-from tests.conftest import KIOSK_TOKEN, to_toml
-from tests.pdfs import make_a4_pdf, make_badge_pdf
-from tests.printing import rig_config
-from tests.proc import ServeProcess
-from tests.rig import Rig
+from testbed.config import KIOSK_TOKEN, rig_config, to_toml
+from testbed.pdfs import make_a4_pdf, make_badge_pdf
+from testbed.proc import ServeProcess
+from testbed.rig import Rig
 
 OUT = Path(__file__).resolve().parent / "results" / "raster_print.json"
 

@@ -1,11 +1,11 @@
 """Resources benchmark: memory, start-up and store size with 20 printers and 100,000 jobs.
 
-The stand: 20 real ``ippeveprinter`` printers from :class:`tests.rig.Rig` on
+The stand: 20 real ``ippeveprinter`` printers from :class:`testbed.rig.Rig` on
 loopback (0 s/page; four pools of five) — cheap (about 7.5 MiB RSS and a few ms
 each to start), and with reachable printers the appliance runs its 20 workers,
 probes and HTTP connections as it does at a venue, which unreachable URIs would
 not show. The appliance is a real child (``python -m edgeprint serve`` via
-:class:`tests.proc.ServeProcess`) running from a copy of ``edgeprint/`` taken
+:class:`testbed.proc.ServeProcess`) running from a copy of ``edgeprint/`` taken
 at the start, with the default settings except ``[server] rate_limit`` (raised
 when the code has it: one kiosk token stands in for every kiosk).
 
@@ -99,9 +99,9 @@ from edgeprint.store import Store
 from edgeprint.store.copies import Copies
 from edgeprint.store.jobs import GUARD_ON_PRINTER, Jobs
 from edgeprint.store.schema import SCHEMA_VERSION
-from tests.conftest import TECH_TOKEN, config_dict, to_toml
-from tests.proc import ServeProcess
-from tests.rig import Rig, free_ports
+from testbed.config import TECH_TOKEN, config_dict, to_toml
+from testbed.proc import ServeProcess
+from testbed.rig import Rig, free_ports
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "bench" / "results" / "resources.json"
@@ -807,7 +807,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "starts": plan.starts,
             "load_jobs": plan.load_jobs,
             "printers": PRINTERS,
-            "printers_kind": "ippeveprinter via tests.rig.Rig on loopback, 0 s/page",
+            "printers_kind": "ippeveprinter via testbed.rig.Rig on loopback, 0 s/page",
             "pools": POOLS,
             "sample": plan.sample,
             "mix": MIX,

@@ -28,7 +28,7 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 DEADLINE_S = 30.0
 
 sys.path.insert(0, str(ROOT))
-from tests.conftest import config_dict, to_toml  # noqa: E402
+from testbed.config import config_dict, to_toml  # noqa: E402
 
 
 def _free_port() -> int:

@@ -22,9 +22,9 @@ import pytest
 from aiohttp import web
 
 from edgeprint import cli
+from testbed.rig import Rig
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance, config_dict, to_toml
 from tests.printing import Client, appliance, rig_config
-from tests.rig import Rig
 
 
 async def run_cli(

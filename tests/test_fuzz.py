@@ -34,9 +34,9 @@ from hypothesis import strategies as st
 
 from edgeprint.printers import codec
 from edgeprint.server import DB_FILE
+from testbed.pdfs import make_pdf
 from tests.conftest import KIOSK_TOKEN
 from tests.live import Live, live_appliance, unlimited_config
-from tests.pdfs import make_pdf
 
 PROBLEM_TYPE = "urn:edgeprint:problem:"
 #: Every answer within this (no hang on any input).

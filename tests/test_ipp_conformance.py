@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
+from testbed.pdfs import make_pdf
+from testbed.rig import Rig, find_tool
 from tests.conftest import KIOSK_TOKEN
-from tests.pdfs import make_pdf
 from tests.printing import appliance, rig_config
-from tests.rig import Rig, find_tool
 
 TESTS_DIR = Path("/usr/share/cups/ipptool")
 #: What ipp-everywhere.test's first test asks for that edgeprint's queues cannot honestly

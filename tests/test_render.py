@@ -22,7 +22,7 @@ from edgeprint.documents.capabilities import Media, PrinterCapabilities, Resolut
 from edgeprint.documents.decode import decode_pwg, decode_urf, gray
 from edgeprint.documents.ladder import Choice, DocumentFacts
 from edgeprint.documents.render import PageJob, RenderPool
-from tests import pdfs
+from testbed import pdfs
 from tests.raster_golden import SHAPES, assert_close
 
 LABEL = Media("oe_4x3-label_4x3in", 10160, 7620)

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
+from testbed.pdfs import make_pdf
 from tests.conftest import KIOSK_TOKEN, Appliance
-from tests.pdfs import make_pdf
 
 PROBLEM = "urn:edgeprint:problem:"
 BOUNDARY = "slowclientboundary"

@@ -61,8 +61,8 @@ from edgeprint.states import (
 )
 from edgeprint.store import Store
 from edgeprint.store.jobs import GUARD_ON_PRINTER, GUARD_PRINTED, ROW, JobRecord, Jobs
+from testbed.pdfs import make_pdf
 from tests.conftest import config_dict
-from tests.pdfs import make_pdf
 
 S = JobState
 T = TypeVar("T")

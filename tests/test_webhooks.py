@@ -22,10 +22,10 @@ from edgeprint.config import parse_config
 from edgeprint.server import DB_FILE
 from edgeprint.store import Store
 from edgeprint.store.outbox import Outbox
+from testbed.proc import ServeProcess
+from testbed.rig import Rig
 from tests.conftest import TECH_TOKEN, Appliance, config_dict, to_toml
 from tests.printing import Client, appliance, assert_each_printed_once, rig_config
-from tests.proc import ServeProcess
-from tests.rig import Rig
 from tests.test_resolve import dead_job
 from tests.webhook_receiver import Receiver, webhook
 

@@ -1,14 +1,14 @@
-"""Real IPP printers on loopback for tests: N ``ippeveprinter`` processes (stdlib only).
+"""Real IPP printers on loopback for tests and benches: ``ippeveprinter`` processes (stdlib only).
 
 ``ippeveprinter`` is the IPP Everywhere printer that ships with CUPS (Debian
 package ``cups-ipp-utils``). The rig does not fake a printer; it starts real
 ones, each on its own loopback port, and gives every printer a print command
-(``tests/rig_print_command.sh``) that appends one ground-truth line per printed
+(``testbed/rig_print_command.sh``) that appends one ground-truth line per printed
 document to ``printer-NN/prints.log``.
 
 Python API::
 
-    from tests.rig import Rig
+    from testbed.rig import Rig
 
     rig = Rig(tmp_path / "rig", seconds_per_page=0)
     rig.start(2)                      # printer-01, printer-02 on free ports
@@ -23,13 +23,13 @@ Python API::
 
 Command line (from the project root)::
 
-    python -m tests.rig start DIR [-n N] [--base-port P] [--speed S]
-    python -m tests.rig status DIR | count DIR | stop DIR
-    python -m tests.rig kill|hang|resume|restart DIR NAME
-    python -m tests.rig speed DIR NAME SECONDS_PER_PAGE
-    python -m tests.rig fault DIR NAME [--once] [--match SUBSTRING] MODE [ARG...]
-    python -m tests.rig clear-fault DIR NAME
-    python -m tests.rig media DIR NAME empty|low|loaded
+    python -m testbed.rig start DIR [-n N] [--base-port P] [--speed S]
+    python -m testbed.rig status DIR | count DIR | stop DIR
+    python -m testbed.rig kill|hang|resume|restart DIR NAME
+    python -m testbed.rig speed DIR NAME SECONDS_PER_PAGE
+    python -m testbed.rig fault DIR NAME [--once] [--match SUBSTRING] MODE [ARG...]
+    python -m testbed.rig clear-fault DIR NAME
+    python -m testbed.rig media DIR NAME empty|low|loaded
 
 How each printer runs (all flags matter)::
 
@@ -466,7 +466,7 @@ def probe(port: int, timeout: float = 2.0) -> bool:
 class Rig:
     """A set of ippeveprinter processes sharing one folder and one private dbus-daemon.
 
-    The folder is the state: another process (``python -m tests.rig stop DIR``) can
+    The folder is the state: another process (``python -m testbed.rig stop DIR``) can
     stop or poke printers that this one started.
     """
 
@@ -938,6 +938,15 @@ class Rig:
 # --- command line -------------------------------------------------------------------
 
 
+def printed_names(rig: Rig) -> dict[str, list[str]]:
+    """job-name → printers that printed it (ground truth from each printer's log)."""
+    out: dict[str, list[str]] = {}
+    for p in rig:
+        for line in rig.printed(p.name):
+            out.setdefault(line.job_name, []).append(p.name)
+    return out
+
+
 def _status(rig: Rig, out: IO[str]) -> None:
     out.write(
         f"{'NAME':<11} {'PORT':<6} {'PID':<8} {'STATE':<8} {'PRINTED':>7} {'RECEIVED':>8}  FAULT\n"
@@ -952,7 +961,7 @@ def _status(rig: Rig, out: IO[str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m tests.rig", description="real IPP printers (ippeveprinter) on loopback"
+        prog="python -m testbed.rig", description="real IPP printers (ippeveprinter) on loopback"
     )
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     s = sub.add_parser("start", help="start N printers in DIR")
