@@ -44,17 +44,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
-import importlib.metadata
 import io
 import json
 import os
-import platform
 import select
 import shutil
 import signal
-import sqlite3
-import statistics
 import subprocess
 import sys
 import tarfile
@@ -66,8 +61,19 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO / "bench" / "results" / "api.json"
+from bench.harness import (
+    REPO,
+    BenchError,
+    machine_info,
+    own_cpu,
+    parser,
+    process_cpu_s,
+    profile_text,
+    py_spy,
+    spread,
+    system_busy_s,
+)
+
 SERVERS = ("baseline", "edgeprint")
 POOL = "lobby"
 #: Seconds a server gets to print its ready line.
@@ -199,19 +205,6 @@ def wait_ready(name: str, proc: subprocess.Popen[bytes], log: Path) -> int:
             raise RuntimeError(f"{name} exited with {proc.returncode}:\n{_log_tail(log)}")
         time.sleep(0.05)
     raise RuntimeError(f"{name} not ready after {READY_TIMEOUT_S} s:\n{_log_tail(log)}")
-
-
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds used so far by process ``pid`` (all its threads)."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def system_busy_s() -> float:
-    """CPU seconds all CPUs of the machine have been busy (not idle, not iowait) since boot."""
-    ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def wait_quiet(max_wait_s: float) -> float:
@@ -368,39 +361,6 @@ def export_edgeprint(rev: str, dest: Path) -> str:
     return sha
 
 
-def machine_info() -> dict[str, Any]:
-    """What the figures depend on: CPUs, versions, date, git commit."""
-
-    def git(*args: str) -> str:
-        try:
-            return subprocess.run(
-                ["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10, check=True
-            ).stdout.rstrip("\n")
-        except (OSError, subprocess.SubprocessError):
-            return "unknown"
-
-    cpu_model = "unknown"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu_model = line.split(":", 1)[1].strip()
-                break
-    return {
-        "nproc": len(os.sched_getaffinity(0)),
-        "cpu_count": os.cpu_count(),
-        "cpu_model": cpu_model,
-        "kernel": platform.release(),
-        "python": platform.python_version(),
-        "sqlite": sqlite3.sqlite_version,
-        "aiohttp": importlib.metadata.version("aiohttp"),
-        "aiosqlite": importlib.metadata.version("aiosqlite"),
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "git_commit": git("rev-parse", "HEAD"),
-        "git_dirty_paths": [ln[3:] for ln in git("status", "--porcelain").splitlines()],
-        "loadavg_start": list(os.getloadavg()),
-    }
-
-
 # --- phases -----------------------------------------------------------------------
 
 
@@ -511,11 +471,6 @@ METRICS: list[tuple[str, str, str, int, bool]] = [
 ]
 
 
-def spread(values: Sequence[float]) -> dict[str, float]:
-    """Median, min and max of ``values``."""
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
-
-
 def summarize(runs: Runs) -> dict[str, Any]:
     """Per server and metric: median/min/max over runs; ratios edgeprint/baseline of medians."""
     summary: dict[str, Any] = {}
@@ -587,11 +542,7 @@ def markdown(summary: dict[str, Any], settings: dict[str, Any]) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m bench.api_bench",
-        description="edgeprint API benchmark against a bare aiohttp + aiosqlite baseline",
-    )
-    p.add_argument("--quick", action="store_true", help="small run (about 20 s)")
+    p = parser("api", __doc__, "small run (about 20 s)")
     p.add_argument("--repeat", type=int, default=3, help="measured runs per phase (default 3)")
     p.add_argument(
         "--submits", type=int, default=None, help="submissions per run (default 5000, quick 1000)"
@@ -643,8 +594,12 @@ def _parser() -> argparse.ArgumentParser:
         help="run edgeprint as committed at git revision REV (e.g. HEAD), not the working tree",
     )
     p.add_argument("--edgeprint-log-level", default="INFO", help="edgeprint --log-level")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
-    p.add_argument("--keep", action="store_true", help="keep the temporary data folder")
+    p.add_argument(
+        "--no-profile",
+        dest="profile",
+        action="store_false",
+        help="skip the py-spy profile of edgeprint's release phase (an extra run)",
+    )
     return p
 
 
@@ -749,8 +704,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"\n{info['bench_seconds']} s; load average {info['loadavg_start']} → {info['loadavg_end']}"
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    profile = settings.pop("release_profile", None)
     result = {
+        "benchmark": "api",
+        "command": " ".join([".venv/bin/python -m bench.api_bench", *(argv or sys.argv[1:])]),
         "settings": settings,
+        "release_profile": profile,
         "machine": info,
         "summary": summary,
         "failures": failures,
@@ -841,8 +800,53 @@ def _run(
                 f"burst {res['contention']['wall_ms']:.0f} ms {res['contention']['statuses']}",
                 file=sys.stderr,
             )
+    if "edgeprint" in servers and args.profile:
+        try:
+            settings["release_profile"] = profile_release(
+                gen, args, settings, work, creds, children
+            )
+        except (BenchError, RuntimeError) as exc:
+            failures.append(f"release profile: {exc}")
     gen.quit()
     return runs, failures
+
+
+def profile_release(
+    gen: LoadGenClient,
+    args: argparse.Namespace,
+    settings: dict[str, Any],
+    work: Path,
+    creds: _Credentials,
+    children: Children,
+) -> dict[str, Any]:
+    """py-spy on edgeprint during phase b (an extra, unmeasured run): functions by own CPU,
+    written to bench/results/release_profile.txt."""
+    target, proc, _ = start_server("edgeprint", args, work / "profile", creds, children)
+    run_round(gen, target, args, settings["warmup_submits"], idle_sample=False)
+    meta = {"owner": "bench", "pool": POOL, "hold": True}
+    submit = {
+        "op": "submit", "url": target.submit_url, "n": args.submits, "metadata": meta,
+        "concurrency": args.concurrency, "max_seconds": args.phase_timeout,
+        "doc_bytes": args.doc_kib * 1024,
+    }  # fmt: skip
+    ids = gen.call(submit, args.phase_timeout + 30)["ids"]
+    release = {
+        "op": "release", "urls": [target.release_url.format(id=i) for i in ids],
+        "concurrency": args.concurrency, "max_seconds": args.phase_timeout,
+    }  # fmt: skip
+    raw = work / "release.pyspy"
+    with py_spy(proc.pid, raw):
+        res = gen.call(release, args.phase_timeout + 30)
+    children.stop(proc)
+    prof = own_cpu(raw)
+    title = (
+        f"edgeprint under release load: {res['responses']} releases, {args.concurrency} "
+        f"connections, {res['rate_per_s']:.0f}/s while sampled by py-spy (sampling slows it)"
+    )
+    out = args.out.with_name("release_profile.txt")
+    out.write_text(profile_text(title, prof))
+    print(f"bench: release profile in {out}", file=sys.stderr)
+    return {"release": res, "profile": {**prof, "file": out.name}}
 
 
 if __name__ == "__main__":

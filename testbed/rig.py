@@ -128,7 +128,8 @@ PRINT_COMMAND = HERE / "rig_print_command.sh"
 CANCEL_TEST = HERE / "rig_job_canceled.test"
 
 DEFAULT_FORMATS = "application/pdf"
-MAX_PRINTERS = 99
+#: printer-01 … printer-99, then printer-100 … (the 200-printer benchmark)
+MAX_PRINTERS = 250
 #: Attempts per printer when an automatically chosen port was taken meanwhile.
 PORT_ATTEMPTS = 3
 POLL_INTERVAL_S = 0.05
@@ -309,6 +310,11 @@ def _check_reasons(text: str, *, several: bool = True) -> None:
 
 
 # --- tools and processes ----------------------------------------------------------
+
+
+def _number(folder: Path) -> int:
+    """printer-NN → NN (sorts printer-100 after printer-99)."""
+    return int(folder.name.rsplit("-", 1)[1])
 
 
 def find_tool(name: str) -> str | None:
@@ -503,7 +509,7 @@ class Rig:
     def printers(self) -> list[Printer]:
         """The printers recorded in the folder, by name (running or not)."""
         out = []
-        for d in sorted(self.root.glob("printer-[0-9][0-9]")):
+        for d in sorted(self.root.glob("printer-[0-9][0-9]*"), key=_number):
             port = _read_int(d / "port")
             if d.is_dir() and port is not None:
                 out.append(Printer(d.name, port, d, _read_int(d / "pid")))
@@ -584,7 +590,7 @@ class Rig:
                 raise RigError(f"port(s) {busy} already in use on 127.0.0.1 or ::1")
 
         self.root.mkdir(parents=True, exist_ok=True)
-        for d in self.root.glob("printer-[0-9][0-9]"):
+        for d in self.root.glob("printer-[0-9][0-9]*"):
             shutil.rmtree(d)
         (self.root / "printers.tsv").unlink(missing_ok=True)
         self._install_bin(tools)
