@@ -260,6 +260,8 @@ def versus(
 
 
 def _cell(v: Any) -> str:
+    if isinstance(v, dict) and "median" in v:
+        v = v["median"]
     if v is None:
         return "–"
     if isinstance(v, int) or (isinstance(v, float) and v.is_integer()):
@@ -269,14 +271,16 @@ def _cell(v: Any) -> str:
 
 def figures_markdown(rows: Sequence[dict[str, Any]]) -> str:
     """A benchmark's own ``table`` rows as Markdown (figure, median, min, max, unit, note)."""
-    lines = ["| figure | median | min | max | unit | note |", "|---|---:|---:|---:|---|---|"]
+    lines = ["| figure | median (edgeprint) | min (or beside) | max (or ratio) | unit | note |"]
+    lines.append("|---|---:|---:|---:|---|---|")
     for r in rows:
         if "edgeprint" in r:
             other = next(k for k in r if k not in ("figure", "unit", "edgeprint", "ratio", "note"))
             cells = [_cell(r["edgeprint"]), f"{other}: {_cell(r[other])}", f"{_cell(r['ratio'])}×"]
         else:
             cells = [_cell(r["median"]), _cell(r["min"]), _cell(r["max"])]
-        lines.append(f"| {r['figure']} | " + " | ".join(cells) + f" | {r['unit']} | {r['note']} |")
+        tail = f" | {r.get('unit', '')} | {r.get('note', '')} |"
+        lines.append(f"| {r['figure']} | " + " | ".join(cells) + tail)
     return "\n".join(lines)
 
 
@@ -1020,11 +1024,17 @@ EVIDENCE_WINDOW_S = 3.0
 @contextlib.contextmanager
 def py_spy(pid: int, raw: Path, rate: int = 250) -> Iterator[None]:
     """Sample ``pid`` with py-spy (``.venv/bin/py-spy``, the bench extra) while in the block;
-    collapsed stacks in ``raw``. BenchError when py-spy is missing or fails."""
+    collapsed stacks in ``raw``. BenchError when py-spy is missing or fails.
+
+    Only samples of a thread holding the GIL count (``--gil``): on this VM py-spy cannot
+    tell a thread blocked in a queue or in epoll from a running one, so without it the
+    idle executor threads fill the profile. C code that releases the GIL (SQLite's own
+    work, fsync) is therefore not in it.
+    """
     exe = Path(sys.executable).with_name("py-spy")
     if not exe.exists():
         raise BenchError(f"{exe} missing: pip install -e '.[bench]'")
-    argv = [str(exe), "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw"]
+    argv = [str(exe), "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw", "--gil"]
     spy = subprocess.Popen(
         [*argv, "--output", str(raw)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
@@ -1042,9 +1052,10 @@ def py_spy(pid: int, raw: Path, rate: int = 250) -> Iterator[None]:
         raise BenchError(f"py-spy wrote nothing: {err.decode(errors='replace')[-500:]}")
 
 
-def own_cpu(raw: Path, top: int = 30) -> dict[str, Any]:
-    """Functions by own CPU (the innermost frame of each sample) and by total CPU (anywhere
-    on the stack), from py-spy's collapsed stacks; shares of all samples in %."""
+def own_cpu(raw: Path, top: int = 30, mine: str = "edgeprint/") -> dict[str, Any]:
+    """Functions by own CPU (the innermost frame of each sample) and the functions of files
+    under ``mine`` by total CPU (anywhere on the stack), from py-spy's collapsed stacks;
+    shares of all samples in %."""
     own: Counter[str] = Counter()
     total: Counter[str] = Counter()
     samples = 0
@@ -1052,11 +1063,11 @@ def own_cpu(raw: Path, top: int = 30) -> dict[str, Any]:
         stack, _, count = line.rpartition(" ")
         if not stack or not count.isdigit():
             continue
-        frames = stack.split(";")
+        frames = [re.sub(r":\d+\)$", ")", f) for f in stack.split(";")]  # lines of one function
         n = int(count)
         samples += n
         own[frames[-1]] += n
-        for frame in set(frames):
+        for frame in {f for f in frames if f"({mine}" in f}:
             total[frame] += n
 
     def share(c: Counter[str]) -> list[dict[str, Any]]:
@@ -1070,8 +1081,8 @@ def own_cpu(raw: Path, top: int = 30) -> dict[str, Any]:
 
 def profile_text(title: str, prof: dict[str, Any]) -> str:
     """The :func:`own_cpu` summary as text: own CPU first, then total CPU."""
-    lines = [title, f"{prof['samples']} samples (on CPU)", "", "own CPU  function (file:line)"]
+    lines = [title, f"{prof['samples']} samples holding the GIL", "", "own  function (file)"]
     lines += [f"{r['pct']:6.1f} %  {r['function']}" for r in prof["own"]]
-    lines += ["", "total CPU  function (file:line), anywhere on the stack"]
+    lines += ["", "total  edgeprint's functions (file), anywhere on the stack"]
     lines += [f"{r['pct']:6.1f} %  {r['function']}" for r in prof["total"]]
     return "\n".join(lines) + "\n"
