@@ -26,6 +26,7 @@ lint:
 	$(PY) -m ruff check edgeprint tests testbed bench
 	$(PY) -m ruff format --check edgeprint tests testbed bench
 	$(PY) -m mypy edgeprint
+	$(PY) -m mypy testbed bench
 
 test: lint
 	$(PY) -m pytest -q --durations=15

@@ -9,7 +9,8 @@ jobs. Figures, each printed beside its goal:
 2. Idle CPU of the appliance and its render workers over ``--idle-s`` seconds with
    nothing to print (the printers' probes included) — goal ≤ 5 % of one core.
 3. ``--jobs`` jobs, each named for a printer in turn (all printers get the same share),
-   submitted held and then released, so that all printers print at once. The gap each
+   submitted held and released while every printer is paused (``POST
+   /v1/printers/{name}/pause``), then every printer resumed: all print at once. The gap each
    printer sees between two jobs while work waits: from its ``prints.log`` line of job n
    to the start of job n+1 (its print time less its ``Processing time`` in
    ``server.log``), counted only when job n+1 was released before job n came out —
@@ -27,11 +28,11 @@ the run could not be measured (a figure above its goal is reported, not a failur
 from __future__ import annotations
 
 import asyncio
-import itertools
+import math
 import sys
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
 
 from bench.harness import (
     Kiosk,
@@ -39,15 +40,16 @@ from bench.harness import (
     Stand,
     Tech,
     figures_markdown,
+    gaps,
     ground_truth,
     http_session,
+    ms,
     open_fds,
     parser,
+    percentile,
     percentiles_ms,
-    printed_at,
     printed_count,
     proc_status,
-    processing_times,
     read_store,
     tree_cpu_s,
     until,
@@ -59,6 +61,7 @@ IDLE_CPU_GOAL_PCT = 5.0
 GAP_P90_GOAL_MS = 50.0
 CONCURRENCY = 16
 HEALTHY_TIMEOUT_S = 120.0
+T = TypeVar("T")
 
 
 async def fleet(stand: Stand, jobs: int, idle_s: float) -> dict[str, Any]:
@@ -79,46 +82,44 @@ async def fleet(stand: Stand, jobs: int, idle_s: float) -> dict[str, Any]:
         )
         sem = asyncio.Semaphore(CONCURRENCY)
 
-        async def submit(i: int) -> str:
-            async with sem:
-                return await kiosk.submit(f"fleet-{i:06d}", printer=names[i % n], hold=True)
+        async def each(calls: Sequence[Awaitable[T]]) -> list[T]:
+            async def one(call: Awaitable[T]) -> T:
+                async with sem:
+                    return await call
 
+            return list(await asyncio.gather(*(one(c) for c in calls)))
+
+        # Every printer paused while its jobs are released: then all start at once, each
+        # with its whole share waiting (a named job waits for its paused printer when
+        # every printer of its pool is paused).
+        await each([tech.post(f"/v1/printers/{name}/pause") for name in names])
         t0 = time.monotonic()
-        ids = list(await asyncio.gather(*(submit(i) for i in range(jobs))))
+        keys = [(f"fleet-{i:06d}", names[i % n]) for i in range(jobs)]
+        ids = await each([kiosk.submit(key, printer=name, hold=True) for key, name in keys])
         out["submit_s"] = round(time.monotonic() - t0, 2)
-
-        async def release(job_id: str) -> None:
-            async with sem:
-                await kiosk.release(job_id)
-
         t0 = time.monotonic()
-        await asyncio.gather(*(release(i) for i in ids))
+        await each([kiosk.release(i) for i in ids])
         out["release_s"] = round(time.monotonic() - t0, 2)
+        t0, t_resume = time.monotonic(), time.time()
+        await each([tech.post(f"/v1/printers/{name}/resume") for name in names])
 
         async def all_out() -> bool:
             return printed_count(stand.rig) >= jobs
 
         await until(all_out, 60.0 + jobs * 0.05, 0.1, f"fewer than {jobs} printed")
-        out["release_to_all_printed_s"] = round(time.monotonic() - t0, 2)
+        out["resume_to_all_printed_s"] = round(time.monotonic() - t0, 2)
         await kiosk.wait_settled(60.0)
         out["after_jobs"] = {**proc_status(stand.pid), "fds": open_fds(stand.pid)}
     stand.stop()
     store = read_store(stand.data_dir)
-    gaps, all_gaps = [], []
-    for p in stand.rig:
-        proc = processing_times(p.server_log)
-        lines = sorted(stand.rig.printed(p.name), key=printed_at)
-        for prev, nxt in itertools.pairwise(lines):
-            if nxt.job_id not in proc:
-                continue
-            end, start = printed_at(prev), printed_at(nxt) - proc[nxt.job_id]
-            all_gaps.append(start - end)
-            released = store.first(nxt.job_name.removeprefix("edgeprint-"), "RELEASED")
-            if released is not None and released <= end:
-                gaps.append(start - end)
-    out["gap_pairs_waiting"] = len(gaps)
-    out["gap_waiting"] = percentiles_ms(gaps)
-    out["gap_all"] = percentiles_ms(all_gaps)
+    # Every job was released before the printers resumed: each gap is one while work waited.
+    last_release = max(store.first(i, "RELEASED") or math.inf for i in ids)
+    out["all_released_before_resume"] = last_release <= t_resume
+    g = gaps(stand, store)
+    out["gap_pairs"] = len(g["idle"])
+    out["gap_waiting"] = percentiles_ms(g["idle"])
+    for part in ("detect", "done_to_claim", "claim_to_start", "processing"):
+        out[f"{part}_p50_ms"] = ms(percentile(g[part], 50))
     return {**out, **ground_truth(stand.rig, ids)}
 
 
@@ -134,11 +135,13 @@ def table(r: dict[str, Any], idle_s: float) -> list[dict[str, Any]]:
                r["idle_cpu_pct"], goal, IDLE_CPU_GOAL_PCT, f"over {idle_s:g} s"),
         versus(f"{n} printers printing at once: idle gap between jobs while work waits, p90",
                "ms", r["gap_waiting"]["p90_ms"], goal, GAP_P90_GOAL_MS,
-               f"p50 {r['gap_waiting']['p50_ms']} ms, p99 {r['gap_waiting']['p99_ms']} ms, "
-               f"{r['gap_pairs_waiting']:,} gaps"),
-        versus(f"{n} printers: release of {jobs:,} jobs → all printed", "s",
-               r["release_to_all_printed_s"], "submit, held", r["submit_s"],
-               f"{r['duplicates']} duplicates, {r['losses']} losses"),
+               f"p50 {r['gap_waiting']['p50_ms']} ms, p99 {r['gap_waiting']['p99_ms']} ms over "
+               f"{r['gap_pairs']:,} gaps; parts, p50: printed → DONE {r['detect_p50_ms']} ms, "
+               f"DONE → next claimed {r['done_to_claim_p50_ms']} ms, claimed → printer starts "
+               f"{r['claim_to_start_p50_ms']} ms"),
+        versus(f"{n} printers: {jobs:,} jobs waiting, printers resumed → all printed", "s",
+               r["resume_to_all_printed_s"], "their submits", r["submit_s"],
+               f"release {r['release_s']} s; {r['duplicates']} duplicates, {r['losses']} losses"),
         versus(f"{n} printers: open descriptors after the jobs", "fds", r["after_jobs"]["fds"],
                "at ready", r["at_ready"]["fds"], f"threads {r['after_jobs']['Threads']} "
                f"(at ready {r['at_ready']['Threads']})"),
@@ -167,6 +170,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for k in ("duplicates", "losses", "unexpected"):
             if out[k]:
                 run.failures.append(f"{k} = {out[k]}")
+        if not out["all_released_before_resume"]:
+            run.failures.append("a job was released after the printers resumed: gaps unclear")
     return run.finish(
         figures_markdown(rows),
         settings={

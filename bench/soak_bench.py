@@ -38,6 +38,7 @@ import aiohttp
 
 from bench.harness import (
     BACKPRESSURE_RETRY_S,
+    POOL,
     BenchError,
     Kiosk,
     Run,
@@ -68,6 +69,7 @@ class Soak:
         self.kiosk = kiosk
         self.requests = requests
         self.issued = 0
+        self.turns = 0
         self.latency = array.array("d")
         self.statuses: Counter[str] = Counter()
         self.backpressured = 0
@@ -89,7 +91,7 @@ class Soak:
         k = self.kiosk
         t0 = time.perf_counter()
         if op == "submit":
-            job = await k.submit(key, hold=True)
+            job = await k.submit(key, pool=POOL, hold=True)
             self.ids.append(job)
             status = "201"
         elif op == "release":
@@ -112,12 +114,11 @@ class Soak:
 
     async def client(self, c: int, stop_at: int) -> None:
         job: str | None = None
-        turn = 0
         while self.issued < stop_at:
+            self.turns += 1
             for op in TURN:
                 self.issued += 1
-                job = await self.one(op, job, f"soak-{c:03d}-{turn:07d}")
-            turn += 1
+                job = await self.one(op, job, f"soak-{c:03d}-{self.turns:07d}")
 
     async def run(self, clients: int, stop_at: int) -> None:
         async def sampler() -> None:
