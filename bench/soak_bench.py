@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import array
 import asyncio
+import statistics
 import sys
 import time
 from collections import Counter
@@ -159,6 +160,8 @@ async def soak(stand: Stand, requests: int, clients: int, warmup: float) -> dict
     tenth = max(1, len(lat) // 10)
     first, last = percentile(lat[:tenth], 99), percentile(lat[-tenth:], 99)
     unexpected = {k: v for k, v in s.statuses.items() if k.split()[1] not in ("200", "201")}
+    late = [x for x in s.samples if x["requests"] >= after_warmup["requests"]]
+    slope = statistics.linear_regression([x["requests"] for x in late], [x["VmRSS"] for x in late])
     return {
         "requests": len(lat),
         "jobs": len(s.ids),
@@ -167,6 +170,7 @@ async def soak(stand: Stand, requests: int, clients: int, warmup: float) -> dict
         "unexpected_statuses": unexpected,
         "release_503_retries": s.backpressured,
         "rss_growth_mib": round(end["VmRSS"] - after_warmup["VmRSS"], 1),
+        "rss_slope_mib_per_100k_requests": round(slope.slope * 100_000, 2),
         "fds_growth": end["fds"] - after_warmup["fds"],
         "threads_growth": end["Threads"] - after_warmup["Threads"],
         "p99_first_10pct_ms": round(1000 * (first or 0), 1),
@@ -184,7 +188,8 @@ def table(r: dict[str, Any]) -> list[dict[str, Any]]:
     aw, end = r["after_warmup"], r["end"]
     return [
         versus(f"soak, {n}: RSS growth after warm-up", "MiB", r["rss_growth_mib"], "goal",
-               RSS_GROWTH_GOAL_MIB, f"{aw['VmRSS']} → {end['VmRSS']} MiB"),
+               RSS_GROWTH_GOAL_MIB, f"{aw['VmRSS']} → {end['VmRSS']} MiB; after warm-up "
+               f"{r['rss_slope_mib_per_100k_requests']} MiB per 100,000 requests (fit)"),
         versus(f"soak, {n}: open descriptors, after warm-up → end", "fds", end["fds"],
                "after warm-up", aw["fds"], "goal: no growth"),
         versus(f"soak, {n}: threads, after warm-up → end", "threads", end["Threads"],
