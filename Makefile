@@ -51,7 +51,7 @@ bench: bench-deps
 
 bench-quick: bench-deps
 	@for b in $(BENCHES); do echo "== bench.$${b}_bench --quick"; $(PY) -m bench.$${b}_bench --quick || exit 1; done
-	$(MAKE) --no-print-directory dist && $(PY) -m bench.startup_bench
+	$(MAKE) --no-print-directory dist && $(PY) -m bench.startup_bench --quick
 	$(PY) -m bench.report
 
 dist: $(PY)

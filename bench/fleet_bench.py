@@ -100,7 +100,7 @@ async def fleet(stand: Stand, jobs: int, idle_s: float) -> dict[str, Any]:
         t0 = time.monotonic()
         await each([kiosk.release(i) for i in ids])
         out["release_s"] = round(time.monotonic() - t0, 2)
-        t0, t_resume = time.monotonic(), time.time()
+        t0, t_resume, cpu0 = time.monotonic(), time.time(), tree_cpu_s(stand.pid)
         await each([tech.post(f"/v1/printers/{name}/resume") for name in names])
 
         async def all_out() -> bool:
@@ -108,6 +108,8 @@ async def fleet(stand: Stand, jobs: int, idle_s: float) -> dict[str, Any]:
 
         await until(all_out, 60.0 + jobs * 0.05, 0.1, f"fewer than {jobs} printed")
         out["resume_to_all_printed_s"] = round(time.monotonic() - t0, 2)
+        busy = (tree_cpu_s(stand.pid) - cpu0) / (time.monotonic() - t0)
+        out["printing_cpu_cores"] = round(busy, 2)
         await kiosk.wait_settled(60.0)
         out["after_jobs"] = {**proc_status(stand.pid), "fds": open_fds(stand.pid)}
     stand.stop()
@@ -141,7 +143,8 @@ def table(r: dict[str, Any], idle_s: float) -> list[dict[str, Any]]:
                f"{r['claim_to_start_p50_ms']} ms"),
         versus(f"{n} printers: {jobs:,} jobs waiting, printers resumed → all printed", "s",
                r["resume_to_all_printed_s"], "their submits", r["submit_s"],
-               f"release {r['release_s']} s; {r['duplicates']} duplicates, {r['losses']} losses"),
+               f"release {r['release_s']} s; appliance CPU meanwhile {r['printing_cpu_cores']} "
+               f"cores; {r['duplicates']} duplicates, {r['losses']} losses"),
         versus(f"{n} printers: open descriptors after the jobs", "fds", r["after_jobs"]["fds"],
                "at ready", r["at_ready"]["fds"], f"threads {r['after_jobs']['Threads']} "
                f"(at ready {r['at_ready']['Threads']})"),
