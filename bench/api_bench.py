@@ -48,23 +48,20 @@ import io
 import json
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
 import tarfile
-import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import IO, Any
 
 from bench.harness import (
     REPO,
     BenchError,
-    machine_info,
+    Run,
     own_cpu,
     parser,
     process_cpu_s,
@@ -603,31 +600,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-@contextlib.contextmanager
-def _signals_as_exit() -> Iterator[None]:
-    """Turn SIGINT, SIGTERM and SIGHUP into exceptions so ``finally`` blocks stop the children.
-
-    SIGINT is handled even when the benchmark was started with it ignored
-    (a background job of a non-interactive shell).
-    """
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        for s in sigs:
-            signal.signal(s, signal.SIG_IGN)
-        print(f"bench: stopping on {signal.Signals(signum).name}", file=sys.stderr)
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise SystemExit(128 + signum)
-
-    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    old = {s: signal.signal(s, handler) for s in sigs}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; returns the exit code (0 all answers as expected, 1 otherwise)."""
     args = _parser().parse_args(argv)
@@ -645,80 +617,55 @@ def main(argv: Sequence[str] | None = None) -> int:
         "edgeprint_root": str(args.edgeprint_root), "baseline_writer": args.baseline_writer,
         "baseline_io_threads": args.baseline_io_threads, "baseline_open": args.baseline_open,
     }  # fmt: skip
-    info = machine_info()
-    work = Path(tempfile.mkdtemp(prefix="edgeprint-bench-"))
-    if args.edgeprint_rev is not None:
-        try:
-            settings["edgeprint_rev"] = export_edgeprint(args.edgeprint_rev, work / "src")
-        except subprocess.CalledProcessError as exc:
-            shutil.rmtree(work, ignore_errors=True)
-            print(f"bench: cannot export edgeprint at {args.edgeprint_rev!r}: {exc.stderr}")
-            return 2
-        args.edgeprint_root = work / "src"
-        settings["edgeprint_root"] = f"git archive {settings['edgeprint_rev']}"
-    children = Children()
-    started = time.monotonic()
-    try:
-        with _signals_as_exit():
+    with Run("api", args) as bench:
+        if args.edgeprint_rev is not None:
+            src = bench.work / "src"
             try:
-                runs, failures = _run(args, settings, work, children)
-            finally:  # further signals are ignored from here: the cleanup completes
-                children.stop_all()
-                if args.keep:
-                    print(f"bench: data kept in {work}", file=sys.stderr)
-                else:
-                    shutil.rmtree(work, ignore_errors=True)
-    except KeyboardInterrupt:
-        print("bench: interrupted; every child process was stopped", file=sys.stderr)
-        return 130
+                settings["edgeprint_rev"] = export_edgeprint(args.edgeprint_rev, src)
+            except subprocess.CalledProcessError as exc:
+                print(f"bench: cannot export edgeprint at {args.edgeprint_rev!r}: {exc.stderr}")
+                return 2
+            args.edgeprint_root = src
+            settings["edgeprint_root"] = f"git archive {settings['edgeprint_rev']}"
+        children = Children()
+        try:
+            runs, failures = _run(args, settings, bench.work, children)
+        finally:
+            children.stop_all()
+    bench.failures += failures
     summary = summarize(runs)
-    info["loadavg_end"] = list(os.getloadavg())
-    info["bench_seconds"] = round(time.monotonic() - started, 1)
-    table = markdown(summary, settings)
-    print()
-    print(table)
+    notes = []
     ratios = summary.get("ratio_edgeprint_over_baseline", {})
     for phase in ("submit", "release"):
         r = ratios.get(phase, {}).get("rate_per_s")
         if r is not None:
             verdict = "meets" if r >= 0.5 else "BELOW"
-            print(f"\nedgeprint {phase} throughput = {r:.2f} × baseline ({verdict} the ≥ 0.5 goal)")
+            notes.append(
+                f"edgeprint {phase} throughput = {r:.2f} × baseline ({verdict} the ≥ 0.5 goal)"
+            )
     for phase in ("submit", "release"):
         for server in SERVERS:
             other = summary.get(server, {}).get(phase, {}).get("other_cpu_cores")
             if other and other["max"] > QUIET_CORES:
-                print(
-                    f"\nWARNING: other processes used up to {other['max']:.2f} cores during "
+                notes.append(
+                    f"WARNING: other processes used up to {other['max']:.2f} cores during "
                     f"{server} {phase} runs; figures are disturbed (see --wait-quiet)"
                 )
     for server in SERVERS:
         idle = summary.get(server, {}).get("idle", {}).get("server_cpu_cores")
         if idle and idle["max"] > IDLE_BUSY_CORES:
-            print(
-                f"\nWARNING: {server} used up to {idle['max']:.2f} cores with no request in "
+            notes.append(
+                f"WARNING: {server} used up to {idle['max']:.2f} cores with no request in "
                 "flight: background work competes with the API in every phase"
             )
-    for f in failures:
-        print(f"FAILED: {f}")
-    print(
-        f"\n{info['bench_seconds']} s; load average {info['loadavg_start']} → {info['loadavg_end']}"
-    )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     profile = settings.pop("release_profile", None)
-    result = {
-        "benchmark": "api",
-        "command": " ".join([".venv/bin/python -m bench.api_bench", *(argv or sys.argv[1:])]),
-        "settings": settings,
-        "release_profile": profile,
-        "machine": info,
-        "summary": summary,
-        "failures": failures,
-        "table_markdown": table,
-        "runs": runs,
-    }
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
-    return 1 if failures else 0
+    return bench.finish(
+        markdown(summary, settings) + "".join(f"\n\n{n}" for n in notes),
+        settings=settings,
+        release_profile=profile,
+        summary=summary,
+        runs=runs,
+    )
 
 
 @dataclass(frozen=True)
