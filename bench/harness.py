@@ -1058,6 +1058,7 @@ def own_cpu(raw: Path, top: int = 30, mine: str = "edgeprint/") -> dict[str, Any
     shares of all samples in %."""
     own: Counter[str] = Counter()
     total: Counter[str] = Counter()
+    package: Counter[str] = Counter()
     samples = 0
     for line in raw.read_text(errors="replace").splitlines():
         stack, _, count = line.rpartition(" ")
@@ -1067,6 +1068,8 @@ def own_cpu(raw: Path, top: int = 30, mine: str = "edgeprint/") -> dict[str, Any
         n = int(count)
         samples += n
         own[frames[-1]] += n
+        where = frames[-1].rpartition(" (")[2].rstrip(")")
+        package[where.split("/")[0] if "/" in where else where] += n
         for frame in {f for f in frames if f"({mine}" in f}:
             total[frame] += n
 
@@ -1076,13 +1079,20 @@ def own_cpu(raw: Path, top: int = 30, mine: str = "edgeprint/") -> dict[str, Any
             for f, n in c.most_common(top)
         ]
 
-    return {"samples": samples, "own": share(own), "total": share(total)}
+    return {
+        "samples": samples,
+        "own": share(own),
+        "total": share(total),
+        "own_by_package": share(package),
+    }
 
 
 def profile_text(title: str, prof: dict[str, Any]) -> str:
     """The :func:`own_cpu` summary as text: own CPU first, then total CPU."""
     lines = [title, f"{prof['samples']} samples holding the GIL", "", "own  function (file)"]
     lines += [f"{r['pct']:6.1f} %  {r['function']}" for r in prof["own"]]
+    lines += ["", "own  by package (or module) of the innermost frame"]
+    lines += [f"{r['pct']:6.1f} %  {r['function']}" for r in prof["own_by_package"]]
     lines += ["", "total  edgeprint's functions (file), anywhere on the stack"]
     lines += [f"{r['pct']:6.1f} %  {r['function']}" for r in prof["total"]]
     return "\n".join(lines) + "\n"

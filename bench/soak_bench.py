@@ -56,6 +56,9 @@ from bench.harness import (
 
 #: One client's turn: the mix (1 submit, 1 release, 4 gets, 4 lists per 10 requests).
 TURN = ("submit", "get", "list", "list", "release", "get", "list", "list", "get", "get")
+#: ``--mix reads`` after warm-up: gets and lists only, of the jobs the warm-up made (which
+#: part of the load a growth follows).
+READS = ("get", "list", "get", "list", "get", "list", "get", "list", "get", "list")
 RSS_GROWTH_GOAL_MIB = 10.0
 P99_RATIO_GOAL = 1.5
 SAMPLE_S = 2.0
@@ -113,15 +116,15 @@ class Soak:
         self.statuses[f"{op} {status}"] += 1
         return job
 
-    async def client(self, c: int, stop_at: int) -> None:
-        job: str | None = None
+    async def client(self, c: int, stop_at: int, turn: Sequence[str]) -> None:
+        job: str | None = self.ids[c % len(self.ids)] if self.ids else None
         while self.issued < stop_at:
             self.turns += 1
-            for op in TURN:
+            for op in turn:
                 self.issued += 1
                 job = await self.one(op, job, f"soak-{c:03d}-{self.turns:07d}")
 
-    async def run(self, clients: int, stop_at: int) -> None:
+    async def run(self, clients: int, stop_at: int, turn: Sequence[str] = TURN) -> None:
         async def sampler() -> None:
             while True:
                 await asyncio.sleep(SAMPLE_S)  # the sampling period
@@ -129,7 +132,7 @@ class Soak:
 
         task = asyncio.create_task(sampler())
         try:
-            await asyncio.gather(*(self.client(c, stop_at) for c in range(clients)))
+            await asyncio.gather(*(self.client(c, stop_at, turn) for c in range(clients)))
         finally:
             task.cancel()
 
@@ -139,7 +142,9 @@ class Soak:
         return self.sample(label)
 
 
-async def soak(stand: Stand, requests: int, clients: int, warmup: float) -> dict[str, Any]:
+async def soak(
+    stand: Stand, requests: int, clients: int, warmup: float, turn: Sequence[str]
+) -> dict[str, Any]:
     conn = aiohttp.TCPConnector(limit=clients + 4)
     async with aiohttp.ClientSession(connector=conn) as http:
         kiosk = Kiosk(http, stand.url)
@@ -148,7 +153,7 @@ async def soak(stand: Stand, requests: int, clients: int, warmup: float) -> dict
         await s.run(clients, int(requests * warmup))
         after_warmup = await s.quiet("after warm-up")
         t0 = time.monotonic()
-        await s.run(clients, requests)
+        await s.run(clients, requests, turn)
         wall = time.monotonic() - t0
         end = await s.quiet("end")
 
@@ -208,6 +213,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--printers", type=int, default=6, help="printers in the pool (6)")
     ap.add_argument("--concurrency", type=int, default=8, help="clients (8)")
     ap.add_argument("--warmup", type=float, default=0.1, help="share of requests (0.1)")
+    ap.add_argument(
+        "--mix",
+        choices=("full", "reads"),
+        default="full",
+        help="after warm-up: the full mix (default) or gets and lists only (diagnosis)",
+    )
     args = ap.parse_args(argv)
     requests = args.requests or (50_000 if args.quick else 1_000_000)
     if not (len(TURN) * args.concurrency <= requests and 0 < args.warmup < 0.5):
@@ -216,7 +227,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     with Run("soak", args) as run:
         stand = run.stand("soak", args.printers)
         out = run.attempt_async(
-            "soak", soak(stand.start(), requests, args.concurrency, args.warmup)
+            "soak",
+            soak(
+                stand.start(),
+                requests,
+                args.concurrency,
+                args.warmup,
+                READS if args.mix == "reads" else TURN,
+            ),
         )
     rows = table(out) if out is not None else []
     if out is not None:
@@ -234,6 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "concurrency": args.concurrency,
             "warmup_share": args.warmup,
             "turn": TURN,
+            "mix_after_warmup": args.mix,
             "printer_seconds_per_page": 0.0,
         },
         table=rows,
