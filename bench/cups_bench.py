@@ -114,6 +114,7 @@ from bench.harness import (
     default_settings,
     parser,
     printed_at,
+    printed_count,
     read_store,
     seed,
     spread,
@@ -417,15 +418,6 @@ async def printers_idle(http: aiohttp.ClientSession, rig: Rig) -> bool:
 # --- one run --------------------------------------------------------------------------
 
 
-def count_printed(rig: Rig) -> int:
-    """Documents printed so far on every printer (newlines of the prints.log files)."""
-    total = 0
-    for p in rig:
-        with contextlib.suppress(FileNotFoundError):
-            total += p.prints_log.read_bytes().count(b"\n")
-    return total
-
-
 def ground_truth(rig: Rig, expected: set[str]) -> dict[str, int]:
     """Duplicates (extra copies), duplicated jobs, losses and strays, by job-name."""
     names = printed_names(rig)
@@ -467,7 +459,7 @@ async def run_side(
         t1 = time.time()
         out["submit_s"] = round(t1 - t0, 3)
         expected = {side.expected_name(r, i) for i, r in enumerate(refs)}
-        if count_printed(side.rig):
+        if printed_count(side.rig):
             raise BenchError(f"{side.name}: a held job printed before its release")
         t_release = time.time()
         await gather_limited(n_jobs, lambda i: side.release(http, refs[i]))
@@ -493,11 +485,11 @@ async def run_side(
             return out
 
         async def kill_point() -> bool:
-            return count_printed(side.rig) >= kill_at
+            return printed_count(side.rig) >= kill_at
 
         await until(kill_point, bound, KILL_POLL_S, f"{side.name}: {kill_at} not printed")
         side.kill()
-        out["printed_at_kill"] = count_printed(side.rig)
+        out["printed_at_kill"] = printed_count(side.rig)
         if isinstance(side, CupsSide):
             out.update(side.spool_files())
         t_restart = time.time()
