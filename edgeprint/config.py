@@ -89,11 +89,29 @@ class ReleaseConfig(_Frozen):
 
 
 class StoreConfig(_Frozen):
-    """``[store]``: SQLite durability and the group-commit writer."""
+    """``[store]``: which database, SQLite durability and the group-commit writer."""
 
+    #: None: the embedded SQLite file under data_dir. ``postgresql://user:password@host:port/db``
+    #: (libpq URL; ``?sslmode=…`` and other libpq parameters allowed): a PostgreSQL database.
+    url: str | None = Field(default=None, max_length=2048)
     synchronous: Literal["FULL", "NORMAL"] = "FULL"
     busy_timeout_ms: int = Field(default=5000, ge=0, le=600_000)
     max_batch: int = Field(default=512, ge=1, le=10_000)
+    #: PostgreSQL only: connections that serve reads (writes have one of their own; reads
+    #: queued together go in one round trip).
+    readers: int = Field(default=4, ge=1, le=64)
+    #: PostgreSQL only: how long opening the store may wait for the server.
+    connect_timeout_s: float = Field(default=10.0, gt=0, le=300)
+
+    @field_validator("url")
+    @classmethod
+    def _postgresql_url(cls, url: str | None) -> str | None:
+        if url is not None and not url.startswith(("postgresql://", "postgres://")):
+            raise ValueError(
+                "must be a PostgreSQL URL (postgresql://user:password@host:port/database); "
+                "leave it out for the embedded SQLite file"
+            )
+        return url
 
 
 class DispatchConfig(_Frozen):

@@ -5,7 +5,11 @@ production) a crash point is one dictionary lookup. Points, in the order a
 job meets them: ``after_claim``, ``after_create_job`` (before its job-id is
 stored), ``after_send_document`` (the printer has the document; nothing
 after it is stored), ``during_send_document`` (half the document handed to the
-connection), ``after_printer_completed`` (before DONE is stored).
+connection), ``after_printer_completed`` (before DONE is stored). On the IPP
+server side (a client such as CUPS sending to edgeprint's queues):
+``ipp_create_job`` (a Create-Job came; before its answer), ``ipp_during_document``
+(part of a document received), ``ipp_after_document`` (the whole document received,
+nothing stored), ``ipp_after_store`` (the job stored; before the answer).
 """
 
 from __future__ import annotations
@@ -20,6 +24,10 @@ POINTS = frozenset(
         "during_send_document",
         "after_send_document",
         "after_printer_completed",
+        "ipp_create_job",
+        "ipp_during_document",
+        "ipp_after_document",
+        "ipp_after_store",
     }
 )
 _ARMED = os.environ.get("EDGEPRINT_CRASH_AT", "")

@@ -31,7 +31,8 @@ from edgeprint.ipp_server import advertise
 from edgeprint.metrics import Metrics
 from edgeprint.service import JobService
 from edgeprint.spool import Spool
-from edgeprint.store import Store
+from edgeprint.store import backends, documents
+from edgeprint.store.interface import Store
 from edgeprint.store.jobs import Jobs
 from edgeprint.store.outbox import Outbox
 from edgeprint.systemd import Systemd
@@ -64,6 +65,32 @@ async def _sweep_orphans(spool: Spool, jobs: Jobs) -> int:
     for job_id in orphans:
         spool.remove(job_id)
     return len(orphans)
+
+
+@contextlib.asynccontextmanager
+async def _documents_in_database(spool: Spool, store: Store) -> AsyncIterator[None]:
+    """With PostgreSQL, documents are kept in the database too (edgeprint.store.documents):
+    drop the ones no job refers to, fetch the ones this data_dir lacks (a new appliance),
+    mirror new ones, delete removed ones in a task of their own."""
+    if store.dialect != "postgresql":
+        yield
+        return
+    docs = documents.DbDocuments(store)
+    dropped = await docs.sweep_orphans()
+    restored = await documents.restore(docs, spool.dir, spool.tmp_dir)
+    if dropped or restored:
+        log.info(
+            "documents synchronised with the database",
+            extra={"event": "documents_restored", "count": len(restored), "dropped": dropped},
+        )
+    spool.mirror = docs
+    task = asyncio.create_task(docs.run_discards(), name="documents:discards")
+    try:
+        yield
+    finally:
+        spool.mirror = None
+        docs.stop_discards()
+        await task
 
 
 @contextlib.contextmanager
@@ -105,12 +132,7 @@ async def running(config: Config) -> AsyncIterator[Running]:
 async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
     spool = Spool(data_dir, min_free_bytes=config.server.min_free_bytes)
     spool.prepare()
-    store = Store(
-        data_dir / DB_FILE,
-        synchronous=config.store.synchronous,
-        busy_timeout_ms=config.store.busy_timeout_ms,
-        max_batch=config.store.max_batch,
-    )
+    store = backends.from_config(config.store, data_dir / DB_FILE)
     await store.open()
     try:
         metrics = Metrics()
@@ -119,6 +141,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
         if removed:
             log.info("orphan documents removed", extra={"event": "spool_swept", "count": removed})
         async with (
+            _documents_in_database(spool, store),
             _webhooks(config, Outbox(store), metrics),
             aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit_per_host=4), raise_for_status=False

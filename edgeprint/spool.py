@@ -14,6 +14,10 @@ written (checked once per ``_CHECK_EVERY`` bytes, not per chunk) and at commit
 WAL) still find room. A real ENOSPC at any write point is errors.StorageFull
 too; an unwritable filesystem (EROFS, EIO) is errors.StoreUnavailable (503).
 On every refusal the staged file is removed: nothing half-written stays behind.
+
+A ``mirror`` (with PostgreSQL: :class:`edgeprint.store.documents.DbDocuments`)
+gets each document once its file is durable, before commit returns; when the
+mirror fails, the document is refused like a failed write.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import hashlib
 import os
 import secrets
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from edgeprint import errors
 
@@ -42,6 +46,18 @@ _WHAT_TO_DO_UNAVAILABLE = (
     "nothing was stored; retry later with the same Idempotency-Key. If this persists a "
     "technician must check the appliance's data disk (read-only or failing) and restart it"
 )
+
+
+class Mirror(Protocol):
+    """A second home for committed documents (the shared database)."""
+
+    async def put(self, job_id: str, path: Path) -> None:
+        """Store the file at ``path`` as ``job_id``'s document; raises errors.StoreError."""
+        ...
+
+    def discard(self, job_id: str) -> None:
+        """Delete ``job_id``'s document soon (never raises)."""
+        ...
 
 
 def _fsync_dir(path: Path) -> None:
@@ -149,6 +165,12 @@ class StagedDocument:
             if isinstance(exc, OSError):
                 raise _os_error(exc) from exc
             raise
+        if self._spool.mirror is not None:
+            try:
+                await self._spool.mirror.put(job_id, final)
+            except errors.StoreError:
+                _unlink(final)
+                raise
         return final
 
     def _finish(self, fh: BinaryIO, final: Path) -> None:
@@ -178,10 +200,13 @@ class Spool:
     accepted; a document that would leave less is refused (errors.StorageFull).
     """
 
-    def __init__(self, data_dir: Path, *, min_free_bytes: int = 0) -> None:
+    def __init__(
+        self, data_dir: Path, *, min_free_bytes: int = 0, mirror: Mirror | None = None
+    ) -> None:
         self.dir = data_dir / "spool"
         self.tmp_dir = self.dir / "tmp"
         self.min_free_bytes = min_free_bytes
+        self.mirror = mirror
 
     def free_bytes(self) -> int:
         """Bytes an unprivileged writer may still use on the spool's filesystem."""
@@ -252,6 +277,8 @@ class Spool:
         return {p.stem for p in self.dir.glob("*.pdf") if len(p.stem) == 32}
 
     def remove(self, job_id: str) -> None:
-        """Delete a job's document (missing is fine)."""
+        """Delete a job's document (missing is fine), and soon its mirrored copy."""
         with contextlib.suppress(FileNotFoundError):
             self.path_for(job_id).unlink()
+        if self.mirror is not None:
+            self.mirror.discard(job_id)

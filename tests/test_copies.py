@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from edgeprint import errors
 from edgeprint.copies import (
     COPY_TRANSITIONS,
     LIVE_COPY_STATES,
@@ -20,7 +21,7 @@ from edgeprint.copies import (
     Policy,
     judge,
 )
-from edgeprint.store import Store
+from edgeprint.store.interface import Store
 
 C = CopyState
 JOB = "0123456789abcdef0123456789abcdef"
@@ -45,17 +46,26 @@ def test_acknowledged_only_from_sending() -> None:
     assert sources == {C.SENDING, C.CANCELLING}
 
 
-async def test_schema_check_lists_exactly_the_copy_states(tmp_path: Path) -> None:
-    """The copies table's CHECK (state IN …) is generated from CopyState and refuses others."""
-    store = Store(tmp_path / "db.sqlite")
-    await store.open()
-    try:
+async def test_schema_check_lists_exactly_the_copy_states(store: Store) -> None:
+    """The copies table's CHECK (state IN …) is generated from CopyState and refuses others
+    (on both backends)."""
+    if store.dialect == "sqlite":
         rows = await store.read("SELECT sql FROM sqlite_master WHERE name = 'copies'")
-        sql = rows[0]["sql"]
-        for state in CopyState:
-            assert f"'{state.value}'" in sql
-    finally:
-        await store.close()
+    else:
+        rows = await store.read(
+            "SELECT string_agg(pg_get_constraintdef(c.oid), ' ') FROM pg_constraint c "
+            "JOIN pg_class t ON t.oid = c.conrelid WHERE t.relname = 'copies' "
+            "AND t.relnamespace = current_schema()::regnamespace AND c.contype = 'c'"
+        )
+    sql = rows[0][0]
+    for state in CopyState:
+        assert f"'{state.value}'" in sql
+    with pytest.raises(errors.StoreUnavailable, match=r"(?i)check constraint"):
+        await store.write(
+            "INSERT INTO copies (job_id, claim, printer, state, operation, document_format, "
+            "document_bytes, actor, created_at, updated_at) "
+            "VALUES ('j', 1, 'p', 'NOT-A-STATE', 'Create-Job', 'application/pdf', 1, 'a', 0, 0)"
+        )
 
 
 def copy(i: int, **kw: object) -> Copy:

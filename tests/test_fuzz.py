@@ -623,6 +623,7 @@ _IPP_NAMES = st.sampled_from([
     "attributes-charset", "attributes-natural-language", "printer-uri", "job-id", "job-uri",
     "requesting-user-name", "document-format", "job-hold-until", "copies", "job-uuid",
     "last-document", "which-jobs", "requested-attributes", "my-jobs", "limit", "compression",
+    "page-ranges", "overrides",
 ]) | st.text(min_size=1, max_size=12).filter(lambda s: all(not 0xD800 <= ord(c) <= 0xDFFF for c in s))  # fmt: skip
 
 ipp_messages = st.builds(

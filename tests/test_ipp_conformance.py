@@ -1,10 +1,10 @@
 """CUPS's own IPP conformance files (ipptool) against an edgeprint queue backed by real printers.
 
 ipptool and its test files come with Debian's ``cups-ipp-utils`` (as does the
-rig's ippeveprinter). The files print a few documents: ``document-a4.pdf`` and
-friends are made here next to copies of the test files (ipptool looks for them
-beside the test file); the JPEG and PostScript ones are only read when the queue
-claims those formats, which it does not.
+rig's ippeveprinter). The files print documents: ``document-a4.pdf``, the JPEGs and
+the PWG raster samples of ``ipp-everywhere.test`` (tests/ipp_samples.py) are made here
+next to copies of the test files (ipptool looks for them beside the test file); the
+PostScript ones are only read when the queue claims PostScript, which it does not.
 """
 
 from __future__ import annotations
@@ -19,24 +19,18 @@ from typing import Any
 
 import pytest
 
+from edgeprint.ipp_server import attributes as A
 from testbed.pdfs import make_pdf
 from testbed.rig import Rig, find_tool
+from tests import ipp_samples
 from tests.conftest import KIOSK_TOKEN
 from tests.printing import appliance, rig_config
 
 TESTS_DIR = Path("/usr/share/cups/ipptool")
-#: What ipp-everywhere.test's first test asks for that edgeprint's queues cannot honestly
-#: claim: printer icons, supplies, page-ranges and overrides, which edgeprint does not have
-#: or do, and ipp-features-supported (which would then claim ipp-everywhere).
-EVERYWHERE_NOT_YET = {
-    "ipp-features-supported",
-    "overrides-supported",
-    'page-ranges-supported WITH-VALUE "true"',
-    "printer-icons",
-    "printer-supply",
-    "printer-supply-description",
-    "printer-supply-info-uri",
-}
+#: What the queues claim in pwg-raster-document-resolution-supported and -type-supported:
+#: ipp-everywhere.test prints the samples of these (and skips the others).
+CLAIMED_DPI = set(A.PWG_RASTER_DPI)
+CLAIMED_TYPES = set(A.PWG_RASTER_TYPES)
 
 
 def _workdir(tmp: Path) -> Path:
@@ -118,19 +112,67 @@ async def test_cups_conformance_file_passes(test: str, printers: Rig, tmp_path: 
         _printed_once(printers, await _settled(client))
 
 
+#: The PWG raster samples rendered so far in this session (the same for every queue).
+_RENDERED: dict[str, bytes] = {}
+
+
+async def _everywhere_samples(work: Path) -> set[str]:
+    """The files ipp-everywhere.test names, made in ``work``: the claimed resolutions and
+    types rendered as real PWG raster, the others empty (see tests/ipp_samples.py). Returns
+    the ipptool test names of the real ones ("document-a4 @ 300dpi, black-1")."""
+    from edgeprint.documents import ladder
+    from edgeprint.documents.capabilities import Media, Resolution
+    from edgeprint.documents.render import RenderPool
+
+    real: set[str] = set()
+    pool = RenderPool(workers=1)
+    try:
+        for name in ipp_samples.referenced_files(work / "ipp-everywhere.test"):
+            path = work / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            what = ipp_samples.sample(path.name)
+            if what is None or what[1] not in CLAIMED_TYPES or what[2] not in CLAIMED_DPI:
+                path.write_bytes(b"")  # read by ipptool's parser only: its test is skipped
+                continue
+            document, color_space, dpi = what
+            media, width, height, _pages, _color = ipp_samples.DOCUMENTS[document]
+            if name not in _RENDERED:
+                pdf = work / f"{document}.source.pdf"
+                pdf.write_bytes(ipp_samples.source_pdf(document))
+                facts = await pool.facts(str(pdf))
+                choice = ladder.Choice(
+                    "image/pwg-raster", color_space, Resolution(dpi, dpi),
+                    Media(media, width, height),
+                )  # fmt: skip
+                _RENDERED[name] = b"".join([c async for c in pool.stream(str(pdf), choice, facts)])
+            path.write_bytes(_RENDERED[name])
+            real.add(f"{document} @ {dpi}dpi, {color_space.replace('_', '-')}")
+    finally:
+        await pool.close()
+    return real
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("ipptool")
-async def test_ipp_everywhere_file_fails_only_on_what_needs_raster(
-    printers: Rig, tmp_path: Path
-) -> None:
-    """ipp-everywhere.test fails only its required-attributes test, and only on the raster formats and device features a PDF-only queue does not claim; every job it prints comes out once."""
+@pytest.mark.parametrize("queue", ["printer-01", "lobby"])
+async def test_ipp_everywhere_file_passes(printers: Rig, tmp_path: Path, queue: str) -> None:
+    """ipp-everywhere.test (which includes ipp-2.0.test and ipp-1.1.test) passes against a printer queue and a pool queue: no test fails, it skips only the samples of resolutions, raster types and compressions the queue does not claim, and every document it prints comes out once, with all its pages."""
+    work = _workdir(tmp_path)
+    real = await _everywhere_samples(work)
+    assert len(real) == 34  # 2 resolutions x 3 types x 6 documents, but gray.jpg has no srgb
     async with appliance(rig_config(tmp_path / "data", printers)) as (run, client):
-        uri = f"ipp://127.0.0.1:{run.port}/ipp/print/printer-01"
-        _code, out = await _ipptool(_workdir(tmp_path), uri, "ipp-everywhere.test")
-        failed = re.findall(r"^\s+(.+?)\s+\[FAIL\]$", out, re.M)
-        assert failed == ["PWG 5100.14 section 5.1/5.2 - Required Operations and Attributes"], out
-        expected = set(re.findall(r"^\s+EXPECTED: (.+)$", out, re.M))
-        assert expected <= EVERYWHERE_NOT_YET, expected - EVERYWHERE_NOT_YET
-        jobs = await _settled(client)
-        if any(j["state"] == "DONE" for j in jobs):
-            _printed_once(printers, jobs)
+        uri = f"ipp://127.0.0.1:{run.port}/ipp/print/{queue}"
+        code, out = await _ipptool(work, uri, "ipp-everywhere.test")
+        assert code == 0, out
+        results = re.findall(r"^\s+(.+?)\s+\[(PASS|FAIL|SKIP)\]$", out, re.M)
+        assert [n for n, r in results if r == "FAIL"] == [], out
+        printed = {n for n, r in results if r == "PASS" and "dpi," in n}
+        skipped = {n for n, r in results if r == "SKIP" and "dpi," in n}
+        assert printed == {f"Print {c}" for c in real}, out
+        assert not any(n.removeprefix("Print ") in real for n in skipped)
+        jobs = await _settled(client, timeout_s=180)
+    _printed_once(printers, jobs)
+    pages = {f"edgeprint-{j['id']}": j["document"]["pages"] for j in jobs}
+    lines = [line for p in printers for line in printers.printed(p.name)]
+    assert all(line.pages == pages[line.job_name] for line in lines)
+    assert len([j for j in jobs if j["state"] == "DONE"]) >= len(real)

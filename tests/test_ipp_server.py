@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -13,9 +14,11 @@ from typing import Any
 import pytest
 
 from edgeprint.ipp_server import attributes as A
-from edgeprint.printers import codec
+from edgeprint.ipp_server.operations import Context
+from edgeprint.printers import codec, supplies
 from edgeprint.printers.codec import GroupTag, Operation, Status, Tag, attr
-from testbed.pdfs import make_pdf
+from edgeprint.printers.health import PrinterSnapshot
+from testbed.pdfs import make_page_tree_cycle_pdf, make_pdf
 from testbed.rig import Rig
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance
 from tests.ipp_client import IppQueue, status_message
@@ -160,9 +163,8 @@ async def test_get_jobs_and_cancel_follow_edgeprint_states(
             Operation.GET_JOBS, attr("requested-attributes", Tag.KEYWORD, "job-id", "job-state")
         )
     )
-    assert [
-        (g.get("job-id").value, g.get("job-state").value) for g in pending.groups_of(GroupTag.JOB)
-    ] == [(job_id(held), A.PENDING_HELD)]  # type: ignore[union-attr]
+    listed = [(g.get("job-id"), g.get("job-state")) for g in pending.groups_of(GroupTag.JOB)]
+    assert [(i.value, s.value) for i, s in listed if i and s] == [(job_id(held), A.PENDING_HELD)]
     cancel = await queue.send(
         queue.request(Operation.CANCEL_JOB, attr("job-id", Tag.INTEGER, job_id(held)))
     )
@@ -462,7 +464,7 @@ async def test_ipp_can_be_turned_off(make_appliance: Callable[..., Any]) -> None
 
 
 async def test_create_job_ids_survive_a_restart(make_appliance: Callable[..., Any]) -> None:
-    """After a restart, the id a Create-Job gave still names its stored job, and a Create-Job whose document never came reads as aborted (not as a vanished, finished job)."""
+    """After a restart, the id a Create-Job gave still names its stored job, and one whose document never came answers server-error-service-unavailable, pending-held job-incoming (what makes CUPS send the job again), never a finished job."""
     send = [
         attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf"),
         attr("last-document", Tag.BOOLEAN, True),
@@ -487,9 +489,10 @@ async def test_create_job_ids_survive_a_restart(make_appliance: Callable[..., An
         assert edgeprint_id(found) == edgeprint_id(sent)
         assert found.value(GroupTag.JOB, "job-state") == A.PENDING
         lost = await queue.job_attributes(job_id(orphan))
-        assert lost.status_code == Status.SUCCESSFUL_OK, status_message(lost)
-        assert lost.value(GroupTag.JOB, "job-state") == A.ABORTED
-        assert "nothing was printed" in str(lost.value(GroupTag.JOB, "job-state-message"))
+        assert lost.status_code == Status.SERVER_ERROR_SERVICE_UNAVAILABLE
+        assert "nothing was printed" in status_message(lost)
+        assert lost.value(GroupTag.JOB, "job-state") == A.PENDING_HELD
+        assert lost.value(GroupTag.JOB, "job-state-reasons") == "job-incoming"
         late = await queue.send(
             queue.request(
                 Operation.SEND_DOCUMENT,
@@ -543,3 +546,255 @@ async def _rendered_badge(tmp_path: Path, fmt: str) -> bytes:
         return b"".join([c async for c in pool.stream(str(pdf), choice, facts)])
     finally:
         await pool.close()
+
+
+# --- IPP Everywhere extras: page-ranges, overrides, icons, supplies -------------------------
+
+
+def _ranges(*pairs: tuple[int, int]) -> codec.Attribute:
+    return attr("page-ranges", Tag.RANGE_OF_INTEGER, *[codec.Range(lo, hi) for lo, hi in pairs])
+
+
+@pytest.mark.parametrize("operation", ["Print-Job", "Create-Job"])
+async def test_page_ranges_print_only_those_pages(
+    lobby: tuple[IppQueue, Any, Rig], operation: str
+) -> None:
+    """page-ranges 2-3,5 of a 5-page PDF stores and prints exactly those three pages, in order, once (by the printer's log and the document it kept)."""
+    import pypdf
+
+    from tests.ipp_samples import pages_pdf
+
+    queue, client, rig = lobby
+    pdf = pages_pdf([f"sheet {n}" for n in range(1, 6)])
+    ranges = _ranges((2, 3), (5, 5))
+    if operation == "Print-Job":
+        answer = await queue.print_job(pdf, job=[ranges])
+    else:
+        created = await queue.send(queue.request(Operation.CREATE_JOB, job=[ranges]))
+        assert created.status_code == Status.SUCCESSFUL_OK, status_message(created)
+        answer = await queue.send(
+            queue.request(
+                Operation.SEND_DOCUMENT,
+                attr("job-id", Tag.INTEGER, job_id(created)),
+                attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf"),
+                attr("last-document", Tag.BOOLEAN, True),
+                data=pdf,
+            )
+        )
+    assert answer.status_code == Status.SUCCESSFUL_OK, status_message(answer)
+    job = await client.job(edgeprint_id(answer))
+    assert job["document"]["pages"] == 3
+    await wait_job_state(queue, job_id(answer), {A.COMPLETED})
+    assert_each_printed_once(rig, [job["id"]])
+    ((where, line),) = [(printer, p) for printer in rig for p in rig.printed(printer.name)]
+    assert line.pages == 3
+    (kept,) = where.spool.glob(f"{line.job_id}-*.pdf")
+    texts = [page.extract_text() for page in pypdf.PdfReader(io.BytesIO(kept.read_bytes())).pages]
+    assert [t.strip() for t in texts] == ["sheet 2", "sheet 3", "sheet 5"]
+
+
+async def test_bad_page_ranges_and_overrides_are_refused_and_store_nothing(
+    make_appliance: Callable[..., Any],
+) -> None:
+    """page-ranges that are not ascending, overlap, start below 1, have the wrong syntax or select no page, and overrides that would change an attribute, each get their IPP status and the attribute back; page-ranges of a PDF with a cyclic page tree get document-format-error; nothing is stored; selector-only overrides are accepted."""
+    from tests.ipp_samples import pages_pdf
+
+    pdf = pages_pdf(["one", "two"])
+    media = codec.Value(
+        Tag.BEG_COLLECTION,
+        [attr("pages", Tag.RANGE_OF_INTEGER, codec.Range(1, 1)), attr("media", Tag.KEYWORD, "x")],
+    )
+    only_pages = codec.Value(
+        Tag.BEG_COLLECTION, [attr("pages", Tag.RANGE_OF_INTEGER, codec.Range(1, 1))]
+    )
+    unsupported = Status.CLIENT_ERROR_ATTRIBUTES_OR_VALUES_NOT_SUPPORTED
+    cases: list[tuple[str, codec.Attribute, int]] = [
+        ("descending", _ranges((3, 4), (1, 2)), unsupported),
+        ("overlapping", _ranges((1, 3), (2, 4)), unsupported),
+        ("from page 0", _ranges((0, 1)), unsupported),
+        ("upper below lower", _ranges((2, 1)), unsupported),
+        ("an integer", attr("page-ranges", Tag.INTEGER, 2), Status.CLIENT_ERROR_BAD_REQUEST),
+        ("past the last page", _ranges((3, 9)), unsupported),
+        ("an override of media", codec.Attribute("overrides", [media]), unsupported),
+    ]
+    async with make_appliance() as app:
+        queue = IppQueue(app.http, app.url, "lobby")
+        before = app.snapshot()
+        for why, bad, status in cases:
+            answer = await queue.print_job(pdf, job=[bad])
+            assert answer.status_code == status, (why, status_message(answer))
+            assert answer.group(GroupTag.UNSUPPORTED) is not None, why
+            assert answer.group(GroupTag.UNSUPPORTED).names() == [bad.name], why  # type: ignore[union-attr]
+        hostile = await queue.print_job(make_page_tree_cycle_pdf(), job=[_ranges((1, 1))])
+        assert hostile.status_code == Status.CLIENT_ERROR_DOCUMENT_FORMAT_ERROR
+        assert app.snapshot() == before
+        fine = await queue.send(
+            queue.request(
+                Operation.VALIDATE_JOB,
+                attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf"),
+                job=[codec.Attribute("overrides", [only_pages]), _ranges((1, 1))],
+            )
+        )
+        assert fine.status_code == Status.SUCCESSFUL_OK, status_message(fine)
+
+
+async def test_printer_icons_are_served_pngs(app: Appliance) -> None:
+    """printer-icons lists three URLs on the API port, and each serves a square PNG of its size."""
+    from PIL import Image
+
+    queue = IppQueue(app.http, app.url, "lobby")
+    answer = await queue.send(
+        queue.request(
+            Operation.GET_PRINTER_ATTRIBUTES,
+            attr("requested-attributes", Tag.KEYWORD, "printer-icons"),
+        )
+    )
+    icons = answer.get(GroupTag.PRINTER, "printer-icons")
+    assert icons is not None
+    urls = list(codec.strings(icons))
+    assert [u.rsplit("/", 1)[-1] for u in urls] == ["48.png", "128.png", "512.png"]
+    for url, size in zip(urls, (48, 128, 512), strict=True):
+        async with app.http.get(url) as r:
+            assert r.status == 200
+            assert r.content_type == "image/png"
+            image = Image.open(io.BytesIO(await r.read()))
+            assert (image.format, image.size) == ("PNG", (size, size))
+
+
+def _snapshot(name: str, said: supplies.Supplies | None) -> PrinterSnapshot:
+    return PrinterSnapshot(
+        name=name, uri=f"ipp://127.0.0.1/{name}", pool="lobby", healthy=True,
+        health_reason=None, reachable=True, paused=False, printer_state="idle",
+        printer_state_reasons=(), printer_state_message="", queued_job_count=0,
+        printing_job=None, last_error=None, supplies=said,
+    )  # fmt: skip
+
+
+def test_supplies_are_relayed_as_the_printers_said_or_unknown() -> None:
+    """A pool queue relays its printers' printer-supply (renumbered, described with each printer's name) and marker-*; a printer queue relays its printer's own, with its supply page; with nothing reported, one supply of unknown level (-2)."""
+    said = supplies.from_attributes(
+        {
+            "printer-supply": ["index=1;type=toner;level=40;", "index=2;type=wasteToner;level=5;"],
+            "printer-supply-description": ["Black Toner", "Waste"],
+            "printer-supply-info-uri": "http://printer/supplies",
+            "marker-names": ["Black Toner"], "marker-colors": ["#000000"],
+            "marker-types": ["toner"], "marker-levels": [40],
+            "marker-low-levels": [10], "marker-high-levels": [100],
+        }
+    )  # fmt: skip
+    assert said is not None
+
+    def queue(name: str, kind: str, members: tuple[str, ...]) -> A.Queue:
+        return A.Queue(name, kind, members, False, "ipp://h:1", "http://h:1/", "none", 1024)
+
+    pool = {a.name: a for a in A.supply_attributes(
+        queue("lobby", "pool", ("p1", "p2")), [_snapshot("p1", said), _snapshot("p2", said)]
+    )}  # fmt: skip
+    assert list(codec.strings(pool["printer-supply-description"])) == [
+        "p1: Black Toner", "p1: Waste", "p2: Black Toner", "p2: Waste",
+    ]  # fmt: skip
+    assert [v.value for v in pool["printer-supply"].values] == [
+        b"index=1;type=toner;level=40;", b"index=2;type=wasteToner;level=5;",
+        b"index=3;type=toner;level=40;", b"index=4;type=wasteToner;level=5;",
+    ]  # fmt: skip
+    assert pool["printer-supply-info-uri"].value == "http://h:1/"
+    assert [v.value for v in pool["marker-levels"].values] == [40, 40]
+    assert list(codec.strings(pool["marker-names"])) == ["p1: Black Toner", "p2: Black Toner"]
+    one = {a.name: a for a in A.supply_attributes(queue("p1", "printer", ("p1",)), [
+        _snapshot("p1", said), _snapshot("p2", None)])}  # fmt: skip
+    assert list(codec.strings(one["printer-supply-description"])) == ["Black Toner", "Waste"]
+    assert one["printer-supply-info-uri"].value == "http://printer/supplies"
+    none = {a.name: a for a in A.supply_attributes(queue("p2", "printer", ("p2",)), [
+        _snapshot("p1", said), _snapshot("p2", None)])}  # fmt: skip
+    assert [v.value for v in none["printer-supply"].values] == [A.UNKNOWN_SUPPLY.encode()]
+    assert "level=-2;" in A.UNKNOWN_SUPPLY
+    assert "marker-levels" not in none
+
+
+async def test_a_pool_queue_relays_its_printers_supplies(
+    lobby: tuple[IppQueue, Any, Rig],
+) -> None:
+    """Get-Printer-Attributes of the pool queue lists the supplies both real printers report in their probes, each described with its printer's name."""
+    queue, _client, _rig = lobby
+
+    async def descriptions() -> list[str]:
+        answer = await queue.send(
+            queue.request(
+                Operation.GET_PRINTER_ATTRIBUTES,
+                attr("requested-attributes", Tag.KEYWORD, "printer-supply-description"),
+            )
+        )
+        found = answer.get(GroupTag.PRINTER, "printer-supply-description")
+        return list(codec.strings(found)) if found is not None else []
+
+    deadline = time.monotonic() + 20
+    while not {d.split(":")[0] for d in await descriptions()} >= {"printer-01", "printer-02"}:
+        assert time.monotonic() < deadline, await descriptions()
+        await asyncio.sleep(0.05)  # polling a condition (both probed), bounded by the deadline
+    by_printer: dict[str, list[str]] = {}
+    for d in await descriptions():
+        printer, _, what = d.partition(": ")
+        by_printer.setdefault(printer, []).append(what)
+    assert set(by_printer) == {"printer-01", "printer-02"}
+    assert by_printer["printer-01"] == by_printer["printer-02"] != []  # the same model twice
+
+
+async def test_a_create_job_lost_in_a_restart_aborts_after_the_resend_window(
+    app: Appliance,
+) -> None:
+    """Get-Job-Attributes of a Create-Job id from an earlier life answers service-unavailable (resend) within LOST_RESEND_WINDOW_S of the start, and aborted (nothing printed) after it."""
+    from edgeprint.ipp_server.operations import LOST_RESEND_WINDOW_S, PENDING_BASE, IppServer
+    from edgeprint.service import Caller
+
+    now = [0.0]
+    server = IppServer(app.running.service, list, clock=lambda: now[0])
+    queue = server.queue("lobby", "ipp://h:1", "http://h:1/")
+    assert queue is not None
+    ctx = Context(queue, Caller("ipp:test", "kiosk", "cid"))
+    ask = IppQueue(app.http, app.url, "lobby").request(
+        Operation.GET_JOB_ATTRIBUTES, attr("job-id", Tag.INTEGER, PENDING_BASE + 7)
+    )
+    soon = codec.parse(await server.handle(ask.encode(), ctx))
+    assert soon.status_code == Status.SERVER_ERROR_SERVICE_UNAVAILABLE
+    assert soon.value(GroupTag.JOB, "job-state") == A.PENDING_HELD
+    now[0] = LOST_RESEND_WINDOW_S + 1
+    late = codec.parse(await server.handle(ask.encode(), ctx))
+    assert late.status_code == Status.SUCCESSFUL_OK
+    assert late.value(GroupTag.JOB, "job-state") == A.ABORTED
+    assert late.value(GroupTag.JOB, "job-state-reasons") == "aborted-by-system"
+
+
+async def test_a_client_gone_mid_document_stores_nothing(
+    make_appliance: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A client that drops the connection halfway through a Print-Job's document leaves nothing stored and is logged as ipp_client_gone, not as an internal error."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="edgeprint")
+    async with make_appliance() as app:
+        queue = IppQueue(app.http, app.url, "lobby")
+        before = app.snapshot()
+        body = queue.request(
+            Operation.PRINT_JOB,
+            attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf"),
+            data=make_pdf("cut short", pad_to=200_000),
+        ).encode()
+        _reader, writer = await asyncio.open_connection(app.running.host, app.running.port)
+        writer.write(
+            f"POST /ipp/print/lobby HTTP/1.1\r\nHost: {app.running.host}\r\n"
+            f"Content-Type: application/ipp\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            + body[: len(body) // 2]
+        )
+        await writer.drain()
+        writer.close()
+        await writer.wait_closed()
+
+        def events() -> list[str]:
+            return [str(getattr(r, "event", "")) for r in caplog.records]
+
+        deadline = time.monotonic() + 10
+        while "ipp_client_gone" not in events():
+            assert time.monotonic() < deadline, events()
+            await asyncio.sleep(0.02)  # polling a condition, bounded by the deadline
+        assert "internal_error" not in events()
+        assert app.snapshot() == before

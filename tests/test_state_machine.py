@@ -40,6 +40,7 @@ from hypothesis.stateful import (
     invariant,
     precondition,
     rule,
+    run_state_machine_as_test,
 )
 
 from edgeprint import errors
@@ -60,9 +61,19 @@ from edgeprint.states import (
     target,
 )
 from edgeprint.store import Store
-from edgeprint.store.jobs import GUARD_ON_PRINTER, GUARD_PRINTED, ROW, JobRecord, Jobs
+from edgeprint.store.interface import Store as StoreInterface
+from edgeprint.store.jobs import (
+    GUARD_ON_PRINTER,
+    GUARD_PRINTED,
+    PEER_FIRST_S,
+    ROW,
+    JobRecord,
+    Jobs,
+)
+from edgeprint.store.postgres import PostgresStore
 from testbed.pdfs import make_pdf
 from tests.conftest import config_dict
+from tests.pg_fixtures import PostgresCluster
 
 S = JobState
 T = TypeVar("T")
@@ -291,7 +302,8 @@ def printer_reports(draw: st.DrawFn) -> dict[str, Any]:
 class JobLifecycle(RuleBasedStateMachine):
     """A real JobService over a real SQLite file, one per example, checked against a model."""
 
-    def __init__(self) -> None:
+    def __init__(self, store_url: str | None = None) -> None:
+        """``store_url``: a PostgreSQL URL (a fresh schema) instead of the SQLite file."""
         super().__init__()
         self.tmp = Path(tempfile.mkdtemp(prefix="edgeprint-sm-"))
         self.loop = asyncio.new_event_loop()
@@ -301,11 +313,15 @@ class JobLifecycle(RuleBasedStateMachine):
         data_dir.mkdir(parents=True)
         self.spool = Spool(data_dir)
         self.spool.prepare()
-        self.store = Store(
-            data_dir / DB_FILE,
-            synchronous=config.store.synchronous,
-            busy_timeout_ms=config.store.busy_timeout_ms,
-            max_batch=config.store.max_batch,
+        self.store: StoreInterface = (
+            Store(
+                data_dir / DB_FILE,
+                synchronous=config.store.synchronous,
+                busy_timeout_ms=config.store.busy_timeout_ms,
+                max_batch=config.store.max_batch,
+            )
+            if store_url is None
+            else PostgresStore(store_url)
         )
         try:
             self.loop.run_until_complete(self.store.open())
@@ -826,25 +842,30 @@ JobLifecycle.TestCase.settings = settings(
 TestJobLifecycle = JobLifecycle.TestCase
 
 
+def test_job_lifecycle_on_postgresql(postgres: PostgresCluster) -> None:
+    """The same machine, model and invariants hold with the PostgreSQL store (fewer examples:
+    each one makes a schema)."""
+    run_state_machine_as_test(
+        lambda: JobLifecycle(store_url=postgres.url()),
+        settings=settings(JobLifecycle.TestCase.settings, max_examples=25),
+    )
+
+
 # --- races found by the state machine, as plain regression tests --------------------
 
 
 @contextlib.asynccontextmanager
-async def _service(tmp_path: Path) -> AsyncIterator[JobService]:
+async def _service(tmp_path: Path, store: StoreInterface) -> AsyncIterator[JobService]:
+    """A JobService over ``store`` (open; either backend) and a spool in ``tmp_path``."""
     config = parse_config(config_dict(tmp_path / "data"))
     config.server.data_dir.mkdir(parents=True)
     spool = Spool(config.server.data_dir)
     spool.prepare()
-    store = Store(config.server.data_dir / DB_FILE)
-    await store.open()
-    try:
-        yield JobService(config, Jobs(store), spool, Metrics())
-    finally:
-        await store.close()
+    yield JobService(config, Jobs(store), spool, Metrics())
 
 
 async def _printed_whole(
-    store: Store, job: JobRecord, printer: str, now: float
+    store: StoreInterface, job: JobRecord, printer: str, now: float
 ) -> JobRecord | None:
     """A worker's report that ``job`` printed on ``printer``: a printed copy and DONE, atomically.
 
@@ -885,7 +906,7 @@ async def _printing_job(service: JobService, pool: str | None = None) -> JobReco
 
 @pytest.mark.parametrize("outcome", ["requeue", "fail"])
 async def test_cancel_racing_the_workers_outcome_still_cancels(
-    tmp_path: Path, outcome: str
+    tmp_path: Path, store: StoreInterface, outcome: str
 ) -> None:
     """A cancel that meets a PRINTING job (no copy yet) as its worker requeues or fails it wins.
 
@@ -893,7 +914,7 @@ async def test_cancel_racing_the_workers_outcome_still_cancels(
     never refused (DESIGN §2 invariant 3: concurrent calls behave as in some
     serial order).
     """
-    async with _service(tmp_path) as service:
+    async with _service(tmp_path, store) as service:
         job = await _printing_job(service)
         worker = (
             service.requeue(job, "printer-01", "server-error-busy", 0.0, count=False)
@@ -914,11 +935,11 @@ async def test_cancel_racing_the_workers_outcome_still_cancels(
 
 
 async def test_cancel_of_a_job_with_a_copy_is_honoured_when_the_printer_refuses(
-    tmp_path: Path,
+    tmp_path: Path, store: StoreInterface
 ) -> None:
     """A cancel flags the live copy; when the printer then refuses it (busy), the job is
     CANCELLED, never RELEASED again for a peer to print: the kiosk was told 202."""
-    async with _service(tmp_path) as service:
+    async with _service(tmp_path, store) as service:
         job = await _printing_job(service, pool="lobby")
         copy = await service.open_copy(
             job, "printer-01", operation="Create-Job", document_format="application/pdf",
@@ -937,9 +958,37 @@ async def test_cancel_of_a_job_with_a_copy_is_honoured_when_the_printer_refuses(
         assert await service.claim_next("printer-02") is None
 
 
-async def test_replay_clears_an_old_cancel_request(tmp_path: Path) -> None:
+async def test_a_pool_job_a_printer_failed_goes_to_its_peers_first(
+    tmp_path: Path, store: StoreInterface
+) -> None:
+    """A pool job that aborted on printer-01 is left to the pool's other printers for
+    PEER_FIRST_S once it is claimable again; only then may printer-01 retake it, and its
+    worker is told when (a one-printer pool still retries; an aborting printer cannot burn
+    one job's attempts while a peer idles)."""
+    now = [1_000.0]
+    async with _service(tmp_path, store) as service:
+        service.clock = lambda: now[0]
+        job = await _printing_job(service, pool="lobby")
+        await service.requeue(job, "printer-01", "aborted", 1_001.0, count=True, failure_sig="x")
+        now[0] = 1_001.0
+        assert await service.claim_next("printer-01") is None
+        assert await service.next_ready_at("printer-01") == 1_001.0 + PEER_FIRST_S
+        assert await service.next_ready_at("printer-02") is None  # claimable for it now
+        now[0] = 1_001.0 + PEER_FIRST_S
+        again = await service.claim_next("printer-01")
+        assert again is not None
+        assert again.id == job.id
+        await service.requeue(again, "printer-01", "aborted", 2_000.0, count=True, failure_sig="x")
+        now[0] = 2_000.0
+        assert await service.claim_next("printer-01") is None
+        peer = await service.claim_next("printer-02")
+        assert peer is not None
+        assert (peer.id, peer.printed_on) == (job.id, "printer-02")
+
+
+async def test_replay_clears_an_old_cancel_request(tmp_path: Path, store: StoreInterface) -> None:
     """A dead job replayed by a technician starts afresh: an earlier cancel request is gone."""
-    async with _service(tmp_path) as service:
+    async with _service(tmp_path, store) as service:
         job = await _printing_job(service)
         copy = await service.open_copy(
             job, "printer-01", operation="Create-Job", document_format="application/pdf",
@@ -999,3 +1048,29 @@ async def test_schema_check_on_job_state_lists_exactly_all_states(tmp_path: Path
             " copies, document_sha256, document_bytes, created_at, updated_at, token_name,"
             " actor) VALUES ('x', 'k', 'r', 'LOST', 'o', 1, 1, 'd', 0, 0, 0, 't', 'a')"
         )
+
+
+async def test_postgresql_check_on_job_state_lists_exactly_all_states(pg_url: str) -> None:
+    """The CHECK constraint on jobs.state in PostgreSQL, read back from its catalog, is
+    ALL_STATES, and PostgreSQL enforces it."""
+    store = PostgresStore(pg_url)
+    await store.open()
+    try:
+        rows = await store.read(
+            "SELECT pg_get_constraintdef(c.oid) FROM pg_constraint c "
+            "JOIN pg_class t ON t.oid = c.conrelid "
+            "WHERE t.relname = 'jobs' AND t.relnamespace = current_schema()::regnamespace "
+            "AND c.contype = 'c' AND pg_get_constraintdef(c.oid) LIKE '%(state %'"
+        )
+        assert len(rows) == 1, rows
+        values = re.findall(r"'([^']*)'::text", rows[0][0])
+        assert len(values) == len(set(values)), f"duplicates in {values}"
+        assert set(values) == {s.value for s in ALL_STATES}
+        with pytest.raises(errors.StoreUnavailable, match="check constraint"):
+            await store.write(
+                "INSERT INTO jobs (id, idempotency_key, request_sha256, state, owner, priority,"
+                " copies, document_sha256, document_bytes, created_at, updated_at, token_name,"
+                " actor) VALUES ('x', 'k', 'r', 'LOST', 'o', 1, 1, 'd', 0, 0, 0, 't', 'a')"
+            )
+    finally:
+        await store.close()

@@ -1,26 +1,24 @@
-"""The SQLite store: group commit, statement isolation inside a batch, migrations, append-only events."""
+"""The store engines, SQLite and PostgreSQL, pass one suite: group commit, statement isolation
+inside a batch, migrations, append-only events, closed-store errors."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
-from collections.abc import AsyncIterator
+import uuid
 from pathlib import Path
 
 import pytest
 
 from edgeprint import errors
-from edgeprint.store import Store
+from edgeprint.config import StoreConfig
+from edgeprint.store import Store as SqliteStore
+from edgeprint.store import backends, pg_schema
+from edgeprint.store.interface import Store
+from edgeprint.store.postgres import PostgresStore, redact, translate
 from edgeprint.store.schema import SCHEMA_VERSION
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    s = Store(tmp_path / "t.sqlite3")
-    await s.open()
-    yield s
-    await s.close()
-
+from tests.pg_fixtures import PostgresCluster
 
 _INSERT = (
     "INSERT INTO jobs (id, idempotency_key, request_sha256, state, owner, priority, copies,"
@@ -29,15 +27,37 @@ _INSERT = (
 )
 
 
-async def test_concurrent_writes_are_grouped_and_all_durable(store: Store, tmp_path: Path) -> None:
-    """500 concurrent inserts commit in far fewer transactions, and all are on disk."""
+def _again(store: Store) -> Store:
+    """A second, unopened store on the same database as ``store``."""
+    if isinstance(store, SqliteStore):
+        return SqliteStore(store.path)
+    assert isinstance(store, PostgresStore)
+    return PostgresStore(store.url)
+
+
+def _count(store: Store) -> int:
+    """Jobs as a fresh connection sees them (what was committed, not what one connection has)."""
+    if isinstance(store, SqliteStore):
+        with contextlib.closing(sqlite3.connect(store.path)) as db:
+            return int(db.execute("SELECT count(*) FROM jobs").fetchone()[0])
+    assert isinstance(store, PostgresStore)
+    import psycopg
+
+    with psycopg.connect(store.url) as conn:
+        row = conn.execute("SELECT count(*) FROM jobs").fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+async def test_concurrent_writes_are_grouped_and_all_durable(store: Store) -> None:
+    """500 concurrent inserts commit in far fewer transactions, and another connection sees all."""
     await asyncio.gather(
         *(store.write(_INSERT, (f"id{i}", f"key{i}", "HELD", 100)) for i in range(500))
     )
+    assert isinstance(store, SqliteStore | PostgresStore)
     assert store.writes == 500
     assert store.batches < 100
-    with sqlite3.connect(tmp_path / "t.sqlite3") as db:
-        assert db.execute("SELECT count(*) FROM jobs").fetchone()[0] == 500
+    assert _count(store) == 500
 
 
 async def test_a_failing_statement_fails_only_its_caller(store: Store) -> None:
@@ -47,9 +67,36 @@ async def test_a_failing_statement_fails_only_its_caller(store: Store) -> None:
     results = await asyncio.gather(*good, bad, return_exceptions=True)
     assert all(isinstance(r, list) for r in results[:-1])
     assert isinstance(results[-1], errors.StoreUnavailable)
-    assert "CHECK constraint failed" in str(results[-1])
+    assert "check constraint" in str(results[-1]).lower()
     rows = await store.read("SELECT count(*) FROM jobs")
     assert rows[0][0] == 20
+
+
+async def test_a_failing_unit_is_undone_whole_and_alone(store: Store) -> None:
+    """write_many is all or none: a unit whose second statement fails leaves nothing of its
+    first, while a unit committed in the same batch stays."""
+    ok = store.write_many(
+        [(_INSERT, ("u1", "uk1", "HELD", 1)), (_INSERT, ("u2", "uk2", "HELD", 1))]
+    )
+    bad = store.write_many(
+        [(_INSERT, ("u3", "uk3", "HELD", 1)), (_INSERT, ("u4", "uk4", "NOT-A-STATE", 1))]
+    )
+    results = await asyncio.gather(ok, bad, return_exceptions=True)
+    assert not isinstance(results[0], BaseException)
+    assert isinstance(results[1], errors.StoreUnavailable)
+    rows = await store.read("SELECT id FROM jobs ORDER BY id")
+    assert [r[0] for r in rows] == ["u1", "u2"]
+
+
+async def test_a_failing_read_fails_only_its_caller(store: Store) -> None:
+    """Reads queued together answer each caller: a bad one is its caller's error alone."""
+    await store.write(_INSERT, ("r1", "rk1", "HELD", 1))
+    good = [store.read("SELECT id FROM jobs WHERE id = ?", ("r1",)) for _ in range(20)]
+    bad = store.read("SELECT no_such_column FROM jobs")
+    results = await asyncio.gather(*good, bad, return_exceptions=True)
+    assert all(not isinstance(r, BaseException) and r[0][0] == "r1" for r in results[:-1])
+    assert isinstance(results[-1], errors.StoreUnavailable)
+    assert "no_such_column" in str(results[-1])
 
 
 async def test_job_events_are_append_only(store: Store) -> None:
@@ -61,6 +108,7 @@ async def test_job_events_are_append_only(store: Store) -> None:
         await store.write("UPDATE job_events SET to_state = 'DONE'")
     with pytest.raises(errors.StoreUnavailable, match="append-only"):
         await store.write("DELETE FROM job_events")
+    assert len(await store.read("SELECT * FROM job_events")) == 1
 
 
 async def test_state_change_writes_event_in_same_statement(store: Store) -> None:
@@ -69,46 +117,83 @@ async def test_state_change_writes_event_in_same_statement(store: Store) -> None
     await store.write("UPDATE jobs SET state = 'RELEASED', actor = 'k' WHERE id = 'e2'")
     await store.write("UPDATE jobs SET priority = 5 WHERE id = 'e2'")
     events = await store.read(
-        "SELECT from_state, to_state, actor FROM job_events WHERE job_id='e2'"
+        "SELECT from_state, to_state, actor FROM job_events WHERE job_id='e2' ORDER BY seq"
     )
     assert [tuple(e) for e in events] == [(None, "HELD", "a"), ("HELD", "RELEASED", "k")]
 
 
-async def test_reopen_keeps_schema_and_data(tmp_path: Path) -> None:
-    """Opening an existing file applies no migration twice and keeps every row."""
-    path = tmp_path / "r.sqlite3"
-    for _ in range(2):
-        s = Store(path)
-        await s.open()
-        await s.write(
-            _INSERT.replace("?, ?, 'r'", "hex(randomblob(8)), hex(randomblob(8)), 'r'"), ("HELD", 1)
-        )
-        await s.close()
-    with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-        assert db.execute("SELECT count(*) FROM jobs").fetchone()[0] == 2
-        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+async def _schema_version(store: Store) -> int:
+    if store.dialect == "sqlite":
+        return int((await store.read("PRAGMA user_version"))[0][0])
+    return int((await store.read("SELECT version FROM schema_version"))[0][0])
 
 
-async def test_newer_schema_refuses_to_open(tmp_path: Path) -> None:
-    """A store written by a newer edgeprint is not touched."""
+async def test_reopen_keeps_schema_and_data(store: Store) -> None:
+    """Opening an existing store applies no migration twice and keeps every row."""
+    await store.write(_INSERT, ("r1", "rk1", "HELD", 1))
+    await store.close()
+    again = _again(store)
+    await again.open()
+    try:
+        await again.write(_INSERT, ("r2", "rk2", "HELD", 1))
+        assert len(await again.read("SELECT id FROM jobs")) == 2
+        expected = SCHEMA_VERSION if again.dialect == "sqlite" else pg_schema.SCHEMA_VERSION
+        assert await _schema_version(again) == expected
+        if isinstance(again, SqliteStore):
+            assert (await again.read("PRAGMA journal_mode"))[0][0] == "wal"
+    finally:
+        await again.close()
+
+
+async def test_two_stores_opening_one_new_database_migrate_it_once(store: Store) -> None:
+    """Two engines opening the same new database at once migrate it once; on PostgreSQL the
+    second is refused while the first uses it (one appliance per database until leases)."""
+    await store.close()
+    one, two = _again(store), _again(store)
+    try:
+        opened = await asyncio.gather(one.open(), two.open(), return_exceptions=True)
+        if store.dialect == "sqlite":
+            assert opened == [None, None]
+            await one.write(_INSERT, ("m1", "mk1", "HELD", 1))
+            assert len(await two.read("SELECT id FROM jobs")) == 1
+        else:
+            refused = [r for r in opened if isinstance(r, BaseException)]
+            assert len(refused) == 1, opened
+            assert isinstance(refused[0], errors.StoreUnavailable)
+            assert "another edgeprint is using the database" in str(refused[0])
+            winner = one if opened[0] is None else two
+            assert await _schema_version(winner) == pg_schema.SCHEMA_VERSION
+    finally:
+        await one.close()
+        await two.close()
+    if store.dialect == "postgresql":  # the lock goes with the appliance that held it
+        again = _again(store)
+        await again.open()
+        await again.close()
+
+
+async def test_newer_schema_refuses_to_open(tmp_path: Path, pg_url: str) -> None:
+    """A store written by a newer edgeprint is not touched (either backend)."""
     path = tmp_path / "n.sqlite3"
     with sqlite3.connect(path) as db:
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
-    s = Store(path)
-    with pytest.raises(errors.StoreUnavailable, match="newer than this edgeprint"):
-        await s.open()
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE schema_version (version integer NOT NULL)")
+        conn.execute("INSERT INTO schema_version VALUES (%s)", (pg_schema.SCHEMA_VERSION + 1,))
+    for s in (SqliteStore(path), PostgresStore(pg_url)):
+        with pytest.raises(errors.StoreUnavailable, match="newer than this edgeprint"):
+            await s.open()
 
 
-async def test_closed_store_refuses_writes(tmp_path: Path) -> None:
-    """After close, writes raise StoreUnavailable instead of hanging."""
-    s = Store(tmp_path / "c.sqlite3")
-    await s.open()
-    await s.close()
+async def test_closed_store_refuses_writes(store: Store) -> None:
+    """After close, writes and reads raise StoreUnavailable instead of hanging."""
+    await store.close()
     with pytest.raises(errors.StoreUnavailable):
-        await s.write("SELECT 1")
+        await store.write("SELECT 1")
     with pytest.raises(errors.StoreUnavailable):
-        await s.read("SELECT 1")
+        await store.read("SELECT 1")
 
 
 async def test_job_record_fields_are_the_table_columns(store: Store) -> None:
@@ -116,5 +201,95 @@ async def test_job_record_fields_are_the_table_columns(store: Store) -> None:
     computed from the job's copies."""
     from edgeprint.store.jobs import JobRecord
 
-    columns = [r[1] for r in await store.read("PRAGMA table_info(jobs)")]
+    if store.dialect == "sqlite":
+        columns = [r[1] for r in await store.read("PRAGMA table_info(jobs)")]
+    else:
+        columns = [
+            r[0]
+            for r in await store.read(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'jobs' "
+                "AND table_schema = current_schema() ORDER BY ordinal_position"
+            )
+        ]
     assert list(JobRecord._fields) == [*columns, "cancel_requested", "truncated_copies"]
+
+
+# --- PostgreSQL only ---------------------------------------------------------------------
+
+
+def test_placeholders_are_translated_outside_quotes_only() -> None:
+    """``?`` becomes ``%s`` except inside quotes, and a literal ``%`` is escaped for psycopg."""
+    assert translate("SELECT ? WHERE a = '?' AND b LIKE '%x' AND \"?\" = ?") == (
+        "SELECT %s WHERE a = '?' AND b LIKE '%%x' AND \"?\" = %s"
+    )
+
+
+def test_a_url_is_shown_without_its_password() -> None:
+    """Error messages and logs carry the PostgreSQL URL with its password masked."""
+    assert redact("postgresql://ep:s3cret@db.lan:5433/edgeprint?sslmode=require") == (
+        "postgresql://ep:***@db.lan:5433/edgeprint?sslmode=require"
+    )
+    assert redact("postgresql://db.lan/edgeprint") == "postgresql://db.lan/edgeprint"
+
+
+async def test_an_unreachable_database_is_a_clear_store_error(postgres: PostgresCluster) -> None:
+    """A URL nobody answers on fails open() with StoreUnavailable naming the URL, no password."""
+    s = PostgresStore(
+        f"postgresql://edgeprint:pw-{uuid.uuid4().hex}@127.0.0.1:1/edgeprint",
+        connect_timeout_s=2,
+    )
+    with pytest.raises(errors.StoreUnavailable, match=r"cannot open store postgresql://") as info:
+        await s.open()
+    assert "pw-" not in str(info.value)
+
+
+async def test_stores_in_two_schemas_of_one_database_are_independent(
+    postgres: PostgresCluster,
+) -> None:
+    """The one-appliance lock is per schema: two stores in two schemas of one database open
+    together, and neither sees the other's jobs."""
+    one, two = PostgresStore(postgres.url()), PostgresStore(postgres.url())
+    await one.open()
+    try:
+        await two.open()
+        try:
+            await one.write(_INSERT, ("s1", "sk1", "HELD", 1))
+            assert len(await two.read("SELECT id FROM jobs")) == 0
+        finally:
+            await two.close()
+    finally:
+        await one.close()
+
+
+async def test_a_lost_database_connection_is_a_store_error(pg_url: str) -> None:
+    """When PostgreSQL drops the appliance's connections, writes and reads fail with
+    StoreUnavailable (503; a worker's store error restarts the process) instead of hanging."""
+    import psycopg
+
+    s = PostgresStore(pg_url)
+    await s.open()
+    try:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            cur = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE application_name IN ('edgeprint-writer', 'edgeprint-reader') "
+                "AND pid <> pg_backend_pid()"
+            )
+            row = cur.fetchone()
+            assert row is not None
+            assert row[0] == 5  # the writer and the four readers (tests run one at a time)
+        with pytest.raises(errors.StoreUnavailable):
+            await s.write(_INSERT, ("x1", "xk1", "HELD", 1))
+        with pytest.raises(errors.StoreUnavailable):
+            await s.read("SELECT 1")
+    finally:
+        await s.close()
+
+
+def test_the_config_chooses_the_backend(tmp_path: Path) -> None:
+    """No url: the SQLite file; a postgresql:// url: PostgreSQL; any other url is refused."""
+    assert isinstance(backends.from_config(StoreConfig(), tmp_path / "x"), SqliteStore)
+    pg = backends.from_config(StoreConfig(url="postgresql://h/db"), tmp_path / "x")
+    assert isinstance(pg, PostgresStore)
+    with pytest.raises(ValueError, match="must be a PostgreSQL URL"):
+        StoreConfig(url="mysql://h/db")

@@ -20,7 +20,7 @@ import pytest
 from edgeprint import errors
 from edgeprint.config import parse_config
 from edgeprint.server import DB_FILE
-from edgeprint.store import Store
+from edgeprint.store.interface import Store as StoreInterface
 from edgeprint.store.outbox import Outbox
 from testbed.proc import ServeProcess
 from testbed.rig import Rig
@@ -425,32 +425,28 @@ async def test_printer_health_events_from_a_real_printer(
     assert events[1]["data"]["healthy"] is True
 
 
-async def test_outbox_keeps_what_a_receiver_still_needs(tmp_path: Path) -> None:
-    """Pruning deletes old events every receiver is done with, and old failures; nothing else."""
-    store = Store(tmp_path / "outbox.sqlite3")
-    await store.open()
-    try:
-        outbox = Outbox(store)
-        await outbox.subscribe({"printer.unhealthy"})
-        for i, at in enumerate((100.0, 200.0, 300.0)):
-            assert await outbox.add_printer_event(f"msg_{i}", "printer.unhealthy", "p", at, {})
-        assert not await outbox.add_printer_event("msg_x", "printer.healthy", "p", 1.0, {})
-        fast = await outbox.start_cursor("http://fast/", now=0)
-        slow = await outbox.start_cursor("http://slow/", now=0)
-        assert (fast, slow) == (3, 3)  # a new receiver starts after what is stored
-        await store.write("UPDATE webhook_cursors SET seq = 2 WHERE url = 'http://fast/'")
-        await store.write("UPDATE webhook_cursors SET seq = 1 WHERE url = 'http://slow/'")
-        assert await outbox.prune(250.0, ["http://fast/", "http://slow/"]) == 1
-        assert [e.id for e in await outbox.after(0, ["printer.unhealthy"])] == ["msg_1", "msg_2"]
-        assert await outbox.prune(250.0, ["http://fast/"]) == 1  # slow is no longer configured
-        assert [e.id for e in await outbox.after(0, ["printer.unhealthy"])] == ["msg_2"]
-        [event] = await outbox.after(0, ["printer.unhealthy"])
-        for url, at in (("http://fast/", 100.0), ("http://slow/", 400.0)):
-            await outbox.park(url, event, attempts=3, first_attempt_at=at, now=at, error="x")
-        await outbox.prune(250.0, [])
-        assert [f.url for f in await outbox.failures()] == ["http://slow/"]
-    finally:
-        await store.close()
+async def test_outbox_keeps_what_a_receiver_still_needs(store: StoreInterface) -> None:
+    """Pruning deletes old events every receiver is done with, and old failures; nothing else
+    (on both store backends)."""
+    outbox = Outbox(store)
+    await outbox.subscribe({"printer.unhealthy"})
+    for i, at in enumerate((100.0, 200.0, 300.0)):
+        assert await outbox.add_printer_event(f"msg_{i}", "printer.unhealthy", "p", at, {})
+    assert not await outbox.add_printer_event("msg_x", "printer.healthy", "p", 1.0, {})
+    fast = await outbox.start_cursor("http://fast/", now=0)
+    slow = await outbox.start_cursor("http://slow/", now=0)
+    assert (fast, slow) == (3, 3)  # a new receiver starts after what is stored
+    await store.write("UPDATE webhook_cursors SET seq = 2 WHERE url = 'http://fast/'")
+    await store.write("UPDATE webhook_cursors SET seq = 1 WHERE url = 'http://slow/'")
+    assert await outbox.prune(250.0, ["http://fast/", "http://slow/"]) == 1
+    assert [e.id for e in await outbox.after(0, ["printer.unhealthy"])] == ["msg_1", "msg_2"]
+    assert await outbox.prune(250.0, ["http://fast/"]) == 1  # slow is no longer configured
+    assert [e.id for e in await outbox.after(0, ["printer.unhealthy"])] == ["msg_2"]
+    [event] = await outbox.after(0, ["printer.unhealthy"])
+    for url, at in (("http://fast/", 100.0), ("http://slow/", 400.0)):
+        await outbox.park(url, event, attempts=3, first_attempt_at=at, now=at, error="x")
+    await outbox.prune(250.0, [])
+    assert [f.url for f in await outbox.failures()] == ["http://slow/"]
 
 
 async def test_a_new_receiver_starts_with_new_events(

@@ -13,12 +13,16 @@ import asyncio
 import base64
 import binascii
 import functools
+import importlib.resources
 import ipaddress
+import logging
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from edgeprint import errors
+from edgeprint.faults import crash_point
+from edgeprint.ipp_server.attributes import ICON_SIZES
 from edgeprint.ipp_server.operations import Context, IppServer, status_for
 from edgeprint.printers import codec
 from edgeprint.printers.codec import Operation, Status
@@ -28,7 +32,11 @@ from edgeprint.spool import StagedDocument
 if TYPE_CHECKING:
     from edgeprint.api.app import Deps
 
+log = logging.getLogger(__name__)
+
 PATH = "/ipp/print/{name}"
+#: The queues' printer-icons, one route per size (PNG, package data of edgeprint.ipp_server).
+ICON_PATH = "/ipp/icons/{size}.png"
 #: Operations whose request carries a document after the attributes.
 _WITH_DOCUMENT = {Operation.PRINT_JOB, Operation.SEND_DOCUMENT}
 CONTENT_TYPE = "application/ipp"
@@ -119,6 +127,7 @@ class IppEndpoint:
             if len(first) > limit:
                 raise errors.PayloadTooLarge("the document", limit)
             staged.write(first)
+            crash_point("ipp_during_document")
             while chunk := await request.content.read(_CHUNK):
                 if staged.size + len(chunk) > limit:
                     raise errors.PayloadTooLarge("the document", limit)
@@ -164,6 +173,7 @@ class IppEndpoint:
                 head, first = await self._read_head(request)
                 if first is not None:
                     document = await self._read_document(request, first, server.max_document_bytes)
+                    crash_point("ipp_after_document")
         except TimeoutError:
             if document is not None:
                 document.discard()
@@ -176,6 +186,14 @@ class IppEndpoint:
                 self.deps.metrics.rate_limited.inc()
             status, detail = status_for(exc)
             return _answer(status, detail, head)
+        except ConnectionResetError:
+            if document is not None:
+                document.discard()
+            log.info(
+                "IPP client went away while sending its request",
+                extra={"event": "ipp_client_gone", "queue": request.match_info["name"][:40]},
+            )
+            return _answer(Status.CLIENT_ERROR_BAD_REQUEST, "the request was cut short", head)
         except BaseException:
             if document is not None:
                 document.discard()
@@ -194,8 +212,30 @@ class IppEndpoint:
         body = await self.server.handle(head, Context(queue, caller, user, document))
         return web.Response(body=body, content_type=CONTENT_TYPE)
 
+    async def icon(self, size: int, request: web.Request) -> web.Response:
+        """``GET /ipp/icons/{size}.png``: a queue icon (printer-icons); the same addresses
+        as the queues may fetch it."""
+        if not self.deps.config.ipp.enabled:
+            raise web.HTTPNotFound()
+        if not self._allowed(request.remote):
+            raise web.HTTPForbidden(
+                text="your address may not use this printer ([ipp] allowed_networks)"
+            )
+        return web.Response(
+            body=_icon(size), content_type="image/png", headers={"Cache-Control": "max-age=86400"}
+        )
+
+
+@functools.cache
+def _icon(size: int) -> bytes:
+    icons = importlib.resources.files("edgeprint.ipp_server") / "icons"
+    return (icons / f"{size}.png").read_bytes()
+
 
 def add_routes(app: web.Application, deps: Deps, correlation_id: web.RequestKey[str]) -> None:
-    """Register the IPP queues (404 while ``[ipp] enabled`` is false); ``correlation_id``:
-    where the API's middleware put the request's correlation id."""
-    app.router.add_post(PATH, IppEndpoint(deps, correlation_id).handle)
+    """Register the IPP queues and their icons (404 while ``[ipp] enabled`` is false);
+    ``correlation_id``: where the API's middleware put the request's correlation id."""
+    endpoint = IppEndpoint(deps, correlation_id)
+    app.router.add_post(PATH, endpoint.handle)
+    for size in ICON_SIZES:
+        app.router.add_get(ICON_PATH.format(size=size), functools.partial(endpoint.icon, size))

@@ -25,6 +25,7 @@ from pydantic.json_schema import models_json_schema
 
 from edgeprint import __version__
 from edgeprint.config import NAME_PATTERN
+from edgeprint.ipp_server.attributes import ICON_SIZES
 from edgeprint.models import (
     IDEMPOTENCY_KEY_PATTERN,
     JOB_ID_PATTERN,
@@ -386,6 +387,19 @@ OPERATIONS: tuple[Operation, ...] = (
             415: _problem("`unsupported-document`: the body is not `application/ipp`, or it is "
                           "compressed (Content-Encoding)"),
         },
+    ),
+    *(
+        Operation(
+            "get", f"/ipp/icons/{size}.png", f"ippIcon{size}",
+            f"The IPP queues' icon, {size}x{size} (printer-icons)", "ipp", None,
+            answers={
+                200: Answer("a PNG", media="image/png"),
+                403: _problem("`http-error`: the client's address is outside "
+                              "`[ipp] allowed_networks`"),
+                404: _problem("`not-found`: `[ipp] enabled = false`"),
+            },
+        )
+        for size in ICON_SIZES
     ),
 )
 # fmt: on

@@ -16,6 +16,7 @@ from edgeprint.documents.cache import RenditionCache
 from edgeprint.documents.capabilities import REQUESTED_ATTRIBUTES
 from edgeprint.documents.render import RenderPool
 from edgeprint.metrics import Metrics
+from edgeprint.printers import supplies
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.printers.ipp import IppClient
 from edgeprint.printers.testpage import render_test_page
@@ -76,7 +77,7 @@ class Dispatcher:
             request_timeout_s=self.config.dispatch.request_timeout_s,
             upload_timeout_s=self.config.dispatch.upload_timeout_s,
             observe=observe,
-            probe_attributes=REQUESTED_ATTRIBUTES,
+            probe_attributes=(*REQUESTED_ATTRIBUTES, *supplies.SUPPLY_ATTRIBUTES),
         )
         stop = self._stops[p.name] = asyncio.Event()
         if self.stop.is_set():

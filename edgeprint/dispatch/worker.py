@@ -37,7 +37,7 @@ from edgeprint.documents.capabilities import (
 from edgeprint.documents.render import RenderPool
 from edgeprint.faults import crash_point
 from edgeprint.metrics import Metrics
-from edgeprint.printers import tls
+from edgeprint.printers import supplies, tls
 from edgeprint.printers.health import Health, HealthChange, HealthSettings, PrinterSnapshot
 from edgeprint.printers.ipp import IppClient, PrinterStatus
 from edgeprint.service import JobService
@@ -351,6 +351,7 @@ class PrinterWorker:
             capabilities=self.capabilities.as_json() if self.capabilities else None,
             sends=self.sends if self.capabilities else None,
             unreachable_since=self._unreachable_since,
+            supplies=supplies.from_attributes(st.attributes) if st else None,
         )
 
     # --- waiting -----------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from edgeprint.printers.codec import (
@@ -22,6 +22,7 @@ from edgeprint.printers.codec import (
     attr,
 )
 from edgeprint.printers.health import PrinterSnapshot
+from edgeprint.printers.supplies import Marker
 from edgeprint.states import JobState
 from edgeprint.store.jobs import JobRecord
 
@@ -59,9 +60,20 @@ OPERATIONS = (
 CONVERTED_FORMATS = ("image/pwg-raster", "image/urf", "image/jpeg")
 #: What the queues take as Apple raster (urf-supported, and the URF key of the DNS-SD record).
 URF_SUPPORTED = ("V1.4", "CP1", "W8", "SRGB24", "RS300-600", "DM1")
+#: The PWG raster a queue takes (pwg-raster-document-resolution-supported, -type-supported).
+PWG_RASTER_DPI = (300, 600)
+PWG_RASTER_TYPES = ("black_1", "sgray_8", "srgb_8")
 #: Formats a queue takes (octet-stream: sniffed).
 DOCUMENT_FORMATS = ("application/pdf", *CONVERTED_FORMATS, "application/octet-stream")
 MAX_COPIES = 99
+#: printer-icons sizes in pixels (square PNGs in ipp_server/icons/).
+ICON_SIZES = (48, 128, 512)
+#: printer-supply of a queue whose printers report no supplies: level -2, "unknown"
+#: (RFC 3805 prtMarkerSuppliesLevel, as PWG 5100.13 carries it).
+UNKNOWN_SUPPLY = "index=1;class=other;type=other;unit=percent;maxcapacity=100;level=-2;"
+#: overrides-supported: the selectors only. edgeprint changes no attribute per page, so an
+#: ``overrides`` collection may hold nothing else (DESIGN §11).
+OVERRIDES_SUPPORTED = ("document-number", "pages")
 MULTIPLE_OPERATION_TIME_OUT_S = 60
 _MEDIA = ("na_letter_8.5x11in", "iso_a4_210x297mm", "na_index-4x6_4x6in")
 _MEDIA_SIZES = {  # hundredths of a millimetre (PWG 5101.1)
@@ -101,6 +113,11 @@ class Queue:
     @property
     def uri(self) -> str:
         return f"{self.base_uri}/ipp/print/{self.name}"
+
+    @property
+    def icon_uris(self) -> list[str]:
+        """printer-icons: small, normal, large (PWG 5100.13), served beside the queues."""
+        return [f"{self.status_uri}ipp/icons/{size}.png" for size in ICON_SIZES]
 
     @property
     def uuid(self) -> str:
@@ -152,20 +169,26 @@ def printer_attributes(
         attr(
             "pwg-raster-document-resolution-supported",
             Tag.RESOLUTION,
-            Resolution(300, 300, 3),
-            Resolution(600, 600, 3),
+            *[Resolution(dpi, dpi, 3) for dpi in PWG_RASTER_DPI],
         ),
         attr("pwg-raster-document-sheet-back", Tag.KEYWORD, "normal"),
-        attr("pwg-raster-document-type-supported", Tag.KEYWORD, "black_1", "sgray_8", "srgb_8"),
+        attr("pwg-raster-document-type-supported", Tag.KEYWORD, *PWG_RASTER_TYPES),
         attr("urf-supported", Tag.KEYWORD, *URF_SUPPORTED),
         attr("finishings-default", Tag.ENUM, 3),
         attr("finishings-supported", Tag.ENUM, 3),
         attr("generated-natural-language-supported", Tag.NATURAL_LANGUAGE, "en"),
         attr("identify-actions-default", Tag.KEYWORD, "display"),
         attr("identify-actions-supported", Tag.KEYWORD, "display"),
+        attr("ipp-features-supported", Tag.KEYWORD, "ipp-everywhere"),
         attr("ipp-versions-supported", Tag.KEYWORD, "1.1", "2.0"),
         attr(
-            "job-creation-attributes-supported", Tag.KEYWORD, "copies", "job-hold-until", "job-uuid"
+            "job-creation-attributes-supported",
+            Tag.KEYWORD,
+            "copies",
+            "job-hold-until",
+            "job-uuid",
+            "overrides",
+            "page-ranges",
         ),
         attr("job-hold-until-default", Tag.KEYWORD, hold_default),
         attr("job-hold-until-supported", Tag.KEYWORD, "no-hold", "indefinite"),
@@ -209,7 +232,8 @@ def printer_attributes(
         attr("orientation-requested-supported", Tag.ENUM, 3, 4, 5, 6),
         attr("output-bin-default", Tag.KEYWORD, "face-down"),
         attr("output-bin-supported", Tag.KEYWORD, "face-down"),
-        attr("page-ranges-supported", Tag.BOOLEAN, False),
+        attr("overrides-supported", Tag.KEYWORD, *OVERRIDES_SUPPORTED),
+        attr("page-ranges-supported", Tag.BOOLEAN, True),
         attr("pages-per-minute", Tag.INTEGER, 10),
         attr("pdl-override-supported", Tag.KEYWORD, "attempted"),
         attr("preferred-attributes-supported", Tag.BOOLEAN, False),
@@ -227,6 +251,7 @@ def printer_attributes(
         attr("printer-device-id", Tag.TEXT, f"MFG:edgeprint;MDL:{queue.name};CMD:PDF;"),
         attr("printer-get-attributes-supported", Tag.KEYWORD, "document-format"),
         attr("printer-geo-location", Tag.UNKNOWN, b""),
+        attr("printer-icons", Tag.URI, *queue.icon_uris),
         attr("printer-info", Tag.TEXT, f"edgeprint {queue.kind} {queue.name}"),
         attr("printer-is-accepting-jobs", Tag.BOOLEAN, True),
         attr("printer-location", Tag.TEXT, ""),
@@ -242,6 +267,7 @@ def printer_attributes(
         attr("printer-state-change-time", Tag.INTEGER, int(up_since)),
         attr("printer-state-message", Tag.TEXT, message),
         attr("printer-state-reasons", Tag.KEYWORD, *reasons),
+        *supply_attributes(queue, printers),
         attr("printer-up-time", Tag.INTEGER, max(1, int(now))),
         attr("printer-uri-supported", Tag.URI, queue.uri),
         attr("printer-uuid", Tag.URI, queue.uuid),
@@ -252,6 +278,49 @@ def printer_attributes(
         attr("uri-security-supported", Tag.KEYWORD, "none"),
         attr("which-jobs-supported", Tag.KEYWORD, "completed", "not-completed", "all"),
     ]
+
+
+def _reindex(supply: str, index: int) -> str:
+    """A printer-supply value with its ``index`` key set to ``index`` (supplies of several
+    printers are numbered through)."""
+    keys = [k for k in supply.split(";") if k and not k.startswith("index=")]
+    return ";".join([f"index={index}", *keys]) + ";"
+
+
+def supply_attributes(queue: Queue, printers: Sequence[PrinterSnapshot]) -> list[Attribute]:
+    """printer-supply, -description, -info-uri and marker-*: what the printers behind the
+    queue said in their last probe (a pool's prefixed with each printer's name); one
+    supply of unknown level when none said anything."""
+    rows: list[tuple[str, str]] = []
+    markers: list[Marker] = []
+    infos: list[str] = []
+    for p in printers:
+        if p.name not in queue.members or p.supplies is None:
+            continue
+        prefix = f"{p.name}: " if queue.kind == "pool" else ""
+        for value, description in p.supplies.supplies:
+            rows.append((_reindex(value, len(rows) + 1), prefix + description))
+        markers += [replace(m, name=prefix + m.name) for m in p.supplies.markers]
+        if p.supplies.info_uri is not None:
+            infos.append(p.supplies.info_uri)
+    if not rows:
+        rows = [(UNKNOWN_SUPPLY, "supply levels: not reported by the printers behind this queue")]
+    info = infos[0] if queue.kind == "printer" and infos else queue.status_uri
+    out = [
+        attr("printer-supply", Tag.OCTET_STRING, *[v.encode() for v, _ in rows]),
+        attr("printer-supply-description", Tag.TEXT, *[d for _, d in rows]),
+        attr("printer-supply-info-uri", Tag.URI, info),
+    ]
+    if markers:
+        out += [
+            attr("marker-colors", Tag.NAME, *[m.color for m in markers]),
+            attr("marker-high-levels", Tag.INTEGER, *[m.high_level for m in markers]),
+            attr("marker-levels", Tag.INTEGER, *[m.level for m in markers]),
+            attr("marker-low-levels", Tag.INTEGER, *[m.low_level for m in markers]),
+            attr("marker-names", Tag.NAME, *[m.name for m in markers]),
+            attr("marker-types", Tag.KEYWORD, *[m.type for m in markers]),
+        ]
+    return out
 
 
 def job_uuid(job_id: str) -> str:
@@ -326,21 +395,29 @@ def pending_job_attributes(
     ]
 
 
-def lost_job_attributes(queue: Queue, ipp_job_id: int) -> list[Attribute]:
-    """A Create-Job from before a restart whose document never reached the store: aborted."""
+def lost_job_attributes(queue: Queue, ipp_job_id: int, resend: bool) -> list[Attribute]:
+    """A Create-Job from before a restart whose document never reached the store.
+
+    ``resend``: the answer asks the client to send the job again (pending-held,
+    job-incoming: the document never arrived), else it is aborted. See
+    :data:`edgeprint.ipp_server.operations.LOST_RESEND_WINDOW_S` for why.
+    """
+    state, reason = (PENDING_HELD, "job-incoming") if resend else (ABORTED, "aborted-by-system")
     return [
         attr("job-id", Tag.INTEGER, ipp_job_id),
         attr("job-uri", Tag.URI, f"{queue.uri}/{ipp_job_id}"),
         attr("job-printer-uri", Tag.URI, queue.uri),
-        attr("job-state", Tag.ENUM, ABORTED),
-        attr("job-state-reasons", Tag.KEYWORD, "aborted-by-system"),
-        attr(
-            "job-state-message",
-            Tag.TEXT,
-            "edgeprint restarted before this job's document was stored: nothing was printed; "
-            "print it again",
-        ),
+        attr("job-state", Tag.ENUM, state),
+        attr("job-state-reasons", Tag.KEYWORD, reason),
+        attr("job-state-message", Tag.TEXT, LOST_MESSAGE),
     ]
+
+
+#: What a client hears of a Create-Job whose document a restart lost.
+LOST_MESSAGE = (
+    "edgeprint restarted before this job's document was stored: nothing was printed; "
+    "send the job again"
+)
 
 
 def select(attributes: Iterable[Attribute], requested: set[str] | None) -> list[Attribute]:

@@ -13,6 +13,7 @@ document is stored, that id stays the job's id for this process's life (DESIGN �
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
@@ -24,6 +25,8 @@ from urllib.parse import urlsplit
 from pydantic import ValidationError
 
 from edgeprint import errors
+from edgeprint.documents import pages
+from edgeprint.faults import crash_point
 from edgeprint.ipp_server import attributes as A
 from edgeprint.models import SubmitMetadata
 from edgeprint.printers import codec
@@ -40,6 +43,13 @@ log = logging.getLogger(__name__)
 PENDING_BASE = 1 << 30
 #: Create-Jobs waiting for their document at most; more → server-error-busy.
 MAX_PENDING = 1000
+#: For this long after a start, Get-Job-Attributes of a Create-Job that an earlier life
+#: gave out and whose document never reached the store answers
+#: server-error-service-unavailable with job-state pending-held (job-incoming): CUPS's
+#: ``ipp`` backend, which took the lost Send-Document for a success, then exits "retry
+#: the job now" and sends it again (DESIGN §11). Any other answer (not-found, aborted,
+#: canceled, completed) makes it mark its job done. After the window: aborted.
+LOST_RESEND_WINDOW_S = 600.0
 #: Get-Jobs looks at this many of the newest jobs at most.
 GET_JOBS_SCAN = 500
 _CHARSETS = {"utf-8", "us-ascii"}
@@ -66,6 +76,10 @@ _JOB_OPS = {
 _UNSUPPORTED_OPERATION_ATTRS = {"compression": {"none"}}
 
 
+#: A job's page-ranges: 1-based inclusive (lower, upper) pairs, ascending, not overlapping.
+PageRanges = tuple[tuple[int, int], ...]
+
+
 @dataclass(frozen=True)
 class Context:
     """Who asks, on which queue. ``user``: the authenticated user (Basic auth), if any;
@@ -89,6 +103,7 @@ class _Pending:
     copies: int
     job_uuid: str | None
     created_at: float
+    page_ranges: PageRanges | None = None
 
 
 @dataclass
@@ -420,6 +435,51 @@ class IppServer:
             value = value.text
         return value[:255] if isinstance(value, str) and value else None
 
+    def _page_ranges(self, message: IppMessage) -> PageRanges | None:
+        """page-ranges (RFC 8011 §5.2.7): ascending, not overlapping, from page 1 up."""
+        a = message.get(GroupTag.JOB, "page-ranges")
+        if a is None:
+            return None
+        values = [v.value for v in a.values]
+        if not values or not all(isinstance(v, codec.Range) for v in values):
+            raise _refuse(
+                Status.CLIENT_ERROR_BAD_REQUEST,
+                "page-ranges must be rangeOfInteger values",
+                "page-ranges",
+            )
+        ranges = tuple((v.lower, v.upper) for v in values if isinstance(v, codec.Range))
+        last = 0
+        for lower, upper in ranges:
+            if not last < lower <= upper:
+                raise _refuse(
+                    Status.CLIENT_ERROR_ATTRIBUTES_OR_VALUES_NOT_SUPPORTED,
+                    "page-ranges must start at page 1 or later, ascend and not overlap",
+                    "page-ranges",
+                )
+            last = upper
+        return ranges
+
+    def _check_overrides(self, message: IppMessage) -> None:
+        """overrides (PWG 5100.6) may only select pages or the document: edgeprint changes
+        no attribute per page, so a collection that asks for a change is refused."""
+        a = message.get(GroupTag.JOB, "overrides")
+        if a is None:
+            return
+        for v in a.values:
+            members = v.value if v.tag == Tag.BEG_COLLECTION else None
+            if not isinstance(members, list):
+                raise _refuse(
+                    Status.CLIENT_ERROR_BAD_REQUEST, "overrides must be collections", "overrides"
+                )
+            extra = sorted({m.name for m in members} - set(A.OVERRIDES_SUPPORTED))
+            if extra:
+                raise _refuse(
+                    Status.CLIENT_ERROR_ATTRIBUTES_OR_VALUES_NOT_SUPPORTED,
+                    f"overrides of {', '.join(extra)[:80]} are not supported: this queue prints "
+                    "every page of a job with the same attributes (overrides-supported)",
+                    "overrides",
+                )
+
     def _meta(self, ctx: Context, owner: str, hold: bool, copies: int) -> SubmitMetadata:
         queue = ctx.queue
         target = {"printer": queue.name} if queue.kind == "printer" else {"pool": queue.name}
@@ -437,7 +497,13 @@ class IppServer:
     # --- jobs ------------------------------------------------------------------------
 
     async def _submit(
-        self, ctx: Context, meta: SubmitMetadata, data: bytes, key: str, fmt: str
+        self,
+        ctx: Context,
+        meta: SubmitMetadata,
+        data: bytes,
+        key: str,
+        fmt: str,
+        page_ranges: PageRanges | None = None,
     ) -> JobRecord:
         """Submit the request's document (``ctx.document``, or ``data`` staged here).
 
@@ -458,11 +524,40 @@ class IppServer:
                 raise
         if staged.size > 0 and (fmt in A.CONVERTED_FORMATS or fmt == "application/octet-stream"):
             staged = await self._as_pdf(staged, fmt)
+        if staged.size > 0 and page_ranges is not None:
+            staged = await self._cut(staged, page_ranges)
         if staged.size == 0:
             staged.discard()
             raise _refuse(Status.CLIENT_ERROR_BAD_REQUEST, "the request carries no document")
         result = await self.service.submit(meta, staged, key, ctx.caller)
+        crash_point("ipp_after_store")
         return result.job
+
+    async def _cut(self, staged: StagedDocument, page_ranges: PageRanges) -> StagedDocument:
+        """A staged PDF replaced by one of the pages ``page_ranges`` select (what is
+        stored, and so printed, is only those pages)."""
+        try:
+            raw = staged.contents().read()
+            limit = self.service.config.server.max_document_pages
+            cut = await asyncio.to_thread(pages.cut, raw, page_ranges, limit)
+        except pages.NoPageSelected as exc:
+            staged.discard()
+            raise _refuse(
+                Status.CLIENT_ERROR_ATTRIBUTES_OR_VALUES_NOT_SUPPORTED, str(exc), "page-ranges"
+            ) from None
+        except BaseException:
+            staged.discard()
+            raise
+        if cut is None or cut is raw:
+            return staged  # every page, or not a PDF (the submission check says why)
+        staged.discard()
+        out = self.service.spool.stage()
+        try:
+            out.write(cut)
+        except BaseException:
+            out.discard()
+            raise
+        return out
 
     async def _as_pdf(self, staged: StagedDocument, fmt: str) -> StagedDocument:
         """A staged raster or JPEG replaced by a staged PDF of its pages (a PDF stays as it is).
@@ -512,9 +607,11 @@ class IppServer:
         meta = self._meta(
             ctx, self._owner(message, ctx), self._hold(message, ctx), self._copies(message)
         )
+        ranges = self._page_ranges(message)
+        self._check_overrides(message)
         job_uuid = self._job_uuid(message)
         key = f"ipp-job-uuid:{job_uuid}" if job_uuid else f"ipp:{uuid.uuid4().hex}"
-        job = await self._submit(ctx, meta, message.data, key, fmt)
+        job = await self._submit(ctx, meta, message.data, key, fmt, ranges)
         if (name := self._job_name(message)) is not None:
             self._names.job_names[job.id] = name
         self._short_job_group(ctx, job, response)
@@ -523,12 +620,16 @@ class IppServer:
         self._check_target(message, ctx)
         self._format(message)
         self._meta(ctx, self._owner(message, ctx), self._hold(message, ctx), self._copies(message))
+        self._page_ranges(message)
+        self._check_overrides(message)
         self._job_uuid(message)
 
     async def _create_job(self, message: IppMessage, ctx: Context, response: IppMessage) -> None:
         self._check_target(message, ctx)
         owner = self._owner(message, ctx)
         self._meta(ctx, owner, self._hold(message, ctx), self._copies(message))
+        ranges = self._page_ranges(message)
+        self._check_overrides(message)
         self._expire_pending()
         if len(self._pending) >= MAX_PENDING:
             raise _refuse(Status.SERVER_ERROR_BUSY, "too many jobs wait for their document; retry")
@@ -536,9 +637,10 @@ class IppServer:
         self._next_id += 1
         pending = _Pending(
             ctx.queue.name, owner, self._job_name(message), self._hold(message, ctx),
-            self._copies(message), self._job_uuid(message), self.clock(),
+            self._copies(message), self._job_uuid(message), self.clock(), ranges,
         )  # fmt: skip
         self._pending[ipp_id] = pending
+        crash_point("ipp_create_job")
         attrs = A.pending_job_attributes(ctx.queue, ipp_id, pending.name, owner, pending.created_at)
         keep = {"job-id", "job-uri", "job-state", "job-state-reasons", "job-state-message"}
         response.groups.append(codec.AttributeGroup(GroupTag.JOB, A.select(attrs, keep)))
@@ -615,7 +717,7 @@ class IppServer:
         meta = self._meta(ctx, pending.owner, pending.hold, pending.copies)
         # Without a job-uuid, the Create-Job id is the key: it finds the job after a restart.
         key = f"ipp-job-uuid:{pending.job_uuid}" if pending.job_uuid else _created_key(ipp_id)
-        job = await self._submit(ctx, meta, message.data, key, fmt)
+        job = await self._submit(ctx, meta, message.data, key, fmt, pending.page_ranges)
         self._pending.pop(ipp_id, None)
         # A retried job-uuid is the same job: its listings keep the first Create-Job's id,
         # and this client's id names it too.
@@ -688,10 +790,14 @@ class IppServer:
         except errors.IppRefused:
             if not self._lost(ipp_id):
                 raise
-            # A Create-Job of an earlier process life whose document was never stored: the
-            # client must hear that it did not print (not-found reads as "done" to CUPS).
-            attrs = A.lost_job_attributes(ctx.queue, ipp_id)
+            # A Create-Job of an earlier process life whose document was never stored.
+            resend = self.clock() - self.up_since < LOST_RESEND_WINDOW_S
+            attrs = A.lost_job_attributes(ctx.queue, ipp_id, resend)
             response.groups.append(codec.AttributeGroup(GroupTag.JOB, A.select(attrs, requested)))
+            if resend:
+                response.status_code = Status.SERVER_ERROR_SERVICE_UNAVAILABLE
+                ops = response.groups[0].attributes
+                ops.append(codec.attr("status-message", Tag.TEXT, A.LOST_MESSAGE))
             return
         self._job_group(ctx, job, response, requested)
 

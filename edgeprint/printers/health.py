@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgeprint.printers.ipp import PrinterStatus
+from edgeprint.printers.supplies import Supplies
 
 #: Reason keywords (RFC 8011 §5.4.12, PWG 5100.9) that stop a printer from printing.
 BLOCKING_REASONS = frozenset(
@@ -200,3 +201,4 @@ class PrinterSnapshot:
     capabilities: dict[str, Any] | None = None  # PrinterCapabilities.as_json() of the last probe
     sends: str | None = None  # the format edgeprint sends it
     unreachable_since: float | None = None  # unix seconds; None while it answers
+    supplies: Supplies | None = None  # what the last probe said of its supplies

@@ -29,6 +29,7 @@ import asyncio
 import itertools
 import ssl
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -127,6 +128,13 @@ class _TrackedBody(BytesPayload):
 
     written = False
     split_at: int | None = None
+
+    def __init__(self, value: bytes) -> None:
+        # aiohttp warns (ResourceWarning) about any body over 1 MiB given as bytes; the
+        # document is already in memory, and one write of it is what this class does.
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Sending a large body", ResourceWarning)
+            super().__init__(value)
 
     async def write(self, writer: aiohttp.abc.AbstractStreamWriter) -> None:
         await self.write_with_length(writer, None)

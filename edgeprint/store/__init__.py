@@ -1,4 +1,8 @@
-"""The job store: SQLite, the only truth (DESIGN §1, §6)."""
+"""The job store, the only truth (DESIGN §1, §6): SQLite by default, or PostgreSQL.
+
+:class:`Store` is the SQLite engine; :mod:`edgeprint.store.interface` is what
+both engines offer; :func:`edgeprint.store.backends.from_config` picks one.
+"""
 
 from edgeprint.store.db import Store
 from edgeprint.store.jobs import JobRecord

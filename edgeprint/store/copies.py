@@ -8,8 +8,7 @@ a state that allows the action (someone else changed it first).
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from edgeprint.copies import (
@@ -22,7 +21,7 @@ from edgeprint.copies import (
     copy_sources,
     copy_targets,
 )
-from edgeprint.store.db import Params, Store
+from edgeprint.store.interface import Params, Row, Rows, Store
 
 _LIVE_SQL = ", ".join(f"'{s.value}'" for s in sorted(LIVE_COPY_STATES))
 
@@ -46,7 +45,7 @@ _SETTABLE = frozenset(
 _COLUMNS = tuple(Copy.__dataclass_fields__)
 
 
-def copy_from_row(row: sqlite3.Row) -> Copy:
+def copy_from_row(row: Row) -> Copy:
     """The :class:`Copy` of a ``SELECT *`` / ``RETURNING *`` row of ``copies``."""
     d = {k: row[k] for k in _COLUMNS}
     d["state"] = CopyState(d["state"])
@@ -190,7 +189,7 @@ class Copies:
         actor: str,
         sets: Mapping[str, Any],
         then: list[tuple[str, Params]],
-    ) -> tuple[Copy | None, list[list[sqlite3.Row]]]:
+    ) -> tuple[Copy | None, Sequence[Rows]]:
         """Settle a copy as ``state`` and run ``then`` in the same transaction (all or none)."""
         stmt = self.change_sql(
             copy_id, SETTLE[state], now=now, actor=actor, sets={**sets, "settled_at": now}

@@ -17,7 +17,7 @@ import logging
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import aiosqlite
 
@@ -68,8 +68,10 @@ class Store:
 
     ``synchronous`` is ``"FULL"`` (a committed write survives a power cut) or
     ``"NORMAL"``; ``busy_timeout_ms`` is in milliseconds; ``max_batch`` caps
-    the statements per group commit.
+    the statements per group commit. Implements :class:`edgeprint.store.interface.Store`.
     """
+
+    dialect: Final = "sqlite"
 
     def __init__(
         self,

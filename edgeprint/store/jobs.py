@@ -7,13 +7,12 @@ RETURNING *``; the allowed source states come from :data:`states.TRANSITIONS`.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from edgeprint.states import Action, JobState, sources, target
-from edgeprint.store.db import Store
+from edgeprint.store.interface import Row, Store
 
 
 class JobRecord(NamedTuple):
@@ -64,7 +63,7 @@ class JobRecord(NamedTuple):
     truncated_copies: int  # copies that completed without being verifiably whole
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> JobRecord:
+    def from_row(cls, row: Row) -> JobRecord:
         """The record for a ``SELECT *`` / ``RETURNING *`` row of ``jobs``."""
         values = list(row)
         values[_STATE_INDEX] = JobState(values[_STATE_INDEX])
@@ -158,21 +157,27 @@ RETURNING """
     + ROW
 )
 
-# SQLite evaluates every SET expression on the old row.
+# Every SET expression is evaluated on the old row (SQLite and PostgreSQL alike).
+# Parameters: max_failures, now, lockout_s, job_id, now.
 _TAKE_PIN_ATTEMPT = """
 UPDATE jobs
 SET pin_failures = CASE WHEN pin_locked_until IS NOT NULL THEN 1 ELSE pin_failures + 1 END,
     pin_locked_until = CASE
-        WHEN (CASE WHEN pin_locked_until IS NOT NULL THEN 1 ELSE pin_failures + 1 END) >= ?3
-        THEN ?2 + ?4
+        WHEN (CASE WHEN pin_locked_until IS NOT NULL THEN 1 ELSE pin_failures + 1 END) >= ?
+        THEN ? + ?
         ELSE NULL END
-WHERE id = ?1 AND state = 'HELD' AND (pin_locked_until IS NULL OR pin_locked_until <= ?2)
+WHERE id = ? AND state = 'HELD' AND (pin_locked_until IS NULL OR pin_locked_until <= ?)
 RETURNING pin_failures, pin_locked_until
 """
 
 # The next claimable job for one printer: its own jobs and its pool's, lowest
 # priority number first, the printer's own jobs before pool jobs of the same
 # priority, then acceptance order.
+#: A pool job that just failed on a printer is left to the pool's other printers for this
+#: long after it becomes claimable again; only then may the printer that failed it retake it
+#: (a printer that aborts every job must not burn one job's attempts while a peer idles).
+PEER_FIRST_S = 5.0
+
 _CLAIM_NEXT = (
     """
 UPDATE jobs
@@ -185,7 +190,8 @@ WHERE id = (
         UNION ALL
         SELECT id, priority, 1 AS own, seq FROM jobs
         WHERE state = 'RELEASED' AND printer IS NULL AND pool = ? AND not_before <= ?
-    )
+          AND (failure_printer IS DISTINCT FROM ? OR not_before <= ?)
+    ) AS ready
     ORDER BY priority, own, seq
     LIMIT 1
 ) AND state = 'RELEASED'
@@ -248,7 +254,9 @@ class Jobs:
         Returns (attempts so far, locked until) or None when the job is not
         HELD or its release is locked right now. Raises errors.StoreError.
         """
-        rows = await self._store.write(_TAKE_PIN_ATTEMPT, (job_id, now, max_failures, lockout_s))
+        rows = await self._store.write(
+            _TAKE_PIN_ATTEMPT, (max_failures, now, lockout_s, job_id, now)
+        )
         return (int(rows[0][0]), rows[0][1]) if rows else None
 
     def transition_sql(
@@ -336,7 +344,9 @@ class Jobs:
         self, printer: str, pool: str | None, *, now: float, actor: str
     ) -> tuple[str, tuple[Any, ...]]:
         """The claim of :meth:`claim_next` (to run with other statements)."""
-        return _CLAIM_NEXT, (printer, now, now, actor, printer, now, pool, now)
+        return _CLAIM_NEXT, (
+            printer, now, now, actor, printer, now, pool, now, printer, now - PEER_FIRST_S
+        )  # fmt: skip
 
     async def note_waiting(self, printer: str, text: str, *, now: float) -> list[str]:
         """Set ``last_error`` of the RELEASED jobs aimed at ``printer``; their ids."""
@@ -365,11 +375,14 @@ class Jobs:
         return [JobRecord.from_row(r) for r in rows]
 
     async def next_not_before(self, printer: str, pool: str | None, now: float) -> float | None:
-        """The earliest future ``not_before`` of a RELEASED job this printer could take."""
+        """When the next RELEASED job this printer could take becomes claimable (a pool job
+        this printer failed: ``PEER_FIRST_S`` later), if that is after ``now``."""
         rows = await self._store.read(
-            "SELECT min(not_before) FROM jobs WHERE state = 'RELEASED' AND not_before > ? "
-            "AND (printer = ? OR (printer IS NULL AND pool = ?))",
-            (now, printer, pool),
+            "SELECT min(ready) FROM (SELECT CASE WHEN printer IS NULL AND failure_printer = ? "
+            "THEN not_before + ? ELSE not_before END AS ready FROM jobs "
+            "WHERE state = 'RELEASED' AND (printer = ? OR (printer IS NULL AND pool = ?))) AS q "
+            "WHERE ready > ?",
+            (printer, PEER_FIRST_S, printer, pool, now),
         )
         value = rows[0][0] if rows else None
         return float(value) if value is not None else None

@@ -9,12 +9,11 @@ event types in ``webhook_subscriptions`` (set at start-up from the config).
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from edgeprint.store.db import Store
+from edgeprint.store.interface import Row, Store
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +29,7 @@ class OutboxEvent:
     data: str
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> OutboxEvent:
+    def from_row(cls, row: Row) -> OutboxEvent:
         """The event for a ``SELECT *`` row of ``webhook_outbox``."""
         return cls(*row)
 
@@ -72,7 +71,8 @@ class Outbox:
         )
         for event in sorted(events):
             await self._store.write(
-                "INSERT OR IGNORE INTO webhook_subscriptions (event) VALUES (?)", (event,)
+                "INSERT INTO webhook_subscriptions (event) VALUES (?) ON CONFLICT DO NOTHING",
+                (event,),
             )
 
     async def add_printer_event(
@@ -98,8 +98,10 @@ class Outbox:
     async def start_cursor(self, url: str, *, now: float) -> int:
         """The receiver's cursor; a new receiver starts after the events stored so far."""
         await self._store.write(
-            "INSERT OR IGNORE INTO webhook_cursors (url, seq, updated_at) "
-            "SELECT ?, coalesce(max(seq), 0), ? FROM webhook_outbox",
+            # WHERE true: SQLite's parser needs it before ON CONFLICT after a SELECT
+            "INSERT INTO webhook_cursors (url, seq, updated_at) "
+            "SELECT ?, coalesce(max(seq), 0), ? FROM webhook_outbox WHERE true "
+            "ON CONFLICT DO NOTHING",
             (url, now),
         )
         rows = await self._store.read("SELECT seq FROM webhook_cursors WHERE url = ?", (url,))
@@ -118,9 +120,9 @@ class Outbox:
     ) -> None:  # fmt: skip
         """Record that ``event`` was given up for ``url`` (once per receiver and event)."""
         await self._store.write(
-            "INSERT OR IGNORE INTO webhook_failures (url, event_seq, event_id, type, job_id, "
+            "INSERT INTO webhook_failures (url, event_seq, event_id, type, job_id, "
             "printer, attempts, first_attempt_at, failed_at, last_error) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             (url, event.seq, event.id, event.type, event.job_id, event.printer, attempts,
              first_attempt_at, now, error),
         )  # fmt: skip

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from edgeprint.store.db import Store
+from edgeprint.store.interface import Store
 
 
 async def dead_by_reason(store: Store) -> dict[str, int]:

@@ -1,0 +1,27 @@
+"""Which store backend a config asks for: the SQLite file (default) or PostgreSQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from edgeprint.config import StoreConfig
+from edgeprint.store import db, interface
+
+
+def from_config(config: StoreConfig, sqlite_path: Path) -> interface.Store:
+    """The (unopened) store of ``config``: PostgreSQL at ``url``, else SQLite at ``sqlite_path``."""
+    if config.url is None:
+        return db.Store(
+            sqlite_path,
+            synchronous=config.synchronous,
+            busy_timeout_ms=config.busy_timeout_ms,
+            max_batch=config.max_batch,
+        )
+    from edgeprint.store import postgres  # psycopg is imported only when it is used
+
+    return postgres.PostgresStore(
+        config.url,
+        max_batch=config.max_batch,
+        readers=config.readers,
+        connect_timeout_s=config.connect_timeout_s,
+    )

@@ -1,0 +1,455 @@
+"""PostgreSQL engine (psycopg 3): one writer connection with group commit, a pool of readers.
+
+The same design as the SQLite engine (:mod:`edgeprint.store.db`), so both
+give the query modules the same answers: every write is queued to a single
+writer task that runs whatever is queued inside one transaction and only
+then answers each caller. Writes are therefore serialised exactly as on
+SQLite (a conditional UPDATE never races another write of this appliance),
+and one commit (one WAL flush) covers a whole batch. In a batch of several
+callers each caller's statements run inside a SAVEPOINT, so a statement that
+fails (a CHECK, a trigger's refusal) undoes only its caller's unit, as
+SQLite's statement atomicity does; an error that ends the transaction or the
+connection (disk full, the server gone) fails the whole batch.
+
+The query modules write ``?`` placeholders; :func:`translate` turns them
+into psycopg's ``%s`` once per statement text (cached). psycopg binds the
+parameters on the server and prepares a statement text used often.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import urllib.parse
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg import sql as pg_sql
+
+from edgeprint import errors
+from edgeprint.store import pg_schema
+from edgeprint.store.interface import Params, Rows
+
+log = logging.getLogger(__name__)
+
+
+class PgRow:
+    """A result row like :class:`sqlite3.Row`: by position, by column name, iterable."""
+
+    __slots__ = ("_index", "_values")
+
+    def __init__(self, index: dict[str, int], values: tuple[Any, ...]) -> None:
+        self._index = index
+        self._values = values
+
+    def __getitem__(self, key: int | str, /) -> Any:
+        if isinstance(key, str):
+            return self._values[self._index[key]]
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def keys(self) -> list[str]:
+        return list(self._index)
+
+    def __repr__(self) -> str:
+        return f"PgRow({dict(zip(self._index, self._values, strict=True))!r})"
+
+
+def _row_factory(cursor: psycopg.AsyncCursor[Any]) -> psycopg.rows.RowMaker[PgRow]:
+    index = {col.name: i for i, col in enumerate(cursor.description or ())}
+
+    def make(values: Sequence[Any]) -> PgRow:
+        return PgRow(index, tuple(values))
+
+    return make
+
+
+@functools.lru_cache(maxsize=2048)
+def translate(sql: str) -> str:
+    """``sql`` with each ``?`` outside quotes as ``%s`` and each ``%`` as ``%%`` (psycopg's)."""
+    out: list[str] = []
+    quote: str | None = None
+    for ch in sql:
+        if quote is not None:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "?":
+            out.append("%s")
+            continue
+        if ch == "%":
+            out.append("%%")
+            continue
+        out.append(ch)
+    return "".join(out)
+
+
+def redact(url: str) -> str:
+    """``url`` without its password (for logs and error messages)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    user = urllib.parse.quote(parts.username or "")
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def _translate_error(exc: Exception) -> errors.StoreError:
+    """DiskFull (SQLSTATE 53100) → StorageFull; anything else → StoreUnavailable."""
+    if isinstance(exc, pg_errors.DiskFull):
+        return errors.StorageFull(
+            f"the database's disk is full ({exc}); nothing was stored; retry later (a "
+            "submission with the same Idempotency-Key). A technician must free space on the "
+            "PostgreSQL server"
+        )
+    return errors.StoreUnavailable(f"store error: {exc}")
+
+
+def _fatal(exc: psycopg.Error, conn: psycopg.AsyncConnection[PgRow]) -> bool:
+    """True when ``exc`` ended the transaction or the connection, not just one statement."""
+    return conn.broken or isinstance(exc, psycopg.OperationalError)
+
+
+@dataclass
+class _Unit:
+    statements: list[tuple[str, Params]]
+    future: asyncio.Future[list[Rows]] = field(repr=False)
+
+
+@dataclass
+class _Read:
+    sql: str
+    params: Params
+    future: asyncio.Future[Rows] = field(repr=False)
+
+
+_Q = TypeVar("_Q", _Unit, _Read)
+
+
+async def _next_batch(queue: asyncio.Queue[_Q | None], limit: int) -> list[_Q] | None:
+    """Wait for work, then take everything queued (up to ``limit``); None: stop.
+
+    A stop marker found behind work is put back, so the work before it runs first.
+    """
+    first = await queue.get()
+    if first is None:
+        return None
+    batch = [first]
+    while len(batch) < limit and not queue.empty():
+        item = queue.get_nowait()
+        if item is None:
+            queue.put_nowait(None)
+            break
+        batch.append(item)
+    return batch
+
+
+class PostgresStore:
+    """The PostgreSQL database at ``url`` (``postgresql://user:pass@host:port/db``).
+
+    ``max_batch`` caps the callers per group commit; ``readers`` is the size
+    of reader connections. Implements :class:`edgeprint.store.interface.Store`.
+    """
+
+    dialect: Final = "postgresql"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_batch: int = 512,
+        readers: int = 4,
+        connect_timeout_s: float = 10.0,
+    ) -> None:
+        self.url = url
+        self._max_batch = max_batch
+        self._readers = readers
+        self._connect_timeout_s = connect_timeout_s
+        self._writer: psycopg.AsyncConnection[PgRow] | None = None
+        self._reader_conns: list[psycopg.AsyncConnection[PgRow]] = []
+        self._read_queue: asyncio.Queue[_Read | None] = asyncio.Queue()
+        self._read_tasks: list[asyncio.Task[None]] = []
+        self._queue: asyncio.Queue[_Unit | None] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self.batches = 0
+        self.writes = 0
+
+    # --- lifecycle -----------------------------------------------------------
+
+    async def open(self) -> None:
+        """Connect, apply pending migrations, start the writer task.
+
+        Raises errors.StoreUnavailable when the database cannot be reached or migrated.
+        """
+        try:
+            self._writer = await self._connect("writer")
+            await self._migrate(self._writer)
+            await self._take_writer_lock(self._writer)
+            for _ in range(self._readers):
+                self._reader_conns.append(await self._connect("reader"))
+        except errors.StoreUnavailable:
+            await self.close()
+            raise
+        except (psycopg.Error, OSError) as exc:
+            await self.close()
+            raise errors.StoreUnavailable(f"cannot open store {redact(self.url)}: {exc}") from exc
+        self._task = asyncio.create_task(self._run_writer(), name="store:writer")
+        self._read_tasks = [
+            asyncio.create_task(self._run_reader(conn), name=f"store:reader-{i}")
+            for i, conn in enumerate(self._reader_conns)
+        ]
+
+    async def close(self) -> None:
+        """Finish queued writes, stop the writer task and close every connection."""
+        if self._task is not None:
+            self._queue.put_nowait(None)
+            await self._task
+            self._task = None
+        if self._read_tasks:
+            for _ in self._read_tasks:
+                self._read_queue.put_nowait(None)
+            await asyncio.gather(*self._read_tasks)
+            self._read_tasks = []
+        for conn in self._reader_conns:
+            with contextlib.suppress(psycopg.Error):
+                await conn.close()
+        self._reader_conns = []
+        if self._writer is not None:
+            with contextlib.suppress(psycopg.Error):
+                await self._writer.close()
+            self._writer = None
+
+    async def _connect(self, role: str) -> psycopg.AsyncConnection[PgRow]:
+        """A connection named ``edgeprint-<role>`` in ``pg_stat_activity`` (for the DBA)."""
+        return await psycopg.AsyncConnection.connect(
+            self.url,
+            autocommit=True,
+            row_factory=_row_factory,
+            connect_timeout=max(1, round(self._connect_timeout_s)),
+            application_name=f"edgeprint-{role}",
+        )
+
+    async def _take_writer_lock(self, conn: psycopg.AsyncConnection[PgRow]) -> None:
+        """Refuse to open a database another appliance is using (held until disconnect)."""
+        cur = await conn.execute(
+            pg_sql.SQL("SELECT pg_try_advisory_lock({}, hashtext(current_schema()))").format(
+                pg_schema.WRITER_LOCK
+            )
+        )
+        row = await cur.fetchone()
+        if row is None or not row[0]:
+            raise errors.StoreUnavailable(
+                f"another edgeprint is using the database {redact(self.url)}: until printers "
+                "are shared through leases, one appliance per database"
+            )
+
+    async def _migrate(self, conn: psycopg.AsyncConnection[PgRow]) -> None:
+        async with conn.transaction():
+            await conn.execute(
+                pg_sql.SQL("SELECT pg_advisory_xact_lock({}, hashtext(current_schema()))").format(
+                    pg_schema.MIGRATION_LOCK
+                )
+            )
+            await conn.execute(pg_schema.VERSION_TABLE)
+            cur = await conn.execute("SELECT version FROM schema_version")
+            row = await cur.fetchone()
+            if row is None:
+                await conn.execute("INSERT INTO schema_version (version) VALUES (0)")
+            current = 0 if row is None else int(row[0])
+            if current > len(pg_schema.MIGRATIONS):
+                raise psycopg.DatabaseError(
+                    f"schema version {current} is newer than this edgeprint "
+                    f"({len(pg_schema.MIGRATIONS)})"
+                )
+            for version in range(current, len(pg_schema.MIGRATIONS)):
+                for stmt in pg_schema.MIGRATIONS[version]:
+                    await conn.execute(stmt.encode())
+                await conn.execute(
+                    pg_sql.SQL("UPDATE schema_version SET version = {}").format(version + 1)
+                )
+                log.info(
+                    "store migrated",
+                    extra={"event": "store_migrated", "version": version + 1},
+                )
+
+    # --- reads and writes ----------------------------------------------------
+
+    async def read(self, sql: str, params: Params = ()) -> Rows:
+        """Run one read-only statement on a reader connection; raises errors.StoreUnavailable.
+
+        Reads queued while the readers are busy run together in one round trip
+        (pipeline mode), each as its own statement.
+        """
+        if not self._read_tasks or any(t.done() for t in self._read_tasks):
+            raise errors.StoreUnavailable("store is closed")
+        fut: asyncio.Future[Rows] = asyncio.get_running_loop().create_future()
+        self._read_queue.put_nowait(_Read(sql, params, fut))
+        return await fut
+
+    async def _run_reader(self, conn: psycopg.AsyncConnection[PgRow]) -> None:
+        while (batch := await _next_batch(self._read_queue, self._max_batch)) is not None:
+            results: list[Rows | psycopg.Error]
+            try:
+                results = list(await _pipelined_reads(conn, batch))
+            except psycopg.Error:
+                results = []
+                for r in batch:  # one failed: each on its own, so only its caller sees it
+                    try:
+                        cur = await conn.execute(translate(r.sql), r.params)
+                        results.append(await cur.fetchall() if cur.description is not None else [])
+                    except psycopg.Error as exc:
+                        results.append(exc)
+            for r, res in zip(batch, results, strict=True):
+                if r.future.done():
+                    continue
+                if isinstance(res, Exception):
+                    r.future.set_exception(errors.StoreUnavailable(f"store read failed: {res}"))
+                else:
+                    r.future.set_result(res)
+
+    async def write(self, sql: str, params: Params = ()) -> Rows:
+        """Run one statement in the next group commit; returns its rows once committed.
+
+        Raises errors.StorageFull or errors.StoreUnavailable. Once queued, the
+        statement runs even if the caller is cancelled while waiting.
+        """
+        return (await self.write_many([(sql, params)]))[0]
+
+    async def write_many(self, statements: list[tuple[str, Params]]) -> list[Rows]:
+        """Run ``statements`` together in the next group commit: all of them or none."""
+        if self._task is None or self._task.done():
+            raise errors.StoreUnavailable("store is closed")
+        fut: asyncio.Future[list[Rows]] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait(_Unit(list(statements), fut))
+        return await fut
+
+    async def _run_writer(self) -> None:
+        while (batch := await _next_batch(self._queue, self._max_batch)) is not None:
+            await self._commit(batch)
+
+    async def _commit(self, batch: list[_Unit]) -> None:
+        """Run ``batch`` in one transaction and answer every caller (see the module doc).
+
+        First all at once in pipeline mode (one round trip for the batch); if any
+        statement fails, that transaction is rolled back whole and the batch runs
+        again statement by statement, each caller's unit in a SAVEPOINT, so that
+        only the failing caller gets its error.
+        """
+        conn = self._writer
+        assert conn is not None
+        results: list[list[Rows] | psycopg.Error] = []
+        fatal: Exception | None = None
+        try:
+            results = list(await _pipelined(conn, batch))
+        except psycopg.Error as exc:
+            if _fatal(exc, conn):
+                fatal = exc
+            results = []
+        if not results and fatal is None:
+            results, fatal = await self._one_by_one(conn, batch)
+        self._answer(batch, results, fatal)
+
+    async def _one_by_one(
+        self, conn: psycopg.AsyncConnection[PgRow], batch: list[_Unit]
+    ) -> tuple[list[list[Rows] | psycopg.Error], Exception | None]:
+        results: list[list[Rows] | psycopg.Error] = []
+        fatal: Exception | None = None
+        try:
+            async with conn.transaction():
+                if len(batch) == 1:
+                    results.append(await _run_unit(conn, batch[0].statements))
+                else:
+                    for unit in batch:
+                        try:
+                            async with conn.transaction():  # a SAVEPOINT
+                                rows = await _run_unit(conn, unit.statements)
+                        except psycopg.Error as exc:
+                            if _fatal(exc, conn):
+                                raise
+                            results.append(exc)
+                        else:
+                            results.append(rows)
+        except psycopg.Error as exc:
+            if len(batch) == 1 and not _fatal(exc, conn):
+                results = [exc]  # a lone caller's own error: the rollback undid only its work
+            else:
+                fatal = exc
+        return results, fatal
+
+    def _answer(
+        self,
+        batch: list[_Unit],
+        results: list[list[Rows] | psycopg.Error],
+        fatal: Exception | None,
+    ) -> None:
+        if fatal is not None:
+            err = _translate_error(fatal)
+            log.error(
+                "group commit failed", extra={"event": "store_commit_failed", "error": str(fatal)}
+            )
+            for w in batch:
+                if not w.future.done():
+                    w.future.set_exception(err)
+            return
+        self.batches += 1
+        self.writes += len(batch)
+        for w, res in zip(batch, results, strict=True):
+            if w.future.done():
+                continue
+            if isinstance(res, Exception):
+                w.future.set_exception(_translate_error(res))
+            else:
+                w.future.set_result(res)
+
+
+async def _run_unit(
+    conn: psycopg.AsyncConnection[PgRow], statements: list[tuple[str, Params]]
+) -> list[Rows]:
+    out: list[Rows] = []
+    for sql, params in statements:
+        cur = await conn.execute(translate(sql), params)
+        out.append(await cur.fetchall() if cur.description is not None else [])
+    return out
+
+
+async def _pipelined(conn: psycopg.AsyncConnection[PgRow], batch: list[_Unit]) -> list[list[Rows]]:
+    """Every statement of ``batch`` in one transaction, sent together (pipeline mode)."""
+    async with conn.transaction(), conn.pipeline() as pipeline:
+        cursors: list[list[psycopg.AsyncCursor[PgRow]]] = []
+        for unit in batch:
+            unit_cursors = []
+            for sql, params in unit.statements:
+                cur = conn.cursor()
+                await cur.execute(translate(sql), params)
+                unit_cursors.append(cur)
+            cursors.append(unit_cursors)
+        await pipeline.sync()
+        return [
+            [await c.fetchall() if c.description is not None else [] for c in unit_cursors]
+            for unit_cursors in cursors
+        ]
+
+
+async def _pipelined_reads(conn: psycopg.AsyncConnection[PgRow], batch: list[_Read]) -> list[Rows]:
+    """Every read of ``batch`` sent together (pipeline mode, autocommit)."""
+    async with conn.pipeline() as pipeline:
+        cursors = []
+        for r in batch:
+            cur = conn.cursor()
+            await cur.execute(translate(r.sql), r.params)
+            cursors.append(cur)
+        await pipeline.sync()
+        return [await c.fetchall() if c.description is not None else [] for c in cursors]
