@@ -9,8 +9,8 @@ help:
 	@echo "make install     virtual environment in $(VENV) with edgeprint and its test extras"
 	@echo "make test        the whole suite: ruff, mypy --strict, pytest (what CI runs)"
 	@echo "make test-fast   pytest without the slow fault-injection tests"
-	@echo "make bench       every benchmark (<10 min): table printed, bench/results/latest.{json,md}"
-	@echo "make bench-quick the same, smaller (~2.5 min)"
+	@echo "make bench       every benchmark: table printed, bench/results/latest.{json,md}"
+	@echo "make bench-quick the same, smaller"
 	@echo "make dist        dist/edgeprint: one file that runs with Debian 12's python3"
 	@echo "make deb         dist/edgeprint_<version>_<arch>.deb: the Debian package (dpkg-deb, lintian)"
 	@echo "make quickstart  two local IPP printers + the appliance (see README)"
@@ -23,9 +23,10 @@ install: $(PY)
 	$(PY) -m pip install --quiet -e '.[test,dist]'
 
 lint:
-	$(PY) -m ruff check edgeprint tests bench
-	$(PY) -m ruff format --check edgeprint tests bench
+	$(PY) -m ruff check edgeprint tests testbed bench
+	$(PY) -m ruff format --check edgeprint tests testbed bench
 	$(PY) -m mypy edgeprint
+	$(PY) -m mypy testbed bench
 
 test: lint
 	$(PY) -m pytest -q --durations=15
@@ -35,21 +36,22 @@ test-fast:
 
 # Each benchmark writes bench/results/<name>.json; bench.report joins them into
 # bench/results/latest.{json,md} and prints the table. A failing benchmark fails the target.
-BENCHES = api print raster_print failover cups chaos resources render
+BENCHES = api print raster_print failover cups chaos resources render fleet soak
 # printers (ippeveprinter + its dbus-daemon) and the CUPS scheduler of the side-by-side run
 BENCH_DEBS = cups-ipp-utils dbus-daemon cups-daemon cups-client
 
-bench-deps:
+bench-deps: install
 	bash scripts/apt_deps.sh $(BENCH_DEBS)
+	$(PY) -m pip install --quiet -e '.[test,dist,bench]'
 
-bench: bench-deps install
+bench: bench-deps
 	@for b in $(BENCHES); do echo "== bench.$${b}_bench"; $(PY) -m bench.$${b}_bench || exit 1; done
 	$(MAKE) --no-print-directory dist && $(PY) -m bench.startup_bench
 	$(PY) -m bench.report
 
-bench-quick: bench-deps install
+bench-quick: bench-deps
 	@for b in $(BENCHES); do echo "== bench.$${b}_bench --quick"; $(PY) -m bench.$${b}_bench --quick || exit 1; done
-	$(MAKE) --no-print-directory dist && $(PY) -m bench.startup_bench
+	$(MAKE) --no-print-directory dist && $(PY) -m bench.startup_bench --quick
 	$(PY) -m bench.report
 
 dist: $(PY)

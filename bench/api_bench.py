@@ -44,30 +44,33 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
-import importlib.metadata
 import io
 import json
 import os
-import platform
 import select
-import shutil
 import signal
-import sqlite3
-import statistics
 import subprocess
 import sys
 import tarfile
-import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import IO, Any
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO / "bench" / "results" / "api.json"
+from bench.harness import (
+    REPO,
+    BenchError,
+    Run,
+    own_cpu,
+    parser,
+    process_cpu_s,
+    profile_text,
+    py_spy,
+    spread,
+    system_busy_s,
+)
+
 SERVERS = ("baseline", "edgeprint")
 POOL = "lobby"
 #: Seconds a server gets to print its ready line.
@@ -199,19 +202,6 @@ def wait_ready(name: str, proc: subprocess.Popen[bytes], log: Path) -> int:
             raise RuntimeError(f"{name} exited with {proc.returncode}:\n{_log_tail(log)}")
         time.sleep(0.05)
     raise RuntimeError(f"{name} not ready after {READY_TIMEOUT_S} s:\n{_log_tail(log)}")
-
-
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds used so far by process ``pid`` (all its threads)."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def system_busy_s() -> float:
-    """CPU seconds all CPUs of the machine have been busy (not idle, not iowait) since boot."""
-    ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def wait_quiet(max_wait_s: float) -> float:
@@ -368,39 +358,6 @@ def export_edgeprint(rev: str, dest: Path) -> str:
     return sha
 
 
-def machine_info() -> dict[str, Any]:
-    """What the figures depend on: CPUs, versions, date, git commit."""
-
-    def git(*args: str) -> str:
-        try:
-            return subprocess.run(
-                ["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10, check=True
-            ).stdout.rstrip("\n")
-        except (OSError, subprocess.SubprocessError):
-            return "unknown"
-
-    cpu_model = "unknown"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu_model = line.split(":", 1)[1].strip()
-                break
-    return {
-        "nproc": len(os.sched_getaffinity(0)),
-        "cpu_count": os.cpu_count(),
-        "cpu_model": cpu_model,
-        "kernel": platform.release(),
-        "python": platform.python_version(),
-        "sqlite": sqlite3.sqlite_version,
-        "aiohttp": importlib.metadata.version("aiohttp"),
-        "aiosqlite": importlib.metadata.version("aiosqlite"),
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "git_commit": git("rev-parse", "HEAD"),
-        "git_dirty_paths": [ln[3:] for ln in git("status", "--porcelain").splitlines()],
-        "loadavg_start": list(os.getloadavg()),
-    }
-
-
 # --- phases -----------------------------------------------------------------------
 
 
@@ -511,11 +468,6 @@ METRICS: list[tuple[str, str, str, int, bool]] = [
 ]
 
 
-def spread(values: Sequence[float]) -> dict[str, float]:
-    """Median, min and max of ``values``."""
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
-
-
 def summarize(runs: Runs) -> dict[str, Any]:
     """Per server and metric: median/min/max over runs; ratios edgeprint/baseline of medians."""
     summary: dict[str, Any] = {}
@@ -587,11 +539,7 @@ def markdown(summary: dict[str, Any], settings: dict[str, Any]) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m bench.api_bench",
-        description="edgeprint API benchmark against a bare aiohttp + aiosqlite baseline",
-    )
-    p.add_argument("--quick", action="store_true", help="small run (about 20 s)")
+    p = parser("api", __doc__, "small run (about 20 s)")
     p.add_argument("--repeat", type=int, default=3, help="measured runs per phase (default 3)")
     p.add_argument(
         "--submits", type=int, default=None, help="submissions per run (default 5000, quick 1000)"
@@ -643,34 +591,13 @@ def _parser() -> argparse.ArgumentParser:
         help="run edgeprint as committed at git revision REV (e.g. HEAD), not the working tree",
     )
     p.add_argument("--edgeprint-log-level", default="INFO", help="edgeprint --log-level")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
-    p.add_argument("--keep", action="store_true", help="keep the temporary data folder")
+    p.add_argument(
+        "--no-profile",
+        dest="profile",
+        action="store_false",
+        help="skip the py-spy profile of edgeprint's release phase (an extra run)",
+    )
     return p
-
-
-@contextlib.contextmanager
-def _signals_as_exit() -> Iterator[None]:
-    """Turn SIGINT, SIGTERM and SIGHUP into exceptions so ``finally`` blocks stop the children.
-
-    SIGINT is handled even when the benchmark was started with it ignored
-    (a background job of a non-interactive shell).
-    """
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        for s in sigs:
-            signal.signal(s, signal.SIG_IGN)
-        print(f"bench: stopping on {signal.Signals(signum).name}", file=sys.stderr)
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise SystemExit(128 + signum)
-
-    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    old = {s: signal.signal(s, handler) for s in sigs}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -690,76 +617,55 @@ def main(argv: Sequence[str] | None = None) -> int:
         "edgeprint_root": str(args.edgeprint_root), "baseline_writer": args.baseline_writer,
         "baseline_io_threads": args.baseline_io_threads, "baseline_open": args.baseline_open,
     }  # fmt: skip
-    info = machine_info()
-    work = Path(tempfile.mkdtemp(prefix="edgeprint-bench-"))
-    if args.edgeprint_rev is not None:
-        try:
-            settings["edgeprint_rev"] = export_edgeprint(args.edgeprint_rev, work / "src")
-        except subprocess.CalledProcessError as exc:
-            shutil.rmtree(work, ignore_errors=True)
-            print(f"bench: cannot export edgeprint at {args.edgeprint_rev!r}: {exc.stderr}")
-            return 2
-        args.edgeprint_root = work / "src"
-        settings["edgeprint_root"] = f"git archive {settings['edgeprint_rev']}"
-    children = Children()
-    started = time.monotonic()
-    try:
-        with _signals_as_exit():
+    with Run("api", args) as bench:
+        if args.edgeprint_rev is not None:
+            src = bench.work / "src"
             try:
-                runs, failures = _run(args, settings, work, children)
-            finally:  # further signals are ignored from here: the cleanup completes
-                children.stop_all()
-                if args.keep:
-                    print(f"bench: data kept in {work}", file=sys.stderr)
-                else:
-                    shutil.rmtree(work, ignore_errors=True)
-    except KeyboardInterrupt:
-        print("bench: interrupted; every child process was stopped", file=sys.stderr)
-        return 130
+                settings["edgeprint_rev"] = export_edgeprint(args.edgeprint_rev, src)
+            except subprocess.CalledProcessError as exc:
+                print(f"bench: cannot export edgeprint at {args.edgeprint_rev!r}: {exc.stderr}")
+                return 2
+            args.edgeprint_root = src
+            settings["edgeprint_root"] = f"git archive {settings['edgeprint_rev']}"
+        children = Children()
+        try:
+            runs, failures = _run(args, settings, bench.work, children)
+        finally:
+            children.stop_all()
+    bench.failures += failures
     summary = summarize(runs)
-    info["loadavg_end"] = list(os.getloadavg())
-    info["bench_seconds"] = round(time.monotonic() - started, 1)
-    table = markdown(summary, settings)
-    print()
-    print(table)
+    notes = []
     ratios = summary.get("ratio_edgeprint_over_baseline", {})
     for phase in ("submit", "release"):
         r = ratios.get(phase, {}).get("rate_per_s")
         if r is not None:
             verdict = "meets" if r >= 0.5 else "BELOW"
-            print(f"\nedgeprint {phase} throughput = {r:.2f} × baseline ({verdict} the ≥ 0.5 goal)")
+            notes.append(
+                f"edgeprint {phase} throughput = {r:.2f} × baseline ({verdict} the ≥ 0.5 goal)"
+            )
     for phase in ("submit", "release"):
         for server in SERVERS:
             other = summary.get(server, {}).get(phase, {}).get("other_cpu_cores")
             if other and other["max"] > QUIET_CORES:
-                print(
-                    f"\nWARNING: other processes used up to {other['max']:.2f} cores during "
+                notes.append(
+                    f"WARNING: other processes used up to {other['max']:.2f} cores during "
                     f"{server} {phase} runs; figures are disturbed (see --wait-quiet)"
                 )
     for server in SERVERS:
         idle = summary.get(server, {}).get("idle", {}).get("server_cpu_cores")
         if idle and idle["max"] > IDLE_BUSY_CORES:
-            print(
-                f"\nWARNING: {server} used up to {idle['max']:.2f} cores with no request in "
+            notes.append(
+                f"WARNING: {server} used up to {idle['max']:.2f} cores with no request in "
                 "flight: background work competes with the API in every phase"
             )
-    for f in failures:
-        print(f"FAILED: {f}")
-    print(
-        f"\n{info['bench_seconds']} s; load average {info['loadavg_start']} → {info['loadavg_end']}"
+    profile = settings.pop("release_profile", None)
+    return bench.finish(
+        markdown(summary, settings) + "".join(f"\n\n{n}" for n in notes),
+        settings=settings,
+        release_profile=profile,
+        summary=summary,
+        runs=runs,
     )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    result = {
-        "settings": settings,
-        "machine": info,
-        "summary": summary,
-        "failures": failures,
-        "table_markdown": table,
-        "runs": runs,
-    }
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
-    return 1 if failures else 0
 
 
 @dataclass(frozen=True)
@@ -841,8 +747,53 @@ def _run(
                 f"burst {res['contention']['wall_ms']:.0f} ms {res['contention']['statuses']}",
                 file=sys.stderr,
             )
+    if "edgeprint" in servers and args.profile:
+        try:
+            settings["release_profile"] = profile_release(
+                gen, args, settings, work, creds, children
+            )
+        except (BenchError, RuntimeError) as exc:
+            failures.append(f"release profile: {exc}")
     gen.quit()
     return runs, failures
+
+
+def profile_release(
+    gen: LoadGenClient,
+    args: argparse.Namespace,
+    settings: dict[str, Any],
+    work: Path,
+    creds: _Credentials,
+    children: Children,
+) -> dict[str, Any]:
+    """py-spy on edgeprint during phase b (an extra, unmeasured run): functions by own CPU,
+    written to bench/results/release_profile.txt."""
+    target, proc, _ = start_server("edgeprint", args, work / "profile", creds, children)
+    run_round(gen, target, args, settings["warmup_submits"], idle_sample=False)
+    meta = {"owner": "bench", "pool": POOL, "hold": True}
+    submit = {
+        "op": "submit", "url": target.submit_url, "n": args.submits, "metadata": meta,
+        "concurrency": args.concurrency, "max_seconds": args.phase_timeout,
+        "doc_bytes": args.doc_kib * 1024,
+    }  # fmt: skip
+    ids = gen.call(submit, args.phase_timeout + 30)["ids"]
+    release = {
+        "op": "release", "urls": [target.release_url.format(id=i) for i in ids],
+        "concurrency": args.concurrency, "max_seconds": args.phase_timeout,
+    }  # fmt: skip
+    raw = work / "release.pyspy"
+    with py_spy(proc.pid, raw):
+        res = gen.call(release, args.phase_timeout + 30)
+    children.stop(proc)
+    prof = own_cpu(raw)
+    title = (
+        f"edgeprint under release load: {res['responses']} releases, {args.concurrency} "
+        f"connections, {res['rate_per_s']:.0f}/s while sampled by py-spy (sampling slows it)"
+    )
+    out = args.out.with_name("release_profile.txt")
+    out.write_text(profile_text(title, prof))
+    print(f"bench: release profile in {out}", file=sys.stderr)
+    return {"release": res, "profile": {**prof, "file": out.name}}
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ printer, the rest for the pool; 1–3 copies, ``COPIES``) go to three real
 s/page (so a queue forms), while
 
 * the appliance (a real child, ``python -m edgeprint serve`` via
-  :class:`tests.proc.ServeProcess`, default ``[dispatch]`` settings) is
+  :class:`testbed.proc.ServeProcess`, default ``[dispatch]`` settings) is
   SIGKILLed ``--kills`` times (default 20), each a random
   ``APPLIANCE_GAP_S`` after it was last ready (``BUSY_BIAS`` of the kills then
   wait up to ``BUSY_WAIT_S`` for a job PRINTING, seen on ``/metrics``, and strike
@@ -59,56 +59,42 @@ Run from the repository root::
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
-import os
 import random
 import re
-import shutil
-import statistics
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from bench.failover_bench import (
-    Event,
-    FailoverStand,
-    evidence,
-    paper,
-    read_events,
-    snapshot_source,
-    source_digest,
-    start,
-    state_at,
-    tree_changes,
-)
-from bench.print_bench import (
+from bench.harness import (
     POOL,
     BenchError,
+    Event,
+    Run,
     Stand,
     default_settings,
-    machine_info,
+    evidence,
+    figures_markdown,
     ms,
+    paper,
+    parser,
+    read_events,
     read_store,
-    signals_as_exit,
+    readyz,
+    row,
+    seed,
+    state_at,
 )
-from bench.report import figures_markdown
-from edgeprint.config import ServerConfig
-from tests.conftest import KIOSK_TOKEN, config_dict, to_toml
-from tests.pdfs import make_pdf
-from tests.rig import free_ports
+from testbed.config import KIOSK_TOKEN
+from testbed.pdfs import make_pdf
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO / "bench" / "results" / "chaos.json"
 PRINTERS = 3
 #: Simulated print time per page, drawn per printer (seconds).
 PRINTER_SPEED_S = (0.02, 0.05)
@@ -152,30 +138,6 @@ _JOBS_METRIC = re.compile(r'^edgeprint_jobs\{state="([A-Z]+)"\}\s+([0-9.eE+]+)',
 
 
 # --- the stand and the kiosks -------------------------------------------------------
-
-
-@dataclass
-class ChaosStand(FailoverStand):
-    """A :class:`FailoverStand` with per-printer speeds and a raised rate limit."""
-
-    speeds: dict[str, float] = field(default_factory=dict)
-
-    def start(self) -> ChaosStand:
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.rig.start(self.printers)
-        for name, spp in self.speeds.items():
-            self.rig.set_speed(name, spp)
-        self.port = free_ports(1, avoid={p.port for p in self.rig})[0]
-        server: dict[str, Any] = {"port": self.port}
-        if "rate_limit" in ServerConfig.model_fields:
-            server["rate_limit"] = RATE_LIMIT
-        cfg = config_dict(self.data_dir, **server)
-        cfg["printers"] = [{"name": p.name, "uri": p.uri, "pool": POOL} for p in self.rig]
-        if self.dispatch:
-            cfg["dispatch"] = dict(self.dispatch)
-        (self.root / "config.toml").write_text(to_toml(cfg))
-        self.serve.start()
-        return self
 
 
 @dataclass
@@ -248,16 +210,6 @@ async def jobs_by_state(http: aiohttp.ClientSession, url: str) -> dict[str, int]
     return {m[1]: int(float(m[2])) for m in _JOBS_METRIC.finditer(text)}
 
 
-async def readyz(http: aiohttp.ClientSession, url: str) -> int:
-    """Status of GET /readyz, 0 when nothing answers (yet)."""
-    try:
-        async with http.get(f"{url}/readyz") as r:
-            await r.read()
-            return r.status
-    except (aiohttp.ClientError, OSError, TimeoutError):
-        return 0
-
-
 # --- the faults ---------------------------------------------------------------------
 
 
@@ -277,7 +229,7 @@ class Restart:
 class Faults:
     """Both fault schedules and what happened."""
 
-    stand: ChaosStand
+    stand: Stand
     http: aiohttp.ClientSession
     t0: float
     restarts: list[Restart] = field(default_factory=list)
@@ -377,7 +329,7 @@ class Plan:
         return self.kills * (sum(APPLIANCE_GAP_S) / 2 + RESTART_ESTIMATE_S)
 
 
-async def chaos(stand: ChaosStand, plan: Plan) -> dict[str, Any]:
+async def chaos(stand: Stand, plan: Plan) -> dict[str, Any]:
     """Submit, kill, restart, settle; then count against the printers' ground truth."""
     job_rng = random.Random(f"{plan.seed}-jobs")
     app_rng = random.Random(f"{plan.seed}-appliance")
@@ -523,7 +475,7 @@ def recovery(
 
 
 def analyse(
-    stand: ChaosStand,
+    stand: Stand,
     plan: Plan,
     submits: Submits,
     faults: Faults,
@@ -627,13 +579,6 @@ def analyse(
 # --- output -------------------------------------------------------------------------
 
 
-def spread(values: Sequence[float | None]) -> tuple[float | None, float | None, float | None]:
-    vals = [v for v in values if v is not None]
-    if not vals:
-        return None, None, None
-    return round(statistics.median(vals), 1), min(vals), max(vals)
-
-
 def table_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
     """The result table: one row per figure (median/min/max; single values repeated)."""
     rows: list[dict[str, Any]] = []
@@ -641,12 +586,8 @@ def table_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
 
     def per_kill(key: str, figure: str, note: str) -> None:
         vals = [k[key] for k in kills]
-        med, lo, hi = spread(vals)
         n = sum(v is not None for v in vals)
-        rows.append(
-            {"figure": figure, "unit": "ms", "median": med, "min": lo, "max": hi,
-             "note": f"{n} of {len(kills)} kills; {note}"}
-        )  # fmt: skip
+        rows.append(row(figure, "ms", vals, f"{n} of {len(kills)} kills; {note}"))
 
     def single(key: str, figure: str, unit: str, note: str = "") -> None:
         v = run[key]
@@ -700,114 +641,61 @@ def table_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="python -m bench.chaos_bench",
-        description="edgeprint: appliance SIGKILLs and printer kills under load, exactly once",
-    )
-    ap.add_argument("--quick", action="store_true", help="120 jobs, 6 + 2 kills (~20 s)")
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; the exit code (0: nothing doubled, lost or unexplained DEAD)."""
+    ap = parser("chaos", __doc__, "120 jobs, 6 + 2 kills (~20 s)")
     ap.add_argument("--jobs", type=int, default=None, help="default 500 (--quick 120)")
     ap.add_argument("--kills", type=int, default=None, help="appliance SIGKILLs, default 20 (6)")
     ap.add_argument("--printer-kills", type=int, default=None, help="default 3 (--quick 2)")
     ap.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
-    ap.add_argument("--keep", action="store_true", help="keep the work folder (logs, DB)")
-    return ap
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark; the exit code (0: nothing doubled, lost or unexplained DEAD)."""
-    args = _parser().parse_args(argv)
+    args = ap.parse_args(argv)
     plan = Plan(
         jobs=args.jobs if args.jobs is not None else (120 if args.quick else 500),
         kills=args.kills if args.kills is not None else (6 if args.quick else 20),
         printer_kills=(
             args.printer_kills if args.printer_kills is not None else (2 if args.quick else 3)
         ),
-        seed=args.seed if args.seed is not None else random.SystemRandom().randrange(10**6),
+        seed=seed(args.seed),
     )
     if not (1 <= plan.jobs <= 5000 and 0 <= plan.kills <= 200 and 0 <= plan.printer_kills <= 50):
         print("bench: --jobs 1–5000, --kills 0–200, --printer-kills 0–50", file=sys.stderr)
         return 2
-    info = machine_info()
-    work = Path(tempfile.mkdtemp(prefix="edgeprint-chaos-bench-"))
-    try:
-        src = snapshot_source(work)
-    except BenchError as exc:
-        shutil.rmtree(work, ignore_errors=True)
-        print(f"bench: {exc}", file=sys.stderr)
-        return 1
-    info["edgeprint_source"] = {
-        "digest": source_digest(src),
-        "diff_stat_vs_head": tree_changes(),
-        "note": "the appliance ran from a copy of edgeprint/ taken at the start",
-    }
     speed_rng = random.Random(f"{plan.seed}-speeds")
     speeds = {
         f"printer-{i:02d}": round(speed_rng.uniform(*PRINTER_SPEED_S), 3)
         for i in range(1, PRINTERS + 1)
     }
-    stand = ChaosStand(work / "chaos", PRINTERS, source=src, speeds=speeds)
-    run: dict[str, Any] | None = None
-    failures: list[str] = []
-    started = time.monotonic()
     print(
         f"bench: chaos, seed {plan.seed}: {plan.jobs} jobs, {plan.kills} appliance kills, "
         f"{plan.printer_kills} printer kills, printers {speeds} s/page",
         file=sys.stderr,
     )
-    try:
-        with signals_as_exit():
-            try:
-                start(stand)
-                run = asyncio.run(chaos(stand, plan))
-            except BenchError as exc:
-                failures.append(f"chaos: {exc}")
-                print(f"bench: chaos failed: {exc}", file=sys.stderr)
-    finally:
-        _stop(stand)
-        keep = args.keep or bool(run and run["anomalies"]) or bool(failures)
-        if keep:
-            print(f"bench: work folder kept: {work}", file=sys.stderr)
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-    info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    info["bench_seconds"] = round(time.monotonic() - started, 1)
-    info["edgeprint_source"]["tree_digest_end"] = source_digest(REPO)
+    with Run("chaos", args, snapshot=True) as run:
+        stand = run.stand("chaos", PRINTERS, speeds=speeds, server={"rate_limit": RATE_LIMIT})
+        out = run.attempt("chaos", lambda: asyncio.run(chaos(stand.start(), plan)))
+        run.keep |= bool(out and out["anomalies"]) or bool(run.failures)
     rows: list[dict[str, Any]] = []
-    if run is not None:
+    if out is not None:
         for k in ("duplicates", "losses", "dead_unexplained"):
-            if run[k]:
-                failures.append(f"{k} = {run[k]}")
-        if run["back_to_settled_ms"] is None:
-            failures.append(f"not settled {SETTLE_TIMEOUT_S:g} s after the faults")
-        if run["jobs_rejected"] or run["jobs_given_up"]:
-            failures.append(
-                f"submits refused {len(run['jobs_rejected'])}, given up {run['jobs_given_up']}"
+            if out[k]:
+                run.failures.append(f"{k} = {out[k]}")
+        if out["back_to_settled_ms"] is None:
+            run.failures.append(f"not settled {SETTLE_TIMEOUT_S:g} s after the faults")
+        if out["jobs_rejected"] or out["jobs_given_up"]:
+            run.failures.append(
+                f"submits refused {len(out['jobs_rejected'])}, given up {out['jobs_given_up']}"
             )
-        rows = table_rows(run)
-        table = figures_markdown(rows)
-        print()
-        print(table)
+        rows = table_rows(out)
         print(
             f"\nseed {plan.seed}; printers {speeds} s/page; reconcile verdicts "
-            f"{run['reconcile_verdicts']}; submit outcomes {run['submit_outcomes']}"
+            f"{out['reconcile_verdicts']}; submit outcomes {out['submit_outcomes']}"
         )
-        for kind, items in run["anomalies"].items():
+        for kind, items in out["anomalies"].items():
             for item in items:
                 print(f"\nANOMALY {kind} {item['job_id']}:\n{json.dumps(item, indent=1)}")
-    else:
-        table = ""
-    for f in failures:
-        print(f"FAILED: {f}")
-    print(
-        f"\n{info['bench_seconds']} s; load average {info['loadavg_start']} → "
-        f"{info['loadavg_end']} on {info['nproc']} CPUs"
-    )
-    result = {
-        "benchmark": "chaos",
-        "command": " ".join([".venv/bin/python -m bench.chaos_bench", *(argv or sys.argv[1:])]),
-        "settings": {
+    return run.finish(
+        figures_markdown(rows) if rows else "",
+        settings={
             "quick": args.quick,
             "seed": plan.seed,
             "jobs": plan.jobs,
@@ -827,29 +715,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             "submit_concurrency": SUBMIT_CONCURRENCY,
             "client_retry_s": RETRY_S,
             "settle_timeout_s": SETTLE_TIMEOUT_S,
-            "overrides": (
-                {"server.rate_limit": RATE_LIMIT}
-                if "rate_limit" in ServerConfig.model_fields
-                else {}
-            ),
+            "overrides": {"server.rate_limit": RATE_LIMIT},
             "appliance_defaults": default_settings(),
         },
-        "machine": info,
-        "table": rows,
-        "failures": failures,
-        "table_markdown": table,
-        "raw": run,
-        "work_folder": str(work) if keep else None,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
-    return 1 if failures else 0
-
-
-def _stop(stand: Stand) -> None:
-    with contextlib.suppress(Exception):
-        stand.stop()
+        table=rows,
+        raw=out,
+        work_folder=str(run.work) if run.keep else None,
+    )
 
 
 if __name__ == "__main__":

@@ -1,13 +1,13 @@
 """Side by side with CUPS: the same held jobs through edgeprint and through a CUPS class.
 
 Both sides drive the same kind of printers: ``--printers`` real ``ippeveprinter``
-processes from :class:`tests.rig.Rig` (0 s/page), fresh for every run. Ground truth
+processes from :class:`testbed.rig.Rig` (0 s/page), fresh for every run. Ground truth
 is each printer's own ``prints.log`` (one line, millisecond UTC timestamp, per
-document that came out), read by job-name (:func:`tests.printing.printed_names`).
-Every job carries the same ~30 KB one-page PDF (:func:`tests.pdfs.make_pdf` padded).
+document that came out), read by job-name (:func:`testbed.rig.printed_names`).
+Every job carries the same ~30 KB one-page PDF (:func:`testbed.pdfs.make_pdf` padded).
 
 - **edgeprint**: the appliance as a child process (``python -m edgeprint serve``,
-  :class:`tests.proc.ServeProcess`, run from a copy of ``edgeprint/`` taken at the
+  :class:`testbed.proc.ServeProcess`, run from a copy of ``edgeprint/`` taken at the
   start), **default** ``[dispatch]`` and ``[store]`` settings, every printer in pool
   ``lobby``. Jobs: ``POST /v1/jobs`` (``hold: true``, ``pool: lobby``), then
   ``POST /v1/jobs/{id}/release``.
@@ -72,17 +72,14 @@ Run from the repository root::
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
+import functools
 import json
-import os
 import random
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -108,26 +105,25 @@ from bench.cups_rig import (
     parse_ipp,
     proc_alive,
 )
-from bench.failover_bench import FailoverStand, snapshot_source, source_digest, tree_changes
-from bench.print_bench import (
+from bench.harness import (
     POOL,
     SUBMIT_CONCURRENCY,
     BenchError,
+    Run,
+    Stand,
     default_settings,
-    machine_info,
+    parser,
     printed_at,
+    printed_count,
     read_store,
-    signals_as_exit,
+    seed,
     spread,
     until,
 )
-from tests.conftest import KIOSK_TOKEN
-from tests.pdfs import make_pdf
-from tests.printing import printed_names
-from tests.rig import Rig, RigError
+from testbed.config import KIOSK_TOKEN
+from testbed.pdfs import make_pdf
+from testbed.rig import Rig, RigError, printed_names
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO / "bench" / "results" / "cups.json"
 DOC_BYTES = 30_000
 PRINTERS = 3
 #: CUPS configurations of the crash runs: key → DirtyCleanInterval (None: CUPS's default).
@@ -169,12 +165,10 @@ class EdgeSide:
     tag: str
     source: Path
     name: str = "edgeprint"
-    stand: FailoverStand = field(init=False)
+    stand: Stand = field(init=False)
 
     def __post_init__(self) -> None:
-        self.stand = FailoverStand(
-            self.root, self.printers, seconds_per_page=0.0, source=self.source
-        )
+        self.stand = Stand(self.root, self.printers, seconds_per_page=0.0, source=self.source)
 
     @property
     def rig(self) -> Rig:
@@ -424,15 +418,6 @@ async def printers_idle(http: aiohttp.ClientSession, rig: Rig) -> bool:
 # --- one run --------------------------------------------------------------------------
 
 
-def count_printed(rig: Rig) -> int:
-    """Documents printed so far on every printer (newlines of the prints.log files)."""
-    total = 0
-    for p in rig:
-        with contextlib.suppress(FileNotFoundError):
-            total += p.prints_log.read_bytes().count(b"\n")
-    return total
-
-
 def ground_truth(rig: Rig, expected: set[str]) -> dict[str, int]:
     """Duplicates (extra copies), duplicated jobs, losses and strays, by job-name."""
     names = printed_names(rig)
@@ -474,7 +459,7 @@ async def run_side(
         t1 = time.time()
         out["submit_s"] = round(t1 - t0, 3)
         expected = {side.expected_name(r, i) for i, r in enumerate(refs)}
-        if count_printed(side.rig):
+        if printed_count(side.rig):
             raise BenchError(f"{side.name}: a held job printed before its release")
         t_release = time.time()
         await gather_limited(n_jobs, lambda i: side.release(http, refs[i]))
@@ -500,11 +485,11 @@ async def run_side(
             return out
 
         async def kill_point() -> bool:
-            return count_printed(side.rig) >= kill_at
+            return printed_count(side.rig) >= kill_at
 
         await until(kill_point, bound, KILL_POLL_S, f"{side.name}: {kill_at} not printed")
         side.kill()
-        out["printed_at_kill"] = count_printed(side.rig)
+        out["printed_at_kill"] = printed_count(side.rig)
         if isinstance(side, CupsSide):
             out.update(side.spool_files())
         t_restart = time.time()
@@ -691,12 +676,9 @@ def markdown(table: list[dict[str, Any]], runs: int) -> str:
     return "\n".join(lines)
 
 
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="python -m bench.cups_bench",
-        description="edgeprint side by side with CUPS on the same ippeveprinter printers",
-    )
-    ap.add_argument("--quick", action="store_true", help="12 jobs, 1 repetition (~15 s)")
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; the exit code (see the module docstring)."""
+    ap = parser("cups", __doc__, "12 jobs, 1 repetition (~15 s)")
     ap.add_argument("--repeat", type=int, default=None, help="repetitions (default 3, quick 1)")
     ap.add_argument("--jobs", type=int, default=None, help="jobs per run (default 24, quick 12)")
     ap.add_argument("--printers", type=int, default=PRINTERS, help="printers in the pool (3)")
@@ -713,21 +695,14 @@ def _parser() -> argparse.ArgumentParser:
         help="SIGKILL cupsd and its backends (default) or cupsd alone",
     )
     ap.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
-    ap.add_argument("--keep", action="store_true", help="keep the work folder (logs, spools)")
-    return ap
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark; the exit code (see the module docstring)."""
-    args = _parser().parse_args(argv)
+    args = ap.parse_args(argv)
     plan = Plan(
         jobs=args.jobs or (12 if args.quick else 24),
         repeat=args.repeat if args.repeat is not None else (1 if args.quick else 3),
         printers=args.printers,
         client=args.cups_client,
         kill_backends=args.cups_kill == "tree",
-        seed=args.seed if args.seed is not None else random.SystemRandom().randrange(10**6),
+        seed=seed(args.seed),
     )
     if not (1 <= plan.repeat <= 20 and 4 <= plan.jobs <= 1000 and 1 <= plan.printers <= 20):
         print("bench: --repeat 1–20, --jobs 4–1000, --printers 1–20", file=sys.stderr)
@@ -737,69 +712,44 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CupsError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 1
-    info = machine_info()
-    info["cupsd"] = tools["cupsd"]
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        info["cups_daemon"] = subprocess.run(
-            ["dpkg-query", "-W", "-f", "${Version}", "cups-daemon"],
-            capture_output=True, text=True, timeout=10, check=False,
-        ).stdout.strip() or None  # fmt: skip
-    root = Path(tempfile.mkdtemp(prefix="edgeprint-cups-bench-"))
-    root.chmod(0o711)  # cupsd's backends run as user lp and read the spool under it
-    doc = make_pdf("edgeprint vs CUPS", pad_to=DOC_BYTES)
-    doc_path = root / "badge.pdf"
-    doc_path.write_bytes(doc)
-    doc_path.chmod(0o644)
     runs: list[dict[str, Any]] = []
-    failures: list[str] = []
-    started = time.monotonic()
-    keep = args.keep
-    work: Work | None = None
-    try:
-        with signals_as_exit():
-            work = Work(root, doc, doc_path, snapshot_source(root))
-            info["edgeprint_source"] = {
-                "digest": source_digest(work.source),
-                "diff_stat_vs_head": tree_changes(),
-                "note": "the appliance ran from a copy of edgeprint/ taken at the start",
-            }
+    doc = make_pdf("edgeprint vs CUPS", pad_to=DOC_BYTES)
+    with Run("cups", args, snapshot=True) as bench:
+        bench.info["cupsd"] = tools["cupsd"]
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            bench.info["cups_daemon"] = subprocess.run(
+                ["dpkg-query", "-W", "-f", "${Version}", "cups-daemon"],
+                capture_output=True, text=True, timeout=10, check=False,
+            ).stdout.strip() or None  # fmt: skip
+        bench.work.chmod(0o711)  # cupsd's backends run as user lp and read the spool under it
+        doc_path = bench.work / "badge.pdf"
+        doc_path.write_bytes(doc)
+        doc_path.chmod(0o644)
+        assert bench.src is not None
+        work = Work(bench.work, doc, doc_path, bench.src)
+        try:
             for rep in range(plan.repeat):
                 print(f"bench: repetition {rep + 1}/{plan.repeat}", file=sys.stderr)
-                try:
-                    run = one_rep(work, rep, plan)
-                except BenchError as exc:
-                    failures.append(f"repetition {rep + 1}: {exc}")
-                    print(f"bench: repetition {rep + 1} failed: {exc}", file=sys.stderr)
-                    continue
-                runs.append(run)
-                print(f"bench: {json.dumps(_brief(run))}", file=sys.stderr)
-    except BenchError as exc:
-        failures.append(str(exc))
-        print(f"bench: {exc}", file=sys.stderr)
-    finally:
-        for side in work.sides if work else []:
-            with contextlib.suppress(Exception):
-                side.stop()
-        keep = keep or bool(failures)
-        if keep:
-            print(f"bench: work folder kept: {root}", file=sys.stderr)
-        else:
-            shutil.rmtree(root, ignore_errors=True)
-    info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    info["bench_seconds"] = round(time.monotonic() - started, 1)
-
+                one = bench.attempt(
+                    f"repetition {rep + 1}", functools.partial(one_rep, work, rep, plan)
+                )
+                if one is not None:
+                    runs.append(one)
+                    print(f"bench: {json.dumps(_brief(one))}", file=sys.stderr)
+        finally:
+            for side in work.sides:
+                with contextlib.suppress(Exception):
+                    side.stop()
+        bench.keep |= bool(bench.failures)
     for i, run in enumerate(runs):
         for section in ("normal", "crash"):
             e = run[section]["edgeprint"]
             for k in ("duplicates", "losses", "unexpected"):
                 if e.get(k):
-                    failures.append(f"repetition {i + 1} {section}: edgeprint {k} = {e[k]}")
+                    bench.failures.append(f"repetition {i + 1} {section}: edgeprint {k} = {e[k]}")
             if section == "crash" and not e.get("settled"):
-                failures.append(f"repetition {i + 1}: edgeprint did not settle after the restart")
+                bench.failures.append(f"repetition {i + 1}: edgeprint did not settle after restart")
     table = build_table(runs, plan.jobs, plan.printers)
-    text = markdown(table, len(runs))
-    print()
-    print(text)
     print(
         f"\nN = {plan.jobs} jobs of {len(doc)} bytes, pool of {plan.printers} printers "
         f"(0 s/page), CUPS client {plan.client}, CUPS SIGKILL "
@@ -815,16 +765,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if k.startswith("cups")
         }
         print(f"repetition {i + 1}: cupsd spool files at the SIGKILL: {json.dumps(spool)}")
-    for f in failures:
-        print(f"FAILED: {f}")
-    print(
-        f"\n{info['bench_seconds']} s, {len(runs)} repetition(s); load average "
-        f"{info['loadavg_start']} → {info['loadavg_end']} on {info['nproc']} CPUs"
-    )
-    result = {
-        "benchmark": "cups",
-        "command": " ".join([".venv/bin/python -m bench.cups_bench", *(argv or sys.argv[1:])]),
-        "settings": {
+    return bench.finish(
+        markdown(table, len(runs)),
+        settings={
             "quick": args.quick,
             "repeat": plan.repeat,
             "jobs": plan.jobs,
@@ -840,17 +783,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "seed": plan.seed,
             "appliance_defaults": default_settings(),
         },
-        "machine": info,
-        "table": table,
-        "table_markdown": text,
-        "failures": failures,
-        "raw": runs,
-        "work_folder": str(root) if keep else None,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
-    return 1 if failures else 0
+        table=table,
+        raw=runs,
+        work_folder=str(bench.work) if bench.keep else None,
+    )
 
 
 def _brief(run: dict[str, Any]) -> dict[str, Any]:

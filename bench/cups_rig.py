@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.rig import find_tool, free_ports
+from testbed.rig import find_tool, free_ports
 
 #: tool → Debian package that ships it.
 CUPS_PACKAGES = {
@@ -101,7 +101,6 @@ CUPS_GET_PRINTERS = 0x4002
 TAG_INTEGER = 0x21
 TAG_BOOLEAN = 0x22
 TAG_ENUM = 0x23
-TAG_TEXT = 0x41
 TAG_NAME = 0x42
 TAG_KEYWORD = 0x44
 TAG_URI = 0x45
@@ -241,13 +240,6 @@ def _environ_has(pid: int, marker: bytes) -> bool:
     except OSError:
         return False
     return marker in env.split(b"\0")
-
-
-def _cmdline_has(pid: int, word: bytes) -> bool:
-    try:
-        return word in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
-    except OSError:
-        return False
 
 
 class Cupsd:

@@ -1,9 +1,9 @@
 """Failover benchmark: a printer dies under load; how fast its work moves, and chaos.
 
 The appliance runs as a real child process (``python -m edgeprint serve``, via
-:class:`tests.proc.ServeProcess`), in front of three real ``ippeveprinter``
-printers from :class:`tests.rig.Rig`, all in one pool, each taking
-``PRINTER_SECONDS_PER_PAGE`` (0.05 s) per page so that a queue builds up. Ground
+:class:`testbed.proc.ServeProcess`), in front of three real ``ippeveprinter``
+printers from :class:`testbed.rig.Rig`, all in one pool, each taking
+``SPP`` (0.05 s) per page so that a queue builds up. Ground
 truth is each printer's own ``prints.log`` (one line, millisecond UTC timestamp,
 per document that came out); the appliance's view is its JSON log (ms
 timestamps), ``GET /v1/printers`` (tech token) and its SQLite ``job_events``
@@ -64,58 +64,49 @@ Run from the repository root::
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
-import hashlib
 import json
-import math
-import os
 import random
-import shutil
-import sqlite3
-import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from bench.print_bench import (
+from bench.harness import (
     API_POLL_S,
     JOB_TIMEOUT_S,
     POOL,
     SUBMIT_CONCURRENCY,
     BenchError,
     Kiosk,
+    Run,
     Stand,
-    _fmt,
+    Tech,
+    appliance_errors,
     default_settings,
-    edgeprint_id,
+    evidence,
+    first_log,
+    fmt,
     http_session,
-    iso_to_unix,
-    machine_info,
     ms,
-    printed_at,
+    paper,
+    parser,
+    read_events,
     read_store,
-    signals_as_exit,
+    seed,
     spread,
+    state_at,
     until,
 )
 from edgeprint.config import DispatchConfig
-from edgeprint.server import DB_FILE
-from tests.conftest import TECH_TOKEN, config_dict, to_toml
-from tests.rig import RigError, free_ports
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO / "bench" / "results" / "failover.json"
 #: Simulated print time per page of every printer: a job takes ~0.08 s, so a queue forms.
-PRINTER_SECONDS_PER_PAGE = 0.05
+SPP = 0.05
 PRINTERS = 3
 VICTIM = "printer-02"
 #: Every NAMED_EVERY-th failover job is named for the victim, the others go to the pool.
@@ -149,142 +140,16 @@ MAX_DOWN = 2
 BURST = (5, 25)
 #: Share of chaos jobs named for a (random) printer rather than the pool.
 NAMED_SHARE = 1 / 3
-#: Seconds of fault timeline shown around an anomaly.
-EVIDENCE_WINDOW_S = 3.0
 
 
 # --- stand, API ---------------------------------------------------------------------
-
-
-@dataclass
-class FailoverStand(Stand):
-    """A :class:`Stand` with slower printers and optional ``[dispatch]`` overrides."""
-
-    seconds_per_page: float = PRINTER_SECONDS_PER_PAGE
-    dispatch: dict[str, Any] = field(default_factory=dict)
-    #: A folder holding a copy of ``edgeprint/`` for the appliance child to run (None: the tree).
-    source: Path | None = None
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.rig.seconds_per_page = self.seconds_per_page
-        if self.source is not None:
-            # PYTHONSAFEPATH: ``-m`` does not put the cwd (the repository) first on sys.path,
-            # so the copy on PYTHONPATH wins over the tree and the editable install.
-            self.serve.env = {"PYTHONSAFEPATH": "1", "PYTHONPATH": str(self.source)}
-
-    def start(self) -> FailoverStand:
-        """Start the printers, write the config (fixed free port, ``dispatch``) and serve."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.rig.start(self.printers)
-        self.port = free_ports(1, avoid={p.port for p in self.rig})[0]
-        cfg = config_dict(self.data_dir, port=self.port)
-        cfg["printers"] = [{"name": p.name, "uri": p.uri, "pool": POOL} for p in self.rig]
-        if self.dispatch:
-            cfg["dispatch"] = dict(self.dispatch)
-        (self.root / "config.toml").write_text(to_toml(cfg))
-        self.serve.start()
-        return self
-
-
-class Tech:
-    """The API calls made as the technician, and job listings with their bodies."""
-
-    def __init__(self, http: aiohttp.ClientSession, url: str) -> None:
-        self.http = http
-        self.url = url
-        self.headers = {"Authorization": f"Bearer {TECH_TOKEN}"}
-
-    async def printers(self) -> dict[str, dict[str, Any]]:
-        """GET /v1/printers: name → printer."""
-        async with self.http.get(f"{self.url}/v1/printers", headers=self.headers) as r:
-            body = await r.json()
-            if r.status != 200:
-                raise BenchError(f"GET /v1/printers: HTTP {r.status}: {body}")
-            return {str(p["name"]): p for p in body["printers"]}
-
-    async def jobs_in(self, state: str) -> list[dict[str, Any]]:
-        """Up to 500 jobs in ``state`` (newest first)."""
-        url = f"{self.url}/v1/jobs?state={state}&limit=500"
-        async with self.http.get(url, headers=self.headers) as r:
-            body = await r.json()
-            if r.status != 200:
-                raise BenchError(f"list {state}: HTTP {r.status}: {body}")
-            return list(body["jobs"])
-
-    async def all_healthy(self, n: int) -> bool:
-        ps = await self.printers()
-        return len(ps) == n and all(p["healthy"] and p["reachable"] for p in ps.values())
-
-
-@dataclass(frozen=True)
-class Event:
-    """One ``job_events`` row."""
-
-    at: float
-    from_state: str | None
-    to_state: str
-    actor: str
-    reason: str | None
-
-
-def read_events(data_dir: Path) -> dict[str, list[Event]]:
-    """Every job's events with actor and reason (read-only; fine after the appliance stopped)."""
-    uri = f"file:{data_dir / DB_FILE}?mode=ro"
-    out: dict[str, list[Event]] = {}
-    with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
-        rows = db.execute(
-            "SELECT job_id, at, from_state, to_state, actor, reason FROM job_events ORDER BY seq"
-        )
-        for job_id, at, f, t, actor, reason in rows:
-            out.setdefault(str(job_id), []).append(Event(float(at), f, t, actor, reason))
-    return out
-
-
-def state_at(events: Sequence[Event], t: float) -> Event | None:
-    """The job's last event at or before unix time ``t``."""
-    last = None
-    for e in events:
-        if e.at > t:
-            break
-        last = e
-    return last
-
-
-def log_time(rec: dict[str, Any]) -> float | None:
-    """Unix seconds of a JSON log record (ms resolution, truncated)."""
-    t = rec.get("time")
-    return iso_to_unix(t) if isinstance(t, str) else None
-
-
-def first_log(
-    records: Sequence[dict[str, Any]], event: str, after: float, printer: str, *, has: str = ""
-) -> float | None:
-    """Time of the first ``event`` of ``printer`` at/after ``after`` (1 ms slack: log times
-    are truncated to ms), only among records with a ``has`` field when given."""
-    for rec in records:
-        t = log_time(rec)
-        if rec.get("event") != event or rec.get("printer") != printer:
-            continue
-        if t is not None and t >= after - 0.001 and (not has or has in rec):
-            return t
-    return None
-
-
-def paper(stand: Stand) -> dict[str, list[tuple[str, float]]]:
-    """Ground truth: edgeprint job id → [(printer, printed at)] over every printer."""
-    out: dict[str, list[tuple[str, float]]] = {}
-    for p in stand.rig:
-        for line in stand.rig.printed(p.name):
-            out.setdefault(edgeprint_id(line.job_name), []).append((p.name, printed_at(line)))
-    return out
 
 
 # --- 1. failover time ---------------------------------------------------------------
 
 
 async def phase_failover(
-    stand: FailoverStand, n_jobs: int, tag: str, in_hand_wait_s: float | None, rng: random.Random
+    stand: Stand, n_jobs: int, tag: str, in_hand_wait_s: float | None, rng: random.Random
 ) -> dict[str, Any]:
     """Kill the victim with named jobs waiting for it; time the failover (see module doc)."""
     rig = stand.rig
@@ -480,7 +345,7 @@ def outcome_checks(
 class Chaos:
     """The fault injector: one coroutine, rig calls one at a time in a worker thread."""
 
-    stand: FailoverStand
+    stand: Stand
     tech: Tech
     rng: random.Random
     t0: float
@@ -565,9 +430,7 @@ class Chaos:
             await self.recover(i)
 
 
-async def phase_chaos(
-    stand: FailoverStand, n_jobs: int, duration_s: float, seed: int
-) -> dict[str, Any]:
+async def phase_chaos(stand: Stand, n_jobs: int, duration_s: float, seed: int) -> dict[str, Any]:
     """``n_jobs`` jobs in bursts over ``duration_s`` while printers die and hang."""
     rig = stand.rig
     names = [p.name for p in rig]
@@ -696,51 +559,6 @@ async def phase_chaos(
     }
 
 
-def evidence(
-    stand: Stand,
-    events: dict[str, list[Event]],
-    job_id: str,
-    on_paper: dict[str, list[tuple[str, float]]],
-    timeline: Sequence[dict[str, Any]],
-) -> dict[str, Any]:
-    """Everything known about one anomalous job, in time order where it has times."""
-    name = f"edgeprint-{job_id}"
-    evs = events.get(job_id, [])
-    times = [e.at for e in evs] + [t for _, t in on_paper.get(job_id, [])]
-    lo = min(times, default=0.0) - EVIDENCE_WINDOW_S
-    hi = max(times, default=math.inf) + EVIDENCE_WINDOW_S
-    serve_lines = [
-        line
-        for line in stand.serve.log_path.read_text(errors="replace").splitlines()
-        if job_id in line
-    ]
-    printer_lines = {
-        p.name: [
-            line for line in p.server_log.read_text(errors="replace").splitlines() if name in line
-        ][:40]
-        for p in stand.rig
-    }
-    return {
-        "job_id": job_id,
-        "events": [
-            {
-                "at": e.at,
-                "from": e.from_state,
-                "to": e.to_state,
-                "actor": e.actor,
-                "reason": e.reason,
-            }
-            for e in evs
-        ],
-        "prints": [{"printer": p, "at": t} for p, t in on_paper.get(job_id, [])],
-        "serve_log": serve_lines[:80],
-        "printer_server_log": {k: v for k, v in printer_lines.items() if v},
-        "faults_around": [
-            {k: v for k, v in e.items() if k != "at"} for e in timeline if lo <= e["at"] <= hi
-        ],
-    }
-
-
 # --- summary, output ---------------------------------------------------------------
 
 #: (key, label, unit) rows of the failover table.
@@ -808,13 +626,13 @@ def markdown(failover: dict[str, list[dict[str, Any]]], chaos: dict[str, Any] | 
             n = sum(1 for r in runs if _with_counts(r).get(k) is not None)
             s = summary[k]
             lines.append(
-                f"| {label} | {_fmt(s['median'])} | {_fmt(s['min'])} | {_fmt(s['max'])} "
+                f"| {label} | {fmt(s['median'])} | {fmt(s['min'])} | {fmt(s['max'])} "
                 f"| {n} | {unit} |"
             )
     if chaos is not None:
         lines += ["", "| chaos (1 run) | value | unit |", "|---|---:|---|"]
         for k, label, unit in CHAOS_ROWS:
-            lines.append(f"| {label} | {_fmt(chaos.get(k))} | {unit} |")
+            lines.append(f"| {label} | {fmt(chaos.get(k))} | {unit} |")
         for reason, n in sorted(chaos["dead_by_reason"].items()):
             lines.append(f"| DEAD {reason} | {n} | jobs |")
     return "\n".join(lines)
@@ -833,89 +651,9 @@ class Plan:
     seed: int
 
 
-def source_digest(root: Path) -> str:
-    """SHA-256 (first 16 hex) of the files under ``root``/edgeprint: which code ran."""
-    h = hashlib.sha256()
-    for path in sorted((root / "edgeprint").rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            h.update(str(path.relative_to(root)).encode() + b"\0")
-            with contextlib.suppress(OSError):
-                h.update(path.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def snapshot_source(work: Path) -> Path:
-    """Copy edgeprint/ into ``work``/src: the appliance runs one version all along, even
-    while others edit the tree. Returns the folder to put on PYTHONPATH."""
-    src = work / "src"
-    shutil.copytree(
-        REPO / "edgeprint", src / "edgeprint", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    env = {**os.environ, "PYTHONSAFEPATH": "1", "PYTHONPATH": str(src)}
-    found = subprocess.run(
-        [sys.executable, "-c", "import edgeprint.server, edgeprint; print(edgeprint.__file__)"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    if not found.stdout.strip().startswith(str(src)):
-        raise BenchError(f"the copy of edgeprint/ does not import: {found.stdout}{found.stderr}")
-    return src
-
-
-def tree_changes() -> str:
-    """``git diff --stat HEAD -- edgeprint`` (what the copy has beyond the commit)."""
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        return subprocess.run(
-            ["git", "diff", "--stat", "HEAD", "--", "edgeprint"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        ).stdout.strip()
-    return ""
-
-
-@contextlib.contextmanager
-def appliance_errors(stand: Stand) -> Iterator[None]:
-    """An API call that finds nothing listening: BenchError with the appliance's exit and log."""
-    try:
-        yield
-    except (aiohttp.ClientError, OSError) as exc:
-        proc = stand.serve.proc
-        code = None
-        if proc is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                code = proc.wait(timeout=2.0)  # a dying appliance closes its API first
-        state = "still running" if code is None else f"exited {code}"
-        tail = stand.serve.tail(12) if stand.serve.log_path.exists() else ""
-        raise BenchError(f"appliance {state}: {exc!r}; serve.log tail:\n{tail}") from exc
-
-
-def start(stand: FailoverStand) -> None:
-    """Start the stand; a printer or appliance that does not come up fails the run."""
-    try:
-        stand.start()
-    except (RigError, TimeoutError) as exc:
-        raise BenchError(f"stand did not start: {exc}") from exc
-    except RuntimeError as exc:  # ServeProcess: the appliance exited during start
-        if isinstance(exc, BenchError):
-            raise
-        raise BenchError(f"appliance did not start: {exc}") from exc
-
-
-async def failover_run(
-    work: Path, rep: int, key: str, plan: Plan, stands: list[Stand]
-) -> dict[str, Any]:
+async def failover_run(run: Run, rep: int, key: str, plan: Plan) -> dict[str, Any]:
     dispatch = {"in_hand_timeout_s": LOWERED_IN_HAND_S} if key == "lowered" else {}
-    stand = FailoverStand(
-        work / f"failover-{key}-{rep}", PRINTERS, dispatch=dispatch, source=work / "src"
-    )
-    stands.append(stand)
+    stand = run.stand(f"failover-{key}-{rep}", PRINTERS, seconds_per_page=SPP, dispatch=dispatch)
     t0 = time.monotonic()
     wait = None
     if key == "lowered":
@@ -923,32 +661,31 @@ async def failover_run(
     elif plan.wait_default_in_hand:
         wait = IN_HAND_DEFAULT_WAIT_S
     try:
-        start(stand)
+        stand.start()
         rng = random.Random(f"{plan.seed}-{key}-{rep}")
         with appliance_errors(stand):
-            run = await phase_failover(stand, plan.failover_jobs, f"fo-{key}-{rep}", wait, rng)
+            out = await phase_failover(stand, plan.failover_jobs, f"fo-{key}-{rep}", wait, rng)
     finally:
         stand.stop()
-    run["settings"] = dispatch or "defaults"
-    run["waited_for_in_hand"] = wait is not None
-    run["phase_s"] = round(time.monotonic() - t0, 2)
-    return run
+    out["settings"] = dispatch or "defaults"
+    out["waited_for_in_hand"] = wait is not None
+    out["phase_s"] = round(time.monotonic() - t0, 2)
+    return out
 
 
-async def chaos_run(work: Path, plan: Plan, stands: list[Stand]) -> dict[str, Any]:
+async def chaos_run(run: Run, plan: Plan) -> dict[str, Any]:
     dispatch = dict(CHAOS_LOWERED) if plan.chaos_lowered else {}
-    stand = FailoverStand(work / "chaos", PRINTERS, dispatch=dispatch, source=work / "src")
-    stands.append(stand)
+    stand = run.stand("chaos", PRINTERS, seconds_per_page=SPP, dispatch=dispatch)
     t0 = time.monotonic()
     try:
-        start(stand)
+        stand.start()
         with appliance_errors(stand):
-            run = await phase_chaos(stand, plan.chaos_jobs, plan.chaos_seconds, plan.seed)
+            out = await phase_chaos(stand, plan.chaos_jobs, plan.chaos_seconds, plan.seed)
     finally:
         stand.stop()
-    run["settings"] = dispatch or "defaults"
-    run["phase_s"] = round(time.monotonic() - t0, 2)
-    return run
+    out["settings"] = dispatch or "defaults"
+    out["phase_s"] = round(time.monotonic() - t0, 2)
+    return out
 
 
 def _brief(run: dict[str, Any]) -> str:
@@ -971,12 +708,9 @@ def _brief(run: dict[str, Any]) -> str:
     return ", ".join(f"{k}={r[k]}" for k in keys if k in r)
 
 
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="python -m bench.failover_bench",
-        description="edgeprint failover and chaos on real ippeveprinter printers",
-    )
-    ap.add_argument("--quick", action="store_true", help="1+1 failover runs, 100-job chaos")
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; the exit code (0: nothing doubled or lost, every run measured)."""
+    ap = parser("failover", __doc__, "1+1 failover runs, 100-job chaos")
     ap.add_argument("--repeat", type=int, default=None, help="failover runs each (default 5)")
     ap.add_argument("--failover-jobs", type=int, default=90, help="jobs per failover run")
     ap.add_argument("--chaos-jobs", type=int, default=None, help="default 300 (--quick 100)")
@@ -989,14 +723,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-chaos", action="store_true", help="failover runs only")
     ap.add_argument("--no-failover", action="store_true", help="chaos only")
     ap.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
-    ap.add_argument("--keep", action="store_true", help="keep the work folder (logs, DBs)")
-    return ap
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark; the exit code (0: nothing doubled or lost, every run measured)."""
-    args = _parser().parse_args(argv)
+    args = ap.parse_args(argv)
     plan = Plan(
         repeat=args.repeat if args.repeat is not None else (1 if args.quick else 5),
         failover_jobs=args.failover_jobs,
@@ -1004,7 +731,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         chaos_seconds=args.chaos_seconds or (20.0 if args.quick else 60.0),
         chaos_lowered=args.chaos_lowered,
         wait_default_in_hand=not args.quick,
-        seed=args.seed if args.seed is not None else random.SystemRandom().randrange(10**6),
+        seed=seed(args.seed),
     )
     if not (
         1 <= plan.repeat <= 20
@@ -1018,83 +745,44 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    info = machine_info()
-    work = Path(tempfile.mkdtemp(prefix="edgeprint-failover-bench-"))
-    try:
-        src = snapshot_source(work)
-    except BenchError as exc:
-        shutil.rmtree(work, ignore_errors=True)
-        print(f"bench: {exc}", file=sys.stderr)
-        return 1
-    info["edgeprint_source"] = {
-        "digest": source_digest(src),
-        "diff_stat_vs_head": tree_changes(),
-        "note": "the appliance ran from a copy of edgeprint/ taken at the start",
-    }
-    stands: list[Stand] = []
     failover: dict[str, list[dict[str, Any]]] = {k: [] for k in FAILOVER_SETS}
     chaos: dict[str, Any] | None = None
-    failures: list[str] = []
-    started = time.monotonic()
-    keep = args.keep
-    try:
-        with signals_as_exit():
-            for rep in range(0 if args.no_failover else plan.repeat):
-                for key in FAILOVER_SETS:
-                    try:
-                        run = asyncio.run(failover_run(work, rep, key, plan, stands))
-                    except BenchError as exc:
-                        failures.append(f"failover {key} run {rep + 1}: {exc}")
-                        print(f"bench: failover {key} run {rep + 1} failed: {exc}", file=sys.stderr)
-                        continue
-                    failover[key].append(run)
-                    if key == "defaults" and run["in_hand_dead_unknown"]:
-                        plan.wait_default_in_hand = False  # the 30 s give-up measured once
-                    print(f"bench: failover {key} run {rep + 1}: {_brief(run)}", file=sys.stderr)
-            if not args.no_chaos:
-                print(
-                    f"bench: chaos, seed {plan.seed}: {plan.chaos_jobs} jobs over "
-                    f"{plan.chaos_seconds:g} s",
-                    file=sys.stderr,
+    with Run("failover", args, snapshot=True) as run:
+        for rep in range(0 if args.no_failover else plan.repeat):
+            for key in FAILOVER_SETS:
+                one = run.attempt_async(
+                    f"failover {key} run {rep + 1}", failover_run(run, rep, key, plan)
                 )
-                try:
-                    chaos = asyncio.run(chaos_run(work, plan, stands))
-                    print(f"bench: chaos: {_brief(chaos)}", file=sys.stderr)
-                except BenchError as exc:
-                    failures.append(f"chaos: {exc}")
-                    print(f"bench: chaos failed: {exc}", file=sys.stderr)
-    finally:
-        for stand in stands:
-            with contextlib.suppress(Exception):
-                stand.stop()
-        bad = any(
+                if one is None:
+                    continue
+                failover[key].append(one)
+                if key == "defaults" and one["in_hand_dead_unknown"]:
+                    plan.wait_default_in_hand = False  # the 30 s give-up measured once
+                print(f"bench: failover {key} run {rep + 1}: {_brief(one)}", file=sys.stderr)
+        if not args.no_chaos:
+            print(
+                f"bench: chaos, seed {plan.seed}: {plan.chaos_jobs} jobs over "
+                f"{plan.chaos_seconds:g} s",
+                file=sys.stderr,
+            )
+            chaos = run.attempt_async("chaos", chaos_run(run, plan))
+            if chaos is not None:
+                print(f"bench: chaos: {_brief(chaos)}", file=sys.stderr)
+        run.keep |= any(
             r[k]
             for runs in failover.values()
             for r in runs
             for k in ("duplicate_jobs", "lost_jobs", "done_not_printed_jobs")
         ) or bool(chaos and chaos["anomalies"])
-        keep = keep or bad
-        if keep:
-            print(f"bench: work folder kept: {work}", file=sys.stderr)
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-    info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    info["bench_seconds"] = round(time.monotonic() - started, 1)
-    info["edgeprint_source"]["tree_digest_end"] = source_digest(REPO)
-
     for key, runs in failover.items():
         for i, r in enumerate(runs):
             for k in ("duplicate_jobs", "lost_jobs", "done_not_printed_jobs", "unexpected_prints"):
                 if r[k]:
-                    failures.append(f"failover {key} run {i + 1}: {k} = {r[k]}")
+                    run.failures.append(f"failover {key} run {i + 1}: {k} = {r[k]}")
     if chaos is not None:
         for k in ("duplicates", "losses", "done_not_printed"):
             if chaos[k]:
-                failures.append(f"chaos: {k} = {chaos[k]}")
-    table = markdown(failover, chaos)
-    print()
-    print(table)
-    if chaos is not None:
+                run.failures.append(f"chaos: {k} = {chaos[k]}")
         print(
             f"\nchaos seed {plan.seed}; reconcile verdicts {chaos['reconcile_verdicts']}; "
             f"log events {chaos['log_events']}"
@@ -1107,22 +795,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "\nsettings: the code's defaults, except in 1b in_hand_timeout_s = "
         f"{LOWERED_IN_HAND_S:g} (default {defaults['dispatch']['in_hand_timeout_s']:g})"
         + (f"; chaos {CHAOS_LOWERED}" if plan.chaos_lowered else "; chaos: defaults")
-        + f"; printers {PRINTER_SECONDS_PER_PAGE:g} s/page"
+        + f"; printers {SPP:g} s/page"
     )
-    for f in failures:
-        print(f"FAILED: {f}")
-    print(
-        f"\n{info['bench_seconds']} s; load average {info['loadavg_start']} → "
-        f"{info['loadavg_end']} on {info['nproc']} CPUs"
-    )
-    result = {
-        "benchmark": "failover",
-        "command": " ".join([".venv/bin/python -m bench.failover_bench", *(argv or sys.argv[1:])]),
-        "settings": {
+    return run.finish(
+        markdown(failover, chaos),
+        settings={
             "quick": args.quick,
             "repeat": plan.repeat,
             "printers": PRINTERS,
-            "printer_seconds_per_page": PRINTER_SECONDS_PER_PAGE,
+            "printer_seconds_per_page": SPP,
             "failover_jobs": plan.failover_jobs,
             "named_every": NAMED_EVERY,
             "kill_after_printed": KILL_AFTER_PRINTED,
@@ -1147,18 +828,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "submit_concurrency": SUBMIT_CONCURRENCY,
             "appliance_defaults": defaults,
         },
-        "machine": info,
-        "summary": {k: summarize(runs) for k, runs in failover.items() if runs},
-        "chaos": chaos,
-        "failures": failures,
-        "table_markdown": table,
-        "failover_runs": failover,
-        "work_folder": str(work) if keep else None,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
-    return 1 if failures else 0
+        summary={k: summarize(runs) for k, runs in failover.items() if runs},
+        chaos=chaos,
+        failover_runs=failover,
+        work_folder=str(run.work) if run.keep else None,
+    )
 
 
 if __name__ == "__main__":

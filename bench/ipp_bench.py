@@ -18,27 +18,25 @@ or IPP throughput is below 0.8x JSON.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
+from bench.harness import Run, parser
 from edgeprint.api.auth import token_digest
 from edgeprint.printers import codec
 from edgeprint.printers.codec import Operation, Tag, attr
-from tests.conftest import to_toml
-from tests.pdfs import make_pdf
-from tests.proc import ServeProcess
+from testbed.config import to_toml
+from testbed.pdfs import make_pdf
+from testbed.proc import ServeProcess
 
 TOKEN = "bench-ipp-kiosk-token"
-RESULTS = Path(__file__).parent / "results" / "ipp.json"
 
 
 def _config(data_dir: Path) -> dict[str, Any]:
@@ -141,20 +139,18 @@ async def _held_release(url: str) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--jobs", type=int, default=1000)
-    parser.add_argument("--concurrency", type=int, default=50)
-    parser.add_argument("--doc-kib", type=int, default=30)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="300 jobs, 1 round")
-    args = parser.parse_args()
+    ap = parser("ipp", __doc__, "300 jobs, 1 round")
+    ap.add_argument("--jobs", type=int, default=1000)
+    ap.add_argument("--concurrency", type=int, default=50)
+    ap.add_argument("--doc-kib", type=int, default=30)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
     if args.quick:
         args.jobs, args.repeat = 300, 1
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        config = root / "edgeprint.toml"
-        config.write_text(to_toml(_config(root / "data")))
-        serve = ServeProcess(config, root / "edgeprint.log").start()
+    with Run("ipp", args) as run:
+        config = run.work / "edgeprint.toml"
+        config.write_text(to_toml(_config(run.work / "data")))
+        serve = ServeProcess(config, run.work / "edgeprint.log").start()
         try:
             rounds = []
             for r in range(args.repeat):
@@ -177,18 +173,16 @@ def main() -> int:
     failed = sum(rd[k]["failed"] for rd in rounds for k in ("ipp", "json"))
     ratio = summary["ipp"]["rate_per_s"] / summary["json"]["rate_per_s"]
     head = f"{args.jobs} jobs of {args.doc_kib} KiB at {args.concurrency}"
-    print(f"| {head} | req/s | p50 ms | p99 ms |")
-    print("|---|---|---|---|")
+    lines = [f"| {head} | req/s | p50 ms | p99 ms |", "|---|---|---|---|"]
     for kind, label in (("ipp", "IPP Print-Job"), ("json", "POST /v1/jobs")):
         s = summary[kind]
-        print(f"| {label} | {s['rate_per_s']:.0f} | {s['p50_ms']:.1f} | {s['p99_ms']:.1f} |")
-    print(f"\nIPP/JSON throughput: {ratio:.2f}x; failed requests: {failed}; "
-          f"API release of an IPP-held job: {release_ms:.1f} ms")  # fmt: skip
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps({"settings": vars(args), "summary": summary, "ratio": ratio,
-                                   "failed": failed, "held_release_ms": release_ms,
-                                   "rounds": rounds}, indent=2) + "\n")  # fmt: skip
-    return 0 if failed == 0 and ratio >= 0.8 else 1
+        lines.append(f"| {label} | {s['rate_per_s']:.0f} | {s['p50_ms']:.1f} | {s['p99_ms']:.1f} |")
+    lines.append(f"\nIPP/JSON throughput: {ratio:.2f}x; failed requests: {failed}; "
+                 f"API release of an IPP-held job: {release_ms:.1f} ms")  # fmt: skip
+    if failed or ratio < 0.8:
+        run.failures.append(f"failed requests {failed}, IPP/JSON {ratio:.2f} (goal ≥ 0.8)")
+    return run.finish("\n".join(lines), settings=vars(args), summary=summary, ratio=ratio,
+                      failed=failed, held_release_ms=release_ms, rounds=rounds)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ from typing import Any
 
 import aiohttp
 
-from tests.pdfs import make_pdf
+from testbed.pdfs import make_pdf
 
 _PLACEHOLDER = "0" * 16
 _BOUNDARY = "edgeprint-bench-" + secrets.token_hex(8)

@@ -1,9 +1,9 @@
 """Print-path benchmark: edgeprint driving real IPP printers, as a user gets it.
 
 The appliance runs as a real child process (``python -m edgeprint serve``, via
-:class:`tests.proc.ServeProcess`) with the **default** ``[dispatch]`` and
+:class:`testbed.proc.ServeProcess`) with the **default** ``[dispatch]`` and
 ``[store]`` settings (not the tests' fast dispatch settings); the printers are
-real ``ippeveprinter`` processes from :class:`tests.rig.Rig` with a print
+real ``ippeveprinter`` processes from :class:`testbed.rig.Rig` with a print
 engine that takes no time (0 s/page). Ground truth is each printer's own
 ``prints.log`` (one line, millisecond UTC timestamp, per document that came
 out) and its ``server.log`` (``Processing time was X seconds`` per job); the
@@ -50,381 +50,54 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import datetime as dt
-import importlib.metadata
-import itertools
 import json
-import os
-import platform
-import re
-import shutil
-import signal
-import sqlite3
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from types import FrameType
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-import aiohttp
+from bench.harness import (
+    API_POLL_S,
+    FILE_POLL_S,
+    JOB_TIMEOUT_S,
+    POOL,
+    SUBMIT_CONCURRENCY,
+    Kiosk,
+    Run,
+    Stand,
+    default_settings,
+    edgeprint_id,
+    fmt,
+    gaps,
+    ground_truth,
+    http_session,
+    ms,
+    parser,
+    percentile,
+    printed_at,
+    printed_count,
+    read_store,
+    spread,
+    stand_finished,
+    until,
+)
+from edgeprint.config import PrinterConfig
 
-from edgeprint.config import Config, PrinterConfig
-from edgeprint.server import DB_FILE
-from tests.conftest import KIOSK_TOKEN, config_dict, to_toml
-from tests.pdfs import make_pdf
-from tests.proc import ServeProcess
-from tests.rig import Printed, Rig, free_ports
-
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO / "bench" / "results" / "print.json"
 RIG_NOTES = "/work/shared/rig/README.md"
-POOL = "lobby"
 #: Reference drain rate of a CUPS queue in front of ippeveprinter, jobs/s per printer
 #: (rig notes, "CUPS baseline": 200 jobs in 201 s on 1 queue, 66 s on a class of 3).
 CUPS_JOBS_PER_S_PER_PRINTER = 1.0
 #: Seconds the printer is left idle before each release in the latency phase.
 IDLE_BEFORE_RELEASE_S = 0.15
-#: Simultaneous uploads while submitting a drain or recovery batch.
-SUBMIT_CONCURRENCY = 4
-#: Seconds before a submit answered 503 (queue full) is retried with the same key.
-BACKPRESSURE_RETRY_S = 0.05
 #: Drain submits keep at most this many jobs per printer submitted but not printed:
 #: below the appliance's per-printer ``high_water`` (default 50, when the running
 #: code has it), so the queue never runs dry and admission never pushes back.
 _HIGH_WATER = getattr(PrinterConfig.model_fields.get("high_water"), "default", None)
 DRAIN_WINDOW_PER_PRINTER = max(1, min(40, _HIGH_WATER - 10)) if isinstance(_HIGH_WATER, int) else 40
-#: Poll period (seconds) for ground-truth files and API state while waiting.
-FILE_POLL_S = 0.002
-API_POLL_S = 0.005
-#: Upper bounds (seconds) for each wait; a run that exceeds one fails.
-JOB_TIMEOUT_S = 15.0
 DRAIN_BASE_TIMEOUT_S = 30.0
 DRAIN_PER_JOB_TIMEOUT_S = 0.6
 RECOVERY_TIMEOUT_S = 45.0
-_PROCESSING_RE = re.compile(r"^\[Job (\d+)\] Processing time was ([0-9.]+) seconds")
-
-
-class BenchError(RuntimeError):
-    """A run could not be measured (timeout, unexpected HTTP status, child died)."""
-
-
-# --- small helpers ------------------------------------------------------------------
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """The ``q``-th percentile (0–100) by linear interpolation; None for no values."""
-    if not values:
-        return None
-    s = sorted(values)
-    pos = (len(s) - 1) * q / 100.0
-    lo = int(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
-
-
-def ms(seconds: float | None) -> float | None:
-    """Seconds → milliseconds (rounded to 0.1 ms); None stays None."""
-    return None if seconds is None else round(seconds * 1000.0, 1)
-
-
-def iso_to_unix(text: str) -> float:
-    """``2026-11-29T08:07:02.539Z`` (prints.log, API) → unix seconds."""
-    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
-def printed_at(line: Printed) -> float:
-    """Unix seconds at which the print command logged the document (ms resolution)."""
-    return iso_to_unix(line.time)
-
-
-def edgeprint_id(job_name: str) -> str:
-    """The edgeprint job id inside a printer job-name (``edgeprint-<id>``)."""
-    return job_name.removeprefix("edgeprint-")
-
-
-def processing_times(server_log: Path) -> dict[int, float]:
-    """Printer job id → seconds the print engine ran, from ippeveprinter's ``-v`` log."""
-    out: dict[int, float] = {}
-    with contextlib.suppress(OSError):
-        for line in server_log.read_text(errors="replace").splitlines():
-            m = _PROCESSING_RE.match(line)
-            if m:
-                out[int(m.group(1))] = float(m.group(2))
-    return out
-
-
-def ground_truth(rig: Rig, job_ids: Sequence[str]) -> dict[str, int]:
-    """Duplicates, losses and strays of ``job_ids`` according to the printers' own logs."""
-    copies: Counter[str] = Counter()
-    for p in rig:
-        copies.update(edgeprint_id(line.job_name) for line in rig.printed(p.name))
-    expected = set(job_ids)
-    return {
-        "duplicates": sum(n - 1 for n in copies.values() if n > 1),
-        "losses": len(expected - set(copies)),
-        "unexpected": len(set(copies) - expected),
-    }
-
-
-def printed_count(rig: Rig) -> int:
-    """Documents printed so far on every printer of ``rig`` (newline count of prints.log)."""
-    total = 0
-    for p in rig:
-        with contextlib.suppress(FileNotFoundError):
-            total += p.prints_log.read_bytes().count(b"\n")
-    return total
-
-
-@dataclass
-class Store:
-    """What the appliance recorded: job rows and state-change events (unix seconds)."""
-
-    jobs: dict[str, dict[str, Any]]
-    events: dict[str, list[tuple[float, str | None, str]]]
-
-    def first(
-        self, job_id: str, to_state: str | None = None, after: float = 0.0, src: str | None = None
-    ) -> float | None:
-        """Time of the first event of ``job_id`` at/after ``after`` matching the filters."""
-        for at, from_state, to in self.events.get(job_id, []):
-            if at < after or (to_state and to != to_state) or (src and from_state != src):
-                continue
-            return at
-        return None
-
-    def last_claim_before(self, job_id: str, before: float) -> float | None:
-        """Time of the last RELEASED → PRINTING of ``job_id`` before ``before``."""
-        claims = [at for at, _, to in self.events.get(job_id, []) if to == "PRINTING"]
-        earlier = [at for at in claims if at <= before]
-        return max(earlier) if earlier else None
-
-    def count(self, from_state: str, to_state: str) -> int:
-        """Number of ``from_state`` → ``to_state`` transitions over all jobs."""
-        return sum(
-            1
-            for evs in self.events.values()
-            for _, f, t in evs
-            if f == from_state and t == to_state
-        )
-
-
-def read_store(data_dir: Path) -> Store:
-    """Read the appliance's SQLite file read-only (also fine right after a SIGKILL)."""
-    uri = f"file:{data_dir / DB_FILE}?mode=ro"
-    with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
-        db.row_factory = sqlite3.Row
-        jobs = {r["id"]: dict(r) for r in db.execute("SELECT * FROM jobs")}
-        events: dict[str, list[tuple[float, str | None, str]]] = {}
-        for r in db.execute("SELECT job_id, at, from_state, to_state FROM job_events ORDER BY seq"):
-            events.setdefault(r[0], []).append((float(r[1]), r[2], r[3]))
-    return Store(jobs, events)
-
-
-# --- the stand: printers + appliance -------------------------------------------------
-
-
-@dataclass
-class Stand:
-    """A fresh rig of printers and an appliance child configured for it (default dispatch)."""
-
-    root: Path
-    printers: int
-    rig: Rig = field(init=False)
-    serve: ServeProcess = field(init=False)
-    port: int = 0
-
-    def __post_init__(self) -> None:
-        self.rig = Rig(self.root / "rig", seconds_per_page=0.0)
-        self.serve = ServeProcess(self.root / "config.toml", self.root / "serve.log")
-
-    @property
-    def data_dir(self) -> Path:
-        return self.root / "data"
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> Stand:
-        """Start the printers, write the config (fixed free port, no [dispatch]) and serve."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.rig.start(self.printers)
-        self.port = free_ports(1, avoid={p.port for p in self.rig})[0]
-        cfg = config_dict(self.data_dir, port=self.port)
-        cfg["printers"] = [{"name": p.name, "uri": p.uri, "pool": POOL} for p in self.rig]
-        (self.root / "config.toml").write_text(to_toml(cfg))
-        self.serve.start()
-        return self
-
-    def stop(self) -> None:
-        """SIGTERM the appliance (SIGKILL if it lingers), then stop the printers."""
-        try:
-            proc = self.serve.proc
-            if proc is not None and proc.poll() is None:
-                try:
-                    self.serve.terminate(timeout_s=15.0)
-                except subprocess.TimeoutExpired:
-                    self.serve.kill()
-        finally:
-            self.rig.stop()
-
-    def log_events(self, offset: int = 0) -> list[dict[str, Any]]:
-        """The appliance's JSON log records written after byte ``offset``."""
-        out: list[dict[str, Any]] = []
-        with contextlib.suppress(OSError):
-            for line in self.serve.log_path.read_bytes()[offset:].splitlines():
-                with contextlib.suppress(ValueError):
-                    rec = json.loads(line)
-                    if isinstance(rec, dict):
-                        out.append(rec)
-        return out
-
-
-class Kiosk:
-    """The few API calls the benchmark makes, as the kiosk token."""
-
-    def __init__(self, http: aiohttp.ClientSession, url: str) -> None:
-        self.http = http
-        self.url = url
-        self.headers = {"Authorization": f"Bearer {KIOSK_TOKEN}"}
-        #: 503 answers (queue full) to submits, each retried.
-        self.backpressured = 0
-
-    async def submit(self, key: str, **meta: Any) -> str:
-        """POST /v1/jobs with a one-page PDF; the new job's id.
-
-        A 503 (queue full: backpressure) is retried with the same key after
-        BACKPRESSURE_RETRY_S (not the server's Retry-After, which would idle the
-        printer) and counted in :attr:`backpressured`; any other non-201 fails.
-        """
-        form_meta = json.dumps({"owner": "bench", **meta})
-        headers = {**self.headers, "Idempotency-Key": key}
-        deadline = time.monotonic() + JOB_TIMEOUT_S
-        while True:
-            form = aiohttp.FormData()
-            form.add_field("metadata", form_meta, content_type="application/json")
-            form.add_field(
-                "document", make_pdf(key), content_type="application/pdf", filename="b.pdf"
-            )
-            async with self.http.post(f"{self.url}/v1/jobs", data=form, headers=headers) as r:
-                body = await r.json()
-                if r.status == 201:
-                    return str(body["id"])
-                if r.status != 503 or time.monotonic() > deadline:
-                    raise BenchError(f"submit {key}: HTTP {r.status}: {body}")
-            self.backpressured += 1
-            await asyncio.sleep(BACKPRESSURE_RETRY_S)
-
-    async def submit_many(
-        self,
-        prefix: str,
-        n: int,
-        *,
-        window: int | None = None,
-        printed: Callable[[], int] | None = None,
-        **meta: Any,
-    ) -> list[str]:
-        """``n`` submits, SUBMIT_CONCURRENCY at a time; ids in submission order.
-
-        With ``window``, a submit starts only while fewer than ``window`` jobs are
-        submitted but not yet printed (``printed()`` counts documents on paper):
-        the waiting queue stays full without crossing the appliance's high-water mark.
-        """
-        sem = asyncio.Semaphore(SUBMIT_CONCURRENCY)
-        issued = 0
-
-        async def one(i: int) -> str:
-            nonlocal issued
-            async with sem:
-                if window is not None and printed is not None:
-                    deadline = time.monotonic() + JOB_TIMEOUT_S
-                    while issued - printed() >= window:
-                        if time.monotonic() > deadline:
-                            raise BenchError(f"window of {window} jobs did not move")
-                        await asyncio.sleep(API_POLL_S)
-                issued += 1
-                return await self.submit(f"{prefix}-{i:05d}", **meta)
-
-        return list(await asyncio.gather(*(one(i) for i in range(n))))
-
-    async def release(self, job_id: str) -> float:
-        """POST /v1/jobs/{id}/release; unix time at which the 200 response was read."""
-        async with self.http.post(
-            f"{self.url}/v1/jobs/{job_id}/release", headers=self.headers
-        ) as r:
-            body = await r.read()
-            if r.status != 200:
-                raise BenchError(f"release {job_id}: HTTP {r.status}: {body[:300]!r}")
-        return time.time()
-
-    async def job(self, job_id: str) -> dict[str, Any]:
-        """GET /v1/jobs/{id}."""
-        async with self.http.get(f"{self.url}/v1/jobs/{job_id}", headers=self.headers) as r:
-            body: dict[str, Any] = await r.json()
-            if r.status != 200:
-                raise BenchError(f"get {job_id}: HTTP {r.status}: {body}")
-            return body
-
-    async def ids_in(self, state: str, limit: int = 500) -> set[str]:
-        """Ids of (up to ``limit``) jobs in ``state``."""
-        url = f"{self.url}/v1/jobs?state={state}&limit={limit}"
-        async with self.http.get(url, headers=self.headers) as r:
-            body = await r.json()
-            if r.status != 200:
-                raise BenchError(f"list {state}: HTTP {r.status}: {body}")
-            return {str(j["id"]) for j in body["jobs"]}
-
-    async def readyz(self) -> int:
-        """Status of GET /readyz, 0 when nothing answers (yet)."""
-        try:
-            async with self.http.get(f"{self.url}/readyz") as r:
-                await r.read()
-                return r.status
-        except (aiohttp.ClientError, OSError):
-            return 0
-
-    async def wait_settled(self, timeout_s: float) -> None:
-        """Until no job is RELEASED or PRINTING (polled every 10 ms), at most ``timeout_s``.
-
-        Two lists are two moments: a job can go RELEASED → PRINTING between them and
-        be missed by both. So RELEASED is asked before and after PRINTING: a job
-        claimed in between was RELEASED at the first look.
-        """
-
-        async def settled() -> bool:
-            for state in ("RELEASED", "PRINTING", "RELEASED"):
-                if await self.ids_in(state, 1):
-                    return False
-            return True
-
-        await until(settled, timeout_s, 0.01, "jobs still RELEASED/PRINTING")
-
-
-async def until(
-    check: Callable[[], Awaitable[bool]], timeout_s: float, period_s: float, what: str
-) -> float:
-    """Poll ``check`` every ``period_s`` s until true; unix time then; BenchError on timeout."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if await check():
-            return time.time()
-        if time.monotonic() > deadline:
-            raise BenchError(f"timeout after {timeout_s:g} s: {what}")
-        await asyncio.sleep(period_s)
-
-
-@contextlib.asynccontextmanager
-async def http_session() -> AsyncIterator[aiohttp.ClientSession]:
-    """One aiohttp session for a phase (keep-alive, a few connections)."""
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=16)) as http:
-        yield http
 
 
 # --- phase 1: release → completed on an idle printer ---------------------------------
@@ -482,39 +155,7 @@ async def phase_latency(stand: Stand, n_jobs: int, tag: str) -> dict[str, Any]:
     }
 
 
-def stand_finished(store: Store, job_id: str) -> float | None:
-    """Unix time the store recorded ``job_id`` DONE (its ``finished_at``), or None."""
-    row = store.jobs.get(job_id)
-    if row is None or row["state"] != "DONE" or row["finished_at"] is None:
-        return None
-    return float(row["finished_at"])
-
-
 # --- phase 2: drain ------------------------------------------------------------------
-
-
-def gaps(stand: Stand, store: Store) -> dict[str, list[float]]:
-    """Per printer, between consecutive documents: interval, idle gap and its parts (s)."""
-    out: dict[str, list[float]] = {k: [] for k in ("interval", "idle", "detect", "done_to_claim",
-                                                   "claim_to_start", "processing")}  # fmt: skip
-    for p in stand.rig:
-        proc = processing_times(p.server_log)
-        lines = sorted(stand.rig.printed(p.name), key=printed_at)
-        out["processing"] += [proc[x.job_id] for x in lines if x.job_id in proc]
-        for prev, nxt in itertools.pairwise(lines):
-            t0, t1 = printed_at(prev), printed_at(nxt)
-            out["interval"].append(t1 - t0)
-            if nxt.job_id not in proc:
-                continue
-            start = t1 - proc[nxt.job_id]
-            out["idle"].append(start - t0)
-            done = stand_finished(store, edgeprint_id(prev.job_name))
-            claim = store.last_claim_before(edgeprint_id(nxt.job_name), t1)
-            if done is not None and claim is not None:
-                out["detect"].append(done - t0)
-                out["done_to_claim"].append(claim - done)
-                out["claim_to_start"].append(start - claim)
-    return out
 
 
 async def phase_drain(
@@ -718,14 +359,6 @@ PHASE_TITLES = {
 CHECK_KEYS = ("duplicates", "losses", "unexpected")
 
 
-def spread(values: Sequence[float | None]) -> dict[str, float | None]:
-    """Median, min and max of the non-None ``values`` (None when there are none)."""
-    vals = [v for v in values if v is not None]
-    if not vals:
-        return {"median": None, "min": None, "max": None}
-    return {"median": statistics.median(vals), "min": min(vals), "max": max(vals)}
-
-
 def summarize(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """phase → key → {median, min, max} over the repetitions (numeric figures only)."""
     out: dict[str, dict[str, Any]] = {}
@@ -736,14 +369,6 @@ def summarize(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]
                                       if isinstance(v, int | float) or v is None))  # fmt: skip
         out[phase] = {k: spread([run.get(phase, {}).get(k) for run in runs]) for k in keys}
     return out
-
-
-def _fmt(v: float | None) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, int) or float(v).is_integer():
-        return f"{int(v)}"
-    return f"{v:.2f}" if abs(v) < 10 else f"{v:.1f}"
 
 
 def markdown(summary: dict[str, dict[str, Any]], runs: int) -> str:
@@ -759,8 +384,8 @@ def markdown(summary: dict[str, dict[str, Any]], runs: int) -> str:
             current = phase
         s = summary.get(phase, {}).get(key, {})
         lines.append(
-            f"| {label} | {_fmt(s.get('median'))} | {_fmt(s.get('min'))} | "
-            f"{_fmt(s.get('max'))} | {unit} |"
+            f"| {label} | {fmt(s.get('median'))} | {fmt(s.get('min'))} | "
+            f"{fmt(s.get('max'))} | {unit} |"
         )
     lines.append("| **ground truth, all phases** | | | | |")
     for k in CHECK_KEYS:
@@ -769,230 +394,97 @@ def markdown(summary: dict[str, dict[str, Any]], runs: int) -> str:
     return "\n".join(lines)
 
 
-def git_commit() -> dict[str, Any]:
-    """HEAD commit and whether the work tree differs from it."""
-
-    def git(*args: str) -> str:
-        out = subprocess.run(
-            ["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10, check=False
-        )
-        return out.stdout.strip()
-
-    return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain"))}
-
-
-def machine_info() -> dict[str, Any]:
-    """nproc, Python, SQLite, library and printer versions, git commit, date, load."""
-
-    def version(dist: str) -> str | None:
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            return None
-
-    ipp_utils = None
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        ipp_utils = subprocess.run(
-            ["dpkg-query", "-W", "-f", "${Version}", "cups-ipp-utils"],
-            capture_output=True, text=True, timeout=10, check=False,
-        ).stdout.strip() or None  # fmt: skip
-    return {
-        "nproc": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)),
-        "python": platform.python_version(),
-        "sqlite": sqlite3.sqlite_version,
-        "aiohttp": version("aiohttp"),
-        "aiosqlite": version("aiosqlite"),
-        "cups_ipp_utils": ipp_utils,
-        "platform": platform.platform(),
-        "git": git_commit(),
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "loadavg_start": [round(x, 2) for x in os.getloadavg()],
-    }
-
-
-def default_settings() -> dict[str, Any]:
-    """The appliance settings in force: every section's defaults (the config sets none)."""
-    sections = Config().model_dump(mode="json", exclude={"printers", "tokens", "server"})
-    printer = {
-        name: f.default for name, f in PrinterConfig.model_fields.items() if not f.is_required()
-    }
-    return {**sections, "printer": printer}
-
-
-@dataclass
-class Sizes:
-    """How much work each phase does."""
-
-    latency_jobs: int
-    drain_jobs: int
-    recovery_jobs: int
-
-
-async def one_run(work: Path, rep: int, sizes: Sizes, stands: list[Stand]) -> dict[str, Any]:
+async def one_run(run: Run, rep: int, args: argparse.Namespace) -> dict[str, Any]:
     """One repetition of every phase, each on a fresh stand; phase → figures."""
-    run: dict[str, Any] = {}
-
-    def fresh(name: str, printers: int) -> Stand:
-        stand = Stand(work / f"r{rep}-{name}", printers)
-        stands.append(stand)
-        return stand.start()
-
+    out: dict[str, Any] = {}
     plan: list[tuple[str, int, Callable[[Stand], Awaitable[dict[str, Any]]]]] = [
-        ("latency", 1, lambda s: phase_latency(s, sizes.latency_jobs, f"lat-{rep}")),
-        ("drain1", 1, lambda s: phase_drain(s, sizes.drain_jobs, f"dr1-{rep}",
+        ("latency", 1, lambda s: phase_latency(s, args.latency_jobs, f"lat-{rep}")),
+        ("drain1", 1, lambda s: phase_drain(s, args.drain_jobs, f"dr1-{rep}",
                                             {"printer": "printer-01"})),
-        ("drain2", 2, lambda s: phase_drain(s, sizes.drain_jobs, f"dr2-{rep}", {"pool": POOL})),
-        ("recovery", 2, lambda s: phase_recovery(s, sizes.recovery_jobs, f"rec-{rep}")),
+        ("drain2", 2, lambda s: phase_drain(s, args.drain_jobs, f"dr2-{rep}", {"pool": POOL})),
+        ("recovery", 2, lambda s: phase_recovery(s, args.recovery_jobs, f"rec-{rep}")),
     ]  # fmt: skip
     for name, printers, phase in plan:
         t0 = time.monotonic()
-        stand = fresh(name, printers)
+        stand = run.stand(f"r{rep}-{name}", printers).start()
         try:
-            run[name] = await phase(stand)
+            out[name] = await phase(stand)
         finally:
             stand.stop()
-        run[name]["phase_s"] = round(time.monotonic() - t0, 2)
-        print(f"bench: run {rep + 1} {name}: {_brief(run[name])}", file=sys.stderr)
-    return run
-
-
-def _brief(figures: dict[str, Any]) -> str:
-    keys = ("release_to_printed_p50_ms", "jobs_per_s_per_printer", "idle_gap_p50_ms",
-            "restart_to_reconciled_ms", "duplicates", "losses", "phase_s")  # fmt: skip
-    return ", ".join(f"{k}={figures[k]}" for k in keys if k in figures)
-
-
-@contextlib.contextmanager
-def signals_as_exit() -> Iterator[None]:
-    """SIGTERM/SIGHUP raise SystemExit, so every ``finally`` stops the children."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise SystemExit(128 + signum)
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="python -m bench.print_bench",
-        description="edgeprint print path on real ippeveprinter printers (default dispatch)",
-    )
-    ap.add_argument("--quick", action="store_true", help="fewer jobs, one run (about 15 s)")
-    ap.add_argument("--repeat", type=int, default=None, help="runs (default 3, --quick 1)")
-    ap.add_argument("--latency-jobs", type=int, default=None, help="default 40 (--quick 10)")
-    ap.add_argument("--drain-jobs", type=int, default=None, help="default 200 (--quick 60)")
-    ap.add_argument("--recovery-jobs", type=int, default=20, help="default 20")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
-    ap.add_argument("--keep", action="store_true", help="keep the work folder (logs, DBs)")
-    return ap
+        out[name]["phase_s"] = round(time.monotonic() - t0, 2)
+        keys = ("release_to_printed_p50_ms", "jobs_per_s_per_printer", "idle_gap_p50_ms",
+                "restart_to_reconciled_ms", "duplicates", "losses", "phase_s")  # fmt: skip
+        brief = ", ".join(f"{k}={out[name][k]}" for k in keys if k in out[name])
+        print(f"bench: run {rep + 1} {name}: {brief}", file=sys.stderr)
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; the exit code (0 all printed exactly once, 1 otherwise)."""
-    args = _parser().parse_args(argv)
-    repeat = args.repeat if args.repeat is not None else (1 if args.quick else 3)
-    sizes = Sizes(
-        latency_jobs=args.latency_jobs or (10 if args.quick else 40),
-        drain_jobs=args.drain_jobs or (60 if args.quick else 200),
-        recovery_jobs=args.recovery_jobs,
-    )
-    if min(repeat, sizes.latency_jobs, sizes.drain_jobs, sizes.recovery_jobs) < 1 or repeat > 20:
+    ap = parser("print", __doc__, "fewer jobs, one run (about 15 s)")
+    ap.add_argument("--repeat", type=int, default=None, help="runs (default 3, --quick 1)")
+    ap.add_argument("--latency-jobs", type=int, default=None, help="default 40 (--quick 10)")
+    ap.add_argument("--drain-jobs", type=int, default=None, help="default 200 (--quick 60)")
+    ap.add_argument("--recovery-jobs", type=int, default=20, help="default 20")
+    args = ap.parse_args(argv)
+    args.repeat = args.repeat or (1 if args.quick else 3)
+    args.latency_jobs = args.latency_jobs or (10 if args.quick else 40)
+    args.drain_jobs = args.drain_jobs or (60 if args.quick else 200)
+    if min(args.latency_jobs, args.drain_jobs, args.recovery_jobs) < 1 or args.repeat > 20:
         print("bench: --repeat (1–20) and job counts must be ≥ 1", file=sys.stderr)
         return 2
-    info = machine_info()
-    work = Path(tempfile.mkdtemp(prefix="edgeprint-print-bench-"))
-    stands: list[Stand] = []
     runs: list[dict[str, Any]] = []
-    failures: list[str] = []
-    started = time.monotonic()
-    try:
-        with signals_as_exit():
-            for rep in range(repeat):
-                try:
-                    runs.append(asyncio.run(one_run(work, rep, sizes, stands)))
-                except BenchError as exc:
-                    failures.append(f"run {rep + 1}: {exc}")
-                    print(f"bench: run {rep + 1} failed: {exc}", file=sys.stderr)
-    finally:
-        for stand in stands:
-            with contextlib.suppress(Exception):
-                stand.stop()
-        if args.keep:
-            print(f"bench: work folder kept: {work}", file=sys.stderr)
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-    info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    info["bench_seconds"] = round(time.monotonic() - started, 1)
+    with Run("print", args) as run:
+        for rep in range(args.repeat):
+            one = run.attempt_async(f"run {rep + 1}", one_run(run, rep, args))
+            runs += [one] if one is not None else []
     summary = summarize(runs)
     for phase in PHASE_TITLES:
         for k in CHECK_KEYS:
             worst = summary[phase].get(k, {}).get("max")
             if worst:
-                failures.append(f"{phase}: {k} = {worst} in the worst run")
+                run.failures.append(f"{phase}: {k} = {worst} in the worst run")
         if summary[phase].get("left_printing", {}).get("max"):
-            failures.append(f"{phase}: jobs left PRINTING at the end")
+            run.failures.append(f"{phase}: jobs left PRINTING at the end")
     ratios = {
         phase: spread([
-            (run[phase]["jobs_per_s_per_printer"] / CUPS_JOBS_PER_S_PER_PRINTER) for run in runs
+            (r[phase]["jobs_per_s_per_printer"] / CUPS_JOBS_PER_S_PER_PRINTER) for r in runs
         ])
         for phase in ("drain1", "drain2")
     }  # fmt: skip
-    table = markdown(summary, len(runs))
-    print()
-    print(table)
+    notes = []
     for phase, r in ratios.items():
         if r["median"] is not None:
-            print(
-                f"\n{PHASE_TITLES[phase]}: edgeprint drains {r['median']:.1f}× the reference "
+            notes.append(
+                f"{PHASE_TITLES[phase]}: edgeprint drains {r['median']:.1f}× the reference "
                 f"CUPS rate (~{CUPS_JOBS_PER_S_PER_PRINTER:g} job/s per printer, rig notes "
-                f"{RIG_NOTES}, 'CUPS baseline'; not measured here) [min {r['min']:.1f}, "
-                f"max {r['max']:.1f}]"
+                f"{RIG_NOTES}, 'CUPS baseline'; not measured here)"
             )
     defaults = default_settings()
-    print(f"\nsettings used (the code's defaults): {json.dumps(defaults)}")
-    print(f"drain submit window: {DRAIN_WINDOW_PER_PRINTER} jobs per printer not yet printed")
-    for f in failures:
-        print(f"FAILED: {f}")
-    print(
-        f"\n{info['bench_seconds']} s, {len(runs)} run(s); load average "
-        f"{info['loadavg_start']} → {info['loadavg_end']} on {info['nproc']} CPUs"
-    )
-    result = {
-        "benchmark": "print",
-        "command": " ".join([".venv/bin/python -m bench.print_bench", *(argv or sys.argv[1:])]),
-        "settings": {
+    table = markdown(summary, len(runs)) + "".join(f"\n\n{n}" for n in notes)
+    print(f"settings used (the code's defaults): {json.dumps(defaults)}")
+    return run.finish(
+        table,
+        settings={
             "quick": args.quick,
-            "repeat": repeat,
-            "latency_jobs": sizes.latency_jobs,
-            "drain_jobs": sizes.drain_jobs,
-            "recovery_jobs": sizes.recovery_jobs,
+            "repeat": args.repeat,
+            "latency_jobs": args.latency_jobs,
+            "drain_jobs": args.drain_jobs,
+            "recovery_jobs": args.recovery_jobs,
             "printer_seconds_per_page": 0.0,
             "idle_before_release_s": IDLE_BEFORE_RELEASE_S,
             "submit_concurrency": SUBMIT_CONCURRENCY,
             "drain_window_per_printer": DRAIN_WINDOW_PER_PRINTER,
             "appliance_defaults": defaults,
         },
-        "reference": {
+        reference={
             "cups_jobs_per_s_per_printer": CUPS_JOBS_PER_S_PER_PRINTER,
             "source": f"{RIG_NOTES}, section 'CUPS baseline' (not measured by this benchmark)",
             "ratio_edgeprint_over_cups": ratios,
         },
-        "machine": info,
-        "summary": summary,
-        "failures": failures,
-        "table_markdown": table,
-        "runs": runs,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
-    return 1 if failures else 0
+        summary=summary,
+        runs=runs,
+    )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Release → printed on an idle printer: a PDF printer and a raster-only printer side by side.
 
-Both are real ``ippeveprinter`` processes (tests/rig.py) with a print engine that
+Both are real ``ippeveprinter`` processes (testbed/rig.py) with a print engine that
 takes no time; one lists ``application/pdf``, the other only
 ``image/pwg-raster,image/jpeg``, so edgeprint renders the badge for it (PDFium in
 the render pool, PWG raster, the rendition cache). The appliance is a real child
@@ -24,29 +24,19 @@ Writes ``bench/results/raster_print.json``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import datetime as dt
 import json
-import statistics
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from tests.conftest import KIOSK_TOKEN, to_toml
-from tests.pdfs import make_a4_pdf, make_badge_pdf
-from tests.printing import rig_config
-from tests.proc import ServeProcess
-from tests.rig import Rig
-
-OUT = Path(__file__).resolve().parent / "results" / "raster_print.json"
-
-
-def _ts(text: str) -> float:
-    return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.UTC).timestamp()
+from bench.harness import Run, figures_markdown, iso_to_unix, parser, percentile
+from testbed.config import KIOSK_TOKEN, rig_config, to_toml
+from testbed.pdfs import make_a4_pdf, make_badge_pdf
+from testbed.proc import ServeProcess
+from testbed.rig import Rig
 
 
 async def _one(
@@ -69,123 +59,123 @@ async def _one(
     while time.monotonic() < deadline:
         for line in rig.printed(printer):
             if job["id"] in line.job_name:
-                return (_ts(line.time) - released) * 1000
+                return (iso_to_unix(line.time) - released) * 1000
         await asyncio.sleep(0.002)  # polling the printer's log, bounded
     raise TimeoutError(f"{job['id']} not printed on {printer}")
 
 
-async def run(jobs: int) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="edgeprint-raster-bench-") as tmp:
-        root = Path(tmp)
-        pdf_rig = Rig(root / "pdf")
-        raster_rig = Rig(root / "raster", formats="image/pwg-raster,image/jpeg")
-        pdf_rig.start(1)
-        raster_rig.start(1)
-        try:
-            cfg = rig_config(root / "data", pdf_rig, pool=None)
-            cfg["dispatch"] = {}  # the code's defaults
-            cfg["printers"] = [
-                {"name": "pdf-01", "uri": pdf_rig["printer-01"].uri},
-                {"name": "raster-01", "uri": raster_rig["printer-01"].uri},
-            ]
-            path = root / "config.toml"
-            path.write_text(to_toml(cfg))
-            server = ServeProcess(path, root / "serve.log")
-            out: dict[str, list[float]] = {"pdf": [], "raster": [], "raster_cached": []}
-            async with aiohttp.ClientSession() as http:
-                with server.start():
-                    # each rig calls its printer printer-01; the appliance calls them otherwise
-                    rigs = {"pdf-01": pdf_rig, "raster-01": raster_rig}
-                    for i in range(jobs + 2):  # two warm-ups (render pool start, connections)
-                        for name, kind in (("pdf-01", "pdf"), ("raster-01", "raster")):
-                            doc = make_badge_pdf(f"Attendee {i} {kind}")
-                            ms = await _one(
-                                http, server.url, _Renamed(rigs[name]), name, f"{kind}-{i:05d}", doc
-                            )
-                            if i >= 2:
-                                out[kind].append(ms)
-                    same = make_badge_pdf("Attendee cached")
-                    for i in range(jobs + 1):
+async def run(root: Path, jobs: int) -> dict[str, Any]:
+    pdf_rig = Rig(root / "pdf")
+    raster_rig = Rig(root / "raster", formats="image/pwg-raster,image/jpeg")
+    pdf_rig.start(1)
+    raster_rig.start(1)
+    try:
+        cfg = rig_config(root / "data", pdf_rig, pool=None)
+        cfg["dispatch"] = {}  # the code's defaults
+        cfg["printers"] = [
+            {"name": "pdf-01", "uri": pdf_rig["printer-01"].uri},
+            {"name": "raster-01", "uri": raster_rig["printer-01"].uri},
+        ]
+        path = root / "config.toml"
+        path.write_text(to_toml(cfg))
+        server = ServeProcess(path, root / "serve.log")
+        out: dict[str, list[float]] = {"pdf": [], "raster": [], "raster_cached": []}
+        async with aiohttp.ClientSession() as http:
+            with server.start():
+                # each rig calls its printer printer-01; the appliance calls them otherwise
+                rigs = {"pdf-01": pdf_rig, "raster-01": raster_rig}
+                for i in range(jobs + 2):  # two warm-ups (render pool start, connections)
+                    for name, kind in (("pdf-01", "pdf"), ("raster-01", "raster")):
+                        doc = make_badge_pdf(f"Attendee {i} {kind}")
                         ms = await _one(
-                            http, server.url, _Renamed(raster_rig), "raster-01",
-                            f"cached-{i:05d}", same,
-                        )  # fmt: skip
-                        if i >= 1:
-                            out["raster_cached"].append(ms)
-                    server.terminate()
-        finally:
-            pdf_rig.stop()
-            raster_rig.stop()
-    return {k: _stats(v) for k, v in out.items()}
+                            http, server.url, _Renamed(rigs[name]), name, f"{kind}-{i:05d}", doc
+                        )
+                        if i >= 2:
+                            out[kind].append(ms)
+                same = make_badge_pdf("Attendee cached")
+                for i in range(jobs + 1):
+                    ms = await _one(
+                        http, server.url, _Renamed(raster_rig), "raster-01",
+                        f"cached-{i:05d}", same,
+                    )  # fmt: skip
+                    if i >= 1:
+                        out["raster_cached"].append(ms)
+                server.terminate()
+    finally:
+        pdf_rig.stop()
+        raster_rig.stop()
+    return {k: stats(v) for k, v in out.items()}
 
 
-async def under_load(pages: int, badges: int) -> dict[str, Any]:
+async def under_load(root: Path, pages: int, badges: int) -> dict[str, Any]:
     """/healthz and a badge on the PDF printer while 8 long documents render for 8 printers."""
-    with tempfile.TemporaryDirectory(prefix="edgeprint-render-load-") as tmp:
-        root = Path(tmp)
-        pdf_rig = Rig(root / "pdf")
-        raster_rig = Rig(root / "raster", formats="image/pwg-raster,image/jpeg")
-        pdf_rig.start(1)
-        raster_rig.start(8)
-        try:
-            cfg = rig_config(root / "data", pdf_rig, pool=None)
-            cfg["dispatch"] = {}
-            cfg["printers"] = [{"name": "pdf-01", "uri": pdf_rig["printer-01"].uri}] + [
-                {"name": f"raster-{p.name}", "uri": p.uri} for p in raster_rig
-            ]
-            path = root / "config.toml"
-            path.write_text(to_toml(cfg))
-            server = ServeProcess(path, root / "serve.log")
-            health: list[float] = []
-            badge_ms: list[float] = []
-            async with aiohttp.ClientSession() as http:
-                with server.start():
-                    headers = {"Authorization": f"Bearer {KIOSK_TOKEN}"}
-                    for p in raster_rig:
-                        form = aiohttp.FormData()
-                        meta = {"owner": "bench", "printer": f"raster-{p.name}", "hold": False}
-                        form.add_field(
-                            "metadata", json.dumps(meta), content_type="application/json"
-                        )
-                        form.add_field(
-                            "document", make_a4_pdf(pages, size_pt=(612, 792)),
-                            content_type="application/pdf", filename="h.pdf",
-                        )  # fmt: skip
-                        async with http.post(
-                            f"{server.url}/v1/jobs", data=form,
-                            headers={**headers, "Idempotency-Key": f"long-{p.name}"},
-                        ) as r:  # fmt: skip
-                            assert r.status == 201, await r.text()
-                    stop = asyncio.Event()
+    pdf_rig = Rig(root / "pdf")
+    raster_rig = Rig(root / "raster", formats="image/pwg-raster,image/jpeg")
+    pdf_rig.start(1)
+    raster_rig.start(8)
+    try:
+        cfg = rig_config(root / "data", pdf_rig, pool=None)
+        cfg["dispatch"] = {}
+        cfg["printers"] = [{"name": "pdf-01", "uri": pdf_rig["printer-01"].uri}] + [
+            {"name": f"raster-{p.name}", "uri": p.uri} for p in raster_rig
+        ]
+        path = root / "config.toml"
+        path.write_text(to_toml(cfg))
+        server = ServeProcess(path, root / "serve.log")
+        health: list[float] = []
+        badge_ms: list[float] = []
+        async with aiohttp.ClientSession() as http:
+            with server.start():
+                headers = {"Authorization": f"Bearer {KIOSK_TOKEN}"}
+                for p in raster_rig:
+                    form = aiohttp.FormData()
+                    meta = {"owner": "bench", "printer": f"raster-{p.name}", "hold": False}
+                    form.add_field("metadata", json.dumps(meta), content_type="application/json")
+                    form.add_field(
+                        "document", make_a4_pdf(pages, size_pt=(612, 792)),
+                        content_type="application/pdf", filename="h.pdf",
+                    )  # fmt: skip
+                    async with http.post(
+                        f"{server.url}/v1/jobs", data=form,
+                        headers={**headers, "Idempotency-Key": f"long-{p.name}"},
+                    ) as r:  # fmt: skip
+                        assert r.status == 201, await r.text()
+                stop = asyncio.Event()
 
-                    async def poll() -> None:
-                        while not stop.is_set():
-                            t0 = time.perf_counter()
-                            async with http.get(f"{server.url}/healthz") as r:
-                                await r.read()
-                            health.append((time.perf_counter() - t0) * 1000)
-                            await asyncio.sleep(0.01)  # one probe every 10 ms
+                async def poll() -> None:
+                    while not stop.is_set():
+                        t0 = time.perf_counter()
+                        async with http.get(f"{server.url}/healthz") as r:
+                            await r.read()
+                        health.append((time.perf_counter() - t0) * 1000)
+                        await asyncio.sleep(0.01)  # one probe every 10 ms
 
-                    poller = asyncio.create_task(poll())
-                    for i in range(badges):
-                        doc = make_badge_pdf(f"Badge under load {i}")
-                        badge_ms.append(
-                            await _one(
-                                http, server.url, _Renamed(pdf_rig), "pdf-01", f"load-{i:04d}", doc
-                            )
+                poller = asyncio.create_task(poll())
+                for i in range(badges):
+                    doc = make_badge_pdf(f"Badge under load {i}")
+                    badge_ms.append(
+                        await _one(
+                            http, server.url, _Renamed(pdf_rig), "pdf-01", f"load-{i:04d}", doc
                         )
-                    stop.set()
-                    await poller
-                    rendering = sum(1 for p in raster_rig if not raster_rig.printed(p.name))
-                    server.terminate()
-        finally:
-            pdf_rig.stop()
-            raster_rig.stop()
+                    )
+                stop.set()
+                await poller
+                rendering = sum(1 for p in raster_rig if not raster_rig.printed(p.name))
+                server.terminate()
+    finally:
+        pdf_rig.stop()
+        raster_rig.stop()
     return {
-        "healthz": _stats(health),
-        "badge": _stats(badge_ms),
+        "healthz": stats(health),
+        "badge": stats(badge_ms),
         "long_documents_still_rendering_or_printing_at_end": rendering,
     }
+
+
+def stats(values: list[float]) -> dict[str, Any]:
+    """n, p50 and p99 of milliseconds."""
+    p50, p99 = percentile(values, 50), percentile(values, 99)
+    return {"n": len(values), "p50_ms": round(p50 or 0, 1), "p99_ms": round(p99 or 0, 1)}
 
 
 class _Renamed:
@@ -198,26 +188,16 @@ class _Renamed:
         return self._rig.printed("printer-01")
 
 
-def _stats(values: list[float]) -> dict[str, float]:
-    values = sorted(values)
-    p99 = values[min(len(values) - 1, round(0.99 * (len(values) - 1)))]
-    return {
-        "n": len(values),
-        "p50_ms": round(statistics.median(values), 1),
-        "p99_ms": round(p99, 1),
-    }
-
-
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = parser("raster_print", __doc__, "10 jobs per row, 10-page documents")
     ap.add_argument("--jobs", type=int, default=None, help="jobs per row (default 30, --quick 10)")
-    ap.add_argument("--quick", action="store_true")
     ap.add_argument("--pages", type=int, default=None, help="pages of each long document (40)")
-    ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
     jobs = args.jobs or (10 if args.quick else 30)
-    figures = asyncio.run(run(jobs))
-    load = asyncio.run(under_load(args.pages or (10 if args.quick else 40), jobs))
+    with Run("raster_print", args) as bench:
+        figures = asyncio.run(run(bench.work / "idle", jobs))
+        pages = args.pages or (10 if args.quick else 40)
+        load = asyncio.run(under_load(bench.work / "load", pages, jobs))
     figures["under_render_load"] = load
     rows = [
         ["release → printed, PDF printer (idle), p50 / p99", figures["pdf"]],
@@ -250,21 +230,9 @@ def main() -> int:
         {"figure": "while 8 long documents render: a badge on a PDF printer, release → printed "
          "p99", "unit": "ms", **one(load["badge"]["p99_ms"]), "note": "target < 200 ms"},
     ]  # fmt: skip
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps(
-            {
-                "benchmark": "raster_print",
-                "figures": figures,
-                "table": table,
-                "raster_over_pdf_p50": round(ratio, 2),
-            },
-            indent=2,
-        )
-        + "\n"
+    return bench.finish(
+        figures_markdown(table), figures=figures, table=table, raster_over_pdf_p50=round(ratio, 2)
     )
-    print(f"wrote {args.out}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -24,30 +24,23 @@ Run from the repository root::
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import datetime as dt
 import importlib.metadata
-import json
 import os
-import platform
 import statistics
-import subprocess
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from bench.harness import MIB, Run, figures_markdown, parser, percentile, row
 from edgeprint.documents.capabilities import Media, Resolution
 from edgeprint.documents.ladder import Choice
 from edgeprint.documents.render import PageJob, RenderPool
 
-REPO = Path(__file__).resolve().parent.parent
-RESULTS = REPO / "bench" / "results"
 BADGE_MEDIA = Media("oe_4x3-label_4x3in", 10160, 7620)
 A4_MEDIA = Media("iso_a4_210x297mm", 21000, 29700)
-MIB = 2**20
 
 
 def _pdf(streams: list[bytes], size_pt: tuple[int, int]) -> bytes:
@@ -136,22 +129,6 @@ class PeakRss:
         self._thread.join()
 
 
-def pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, round(q * (len(s) - 1)))]
-
-
-def row(figure: str, values: list[float], unit: str, note: str = "") -> dict[str, Any]:
-    return {
-        "figure": figure,
-        "median": statistics.median(values),
-        "min": min(values),
-        "max": max(values),
-        "unit": unit,
-        "note": note,
-    }
-
-
 async def badges(pool: RenderPool, pdf: Path, runs: int) -> tuple[list[float], int]:
     facts = await pool.facts(str(pdf))
     choice = Choice("image/pwg-raster", "sgray_8", Resolution(300, 300), BADGE_MEDIA)
@@ -234,27 +211,6 @@ async def badges_under_load(
     return {"badge_ms": latencies, "loop_lag_ms": lags}
 
 
-def machine() -> dict[str, Any]:
-    def version(pkg: str) -> str:
-        try:
-            return importlib.metadata.version(pkg)
-        except importlib.metadata.PackageNotFoundError:
-            return "?"
-
-    commit = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=False
-    ).stdout.strip()
-    return {
-        "nproc": os.cpu_count(),
-        "python": platform.python_version(),
-        "pypdfium2": version("pypdfium2"),
-        "numpy": version("numpy"),
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "git_commit": commit,
-        "loadavg": os.getloadavg(),
-    }
-
-
 async def run(quick: bool) -> dict[str, Any]:
     badge_runs = 20 if quick else 60
     pages = 10 if quick else 40
@@ -283,71 +239,69 @@ async def run(quick: bool) -> dict[str, Any]:
     table = [
         row(
             "badge 4x3 in, 300 dpi grey: render + encode via the pool (p50)",
-            [statistics.median(badge_ms)],
             "ms",
-            f"{badge_runs} badges, p90 {pct(badge_ms, 0.9):.1f} ms, max {max(badge_ms):.1f} ms; "
+            [statistics.median(badge_ms)],
+            f"{badge_runs} badges, p90 {percentile(badge_ms, 90):.1f} ms, "
+            f"max {max(badge_ms):.1f} ms; "
             f"{badge_bytes / 1024:.1f} KiB PWG raster; target ≤ 30 ms",
         ),
         row(
             "badge 4x3 in, 300 dpi grey: render + encode in one process (p50)",
-            [statistics.median(local_ms)],
             "ms",
+            [statistics.median(local_ms)],
             "no process hop: the worker's own cost",
         ),
         row(
             f"{pages}-page A4, 600 dpi grey PWG raster streamed",
-            [s["pages_per_min"] for s in streams],
             "pages/min",
+            [s["pages_per_min"] for s in streams],
             f"{repeats} run(s), 1 worker, 2 pages ahead; target > 60 pages/min",
         ),
         row(
             "  appliance RSS growth while it streams",
-            [s["appliance_rss_growth_mib"] for s in streams],
             "MiB",
+            [s["appliance_rss_growth_mib"] for s in streams],
             f"VmRSS sampled every 10 ms; base {streams[0]['appliance_rss_base_mib']:.1f} MiB; "
             "target < 64 MiB",
         ),
         row(
             "  render worker peak RSS",
-            [s["worker_peak_rss_mib"] for s in streams],
             "MiB",
+            [s["worker_peak_rss_mib"] for s in streams],
             "one page at a time: its canvas (35 MB at 600 dpi) and encoding",
         ),
         row(
             "badge while 8 handouts (3 pages, 600 dpi) stream on the same pool (p50)",
-            [statistics.median(loaded["badge_ms"])],
             "ms",
-            f"{len(loaded['badge_ms'])} badges, p90 {pct(loaded['badge_ms'], 0.9):.0f} ms, max "
+            [statistics.median(loaded["badge_ms"])],
+            f"{len(loaded['badge_ms'])} badges, p90 {percentile(loaded['badge_ms'], 90):.0f} ms, "
+            "max "
             f"{max(loaded['badge_ms']):.0f} ms: a badge waits for the page being rendered "
             "(shortest document first); 1 worker",
         ),
         row(
             "  the same with 2 workers (p50)",
-            [statistics.median(loaded2["badge_ms"])],
             "ms",
-            f"{len(loaded2['badge_ms'])} badges, p90 {pct(loaded2['badge_ms'], 0.9):.0f} ms, "
+            [statistics.median(loaded2["badge_ms"])],
+            f"{len(loaded2['badge_ms'])} badges, p90 {percentile(loaded2['badge_ms'], 90):.0f} ms, "
             f"max {max(loaded2['badge_ms']):.0f} ms: handouts hold one worker at most",
         ),
         row(
             "  event-loop lag meanwhile (p99)",
-            [pct(loaded["loop_lag_ms"], 0.99)],
             "ms",
+            [percentile(loaded["loop_lag_ms"], 99)],
             f"max {max(loaded['loop_lag_ms']):.1f} ms; 5 ms ticks: what /healthz would wait",
         ),
         row(
             "  PWG raster sent",
-            [s["mib_sent"] for s in streams],
             "MiB",
+            [s["mib_sent"] for s in streams],
             f"{streams[0]['mib_sent'] / pages:.2f} MiB per page",
         ),
     ]
     return {
-        "benchmark": "render",
-        "command": ".venv/bin/python -m bench.render_bench" + (" --quick" if quick else ""),
         "settings": {"quick": quick, "badge_runs": badge_runs, "pages": pages, "repeats": repeats},
-        "machine": machine(),
         "table": table,
-        "failures": [],
         "raw": {
             "badge_ms": badge_ms,
             "in_process_ms": local_ms,
@@ -359,22 +313,12 @@ async def run(quick: bool) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.render_bench", description=__doc__)
-    ap.add_argument("--quick", action="store_true", help="fewer badges, a 10-page document")
-    args = ap.parse_args(argv)
-    result = asyncio.run(run(args.quick))
-    lines = ["| figure | median | min | max | unit | note |", "|---|---:|---:|---:|---|---|"]
-    for r in result["table"]:
-        lines.append(
-            f"| {r['figure']} | {r['median']:.1f} | {r['min']:.1f} | {r['max']:.1f} "
-            f"| {r['unit']} | {r['note']} |"
-        )
-    result["table_markdown"] = "\n".join(lines)
-    print(result["table_markdown"])
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "render.json").write_text(json.dumps(result, indent=1) + "\n")
-    print(f"written {RESULTS / 'render.json'}")
-    return 0
+    args = parser("render", __doc__, "fewer badges, a 10-page document").parse_args(argv)
+    with Run("render", args) as bench:
+        result = asyncio.run(run(args.quick))
+    for k in ("pypdfium2", "numpy"):
+        bench.info[k] = importlib.metadata.version(k)
+    return bench.finish(figures_markdown(result["table"]), **result)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Collect the figures of one ``make bench`` run into one table.
 
-Reads ``bench/results/{api,print,failover,cups,chaos,resources,render,dist}.json`` (each
+Reads ``bench/results/{api,print,…,fleet,soak,dist}.json`` (:data:`BENCHMARKS`) (each
 written by its benchmark in the same ``make bench`` run), prints a Markdown
 table and writes ``bench/results/latest.json`` (the rows, the machine, and each
 benchmark's summary) and ``bench/results/latest.md`` (the table). Every figure
@@ -24,7 +24,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
 BENCHMARKS = (
-    "api", "print", "raster_print", "failover", "cups", "chaos", "resources", "render", "dist",
+    "api", "print", "raster_print", "failover", "cups", "chaos", "resources", "render", "fleet",
+    "soak", "dist",
 )  # fmt: skip
 
 
@@ -128,6 +129,19 @@ def _api(d: Mapping[str, Any]) -> list[Row]:
     rows.append(
         Row(
             "API",
+            "release: server CPU per request",
+            spread(dig(d, f"{e}.release.server_cpu_us_per_req"), "µs"),
+            "bare: " + spread(dig(d, f"{b}.release.server_cpu_us_per_req"), "µs"),
+            ratio(dig(d, f"{r}.release.server_cpu_us_per_req")),
+        )
+    )
+    prof = dig(d, "release_profile.profile")
+    if prof:
+        top = ", ".join(f"{x['function'].split(' (')[0]} {x['pct']:.0f} %" for x in prof["own"][:4])
+        rows.append(Row("API", f"release under py-spy: top own CPU ({prof['file']})", top))
+    rows.append(
+        Row(
+            "API",
             "1,000 concurrent releases of one job: burst time",
             f"{spread(dig(d, f'{e}.contention.wall_ms'), 'ms')} ({outcome})",
             "bare: " + spread(dig(d, f"{b}.contention.wall_ms"), "ms"),
@@ -210,12 +224,12 @@ def _generic(section: str) -> Callable[[Mapping[str, Any]], list[Row]]:
                     "key",
                     "cups_config",
                 )
+                note = f" ({t['note']})" if t.get("note") else ""
                 other_name = next((k for k in t if k not in skip), "")
                 other = f"{other_name}: {spread(t[other_name], unit)}" if other_name else ""
                 figure = f"{t['section']}: {t['figure']}" if t.get("section") else t["figure"]
-                out.append(
-                    Row(section, figure, spread(t["edgeprint"], unit), other, ratio(t.get("ratio")))
-                )
+                value = spread(t["edgeprint"], unit) + note
+                out.append(Row(section, figure, value, other, ratio(t.get("ratio"))))
             else:
                 value = spread({k: t.get(k) for k in ("median", "min", "max")}, unit)
                 note = t.get("note", "")
@@ -246,6 +260,8 @@ _ROWS: dict[str, Callable[[Mapping[str, Any]], list[Row]]] = {
     "resources": _generic("resources"),
     "render": _generic("rendering"),
     "raster_print": _generic("printing, no PDF"),
+    "fleet": _generic("many printers"),
+    "soak": _generic("soak"),
     "dist": _dist,
 }
 
@@ -268,26 +284,6 @@ def _bad_counts(name: str, d: Mapping[str, Any]) -> list[str]:
 
     walk({k: v for k, v in d.items() if k in ("summary", "chaos", "totals")}, name)
     return found
-
-
-def _cell(v: Any) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, int) or (isinstance(v, float) and v.is_integer()):
-        return f"{int(v):,}"
-    return f"{v:,.1f}" if isinstance(v, float) else str(v)
-
-
-def figures_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The Markdown table of a benchmark's own ``table`` rows (figure, median, min, max,
-    unit, note), as bench.chaos_bench and bench.resources_bench print them."""
-    lines = ["| figure | median | min | max | unit | note |", "|---|---:|---:|---:|---|---|"]
-    for r in rows:
-        lines.append(
-            f"| {r['figure']} | {_cell(r['median'])} | {_cell(r['min'])} | {_cell(r['max'])} "
-            f"| {r['unit']} | {r['note']} |"
-        )
-    return "\n".join(lines)
 
 
 def table(rows: list[Row]) -> str:

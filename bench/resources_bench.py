@@ -1,11 +1,11 @@
 """Resources benchmark: memory, start-up and store size with 20 printers and 100,000 jobs.
 
-The stand: 20 real ``ippeveprinter`` printers from :class:`tests.rig.Rig` on
+The stand: 20 real ``ippeveprinter`` printers from :class:`testbed.rig.Rig` on
 loopback (0 s/page; four pools of five) — cheap (about 7.5 MiB RSS and a few ms
 each to start), and with reachable printers the appliance runs its 20 workers,
 probes and HTTP connections as it does at a venue, which unreachable URIs would
 not show. The appliance is a real child (``python -m edgeprint serve`` via
-:class:`tests.proc.ServeProcess`) running from a copy of ``edgeprint/`` taken
+:class:`testbed.proc.ServeProcess`) running from a copy of ``edgeprint/`` taken
 at the start, with the default settings except ``[server] rate_limit`` (raised
 when the code has it: one kiosk token stands in for every kiosk).
 
@@ -57,19 +57,14 @@ Run from the repository root::
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
-import os
 import random
 import secrets
-import shutil
 import sqlite3
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections import Counter
@@ -80,17 +75,20 @@ from typing import Any
 
 import aiohttp
 
-from bench.chaos_bench import readyz
-from bench.failover_bench import snapshot_source, source_digest, tree_changes
-from bench.print_bench import (
+from bench.harness import (
     BenchError,
     Kiosk,
+    Run,
+    Tech,
     default_settings,
-    machine_info,
+    figures_markdown,
     ms,
-    signals_as_exit,
+    parser,
+    proc_status,
+    readyz,
+    seed,
 )
-from bench.report import figures_markdown
+from bench.harness import row as _row
 from edgeprint.config import Config, ServerConfig
 from edgeprint.copies import CopyAction, CopyState
 from edgeprint.server import DB_FILE
@@ -99,12 +97,10 @@ from edgeprint.store import Store
 from edgeprint.store.copies import Copies
 from edgeprint.store.jobs import GUARD_ON_PRINTER, Jobs
 from edgeprint.store.schema import SCHEMA_VERSION
-from tests.conftest import TECH_TOKEN, config_dict, to_toml
-from tests.proc import ServeProcess
-from tests.rig import Rig, free_ports
+from testbed.config import config_dict, to_toml
+from testbed.proc import ServeProcess
+from testbed.rig import Rig, free_ports
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO / "bench" / "results" / "resources.json"
 PRINTERS = 20
 POOLS = ("hall-a", "hall-b", "hall-c", "hall-d")
 #: Sample jobs through the real API, by path.
@@ -131,17 +127,6 @@ RATE_LIMIT = "100000/second"
 
 
 # --- the stand ----------------------------------------------------------------------
-
-
-def rss(pid: int) -> dict[str, float]:
-    """VmRSS and VmHWM (peak) of ``pid`` in MiB, from /proc/PID/status."""
-    out: dict[str, float] = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                out[key] = round(int(value.split()[0]) / 1024.0, 1)
-    return out
 
 
 @dataclass
@@ -221,31 +206,9 @@ async def starts(app: Appliance, http: aiohttp.ClientSession, n: int) -> list[di
     out: list[dict[str, float]] = []
     for _ in range(n):
         took = await app.start(http)
-        out.append({"ready_ms": round(took * 1000.0, 1), **rss(app.pid)})
+        out.append({"ready_ms": round(took * 1000.0, 1), **proc_status(app.pid)})
         app.stop()
     return out
-
-
-class Tech:
-    """GET calls with the technician token; each returns the parsed body."""
-
-    def __init__(self, http: aiohttp.ClientSession, url: str) -> None:
-        self.http = http
-        self.url = url
-        self.headers = {"Authorization": f"Bearer {TECH_TOKEN}"}
-
-    async def get(self, path: str) -> Any:
-        async with self.http.get(f"{self.url}{path}", headers=self.headers) as r:
-            body = await r.read()
-            if r.status != 200:
-                raise BenchError(f"GET {path}: HTTP {r.status}: {body[:300]!r}")
-            return json.loads(body) if r.content_type == "application/json" else body
-
-    async def post(self, path: str) -> None:
-        async with self.http.post(f"{self.url}{path}", headers=self.headers) as r:
-            body = await r.read()
-            if r.status != 200:
-                raise BenchError(f"POST {path}: HTTP {r.status}: {body[:300]!r}")
 
 
 async def settled(tech: Tech, timeout_s: float) -> None:
@@ -533,12 +496,12 @@ async def load(
     """Listing, metrics, printers, dead letters, submits + releases; RSS after each step."""
     tech = Tech(http, app.url)
     kiosk = Kiosk(http, app.url)
-    steps: list[dict[str, Any]] = [{"step": "ready", **rss(app.pid), "took_ms": 0.0}]
+    steps: list[dict[str, Any]] = [{"step": "ready", **proc_status(app.pid), "took_ms": 0.0}]
 
     async def timed(name: str, coro: Any) -> None:
         t = time.perf_counter()
         await coro
-        steps.append({"step": name, **rss(app.pid), "took_ms": ms(time.perf_counter() - t)})
+        steps.append({"step": name, **proc_status(app.pid), "took_ms": ms(time.perf_counter() - t)})
 
     async def listing() -> None:
         cursor: str | None = None
@@ -587,7 +550,7 @@ async def load(
     await timed(f"/v1/printers ×{REPEAT_CALLS}", repeat("/v1/printers"))
     await timed("dead-letter queue, all pages", dead_letters())
     await timed(f"{n_jobs} submits + releases, printed", submits())
-    return {"steps": steps, "hwm_mib": rss(app.pid).get("VmHWM")}
+    return {"steps": steps, "hwm_mib": proc_status(app.pid).get("VmHWM")}
 
 
 # --- the run ------------------------------------------------------------------------
@@ -636,7 +599,7 @@ async def run(work: Path, src: Path, rig: Rig, plan: Plan, apps: list[Appliance]
         t = time.perf_counter()
         out["full_starts"] = await starts(full, http, plan.starts - 1)
         took = await full.start(http)
-        out["full_starts"].append({"ready_ms": round(took * 1000.0, 1), **rss(full.pid)})
+        out["full_starts"].append({"ready_ms": round(took * 1000.0, 1), **proc_status(full.pid)})
         print(f"bench: full store: {out['full_starts']}", file=sys.stderr)
         out["load"] = await load(full, http, plan.load_jobs, rng)
         full.stop()
@@ -646,35 +609,13 @@ async def run(work: Path, src: Path, rig: Rig, plan: Plan, apps: list[Appliance]
             Counter(
                 str(rec.get("event"))
                 for line in full.serve.log_path.read_bytes().splitlines()
-                if isinstance(rec := _json(line), dict)
+                if line.startswith(b"{") and isinstance(rec := json.loads(line), dict)
             )
         )
     return out
 
 
-def _json(line: bytes) -> Any:
-    try:
-        return json.loads(line)
-    except ValueError:
-        return None
-
-
 # --- output -------------------------------------------------------------------------
-
-
-def _row(figure: str, unit: str, values: Sequence[float | None], note: str = "") -> dict[str, Any]:
-    vals = [v for v in values if v is not None]
-    if not vals:
-        return {"figure": figure, "unit": unit, "median": None, "min": None, "max": None,
-                "note": note}  # fmt: skip
-    return {
-        "figure": figure,
-        "unit": unit,
-        "median": round(statistics.median(vals), 1),
-        "min": round(min(vals), 1),
-        "max": round(max(vals), 1),
-        "note": note,
-    }
 
 
 def table_rows(r: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
@@ -718,96 +659,56 @@ def table_rows(r: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
     return rows
 
 
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="python -m bench.resources_bench",
-        description="edgeprint: RSS, start-up and store size with 20 printers and 100,000 jobs",
-    )
-    ap.add_argument("--quick", action="store_true", help="20,000 jobs, 2 starts (~20 s)")
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = parser("resources", __doc__, "20,000 jobs, 2 starts (~20 s)")
     ap.add_argument("--jobs", type=int, default=None, help="stored jobs, default 100000")
     ap.add_argument("--starts", type=int, default=None, help="start-ups each, default 3 (2)")
     ap.add_argument("--load-jobs", type=int, default=None, help="submits+releases, 300 (100)")
     ap.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
-    ap.add_argument("--keep", action="store_true", help="keep the work folder (DB, logs)")
-    return ap
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = ap.parse_args(argv)
     plan = Plan(
         jobs=args.jobs if args.jobs is not None else (20_000 if args.quick else 100_000),
         starts=args.starts if args.starts is not None else (2 if args.quick else 3),
         load_jobs=args.load_jobs if args.load_jobs is not None else (100 if args.quick else 300),
         sample=dict(SAMPLE_QUICK if args.quick else SAMPLE),
-        seed=args.seed if args.seed is not None else random.SystemRandom().randrange(10**6),
+        seed=seed(args.seed),
     )
     if not (1_000 <= plan.jobs <= 2_000_000 and 1 <= plan.starts <= 20 and plan.load_jobs >= 0):
         print("bench: --jobs 1000–2000000, --starts 1–20, --load-jobs ≥ 0", file=sys.stderr)
         return 2
-    info = machine_info()
-    work = Path(tempfile.mkdtemp(prefix="edgeprint-resources-bench-"))
-    failures: list[str] = []
-    result_run: dict[str, Any] | None = None
-    started = time.monotonic()
-    rig = Rig(work / "rig", seconds_per_page=0.0)
     apps: list[Appliance] = []
-    try:
-        with signals_as_exit():
-            try:
-                src = snapshot_source(work)
-                info["edgeprint_source"] = {
-                    "digest": source_digest(src),
-                    "diff_stat_vs_head": tree_changes(),
-                    "note": "the appliance ran from a copy of edgeprint/ taken at the start",
-                }
-                rig.start(PRINTERS)
-                result_run = asyncio.run(run(work, src, rig, plan, apps))
-            except BenchError as exc:
-                failures.append(str(exc))
-                print(f"bench: failed: {exc}", file=sys.stderr)
-    finally:
-        for app in apps:
-            with contextlib.suppress(Exception):
-                app.stop()
-        with contextlib.suppress(Exception):
+    with Run("resources", args, snapshot=True) as bench:
+        src = bench.src
+        assert src is not None
+        rig = Rig(bench.work / "rig", seconds_per_page=0.0)
+        try:
+            rig.start(PRINTERS)
+            out = bench.attempt_async("run", run(bench.work, src, rig, plan, apps))
+        finally:
+            for app in apps:
+                with contextlib.suppress(Exception):
+                    app.stop()
             rig.stop()
-        keep = args.keep or bool(failures)
-        if keep:
-            print(f"bench: work folder kept: {work}", file=sys.stderr)
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-    info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    info["bench_seconds"] = round(time.monotonic() - started, 1)
-    rows = table_rows(result_run, plan) if result_run is not None else []
-    table = figures_markdown(rows)
-    if result_run is not None:
-        print()
-        print(table)
-        size = result_run["size"]
+        bench.keep |= bool(bench.failures)
+    rows = table_rows(out, plan) if out is not None else []
+    if out is not None:
+        size = out["size"]
         print(
             f"\nstore: {size['jobs']:,} jobs {size['states']}, {size['events']:,} events; "
             f"files {size['files']}; per table {size['per_table_bytes']}; documents on disk: "
             f"{size['documents_on_disk']} ({size['documents_on_disk_bytes']:,} bytes; the "
-            f"clones' are not); templates {result_run['clone']['templates']}"
+            f"clones' are not); templates {out['clone']['templates']}"
         )
-    for f in failures:
-        print(f"FAILED: {f}")
-    print(
-        f"\n{info['bench_seconds']} s; load average {info['loadavg_start']} → "
-        f"{info['loadavg_end']} on {info['nproc']} CPUs"
-    )
-    result = {
-        "benchmark": "resources",
-        "command": " ".join([".venv/bin/python -m bench.resources_bench", *(argv or sys.argv[1:])]),
-        "settings": {
+    return bench.finish(
+        figures_markdown(rows),
+        settings={
             "quick": args.quick,
             "seed": plan.seed,
             "jobs": plan.jobs,
             "starts": plan.starts,
             "load_jobs": plan.load_jobs,
             "printers": PRINTERS,
-            "printers_kind": "ippeveprinter via tests.rig.Rig on loopback, 0 s/page",
+            "printers_kind": "ippeveprinter via testbed.rig.Rig on loopback, 0 s/page",
             "pools": POOLS,
             "sample": plan.sample,
             "mix": MIX,
@@ -816,24 +717,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             "list_pages": LIST_PAGES,
             "list_limit": LIST_LIMIT,
             "documents": "only the sample's documents exist on disk; the clones' do not",
-            "overrides": (
-                {"server.rate_limit": RATE_LIMIT}
-                if "rate_limit" in ServerConfig.model_fields
-                else {}
-            ),
+            "overrides": {"server.rate_limit": RATE_LIMIT},
             "appliance_defaults": default_settings(),
         },
-        "machine": info,
-        "table": rows,
-        "failures": failures,
-        "table_markdown": table,
-        "raw": result_run,
-        "work_folder": str(work) if keep else None,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
-    return 1 if failures else 0
+        table=rows,
+        raw=out,
+        work_folder=str(bench.work) if bench.keep else None,
+    )
 
 
 if __name__ == "__main__":

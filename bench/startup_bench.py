@@ -1,19 +1,15 @@
 """Start-up of the single-file build vs the package: spawn → /readyz 200, and the file's size.
 
-Run ``make dist`` first. ``python -m bench.startup_bench [--repeat N]`` prints a
-Markdown table and writes bench/results/dist.json. Times in milliseconds,
+Run ``make dist`` first. ``python -m bench.startup_bench [--quick] [--repeat N]`` prints
+a Markdown table and writes bench/results/dist.json. Times in milliseconds,
 medians over N runs (default 7) with min/max; the built file is run with
 Debian's own /usr/bin/python3, the package with the development interpreter.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import shutil
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -22,24 +18,18 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-DIST = ROOT / "dist" / "edgeprint"
+from bench.harness import REPO, RESULTS, Run, parser, spread
+from testbed.config import config_dict, to_toml
+from testbed.rig import free_ports
+
+DIST = REPO / "dist" / "edgeprint"
 SYSTEM_PYTHON = "/usr/bin/python3"
 DEADLINE_S = 30.0
-
-sys.path.insert(0, str(ROOT))
-from tests.conftest import config_dict, to_toml  # noqa: E402
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def time_to_ready(command: list[str], work: Path, env: dict[str, str]) -> float:
     """Milliseconds from spawn until GET /readyz answers 200 (a fresh data_dir each time)."""
-    port = _free_port()
+    port = free_ports(1)[0]
     data = work / f"data-{port}"
     cfg = work / f"config-{port}.toml"
     cfg.write_text(to_toml(config_dict(data, port=port)))
@@ -65,26 +55,24 @@ def time_to_ready(command: list[str], work: Path, env: dict[str, str]) -> float:
         shutil.rmtree(data, ignore_errors=True)
 
 
-def spread(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
-
-
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--repeat", type=int, default=7)
-    args = p.parse_args()
+    ap = parser("startup", __doc__, "3 start-ups each")
+    ap.set_defaults(out=RESULTS / "dist.json")
+    ap.add_argument("--repeat", type=int, default=None, help="start-ups each (7, --quick 3)")
+    args = ap.parse_args()
+    args.repeat = args.repeat or (3 if args.quick else 7)
     if not DIST.exists() or not Path(SYSTEM_PYTHON).exists():
         print(f"need {DIST} (make dist) and {SYSTEM_PYTHON}", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
+    with Run("startup", args) as run:
+        work = run.work
         shiv_root = work / "shiv"
         built_env = {"PATH": "/usr/bin:/bin", "HOME": str(work), "SHIV_ROOT": str(shiv_root)}
         pkg_env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         built = [SYSTEM_PYTHON, str(DIST)]
         package = [sys.executable, "-m", "edgeprint"]
         first = time_to_ready(built, work, built_env)  # unpacks native modules into SHIV_ROOT
-        results = {"built": [], "package": []}
+        results: dict[str, list[float]] = {"built": [], "package": []}
         for _ in range(args.repeat):
             results["built"].append(time_to_ready(built, work, built_env))
             results["package"].append(time_to_ready(package, work, pkg_env))
@@ -93,7 +81,7 @@ def main() -> int:
         env={"PATH": "/usr/bin:/bin", "HOME": tempfile.gettempdir()},
     ).stdout.strip()  # fmt: skip
     out: dict[str, Any] = {
-        "file": str(DIST.relative_to(ROOT)),
+        "file": str(DIST.relative_to(REPO)),
         "bytes": DIST.stat().st_size,
         "version": version,
         "system_python": subprocess.run(
@@ -103,8 +91,6 @@ def main() -> int:
         "built_ready_ms": spread(results["built"]),
         "package_ready_ms": spread(results["package"]),
         "repeat": args.repeat,
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "nproc": os.cpu_count(),
     }
     ratio = out["built_ready_ms"]["median"] / out["package_ready_ms"]["median"]
     table = "\n".join(
@@ -122,13 +108,7 @@ def main() -> int:
             f"| built ÷ package | {ratio:.2f} |",
         ]
     )
-    print(table)
-    out["table_markdown"] = table
-    results_dir = ROOT / "bench" / "results"
-    results_dir.mkdir(parents=True, exist_ok=True)
-    (results_dir / "dist.json").write_text(json.dumps(out, indent=2) + "\n")
-    print(f"wrote {results_dir / 'dist.json'}")
-    return 0
+    return run.finish(table, **out)
 
 
 if __name__ == "__main__":

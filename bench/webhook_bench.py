@@ -22,10 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import statistics
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -33,6 +30,7 @@ from typing import Any
 
 from aiohttp import web
 
+from bench.harness import Run, parser, spread
 from edgeprint.config import WebhookConfig
 from edgeprint.metrics import Metrics
 from edgeprint.states import Action, JobState
@@ -41,8 +39,6 @@ from edgeprint.store.jobs import Jobs, NewJob
 from edgeprint.store.outbox import Outbox
 from edgeprint.webhooks.delivery import Deliveries
 
-REPO = Path(__file__).resolve().parent.parent
-OUT = REPO / "bench" / "results" / "webhook.json"
 SECRET = "whsec_" + "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVowMTIzNDU="
 
 
@@ -127,44 +123,46 @@ async def _delivery(work: Path, n: int) -> tuple[float, float]:
         await runner.cleanup()
 
 
-def _summary(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
-
-
-async def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=2000)
-    parser.add_argument("--concurrency", type=int, default=50)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args(argv)
+async def measure(args: argparse.Namespace, work: Path) -> dict[str, list[float]]:
     runs: dict[str, list[float]] = {"plain": [], "outbox": [], "delivery": [], "drain_s": []}
-    with tempfile.TemporaryDirectory(prefix="webhook-bench-") as tmp:
-        work = Path(tmp)
-        for r in range(args.repeat):
-            order = (False, True) if r % 2 == 0 else (True, False)
-            for subscribed in order:
-                rate = await _transitions(work, args.jobs, args.concurrency, subscribed)
-                runs["outbox" if subscribed else "plain"].append(rate)
-            rate, drain = await _delivery(work, args.jobs)
-            runs["delivery"].append(rate)
-            runs["drain_s"].append(drain)
-    summary: dict[str, Any] = {k: _summary(v) for k, v in runs.items()}
-    summary["ratio_outbox_plain"] = summary["outbox"]["median"] / summary["plain"]["median"]
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"settings": vars(args), "summary": summary, "runs": runs}, indent=2))
+    for r in range(args.repeat):
+        order = (False, True) if r % 2 == 0 else (True, False)
+        for subscribed in order:
+            rate = await _transitions(work, args.jobs, args.concurrency, subscribed)
+            runs["outbox" if subscribed else "plain"].append(rate)
+        rate, drain = await _delivery(work, args.jobs)
+        runs["delivery"].append(rate)
+        runs["drain_s"].append(drain)
+    return runs
 
-    def fmt(key: str, unit: str) -> str:
+
+def main() -> int:
+    ap = parser("webhook", __doc__, "500 events, one round")
+    ap.add_argument("--jobs", type=int, default=None, help="events per round (2000, quick 500)")
+    ap.add_argument("--concurrency", type=int, default=50)
+    ap.add_argument("--repeat", type=int, default=None, help="rounds (3, quick 1)")
+    args = ap.parse_args()
+    args.jobs = args.jobs or (500 if args.quick else 2000)
+    args.repeat = args.repeat or (1 if args.quick else 3)
+    with Run("webhook", args) as run:
+        runs = asyncio.run(measure(args, run.work))
+    summary: dict[str, Any] = {k: spread(v) for k, v in runs.items()}
+    summary["ratio_outbox_plain"] = summary["outbox"]["median"] / summary["plain"]["median"]
+
+    def cell(key: str, unit: str) -> str:
         s = summary[key]
         return f"{s['median']:,.0f} ({s['min']:,.0f}–{s['max']:,.0f}) {unit}"
 
-    print(f"| what ({args.jobs} events, median of {args.repeat}) | figure |")
-    print("|---|---|")
-    print(f"| state changes, no webhook subscribed | {fmt('plain', '/s')} |")
-    print(f"| state changes, each writing its outbox row | {fmt('outbox', '/s')} |")
-    print(f"| ratio | {summary['ratio_outbox_plain']:.2f} |")
-    print(f"| signed deliveries to one loopback receiver | {fmt('delivery', 'events/s')} |")
-    return 0
+    table = "\n".join([
+        f"| what ({args.jobs} events, median of {args.repeat}) | figure |",
+        "|---|---|",
+        f"| state changes, no webhook subscribed | {cell('plain', '/s')} |",
+        f"| state changes, each writing its outbox row | {cell('outbox', '/s')} |",
+        f"| ratio | {summary['ratio_outbox_plain']:.2f} |",
+        f"| signed deliveries to one loopback receiver | {cell('delivery', 'events/s')} |",
+    ])  # fmt: skip
+    return run.finish(table, settings=vars(args), summary=summary, runs=runs)
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main(sys.argv[1:])))
+    sys.exit(main())

@@ -7,7 +7,7 @@
 #    (python3 python3-venv cups-ipp-utils dbus-daemon curl make);
 # 2. creates .venv and installs edgeprint with its test extras (again only when
 #    pyproject.toml changed since the last run);
-# 3. starts two real IPP Everywhere printers (ippeveprinter, via tests/rig.py)
+# 3. starts two real IPP Everywhere printers (ippeveprinter, via testbed/rig.py)
 #    on free loopback ports, folder .quickstart/rig;
 # 4. writes .quickstart/config.toml: API on 127.0.0.1:8631, data in
 #    .quickstart/data, printer-01 and printer-02 in pool "lobby", a kiosk and a
@@ -38,7 +38,7 @@ else
 fi
 die() { printf 'quickstart: %s\n' "$*" >&2; exit 1; }
 
-[ -f pyproject.toml ] && [ -f tests/rig.py ] || die "run me from an edgeprint checkout"
+[ -f pyproject.toml ] && [ -f testbed/rig.py ] || die "run me from an edgeprint checkout"
 
 # --- 1. Debian packages ---------------------------------------------------------------
 packages=(python3 python3-venv cups-ipp-utils dbus-daemon curl make)
@@ -84,7 +84,7 @@ LOCK=$QS/data/edgeprint.lock
 if [ -f "$LOCK" ] && ! flock -n "$LOCK" true 2>/dev/null; then
     die "an appliance from an earlier quickstart in this folder is still running (pid $(head -n1 "$LOCK" 2>/dev/null || echo '?')); stop it first (Ctrl-C in its terminal, or kill -TERM that pid), or run the second one from another clone"
 fi
-"$VENV_PY" -m tests.rig stop "$RIG_DIR" >/dev/null # leftovers of an earlier run, by recorded pid
+"$VENV_PY" -m testbed.rig stop "$RIG_DIR" >/dev/null # leftovers of an earlier run, by recorded pid
 
 SERVE_PID=
 cleanup() {
@@ -96,7 +96,7 @@ cleanup() {
         kill -TERM "$SERVE_PID" 2>/dev/null
         wait "$SERVE_PID" 2>/dev/null
     fi
-    "$VENV_PY" -m tests.rig stop "$RIG_DIR" >/dev/null 2>&1
+    "$VENV_PY" -m testbed.rig stop "$RIG_DIR" >/dev/null 2>&1
     say "printers stopped" 2>/dev/null
     exit "$rc"
 }
@@ -114,7 +114,7 @@ trap cleanup EXIT
 trap on_signal INT TERM HUP
 
 say "starting 2 IPP printers (ippeveprinter) in $RIG_DIR"
-"$VENV_PY" -m tests.rig start "$RIG_DIR" -n 2 >/dev/null
+"$VENV_PY" -m testbed.rig start "$RIG_DIR" -n 2 >/dev/null
 uri() { awk -F'\t' -v n="$1" '$1 == n { print $2 }' "$RIG_DIR/printers.tsv"; }
 URI1=$(uri printer-01)
 URI2=$(uri printer-02)
@@ -173,7 +173,7 @@ cat "$QS/tokens.toml" >>"$CONFIG.new"
 mv "$CONFIG.new" "$CONFIG"
 .venv/bin/edgeprint check-config "$CONFIG" >/dev/null
 
-"$VENV_PY" -c 'from tests.pdfs import make_pdf; open(".quickstart/badge.pdf", "wb").write(make_pdf("Ada Lovelace"))'
+"$VENV_PY" -c 'from testbed.pdfs import make_pdf; open(".quickstart/badge.pdf", "wb").write(make_pdf("Ada Lovelace"))'
 
 # --- 5. run -----------------------------------------------------------------------------------
 API=http://127.0.0.1:$PORT
@@ -201,7 +201,7 @@ cat <<EOF
     curl -s -H "Authorization: Bearer \$KIOSK_TOKEN" $API/v1/jobs/JOB_ID
     curl -s -H "Authorization: Bearer \$KIOSK_TOKEN" "$API/v1/jobs?limit=20"
 
-    # the printers, and what they printed: .venv/bin/python -m tests.rig status $RIG_DIR
+    # the printers, and what they printed: .venv/bin/python -m testbed.rig status $RIG_DIR
 
   Ctrl-C stops the appliance and the printers.
 

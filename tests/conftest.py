@@ -12,41 +12,15 @@ from typing import Any
 import aiohttp
 import pytest
 
-from edgeprint.api.auth import token_digest
 from edgeprint.config import Config, parse_config
 from edgeprint.server import DB_FILE, Running, running
-from tests.pdfs import make_pdf
+from testbed.config import KIOSK_TOKEN as KIOSK_TOKEN
+from testbed.config import TECH_TOKEN as TECH_TOKEN
+from testbed.config import config_dict as config_dict
+from testbed.config import to_toml as to_toml
+from testbed.pdfs import make_pdf
 
 pytest_plugins = ["tests.rig_fixtures", "tests.mdns", "tests.pg_fixtures"]
-
-KIOSK_TOKEN = "kiosk-token-for-tests"
-TECH_TOKEN = "tech-token-for-tests"
-
-
-def config_dict(data_dir: Path, **server: Any) -> dict[str, Any]:
-    """A config with printers 01 and 02 in pool 'lobby', 03 alone, a kiosk and a tech token."""
-    return {
-        # Load tests send thousands of requests from one token: the per-token limit is
-        # raised here and tested on its own (tests/test_hostile.py).
-        "server": {
-            "host": "127.0.0.1",
-            "port": 0,
-            "data_dir": str(data_dir),
-            "rate_limit": "1000000/second",
-            **server,
-        },
-        "printers": [
-            {"name": "printer-01", "uri": "ipp://127.0.0.1:1/ipp/print", "pool": "lobby"},
-            {"name": "printer-02", "uri": "ipp://127.0.0.1:2/ipp/print", "pool": "lobby"},
-            {"name": "printer-03", "uri": "ipp://127.0.0.1:3/ipp/print"},
-        ],
-        # DNS-SD is tested on its own (tests/test_ipp_advertise.py): test appliances stay quiet.
-        "ipp": {"advertise": False},
-        "tokens": [
-            {"name": "kiosk-1", "role": "kiosk", "sha256": token_digest(KIOSK_TOKEN)},
-            {"name": "tech-1", "role": "tech", "sha256": token_digest(TECH_TOKEN)},
-        ],
-    }
 
 
 @pytest.fixture
@@ -144,26 +118,3 @@ def make_appliance(tmp_path: Path) -> Callable[..., Any]:
 async def app(make_appliance: Callable[..., Any]) -> AsyncIterator[Appliance]:
     async with make_appliance() as a:
         yield a
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int | float):
-        return repr(v)
-    return json.dumps(str(v))
-
-
-def to_toml(data: dict[str, Any]) -> str:
-    """A TOML text for a config dict of tables and arrays of tables (enough for our configs)."""
-    lines: list[str] = []
-    for key, value in data.items():
-        if isinstance(value, dict):
-            lines.append(f"[{key}]")
-            lines += [f"{k} = {_toml_value(v)}" for k, v in value.items()]
-        else:
-            for item in value:
-                lines.append(f"[[{key}]]")
-                lines += [f"{k} = {_toml_value(v)}" for k, v in item.items()]
-        lines.append("")
-    return "\n".join(lines)

@@ -1,6 +1,6 @@
 """A loopback IPP proxy that makes a real printer misbehave the way real printers do.
 
-It stands *in front of* a real ``ippeveprinter`` (tests/rig.py), which stays the
+It stands *in front of* a real ``ippeveprinter`` (testbed/rig.py), which stays the
 ground truth of what came out (its own log): the proxy never decides what
 prints, it only changes what edgeprint is told, or cuts what the printer gets.
 Every answer goes through edgeprint's own lossless codec

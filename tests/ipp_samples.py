@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.pdfs import raw_pdf
+from testbed.pdfs import raw_pdf
 
 #: PWG raster file name → (document, raster type keyword, dpi).
 _NAME = re.compile(r"^(.+)-(black-1|cmyk-8|sgray-8|srgb-8|srgb-16)-(\d+)dpi\.pwg$")

@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.rig import RigError, _pid_is, _read_int, _tail
+from testbed.rig import RigError, _pid_is, _read_int, _tail
 
 HERE = Path(__file__).resolve().parent
 PRINTER_URI = "ipp://localhost/ipp/print"

@@ -8,41 +8,18 @@ import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from edgeprint.config import parse_config
 from edgeprint.server import Running, running
-from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, config_dict
-from tests.pdfs import make_pdf
-from tests.rig import Rig
-
-#: Fast dispatch settings for tests (seconds).
-FAST_DISPATCH = {
-    "poll_interval_min_s": 0.005,
-    "poll_interval_max_s": 0.05,
-    "idle_probe_interval_s": 0.5,
-    "unreachable_retry_max_s": 0.2,
-    "busy_backoff_s": 0.02,
-    "retry_base_s": 0.05,
-    "retry_max_s": 0.2,
-    "request_timeout_s": 2.0,
-    "upload_timeout_s": 5.0,
-}
-
-
-def rig_config(
-    data_dir: Path, rig: Rig, pool: str | None = "lobby", **dispatch: Any
-) -> dict[str, Any]:
-    """A config dict whose printers are the rig's (all in ``pool``), with fast dispatch."""
-    cfg = config_dict(data_dir)
-    cfg["printers"] = [
-        {"name": p.name, "uri": p.uri, **({"pool": pool} if pool else {})} for p in rig
-    ]
-    cfg["dispatch"] = {**FAST_DISPATCH, **dispatch}
-    return cfg
+from testbed.config import FAST_DISPATCH as FAST_DISPATCH
+from testbed.config import KIOSK_TOKEN, TECH_TOKEN
+from testbed.config import rig_config as rig_config
+from testbed.pdfs import make_pdf
+from testbed.rig import Rig
+from testbed.rig import printed_names as printed_names
 
 
 @dataclass
@@ -92,15 +69,6 @@ class Client:
                 pending = {j["id"]: j["state"] for j in jobs if j["state"] not in states}
                 raise AssertionError(f"not {states} after {timeout_s}s: {pending}")
             await asyncio.sleep(0.02)  # polling a condition, bounded by the deadline
-
-
-def printed_names(rig: Rig) -> dict[str, list[str]]:
-    """job-name → printers that printed it (ground truth from each printer's log)."""
-    out: dict[str, list[str]] = {}
-    for p in rig:
-        for line in rig.printed(p.name):
-            out.setdefault(line.job_name, []).append(p.name)
-    return out
 
 
 def assert_each_printed_once(rig: Rig, job_ids: list[str]) -> None:

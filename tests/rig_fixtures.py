@@ -1,4 +1,4 @@
-"""Pytest fixtures for real IPP printers (see tests/rig.py).
+"""Pytest fixtures for real IPP printers (see testbed/rig.py).
 
 Registered from tests/conftest.py with ``pytest_plugins = ["tests.rig_fixtures"]``.
 """
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from testbed.rig import Rig, find_tool
 from tests.lprint_rig import LPrintRig
-from tests.rig import Rig, find_tool
 
 #: CI must fail, not skip, when the printers cannot be had.
 _FALSY = {"", "0", "false", "no", "off"}
@@ -40,7 +40,7 @@ def require_ippeveprinter() -> None:
 def printers(tmp_path: Path) -> Iterator[Rig]:
     """Two real printers, printer-01 and printer-02, on free loopback ports.
 
-    Yields the :class:`~tests.rig.Rig`: ``printers["printer-01"].uri``,
+    Yields the :class:`~testbed.rig.Rig`: ``printers["printer-01"].uri``,
     ``printers.printed("printer-01")``, ``for p in printers``. Stopped after the test.
     """
     require_ippeveprinter()

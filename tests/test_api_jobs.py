@@ -5,8 +5,8 @@ from __future__ import annotations
 import hypothesis
 import hypothesis.strategies
 
+from testbed.pdfs import make_pdf
 from tests.conftest import TECH_TOKEN, Appliance
-from tests.pdfs import make_pdf
 
 
 async def test_submit_held_job_then_get_it(app: Appliance) -> None:

@@ -18,8 +18,7 @@ import pytest
 import yarl
 
 from edgeprint.store.jobs import JobRecord
-from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance
-from tests.pdfs import (
+from testbed.pdfs import (
     make_deep_page_tree_pdf,
     make_encrypted_pdf,
     make_lying_count_pdf,
@@ -28,6 +27,7 @@ from tests.pdfs import (
     make_pdf,
     make_repeated_kids_pdf,
 )
+from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance
 from tests.polling import eventually
 
 PROBLEM = "urn:edgeprint:problem:"

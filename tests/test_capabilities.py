@@ -9,9 +9,9 @@ import pytest
 
 from edgeprint.documents import capabilities as caps_mod
 from edgeprint.documents.capabilities import Media, Resolution, parse_capabilities
+from testbed.rig import Rig
 from tests.ipp_helpers import printer_attributes
 from tests.lprint_rig import LPrintRig
-from tests.rig import Rig
 from tests.rig_fixtures import one_printer
 
 LETTER = Media("na_letter_8.5x11in", 21590, 27940, 635, 635, 635, 635)

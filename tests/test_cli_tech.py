@@ -21,10 +21,10 @@ import pytest
 from aiohttp import web
 
 from edgeprint import cli
+from testbed.rig import Rig
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance, config_dict, to_toml
 from tests.polling import eventually
 from tests.printing import Client, appliance, rig_config
-from tests.rig import Rig
 
 
 async def run_cli(

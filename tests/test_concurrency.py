@@ -10,8 +10,8 @@ import resource
 import aiohttp
 import pytest
 
+from testbed.pdfs import make_pdf
 from tests.conftest import KIOSK_TOKEN, Appliance
-from tests.pdfs import make_pdf
 
 
 @pytest.fixture(autouse=True)

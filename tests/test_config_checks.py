@@ -13,8 +13,8 @@ import pytest
 from edgeprint import cli
 from edgeprint.config import load_config, parse_config
 from edgeprint.config_checks import warnings
+from testbed.proc import ServeProcess
 from tests.conftest import config_dict, to_toml
-from tests.proc import ServeProcess
 
 ROOT = Path(__file__).parent.parent
 

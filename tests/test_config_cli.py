@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from edgeprint import cli
+from testbed.proc import ServeProcess
 from tests.conftest import config_dict, to_toml
-from tests.proc import ServeProcess
 
 GOOD_HASH = "0" * 64
 

@@ -30,9 +30,9 @@ from schemathesis.specs.openapi.checks import (
 from edgeprint.api import openapi
 from edgeprint.api.app import Deps
 from edgeprint.api.routes import build_app
+from testbed.pdfs import make_pdf
 from tests.conftest import TECH_TOKEN
 from tests.live import Live, live_appliance, unlimited_config
-from tests.pdfs import make_pdf
 
 CHECKS = [
     not_a_server_error,

@@ -12,11 +12,11 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from testbed.proc import ServeProcess
+from testbed.rig import Rig
 from tests.conftest import to_toml
 from tests.polling import eventually
 from tests.printing import Client, assert_each_printed_once, printed_names, rig_config
-from tests.proc import ServeProcess
-from tests.rig import Rig
 
 pytestmark = pytest.mark.slow
 

@@ -20,12 +20,12 @@ from typing import Any
 import aiohttp
 import pytest
 
+from testbed.pdfs import make_pdf
+from testbed.proc import ServeProcess
+from testbed.rig import Rig
 from tests.conftest import to_toml
 from tests.ipp_proxy import PERSONALITIES, IppProxy, Personality
-from tests.pdfs import make_pdf
 from tests.printing import Client, rig_config
-from tests.proc import ServeProcess
-from tests.rig import Rig
 
 pytestmark = pytest.mark.slow
 

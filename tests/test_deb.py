@@ -23,11 +23,11 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.pdfs import make_pdf
+from testbed.pdfs import make_pdf
+from testbed.proc import ServeProcess
+from testbed.rig import Rig
 from tests.polling import eventually
 from tests.printing import assert_each_printed_once
-from tests.proc import ServeProcess
-from tests.rig import Rig
 from tests.rig_fixtures import in_ci
 
 pytestmark = pytest.mark.slow

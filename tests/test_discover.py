@@ -1,6 +1,6 @@
 """`edgeprint discover`: real printers advertised over multicast DNS on loopback are listed.
 
-The test advertises real ippeveprinter printers (tests/rig.py) with python-zeroconf on
+The test advertises real ippeveprinter printers (testbed/rig.py) with python-zeroconf on
 127.0.0.1 (multicast switched on for ``lo`` when it is off: root), and runs the command
 as a technician would, browsing only on 127.0.0.1.
 """
@@ -19,9 +19,9 @@ from edgeprint.cli.discover import nothing_found, render
 from edgeprint.config import parse_config
 from edgeprint.ipp_server.advertise import service_info
 from edgeprint.printers.discover import FoundPrinter, config_name
+from testbed.rig import Rig
 from tests.conftest import config_dict
 from tests.mdns import LOOPBACK, advertise, port_of
-from tests.rig import Rig
 
 
 def _discover(*args: str) -> subprocess.CompletedProcess[str]:

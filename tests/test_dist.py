@@ -10,10 +10,10 @@ import aiohttp
 import pytest
 
 from edgeprint import __version__
+from testbed.proc import ServeProcess
+from testbed.rig import Rig
 from tests.conftest import to_toml
 from tests.printing import Client, assert_each_printed_once, rig_config
-from tests.proc import ServeProcess
-from tests.rig import Rig
 from tests.rig_fixtures import in_ci
 
 pytestmark = pytest.mark.slow

@@ -13,7 +13,7 @@ import pypdf
 import pytest
 
 from edgeprint import documents, errors
-from tests.pdfs import (
+from testbed.pdfs import (
     make_deep_page_tree_pdf,
     make_encrypted_pdf,
     make_lying_count_pdf,

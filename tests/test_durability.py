@@ -7,9 +7,9 @@ from pathlib import Path
 
 import aiohttp
 
+from testbed.pdfs import make_pdf
+from testbed.proc import ServeProcess
 from tests.conftest import KIOSK_TOKEN, config_dict, to_toml
-from tests.pdfs import make_pdf
-from tests.proc import ServeProcess
 
 
 async def _submit(http: aiohttp.ClientSession, url: str, key: str, doc: bytes) -> dict[str, str]:

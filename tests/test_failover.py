@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from testbed.rig import Rig
 from tests.polling import eventually
 from tests.printing import appliance, printed_names, rig_config
-from tests.rig import Rig
 
 pytestmark = pytest.mark.slow
 
@@ -149,7 +149,7 @@ async def test_busy_printer_is_backpressure_not_failure(tmp_path: Path, printers
 async def _print_when_free(client: object, name: str) -> None:
     """Another client's Print-Job, retried while the printer answers busy (bounded)."""
     from edgeprint import errors
-    from tests.pdfs import make_pdf
+    from testbed.pdfs import make_pdf
 
     deadline = time.monotonic() + 20
     while True:

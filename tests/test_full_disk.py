@@ -44,11 +44,11 @@ import pytest
 from edgeprint import errors
 from edgeprint.config import parse_config
 from edgeprint.server import DB_FILE, Running, running
+from testbed.pdfs import make_pdf
+from testbed.rig import Rig
 from tests.conftest import KIOSK_TOKEN, config_dict
-from tests.pdfs import make_pdf
 from tests.polling import eventually
 from tests.printing import Client, assert_each_printed_once, rig_config
-from tests.rig import Rig
 from tests.rig_fixtures import in_ci
 
 STORAGE_FULL = "urn:edgeprint:problem:storage-full"

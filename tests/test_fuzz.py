@@ -33,9 +33,9 @@ from hypothesis import strategies as st
 
 from edgeprint.printers import codec
 from edgeprint.server import DB_FILE
+from testbed.pdfs import make_pdf
 from tests.conftest import KIOSK_TOKEN
 from tests.live import Live, live_appliance, unlimited_config
-from tests.pdfs import make_pdf
 from tests.polling import eventually_sync
 
 PROBLEM_TYPE = "urn:edgeprint:problem:"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from testbed.rig import Rig
 from tests.polling import eventually
 from tests.printing import appliance, rig_config
-from tests.rig import Rig
 from tests.test_cli_tech import run_cli
 
 PROBLEM = "urn:edgeprint:problem:"

@@ -31,8 +31,8 @@ from edgeprint.printers.codec import (
     Value,
     attr,
 )
-from tests.pdfs import make_pdf
-from tests.rig import Rig
+from testbed.pdfs import make_pdf
+from testbed.rig import Rig
 from tests.rig_fixtures import require_ippeveprinter
 
 # --- messages from a real printer ------------------------------------------------------

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 from edgeprint.ipp_server import attributes as A
+from testbed.pdfs import make_pdf
+from testbed.rig import Rig, find_tool
 from tests import ipp_samples
 from tests.conftest import KIOSK_TOKEN
-from tests.pdfs import make_pdf
 from tests.printing import appliance, rig_config
-from tests.rig import Rig, find_tool
 
 TESTS_DIR = Path("/usr/share/cups/ipptool")
 #: What the queues claim in pwg-raster-document-resolution-supported and -type-supported:

@@ -30,11 +30,11 @@ from bench.cups_rig import (
     CupsError,
     cups_tools,
 )
+from testbed.pdfs import make_pdf
+from testbed.proc import ServeProcess
+from testbed.rig import Rig, free_ports
 from tests.conftest import KIOSK_TOKEN, to_toml
-from tests.pdfs import make_pdf
 from tests.printing import Client, appliance, assert_each_printed_once, rig_config
-from tests.proc import ServeProcess
-from tests.rig import Rig, free_ports
 from tests.rig_fixtures import in_ci
 
 T = TypeVar("T")

@@ -18,11 +18,11 @@ from edgeprint.ipp_server.operations import Context
 from edgeprint.printers import codec, supplies
 from edgeprint.printers.codec import GroupTag, Operation, Status, Tag, attr
 from edgeprint.printers.health import PrinterSnapshot
+from testbed.pdfs import make_page_tree_cycle_pdf, make_pdf
+from testbed.rig import Rig
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance
 from tests.ipp_client import IppQueue, status_message
-from tests.pdfs import make_page_tree_cycle_pdf, make_pdf
 from tests.printing import appliance, assert_each_printed_once, rig_config
-from tests.rig import Rig
 
 # --- helpers ---------------------------------------------------------------------------
 
@@ -532,7 +532,7 @@ async def _rendered_badge(tmp_path: Path, fmt: str) -> bytes:
     from edgeprint.documents import ladder
     from edgeprint.documents.capabilities import Media, Resolution
     from edgeprint.documents.render import RenderPool
-    from tests.pdfs import make_badge_pdf
+    from testbed.pdfs import make_badge_pdf
 
     pdf = tmp_path / "phone.pdf"
     pdf.write_bytes(make_badge_pdf("Phone Photo"))

@@ -6,8 +6,8 @@ import asyncio
 import json
 from pathlib import Path
 
+from testbed.proc import ServeProcess
 from tests.conftest import KIOSK_TOKEN, config_dict, to_toml
-from tests.proc import ServeProcess
 
 
 async def _raw(port: int, request: bytes) -> bytes:

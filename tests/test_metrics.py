@@ -7,8 +7,8 @@ from pathlib import Path
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
+from testbed.rig import Rig
 from tests.printing import appliance, rig_config
-from tests.rig import Rig
 
 
 async def scrape(

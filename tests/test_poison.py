@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from testbed.rig import Rig
 from tests.polling import eventually
 from tests.printing import appliance, printed_names, rig_config
-from tests.rig import Rig
 
 pytestmark = pytest.mark.slow
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import psycopg
 
 from edgeprint.server import DB_FILE
-from tests.pdfs import make_pdf
+from testbed.pdfs import make_pdf
+from testbed.rig import Rig
 from tests.printing import appliance, assert_each_printed_once, printed_names, rig_config
-from tests.rig import Rig
 
 
 async def test_jobs_print_exactly_once_with_the_store_in_postgresql(

@@ -18,12 +18,12 @@ import pytest
 from edgeprint.printers import codec
 from edgeprint.printers.codec import Operation, Tag, attr
 from edgeprint.server import Running
+from testbed.pdfs import make_pdf
+from testbed.rig import Rig
 from tests.conftest import TECH_TOKEN
 from tests.ipp_proxy import IppProxy
-from tests.pdfs import make_pdf
 from tests.polling import eventually
 from tests.printing import Client, appliance, printed_names, rig_config
-from tests.rig import Rig
 
 pytestmark = pytest.mark.slow
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from testbed.rig import Rig
 from tests.printing import appliance, assert_each_printed_once, printed_names, rig_config
-from tests.rig import Rig
 
 
 async def test_thirty_jobs_over_two_printers_print_exactly_once(

@@ -15,13 +15,13 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests import pdfs
+from testbed import pdfs
+from testbed.rig import Rig
 from tests.conftest import TECH_TOKEN
 from tests.ipp_proxy import IppProxy
 from tests.lprint_rig import LPrintRig
 from tests.polling import eventually
 from tests.printing import Client, appliance, rig_config
-from tests.rig import Rig
 from tests.rig_fixtures import one_printer
 
 pytestmark = pytest.mark.slow

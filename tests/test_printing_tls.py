@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from testbed.rig import Rig
 from tests.conftest import TECH_TOKEN
 from tests.polling import eventually
 from tests.printing import Client, appliance, rig_config
-from tests.rig import Rig
 from tests.test_tls import file_fingerprint, ipps, plain_http  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.slow

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from edgeprint.documents import pwg, raster, urf
 from edgeprint.documents.decode import Malformed, decode_pwg, decode_urf, gray
 from edgeprint.documents.render import PageJob
-from tests import pdfs
+from testbed import pdfs
 from tests.raster_golden import SHAPES, TEXT, Tolerance, assert_close, ghostscript
 
 BADGE_HMM = (10160, 7620)  # 4x3 in

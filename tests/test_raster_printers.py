@@ -22,11 +22,11 @@ from edgeprint.documents import ladder
 from edgeprint.documents.capabilities import parse_capabilities
 from edgeprint.documents.decode import decode_pwg, decode_urf
 from edgeprint.documents.render import RenderPool
-from tests import pdfs
+from testbed import pdfs
+from testbed.rig import Rig, find_tool
 from tests.ipp_helpers import print_job, printer_attributes
 from tests.lprint_rig import LPrintRig
 from tests.polling import eventually
-from tests.rig import Rig, find_tool
 from tests.rig_fixtures import one_printer
 from tests.zpl_decode import graphics
 

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from edgeprint.server import DB_FILE
+from testbed.pdfs import make_pdf
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance
-from tests.pdfs import make_pdf
 
 PROBLEM = "urn:edgeprint:problem:"
 #: Twelve digits: a string this long does not turn up in a database file by chance.

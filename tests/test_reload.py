@@ -20,12 +20,12 @@ import pytest
 from edgeprint.api.auth import token_digest
 from edgeprint.config import parse_config
 from edgeprint.reload import changed_keys, restart_keys
+from testbed.pdfs import make_pdf
+from testbed.proc import ServeProcess
+from testbed.rig import Rig
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, config_dict, to_toml
-from tests.pdfs import make_pdf
 from tests.polling import eventually, eventually_sync
 from tests.printing import Client, assert_each_printed_once, rig_config
-from tests.proc import ServeProcess
-from tests.rig import Rig
 
 NEW_TOKEN = "kiosk-token-after-reload"
 

@@ -21,7 +21,7 @@ from edgeprint.documents.capabilities import Media, PrinterCapabilities, Resolut
 from edgeprint.documents.decode import decode_pwg, decode_urf, gray
 from edgeprint.documents.ladder import Choice, DocumentFacts
 from edgeprint.documents.render import PageJob, RenderPool
-from tests import pdfs
+from testbed import pdfs
 from tests.polling import eventually
 from tests.raster_golden import SHAPES, assert_close
 

@@ -14,7 +14,7 @@ from edgeprint.documents.capabilities import Media, Resolution
 from edgeprint.documents.decode import decode_pwg
 from edgeprint.documents.ladder import Choice
 from edgeprint.documents.render import RenderPool
-from tests import pdfs
+from testbed import pdfs
 
 A4 = Media("iso_a4_210x297mm", 21000, 29700)
 PWG = Choice("image/pwg-raster", "sgray_8", Resolution(100, 100), A4)

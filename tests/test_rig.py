@@ -39,11 +39,11 @@ from edgeprint.printers.ipp import (
     PrinterJob,
     PrinterStatus,
 )
-from tests import rig as rig_module
+from testbed import rig as rig_module
+from testbed.pdfs import make_pdf
+from testbed.rig import Rig, RigError, fault_line
 from tests import rig_fixtures
-from tests.pdfs import make_pdf
 from tests.polling import eventually
-from tests.rig import Rig, RigError, fault_line
 from tests.rig_fixtures import require_ippeveprinter
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -269,13 +269,13 @@ def test_missing_ippeveprinter_skips_locally_but_fails_in_ci(
 
 
 def test_command_line_start_status_count_stop(tmp_path: Path) -> None:
-    """``python -m tests.rig``: the printers outlive the start command; stop ends them."""
+    """``python -m testbed.rig``: the printers outlive the start command; stop ends them."""
     require_ippeveprinter()
     d = tmp_path / "cli-rig"
 
     def rig_cli(*args: str) -> str:
         done = subprocess.run(
-            [sys.executable, "-m", "tests.rig", *args],
+            [sys.executable, "-m", "testbed.rig", *args],
             cwd=PROJECT_ROOT,
             capture_output=True,
             text=True,
@@ -626,13 +626,13 @@ async def test_media_low_is_reported_and_does_not_stop_printing(
 
 
 def test_command_line_fault_clear_fault_and_media(tmp_path: Path) -> None:
-    """``python -m tests.rig fault|clear-fault|media``, and FAULT in ``status``."""
+    """``python -m testbed.rig fault|clear-fault|media``, and FAULT in ``status``."""
     require_ippeveprinter()
     d = tmp_path / "cli-rig"
 
     def rig_cli(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(
-            [sys.executable, "-m", "tests.rig", *args],
+            [sys.executable, "-m", "testbed.rig", *args],
             cwd=PROJECT_ROOT,
             capture_output=True,
             text=True,

@@ -20,13 +20,13 @@ from zeroconf import Zeroconf
 
 from edgeprint import setup
 from edgeprint.config import load_config
+from testbed.pdfs import make_pdf
+from testbed.proc import ServeProcess
+from testbed.rig import Rig
 from tests.conftest import to_toml
 from tests.mdns import advertise, port_of
-from tests.pdfs import make_pdf
 from tests.polling import eventually
 from tests.printing import FAST_DISPATCH, assert_each_printed_once
-from tests.proc import ServeProcess
-from tests.rig import Rig
 
 TOKEN_LINE = re.compile(r"^  (kiosk|tech) token \((kiosk-1|tech-1)\): (\S+)$", re.M)
 

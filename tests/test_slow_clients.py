@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
+from testbed.pdfs import make_pdf
 from tests.conftest import KIOSK_TOKEN, Appliance
-from tests.pdfs import make_pdf
 from tests.polling import eventually
 
 PROBLEM = "urn:edgeprint:problem:"

@@ -72,8 +72,8 @@ from edgeprint.store.jobs import (
     Jobs,
 )
 from edgeprint.store.postgres import PostgresStore
+from testbed.pdfs import make_pdf
 from tests.conftest import config_dict
-from tests.pdfs import make_pdf
 from tests.pg_fixtures import PostgresCluster
 
 S = JobState

@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 
 from edgeprint.api.status_page import CONTENT_SECURITY_POLICY, PAGE
+from testbed.rig import Rig
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance
 from tests.printing import appliance
-from tests.rig import Rig
 from tests.rig_fixtures import in_ci
 from tests.test_cli_tech import busy_floor, floor_config
 

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from edgeprint.service import Caller
+from testbed.rig import Rig
 from tests.cdp import Page, browser
 from tests.conftest import TECH_TOKEN
 from tests.printing import Client, appliance, printed_names, rig_config
-from tests.rig import Rig
 from tests.test_identify import identify_requests, wait_printed
 from tests.test_status_page import require_chromium
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from testbed.proc import ServeProcess
 from tests.conftest import config_dict, to_toml
-from tests.proc import ServeProcess
 
 UNIT = Path(__file__).parent.parent / "systemd" / "edgeprint.service"
 

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from testbed.rig import Rig
 from tests.conftest import TECH_TOKEN, Appliance
 from tests.printing import appliance, rig_config
-from tests.rig import Rig
 
 
 async def _dead_job(app: Appliance, key: str) -> dict[str, Any]:
@@ -146,8 +146,8 @@ async def _raw_submit(kiosk: Any, key: str, meta: dict[str, Any]) -> tuple[int, 
 
     import aiohttp
 
+    from testbed.pdfs import make_pdf
     from tests.conftest import KIOSK_TOKEN
-    from tests.pdfs import make_pdf
 
     form = aiohttp.FormData()
     form.add_field(

@@ -19,9 +19,9 @@ import pytest
 
 from edgeprint import errors
 from edgeprint.printers import tls
+from testbed.rig import Printer, Rig
 from tests.ipp_helpers import printer_attributes
 from tests.polling import eventually
-from tests.rig import Printer, Rig
 from tests.rig_fixtures import require_ippeveprinter
 
 

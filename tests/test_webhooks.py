@@ -22,11 +22,11 @@ from edgeprint.config import parse_config
 from edgeprint.server import DB_FILE
 from edgeprint.store.interface import Store as StoreInterface
 from edgeprint.store.outbox import Outbox
+from testbed.proc import ServeProcess
+from testbed.rig import Rig
 from tests.conftest import TECH_TOKEN, Appliance, config_dict, to_toml
 from tests.polling import eventually
 from tests.printing import Client, appliance, assert_each_printed_once, rig_config
-from tests.proc import ServeProcess
-from tests.rig import Rig
 from tests.test_resolve import dead_job
 from tests.webhook_receiver import Receiver, webhook
 

@@ -1,14 +1,14 @@
-"""Real IPP printers on loopback for tests: N ``ippeveprinter`` processes (stdlib only).
+"""Real IPP printers on loopback for tests and benches: ``ippeveprinter`` processes (stdlib only).
 
 ``ippeveprinter`` is the IPP Everywhere printer that ships with CUPS (Debian
 package ``cups-ipp-utils``). The rig does not fake a printer; it starts real
 ones, each on its own loopback port, and gives every printer a print command
-(``tests/rig_print_command.sh``) that appends one ground-truth line per printed
+(``testbed/rig_print_command.sh``) that appends one ground-truth line per printed
 document to ``printer-NN/prints.log``.
 
 Python API::
 
-    from tests.rig import Rig
+    from testbed.rig import Rig
 
     rig = Rig(tmp_path / "rig", seconds_per_page=0)
     rig.start(2)                      # printer-01, printer-02 on free ports
@@ -23,13 +23,13 @@ Python API::
 
 Command line (from the project root)::
 
-    python -m tests.rig start DIR [-n N] [--base-port P] [--speed S]
-    python -m tests.rig status DIR | count DIR | stop DIR
-    python -m tests.rig kill|hang|resume|restart DIR NAME
-    python -m tests.rig speed DIR NAME SECONDS_PER_PAGE
-    python -m tests.rig fault DIR NAME [--once] [--match SUBSTRING] MODE [ARG...]
-    python -m tests.rig clear-fault DIR NAME
-    python -m tests.rig media DIR NAME empty|low|loaded
+    python -m testbed.rig start DIR [-n N] [--base-port P] [--speed S]
+    python -m testbed.rig status DIR | count DIR | stop DIR
+    python -m testbed.rig kill|hang|resume|restart DIR NAME
+    python -m testbed.rig speed DIR NAME SECONDS_PER_PAGE
+    python -m testbed.rig fault DIR NAME [--once] [--match SUBSTRING] MODE [ARG...]
+    python -m testbed.rig clear-fault DIR NAME
+    python -m testbed.rig media DIR NAME empty|low|loaded
 
 How each printer runs (all flags matter)::
 
@@ -128,7 +128,8 @@ PRINT_COMMAND = HERE / "rig_print_command.sh"
 CANCEL_TEST = HERE / "rig_job_canceled.test"
 
 DEFAULT_FORMATS = "application/pdf"
-MAX_PRINTERS = 99
+#: printer-01 … printer-99, then printer-100 … (the 200-printer benchmark)
+MAX_PRINTERS = 250
 #: Attempts per printer when an automatically chosen port was taken meanwhile.
 PORT_ATTEMPTS = 3
 POLL_INTERVAL_S = 0.05
@@ -311,6 +312,11 @@ def _check_reasons(text: str, *, several: bool = True) -> None:
 # --- tools and processes ----------------------------------------------------------
 
 
+def _number(folder: Path) -> int:
+    """printer-NN → NN (sorts printer-100 after printer-99)."""
+    return int(folder.name.rsplit("-", 1)[1])
+
+
 def find_tool(name: str) -> str | None:
     """Path of ``name`` on PATH or in the sbin folders (a non-root PATH lacks /usr/sbin)."""
     found = shutil.which(name)
@@ -466,7 +472,7 @@ def probe(port: int, timeout: float = 2.0) -> bool:
 class Rig:
     """A set of ippeveprinter processes sharing one folder and one private dbus-daemon.
 
-    The folder is the state: another process (``python -m tests.rig stop DIR``) can
+    The folder is the state: another process (``python -m testbed.rig stop DIR``) can
     stop or poke printers that this one started.
     """
 
@@ -503,7 +509,7 @@ class Rig:
     def printers(self) -> list[Printer]:
         """The printers recorded in the folder, by name (running or not)."""
         out = []
-        for d in sorted(self.root.glob("printer-[0-9][0-9]")):
+        for d in sorted(self.root.glob("printer-[0-9][0-9]*"), key=_number):
             port = _read_int(d / "port")
             if d.is_dir() and port is not None:
                 out.append(Printer(d.name, port, d, _read_int(d / "pid")))
@@ -584,7 +590,7 @@ class Rig:
                 raise RigError(f"port(s) {busy} already in use on 127.0.0.1 or ::1")
 
         self.root.mkdir(parents=True, exist_ok=True)
-        for d in self.root.glob("printer-[0-9][0-9]"):
+        for d in self.root.glob("printer-[0-9][0-9]*"):
             shutil.rmtree(d)
         (self.root / "printers.tsv").unlink(missing_ok=True)
         self._install_bin(tools)
@@ -938,6 +944,15 @@ class Rig:
 # --- command line -------------------------------------------------------------------
 
 
+def printed_names(rig: Rig) -> dict[str, list[str]]:
+    """job-name → printers that printed it (ground truth from each printer's log)."""
+    out: dict[str, list[str]] = {}
+    for p in rig:
+        for line in rig.printed(p.name):
+            out.setdefault(line.job_name, []).append(p.name)
+    return out
+
+
 def _status(rig: Rig, out: IO[str]) -> None:
     out.write(
         f"{'NAME':<11} {'PORT':<6} {'PID':<8} {'STATE':<8} {'PRINTED':>7} {'RECEIVED':>8}  FAULT\n"
@@ -952,7 +967,7 @@ def _status(rig: Rig, out: IO[str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m tests.rig", description="real IPP printers (ippeveprinter) on loopback"
+        prog="python -m testbed.rig", description="real IPP printers (ippeveprinter) on loopback"
     )
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     s = sub.add_parser("start", help="start N printers in DIR")

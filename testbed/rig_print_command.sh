@@ -1,7 +1,7 @@
 #!/bin/sh
 # rig_print_command.sh - the "print engine" of each test printer (ippeveprinter -c).
 #
-# tests/rig.py starts ippeveprinter with "-c <this script>"; ippeveprinter runs
+# testbed/rig.py starts ippeveprinter with "-c <this script>"; ippeveprinter runs
 # it once per document with the spool file as $1. While it runs the IPP job is
 # "processing"; exit 0 makes the job "completed", any other status "aborted".
 # stderr lines starting with ATTR:, INFO:, ERROR:, STATE: are read by
@@ -56,7 +56,7 @@
 # Environment:
 #   from ippeveprinter: IPP_JOB_ID, IPP_JOB_NAME, IPP_JOB_URI, IPP_COPIES,
 #                       IPP_JOB_ORIGINATING_USER_NAME
-#   from tests/rig.py:  RIG_PRINTER_DIR       this printer's folder (required)
+#   from testbed/rig.py:  RIG_PRINTER_DIR       this printer's folder (required)
 #                       RIG_SECONDS_PER_PAGE  simulated speed (default 0); the
 #                                             file $RIG_PRINTER_DIR/seconds-per-page
 #                                             wins, so it can change while running

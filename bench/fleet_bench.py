@@ -1,0 +1,195 @@
+"""Many printers on one box: 200 real ``ippeveprinter`` printers and one appliance.
+
+The rig starts ``--printers`` printers on loopback (0 s/page, one private dbus-daemon)
+and the appliance as a child process with the code's default settings, except each
+printer's ``high_water`` (waiting jobs before a 503), raised to hold its share of the
+jobs. Figures, each printed beside its goal:
+
+1. RSS of the appliance (VmRSS, /proc) once every printer is healthy — goal ≤ 150 MiB.
+2. Idle CPU of the appliance and its render workers over ``--idle-s`` seconds with
+   nothing to print (the printers' probes included) — goal ≤ 5 % of one core.
+3. ``--jobs`` jobs, each named for a printer in turn (all printers get the same share),
+   submitted held and released while every printer is paused (``POST
+   /v1/printers/{name}/pause``), then every printer resumed: all print at once. The gap each
+   printer sees between two jobs while work waits: from its ``prints.log`` line of job n
+   to the start of job n+1 (its print time less its ``Processing time`` in
+   ``server.log``), counted only when job n+1 was released before job n came out —
+   goal p90 ≤ 50 ms. Every job printed exactly once (the printers' logs).
+4. RSS after those jobs (all DONE) — goal ≤ 150 MiB; descriptors and threads before and
+   after, for the record.
+
+Writes ``bench/results/fleet.json``. Exit code 1 when a job was lost or printed twice or
+the run could not be measured (a figure above its goal is reported, not a failure).
+
+    .venv/bin/python -m bench.fleet_bench            # 200 printers, 10,000 jobs
+    .venv/bin/python -m bench.fleet_bench --quick    # 50 printers, 1,000 jobs
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import sys
+import time
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
+
+from bench.harness import (
+    Kiosk,
+    Run,
+    Stand,
+    Tech,
+    figures_markdown,
+    gaps,
+    ground_truth,
+    http_session,
+    ms,
+    open_fds,
+    parser,
+    percentile,
+    percentiles_ms,
+    printed_count,
+    proc_status,
+    read_store,
+    tree_cpu_s,
+    until,
+    versus,
+)
+
+RSS_GOAL_MIB = 150.0
+IDLE_CPU_GOAL_PCT = 5.0
+GAP_P90_GOAL_MS = 50.0
+CONCURRENCY = 16
+HEALTHY_TIMEOUT_S = 120.0
+T = TypeVar("T")
+
+
+async def fleet(stand: Stand, jobs: int, idle_s: float) -> dict[str, Any]:
+    """Healthy → RSS and idle CPU → every printer printing → RSS; figures and raw samples."""
+    n = len(stand.rig)
+    names = [p.name for p in stand.rig]
+    out: dict[str, Any] = {"printers": n, "jobs": jobs}
+    async with http_session() as http:
+        kiosk, tech = Kiosk(http, stand.url), Tech(http, stand.url)
+        t0 = time.monotonic()
+        await until(lambda: tech.all_healthy(n), HEALTHY_TIMEOUT_S, 0.2, "printers not healthy")
+        out["start_to_all_healthy_s"] = round(time.monotonic() - t0, 2)
+        out["at_ready"] = {**proc_status(stand.pid), "fds": open_fds(stand.pid)}
+        cpu0, w0 = tree_cpu_s(stand.pid), time.monotonic()
+        await asyncio.sleep(idle_s)  # the measurement window itself, not a synchronisation
+        out["idle_cpu_pct"] = round(
+            100 * (tree_cpu_s(stand.pid) - cpu0) / (time.monotonic() - w0), 2
+        )
+        sem = asyncio.Semaphore(CONCURRENCY)
+
+        async def each(calls: Sequence[Awaitable[T]]) -> list[T]:
+            async def one(call: Awaitable[T]) -> T:
+                async with sem:
+                    return await call
+
+            return list(await asyncio.gather(*(one(c) for c in calls)))
+
+        # Every printer paused while its jobs are released: then all start at once, each
+        # with its whole share waiting (a named job waits for its paused printer when
+        # every printer of its pool is paused).
+        await each([tech.post(f"/v1/printers/{name}/pause") for name in names])
+        t0 = time.monotonic()
+        keys = [(f"fleet-{i:06d}", names[i % n]) for i in range(jobs)]
+        ids = await each([kiosk.submit(key, printer=name, hold=True) for key, name in keys])
+        out["submit_s"] = round(time.monotonic() - t0, 2)
+        t0 = time.monotonic()
+        await each([kiosk.release(i) for i in ids])
+        out["release_s"] = round(time.monotonic() - t0, 2)
+        t0, t_resume, cpu0 = time.monotonic(), time.time(), tree_cpu_s(stand.pid)
+        await each([tech.post(f"/v1/printers/{name}/resume") for name in names])
+
+        async def all_out() -> bool:
+            return printed_count(stand.rig) >= jobs
+
+        await until(all_out, 60.0 + jobs * 0.05, 0.1, f"fewer than {jobs} printed")
+        out["resume_to_all_printed_s"] = round(time.monotonic() - t0, 2)
+        busy = (tree_cpu_s(stand.pid) - cpu0) / (time.monotonic() - t0)
+        out["printing_cpu_cores"] = round(busy, 2)
+        await kiosk.wait_settled(60.0)
+        out["after_jobs"] = {**proc_status(stand.pid), "fds": open_fds(stand.pid)}
+    stand.stop()
+    store = read_store(stand.data_dir)
+    # Every job was released before the printers resumed: each gap is one while work waited.
+    last_release = max(store.first(i, "RELEASED") or math.inf for i in ids)
+    out["all_released_before_resume"] = last_release <= t_resume
+    g = gaps(stand, store)
+    out["gap_pairs"] = len(g["idle"])
+    out["gap_waiting"] = percentiles_ms(g["idle"])
+    for part in ("detect", "done_to_claim", "claim_to_start", "processing"):
+        out[f"{part}_p50_ms"] = ms(percentile(g[part], 50))
+    return {**out, **ground_truth(stand.rig, ids)}
+
+
+def table(r: dict[str, Any], idle_s: float) -> list[dict[str, Any]]:
+    n, jobs = r["printers"], r["jobs"]
+    goal = "goal"
+    return [
+        versus(f"{n} printers: appliance RSS at ready", "MiB", r["at_ready"]["VmRSS"],
+               goal, RSS_GOAL_MIB),
+        versus(f"{n} printers: appliance RSS after {jobs:,} jobs", "MiB",
+               r["after_jobs"]["VmRSS"], goal, RSS_GOAL_MIB, f"peak {r['after_jobs']['VmHWM']}"),
+        versus(f"{n} printers idle: appliance CPU, probes included", "% of a core",
+               r["idle_cpu_pct"], goal, IDLE_CPU_GOAL_PCT, f"over {idle_s:g} s"),
+        versus(f"{n} printers printing at once: idle gap between jobs while work waits, p90",
+               "ms", r["gap_waiting"]["p90_ms"], goal, GAP_P90_GOAL_MS,
+               f"p50 {r['gap_waiting']['p50_ms']} ms, p99 {r['gap_waiting']['p99_ms']} ms over "
+               f"{r['gap_pairs']:,} gaps; parts, p50: printed → DONE {r['detect_p50_ms']} ms, "
+               f"DONE → next claimed {r['done_to_claim_p50_ms']} ms, claimed → printer starts "
+               f"{r['claim_to_start_p50_ms']} ms"),
+        versus(f"{n} printers: {jobs:,} jobs waiting, printers resumed → all printed", "s",
+               r["resume_to_all_printed_s"], "their submits", r["submit_s"],
+               f"release {r['release_s']} s; appliance CPU meanwhile {r['printing_cpu_cores']} "
+               f"cores; {r['duplicates']} duplicates, {r['losses']} losses"),
+        versus(f"{n} printers: open descriptors after the jobs", "fds", r["after_jobs"]["fds"],
+               "at ready", r["at_ready"]["fds"], f"threads {r['after_jobs']['Threads']} "
+               f"(at ready {r['at_ready']['Threads']})"),
+    ]  # fmt: skip
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; the exit code (0: every job printed once and measured)."""
+    ap = parser("fleet", __doc__, "50 printers, 1,000 jobs, 5 s idle")
+    ap.add_argument("--printers", type=int, default=None, help="default 200 (--quick 50)")
+    ap.add_argument("--jobs", type=int, default=None, help="default 10000 (--quick 1000)")
+    ap.add_argument("--idle-s", type=float, default=None, help="default 20 (--quick 5)")
+    args = ap.parse_args(argv)
+    printers = args.printers or (50 if args.quick else 200)
+    jobs = args.jobs or (1_000 if args.quick else 10_000)
+    idle_s = args.idle_s or (5.0 if args.quick else 20.0)
+    if not (1 <= printers <= 250 and jobs >= printers and idle_s > 0):
+        print("bench: --printers 1–250, --jobs ≥ printers, --idle-s > 0", file=sys.stderr)
+        return 2
+    high_water = -(-jobs // printers) + 10
+    with Run("fleet", args) as run:
+        stand = run.stand("fleet", printers, printer={"high_water": high_water})
+        out = run.attempt_async("fleet", fleet(stand.start(), jobs, idle_s))
+    rows = table(out, idle_s) if out is not None else []
+    if out is not None:
+        for k in ("duplicates", "losses", "unexpected"):
+            if out[k]:
+                run.failures.append(f"{k} = {out[k]}")
+        if not out["all_released_before_resume"]:
+            run.failures.append("a job was released after the printers resumed: gaps unclear")
+    return run.finish(
+        figures_markdown(rows),
+        settings={
+            "quick": args.quick,
+            "printers": printers,
+            "jobs": jobs,
+            "idle_s": idle_s,
+            "printer_seconds_per_page": 0.0,
+            "overrides": {"printers.high_water": high_water},
+            "concurrency": CONCURRENCY,
+        },
+        table=rows,
+        raw=out,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
