@@ -1,43 +1,16 @@
 """API benchmark: edgeprint against a bare aiohttp + aiosqlite baseline on loopback.
 
-Three kinds of process: edgeprint (``python -m edgeprint serve`` with a
-generated config and a kiosk token from ``edgeprint token new``), the baseline
-(:mod:`bench.baseline_server`, the machine's practical ceiling for the same
-durable work) and one load generator (:mod:`bench.loadgen`, aiohttp, its own
-process). Each measured run starts the server afresh on an empty data folder
-in a temporary directory, warms it up (``min(200, --submits)`` jobs through
-every phase, not recorded), then measures:
+Each measured run starts the server (edgeprint, or :mod:`bench.baseline_server`, the
+machine's ceiling for the same durable work) afresh, warms it up, then drives it from
+:mod:`bench.loadgen` (its own process): (a) ``--submits`` held uploads of a
+``--doc-kib`` KiB PDF over ``--concurrency`` connections, (b) a release of each, (c)
+``--burst`` simultaneous releases of one job (one 200, the rest 409). Figures:
+requests/s, p50/p99 latency, server CPU per request, the client's and other
+processes' CPU, and the baseline's statements per group commit; medians of
+``--repeat`` runs, servers alternating. edgeprint's printers refuse connections, so
+released jobs stay queued. Writes ``bench/results/api.json``.
 
-a. submit — ``--submits`` multipart uploads of a ~``--doc-kib`` KiB PDF
-   (hold=true, pool ``lobby``, unique Idempotency-Key each) over
-   ``--concurrency`` connections: throughput (requests/s), p50/p99 latency (ms);
-b. release — each job accepted in (a) released once, same concurrency:
-   throughput (requests/s), p50/p99 latency (ms);
-c. contention — ``--burst`` simultaneous releases of ONE held job, each on its
-   own connection: status counts (exactly one 200 and the rest 409, no 5xx)
-   and burst wall time (ms);
-
-and then stops the server. Also recorded: server CPU time per request (µs,
-from /proc, all threads); load-generator CPU (cores: near 1.0 means the
-client limited the rate); other processes' CPU during the phase (cores: other
-users of the machine disturbing the figures); the server's CPU with no
-request in flight after the run (cores: background work); and the baseline's
-mean statements per group commit. Each figure is the median of ``--repeat``
-runs, with min and max; the servers alternate order between runs.
-
-edgeprint's printers point at loopback ports that refuse connections, so
-nothing is printed and released jobs stay queued; each printer's
-``high_water`` is raised so that every release of a run is admitted.
-
-Prints a Markdown table and writes ``bench/results/api.json`` (settings,
-machine, summary, ratios edgeprint/baseline, every run). Exit code 0 when
-every request got its expected status, 1 otherwise, 2 on bad usage. Every
-child process is stopped on exit, error, Ctrl-C or SIGTERM.
-
-Run from the repository root::
-
-    .venv/bin/python -m bench.api_bench            # full: about 1–2 minutes on 2 cores
-    .venv/bin/python -m bench.api_bench --quick    # about 20–30 s
+    .venv/bin/python -m bench.api_bench [--quick]
 """
 
 from __future__ import annotations

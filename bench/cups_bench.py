@@ -1,73 +1,16 @@
 """Side by side with CUPS: the same held jobs through edgeprint and through a CUPS class.
 
-Both sides drive the same kind of printers: ``--printers`` real ``ippeveprinter``
-processes from :class:`testbed.rig.Rig` (0 s/page), fresh for every run. Ground truth
-is each printer's own ``prints.log`` (one line, millisecond UTC timestamp, per
-document that came out), read by job-name (:func:`testbed.rig.printed_names`).
-Every job carries the same ~30 KB one-page PDF (:func:`testbed.pdfs.make_pdf` padded).
+Both sides drive ``--printers`` fresh real printers (0 s/page, a ~30 KB PDF per job);
+edgeprint with its defaults in pool ``lobby``, CUPS as a private ``cupsd``
+(:class:`bench.cups_rig.Cupsd`) with one raw queue per printer in class ``lobby``,
+jobs by IPP Print-Job held then Release-Job (``--cups-client lp``: one ``lp`` per
+command). (1) normal: submit, release, release → last printed, duplicates, losses;
+(2) SIGKILL of the scheduler (CUPS with its backends, or ``--cups-kill daemon``) when
+the k-th document comes out, restarted: → serving, → settled, jobs known, duplicates,
+losses; CUPS with its defaults and with ``DirtyCleanInterval 0``. Ratios per
+repetition, medians of ``--repeat``. Writes ``bench/results/cups.json``.
 
-- **edgeprint**: the appliance as a child process (``python -m edgeprint serve``,
-  :class:`testbed.proc.ServeProcess`, run from a copy of ``edgeprint/`` taken at the
-  start), **default** ``[dispatch]`` and ``[store]`` settings, every printer in pool
-  ``lobby``. Jobs: ``POST /v1/jobs`` (``hold: true``, ``pool: lobby``), then
-  ``POST /v1/jobs/{id}/release``.
-- **CUPS**: a private ``cupsd`` (:class:`bench.cups_rig.Cupsd`: own ServerRoot,
-  spool, logs, port on 127.0.0.1; the system CUPS is never touched), one raw queue
-  per printer and a class ``lobby`` of them (the pool). The queues are made with
-  ``lpadmin`` and cupsd is restarted gracefully once before the jobs come, so the
-  queues are on disk like on an installed system. Jobs (``--cups-client ipp``,
-  the default): IPP ``Print-Job`` to ``/classes/lobby`` with
-  ``job-hold-until=indefinite`` and ``job-name``, then ``Release-Job``, posted over
-  HTTP by the same aiohttp client that talks to edgeprint — the fair transport, no
-  process per job. ``--cups-client lp``: ``lp -d lobby -H indefinite -t NAME FILE``
-  and ``lp -i ID -H resume``, one process per command.
-
-Both sides submit and release ``SUBMIT_CONCURRENCY`` (4) requests at a time.
-
-1. normal run — ``--jobs`` N jobs submitted held, then all released. Figures:
-   submit time (first request sent → last answer, all N), release time (same),
-   first release sent → last document printed (prints.log), duplicates (job-names
-   printed more than once, counted as extra copies) and losses (jobs never
-   printed). CUPS runs with its defaults here.
-2. SIGKILL mid-run — the same, but at the instant the k-th document appears in the
-   printers' logs (k drawn once per repetition, uniformly from N/4 … 3N/4, the same
-   k for every side) the scheduler is SIGKILLed and started again on the same
-   folders: for edgeprint the appliance process, for CUPS ``cupsd`` together with
-   every backend it had started (what systemd does to the unit's control group
-   when the daemon dies; ``--cups-kill daemon`` kills cupsd alone and lets its
-   backends finish). Then the run waits (bounded) until it settles: no job
-   pending/processing (CUPS ``Get-Jobs``) or RELEASED/PRINTING (edgeprint API),
-   every printer idle and no backend left; held, stopped or DEAD jobs stay as they
-   are. Nothing is re-released. Figures: submit and release times (again), documents
-   printed at the kill, restart → serving again, restart → settled, jobs the
-   scheduler still knows after the restart, duplicates and losses. CUPS runs twice:
-   with its defaults (``DirtyCleanInterval`` 30 s: job state reaches the disk up to
-   30 s late) and with ``DirtyCleanInterval 0`` (state written at once: the most
-   durable CUPS). The spool's control (``c*``) and document (``d*``) files at the
-   kill go into the raw results.
-
-   Why the kill point is fair to CUPS: its ipp backend sends a job, then polls the
-   printer about once a second until the job is completed, so a CUPS job spends
-   nearly all its time "printed but not yet completed"; the instant a document
-   comes out is where CUPS spends most of its time anyway. For edgeprint it is the
-   narrow window in which the job is on paper but still PRINTING in the store,
-   the one its reconciliation after a restart exists for.
-
-Each figure is the median, min and max over ``--repeat`` repetitions; the ratio
-edgeprint / CUPS is computed within each repetition, then summarized the same way.
-Prints a Markdown table and writes ``bench/results/cups.json``. Exit code 0 when
-every run was measured and edgeprint printed every job exactly once (CUPS's
-duplicates and losses are reported, not judged), 1 otherwise, 2 on bad usage.
-Every child (cupsd and its backends, printers, dbus-daemon, appliance) is stopped
-on exit, error, Ctrl-C, SIGTERM or SIGHUP (not after SIGKILL of the benchmark).
-
-Needs ``cupsd`` (Debian package ``cups-daemon``) and ``lp``/``lpadmin``
-(``cups-client``) besides the rig's ``cups-ipp-utils`` and ``dbus-daemon``.
-
-Run from the repository root::
-
-    .venv/bin/python -m bench.cups_bench            # N=24 on 3 printers, 3 repetitions: ~80 s
-    .venv/bin/python -m bench.cups_bench --quick    # N=12, 1 repetition: ~15 s
+    .venv/bin/python -m bench.cups_bench [--quick]
 """
 
 from __future__ import annotations

@@ -1,65 +1,16 @@
 """Failover benchmark: a printer dies under load; how fast its work moves, and chaos.
 
-The appliance runs as a real child process (``python -m edgeprint serve``, via
-:class:`testbed.proc.ServeProcess`), in front of three real ``ippeveprinter``
-printers from :class:`testbed.rig.Rig`, all in one pool, each taking
-``SPP`` (0.05 s) per page so that a queue builds up. Ground
-truth is each printer's own ``prints.log`` (one line, millisecond UTC timestamp,
-per document that came out); the appliance's view is its JSON log (ms
-timestamps), ``GET /v1/printers`` (tech token) and its SQLite ``job_events``
-table, read after each run. Every run starts from a fresh rig, data folder and
-appliance. The stand, API client and helpers are those of :mod:`bench.print_bench`.
-The appliance runs from a copy of ``edgeprint/`` taken when the benchmark starts
-(others may be editing the tree meanwhile); the copy's digest and ``git diff
---stat`` against HEAD go into the results.
+Three real printers in one pool at 0.05 s/page. (1) failover — ``--failover-jobs``
+jobs, a third named for printer-02, which is SIGKILLed after ``KILL_AFTER_PRINTED``
+documents: kill → reported unhealthy, → its waiting jobs moved, → first claimed and
+first/last printed at a peer, → its job in hand settled; with the default
+``in_hand_timeout_s`` (1a) and with ``LOWERED_IN_HAND_S`` (1b), ``--repeat`` runs each.
+(2) chaos — ``--chaos-jobs`` jobs in random bursts over ``--chaos-seconds`` while
+printers are SIGKILLed or SIGSTOPped and brought back; then duplicates, losses, DONE
+never on paper, DEAD by reason; anomalies are dumped and the work folder kept. The
+appliance runs from a copy of ``edgeprint/``. Writes ``bench/results/failover.json``.
 
-1. failover — ``--failover-jobs`` jobs submitted ``hold=false``, every third one
-   named for printer-02 and the others for the pool (interleaved, so the named
-   jobs are spread through the queue). A random 0–100 ms after printer-02 has
-   printed ``KILL_AFTER_PRINTED`` documents it is SIGKILLed (and left dead).
-   Measured from the kill: printer-02 reported unhealthy (``GET /v1/printers``
-   polled every 5 ms, and the ``printer_unhealthy`` log event), its waiting jobs
-   moved to the pool (first ``job_failed_over`` log event), the first of them
-   claimed by a peer (store), the first and the last of them on paper at a peer
-   (prints.log), and the job printer-02 had in hand at the kill leaving
-   PRINTING (store): DEAD ``outcome_unknown`` once ``in_hand_timeout_s`` has
-   passed when its document may have reached the printer, at once back to the
-   queue when none was sent. Run ``--repeat`` times with the **default**
-   ``[dispatch]`` settings (1a) and ``--repeat`` times with ``in_hand_timeout_s``
-   lowered to ``LOWERED_IN_HAND_S`` (1b; the only key set: a killed printer
-   refuses connections at once, so ``request_timeout_s`` plays no part). With
-   the defaults the in-hand job waits ``in_hand_timeout_s`` (30 s): the full
-   benchmark waits for it in default runs until one has seen it given up
-   (DEAD ``outcome_unknown``); the other default runs stop when everything
-   else is settled.
-   Figures: median, min and max over the runs.
-2. chaos — ``--chaos-jobs`` jobs (``hold=false``; a third named for a random
-   printer, the rest for the pool) submitted in random bursts spread over
-   ``--chaos-seconds``, while printers are SIGKILLed (restarted after a random
-   0.5–3 s) or, one fault in ``1 / HANG_SHARE``, SIGSTOPped (SIGCONT after
-   0.5–3 s): a fault every 0.8–2.5 s, at most two printers down at once, 4 in 5
-   faults waiting (up to 3 s) for a printer edgeprint reports printing a job and
-   hitting it 0–80 ms later. Default ``[dispatch]`` settings (``--chaos-lowered``:
-   in_hand_timeout_s and request_timeout_s = 1 s, which also exercises
-   give-up-in-hand, fences and time-outs). At the end every printer is back, the
-   jobs settle, and the run counts duplicates (a job printed more than once
-   across all printers), losses (a job accepted with 2xx that is neither DONE
-   nor DEAD), DONE jobs never on paper, and DEAD jobs by reason
-   (``outcome_unknown``, split by whether the document came out, is allowed: a
-   printer killed while it may have been printing). Any duplicate, loss or
-   DONE-without-paper is dumped with its events, log lines, prints.log lines
-   and the fault timeline around it, and the work folder is kept.
-
-Prints a Markdown table and writes ``bench/results/failover.json`` (figures,
-settings, machine info, git commit). Exit code 0 when nothing was printed twice
-or lost and every run was measured, 1 otherwise, 2 on bad usage. Every child
-(appliance, printers, dbus-daemon) is stopped on exit, error, Ctrl-C, SIGTERM or
-SIGHUP (a hung printer is continued first; not after SIGKILL of the benchmark).
-
-Run from the repository root::
-
-    .venv/bin/python -m bench.failover_bench            # full: about 2.5–3.5 minutes on 2 cores
-    .venv/bin/python -m bench.failover_bench --quick    # 1+1 failover runs, 100-job chaos: ~35 s
+    .venv/bin/python -m bench.failover_bench [--quick] [--seed N]
 """
 
 from __future__ import annotations
