@@ -3,12 +3,12 @@
 Both sides drive ``--printers`` fresh real printers (0 s/page, a ~30 KB PDF per job);
 edgeprint with its defaults in pool ``lobby``, CUPS as a private ``cupsd``
 (:class:`bench.cups_rig.Cupsd`) with one raw queue per printer in class ``lobby``,
-jobs by IPP Print-Job held then Release-Job (``--cups-client lp``: one ``lp`` per
-command). (1) normal: submit, release, release → last printed, duplicates, losses;
-(2) SIGKILL of the scheduler (CUPS with its backends, or ``--cups-kill daemon``) when
-the k-th document comes out, restarted: → serving, → settled, jobs known, duplicates,
-losses; CUPS with its defaults and with ``DirtyCleanInterval 0``. Ratios per
-repetition, medians of ``--repeat``. Writes ``bench/results/cups.json``.
+jobs by IPP Print-Job held then Release-Job (the aiohttp client of both sides).
+(1) normal: submit, release, release → last printed, duplicates, losses; (2) SIGKILL
+of the scheduler (CUPS with its backends, as systemd does) when the k-th document
+comes out, restarted: → serving, → settled, jobs known, duplicates, losses; CUPS with
+its defaults and with ``DirtyCleanInterval 0``. Ratios per repetition, medians of
+``--repeat``. Writes ``bench/results/cups.json``.
 
     .venv/bin/python -m bench.cups_bench [--quick]
 """
@@ -46,7 +46,6 @@ from bench.cups_rig import (
     cups_tools,
     ipp_request,
     parse_ipp,
-    proc_alive,
 )
 from bench.harness import (
     POOL,
@@ -80,7 +79,6 @@ WAIT_BASE_S = 20.0
 WAIT_PER_JOB_S = 2.0
 REQUEST_TIMEOUT_S = 30.0
 BACKPRESSURE_RETRY_S = 0.05
-_LP_ID = re.compile(r"request id is (\S+)")
 
 
 # --- the two sides --------------------------------------------------------------------
@@ -193,14 +191,10 @@ class CupsSide:
     printers: int
     doc_path: Path
     tag: str
-    client: str = "ipp"
     dirty_clean_interval: int | None = None
-    kill_backends: bool = True
     name: str = "cups"
     rig: Rig = field(init=False)
     cups: Cupsd = field(init=False)
-    #: Backends that were running at the kill (their pids), waited for when left alive.
-    orphans: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.rig = Rig(self.root / "rig", seconds_per_page=0.0)
@@ -228,33 +222,10 @@ class CupsSide:
                 raise BenchError(f"cupsd {path}: HTTP {r.status}")
         return parse_ipp(raw)
 
-    async def _lp(self, *args: str) -> str:
-        proc = await asyncio.create_subprocess_exec(
-            self.cups.tools["lp"],
-            "-h",
-            self.cups.server,
-            *args,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-        )
-        out, _ = await asyncio.wait_for(proc.communicate(), REQUEST_TIMEOUT_S)
-        text = out.decode(errors="replace")
-        if proc.returncode != 0:
-            raise BenchError(f"lp {' '.join(args)}: exit {proc.returncode}: {text.strip()}")
-        return text
-
     def job_name(self, i: int) -> str:
         return f"cups-{self.tag}-{i:05d}"
 
     async def submit(self, http: aiohttp.ClientSession, i: int) -> str:
-        if self.client == "lp":
-            out = await self._lp(
-                "-d", POOL, "-H", "indefinite", "-t", self.job_name(i), str(self.doc_path)
-            )
-            m = _LP_ID.search(out)
-            if not m:
-                raise BenchError(f"lp printed no request id: {out.strip()}")
-            return m.group(1)  # e.g. lobby-12
         body = ipp_request(
             PRINT_JOB,
             i + 1,
@@ -274,9 +245,6 @@ class CupsSide:
         return str(job_id)
 
     async def release(self, http: aiohttp.ClientSession, ref: str) -> None:
-        if self.client == "lp":
-            await self._lp("-i", ref, "-H", "resume")
-            return
         body = ipp_request(
             RELEASE_JOB,
             1,
@@ -302,8 +270,7 @@ class CupsSide:
         }
 
     def kill(self) -> None:
-        kids = self.cups.kill(children=self.kill_backends)
-        self.orphans = [] if self.kill_backends else kids
+        self.cups.kill()
 
     def restart(self) -> None:
         try:
@@ -318,8 +285,6 @@ class CupsSide:
     async def settled(self, http: aiohttp.ClientSession) -> bool:
         jobs = await asyncio.to_thread(self._our_jobs)
         if any(j["state"] in ("pending", "processing") for j in jobs):
-            return False
-        if any(proc_alive(pid) for pid in self.orphans):
             return False
         return await printers_idle(http, self.rig)
 
@@ -464,8 +429,6 @@ class Plan:
     jobs: int
     repeat: int
     printers: int
-    client: str
-    kill_backends: bool
     seed: int
 
 
@@ -506,9 +469,7 @@ def one_rep(work: Work, rep: int, plan: Plan) -> dict[str, Any]:
             plan.printers,
             work.doc_path,
             f"r{rep}{key}",
-            client=plan.client,
             dirty_clean_interval=CUPS_CONFIGS[config],
-            kill_backends=plan.kill_backends,
         )
 
     run: dict[str, Any] = {"kill_at": kill_at}
@@ -625,26 +586,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=None, help="repetitions (default 3, quick 1)")
     ap.add_argument("--jobs", type=int, default=None, help="jobs per run (default 24, quick 12)")
     ap.add_argument("--printers", type=int, default=PRINTERS, help="printers in the pool (3)")
-    ap.add_argument(
-        "--cups-client",
-        choices=("ipp", "lp"),
-        default="ipp",
-        help="how jobs reach cupsd: IPP over HTTP from the benchmark (default) or the lp command",
-    )
-    ap.add_argument(
-        "--cups-kill",
-        choices=("tree", "daemon"),
-        default="tree",
-        help="SIGKILL cupsd and its backends (default) or cupsd alone",
-    )
     ap.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
     args = ap.parse_args(argv)
     plan = Plan(
         jobs=args.jobs or (12 if args.quick else 24),
         repeat=args.repeat if args.repeat is not None else (1 if args.quick else 3),
         printers=args.printers,
-        client=args.cups_client,
-        kill_backends=args.cups_kill == "tree",
         seed=seed(args.seed),
     )
     if not (1 <= plan.repeat <= 20 and 4 <= plan.jobs <= 1000 and 1 <= plan.printers <= 20):
@@ -695,8 +642,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     table = build_table(runs, plan.jobs, plan.printers)
     print(
         f"\nN = {plan.jobs} jobs of {len(doc)} bytes, pool of {plan.printers} printers "
-        f"(0 s/page), CUPS client {plan.client}, CUPS SIGKILL "
-        f"{'cupsd + backends' if plan.kill_backends else 'cupsd only'}, seed {plan.seed}; "
+        f"(0 s/page), CUPS client ipp, CUPS SIGKILL "
+        f"cupsd + backends, seed {plan.seed}; "
         f"kill after k documents, k = {[r['kill_at'] for r in runs]}"
     )
     for i, run in enumerate(runs):
@@ -718,8 +665,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "printer_seconds_per_page": 0.0,
             "document_bytes": len(doc),
             "submit_concurrency": SUBMIT_CONCURRENCY,
-            "cups_client": plan.client,
-            "cups_kill": args.cups_kill,
+            "cups_client": "ipp",
+            "cups_kill": "tree",
             "cups_configs": {k: {"DirtyCleanInterval": v} for k, v in CUPS_CONFIGS.items()},
             "cups_queues": "raw (lpadmin -m raw), one per printer, in class 'lobby'",
             "kill_point": "when the k-th document appears in prints.log, k uniform in N/4..3N/4",
