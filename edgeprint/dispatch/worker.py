@@ -666,13 +666,14 @@ class PrinterWorker:
 
     def _next_poll(self, delay: float, acked_at: float) -> float:
         """The wait before the next Get-Job-Attributes: the back-off ``delay``, except that
-        polls come every ``poll_interval_min_s`` from a little before to a little after the
-        time this printer's jobs usually take (at most ``follow_interval_max_s`` either
-        side), so a finished job is seen within a few ms without polling the whole job."""
+        polls come finely (a quarter of the window, at least ``poll_interval_min_s``) from a
+        little before to a little after the time this printer's jobs usually take (a
+        window of at most ``follow_interval_max_s`` either side): a finished job is seen
+        within a few ms for at most ~8 extra polls a job."""
         if self._typical_s is None:
             return delay
-        fine = self.settings.poll_interval_min_s
         window = min(0.25 * self._typical_s, self.settings.follow_interval_max_s)
+        fine = max(self.settings.poll_interval_min_s, window / 4)
         elapsed = self._clock() - acked_at
         if elapsed < self._typical_s - window:  # not yet: back off, but not past the window
             return max(fine, min(delay, self._typical_s - window - elapsed))
