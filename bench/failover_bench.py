@@ -68,8 +68,6 @@ KILL_AFTER_PRINTED = 4
 KILL_DELAY_S = 0.1
 #: in_hand_timeout_s of the lowered failover runs (1b).
 LOWERED_IN_HAND_S = 1.0
-#: What --chaos-lowered sets.
-CHAOS_LOWERED = {"in_hand_timeout_s": 1.0, "request_timeout_s": 1.0}
 #: Upper bounds (seconds) of the waits.
 UNHEALTHY_TIMEOUT_S = 30.0
 DRAIN_TIMEOUT_S = 30.0
@@ -597,7 +595,6 @@ class Plan:
     failover_jobs: int
     chaos_jobs: int
     chaos_seconds: float
-    chaos_lowered: bool
     wait_default_in_hand: bool
     seed: int
 
@@ -625,8 +622,7 @@ async def failover_run(run: Run, rep: int, key: str, plan: Plan) -> dict[str, An
 
 
 async def chaos_run(run: Run, plan: Plan) -> dict[str, Any]:
-    dispatch = dict(CHAOS_LOWERED) if plan.chaos_lowered else {}
-    stand = run.stand("chaos", PRINTERS, seconds_per_page=SPP, dispatch=dispatch)
+    stand = run.stand("chaos", PRINTERS, seconds_per_page=SPP)
     t0 = time.monotonic()
     try:
         stand.start()
@@ -634,7 +630,7 @@ async def chaos_run(run: Run, plan: Plan) -> dict[str, Any]:
             out = await phase_chaos(stand, plan.chaos_jobs, plan.chaos_seconds, plan.seed)
     finally:
         stand.stop()
-    out["settings"] = dispatch or "defaults"
+    out["settings"] = "defaults"
     out["phase_s"] = round(time.monotonic() - t0, 2)
     return out
 
@@ -666,13 +662,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--failover-jobs", type=int, default=90, help="jobs per failover run")
     ap.add_argument("--chaos-jobs", type=int, default=None, help="default 300 (--quick 100)")
     ap.add_argument("--chaos-seconds", type=float, default=None, help="default 60 (--quick 20)")
-    ap.add_argument(
-        "--chaos-lowered",
-        action="store_true",
-        help="chaos with in_hand_timeout_s and request_timeout_s = 1 s (default: defaults)",
-    )
-    ap.add_argument("--no-chaos", action="store_true", help="failover runs only")
-    ap.add_argument("--no-failover", action="store_true", help="chaos only")
     ap.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
     args = ap.parse_args(argv)
     plan = Plan(
@@ -680,7 +669,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         failover_jobs=args.failover_jobs,
         chaos_jobs=args.chaos_jobs or (100 if args.quick else 300),
         chaos_seconds=args.chaos_seconds or (20.0 if args.quick else 60.0),
-        chaos_lowered=args.chaos_lowered,
         wait_default_in_hand=not args.quick,
         seed=seed(args.seed),
     )
@@ -699,7 +687,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     failover: dict[str, list[dict[str, Any]]] = {k: [] for k in FAILOVER_SETS}
     chaos: dict[str, Any] | None = None
     with Run("failover", args, snapshot=True) as run:
-        for rep in range(0 if args.no_failover else plan.repeat):
+        for rep in range(plan.repeat):
             for key in FAILOVER_SETS:
                 one = run.attempt_async(
                     f"failover {key} run {rep + 1}", failover_run(run, rep, key, plan)
@@ -710,15 +698,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if key == "defaults" and one["in_hand_dead_unknown"]:
                     plan.wait_default_in_hand = False  # the 30 s give-up measured once
                 print(f"bench: failover {key} run {rep + 1}: {_brief(one)}", file=sys.stderr)
-        if not args.no_chaos:
-            print(
-                f"bench: chaos, seed {plan.seed}: {plan.chaos_jobs} jobs over "
-                f"{plan.chaos_seconds:g} s",
-                file=sys.stderr,
-            )
-            chaos = run.attempt_async("chaos", chaos_run(run, plan))
-            if chaos is not None:
-                print(f"bench: chaos: {_brief(chaos)}", file=sys.stderr)
+        print(
+            f"bench: chaos, seed {plan.seed}: {plan.chaos_jobs} jobs over {plan.chaos_seconds:g} s",
+            file=sys.stderr,
+        )
+        chaos = run.attempt_async("chaos", chaos_run(run, plan))
+        if chaos is not None:
+            print(f"bench: chaos: {_brief(chaos)}", file=sys.stderr)
         run.keep |= any(
             r[k]
             for runs in failover.values()
@@ -745,7 +731,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         "\nsettings: the code's defaults, except in 1b in_hand_timeout_s = "
         f"{LOWERED_IN_HAND_S:g} (default {defaults['dispatch']['in_hand_timeout_s']:g})"
-        + (f"; chaos {CHAOS_LOWERED}" if plan.chaos_lowered else "; chaos: defaults")
+        + "; chaos: defaults"
         + f"; printers {SPP:g} s/page"
     )
     return run.finish(
@@ -766,7 +752,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "wait_for_default_in_hand": not args.quick,
             "chaos_jobs": plan.chaos_jobs,
             "chaos_seconds": plan.chaos_seconds,
-            "chaos_overrides": CHAOS_LOWERED if plan.chaos_lowered else {},
+            "chaos_overrides": {},
             "chaos_seed": plan.seed,
             "fault_gap_s": FAULT_GAP_S,
             "outage_s": OUTAGE_S,
