@@ -1,43 +1,16 @@
 """API benchmark: edgeprint against a bare aiohttp + aiosqlite baseline on loopback.
 
-Three kinds of process: edgeprint (``python -m edgeprint serve`` with a
-generated config and a kiosk token from ``edgeprint token new``), the baseline
-(:mod:`bench.baseline_server`, the machine's practical ceiling for the same
-durable work) and one load generator (:mod:`bench.loadgen`, aiohttp, its own
-process). Each measured run starts the server afresh on an empty data folder
-in a temporary directory, warms it up (``min(200, --submits)`` jobs through
-every phase, not recorded), then measures:
+Each measured run starts the server (edgeprint, or :mod:`bench.baseline_server`, the
+machine's ceiling for the same durable work) afresh, warms it up, then drives it from
+:mod:`bench.loadgen` (its own process): (a) ``--submits`` held uploads of a
+``--doc-kib`` KiB PDF over ``--concurrency`` connections, (b) a release of each, (c)
+``--burst`` simultaneous releases of one job (one 200, the rest 409). Figures:
+requests/s, p50/p99 latency, server CPU per request, the client's and other
+processes' CPU, and the baseline's statements per group commit; medians of
+``--repeat`` runs, servers alternating. edgeprint's printers refuse connections, so
+released jobs stay queued. Writes ``bench/results/api.json``.
 
-a. submit — ``--submits`` multipart uploads of a ~``--doc-kib`` KiB PDF
-   (hold=true, pool ``lobby``, unique Idempotency-Key each) over
-   ``--concurrency`` connections: throughput (requests/s), p50/p99 latency (ms);
-b. release — each job accepted in (a) released once, same concurrency:
-   throughput (requests/s), p50/p99 latency (ms);
-c. contention — ``--burst`` simultaneous releases of ONE held job, each on its
-   own connection: status counts (exactly one 200 and the rest 409, no 5xx)
-   and burst wall time (ms);
-
-and then stops the server. Also recorded: server CPU time per request (µs,
-from /proc, all threads); load-generator CPU (cores: near 1.0 means the
-client limited the rate); other processes' CPU during the phase (cores: other
-users of the machine disturbing the figures); the server's CPU with no
-request in flight after the run (cores: background work); and the baseline's
-mean statements per group commit. Each figure is the median of ``--repeat``
-runs, with min and max; the servers alternate order between runs.
-
-edgeprint's printers point at loopback ports that refuse connections, so
-nothing is printed and released jobs stay queued; each printer's
-``high_water`` is raised so that every release of a run is admitted.
-
-Prints a Markdown table and writes ``bench/results/api.json`` (settings,
-machine, summary, ratios edgeprint/baseline, every run). Exit code 0 when
-every request got its expected status, 1 otherwise, 2 on bad usage. Every
-child process is stopped on exit, error, Ctrl-C or SIGTERM.
-
-Run from the repository root::
-
-    .venv/bin/python -m bench.api_bench            # full: about 1–2 minutes on 2 cores
-    .venv/bin/python -m bench.api_bench --quick    # about 20–30 s
+    .venv/bin/python -m bench.api_bench [--quick]
 """
 
 from __future__ import annotations
@@ -79,6 +52,8 @@ READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 #: Other processes using more CPU than this (cores) disturb the figures.
 QUIET_CORES = 0.2
+#: Longest a phase may issue requests (s).
+PHASE_TIMEOUT_S = 60.0
 #: Seconds the server's CPU use is sampled after each run, with no request in flight.
 IDLE_SAMPLE_S = 1.0
 #: A server using more than this many cores with no request in flight works in the background.
@@ -202,22 +177,6 @@ def wait_ready(name: str, proc: subprocess.Popen[bytes], log: Path) -> int:
             raise RuntimeError(f"{name} exited with {proc.returncode}:\n{_log_tail(log)}")
         time.sleep(0.05)
     raise RuntimeError(f"{name} not ready after {READY_TIMEOUT_S} s:\n{_log_tail(log)}")
-
-
-def wait_quiet(max_wait_s: float) -> float:
-    """Wait until the machine is idle (< QUIET_CORES busy over 2 s) or ``max_wait_s`` passed.
-
-    Returns the busy cores of the last 2-second sample (call it while the
-    benchmark's own processes are idle).
-    """
-    deadline = time.monotonic() + max_wait_s
-    while True:
-        busy0 = system_busy_s()
-        time.sleep(2.0)
-        cores = (system_busy_s() - busy0) / 2.0
-        if cores < QUIET_CORES or time.monotonic() >= deadline:
-            return cores
-        print(f"bench: machine busy ({cores:.2f} cores used by others); waiting", file=sys.stderr)
 
 
 class LoadGenClient:
@@ -397,7 +356,7 @@ def run_round(
     IDLE_SAMPLE_S seconds with no request in flight (background work such as
     printer dispatch).
     """
-    limit = args.phase_timeout
+    limit = PHASE_TIMEOUT_S
     meta = {"owner": "bench", "pool": POOL, "hold": True}
     submit_cmd = {
         "op": "submit", "url": target.submit_url, "n": n, "concurrency": args.concurrency,
@@ -548,37 +507,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--burst", type=int, default=1000, help="simultaneous releases in phase c")
     p.add_argument("--doc-kib", type=int, default=30, help="PDF size in KiB (default 30)")
     p.add_argument(
-        "--phase-timeout", type=float, default=60.0, help="seconds a phase may issue requests"
-    )
-    p.add_argument(
-        "--wait-quiet",
-        type=float,
-        default=0.0,
-        help="before each run, wait up to this many seconds for other processes to use "
-        f"< {QUIET_CORES} cores (default 0: do not wait)",
-    )
-    p.add_argument("--only", choices=SERVERS, default=None, help="benchmark one server only")
-    p.add_argument(
-        "--baseline-io-threads",
-        type=int,
-        default=0,
-        help="baseline fsync threads (default 0: asyncio's default, as edgeprint)",
-    )
-    p.add_argument(
-        "--baseline-writer",
-        choices=["one-hop", "per-statement"],
-        default="one-hop",
-        help="baseline group commit: one aiosqlite call per batch (default) or one per "
-        "statement (edgeprint's design; isolates edgeprint's per-request overhead)",
-    )
-    p.add_argument(
-        "--baseline-open",
-        choices=["thread", "loop"],
-        default="thread",
-        help="baseline creates each temporary document file in a thread (default) or on the "
-        "event loop (edgeprint's design)",
-    )
-    p.add_argument(
         "--edgeprint-root",
         type=Path,
         default=REPO,
@@ -590,7 +518,6 @@ def _parser() -> argparse.ArgumentParser:
         metavar="REV",
         help="run edgeprint as committed at git revision REV (e.g. HEAD), not the working tree",
     )
-    p.add_argument("--edgeprint-log-level", default="INFO", help="edgeprint --log-level")
     p.add_argument(
         "--no-profile",
         dest="profile",
@@ -612,10 +539,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = {
         "submits": args.submits, "repeat": args.repeat, "concurrency": args.concurrency,
         "burst": args.burst, "doc_kib": args.doc_kib, "quick": args.quick,
-        "phase_timeout_s": args.phase_timeout, "edgeprint_log_level": args.edgeprint_log_level,
-        "warmup_submits": args.warmup,
-        "edgeprint_root": str(args.edgeprint_root), "baseline_writer": args.baseline_writer,
-        "baseline_io_threads": args.baseline_io_threads, "baseline_open": args.baseline_open,
+        "phase_timeout_s": PHASE_TIMEOUT_S, "warmup_submits": args.warmup,
+        "edgeprint_root": str(args.edgeprint_root),
     }  # fmt: skip
     with Run("api", args) as bench:
         if args.edgeprint_rev is not None:
@@ -686,14 +611,12 @@ def start_server(
         high_water = min(100_000, args.submits + 2 * args.warmup + 10)
         cfg.write_text(edgeprint_config(folder / "data", creds.tokens_toml, high_water))
         argv = [sys.executable, "-m", "edgeprint", "serve", "--config", str(cfg)]
-        argv += ["--log-level", args.edgeprint_log_level]
         proc = children.start(name, argv, log, cwd=args.edgeprint_root)
         base = f"http://127.0.0.1:{wait_ready(name, proc, log)}"
         urls = (f"{base}/v1/jobs", base + "/v1/jobs/{id}/release")
         return Target(name, proc, log, *urls), proc, log
     argv = [sys.executable, "-m", "bench.baseline_server", "--data-dir", str(folder / "data")]
-    argv += ["--token-sha256", creds.sha256, "--io-threads", str(args.baseline_io_threads)]
-    argv += ["--writer", args.baseline_writer, "--open", args.baseline_open]
+    argv += ["--token-sha256", creds.sha256]
     proc = children.start(name, argv, log)
     base = f"http://127.0.0.1:{wait_ready(name, proc, log)}"
     return Target(name, proc, log, f"{base}/submit", base + "/release/{id}"), proc, log
@@ -710,7 +633,7 @@ def _run(
     Data folders are deleted only at the end (about 1 GB for a full run), so no
     mass deletion disturbs the filesystem between runs.
     """
-    servers = [args.only] if args.only else list(SERVERS)
+    servers = list(SERVERS)
     creds = _Credentials(*new_kiosk_token(args.edgeprint_root))
     log = work / "loadgen.log"
     env = {**os.environ, "BENCH_TOKEN": creds.token}
@@ -728,8 +651,6 @@ def _run(
             target, proc, server_log = start_server(name, args, folder, creds, children)
             print(f"bench: run {r + 1}/{args.repeat} {name} pid {proc.pid}", file=sys.stderr)
             run_round(gen, target, args, settings["warmup_submits"], idle_sample=False)
-            if args.wait_quiet > 0:
-                wait_quiet(args.wait_quiet)
             res = run_round(gen, target, args, args.submits)
             children.stop(proc)
             if name == "baseline":
@@ -773,17 +694,17 @@ def profile_release(
     meta = {"owner": "bench", "pool": POOL, "hold": True}
     submit = {
         "op": "submit", "url": target.submit_url, "n": args.submits, "metadata": meta,
-        "concurrency": args.concurrency, "max_seconds": args.phase_timeout,
+        "concurrency": args.concurrency, "max_seconds": PHASE_TIMEOUT_S,
         "doc_bytes": args.doc_kib * 1024,
     }  # fmt: skip
-    ids = gen.call(submit, args.phase_timeout + 30)["ids"]
+    ids = gen.call(submit, PHASE_TIMEOUT_S + 30)["ids"]
     release = {
         "op": "release", "urls": [target.release_url.format(id=i) for i in ids],
-        "concurrency": args.concurrency, "max_seconds": args.phase_timeout,
+        "concurrency": args.concurrency, "max_seconds": PHASE_TIMEOUT_S,
     }  # fmt: skip
     raw = work / "release.pyspy"
     with py_spy(proc.pid, raw):
-        res = gen.call(release, args.phase_timeout + 30)
+        res = gen.call(release, PHASE_TIMEOUT_S + 30)
     children.stop(proc)
     prof = own_cpu(raw)
     title = (

@@ -4,9 +4,7 @@ No edgeprint code. One SQLite file in WAL mode with ``synchronous=FULL``; one
 writer connection fed by a queue that a single task drains into
 ``BEGIN IMMEDIATE`` … ``COMMIT`` (group commit: one WAL fsync per batch);
 every caller is answered only after its batch committed. By default the whole
-batch runs in one call on aiosqlite's thread (``--writer one-hop``);
-``--writer per-statement`` awaits each statement separately, as edgeprint's
-store does, to separate the cost of that design from edgeprint's other layers.
+batch runs in one call on aiosqlite's thread.
 
 Endpoints (``Authorization: Bearer <token>`` required, checked against a SHA-256):
 
@@ -128,21 +126,14 @@ def _run_batch(conn: sqlite3.Connection, batch: list[_Write]) -> list[Rows | sql
 class GroupCommitWriter:
     """One writer connection; statements queued by :meth:`write` commit together.
 
-    ``max_batch`` caps the statements per transaction. With ``one_hop`` (the
-    default) a whole batch runs in one call on aiosqlite's thread (through its
-    ``Connection._execute``): one thread hand-off and one event-loop wake-up
-    per batch. Without it every statement is its own ``await
-    conn.execute_fetchall(…)`` (aiosqlite's public API, as edgeprint's
-    ``Store`` does): one hand-off and one wake-up per statement. :attr:`batches`
-    and :attr:`statements` count committed transactions and statements.
+    ``max_batch`` caps the statements per transaction; a whole batch runs in one call on
+    aiosqlite's thread (one hand-off, one wake-up). :attr:`batches` and :attr:`statements`
+    count committed transactions and statements.
     """
 
-    def __init__(
-        self, conn: aiosqlite.Connection, max_batch: int = 512, *, one_hop: bool = True
-    ) -> None:
+    def __init__(self, conn: aiosqlite.Connection, max_batch: int = 512) -> None:
         self._conn = conn
         self._max_batch = max_batch
-        self._one_hop = one_hop
         self._queue: asyncio.Queue[_Write | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self.batches = 0
@@ -185,33 +176,10 @@ class GroupCommitWriter:
             if stopping:
                 return
 
-    async def _per_statement(self, batch: list[_Write]) -> list[Rows | sqlite3.Error]:
-        conn = self._conn
-        out: list[Rows | sqlite3.Error] = []
-        await conn.execute("BEGIN IMMEDIATE")
-        try:
-            for w in batch:
-                try:
-                    out.append(list(await conn.execute_fetchall(w.sql, w.params)))
-                except sqlite3.Error as exc:
-                    if not conn.in_transaction:  # the whole batch was rolled back
-                        raise
-                    out.append(exc)
-            await conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    await conn.execute("ROLLBACK")
-            raise
-        return out
-
     async def _commit(self, batch: list[_Write]) -> None:
         try:
-            if self._one_hop:
-                fn = functools.partial(_run_batch, self._conn._conn, batch)
-                results: list[Rows | sqlite3.Error] = await self._conn._execute(fn)  # type: ignore[no-untyped-call]
-            else:
-                results = await self._per_statement(batch)
+            fn = functools.partial(_run_batch, self._conn._conn, batch)
+            results: list[Rows | sqlite3.Error] = await self._conn._execute(fn)  # type: ignore[no-untyped-call]
         except sqlite3.Error as exc:
             for w in batch:
                 if not w.future.done():
@@ -235,7 +203,6 @@ class Baseline:
     writer: GroupCommitWriter
     spool: Path
     token_sha256: bytes
-    open_in_thread: bool
 
 
 BASELINE = web.AppKey("baseline", Baseline)
@@ -283,19 +250,11 @@ class _Staged:
         self._renamed = False
 
     @classmethod
-    async def create(cls, spool: Path, open_in_thread: bool) -> _Staged:
-        """A new temporary file in ``spool/tmp``.
-
-        Creating a file can wait for the filesystem journal while other
-        threads fsync, so by default the ``open`` runs in a thread;
-        ``open_in_thread=False`` opens it on the event loop, as edgeprint does.
-        """
+    async def create(cls, spool: Path) -> _Staged:
+        """A new temporary file in ``spool/tmp`` (opened in a thread: creating a file can
+        wait for the filesystem journal while other threads fsync)."""
         tmp = spool / "tmp" / f"{secrets.token_hex(12)}.part"
-        if open_in_thread:
-            fh = await asyncio.to_thread(open, tmp, "xb")
-        else:
-            fh = open(tmp, "xb")  # noqa: ASYNC230, SIM115 - closed by finish/discard
-        return cls(tmp, fh)
+        return cls(tmp, await asyncio.to_thread(open, tmp, "xb"))
 
     async def fill(self, part: BodyPartReader) -> bool:
         """Stream ``part`` into the file; False when it exceeds :data:`MAX_DOCUMENT_BYTES`."""
@@ -350,7 +309,7 @@ async def submit(request: web.Request) -> web.Response:
                     return _problem(413, "metadata too large")
                 meta = json.loads(raw)
             elif part.name == "document" and staged is None:
-                staged = await _Staged.create(state.spool, state.open_in_thread)
+                staged = await _Staged.create(state.spool)
                 if not await staged.fill(part):
                     return _problem(413, "document too large")
             else:
@@ -398,19 +357,8 @@ async def serve(
     port: int,
     token_sha256: str,
     max_batch: int,
-    io_threads: int,
-    writer_kind: str = "one-hop",
-    open_in_thread: bool = True,
 ) -> None:
-    """Open the store, listen on ``host:port`` (0: any free port) until SIGTERM/SIGINT.
-
-    ``io_threads`` sizes the default executor that runs the document fsyncs
-    (0 keeps asyncio's default, min(32, CPUs + 4), as edgeprint has).
-    """
-    if io_threads > 0:
-        from concurrent.futures import ThreadPoolExecutor
-
-        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(io_threads))
+    """Open the store, listen on ``host:port`` (0: any free port) until SIGTERM/SIGINT."""
     spool = data_dir / "spool"
     (spool / "tmp").mkdir(parents=True, exist_ok=True)
     conn = await aiosqlite.connect(data_dir / "baseline.sqlite3", isolation_level=None)
@@ -419,10 +367,10 @@ async def serve(
     await conn.execute("PRAGMA synchronous=FULL")
     await conn.execute("PRAGMA busy_timeout=5000")
     await conn.executescript(SCHEMA)
-    writer = GroupCommitWriter(conn, max_batch, one_hop=writer_kind == "one-hop")
+    writer = GroupCommitWriter(conn, max_batch)
     writer.start()
     app = web.Application()
-    app[BASELINE] = Baseline(writer, spool, bytes.fromhex(token_sha256), open_in_thread)
+    app[BASELINE] = Baseline(writer, spool, bytes.fromhex(token_sha256))
     app.router.add_post("/submit", submit)
     app.router.add_post("/release/{job_id}", release)
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
@@ -453,35 +401,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=0, help="TCP port; 0 picks a free one")
     p.add_argument("--token-sha256", required=True, help="hex SHA-256 of the bearer token")
     p.add_argument("--max-batch", type=int, default=512, help="statements per group commit")
-    p.add_argument(
-        "--io-threads", type=int, default=0, help="threads for fsync work (0: asyncio default)"
-    )
-    p.add_argument(
-        "--writer",
-        choices=["one-hop", "per-statement"],
-        default="one-hop",
-        help="group commit: one aiosqlite call per batch (default) or per statement (as edgeprint)",
-    )
-    p.add_argument(
-        "--open",
-        choices=["thread", "loop"],
-        default="thread",
-        help="create the temporary document file in a thread (default) or on the event loop "
-        "(as edgeprint does)",
-    )
     args = p.parse_args(argv)
-    asyncio.run(
-        serve(
-            args.data_dir,
-            args.host,
-            args.port,
-            args.token_sha256,
-            args.max_batch,
-            args.io_threads,
-            args.writer,
-            args.open == "thread",
-        )
-    )
+    asyncio.run(serve(args.data_dir, args.host, args.port, args.token_sha256, args.max_batch))
     return 0
 
 

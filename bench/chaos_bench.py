@@ -1,60 +1,15 @@
 """Chaos benchmark: the appliance SIGKILLed again and again while printers die too.
 
-``--jobs`` jobs (default 500; ``hold=false``, a quarter named for a random
-printer, the rest for the pool; 1–3 copies, ``COPIES``) go to three real
-``ippeveprinter`` printers in one pool, each printing at a random 0.02–0.05
-s/page (so a queue forms), while
+``--jobs`` jobs (1–3 copies; a quarter named for a printer) go to a pool of three
+printers at 0.02–0.05 s/page while the appliance is SIGKILLed ``--kills`` times (most
+while a job is PRINTING) and restarted, and ``--printer-kills`` printers are killed and
+restarted. Kiosks retry with the same Idempotency-Key until a 2xx. Per kill: restart →
+``/readyz``, → ready log line, → PRINTING jobs settled, → paper again. At the end,
+against the printers' ``prints.log``: duplicates, losses, DEAD by reason (only
+``outcome_unknown`` of a job in a killed printer's hands is allowed); each anomaly is
+dumped and the work folder kept. Writes ``bench/results/chaos.json``.
 
-* the appliance (a real child, ``python -m edgeprint serve`` via
-  :class:`testbed.proc.ServeProcess`, default ``[dispatch]`` settings) is
-  SIGKILLed ``--kills`` times (default 20), each a random
-  ``APPLIANCE_GAP_S`` after it was last ready (``BUSY_BIAS`` of the kills then
-  wait up to ``BUSY_WAIT_S`` for a job PRINTING, seen on ``/metrics``, and strike
-  a random 0–``KILL_JITTER_S`` later), and restarted at once;
-* ``--printer-kills`` printers (default 3) are SIGKILLed at random instants of
-  the planned window and restarted after a random ``PRINTER_OUTAGE_S``.
-
-Jobs are submitted in random bursts spread over the window by kiosk clients
-(``SUBMIT_CONCURRENCY`` at a time) that retry with the same Idempotency-Key
-until they get a 2xx (refused connection, reset, 503 queue-full, 429, other
-5xx: retried every ``RETRY_S``; ``SUBMIT_GIVE_UP_S`` at most): a job counts as
-accepted only once a 2xx named its id.
-
-Per appliance kill, measured from the restart (``Popen``): ``/readyz`` 200
-(polled every 5 ms on the fixed port), the ``ready`` log line, every job that
-was PRINTING at the kill left PRINTING (store events), and printing resumed —
-the first document on paper whose job the restarted appliance claimed (store
-claim event after the restart, prints.log) and, for comparison, the first
-document on paper at all after the restart. Printing resumption is measured
-only for kills with work waiting (RELEASED/PRINTING at the kill) and when
-paper came before the next kill. Median, min and max over the kills.
-
-At the end every printer is back; the benchmark waits (``SETTLE_TIMEOUT_S`` at
-most; ``/metrics`` ``edgeprint_jobs{state}`` polled) until no job is RELEASED or
-PRINTING, stops the appliance and counts, against the printers' own
-``prints.log``: duplicates (a job printed more than once, across printers),
-losses (accepted but neither DONE nor DEAD, or DONE and never on paper), DEAD
-jobs by reason, and whether each DEAD ``outcome_unknown`` job was in the hands
-of a printer (PRINTING there) when that printer was SIGKILLed — the only DEAD
-the run allows; any other DEAD is reported as unexplained. Each anomaly is
-dumped with its store events, log lines and the faults around it, and the work
-folder is kept.
-
-The appliance runs from a copy of ``edgeprint/`` taken at the start (others may
-edit the tree meanwhile). One setting differs from the defaults:
-``[server] rate_limit`` is raised (when the running code has it), because one
-kiosk token stands in for every kiosk of the venue.
-
-Prints a Markdown table and writes ``bench/results/chaos.json``. Exit code 0
-when there is no duplicate, loss or unexplained DEAD and the run was measured,
-1 otherwise, 2 on bad usage. Every child (appliance, printers, dbus-daemon) is
-stopped on exit, error, Ctrl-C, SIGTERM or SIGHUP.
-
-Run from the repository root::
-
-    .venv/bin/python -m bench.chaos_bench                # 500 jobs, 20 + 3 kills: ~60–90 s
-    .venv/bin/python -m bench.chaos_bench --quick        # 120 jobs, 6 + 2 kills: ~20 s
-    .venv/bin/python -m bench.chaos_bench --seed 1129    # replay a fault schedule
+    .venv/bin/python -m bench.chaos_bench [--quick] [--seed N]
 """
 
 from __future__ import annotations

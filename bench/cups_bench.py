@@ -1,73 +1,16 @@
 """Side by side with CUPS: the same held jobs through edgeprint and through a CUPS class.
 
-Both sides drive the same kind of printers: ``--printers`` real ``ippeveprinter``
-processes from :class:`testbed.rig.Rig` (0 s/page), fresh for every run. Ground truth
-is each printer's own ``prints.log`` (one line, millisecond UTC timestamp, per
-document that came out), read by job-name (:func:`testbed.rig.printed_names`).
-Every job carries the same ~30 KB one-page PDF (:func:`testbed.pdfs.make_pdf` padded).
+Both sides drive ``--printers`` fresh real printers (0 s/page, a ~30 KB PDF per job);
+edgeprint with its defaults in pool ``lobby``, CUPS as a private ``cupsd``
+(:class:`bench.cups_rig.Cupsd`) with one raw queue per printer in class ``lobby``,
+jobs by IPP Print-Job held then Release-Job (the aiohttp client of both sides).
+(1) normal: submit, release, release → last printed, duplicates, losses; (2) SIGKILL
+of the scheduler (CUPS with its backends, as systemd does) when the k-th document
+comes out, restarted: → serving, → settled, jobs known, duplicates, losses; CUPS with
+its defaults and with ``DirtyCleanInterval 0``. Ratios per repetition, medians of
+``--repeat``. Writes ``bench/results/cups.json``.
 
-- **edgeprint**: the appliance as a child process (``python -m edgeprint serve``,
-  :class:`testbed.proc.ServeProcess`, run from a copy of ``edgeprint/`` taken at the
-  start), **default** ``[dispatch]`` and ``[store]`` settings, every printer in pool
-  ``lobby``. Jobs: ``POST /v1/jobs`` (``hold: true``, ``pool: lobby``), then
-  ``POST /v1/jobs/{id}/release``.
-- **CUPS**: a private ``cupsd`` (:class:`bench.cups_rig.Cupsd`: own ServerRoot,
-  spool, logs, port on 127.0.0.1; the system CUPS is never touched), one raw queue
-  per printer and a class ``lobby`` of them (the pool). The queues are made with
-  ``lpadmin`` and cupsd is restarted gracefully once before the jobs come, so the
-  queues are on disk like on an installed system. Jobs (``--cups-client ipp``,
-  the default): IPP ``Print-Job`` to ``/classes/lobby`` with
-  ``job-hold-until=indefinite`` and ``job-name``, then ``Release-Job``, posted over
-  HTTP by the same aiohttp client that talks to edgeprint — the fair transport, no
-  process per job. ``--cups-client lp``: ``lp -d lobby -H indefinite -t NAME FILE``
-  and ``lp -i ID -H resume``, one process per command.
-
-Both sides submit and release ``SUBMIT_CONCURRENCY`` (4) requests at a time.
-
-1. normal run — ``--jobs`` N jobs submitted held, then all released. Figures:
-   submit time (first request sent → last answer, all N), release time (same),
-   first release sent → last document printed (prints.log), duplicates (job-names
-   printed more than once, counted as extra copies) and losses (jobs never
-   printed). CUPS runs with its defaults here.
-2. SIGKILL mid-run — the same, but at the instant the k-th document appears in the
-   printers' logs (k drawn once per repetition, uniformly from N/4 … 3N/4, the same
-   k for every side) the scheduler is SIGKILLed and started again on the same
-   folders: for edgeprint the appliance process, for CUPS ``cupsd`` together with
-   every backend it had started (what systemd does to the unit's control group
-   when the daemon dies; ``--cups-kill daemon`` kills cupsd alone and lets its
-   backends finish). Then the run waits (bounded) until it settles: no job
-   pending/processing (CUPS ``Get-Jobs``) or RELEASED/PRINTING (edgeprint API),
-   every printer idle and no backend left; held, stopped or DEAD jobs stay as they
-   are. Nothing is re-released. Figures: submit and release times (again), documents
-   printed at the kill, restart → serving again, restart → settled, jobs the
-   scheduler still knows after the restart, duplicates and losses. CUPS runs twice:
-   with its defaults (``DirtyCleanInterval`` 30 s: job state reaches the disk up to
-   30 s late) and with ``DirtyCleanInterval 0`` (state written at once: the most
-   durable CUPS). The spool's control (``c*``) and document (``d*``) files at the
-   kill go into the raw results.
-
-   Why the kill point is fair to CUPS: its ipp backend sends a job, then polls the
-   printer about once a second until the job is completed, so a CUPS job spends
-   nearly all its time "printed but not yet completed"; the instant a document
-   comes out is where CUPS spends most of its time anyway. For edgeprint it is the
-   narrow window in which the job is on paper but still PRINTING in the store,
-   the one its reconciliation after a restart exists for.
-
-Each figure is the median, min and max over ``--repeat`` repetitions; the ratio
-edgeprint / CUPS is computed within each repetition, then summarized the same way.
-Prints a Markdown table and writes ``bench/results/cups.json``. Exit code 0 when
-every run was measured and edgeprint printed every job exactly once (CUPS's
-duplicates and losses are reported, not judged), 1 otherwise, 2 on bad usage.
-Every child (cupsd and its backends, printers, dbus-daemon, appliance) is stopped
-on exit, error, Ctrl-C, SIGTERM or SIGHUP (not after SIGKILL of the benchmark).
-
-Needs ``cupsd`` (Debian package ``cups-daemon``) and ``lp``/``lpadmin``
-(``cups-client``) besides the rig's ``cups-ipp-utils`` and ``dbus-daemon``.
-
-Run from the repository root::
-
-    .venv/bin/python -m bench.cups_bench            # N=24 on 3 printers, 3 repetitions: ~80 s
-    .venv/bin/python -m bench.cups_bench --quick    # N=12, 1 repetition: ~15 s
+    .venv/bin/python -m bench.cups_bench [--quick]
 """
 
 from __future__ import annotations
@@ -103,7 +46,6 @@ from bench.cups_rig import (
     cups_tools,
     ipp_request,
     parse_ipp,
-    proc_alive,
 )
 from bench.harness import (
     POOL,
@@ -137,7 +79,6 @@ WAIT_BASE_S = 20.0
 WAIT_PER_JOB_S = 2.0
 REQUEST_TIMEOUT_S = 30.0
 BACKPRESSURE_RETRY_S = 0.05
-_LP_ID = re.compile(r"request id is (\S+)")
 
 
 # --- the two sides --------------------------------------------------------------------
@@ -250,14 +191,10 @@ class CupsSide:
     printers: int
     doc_path: Path
     tag: str
-    client: str = "ipp"
     dirty_clean_interval: int | None = None
-    kill_backends: bool = True
     name: str = "cups"
     rig: Rig = field(init=False)
     cups: Cupsd = field(init=False)
-    #: Backends that were running at the kill (their pids), waited for when left alive.
-    orphans: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.rig = Rig(self.root / "rig", seconds_per_page=0.0)
@@ -285,33 +222,10 @@ class CupsSide:
                 raise BenchError(f"cupsd {path}: HTTP {r.status}")
         return parse_ipp(raw)
 
-    async def _lp(self, *args: str) -> str:
-        proc = await asyncio.create_subprocess_exec(
-            self.cups.tools["lp"],
-            "-h",
-            self.cups.server,
-            *args,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-        )
-        out, _ = await asyncio.wait_for(proc.communicate(), REQUEST_TIMEOUT_S)
-        text = out.decode(errors="replace")
-        if proc.returncode != 0:
-            raise BenchError(f"lp {' '.join(args)}: exit {proc.returncode}: {text.strip()}")
-        return text
-
     def job_name(self, i: int) -> str:
         return f"cups-{self.tag}-{i:05d}"
 
     async def submit(self, http: aiohttp.ClientSession, i: int) -> str:
-        if self.client == "lp":
-            out = await self._lp(
-                "-d", POOL, "-H", "indefinite", "-t", self.job_name(i), str(self.doc_path)
-            )
-            m = _LP_ID.search(out)
-            if not m:
-                raise BenchError(f"lp printed no request id: {out.strip()}")
-            return m.group(1)  # e.g. lobby-12
         body = ipp_request(
             PRINT_JOB,
             i + 1,
@@ -331,9 +245,6 @@ class CupsSide:
         return str(job_id)
 
     async def release(self, http: aiohttp.ClientSession, ref: str) -> None:
-        if self.client == "lp":
-            await self._lp("-i", ref, "-H", "resume")
-            return
         body = ipp_request(
             RELEASE_JOB,
             1,
@@ -359,8 +270,7 @@ class CupsSide:
         }
 
     def kill(self) -> None:
-        kids = self.cups.kill(children=self.kill_backends)
-        self.orphans = [] if self.kill_backends else kids
+        self.cups.kill()
 
     def restart(self) -> None:
         try:
@@ -375,8 +285,6 @@ class CupsSide:
     async def settled(self, http: aiohttp.ClientSession) -> bool:
         jobs = await asyncio.to_thread(self._our_jobs)
         if any(j["state"] in ("pending", "processing") for j in jobs):
-            return False
-        if any(proc_alive(pid) for pid in self.orphans):
             return False
         return await printers_idle(http, self.rig)
 
@@ -521,8 +429,6 @@ class Plan:
     jobs: int
     repeat: int
     printers: int
-    client: str
-    kill_backends: bool
     seed: int
 
 
@@ -563,9 +469,7 @@ def one_rep(work: Work, rep: int, plan: Plan) -> dict[str, Any]:
             plan.printers,
             work.doc_path,
             f"r{rep}{key}",
-            client=plan.client,
             dirty_clean_interval=CUPS_CONFIGS[config],
-            kill_backends=plan.kill_backends,
         )
 
     run: dict[str, Any] = {"kill_at": kill_at}
@@ -682,26 +586,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=None, help="repetitions (default 3, quick 1)")
     ap.add_argument("--jobs", type=int, default=None, help="jobs per run (default 24, quick 12)")
     ap.add_argument("--printers", type=int, default=PRINTERS, help="printers in the pool (3)")
-    ap.add_argument(
-        "--cups-client",
-        choices=("ipp", "lp"),
-        default="ipp",
-        help="how jobs reach cupsd: IPP over HTTP from the benchmark (default) or the lp command",
-    )
-    ap.add_argument(
-        "--cups-kill",
-        choices=("tree", "daemon"),
-        default="tree",
-        help="SIGKILL cupsd and its backends (default) or cupsd alone",
-    )
     ap.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
     args = ap.parse_args(argv)
     plan = Plan(
         jobs=args.jobs or (12 if args.quick else 24),
         repeat=args.repeat if args.repeat is not None else (1 if args.quick else 3),
         printers=args.printers,
-        client=args.cups_client,
-        kill_backends=args.cups_kill == "tree",
         seed=seed(args.seed),
     )
     if not (1 <= plan.repeat <= 20 and 4 <= plan.jobs <= 1000 and 1 <= plan.printers <= 20):
@@ -752,8 +642,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     table = build_table(runs, plan.jobs, plan.printers)
     print(
         f"\nN = {plan.jobs} jobs of {len(doc)} bytes, pool of {plan.printers} printers "
-        f"(0 s/page), CUPS client {plan.client}, CUPS SIGKILL "
-        f"{'cupsd + backends' if plan.kill_backends else 'cupsd only'}, seed {plan.seed}; "
+        f"(0 s/page), CUPS client ipp, CUPS SIGKILL "
+        f"cupsd + backends, seed {plan.seed}; "
         f"kill after k documents, k = {[r['kill_at'] for r in runs]}"
     )
     for i, run in enumerate(runs):
@@ -775,8 +665,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "printer_seconds_per_page": 0.0,
             "document_bytes": len(doc),
             "submit_concurrency": SUBMIT_CONCURRENCY,
-            "cups_client": plan.client,
-            "cups_kill": args.cups_kill,
+            "cups_client": "ipp",
+            "cups_kill": "tree",
             "cups_configs": {k: {"DirtyCleanInterval": v} for k, v in CUPS_CONFIGS.items()},
             "cups_queues": "raw (lpadmin -m raw), one per printer, in class 'lobby'",
             "kill_point": "when the k-th document appears in prints.log, k uniform in N/4..3N/4",

@@ -44,7 +44,7 @@ import signal
 import struct
 import subprocess
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -285,9 +285,6 @@ class Cupsd:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-    def url_printer(self, name: str) -> str:
-        return f"{self.base_url}/printers/{name}"
 
     def url_class(self, name: str) -> str:
         return f"{self.base_url}/classes/{name}"
@@ -549,10 +546,3 @@ class Cupsd:
                 text = path.read_text(errors="replace").splitlines()[-lines:]
                 parts.append(f"--- {name}\n" + "\n".join(text))
         return "\n".join(parts) or "(no log)"
-
-    def error_log_lines(self, *needles: str) -> Iterator[str]:
-        """Lines of error_log containing any of ``needles``."""
-        with contextlib.suppress(OSError):
-            for line in (self.log_dir / "error_log").read_text(errors="replace").splitlines():
-                if any(n in line for n in needles):
-                    yield line

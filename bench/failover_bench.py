@@ -1,65 +1,16 @@
 """Failover benchmark: a printer dies under load; how fast its work moves, and chaos.
 
-The appliance runs as a real child process (``python -m edgeprint serve``, via
-:class:`testbed.proc.ServeProcess`), in front of three real ``ippeveprinter``
-printers from :class:`testbed.rig.Rig`, all in one pool, each taking
-``SPP`` (0.05 s) per page so that a queue builds up. Ground
-truth is each printer's own ``prints.log`` (one line, millisecond UTC timestamp,
-per document that came out); the appliance's view is its JSON log (ms
-timestamps), ``GET /v1/printers`` (tech token) and its SQLite ``job_events``
-table, read after each run. Every run starts from a fresh rig, data folder and
-appliance. The stand, API client and helpers are those of :mod:`bench.print_bench`.
-The appliance runs from a copy of ``edgeprint/`` taken when the benchmark starts
-(others may be editing the tree meanwhile); the copy's digest and ``git diff
---stat`` against HEAD go into the results.
+Three real printers in one pool at 0.05 s/page. (1) failover — ``--failover-jobs``
+jobs, a third named for printer-02, which is SIGKILLed after ``KILL_AFTER_PRINTED``
+documents: kill → reported unhealthy, → its waiting jobs moved, → first claimed and
+first/last printed at a peer, → its job in hand settled; with the default
+``in_hand_timeout_s`` (1a) and with ``LOWERED_IN_HAND_S`` (1b), ``--repeat`` runs each.
+(2) chaos — ``--chaos-jobs`` jobs in random bursts over ``--chaos-seconds`` while
+printers are SIGKILLed or SIGSTOPped and brought back; then duplicates, losses, DONE
+never on paper, DEAD by reason; anomalies are dumped and the work folder kept. The
+appliance runs from a copy of ``edgeprint/``. Writes ``bench/results/failover.json``.
 
-1. failover — ``--failover-jobs`` jobs submitted ``hold=false``, every third one
-   named for printer-02 and the others for the pool (interleaved, so the named
-   jobs are spread through the queue). A random 0–100 ms after printer-02 has
-   printed ``KILL_AFTER_PRINTED`` documents it is SIGKILLed (and left dead).
-   Measured from the kill: printer-02 reported unhealthy (``GET /v1/printers``
-   polled every 5 ms, and the ``printer_unhealthy`` log event), its waiting jobs
-   moved to the pool (first ``job_failed_over`` log event), the first of them
-   claimed by a peer (store), the first and the last of them on paper at a peer
-   (prints.log), and the job printer-02 had in hand at the kill leaving
-   PRINTING (store): DEAD ``outcome_unknown`` once ``in_hand_timeout_s`` has
-   passed when its document may have reached the printer, at once back to the
-   queue when none was sent. Run ``--repeat`` times with the **default**
-   ``[dispatch]`` settings (1a) and ``--repeat`` times with ``in_hand_timeout_s``
-   lowered to ``LOWERED_IN_HAND_S`` (1b; the only key set: a killed printer
-   refuses connections at once, so ``request_timeout_s`` plays no part). With
-   the defaults the in-hand job waits ``in_hand_timeout_s`` (30 s): the full
-   benchmark waits for it in default runs until one has seen it given up
-   (DEAD ``outcome_unknown``); the other default runs stop when everything
-   else is settled.
-   Figures: median, min and max over the runs.
-2. chaos — ``--chaos-jobs`` jobs (``hold=false``; a third named for a random
-   printer, the rest for the pool) submitted in random bursts spread over
-   ``--chaos-seconds``, while printers are SIGKILLed (restarted after a random
-   0.5–3 s) or, one fault in ``1 / HANG_SHARE``, SIGSTOPped (SIGCONT after
-   0.5–3 s): a fault every 0.8–2.5 s, at most two printers down at once, 4 in 5
-   faults waiting (up to 3 s) for a printer edgeprint reports printing a job and
-   hitting it 0–80 ms later. Default ``[dispatch]`` settings (``--chaos-lowered``:
-   in_hand_timeout_s and request_timeout_s = 1 s, which also exercises
-   give-up-in-hand, fences and time-outs). At the end every printer is back, the
-   jobs settle, and the run counts duplicates (a job printed more than once
-   across all printers), losses (a job accepted with 2xx that is neither DONE
-   nor DEAD), DONE jobs never on paper, and DEAD jobs by reason
-   (``outcome_unknown``, split by whether the document came out, is allowed: a
-   printer killed while it may have been printing). Any duplicate, loss or
-   DONE-without-paper is dumped with its events, log lines, prints.log lines
-   and the fault timeline around it, and the work folder is kept.
-
-Prints a Markdown table and writes ``bench/results/failover.json`` (figures,
-settings, machine info, git commit). Exit code 0 when nothing was printed twice
-or lost and every run was measured, 1 otherwise, 2 on bad usage. Every child
-(appliance, printers, dbus-daemon) is stopped on exit, error, Ctrl-C, SIGTERM or
-SIGHUP (a hung printer is continued first; not after SIGKILL of the benchmark).
-
-Run from the repository root::
-
-    .venv/bin/python -m bench.failover_bench            # full: about 2.5–3.5 minutes on 2 cores
-    .venv/bin/python -m bench.failover_bench --quick    # 1+1 failover runs, 100-job chaos: ~35 s
+    .venv/bin/python -m bench.failover_bench [--quick] [--seed N]
 """
 
 from __future__ import annotations
@@ -117,8 +68,6 @@ KILL_AFTER_PRINTED = 4
 KILL_DELAY_S = 0.1
 #: in_hand_timeout_s of the lowered failover runs (1b).
 LOWERED_IN_HAND_S = 1.0
-#: What --chaos-lowered sets.
-CHAOS_LOWERED = {"in_hand_timeout_s": 1.0, "request_timeout_s": 1.0}
 #: Upper bounds (seconds) of the waits.
 UNHEALTHY_TIMEOUT_S = 30.0
 DRAIN_TIMEOUT_S = 30.0
@@ -646,7 +595,6 @@ class Plan:
     failover_jobs: int
     chaos_jobs: int
     chaos_seconds: float
-    chaos_lowered: bool
     wait_default_in_hand: bool
     seed: int
 
@@ -674,8 +622,7 @@ async def failover_run(run: Run, rep: int, key: str, plan: Plan) -> dict[str, An
 
 
 async def chaos_run(run: Run, plan: Plan) -> dict[str, Any]:
-    dispatch = dict(CHAOS_LOWERED) if plan.chaos_lowered else {}
-    stand = run.stand("chaos", PRINTERS, seconds_per_page=SPP, dispatch=dispatch)
+    stand = run.stand("chaos", PRINTERS, seconds_per_page=SPP)
     t0 = time.monotonic()
     try:
         stand.start()
@@ -683,7 +630,7 @@ async def chaos_run(run: Run, plan: Plan) -> dict[str, Any]:
             out = await phase_chaos(stand, plan.chaos_jobs, plan.chaos_seconds, plan.seed)
     finally:
         stand.stop()
-    out["settings"] = dispatch or "defaults"
+    out["settings"] = "defaults"
     out["phase_s"] = round(time.monotonic() - t0, 2)
     return out
 
@@ -715,13 +662,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--failover-jobs", type=int, default=90, help="jobs per failover run")
     ap.add_argument("--chaos-jobs", type=int, default=None, help="default 300 (--quick 100)")
     ap.add_argument("--chaos-seconds", type=float, default=None, help="default 60 (--quick 20)")
-    ap.add_argument(
-        "--chaos-lowered",
-        action="store_true",
-        help="chaos with in_hand_timeout_s and request_timeout_s = 1 s (default: defaults)",
-    )
-    ap.add_argument("--no-chaos", action="store_true", help="failover runs only")
-    ap.add_argument("--no-failover", action="store_true", help="chaos only")
     ap.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
     args = ap.parse_args(argv)
     plan = Plan(
@@ -729,7 +669,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         failover_jobs=args.failover_jobs,
         chaos_jobs=args.chaos_jobs or (100 if args.quick else 300),
         chaos_seconds=args.chaos_seconds or (20.0 if args.quick else 60.0),
-        chaos_lowered=args.chaos_lowered,
         wait_default_in_hand=not args.quick,
         seed=seed(args.seed),
     )
@@ -748,7 +687,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     failover: dict[str, list[dict[str, Any]]] = {k: [] for k in FAILOVER_SETS}
     chaos: dict[str, Any] | None = None
     with Run("failover", args, snapshot=True) as run:
-        for rep in range(0 if args.no_failover else plan.repeat):
+        for rep in range(plan.repeat):
             for key in FAILOVER_SETS:
                 one = run.attempt_async(
                     f"failover {key} run {rep + 1}", failover_run(run, rep, key, plan)
@@ -759,15 +698,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if key == "defaults" and one["in_hand_dead_unknown"]:
                     plan.wait_default_in_hand = False  # the 30 s give-up measured once
                 print(f"bench: failover {key} run {rep + 1}: {_brief(one)}", file=sys.stderr)
-        if not args.no_chaos:
-            print(
-                f"bench: chaos, seed {plan.seed}: {plan.chaos_jobs} jobs over "
-                f"{plan.chaos_seconds:g} s",
-                file=sys.stderr,
-            )
-            chaos = run.attempt_async("chaos", chaos_run(run, plan))
-            if chaos is not None:
-                print(f"bench: chaos: {_brief(chaos)}", file=sys.stderr)
+        print(
+            f"bench: chaos, seed {plan.seed}: {plan.chaos_jobs} jobs over {plan.chaos_seconds:g} s",
+            file=sys.stderr,
+        )
+        chaos = run.attempt_async("chaos", chaos_run(run, plan))
+        if chaos is not None:
+            print(f"bench: chaos: {_brief(chaos)}", file=sys.stderr)
         run.keep |= any(
             r[k]
             for runs in failover.values()
@@ -794,7 +731,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         "\nsettings: the code's defaults, except in 1b in_hand_timeout_s = "
         f"{LOWERED_IN_HAND_S:g} (default {defaults['dispatch']['in_hand_timeout_s']:g})"
-        + (f"; chaos {CHAOS_LOWERED}" if plan.chaos_lowered else "; chaos: defaults")
+        + "; chaos: defaults"
         + f"; printers {SPP:g} s/page"
     )
     return run.finish(
@@ -815,7 +752,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "wait_for_default_in_hand": not args.quick,
             "chaos_jobs": plan.chaos_jobs,
             "chaos_seconds": plan.chaos_seconds,
-            "chaos_overrides": CHAOS_LOWERED if plan.chaos_lowered else {},
+            "chaos_overrides": {},
             "chaos_seed": plan.seed,
             "fault_gap_s": FAULT_GAP_S,
             "outage_s": OUTAGE_S,

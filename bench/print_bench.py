@@ -1,49 +1,16 @@
 """Print-path benchmark: edgeprint driving real IPP printers, as a user gets it.
 
-The appliance runs as a real child process (``python -m edgeprint serve``, via
-:class:`testbed.proc.ServeProcess`) with the **default** ``[dispatch]`` and
-``[store]`` settings (not the tests' fast dispatch settings); the printers are
-real ``ippeveprinter`` processes from :class:`testbed.rig.Rig` with a print
-engine that takes no time (0 s/page). Ground truth is each printer's own
-``prints.log`` (one line, millisecond UTC timestamp, per document that came
-out) and its ``server.log`` (``Processing time was X seconds`` per job); the
-appliance's own view is its SQLite ``job_events`` table (one row per state
-change, unix seconds) read after each phase. Every phase starts from a fresh
-rig, data folder and appliance. Phases, per repetition:
+The appliance with its default settings, real printers at 0 s/page; ground truth is
+each printer's ``prints.log`` and ``server.log``, the appliance's view its
+``job_events``. Per repetition, each phase on a fresh stand: (1) latency —
+``--latency-jobs`` jobs one at a time, release → printed and → DONE, split into
+release → claim → printed → DONE; (2) drain — ``--drain-jobs`` jobs to one printer,
+then a pool of two: jobs/s per printer and the idle gap between jobs with its parts;
+(3) recovery — the appliance SIGKILLed right after a document came out: restart →
+ready, → PRINTING settled, → all DONE. Duplicates and losses must be 0. Medians of
+``--repeat`` runs. Writes ``bench/results/print.json``.
 
-1. latency — ``--latency-jobs`` jobs, one at a time, on an idle printer: submit
-   held, wait 0.15 s, release; release-response → printed (prints.log) and
-   release-response → ``finished_at`` (the store's DONE time), p50/p99 in ms,
-   split into release → claim, claim → printed, printed → DONE.
-2. drain — ``--drain-jobs`` jobs submitted with ``hold=false`` (4 uploads at a
-   time), first to one named printer, then to a pool of two: first submit →
-   last printed (s), jobs/s per printer end to end and in steady state (first
-   → last printed), and the idle gap each printer sees between jobs (interval
-   between consecutive prints.log lines minus the next job's processing time
-   from server.log), median and p90 in ms, split into printed → DONE recorded
-   (completion detection), DONE → next claim, claim → printer starts.
-3. recovery — ``--recovery-jobs`` jobs across a pool of two; right after a
-   document comes out (so its job is still PRINTING in the store) the
-   appliance is SIGKILLed and restarted: restart → ``/readyz`` 200 (polled every
-   5 ms on a fixed port), restart → every job that was PRINTING at the kill has
-   left PRINTING (store events, and as seen by polling
-   ``GET /v1/jobs?state=PRINTING``), restart → all jobs DONE (ms).
-
-Every phase counts duplicates and losses against the printers' ground truth
-(must be 0/0). Each figure is the median of ``--repeat`` runs with min and max.
-The drain rate is compared with the reference figure of the project's rig notes
-(``/work/shared/rig/README.md``, "CUPS baseline"): a CUPS queue in front of the
-same ippeveprinter drains about 1 job/s per printer (not measured here).
-
-Prints a Markdown table and writes ``bench/results/print.json``. Exit code 0
-when every job printed exactly once and nothing timed out, 1 otherwise, 2 on
-bad usage. Every child (appliance, printers, dbus-daemon) is stopped on exit,
-error, Ctrl-C, SIGTERM or SIGHUP (not after SIGKILL of the benchmark itself).
-
-Run from the repository root::
-
-    .venv/bin/python -m bench.print_bench            # full, 3 runs: about 1.5 minutes on 2 cores
-    .venv/bin/python -m bench.print_bench --quick    # 1 smaller run: about 10–15 s
+    .venv/bin/python -m bench.print_bench [--quick]
 """
 
 from __future__ import annotations

@@ -1,58 +1,15 @@
 """Resources benchmark: memory, start-up and store size with 20 printers and 100,000 jobs.
 
-The stand: 20 real ``ippeveprinter`` printers from :class:`testbed.rig.Rig` on
-loopback (0 s/page; four pools of five) — cheap (about 7.5 MiB RSS and a few ms
-each to start), and with reachable printers the appliance runs its 20 workers,
-probes and HTTP connections as it does at a venue, which unreachable URIs would
-not show. The appliance is a real child (``python -m edgeprint serve`` via
-:class:`testbed.proc.ServeProcess`) running from a copy of ``edgeprint/`` taken
-at the start, with the default settings except ``[server] rate_limit`` (raised
-when the code has it: one kiosk token stands in for every kiosk).
+The appliance (default settings, ``rate_limit`` raised) in front of 20 real printers:
+(1) ``--starts`` start-ups on an empty store, spawn → ``/readyz`` and VmRSS; (2) a
+sample of jobs through the API and the store layer, cloned with plain SQL up to
+``--jobs`` (events written by the schema's triggers; younger clones have no document
+on disk: the figures are the store's, not the spool's); (3) bytes per job, per table
+(``dbstat``); (4) ``--starts`` start-ups on the full store, then listings, metrics,
+the dead-letter queue and ``--load-jobs`` printed jobs, VmRSS after each and VmHWM.
+Writes ``bench/results/resources.json``.
 
-Phases:
-
-1. empty store — ``--starts`` start-ups on an empty data_dir (after one first
-   start that creates the schema, not counted): spawn → ``/readyz`` 200 (polled
-   every 5 ms on a fixed port) and VmRSS right then (``/proc/PID/status``).
-2. the store — a real sample through the API (``SAMPLE`` jobs: printed with
-   ``hold=false``, submitted held and released, held and cancelled, left HELD;
-   documents on disk, printed on the rig), then, with the appliance stopped,
-   some of its HELD jobs expired (``Jobs.expire_held``, what retention does)
-   and some released, claimed and failed DEAD with the project's own store
-   layer (``edgeprint.store.jobs.Jobs``, the service's own columns and actors).
-   Those jobs are the templates: the rest up to ``--jobs`` (default 100,000)
-   are clones of them written in big transactions with plain SQL against the
-   same schema — an INSERT in the template's first state, then one UPDATE per
-   later state change of the template, so the ``job_events`` rows are written
-   by the schema's triggers exactly as the appliance's own statements write
-   them. A clone gets a fresh id, Idempotency-Key, digests, owner and
-   correlation ids and its times shifted: finished jobs spread over the last
-   ``HISTORY_DAYS`` days, HELD ones over the last 12 h (inside ``hold_ttl_s``);
-   documents finished more than ``document_retention_s`` ago are marked deleted
-   (as retention would have), **the younger clones' documents do not exist on
-   disk** (only the sample's do): the figures are for the SQLite store, not the
-   spool. Mix: ``MIX``. The WAL is checkpointed at the end (as a running
-   appliance does).
-3. store size — ``edgeprint.sqlite3`` + ``-wal`` bytes divided by the job
-   count, and per table with its indexes (SQLite ``dbstat``): ``jobs`` and
-   ``job_events`` (events per job).
-4. full store — ``--starts`` start-ups on the filled data_dir: spawn →
-   ``/readyz`` 200 and VmRSS then; on the last one, load, and VmRSS after each
-   step: ``LIST_PAGES`` pages of ``GET /v1/jobs?limit=500`` (newest first,
-   cursor), filtered listings (state, owner, printer), ``GET /metrics`` ×20,
-   ``GET /v1/printers`` ×20, the dead-letter queue paged through, then
-   ``--load-jobs`` submits (held) and releases (8 at a time) printed on the
-   rig; VmHWM (peak RSS) at the end.
-
-Prints a Markdown table and writes ``bench/results/resources.json``. Exit code 0
-when every phase was measured, 1 otherwise, 2 on bad usage. Every child
-(appliance, printers, dbus-daemon) is stopped on exit, error, Ctrl-C, SIGTERM or
-SIGHUP.
-
-Run from the repository root::
-
-    .venv/bin/python -m bench.resources_bench           # 100,000 jobs: about 40–60 s on 2 cores
-    .venv/bin/python -m bench.resources_bench --quick   # 20,000 jobs: about 20 s
+    .venv/bin/python -m bench.resources_bench [--quick]
 """
 
 from __future__ import annotations
