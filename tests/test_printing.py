@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from testbed.rig import Rig
+from tests.polling import eventually
 from tests.printing import appliance, assert_each_printed_once, printed_names, rig_config
 
 
@@ -38,18 +39,23 @@ async def test_held_jobs_print_only_after_release(tmp_path: Path, printers: Rig)
 
 
 async def test_priority_order_behind_a_busy_printer(tmp_path: Path, printers: Rig) -> None:
-    """Queued behind a slow job: priorities 500, 10, 100, 10, 0 print as 0, 10, 10, 100, 500."""
-    printers.set_speed("printer-01", 1.0)
+    """Queued behind a slow job: priorities 500, 10, 100, 10, 0 print as 0, 10, 10, 100, 500.
+
+    The slow job is made slow at the printer (a one-job fault), and the five are submitted
+    only once the printer has started it, so all five wait behind it."""
+    fault_file = printers.printer("printer-01").dir / "fault"
+    printers.fault("printer-01", "slow", "4", once=True)
     async with appliance(rig_config(tmp_path / "data", printers)) as (_, kiosk):
         slow = await kiosk.submit("slow-0001", printer="printer-01", hold=False)
-        await kiosk.wait_states([slow["id"]], {"PRINTING"})
-        printers.set_speed("printer-01", 0.0)
+        await eventually(lambda: not fault_file.exists(), "the printer starts the slow job")
         queued = []
         for n, prio in enumerate([500, 10, 100, 10, 0]):
             job = await kiosk.submit(
                 f"prio-{n:04d}", printer="printer-01", priority=prio, hold=False
             )
             queued.append((prio, n, job["id"]))
+        current = await kiosk.job(slow["id"])
+        assert current["state"] == "PRINTING", "the slow job finished before the five queued"
         await kiosk.wait_states([slow["id"]] + [q[2] for q in queued], {"DONE"}, timeout_s=30)
     order = [p.job_name.removeprefix("edgeprint-") for p in printers.printed("printer-01")]
     expected = [slow["id"]] + [job_id for _, _, job_id in sorted(queued)]
