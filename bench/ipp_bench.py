@@ -7,7 +7,9 @@ round sends ``--jobs`` submissions of a ~``--doc-kib`` KiB PDF (distinct documen
 ``POST /v1/jobs`` (``hold: false``, pool ``lobby``, unique Idempotency-Key); both are
 durable when answered. The two alternate which goes first; each figure is the median
 of ``--repeat`` rounds. Also: one held IPP job released over the API, timed until its
-state is RELEASED (the release path is the API's own: the job's origin does not enter it).
+state is RELEASED (the release path is the API's own: the job's origin does not enter it),
+and, on a real rig printer, release → printed (the printer's log) of jobs held over IPP
+against jobs held over JSON, alternated one at a time (``--held`` each).
 
 Prints a Markdown table, writes ``bench/results/ipp.json``; exit 1 when a request failed
 or IPP throughput is below 0.8x JSON.
@@ -28,13 +30,14 @@ from typing import Any
 
 import aiohttp
 
-from bench.harness import Run, parser
+from bench.harness import Kiosk, Run, Stand, parser, printed_at
 from edgeprint.api.auth import token_digest
 from edgeprint.printers import codec
 from edgeprint.printers.codec import Operation, Tag, attr
 from testbed.config import to_toml
 from testbed.pdfs import make_pdf
 from testbed.proc import ServeProcess
+from testbed.rig import Printed
 
 TOKEN = "bench-ipp-kiosk-token"
 
@@ -114,6 +117,48 @@ async def _round(
         return out
 
 
+async def _ipp_held(http: aiohttp.ClientSession, url: str, n: int) -> str:
+    """An IPP Print-Job held (job-hold-until indefinite) on the lobby queue; its job id."""
+    uri = url.replace("http://", "ipp://") + "/ipp/print/lobby"
+    body = codec.request(
+        Operation.PRINT_JOB, n, printer_uri=uri,
+        attributes=[attr("requesting-user-name", Tag.NAME, "bench")], data=make_pdf(f"ipp {n}"),
+    )  # fmt: skip
+    body.groups.append(
+        codec.AttributeGroup(0x02, [attr("job-hold-until", Tag.KEYWORD, "indefinite")])
+    )
+    async with http.post(f"{url}/ipp/print/lobby", data=body.encode(),
+                         headers={"Content-Type": "application/ipp"}) as r:  # fmt: skip
+        answer = codec.parse(await r.read())
+    return str(answer.value(0x02, "job-uuid")).removeprefix("urn:uuid:").replace("-", "")
+
+
+async def _release_to_printed(run: Run, held: int) -> dict[str, list[float]]:
+    """Seconds from the API release to the printer's log line, per origin (ipp / json)."""
+    stand = run.stand("printed", 1).start()
+    out: dict[str, list[float]] = {"ipp": [], "json": []}
+    async with aiohttp.ClientSession() as http:
+        kiosk = Kiosk(http, stand.url)
+        for i in range(2 * held):
+            origin = "ipp" if i % 2 == 0 else "json"
+            if origin == "ipp":
+                job_id = await _ipp_held(http, stand.url, i + 1)
+            else:
+                job_id = await kiosk.submit(f"held-{i:05d}", pool="lobby", hold=True)
+            released = await kiosk.release(job_id)
+            deadline = time.monotonic() + 30
+            while not (line := _printed(stand, job_id)):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"job {job_id} not printed within 30 s")
+                await asyncio.sleep(0.005)
+            out[origin].append(printed_at(line) - released)
+    return out
+
+
+def _printed(stand: Stand, job_id: str) -> Printed | None:
+    return next((p for p in stand.rig.printed("printer-01") if job_id in p.job_name), None)
+
+
 async def _held_release(url: str) -> float:
     """ms from the API release of an IPP-held job until the API shows it RELEASED."""
     uri = url.replace("http://", "ipp://") + "/ipp/print/lobby"
@@ -144,9 +189,10 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=50)
     ap.add_argument("--doc-kib", type=int, default=30)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--held", type=int, default=30, help="held jobs of each origin to print")
     args = ap.parse_args()
     if args.quick:
-        args.jobs, args.repeat = 300, 1
+        args.jobs, args.repeat, args.held = 300, 1, 10
     with Run("ipp", args) as run:
         config = run.work / "edgeprint.toml"
         config.write_text(to_toml(_config(run.work / "data")))
@@ -163,6 +209,7 @@ def main() -> int:
             release_ms = asyncio.run(_held_release(serve.url))
         finally:
             serve.kill()
+        printed = asyncio.run(_release_to_printed(run, args.held))
     summary = {
         kind: {
             k: statistics.median(rd[kind][k] for rd in rounds)
@@ -177,12 +224,18 @@ def main() -> int:
     for kind, label in (("ipp", "IPP Print-Job"), ("json", "POST /v1/jobs")):
         s = summary[kind]
         lines.append(f"| {label} | {s['rate_per_s']:.0f} | {s['p50_ms']:.1f} | {s['p99_ms']:.1f} |")
+    p50 = {k: statistics.median(v) * 1000 for k, v in printed.items()}
+    printed_ratio = p50["ipp"] / p50["json"]
     lines.append(f"\nIPP/JSON throughput: {ratio:.2f}x; failed requests: {failed}; "
-                 f"API release of an IPP-held job: {release_ms:.1f} ms")  # fmt: skip
+                 f"API release of an IPP-held job: {release_ms:.1f} ms; release → printed "
+                 f"p50: held over IPP {p50['ipp']:.1f} ms, over JSON {p50['json']:.1f} ms "
+                 f"({printed_ratio:.2f}x, {args.held} each)")  # fmt: skip
     if failed or ratio < 0.8:
         run.failures.append(f"failed requests {failed}, IPP/JSON {ratio:.2f} (goal ≥ 0.8)")
     return run.finish("\n".join(lines), settings=vars(args), summary=summary, ratio=ratio,
-                      failed=failed, held_release_ms=release_ms, rounds=rounds)  # fmt: skip
+                      failed=failed, held_release_ms=release_ms, rounds=rounds,
+                      release_to_printed_p50_ms=p50, release_to_printed_ratio=printed_ratio,
+                      release_to_printed_s=printed)  # fmt: skip
 
 
 if __name__ == "__main__":

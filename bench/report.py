@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
 BENCHMARKS = (
     "api", "print", "raster_print", "failover", "cups", "chaos", "resources", "render", "fleet",
-    "soak", "dist",
+    "soak", "ipp", "dist",
 )  # fmt: skip
 
 
@@ -239,6 +239,26 @@ def _generic(section: str) -> Callable[[Mapping[str, Any]], list[Row]]:
     return rows
 
 
+def _ipp(d: Mapping[str, Any]) -> list[Row]:
+    st, sm, p50 = d["settings"], d["summary"], d["release_to_printed_p50_ms"]
+    return [
+        Row(
+            "IPP queues",
+            f"Print-Job of {st['doc_kib']} KiB at {st['concurrency']} clients (durable)",
+            num(sm["ipp"]["rate_per_s"], "/s"),
+            "POST /v1/jobs: " + num(sm["json"]["rate_per_s"], "/s"),
+            ratio(d["ratio"]),
+        ),
+        Row(
+            "IPP queues",
+            f"held over IPP, released over the API → printed, p50 ({st['held']} each)",
+            num(p50["ipp"], "ms"),
+            "held over JSON: " + num(p50["json"], "ms"),
+            ratio(d["release_to_printed_ratio"]),
+        ),
+    ]
+
+
 def _dist(d: Mapping[str, Any]) -> list[Row]:
     return [
         Row(
@@ -262,6 +282,7 @@ _ROWS: dict[str, Callable[[Mapping[str, Any]], list[Row]]] = {
     "raster_print": _generic("printing, no PDF"),
     "fleet": _generic("many printers"),
     "soak": _generic("soak"),
+    "ipp": _ipp,
     "dist": _dist,
 }
 
