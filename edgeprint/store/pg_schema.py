@@ -17,11 +17,12 @@ Differences in types only: SQLite's REAL is ``double precision``, INTEGER is
 
 from __future__ import annotations
 
-from edgeprint.copies import CopyState
+from edgeprint.copies import LIVE_COPY_STATES, CopyState
 from edgeprint.states import ALL_STATES
 
 _STATES_SQL = ", ".join(f"'{s.value}'" for s in ALL_STATES)
 _COPY_STATES_SQL = ", ".join(f"'{s.value}'" for s in CopyState)
+_LIVE_COPIES_SQL = ", ".join(f"'{s.value}'" for s in sorted(LIVE_COPY_STATES))
 _EVENT_COLUMNS = "job_id, at, from_state, to_state, actor, reason, correlation_id"
 
 # Advisory locks are keyed (class, hashtext(current_schema())): one edgeprint store per
@@ -31,6 +32,9 @@ MIGRATION_LOCK = 0x6564_7001
 #: Class of the advisory lock an appliance holds on its writer connection while it uses the
 #: store: until printers are owned through leases (DESIGN §10), one appliance per store.
 WRITER_LOCK = 0x6564_7002
+
+#: Class of the advisory lock a transaction takes before it writes a webhook_outbox row.
+OUTBOX_LOCK = 0x6564_7003
 
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)"
 
@@ -271,6 +275,29 @@ MIGRATIONS: list[list[str]] = [
             pinned_at    double precision NOT NULL,
             actor        text NOT NULL
         )
+        """,
+    ],
+    # 2: several appliances writing at once (issue 15, phase 2)
+    [
+        # at most one live copy per claim of a job, whoever writes it (the INSERT's NOT
+        # EXISTS guard is exact for one writer; this holds for many)
+        f"""CREATE UNIQUE INDEX copies_one_live ON copies (job_id, claim)
+            WHERE state IN ({_LIVE_COPIES_SQL})""",
+        # webhook_outbox.seq in commit order: a row's seq is drawn under a lock held until
+        # its transaction ends, so a deliverer past seq N never finds a row < N later
+        f"""
+        CREATE FUNCTION webhook_outbox_in_commit_order() RETURNS trigger
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM pg_advisory_xact_lock({OUTBOX_LOCK}, hashtext(current_schema()));
+            NEW.seq := nextval(pg_get_serial_sequence('webhook_outbox', 'seq'));
+            RETURN NEW;
+        END
+        $$
+        """,
+        """
+        CREATE TRIGGER webhook_outbox_seq BEFORE INSERT ON webhook_outbox
+        FOR EACH ROW EXECUTE FUNCTION webhook_outbox_in_commit_order()
         """,
     ],
 ]

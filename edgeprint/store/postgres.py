@@ -138,6 +138,10 @@ class _Read:
 
 _Q = TypeVar("_Q", _Unit, _Read)
 
+#: How often a group commit the server rolled back (a deadlock with another appliance's
+#: transaction, a serialisation failure) is run again before its callers get the error.
+_ROLLBACK_RETRIES: Final = 3
+
 
 async def _next_batch(queue: asyncio.Queue[_Q | None], limit: int) -> list[_Q] | None:
     """Wait for work, then take everything queued (up to ``limit``); None: stop.
@@ -173,9 +177,11 @@ class PostgresStore:
         max_batch: int = 512,
         readers: int = 4,
         connect_timeout_s: float = 10.0,
+        exclusive: bool = True,
         on_commit: Callable[[int], object] | None = None,
     ) -> None:
         self.url = url
+        self._exclusive = exclusive
         self._on_commit = on_commit
         self._max_batch = max_batch
         self._readers = readers
@@ -199,7 +205,8 @@ class PostgresStore:
         try:
             self._writer = await self._connect("writer")
             await self._migrate(self._writer)
-            await self._take_writer_lock(self._writer)
+            if self._exclusive:
+                await self._take_writer_lock(self._writer)
             for _ in range(self._readers):
                 self._reader_conns.append(await self._connect("reader"))
         except errors.StoreUnavailable:
@@ -352,16 +359,25 @@ class PostgresStore:
         """
         conn = self._writer
         assert conn is not None
-        results: list[list[Rows] | psycopg.Error] = []
-        fatal: Exception | None = None
-        try:
-            results = list(await _pipelined(conn, batch))
-        except psycopg.Error as exc:
-            if _fatal(exc, conn):
-                fatal = exc
-            results = []
-        if not results and fatal is None:
-            results, fatal = await self._one_by_one(conn, batch)
+        for _ in range(_ROLLBACK_RETRIES):
+            results: list[list[Rows] | psycopg.Error] = []
+            fatal: Exception | None = None
+            try:
+                results = list(await _pipelined(conn, batch))
+            except psycopg.Error as exc:
+                if _fatal(exc, conn):
+                    fatal = exc
+                results = []
+            if not results and fatal is None:
+                results, fatal = await self._one_by_one(conn, batch)
+            # another appliance's transaction deadlocked with this one (or a serialisation
+            # failure): nothing of the batch was kept; run it again
+            if not isinstance(fatal, pg_errors.TransactionRollback) or conn.broken:
+                break
+            log.warning(
+                "group commit rolled back by the server; retrying",
+                extra={"event": "store_commit_retried", "error": str(fatal)},
+            )
         self._answer(batch, results, fatal)
 
     async def _one_by_one(
