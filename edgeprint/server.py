@@ -95,6 +95,19 @@ async def _documents_in_database(spool: Spool, store: Store) -> AsyncIterator[No
         await task
 
 
+def _listen_to_other_appliances(store: Store, service: JobService) -> None:
+    """On PostgreSQL, changes other appliances make ring this one's workers at once."""
+    if store.dialect != "postgresql":
+        return
+    from edgeprint.store.postgres import Notice, PostgresStore
+
+    async def on_notice(n: Notice) -> None:
+        await service.notified(n.kind, n.printer, n.pool, n.paused)
+
+    assert isinstance(store, PostgresStore)
+    store.listen(on_notice)
+
+
 @contextlib.contextmanager
 def _exclusive(data_dir: Path) -> Iterator[None]:
     """Hold an flock on ``data_dir/edgeprint.lock``: one appliance per data_dir.
@@ -167,6 +180,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                 board=board,
             )  # fmt: skip
             await service.load_paused()
+            _listen_to_other_appliances(store, service)
             dispatch_task = asyncio.create_task(
                 dispatcher.run(config.server.shutdown_grace_s), name="dispatcher"
             )

@@ -16,7 +16,7 @@ from edgeprint.states import JobState
 from edgeprint.store.interface import Store
 from edgeprint.store.jobs import Jobs, NewJob
 from edgeprint.store.outbox import Outbox
-from edgeprint.store.postgres import PostgresStore, translate
+from edgeprint.store.postgres import Notice, PostgresStore, translate
 from tests.polling import eventually
 
 _INSERT = (
@@ -182,3 +182,35 @@ async def test_pin_attempts_on_two_appliances_count_against_one_limit(pg_url: st
         assert counted == [1, 2, 3, 4, 5]
         rows = await b.read("SELECT pin_failures, pin_locked_until, state FROM jobs")
         assert tuple(rows[0]) == (5, 62.0, "HELD")
+
+
+async def test_changes_are_notified_to_the_other_appliances_at_commit_only(pg_url: str) -> None:
+    """A listening appliance hears "all" on connecting, then each job another appliance makes
+    claimable (with its printer and pool), and nothing of its own writes or of a write that
+    was rolled back."""
+    notices: asyncio.Queue[Notice] = asyncio.Queue()
+
+    async def heard(n: Notice) -> None:
+        notices.put_nowait(n)
+
+    async with _boxes(pg_url) as (a, b):
+        a.listen(heard)
+        assert await asyncio.wait_for(notices.get(), timeout=10) == Notice("all")
+        await a.write(_INSERT, ("own", "k-own", "RELEASED"))  # a's own: not heard
+        with pytest.raises(errors.StoreUnavailable):  # rolled back whole: not heard
+            await b.write_many(
+                [(_INSERT, ("gone", "k-gone", "RELEASED")), (_INSERT, ("own", "k-x", "HELD"))]
+            )
+        await b.write(_INSERT, ("held", "k-held", "HELD"))  # not claimable: not heard
+        await b.write(
+            "UPDATE jobs SET state = 'RELEASED', printer = 'printer-02', pool = NULL "
+            "WHERE id = 'held'"
+        )
+        heard_first = await asyncio.wait_for(notices.get(), timeout=10)
+        assert heard_first == Notice("ready", "printer-02", None, None)
+        await Jobs(b).set_paused("printer-02", True, now=1.0, actor="tech")
+        assert await asyncio.wait_for(notices.get(), timeout=10) == Notice(
+            "flags", "printer-02", None, True
+        )
+        assert notices.empty()
+        assert [r[0] for r in await a.read("SELECT id FROM jobs ORDER BY id")] == ["held", "own"]

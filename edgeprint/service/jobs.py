@@ -622,6 +622,32 @@ class JobService:
         self.board.resumed(name)
         return cfg
 
+    async def notified(
+        self, kind: str, printer: str | None, pool: str | None, paused: bool | None
+    ) -> None:
+        """Another appliance changed the shared store (PostgreSQL's notifications): ``ready``
+        (a job became claimable for ``printer``/``pool``), ``control`` (a copy on ``printer``
+        is being cancelled), ``flags`` (``printer`` paused or resumed), ``all`` (unknown: the
+        listener was not connected). The same rings the local change rings."""
+        if kind == "ready":
+            self.board.wake(printer, pool)
+        elif kind == "control":
+            self.board.control(printer)
+        elif kind == "flags" and printer is not None:
+            cfg = self.config.printer(printer)
+            if paused:
+                self.admission.paused.add(printer)
+                self.board.control(printer)
+            else:
+                self.admission.paused.discard(printer)
+                self.board.resumed(printer)
+                self.board.wake(printer, cfg.pool if cfg else None)
+        elif kind == "all":
+            await self.load_paused()
+            for cfg in self.config.printers:
+                self.board.control(cfg.name)
+                self.board.wake(cfg.name, cfg.pool)
+
     async def load_paused(self) -> None:
         """Read the persisted paused flags (at start-up)."""
         self.admission.paused = await self.jobs.paused_printers()

@@ -21,9 +21,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import logging
 import urllib.parse
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
@@ -138,6 +139,52 @@ class _Read:
 
 _Q = TypeVar("_Q", _Unit, _Read)
 
+#: First and longest wait between attempts to reconnect to the server.
+_RECONNECT_MIN_S: Final = 0.1
+_RECONNECT_MAX_S: Final = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A change another appliance made: ``ready`` (a job became claimable for ``printer`` or
+    ``pool``), ``control`` (a copy on ``printer`` is being cancelled), ``flags`` (``printer``
+    was paused or resumed: ``paused``), ``all`` (anything may have changed)."""
+
+    kind: str
+    printer: str | None = None
+    pool: str | None = None
+    paused: bool | None = None
+
+    @classmethod
+    def parse(cls, payload: str) -> Notice | None:
+        """The notice of a NOTIFY payload; None (logged) for one this version does not know."""
+        try:
+            data = json.loads(payload)
+            kind = data["kind"]
+            if kind not in ("ready", "control", "flags"):
+                raise ValueError(f"unknown kind {kind!r}")
+            paused = data.get("paused")
+            return cls(kind, data.get("printer"), data.get("pool"),
+                       None if paused is None else bool(paused))  # fmt: skip
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning(
+                "store notification ignored",
+                extra={"event": "store_notice_ignored", "error": str(exc)},
+            )
+            return None
+
+
+async def _deliver(on_notice: Callable[[Notice], Awaitable[None]], notice: Notice) -> None:
+    """``on_notice(notice)``; its failure is logged (the listener goes on)."""
+    try:
+        await on_notice(notice)
+    except errors.StoreError as exc:  # a notice is a hint: the workers' idle probe catches up
+        log.warning(
+            "store notification not handled",
+            extra={"event": "store_notice_failed", "kind": notice.kind, "error": str(exc)},
+        )
+
+
 #: How often a group commit the server rolled back (a deadlock with another appliance's
 #: transaction, a serialisation failure) is run again before its callers get the error.
 _ROLLBACK_RETRIES: Final = 3
@@ -194,6 +241,7 @@ class PostgresStore:
         self._task: asyncio.Task[None] | None = None
         self.batches = 0
         self.writes = 0
+        self._listener: asyncio.Task[None] | None = None
 
     # --- lifecycle -----------------------------------------------------------
 
@@ -223,6 +271,11 @@ class PostgresStore:
 
     async def close(self) -> None:
         """Finish queued writes, stop the writer task and close every connection."""
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._listener
+            self._listener = None
         if self._task is not None:
             self._queue.put_nowait(None)
             await self._task
@@ -250,6 +303,60 @@ class PostgresStore:
             connect_timeout=max(1, round(self._connect_timeout_s)),
             application_name=f"edgeprint-{role}",
         )
+
+    def listen(self, on_notice: Callable[[Notice], Awaitable[None]]) -> None:
+        """Hand every change notified by other appliances to ``on_notice`` until :meth:`close`.
+
+        A dedicated connection LISTENs on the store's channel (the triggers of
+        pg_schema migration 2 NOTIFY in the changing transaction). This
+        appliance's own notifications are skipped (it woke its workers itself).
+        On (re)connecting, ``on_notice`` gets a ``Notice("all")``: anything may
+        have changed while no one listened. A lost connection is retried with
+        back-off.
+        """
+        self._listener = asyncio.create_task(self._listen(on_notice), name="store:listener")
+
+    async def _listen(self, on_notice: Callable[[Notice], Awaitable[None]]) -> None:
+        delay = _RECONNECT_MIN_S
+        while True:
+            try:
+                conn = await self._connect("listener")
+            except (psycopg.Error, OSError) as exc:
+                log.warning(
+                    "store listener cannot connect",
+                    extra={"event": "store_listener_down", "error": str(exc)},
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _RECONNECT_MAX_S)
+                continue
+            try:
+                cur = await conn.execute("SELECT current_schema()")
+                row = await cur.fetchone()
+                channel = pg_schema.CHANNEL_PREFIX + str(row[0] if row else "public")
+                await conn.execute(pg_sql.SQL("LISTEN {}").format(pg_sql.Identifier(channel)))
+                delay = _RECONNECT_MIN_S
+                await _deliver(on_notice, Notice("all"))
+                async for n in conn.notifies():
+                    writer = self._writer
+                    if (
+                        writer is not None
+                        and not writer.closed
+                        and n.pid == writer.info.backend_pid
+                    ):
+                        continue
+                    notice = Notice.parse(n.payload)
+                    if notice is not None:
+                        await _deliver(on_notice, notice)
+            except psycopg.Error as exc:
+                log.warning(
+                    "store listener lost its connection",
+                    extra={"event": "store_listener_down", "error": str(exc)},
+                )
+            finally:
+                with contextlib.suppress(psycopg.Error):
+                    await conn.close()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _RECONNECT_MAX_S)
 
     async def _take_writer_lock(self, conn: psycopg.AsyncConnection[PgRow]) -> None:
         """Refuse to open a database another appliance is using (held until disconnect)."""

@@ -1,0 +1,98 @@
+"""Two appliances on one PostgreSQL store (``[store] shared``): what one does reaches the
+printers the other drives at once (LISTEN/NOTIFY), and the jobs print exactly once."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from testbed.config import TECH_TOKEN
+from testbed.rig import Rig
+from tests.polling import eventually
+from tests.printing import Client, appliance, assert_each_printed_once, printed_names, rig_config
+
+#: The idle probe of the appliance that drives the printers: far longer than any wait below,
+#: so a job printed within the wait was started by a notification, not found by a poll.
+_SLOW_IDLE_S = 120.0
+#: A port nothing listens on: appliance A's view of the printer B drives (A never sends to it).
+_NOWHERE = "ipp://127.0.0.1:9/ipp/print"
+
+
+def _configs(tmp_path: Path, printers: Rig, pg_url: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A: the API only (printer-02 known by name, unreachable from A); B: drives the rig.
+
+    Until leases say which appliance drives a printer (issue 15 item 3), A's printer-02
+    points nowhere and A never judges the jobs B's printer holds (``in_hand_timeout_s``).
+    """
+    a = rig_config(tmp_path / "a", printers, pool=None, in_hand_timeout_s=86400)
+    a["printers"] = [{"name": "printer-02", "uri": _NOWHERE}]
+    b = rig_config(tmp_path / "b", printers, pool=None, idle_probe_interval_s=_SLOW_IDLE_S)
+    for cfg in (a, b):
+        cfg["store"] = {"url": pg_url, "shared": True}
+    return a, b
+
+
+@contextlib.asynccontextmanager
+async def _two(a: dict[str, Any], b: dict[str, Any]) -> AsyncIterator[tuple[Client, Client]]:
+    async with appliance(b) as (_, kiosk_b), appliance(a) as (_, kiosk_a):
+        yield kiosk_a, kiosk_b
+
+
+async def _printer(kiosk: Client, name: str) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {TECH_TOKEN}"}
+    async with kiosk.http.get(f"{kiosk.url}/v1/printers", headers=headers) as r:
+        assert r.status == 200
+        body = await r.json()
+    items = body["printers"] if isinstance(body, dict) else body
+    found: dict[str, Any] = next(p for p in items if p["name"] == name)
+    return found
+
+
+async def test_a_release_on_one_appliance_wakes_the_printer_on_the_other(
+    tmp_path: Path, printers: Rig, pg_url: str
+) -> None:
+    """A job submitted held on B and released on A prints on B's printer within seconds
+    although B's worker polls only every 120 s; it prints once, and a second release on
+    either box is 409."""
+    a, b = _configs(tmp_path, printers, pg_url)
+    async with _two(a, b) as (kiosk_a, kiosk_b):
+        held = await kiosk_b.submit("held-0001", printer="printer-02")
+        started = time.monotonic()
+        status, body = await kiosk_a.post(f"/v1/jobs/{held['id']}/release")
+        assert (status, body["state"]) == (200, "RELEASED")
+        await kiosk_b.wait_states([held["id"]], {"DONE"}, timeout_s=20)
+        assert time.monotonic() - started < 20 < _SLOW_IDLE_S
+        for kiosk in (kiosk_a, kiosk_b):
+            status, body = await kiosk.post(f"/v1/jobs/{held['id']}/release")
+            assert status == 409
+            assert body["type"] == "urn:edgeprint:problem:state-conflict"
+    assert_each_printed_once(printers, [held["id"]])
+    assert printed_names(printers)[f"edgeprint-{held['id']}"] == ["printer-02"]
+
+
+async def test_a_pause_and_resume_on_one_appliance_reach_the_other(
+    tmp_path: Path, printers: Rig, pg_url: str
+) -> None:
+    """A technician's pause of printer-02 on A shows as paused on B (which drives it) at once,
+    and the resume on A makes B print the job released meanwhile."""
+    a, b = _configs(tmp_path, printers, pg_url)
+    async with _two(a, b) as (kiosk_a, kiosk_b):
+        status, _ = await kiosk_a.post("/v1/printers/printer-02/pause", tech=True)
+        assert status == 200
+
+        async def paused_on_b() -> bool:
+            return bool((await _printer(kiosk_b, "printer-02"))["paused"])
+
+        await eventually(paused_on_b, "B sees printer-02 paused", timeout_s=10)
+        job = await kiosk_b.submit("held-0002", printer="printer-02")
+        status, _ = await kiosk_a.post(f"/v1/jobs/{job['id']}/release")
+        assert status == 200
+        assert (await kiosk_b.job(job["id"]))["state"] == "RELEASED"
+        status, _ = await kiosk_a.post("/v1/printers/printer-02/resume", tech=True)
+        assert status == 200
+        await kiosk_b.wait_states([job["id"]], {"DONE"}, timeout_s=20)
+        assert not (await _printer(kiosk_b, "printer-02"))["paused"]
+    assert_each_printed_once(printers, [job["id"]])
