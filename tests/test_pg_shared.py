@@ -7,12 +7,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import psycopg
 import pytest
 
 from edgeprint import errors
 from edgeprint.states import JobState
+from edgeprint.store.documents import DbDocuments
 from edgeprint.store.interface import Store
 from edgeprint.store.jobs import Jobs, NewJob
 from edgeprint.store.outbox import Outbox
@@ -214,3 +216,18 @@ async def test_changes_are_notified_to_the_other_appliances_at_commit_only(pg_ur
         )
         assert notices.empty()
         assert [r[0] for r in await a.read("SELECT id FROM jobs ORDER BY id")] == ["held", "own"]
+
+
+async def test_the_start_up_sweep_spares_another_appliances_upload_in_flight(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """Chunks with no job yet (an upload on another box) survive a shared appliance's sweep
+    (one hour of grace) and are dropped by a sweep without grace."""
+    src = tmp_path / "doc.pdf"
+    src.write_bytes(b"%PDF-1.4 in flight")
+    async with _boxes(pg_url) as (a, b):
+        await DbDocuments(a).put("e" * 32, src)
+        assert await DbDocuments(b).sweep_orphans(older_than_s=3600) == 0
+        assert len(await b.read("SELECT seq FROM documents")) == 1
+        assert await DbDocuments(b).sweep_orphans() == 1
+        assert await b.read("SELECT seq FROM documents") == []

@@ -9,7 +9,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from testbed.config import TECH_TOKEN
+from testbed.pdfs import make_pdf
 from testbed.rig import Rig
 from tests.polling import eventually
 from tests.printing import Client, appliance, assert_each_printed_once, printed_names, rig_config
@@ -96,3 +99,37 @@ async def test_a_pause_and_resume_on_one_appliance_reach_the_other(
         await kiosk_b.wait_states([job["id"]], {"DONE"}, timeout_s=20)
         assert not (await _printer(kiosk_b, "printer-02"))["paused"]
     assert_each_printed_once(printers, [job["id"]])
+
+
+async def test_a_job_accepted_on_one_appliance_prints_on_the_other_from_the_database(
+    tmp_path: Path, printers: Rig, pg_url: str
+) -> None:
+    """A hold=false job submitted on A prints once on B's printer: B fetches the document from
+    the database on claim (byte for byte into its spool). A job whose document is missing or
+    damaged in the database ends DEAD ``document_missing`` with that said, nothing printed,
+    and A's copy of the document is left alone."""
+    a, b = _configs(tmp_path, printers, pg_url)
+    doc = make_pdf("badge from A")
+    async with _two(a, b) as (kiosk_a, kiosk_b):
+        badge = await kiosk_a.submit("badge-0001", printer="printer-02", hold=False, doc=doc)
+        await kiosk_b.wait_states([badge["id"]], {"DONE"}, timeout_s=20)
+        assert (tmp_path / "b" / "spool" / f"{badge['id']}.pdf").read_bytes() == doc
+        gone = await kiosk_a.submit("gone-0001", printer="printer-02")
+        damaged = await kiosk_a.submit("damaged-0001", printer="printer-02")
+        with psycopg.connect(pg_url) as conn:
+            conn.execute("DELETE FROM documents WHERE job_id = %s", (gone["id"],))
+            conn.execute(
+                "UPDATE documents SET chunk = 'not the document'::bytea WHERE job_id = %s",
+                (damaged["id"],),
+            )
+        for job in (gone, damaged):
+            status, _ = await kiosk_a.post(f"/v1/jobs/{job['id']}/release")
+            assert status == 200
+        dead = await kiosk_b.wait_states([gone["id"], damaged["id"]], {"DEAD"}, timeout_s=20)
+        for job in dead:
+            assert job["dead_reason"] == "document_missing"
+            assert "missing or damaged in the database" in job["last_error"]
+            assert not (tmp_path / "b" / "spool" / f"{job['id']}.pdf").exists()
+            assert (tmp_path / "a" / "spool" / f"{job['id']}.pdf").exists()
+    assert_each_printed_once(printers, [badge["id"]])
+    assert set(printed_names(printers)) == {f"edgeprint-{badge['id']}"}

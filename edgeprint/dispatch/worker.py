@@ -449,10 +449,14 @@ class PrinterWorker:
         assert self.capabilities is not None
         caps = formats.without_pdf(self.capabilities) if raster_only else self.capabilities
         try:
+            path = await self.service.document_path(job)
+        except OSError as exc:
+            await self._unreadable(job, exc)
+            return None
+        try:
             made = await formats.render(
-                self.renderer, self.renditions, caps, job.document_sha256,
-                str(self.service.document_path(job)),
-            )  # fmt: skip
+                self.renderer, self.renditions, caps, job.document_sha256, str(path)
+            )
         except errors.DocumentUnprintable as exc:
             await self.service.fail(job, self.name, exc.slug.replace("-", "_"), exc.detail)
             return None

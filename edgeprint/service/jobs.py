@@ -796,9 +796,11 @@ class JobService:
             raise
         return out
 
-    def document_path(self, job: JobRecord) -> Path:
-        """Where the job's document is stored (for the render pool, which reads it itself)."""
-        return self.spool.path_for(job.id)
+    async def document_path(self, job: JobRecord) -> Path:
+        """Where the job's document is stored (for the render pool, which reads it itself);
+        fetched from the database first when another appliance accepted the job.
+        Raises FileNotFoundError (nowhere), OSError (not now)."""
+        return await self.spool.local(job.id, job.document_sha256)
 
     async def redescribe_copy(
         self, copy: Copy, document_format: str, document_bytes: int
@@ -814,7 +816,7 @@ class JobService:
 
     async def read_document(self, job: JobRecord) -> bytes:
         """The job's document (off the event loop). Raises FileNotFoundError, OSError."""
-        return await asyncio.to_thread(self.spool.path_for(job.id).read_bytes)
+        return await asyncio.to_thread((await self.document_path(job)).read_bytes)
 
     async def copy_found(self, copy: Copy, pj: PrinterJobReport) -> Copy | None:
         """The printer job of a copy whose job-id was never stored has been found."""

@@ -358,6 +358,12 @@ MIGRATIONS: list[list[str]] = [
         CREATE TRIGGER printer_flags_on_change AFTER INSERT OR UPDATE ON printer_flags
         FOR EACH ROW EXECUTE FUNCTION printer_flags_notify()
         """,
+        # when each chunk was stored (the server's clock): the start-up sweep of chunks no
+        # job refers to spares uploads another appliance has in flight
+        """
+        ALTER TABLE documents ADD COLUMN stored_at double precision NOT NULL
+            DEFAULT extract(epoch FROM clock_timestamp())
+        """,
     ],
 ]
 
