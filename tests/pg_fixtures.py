@@ -91,7 +91,15 @@ class PostgresCluster:
             str(self.pg_bin / "initdb"), "-D", str(self.data), "-U", "edgeprint",
             "--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8", "--no-sync",
         )  # fmt: skip
-        log = open(self.root / "postgres.log", "wb")  # noqa: SIM115 - the server's own log
+        self.launch()
+        import psycopg
+
+        with psycopg.connect(self._dsn("postgres"), autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {_DB}")
+
+    def launch(self) -> None:
+        """Run ``postgres`` on the data directory and wait (with a deadline) for connections."""
+        log = open(self.root / "postgres.log", "ab")  # noqa: SIM115 - the server's own log
         # Durability of the test cluster is not under test (SQLite's is, tests/test_durability.py):
         # fsync off keeps the suite fast on a busy machine.
         self.proc = subprocess.Popen(
@@ -108,16 +116,20 @@ class PostgresCluster:
         deadline = time.monotonic() + 60
         while True:
             try:
-                with psycopg.connect(self._dsn("postgres"), connect_timeout=2) as conn:
-                    conn.autocommit = True
-                    conn.execute(f"CREATE DATABASE {_DB}")
-                return
+                with psycopg.connect(self._dsn("postgres"), connect_timeout=2):
+                    return
             except psycopg.OperationalError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     self.stop()
                     text = (self.root / "postgres.log").read_text(errors="replace")
                     raise RuntimeError(f"postgres did not start:\n{text[-3000:]}") from None
                 time.sleep(0.05)
+
+    def halt(self) -> None:
+        """Stop ``postgres`` (fast shutdown, by pid) and keep the data: :meth:`launch` again."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            self.proc.wait(timeout=30)
 
     def _dsn(self, db: str) -> str:
         return f"postgresql://edgeprint@127.0.0.1:{self.port}/{db}"

@@ -77,3 +77,31 @@ async def test_a_replacement_appliance_prints_held_jobs_from_the_database(
             assert status == 200
         await kiosk.wait_states([badge["id"], thesis["id"]], {"DONE"})
     assert_each_printed_once(printers, [badge["id"], thesis["id"]])
+
+
+async def test_a_lost_database_connection_is_503_then_reconnected(
+    tmp_path: Path, printers: Rig, pg_url: str
+) -> None:
+    """When PostgreSQL drops the appliance's writer and readers, a release answers 503
+    ``store-unavailable`` and changes nothing (the job stays HELD); the appliance reconnects
+    by itself and the same release then succeeds and prints once."""
+    cfg = rig_config(tmp_path / "data", printers, idle_probe_interval_s=120.0)
+    cfg["store"] = {"url": pg_url}
+    async with appliance(cfg) as (_, kiosk):
+        held = await kiosk.submit("held-0001", printer="printer-02")
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            row = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE application_name IN ('edgeprint-writer', 'edgeprint-reader') "
+                "AND pid <> pg_backend_pid()"
+            ).fetchone()
+        assert row is not None
+        assert row[0] == 5
+        status, body = await kiosk.post(f"/v1/jobs/{held['id']}/release")
+        assert status == 503
+        assert body["type"] == "urn:edgeprint:problem:store-unavailable"
+        assert (await kiosk.job(held["id"]))["state"] == "HELD"
+        status, body = await kiosk.post(f"/v1/jobs/{held['id']}/release")
+        assert (status, body["state"]) == (200, "RELEASED")
+        await kiosk.wait_states([held["id"]], {"DONE"})
+    assert_each_printed_once(printers, [held["id"]])

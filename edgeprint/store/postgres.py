@@ -23,6 +23,7 @@ import contextlib
 import functools
 import json
 import logging
+import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -142,6 +143,27 @@ _Q = TypeVar("_Q", _Unit, _Read)
 #: First and longest wait between attempts to reconnect to the server.
 _RECONNECT_MIN_S: Final = 0.1
 _RECONNECT_MAX_S: Final = 5.0
+#: How long one reconnection attempt may take (callers wait for it; libpq's least is 2 s).
+_RECONNECT_TIMEOUT_S: Final = 2.0
+
+
+class _Backoff:
+    """When the next reconnection may be tried: at once, then after 0.1 s doubling to 5 s."""
+
+    def __init__(self) -> None:
+        self._delay = _RECONNECT_MIN_S
+        self._not_before = 0.0
+
+    def ready(self) -> bool:
+        return time.monotonic() >= self._not_before
+
+    def failed(self) -> None:
+        self._not_before = time.monotonic() + self._delay
+        self._delay = min(self._delay * 2, _RECONNECT_MAX_S)
+
+    def succeeded(self) -> None:
+        self._delay = _RECONNECT_MIN_S
+        self._not_before = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +264,9 @@ class PostgresStore:
         self.batches = 0
         self.writes = 0
         self._listener: asyncio.Task[None] | None = None
+        self._writer_backoff = _Backoff()
+        self._reader_backoff = _Backoff()
+        self.reconnects = 0
 
     # --- lifecycle -----------------------------------------------------------
 
@@ -265,8 +290,8 @@ class PostgresStore:
             raise errors.StoreUnavailable(f"cannot open store {redact(self.url)}: {exc}") from exc
         self._task = asyncio.create_task(self._run_writer(), name="store:writer")
         self._read_tasks = [
-            asyncio.create_task(self._run_reader(conn), name=f"store:reader-{i}")
-            for i, conn in enumerate(self._reader_conns)
+            asyncio.create_task(self._run_reader(i), name=f"store:reader-{i}")
+            for i in range(len(self._reader_conns))
         ]
 
     async def close(self) -> None:
@@ -294,15 +319,52 @@ class PostgresStore:
                 await self._writer.close()
             self._writer = None
 
-    async def _connect(self, role: str) -> psycopg.AsyncConnection[PgRow]:
+    async def _connect(
+        self, role: str, timeout_s: float | None = None
+    ) -> psycopg.AsyncConnection[PgRow]:
         """A connection named ``edgeprint-<role>`` in ``pg_stat_activity`` (for the DBA)."""
         return await psycopg.AsyncConnection.connect(
             self.url,
             autocommit=True,
             row_factory=_row_factory,
-            connect_timeout=max(1, round(self._connect_timeout_s)),
+            connect_timeout=max(1, round(timeout_s or self._connect_timeout_s)),
             application_name=f"edgeprint-{role}",
         )
+
+    async def _reconnect(
+        self,
+        conn: psycopg.AsyncConnection[PgRow] | None,
+        role: str,
+        backoff: _Backoff,
+    ) -> psycopg.AsyncConnection[PgRow]:
+        """``conn`` if it is usable, else a new connection (the writer retakes its lock).
+
+        Raises errors.StoreUnavailable at once while the back-off after a failed attempt
+        runs, and when this attempt fails (the back-off then doubles, up to 5 s).
+        """
+        if conn is not None and not conn.broken and not conn.closed:
+            return conn
+        unreachable = f"the database {redact(self.url)} is unreachable; reconnecting"
+        if not backoff.ready():
+            raise errors.StoreUnavailable(unreachable)
+        if conn is not None:
+            with contextlib.suppress(psycopg.Error):
+                await conn.close()
+        fresh: psycopg.AsyncConnection[PgRow] | None = None
+        try:
+            fresh = await self._connect(role, _RECONNECT_TIMEOUT_S)
+            if role == "writer" and self._exclusive:
+                await self._take_writer_lock(fresh)
+        except (psycopg.Error, OSError, errors.StoreUnavailable) as exc:
+            backoff.failed()
+            if fresh is not None:
+                with contextlib.suppress(psycopg.Error):
+                    await fresh.close()
+            raise errors.StoreUnavailable(f"{unreachable} ({exc})") from exc
+        backoff.succeeded()
+        self.reconnects += 1
+        log.warning("store reconnected", extra={"event": "store_reconnected", "role": role})
+        return fresh
 
     def listen(self, on_notice: Callable[[Notice], Awaitable[None]]) -> None:
         """Hand every change notified by other appliances to ``on_notice`` until :meth:`close`.
@@ -415,23 +477,26 @@ class PostgresStore:
         self._read_queue.put_nowait(_Read(sql, params, fut))
         return await fut
 
-    async def _run_reader(self, conn: psycopg.AsyncConnection[PgRow]) -> None:
+    async def _run_reader(self, index: int) -> None:
         while (batch := await _next_batch(self._read_queue, self._max_batch)) is not None:
-            results: list[Rows | psycopg.Error]
-            try:
-                results = list(await _pipelined_reads(conn, batch))
-            except psycopg.Error:
-                results = []
-                for r in batch:  # one failed: each on its own, so only its caller sees it
-                    try:
-                        cur = await conn.execute(translate(r.sql), r.params)
-                        results.append(await cur.fetchall() if cur.description is not None else [])
-                    except psycopg.Error as exc:
-                        results.append(exc)
+            results: list[Rows | Exception] = []
+            for attempt in range(2):  # a read is safe to run again on a new connection
+                try:
+                    conn = self._reader_conns[index] = await self._reconnect(
+                        self._reader_conns[index], "reader", self._reader_backoff
+                    )
+                except errors.StoreUnavailable as exc:
+                    results = [exc] * len(batch)
+                    break
+                results = list(await _reads(conn, batch))
+                if not (conn.broken and attempt == 0):
+                    break
             for r, res in zip(batch, results, strict=True):
                 if r.future.done():
                     continue
-                if isinstance(res, Exception):
+                if isinstance(res, errors.StoreUnavailable):
+                    r.future.set_exception(res)
+                elif isinstance(res, Exception):
                     r.future.set_exception(errors.StoreUnavailable(f"store read failed: {res}"))
                 else:
                     r.future.set_result(res)
@@ -454,6 +519,13 @@ class PostgresStore:
 
     async def _run_writer(self) -> None:
         while (batch := await _next_batch(self._queue, self._max_batch)) is not None:
+            try:
+                self._writer = await self._reconnect(self._writer, "writer", self._writer_backoff)
+            except errors.StoreUnavailable as exc:
+                for w in batch:  # nothing of the batch was sent
+                    if not w.future.done():
+                        w.future.set_exception(exc)
+                continue
             await self._commit(batch)
 
     async def _commit(self, batch: list[_Unit]) -> None:
@@ -574,6 +646,24 @@ async def _pipelined(conn: psycopg.AsyncConnection[PgRow], batch: list[_Unit]) -
             [await c.fetchall() if c.description is not None else [] for c in unit_cursors]
             for unit_cursors in cursors
         ]
+
+
+async def _reads(
+    conn: psycopg.AsyncConnection[PgRow], batch: list[_Read]
+) -> list[Rows | Exception]:
+    """Each read's rows or error: all in one round trip, else (one failed) each on its own,
+    so that only its caller sees an error."""
+    try:
+        return list(await _pipelined_reads(conn, batch))
+    except psycopg.Error:
+        results: list[Rows | Exception] = []
+        for r in batch:
+            try:
+                cur = await conn.execute(translate(r.sql), r.params)
+                results.append(await cur.fetchall() if cur.description is not None else [])
+            except psycopg.Error as exc:
+                results.append(exc)
+        return results
 
 
 async def _pipelined_reads(conn: psycopg.AsyncConnection[PgRow], batch: list[_Read]) -> list[Rows]:
