@@ -116,6 +116,15 @@ class StoreConfig(_Frozen):
             )
         return url
 
+    @model_validator(mode="after")
+    def _shared_needs_postgresql(self) -> StoreConfig:
+        if self.shared and self.url is None:
+            raise ValueError(
+                'store.shared: true needs url = "postgresql://…"; the SQLite file under data_dir '
+                "belongs to one appliance"
+            )
+        return self
+
 
 class DispatchConfig(_Frozen):
     """``[dispatch]``: how workers talk to printers. Times in seconds."""

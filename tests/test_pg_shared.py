@@ -13,12 +13,14 @@ import psycopg
 import pytest
 
 from edgeprint import errors
+from edgeprint.config import parse_config
 from edgeprint.states import JobState
 from edgeprint.store.documents import DbDocuments
 from edgeprint.store.interface import Store
 from edgeprint.store.jobs import Jobs, NewJob
 from edgeprint.store.outbox import Outbox
 from edgeprint.store.postgres import Notice, PostgresStore, translate
+from testbed.config import config_dict
 from tests.polling import eventually
 
 _INSERT = (
@@ -231,3 +233,39 @@ async def test_the_start_up_sweep_spares_another_appliances_upload_in_flight(
         assert len(await b.read("SELECT seq FROM documents")) == 1
         assert await DbDocuments(b).sweep_orphans() == 1
         assert await b.read("SELECT seq FROM documents") == []
+
+
+async def test_the_listener_reconnects_and_says_all_may_have_changed(pg_url: str) -> None:
+    """When PostgreSQL drops the listening connection, the listener reconnects by itself,
+    hands over "all" (notifications sent meanwhile are lost) and hears the next change."""
+    notices: asyncio.Queue[Notice] = asyncio.Queue()
+
+    async def heard(n: Notice) -> None:
+        notices.put_nowait(n)
+
+    async with _boxes(pg_url) as (a, b):
+        a.listen(heard)
+        assert await asyncio.wait_for(notices.get(), timeout=10) == Notice("all")
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            row = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE application_name = 'edgeprint-listener'"
+            ).fetchone()
+        assert row is not None
+        assert row[0] == 1
+        assert await asyncio.wait_for(notices.get(), timeout=10) == Notice("all")
+        await b.write(_INSERT, ("j1", "k1", "RELEASED"))
+        assert await asyncio.wait_for(notices.get(), timeout=10) == Notice(
+            "ready", None, "lobby", None
+        )
+
+
+def test_a_shared_store_without_a_postgresql_url_is_refused(tmp_path: Path) -> None:
+    """``shared = true`` without a PostgreSQL url is a config error naming the key (two boxes
+    would silently keep a SQLite file each); with a url it is accepted."""
+    cfg = config_dict(tmp_path)
+    cfg["store"] = {"shared": True}
+    with pytest.raises(errors.ConfigError, match=r"store\.shared: true needs url"):
+        parse_config(cfg)
+    cfg["store"] = {"shared": True, "url": "postgresql://db.lan/edgeprint"}
+    assert parse_config(cfg).store.shared

@@ -3,8 +3,10 @@ printers the other drives at once (LISTEN/NOTIFY), and the jobs print exactly on
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -133,3 +135,33 @@ async def test_a_job_accepted_on_one_appliance_prints_on_the_other_from_the_data
             assert (tmp_path / "a" / "spool" / f"{job['id']}.pdf").exists()
     assert_each_printed_once(printers, [badge["id"]])
     assert set(printed_names(printers)) == {f"edgeprint-{badge['id']}"}
+
+
+async def test_a_thousand_releases_spread_over_two_appliances_release_once(
+    tmp_path: Path, printers: Rig, pg_url: str
+) -> None:
+    """1,000 simultaneous releases of one held job, half on each appliance: exactly one 200,
+    every other one 409 ``state-conflict``, one RELEASED event, and the job prints once."""
+    a, b = _configs(tmp_path, printers, pg_url)
+    async with _two(a, b) as (kiosk_a, kiosk_b):
+        job = await kiosk_b.submit("race-0001", printer="printer-02")
+        answers = await asyncio.gather(
+            *(
+                (kiosk_a if i % 2 else kiosk_b).post(f"/v1/jobs/{job['id']}/release")
+                for i in range(1000)
+            )
+        )
+        statuses = Counter(status for status, _ in answers)
+        assert statuses == {200: 1, 409: 999}
+        assert {b["type"] for s, b in answers if s == 409} == {
+            "urn:edgeprint:problem:state-conflict"
+        }
+        await kiosk_b.wait_states([job["id"]], {"DONE"}, timeout_s=30)
+    with psycopg.connect(pg_url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM job_events WHERE job_id = %s AND to_state = 'RELEASED'",
+            (job["id"],),
+        ).fetchone()
+    assert row is not None
+    assert row[0] == 1
+    assert_each_printed_once(printers, [job["id"]])
