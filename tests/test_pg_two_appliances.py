@@ -165,3 +165,21 @@ async def test_a_thousand_releases_spread_over_two_appliances_release_once(
     assert row is not None
     assert row[0] == 1
     assert_each_printed_once(printers, [job["id"]])
+
+
+async def test_a_cancel_on_one_appliance_stops_the_job_printing_on_the_other(
+    tmp_path: Path, printers: Rig, pg_url: str
+) -> None:
+    """Cancelling on A a job that B's printer is printing (2 s a page) answers 202 and B sends
+    Cancel-Job at once (it follows the job and would otherwise see it print): CANCELLED, and
+    nothing comes out of the printer."""
+    printers.set_speed("printer-02", 2.0)
+    a, b = _configs(tmp_path, printers, pg_url)
+    async with _two(a, b) as (kiosk_a, kiosk_b):
+        job = await kiosk_b.submit("cancel-me", printer="printer-02", hold=False)
+        await kiosk_b.wait_states([job["id"]], {"PRINTING"})
+        status, body = await kiosk_a.post(f"/v1/jobs/{job['id']}/cancel")
+        assert (status, body["state"], body["cancel_requested"]) == (202, "PRINTING", True)
+        [final] = await kiosk_b.wait_states([job["id"]], {"CANCELLED", "DONE"}, timeout_s=15)
+    assert final["state"] == "CANCELLED"
+    assert printed_names(printers) == {}
