@@ -267,6 +267,10 @@ class PostgresStore:
         self._writer_backoff = _Backoff()
         self._reader_backoff = _Backoff()
         self.reconnects = 0
+        #: Bumped when the listener loses the server: every connection made before is suspect
+        #: (the server may have restarted; a connection learns it only when it is used).
+        self._lost = 0
+        self._born: dict[int, int] = {}
 
     # --- lifecycle -----------------------------------------------------------
 
@@ -288,6 +292,7 @@ class PostgresStore:
         except (psycopg.Error, OSError) as exc:
             await self.close()
             raise errors.StoreUnavailable(f"cannot open store {redact(self.url)}: {exc}") from exc
+        self._born = {id(c): self._lost for c in (self._writer, *self._reader_conns)}
         self._task = asyncio.create_task(self._run_writer(), name="store:writer")
         self._read_tasks = [
             asyncio.create_task(self._run_reader(i), name=f"store:reader-{i}")
@@ -342,12 +347,18 @@ class PostgresStore:
         Raises errors.StoreUnavailable at once while the back-off after a failed attempt
         runs, and when this attempt fails (the back-off then doubles, up to 5 s).
         """
-        if conn is not None and not conn.broken and not conn.closed:
+        if (
+            conn is not None
+            and not conn.broken
+            and not conn.closed
+            and self._born.get(id(conn)) == self._lost
+        ):
             return conn
         unreachable = f"the database {redact(self.url)} is unreachable; reconnecting"
         if not backoff.ready():
-            raise errors.StoreUnavailable(unreachable)
+            raise errors.StoreReconnecting(unreachable)
         if conn is not None:
+            self._born.pop(id(conn), None)
             with contextlib.suppress(psycopg.Error):
                 await conn.close()
         fresh: psycopg.AsyncConnection[PgRow] | None = None
@@ -360,8 +371,9 @@ class PostgresStore:
             if fresh is not None:
                 with contextlib.suppress(psycopg.Error):
                     await fresh.close()
-            raise errors.StoreUnavailable(f"{unreachable} ({exc})") from exc
+            raise errors.StoreReconnecting(f"{unreachable} ({exc})") from exc
         backoff.succeeded()
+        self._born[id(fresh)] = self._lost
         self.reconnects += 1
         log.warning("store reconnected", extra={"event": "store_reconnected", "role": role})
         return fresh
@@ -397,6 +409,10 @@ class PostgresStore:
                 channel = pg_schema.CHANNEL_PREFIX + str(row[0] if row else "public")
                 await conn.execute(pg_sql.SQL("LISTEN {}").format(pg_sql.Identifier(channel)))
                 delay = _RECONNECT_MIN_S
+                # the server answers again: the writer and readers try at their next use
+                # (the "all" below wakes workers that will write at once)
+                self._writer_backoff.succeeded()
+                self._reader_backoff.succeeded()
                 await _deliver(on_notice, Notice("all"))
                 async for n in conn.notifies():
                     writer = self._writer
@@ -410,6 +426,7 @@ class PostgresStore:
                     if notice is not None:
                         await _deliver(on_notice, notice)
             except psycopg.Error as exc:
+                self._lost += 1
                 log.warning(
                     "store listener lost its connection",
                     extra={"event": "store_listener_down", "error": str(exc)},
@@ -489,7 +506,10 @@ class PostgresStore:
                     results = [exc] * len(batch)
                     break
                 results = list(await _reads(conn, batch))
-                if not (conn.broken and attempt == 0):
+                lost = conn.broken or any(isinstance(r, psycopg.OperationalError) for r in results)
+                if lost:  # reconnect at the next use (a lost server is not always "broken")
+                    self._born.pop(id(conn), None)
+                if not (lost and attempt == 0):
                     break
             for r, res in zip(batch, results, strict=True):
                 if r.future.done():
@@ -497,7 +517,9 @@ class PostgresStore:
                 if isinstance(res, errors.StoreUnavailable):
                     r.future.set_exception(res)
                 elif isinstance(res, Exception):
-                    r.future.set_exception(errors.StoreUnavailable(f"store read failed: {res}"))
+                    lost = id(self._reader_conns[index]) not in self._born
+                    cls = errors.StoreReconnecting if lost else errors.StoreUnavailable
+                    r.future.set_exception(cls(f"store read failed: {res}"))
                 else:
                     r.future.set_result(res)
 
@@ -557,6 +579,13 @@ class PostgresStore:
                 "group commit rolled back by the server; retrying",
                 extra={"event": "store_commit_retried", "error": str(fatal)},
             )
+        if fatal is not None and not isinstance(fatal, pg_errors.DiskFull):
+            # the transaction or the connection failed as a whole: start afresh (a connection
+            # that lost its server in pipeline mode is not always marked broken)
+            self._born.pop(id(conn), None)
+            with contextlib.suppress(psycopg.Error):
+                await conn.close()
+            self._writer = None
         self._answer(batch, results, fatal)
 
     async def _one_by_one(
@@ -594,6 +623,10 @@ class PostgresStore:
     ) -> None:
         if fatal is not None:
             err = _translate_error(fatal)
+            if self._writer is None:
+                err = errors.StoreReconnecting(
+                    f"the database connection failed ({fatal}); nothing was stored; reconnecting"
+                )
             log.error(
                 "group commit failed", extra={"event": "store_commit_failed", "error": str(fatal)}
             )
