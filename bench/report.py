@@ -1,6 +1,6 @@
 """Collect the figures of one ``make bench`` run into one table.
 
-Reads ``bench/results/{api,print,…,fleet,soak,dist}.json`` (:data:`BENCHMARKS`) (each
+Reads ``bench/results/{api,print,…,fleet,soak,pg,dist}.json`` (:data:`BENCHMARKS`) (each
 written by its benchmark in the same ``make bench`` run), prints a Markdown
 table and writes ``bench/results/latest.json`` (the rows, the machine, and each
 benchmark's summary) and ``bench/results/latest.md`` (the table). Every figure
@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
 BENCHMARKS = (
     "api", "print", "raster_print", "failover", "cups", "chaos", "resources", "render", "fleet",
-    "soak", "ipp", "dist",
+    "soak", "ipp", "pg", "dist",
 )  # fmt: skip
 
 
@@ -283,6 +283,7 @@ _ROWS: dict[str, Callable[[Mapping[str, Any]], list[Row]]] = {
     "fleet": _generic("many printers"),
     "soak": _generic("soak"),
     "ipp": _ipp,
+    "pg": _generic("PostgreSQL, two boxes"),
     "dist": _dist,
 }
 

@@ -102,6 +102,9 @@ class StoreConfig(_Frozen):
     readers: int = Field(default=4, ge=1, le=64)
     #: PostgreSQL only: how long opening the store may wait for the server.
     connect_timeout_s: float = Field(default=10.0, gt=0, le=300)
+    #: PostgreSQL only: let several appliances use the database at once (DESIGN §10 "two
+    #: boxes"). False: the first appliance holds it and a second one's start-up is refused.
+    shared: bool = False
 
     @field_validator("url")
     @classmethod
@@ -112,6 +115,15 @@ class StoreConfig(_Frozen):
                 "leave it out for the embedded SQLite file"
             )
         return url
+
+    @model_validator(mode="after")
+    def _shared_needs_postgresql(self) -> StoreConfig:
+        if self.shared and self.url is None:
+            raise ValueError(
+                'store.shared: true needs url = "postgresql://…"; the SQLite file under data_dir '
+                "belongs to one appliance"
+            )
+        return self
 
 
 class DispatchConfig(_Frozen):

@@ -40,6 +40,13 @@ class StoreUnavailable(StoreError):
     """The store cannot take writes right now (closed, I/O error, locked)."""
 
 
+class StoreReconnecting(StoreUnavailable):
+    """The connection to the database server was lost; the store is reconnecting (PostgreSQL).
+
+    Nothing of the failed call was kept, unless the connection broke during its COMMIT.
+    """
+
+
 class StorageFull(StoreError):
     """The disk holding ``data_dir`` is full; new work cannot be stored."""
 

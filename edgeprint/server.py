@@ -70,7 +70,7 @@ async def _sweep_orphans(spool: Spool, jobs: Jobs) -> int:
 
 
 @contextlib.asynccontextmanager
-async def _documents_in_database(spool: Spool, store: Store) -> AsyncIterator[None]:
+async def _documents_in_database(spool: Spool, store: Store, shared: bool) -> AsyncIterator[None]:
     """With PostgreSQL, documents are kept in the database too (edgeprint.store.documents):
     drop the ones no job refers to, fetch the ones this data_dir lacks (a new appliance),
     mirror new ones, delete removed ones in a task of their own."""
@@ -78,7 +78,8 @@ async def _documents_in_database(spool: Spool, store: Store) -> AsyncIterator[No
         yield
         return
     docs = documents.DbDocuments(store)
-    dropped = await docs.sweep_orphans()
+    # an upload on another appliance stores its chunks before its job row: spare an hour's
+    dropped = await docs.sweep_orphans(older_than_s=_OTHERS_UPLOADS_S if shared else 0.0)
     restored = await documents.restore(docs, spool.dir, spool.tmp_dir)
     if dropped or restored:
         log.info(
@@ -93,6 +94,24 @@ async def _documents_in_database(spool: Spool, store: Store) -> AsyncIterator[No
         spool.mirror = None
         docs.stop_discards()
         await task
+
+
+#: How old a document without a job must be before a start-up sweep of a shared database
+#: drops it (another appliance may be storing its job right now).
+_OTHERS_UPLOADS_S = 3600.0
+
+
+def _listen_to_other_appliances(store: Store, service: JobService) -> None:
+    """On PostgreSQL, changes other appliances make ring this one's workers at once."""
+    if store.dialect != "postgresql":
+        return
+    from edgeprint.store.postgres import Notice, PostgresStore
+
+    async def on_notice(n: Notice) -> None:
+        await service.notified(n.kind, n.printer, n.pool, n.paused)
+
+    assert isinstance(store, PostgresStore)
+    store.listen(on_notice)
 
 
 @contextlib.contextmanager
@@ -145,7 +164,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
         if removed:
             log.info("orphan documents removed", extra={"event": "spool_swept", "count": removed})
         async with (
-            _documents_in_database(spool, store),
+            _documents_in_database(spool, store, config.store.shared),
             _webhooks(config, Outbox(store), metrics),
             aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit_per_host=4), raise_for_status=False
@@ -167,6 +186,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                 board=board,
             )  # fmt: skip
             await service.load_paused()
+            _listen_to_other_appliances(store, service)
             dispatch_task = asyncio.create_task(
                 dispatcher.run(config.server.shutdown_grace_s), name="dispatcher"
             )

@@ -59,6 +59,13 @@ class Mirror(Protocol):
         """Delete ``job_id``'s document soon (never raises)."""
         ...
 
+    async def fetch(self, job_id: str, dest: Path) -> str:
+        """Write ``job_id``'s document to ``dest`` (fsynced); its SHA-256 (hex).
+
+        Raises errors.StoreError, OSError.
+        """
+        ...
+
 
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
@@ -240,6 +247,33 @@ class Spool:
         if len(job_id) != 32 or any(c not in "0123456789abcdef" for c in job_id):
             raise ValueError("not a job id")
         return self.dir / f"{job_id}.pdf"
+
+    async def local(self, job_id: str, sha256: str) -> Path:
+        """The path of ``job_id``'s document, fetched from the mirror first when this spool
+        lacks it (a job another appliance accepted): the file spool is then a cache.
+
+        The fetched file is checked against ``sha256`` before it is renamed into place.
+        Raises FileNotFoundError when the document is in neither place (or damaged in the
+        mirror), OSError (EIO) when the mirror cannot be read now (try again later).
+        """
+        final = self.path_for(job_id)
+        if self.mirror is None or await asyncio.to_thread(final.exists):
+            return final
+        tmp = self.tmp_dir / f"{job_id}.fetch-{secrets.token_hex(4)}"
+        try:
+            try:
+                got = await self.mirror.fetch(job_id, tmp)
+            except errors.StoreError as exc:
+                raise OSError(errno.EIO, f"document not fetched from the database: {exc}") from exc
+            if got != sha256:
+                raise FileNotFoundError(
+                    errno.ENOENT, "document missing or damaged in the database", str(final)
+                )
+            await asyncio.to_thread(os.replace, tmp, final)
+            await asyncio.to_thread(_fsync_dir, self.dir)
+        finally:
+            await asyncio.to_thread(_unlink, tmp)
+        return final
 
     def check_ready(self) -> None:
         """For /readyz: can a document be staged now? One statvfs, one empty file made and removed.

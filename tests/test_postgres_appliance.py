@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from edgeprint.server import DB_FILE
 from testbed.pdfs import make_pdf
 from testbed.rig import Rig
+from tests.pg_fixtures import PostgresCluster
+from tests.polling import eventually
 from tests.printing import appliance, assert_each_printed_once, printed_names, rig_config
 
 
@@ -77,3 +81,70 @@ async def test_a_replacement_appliance_prints_held_jobs_from_the_database(
             assert status == 200
         await kiosk.wait_states([badge["id"], thesis["id"]], {"DONE"})
     assert_each_printed_once(printers, [badge["id"], thesis["id"]])
+
+
+async def test_a_lost_database_connection_is_503_then_reconnected(
+    tmp_path: Path, printers: Rig, pg_url: str
+) -> None:
+    """When PostgreSQL drops the appliance's writer and readers, the appliance reconnects by
+    itself: a release answers 503 ``store-unavailable`` with the job still HELD if it is the
+    first write on the dead connection, then 200; the job prints once (the database down for
+    longer: test_the_appliance_rides_out_a_database_restart)."""
+    cfg = rig_config(tmp_path / "data", printers, idle_probe_interval_s=120.0)
+    cfg["store"] = {"url": pg_url}
+    async with appliance(cfg) as (_, kiosk):
+        held = await kiosk.submit("held-0001", printer="printer-02")
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            row = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE application_name IN ('edgeprint-writer', 'edgeprint-reader') "
+                "AND pid <> pg_backend_pid()"
+            ).fetchone()
+        assert row is not None
+        assert row[0] == 5
+        answers = []
+
+        async def released() -> bool:
+            status, body = await kiosk.post(f"/v1/jobs/{held['id']}/release")
+            answers.append(status)
+            if status == 503:  # only on the first write after the loss, unless a worker's was
+                assert body["type"] == "urn:edgeprint:problem:store-unavailable"
+                assert (await kiosk.job(held["id"]))["state"] == "HELD"
+            else:
+                assert (status, body["state"]) == (200, "RELEASED")
+            return status == 200
+
+        await eventually(released, "a release after the connections were dropped")
+        assert answers[-1] == 200
+        assert set(answers[:-1]) <= {503}
+        await kiosk.wait_states([held["id"]], {"DONE"})
+    assert_each_printed_once(printers, [held["id"]])
+
+
+@pytest.mark.slow
+async def test_the_appliance_rides_out_a_database_restart(
+    tmp_path: Path, printers: Rig, postgres: PostgresCluster
+) -> None:
+    """While PostgreSQL is down a release answers 503 ``store-unavailable`` (nothing stored);
+    once it is back the appliance reconnects by itself, the same release answers 200 and the
+    job prints once."""
+    cfg = rig_config(tmp_path / "data", printers, idle_probe_interval_s=120.0)
+    cfg["store"] = {"url": postgres.url()}
+    async with appliance(cfg) as (_, kiosk):
+        held = await kiosk.submit("held-0001", printer="printer-02")
+        await asyncio.to_thread(postgres.halt)
+        try:
+            for _ in range(3):
+                status, body = await kiosk.post(f"/v1/jobs/{held['id']}/release")
+                assert (status, body["type"]) == (503, "urn:edgeprint:problem:store-unavailable")
+        finally:
+            await asyncio.to_thread(postgres.launch)
+
+        async def released() -> bool:
+            status, _ = await kiosk.post(f"/v1/jobs/{held['id']}/release")
+            assert status in (200, 503)
+            return status == 200
+
+        await eventually(released, "a release after the database came back", timeout_s=30)
+        await kiosk.wait_states([held["id"]], {"DONE"})
+    assert_each_printed_once(printers, [held["id"]])

@@ -21,6 +21,7 @@ from edgeprint.store.interface import Store
 from edgeprint.store.postgres import PostgresStore, redact, translate
 from edgeprint.store.schema import SCHEMA_VERSION
 from tests.pg_fixtures import PostgresCluster
+from tests.polling import eventually
 
 _INSERT = (
     "INSERT INTO jobs (id, idempotency_key, request_sha256, state, owner, priority, copies,"
@@ -309,14 +310,18 @@ async def test_stores_in_two_schemas_of_one_database_are_independent(
         await one.close()
 
 
-async def test_a_lost_database_connection_is_a_store_error(pg_url: str) -> None:
-    """When PostgreSQL drops the appliance's connections, writes and reads fail with
-    StoreUnavailable (503; a worker's store error restarts the process) instead of hanging."""
+async def test_a_lost_database_connection_fails_one_write_and_is_reconnected(
+    pg_url: str,
+) -> None:
+    """When PostgreSQL drops the appliance's connections, the next write fails with
+    StoreUnavailable (503) and stored nothing; reads are run again on a new connection;
+    the write after it reconnects and is stored."""
     import psycopg
 
     s = PostgresStore(pg_url)
     await s.open()
     try:
+        await s.write(_INSERT, ("before", "kb", "HELD", 1))
         with psycopg.connect(pg_url, autocommit=True) as admin:
             cur = admin.execute(
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
@@ -328,8 +333,45 @@ async def test_a_lost_database_connection_is_a_store_error(pg_url: str) -> None:
             assert row[0] == 5  # the writer and the four readers (tests run one at a time)
         with pytest.raises(errors.StoreUnavailable):
             await s.write(_INSERT, ("x1", "xk1", "HELD", 1))
-        with pytest.raises(errors.StoreUnavailable):
-            await s.read("SELECT 1")
+        assert [r[0] for r in await s.read("SELECT id FROM jobs")] == ["before"]
+        await s.write(_INSERT, ("x2", "xk2", "HELD", 1))
+        assert sorted(r[0] for r in await s.read("SELECT id FROM jobs")) == ["before", "x2"]
+        assert s.reconnects >= 2  # the writer and at least one reader
+    finally:
+        await s.close()
+
+
+@pytest.mark.slow
+async def test_a_restarted_database_is_reconnected_with_back_off(
+    postgres: PostgresCluster,
+) -> None:
+    """While PostgreSQL is down every write and read fails at once with StoreUnavailable
+    (no hang, nothing half-written); once it is back the store reconnects by itself and
+    the rows committed before the outage are all there."""
+    s = PostgresStore(postgres.url())
+    await s.open()
+    try:
+        await s.write_many([(_INSERT, (f"b{i}", f"kb{i}", "HELD", 1)) for i in range(10)])
+        await asyncio.to_thread(postgres.halt)
+        try:
+            for i in range(5):
+                with pytest.raises(errors.StoreReconnecting, match="reconnecting"):
+                    await asyncio.wait_for(s.write(_INSERT, (f"x{i}", f"kx{i}", "HELD", 1)), 10)
+                with pytest.raises(errors.StoreReconnecting):
+                    await asyncio.wait_for(s.read("SELECT count(*) FROM jobs"), 10)
+        finally:
+            await asyncio.to_thread(postgres.launch)
+
+        async def stored() -> bool:
+            try:
+                await s.write(_INSERT, ("after", "ka", "HELD", 1))
+            except errors.StoreUnavailable:
+                return False
+            return True
+
+        await eventually(stored, "a write after the database came back", timeout_s=30)
+        rows = await s.read("SELECT id FROM jobs ORDER BY id")
+        assert [r[0] for r in rows] == ["after"] + [f"b{i}" for i in range(10)]
     finally:
         await s.close()
 

@@ -162,8 +162,9 @@ class PrinterWorker:
     async def run(self) -> None:
         """Work until the stop event is set.
 
-        A full disk makes the worker wait (nothing of the step was recorded: every
-        write is conditional and all-or-nothing); other store failures propagate
+        A full disk or a lost database connection (PostgreSQL reconnects) makes the
+        worker wait (nothing of the step was recorded: every write is conditional and
+        all-or-nothing; what a broken COMMIT kept is reconciled); other store failures propagate
         (the process exits and systemd restarts it).
         """
         self._retry_delay_s = self.settings.poll_interval_min_s
@@ -177,6 +178,13 @@ class PrinterWorker:
                     extra={"event": "worker_store_full", "printer": self.name, "error": str(exc)},
                 )
                 self._needs_reconcile = True
+                await self._hold_off(self.settings.unreachable_retry_max_s)
+            except errors.StoreReconnecting as exc:  # PostgreSQL lost: the store reconnects
+                log.error(
+                    "store reconnecting: worker waits",
+                    extra={"event": "worker_store_lost", "printer": self.name, "error": str(exc)},
+                )
+                self._needs_reconcile = True  # a claim may have committed as the link broke
                 await self._hold_off(self.settings.unreachable_retry_max_s)
 
     async def _step(self) -> None:
@@ -452,10 +460,14 @@ class PrinterWorker:
         assert self.capabilities is not None
         caps = formats.without_pdf(self.capabilities) if raster_only else self.capabilities
         try:
+            path = await self.service.document_path(job)
+        except OSError as exc:
+            await self._unreadable(job, exc)
+            return None
+        try:
             made = await formats.render(
-                self.renderer, self.renditions, caps, job.document_sha256,
-                str(self.service.document_path(job)),
-            )  # fmt: skip
+                self.renderer, self.renditions, caps, job.document_sha256, str(path)
+            )
         except errors.DocumentUnprintable as exc:
             await self.service.fail(job, self.name, exc.slug.replace("-", "_"), exc.detail)
             return None

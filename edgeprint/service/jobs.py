@@ -622,6 +622,32 @@ class JobService:
         self.board.resumed(name)
         return cfg
 
+    async def notified(
+        self, kind: str, printer: str | None, pool: str | None, paused: bool | None
+    ) -> None:
+        """Another appliance changed the shared store (PostgreSQL's notifications): ``ready``
+        (a job became claimable for ``printer``/``pool``), ``control`` (a copy on ``printer``
+        is being cancelled), ``flags`` (``printer`` paused or resumed), ``all`` (unknown: the
+        listener was not connected). The same rings the local change rings."""
+        if kind == "ready":
+            self.board.wake(printer, pool)
+        elif kind == "control":
+            self.board.control(printer)
+        elif kind == "flags" and printer is not None:
+            cfg = self.config.printer(printer)
+            if paused:
+                self.admission.paused.add(printer)
+                self.board.control(printer)
+            else:
+                self.admission.paused.discard(printer)
+                self.board.resumed(printer)
+                self.board.wake(printer, cfg.pool if cfg else None)
+        elif kind == "all":
+            await self.load_paused()
+            for cfg in self.config.printers:
+                self.board.control(cfg.name)
+                self.board.wake(cfg.name, cfg.pool)
+
     async def load_paused(self) -> None:
         """Read the persisted paused flags (at start-up)."""
         self.admission.paused = await self.jobs.paused_printers()
@@ -770,9 +796,11 @@ class JobService:
             raise
         return out
 
-    def document_path(self, job: JobRecord) -> Path:
-        """Where the job's document is stored (for the render pool, which reads it itself)."""
-        return self.spool.path_for(job.id)
+    async def document_path(self, job: JobRecord) -> Path:
+        """Where the job's document is stored (for the render pool, which reads it itself);
+        fetched from the database first when another appliance accepted the job.
+        Raises FileNotFoundError (nowhere), OSError (not now)."""
+        return await self.spool.local(job.id, job.document_sha256)
 
     async def redescribe_copy(
         self, copy: Copy, document_format: str, document_bytes: int
@@ -788,7 +816,7 @@ class JobService:
 
     async def read_document(self, job: JobRecord) -> bytes:
         """The job's document (off the event loop). Raises FileNotFoundError, OSError."""
-        return await asyncio.to_thread(self.spool.path_for(job.id).read_bytes)
+        return await asyncio.to_thread((await self.document_path(job)).read_bytes)
 
     async def copy_found(self, copy: Copy, pj: PrinterJobReport) -> Copy | None:
         """The printer job of a copy whose job-id was never stored has been found."""

@@ -32,5 +32,6 @@ def from_config(
         max_batch=config.max_batch,
         readers=config.readers,
         connect_timeout_s=config.connect_timeout_s,
+        exclusive=not config.shared,
         on_commit=on_commit,
     )

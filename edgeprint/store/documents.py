@@ -117,14 +117,17 @@ class DbDocuments:
         """Drop every chunk of ``job_id``'s document (none is fine)."""
         await self._store.write("DELETE FROM documents WHERE job_id = ?", (job_id,))
 
-    async def sweep_orphans(self) -> int:
-        """Drop the documents no job refers to (a crash or a refusal after the upload); how many.
+    async def sweep_orphans(self, *, older_than_s: float = 0.0) -> int:
+        """Drop the documents no job refers to (a crash or a refusal after the upload) stored
+        more than ``older_than_s`` ago; how many.
 
-        Run at start-up only: a document being uploaded has no job row yet.
+        Run at start-up only: a document being uploaded has no job row yet. With several
+        appliances on the database, ``older_than_s`` spares the uploads of the others.
         """
         rows = await self._store.write(
             "DELETE FROM documents d WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id) "
-            "RETURNING job_id"
+            "AND d.stored_at <= extract(epoch FROM clock_timestamp()) - ? RETURNING job_id",
+            (older_than_s,),
         )
         return len({r[0] for r in rows})
 

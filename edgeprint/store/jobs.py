@@ -27,7 +27,7 @@ from edgeprint.store.guards import (
     WAITING,
     in_list,
 )
-from edgeprint.store.interface import Store
+from edgeprint.store.interface import Dialect, Store
 
 #: What every read of a job selects (and every write returns): its columns, then the
 #: facts computed from its copies (the last two fields of :class:`JobRecord`).
@@ -134,26 +134,40 @@ RETURNING pin_failures, pin_locked_until
 #: (a printer that aborts every job must not burn one job's attempts while a peer idles).
 PEER_FIRST_S = 5.0
 
-_CLAIM_NEXT = (
-    """
+_READY = """
+    SELECT id, priority, 0 AS own, seq FROM jobs
+    WHERE state IN ({waiting}) AND printer = ? AND not_before <= ?
+    UNION ALL
+    SELECT id, priority, 1 AS own, seq FROM jobs
+    WHERE state IN ({waiting}) AND printer IS NULL AND pool = ? AND not_before <= ?
+      AND (failure_printer IS DISTINCT FROM ? OR not_before <= ?)
+""".format(waiting=in_list(WAITING))
+
+#: The claimed job on SQLite: one writer, so the first ready job is free to take.
+_NEXT_SQLITE = f"SELECT id FROM ({_READY}) AS ready ORDER BY priority, own, seq LIMIT 1"
+#: On PostgreSQL several appliances claim at once: a job another transaction is claiming
+#: (row locked) is skipped rather than waited for, so concurrent claims take different jobs
+#: instead of all but one finding nothing (UNION cannot be locked: the row is, by a join).
+_NEXT_POSTGRESQL = (
+    f"SELECT j.id FROM jobs j JOIN ({_READY}) AS ready ON ready.id = j.id "
+    "ORDER BY ready.priority, ready.own, ready.seq LIMIT 1 FOR UPDATE OF j SKIP LOCKED"
+)
+
+_CLAIM_NEXT_TEMPLATE = (
+    f"""
 UPDATE jobs
-SET state = '{claimed}', printed_on = ?, printer_job_id = NULL, claimed_at = ?,
-    attempts = attempts + 1, claims = claims + 1, updated_at = ?, actor = ?, reason = '{claim}'
-WHERE id = (
-    SELECT id FROM (
-        SELECT id, priority, 0 AS own, seq FROM jobs
-        WHERE state IN ({waiting}) AND printer = ? AND not_before <= ?
-        UNION ALL
-        SELECT id, priority, 1 AS own, seq FROM jobs
-        WHERE state IN ({waiting}) AND printer IS NULL AND pool = ? AND not_before <= ?
-          AND (failure_printer IS DISTINCT FROM ? OR not_before <= ?)
-    ) AS ready
-    ORDER BY priority, own, seq
-    LIMIT 1
-) AND state IN ({waiting})
-RETURNING """.format(claimed=CLAIMED.value, claim=Action.CLAIM.value, waiting=in_list(WAITING))
+SET state = '{CLAIMED.value}', printed_on = ?, printer_job_id = NULL, claimed_at = ?,
+    attempts = attempts + 1, claims = claims + 1, updated_at = ?, actor = ?,
+    reason = '{Action.CLAIM.value}'
+WHERE id = ({{next}}) AND state IN ({in_list(WAITING)})
+RETURNING """
     + ROW
 )
+#: The claim per dialect: the same statement but for how the next job is picked.
+_CLAIM_NEXT: dict[Dialect, str] = {
+    "sqlite": _CLAIM_NEXT_TEMPLATE.format(next=_NEXT_SQLITE),
+    "postgresql": _CLAIM_NEXT_TEMPLATE.format(next=_NEXT_POSTGRESQL),
+}
 
 
 #: Guard for a release that keeps the job's stored target: it must have one.
@@ -303,7 +317,7 @@ class Jobs:
         self, printer: str, pool: str | None, *, now: float, actor: str
     ) -> tuple[str, tuple[Any, ...]]:
         """The claim of :meth:`claim_next` (to run with other statements)."""
-        return _CLAIM_NEXT, (
+        return _CLAIM_NEXT[self._store.dialect], (
             printer, now, now, actor, printer, now, pool, now, printer, now - PEER_FIRST_S
         )  # fmt: skip
 

@@ -17,11 +17,13 @@ Differences in types only: SQLite's REAL is ``double precision``, INTEGER is
 
 from __future__ import annotations
 
-from edgeprint.copies import CopyState
-from edgeprint.states import ALL_STATES
+from edgeprint.copies import LIVE_COPY_STATES, CopyState
+from edgeprint.states import ALL_STATES, Action, sources
 
 _STATES_SQL = ", ".join(f"'{s.value}'" for s in ALL_STATES)
 _COPY_STATES_SQL = ", ".join(f"'{s.value}'" for s in CopyState)
+_LIVE_COPIES_SQL = ", ".join(f"'{s.value}'" for s in sorted(LIVE_COPY_STATES))
+_WAITING_SQL = ", ".join(f"'{s.value}'" for s in sorted(sources(Action.CLAIM)))
 _EVENT_COLUMNS = "job_id, at, from_state, to_state, actor, reason, correlation_id"
 
 # Advisory locks are keyed (class, hashtext(current_schema())): one edgeprint store per
@@ -31,6 +33,12 @@ MIGRATION_LOCK = 0x6564_7001
 #: Class of the advisory lock an appliance holds on its writer connection while it uses the
 #: store: until printers are owned through leases (DESIGN §10), one appliance per store.
 WRITER_LOCK = 0x6564_7002
+
+#: The notification channel of a store: this prefix and the schema's name.
+CHANNEL_PREFIX = "edgeprint:"
+
+#: Class of the advisory lock a transaction takes before it writes a webhook_outbox row.
+OUTBOX_LOCK = 0x6564_7003
 
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)"
 
@@ -271,6 +279,90 @@ MIGRATIONS: list[list[str]] = [
             pinned_at    double precision NOT NULL,
             actor        text NOT NULL
         )
+        """,
+    ],
+    # 2: several appliances writing at once (issue 15, phase 2)
+    [
+        # at most one live copy per claim of a job, whoever writes it (the INSERT's NOT
+        # EXISTS guard is exact for one writer; this holds for many)
+        f"""CREATE UNIQUE INDEX copies_one_live ON copies (job_id, claim)
+            WHERE state IN ({_LIVE_COPIES_SQL})""",
+        # webhook_outbox.seq in commit order: a row's seq is drawn under a lock held until
+        # its transaction ends, so a deliverer past seq N never finds a row < N later
+        f"""
+        CREATE FUNCTION webhook_outbox_in_commit_order() RETURNS trigger
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM pg_advisory_xact_lock({OUTBOX_LOCK}, hashtext(current_schema()));
+            NEW.seq := nextval(pg_get_serial_sequence('webhook_outbox', 'seq'));
+            RETURN NEW;
+        END
+        $$
+        """,
+        """
+        CREATE TRIGGER webhook_outbox_seq BEFORE INSERT ON webhook_outbox
+        FOR EACH ROW EXECUTE FUNCTION webhook_outbox_in_commit_order()
+        """,
+        # Wake-ups across appliances: NOTIFY in the transaction of the change (delivered
+        # at its commit, dropped with its rollback), JSON {kind, printer, pool, paused}.
+        # ready: a job became claimable for printer/pool; control: a copy is being
+        # cancelled (its printer's worker acts); flags: a printer was paused or resumed.
+        f"""
+        CREATE FUNCTION edgeprint_notify(kind text, printer text, pool text, paused bigint)
+        RETURNS void LANGUAGE sql AS $$
+            SELECT pg_notify('{CHANNEL_PREFIX}' || current_schema(), json_build_object(
+                'kind', kind, 'printer', printer, 'pool', pool, 'paused', paused)::text)
+        $$
+        """,
+        """
+        CREATE FUNCTION jobs_notify_ready() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM edgeprint_notify('ready', NEW.printer, NEW.pool, NULL);
+            RETURN NULL;
+        END
+        $$
+        """,
+        f"""
+        CREATE TRIGGER jobs_ready_on_insert AFTER INSERT ON jobs
+        FOR EACH ROW WHEN (NEW.state IN ({_WAITING_SQL}))
+        EXECUTE FUNCTION jobs_notify_ready()
+        """,
+        f"""
+        CREATE TRIGGER jobs_ready_on_change AFTER UPDATE OF state, printer, pool, not_before
+        ON jobs FOR EACH ROW WHEN (NEW.state IN ({_WAITING_SQL}))
+        EXECUTE FUNCTION jobs_notify_ready()
+        """,
+        """
+        CREATE FUNCTION copies_notify_cancel() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM edgeprint_notify('control', NEW.printer, NULL, NULL);
+            RETURN NULL;
+        END
+        $$
+        """,
+        f"""
+        CREATE TRIGGER copies_cancel_on_change AFTER UPDATE OF state ON copies
+        FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state
+                           AND NEW.state = '{CopyState.CANCELLING.value}')
+        EXECUTE FUNCTION copies_notify_cancel()
+        """,
+        """
+        CREATE FUNCTION printer_flags_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM edgeprint_notify('flags', NEW.name, NULL, NEW.paused);
+            RETURN NULL;
+        END
+        $$
+        """,
+        """
+        CREATE TRIGGER printer_flags_on_change AFTER INSERT OR UPDATE ON printer_flags
+        FOR EACH ROW EXECUTE FUNCTION printer_flags_notify()
+        """,
+        # when each chunk was stored (the server's clock): the start-up sweep of chunks no
+        # job refers to spares uploads another appliance has in flight
+        """
+        ALTER TABLE documents ADD COLUMN stored_at double precision NOT NULL
+            DEFAULT extract(epoch FROM clock_timestamp())
         """,
     ],
 ]

@@ -21,9 +21,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import logging
+import time
 import urllib.parse
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
@@ -138,6 +140,77 @@ class _Read:
 
 _Q = TypeVar("_Q", _Unit, _Read)
 
+#: First and longest wait between attempts to reconnect to the server.
+_RECONNECT_MIN_S: Final = 0.1
+_RECONNECT_MAX_S: Final = 5.0
+#: How long one reconnection attempt may take (callers wait for it; libpq's least is 2 s).
+_RECONNECT_TIMEOUT_S: Final = 2.0
+
+
+class _Backoff:
+    """When the next reconnection may be tried: at once, then after 0.1 s doubling to 5 s."""
+
+    def __init__(self) -> None:
+        self._delay = _RECONNECT_MIN_S
+        self._not_before = 0.0
+
+    def ready(self) -> bool:
+        return time.monotonic() >= self._not_before
+
+    def failed(self) -> None:
+        self._not_before = time.monotonic() + self._delay
+        self._delay = min(self._delay * 2, _RECONNECT_MAX_S)
+
+    def succeeded(self) -> None:
+        self._delay = _RECONNECT_MIN_S
+        self._not_before = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A change another appliance made: ``ready`` (a job became claimable for ``printer`` or
+    ``pool``), ``control`` (a copy on ``printer`` is being cancelled), ``flags`` (``printer``
+    was paused or resumed: ``paused``), ``all`` (anything may have changed)."""
+
+    kind: str
+    printer: str | None = None
+    pool: str | None = None
+    paused: bool | None = None
+
+    @classmethod
+    def parse(cls, payload: str) -> Notice | None:
+        """The notice of a NOTIFY payload; None (logged) for one this version does not know."""
+        try:
+            data = json.loads(payload)
+            kind = data["kind"]
+            if kind not in ("ready", "control", "flags"):
+                raise ValueError(f"unknown kind {kind!r}")
+            paused = data.get("paused")
+            return cls(kind, data.get("printer"), data.get("pool"),
+                       None if paused is None else bool(paused))  # fmt: skip
+        except (ValueError, KeyError, TypeError) as exc:
+            log.warning(
+                "store notification ignored",
+                extra={"event": "store_notice_ignored", "error": str(exc)},
+            )
+            return None
+
+
+async def _deliver(on_notice: Callable[[Notice], Awaitable[None]], notice: Notice) -> None:
+    """``on_notice(notice)``; its failure is logged (the listener goes on)."""
+    try:
+        await on_notice(notice)
+    except errors.StoreError as exc:  # a notice is a hint: the workers' idle probe catches up
+        log.warning(
+            "store notification not handled",
+            extra={"event": "store_notice_failed", "kind": notice.kind, "error": str(exc)},
+        )
+
+
+#: How often a group commit the server rolled back (a deadlock with another appliance's
+#: transaction, a serialisation failure) is run again before its callers get the error.
+_ROLLBACK_RETRIES: Final = 3
+
 
 async def _next_batch(queue: asyncio.Queue[_Q | None], limit: int) -> list[_Q] | None:
     """Wait for work, then take everything queued (up to ``limit``); None: stop.
@@ -173,9 +246,11 @@ class PostgresStore:
         max_batch: int = 512,
         readers: int = 4,
         connect_timeout_s: float = 10.0,
+        exclusive: bool = True,
         on_commit: Callable[[int], object] | None = None,
     ) -> None:
         self.url = url
+        self._exclusive = exclusive
         self._on_commit = on_commit
         self._max_batch = max_batch
         self._readers = readers
@@ -188,6 +263,14 @@ class PostgresStore:
         self._task: asyncio.Task[None] | None = None
         self.batches = 0
         self.writes = 0
+        self._listener: asyncio.Task[None] | None = None
+        self._writer_backoff = _Backoff()
+        self._reader_backoff = _Backoff()
+        self.reconnects = 0
+        #: Bumped when the listener loses the server: every connection made before is suspect
+        #: (the server may have restarted; a connection learns it only when it is used).
+        self._lost = 0
+        self._born: dict[int, int] = {}
 
     # --- lifecycle -----------------------------------------------------------
 
@@ -199,7 +282,8 @@ class PostgresStore:
         try:
             self._writer = await self._connect("writer")
             await self._migrate(self._writer)
-            await self._take_writer_lock(self._writer)
+            if self._exclusive:
+                await self._take_writer_lock(self._writer)
             for _ in range(self._readers):
                 self._reader_conns.append(await self._connect("reader"))
         except errors.StoreUnavailable:
@@ -208,14 +292,20 @@ class PostgresStore:
         except (psycopg.Error, OSError) as exc:
             await self.close()
             raise errors.StoreUnavailable(f"cannot open store {redact(self.url)}: {exc}") from exc
+        self._born = {id(c): self._lost for c in (self._writer, *self._reader_conns)}
         self._task = asyncio.create_task(self._run_writer(), name="store:writer")
         self._read_tasks = [
-            asyncio.create_task(self._run_reader(conn), name=f"store:reader-{i}")
-            for i, conn in enumerate(self._reader_conns)
+            asyncio.create_task(self._run_reader(i), name=f"store:reader-{i}")
+            for i in range(len(self._reader_conns))
         ]
 
     async def close(self) -> None:
         """Finish queued writes, stop the writer task and close every connection."""
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._listener
+            self._listener = None
         if self._task is not None:
             self._queue.put_nowait(None)
             await self._task
@@ -234,15 +324,118 @@ class PostgresStore:
                 await self._writer.close()
             self._writer = None
 
-    async def _connect(self, role: str) -> psycopg.AsyncConnection[PgRow]:
+    async def _connect(
+        self, role: str, timeout_s: float | None = None
+    ) -> psycopg.AsyncConnection[PgRow]:
         """A connection named ``edgeprint-<role>`` in ``pg_stat_activity`` (for the DBA)."""
         return await psycopg.AsyncConnection.connect(
             self.url,
             autocommit=True,
             row_factory=_row_factory,
-            connect_timeout=max(1, round(self._connect_timeout_s)),
+            connect_timeout=max(1, round(timeout_s or self._connect_timeout_s)),
             application_name=f"edgeprint-{role}",
         )
+
+    async def _reconnect(
+        self,
+        conn: psycopg.AsyncConnection[PgRow] | None,
+        role: str,
+        backoff: _Backoff,
+    ) -> psycopg.AsyncConnection[PgRow]:
+        """``conn`` if it is usable, else a new connection (the writer retakes its lock).
+
+        Raises errors.StoreUnavailable at once while the back-off after a failed attempt
+        runs, and when this attempt fails (the back-off then doubles, up to 5 s).
+        """
+        if (
+            conn is not None
+            and not conn.broken
+            and not conn.closed
+            and self._born.get(id(conn)) == self._lost
+        ):
+            return conn
+        unreachable = f"the database {redact(self.url)} is unreachable; reconnecting"
+        if not backoff.ready():
+            raise errors.StoreReconnecting(unreachable)
+        if conn is not None:
+            self._born.pop(id(conn), None)
+            with contextlib.suppress(psycopg.Error):
+                await conn.close()
+        fresh: psycopg.AsyncConnection[PgRow] | None = None
+        try:
+            fresh = await self._connect(role, _RECONNECT_TIMEOUT_S)
+            if role == "writer" and self._exclusive:
+                await self._take_writer_lock(fresh)
+        except (psycopg.Error, OSError, errors.StoreUnavailable) as exc:
+            backoff.failed()
+            if fresh is not None:
+                with contextlib.suppress(psycopg.Error):
+                    await fresh.close()
+            raise errors.StoreReconnecting(f"{unreachable} ({exc})") from exc
+        backoff.succeeded()
+        self._born[id(fresh)] = self._lost
+        self.reconnects += 1
+        log.warning("store reconnected", extra={"event": "store_reconnected", "role": role})
+        return fresh
+
+    def listen(self, on_notice: Callable[[Notice], Awaitable[None]]) -> None:
+        """Hand every change notified by other appliances to ``on_notice`` until :meth:`close`.
+
+        A dedicated connection LISTENs on the store's channel (the triggers of
+        pg_schema migration 2 NOTIFY in the changing transaction). This
+        appliance's own notifications are skipped (it woke its workers itself).
+        On (re)connecting, ``on_notice`` gets a ``Notice("all")``: anything may
+        have changed while no one listened. A lost connection is retried with
+        back-off.
+        """
+        self._listener = asyncio.create_task(self._listen(on_notice), name="store:listener")
+
+    async def _listen(self, on_notice: Callable[[Notice], Awaitable[None]]) -> None:
+        delay = _RECONNECT_MIN_S
+        while True:
+            try:
+                conn = await self._connect("listener")
+            except (psycopg.Error, OSError) as exc:
+                log.warning(
+                    "store listener cannot connect",
+                    extra={"event": "store_listener_down", "error": str(exc)},
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, _RECONNECT_MAX_S)
+                continue
+            try:
+                cur = await conn.execute("SELECT current_schema()")
+                row = await cur.fetchone()
+                channel = pg_schema.CHANNEL_PREFIX + str(row[0] if row else "public")
+                await conn.execute(pg_sql.SQL("LISTEN {}").format(pg_sql.Identifier(channel)))
+                delay = _RECONNECT_MIN_S
+                # the server answers again: the writer and readers try at their next use
+                # (the "all" below wakes workers that will write at once)
+                self._writer_backoff.succeeded()
+                self._reader_backoff.succeeded()
+                await _deliver(on_notice, Notice("all"))
+                async for n in conn.notifies():
+                    writer = self._writer
+                    if (
+                        writer is not None
+                        and not writer.closed
+                        and n.pid == writer.info.backend_pid
+                    ):
+                        continue
+                    notice = Notice.parse(n.payload)
+                    if notice is not None:
+                        await _deliver(on_notice, notice)
+            except psycopg.Error as exc:
+                self._lost += 1
+                log.warning(
+                    "store listener lost its connection",
+                    extra={"event": "store_listener_down", "error": str(exc)},
+                )
+            finally:
+                with contextlib.suppress(psycopg.Error):
+                    await conn.close()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _RECONNECT_MAX_S)
 
     async def _take_writer_lock(self, conn: psycopg.AsyncConnection[PgRow]) -> None:
         """Refuse to open a database another appliance is using (held until disconnect)."""
@@ -301,24 +494,32 @@ class PostgresStore:
         self._read_queue.put_nowait(_Read(sql, params, fut))
         return await fut
 
-    async def _run_reader(self, conn: psycopg.AsyncConnection[PgRow]) -> None:
+    async def _run_reader(self, index: int) -> None:
         while (batch := await _next_batch(self._read_queue, self._max_batch)) is not None:
-            results: list[Rows | psycopg.Error]
-            try:
-                results = list(await _pipelined_reads(conn, batch))
-            except psycopg.Error:
-                results = []
-                for r in batch:  # one failed: each on its own, so only its caller sees it
-                    try:
-                        cur = await conn.execute(translate(r.sql), r.params)
-                        results.append(await cur.fetchall() if cur.description is not None else [])
-                    except psycopg.Error as exc:
-                        results.append(exc)
+            results: list[Rows | Exception] = []
+            for attempt in range(2):  # a read is safe to run again on a new connection
+                try:
+                    conn = self._reader_conns[index] = await self._reconnect(
+                        self._reader_conns[index], "reader", self._reader_backoff
+                    )
+                except errors.StoreUnavailable as exc:
+                    results = [exc] * len(batch)
+                    break
+                results = list(await _reads(conn, batch))
+                lost = conn.broken or any(isinstance(r, psycopg.OperationalError) for r in results)
+                if lost:  # reconnect at the next use (a lost server is not always "broken")
+                    self._born.pop(id(conn), None)
+                if not (lost and attempt == 0):
+                    break
             for r, res in zip(batch, results, strict=True):
                 if r.future.done():
                     continue
-                if isinstance(res, Exception):
-                    r.future.set_exception(errors.StoreUnavailable(f"store read failed: {res}"))
+                if isinstance(res, errors.StoreUnavailable):
+                    r.future.set_exception(res)
+                elif isinstance(res, Exception):
+                    lost = id(self._reader_conns[index]) not in self._born
+                    cls = errors.StoreReconnecting if lost else errors.StoreUnavailable
+                    r.future.set_exception(cls(f"store read failed: {res}"))
                 else:
                     r.future.set_result(res)
 
@@ -340,6 +541,13 @@ class PostgresStore:
 
     async def _run_writer(self) -> None:
         while (batch := await _next_batch(self._queue, self._max_batch)) is not None:
+            try:
+                self._writer = await self._reconnect(self._writer, "writer", self._writer_backoff)
+            except errors.StoreUnavailable as exc:
+                for w in batch:  # nothing of the batch was sent
+                    if not w.future.done():
+                        w.future.set_exception(exc)
+                continue
             await self._commit(batch)
 
     async def _commit(self, batch: list[_Unit]) -> None:
@@ -352,16 +560,32 @@ class PostgresStore:
         """
         conn = self._writer
         assert conn is not None
-        results: list[list[Rows] | psycopg.Error] = []
-        fatal: Exception | None = None
-        try:
-            results = list(await _pipelined(conn, batch))
-        except psycopg.Error as exc:
-            if _fatal(exc, conn):
-                fatal = exc
-            results = []
-        if not results and fatal is None:
-            results, fatal = await self._one_by_one(conn, batch)
+        for _ in range(_ROLLBACK_RETRIES):
+            results: list[list[Rows] | psycopg.Error] = []
+            fatal: Exception | None = None
+            try:
+                results = list(await _pipelined(conn, batch))
+            except psycopg.Error as exc:
+                if _fatal(exc, conn):
+                    fatal = exc
+                results = []
+            if not results and fatal is None:
+                results, fatal = await self._one_by_one(conn, batch)
+            # another appliance's transaction deadlocked with this one (or a serialisation
+            # failure): nothing of the batch was kept; run it again
+            if not isinstance(fatal, pg_errors.TransactionRollback) or conn.broken:
+                break
+            log.warning(
+                "group commit rolled back by the server; retrying",
+                extra={"event": "store_commit_retried", "error": str(fatal)},
+            )
+        if fatal is not None and not isinstance(fatal, pg_errors.DiskFull):
+            # the transaction or the connection failed as a whole: start afresh (a connection
+            # that lost its server in pipeline mode is not always marked broken)
+            self._born.pop(id(conn), None)
+            with contextlib.suppress(psycopg.Error):
+                await conn.close()
+            self._writer = None
         self._answer(batch, results, fatal)
 
     async def _one_by_one(
@@ -399,6 +623,10 @@ class PostgresStore:
     ) -> None:
         if fatal is not None:
             err = _translate_error(fatal)
+            if self._writer is None:
+                err = errors.StoreReconnecting(
+                    f"the database connection failed ({fatal}); nothing was stored; reconnecting"
+                )
             log.error(
                 "group commit failed", extra={"event": "store_commit_failed", "error": str(fatal)}
             )
@@ -451,6 +679,24 @@ async def _pipelined(conn: psycopg.AsyncConnection[PgRow], batch: list[_Unit]) -
             [await c.fetchall() if c.description is not None else [] for c in unit_cursors]
             for unit_cursors in cursors
         ]
+
+
+async def _reads(
+    conn: psycopg.AsyncConnection[PgRow], batch: list[_Read]
+) -> list[Rows | Exception]:
+    """Each read's rows or error: all in one round trip, else (one failed) each on its own,
+    so that only its caller sees an error."""
+    try:
+        return list(await _pipelined_reads(conn, batch))
+    except psycopg.Error:
+        results: list[Rows | Exception] = []
+        for r in batch:
+            try:
+                cur = await conn.execute(translate(r.sql), r.params)
+                results.append(await cur.fetchall() if cur.description is not None else [])
+            except psycopg.Error as exc:
+                results.append(exc)
+        return results
 
 
 async def _pipelined_reads(conn: psycopg.AsyncConnection[PgRow], batch: list[_Read]) -> list[Rows]:

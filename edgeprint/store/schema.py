@@ -11,7 +11,7 @@ table refuses UPDATE and DELETE (append-only).
 
 from __future__ import annotations
 
-from edgeprint.copies import CopyState
+from edgeprint.copies import LIVE_COPY_STATES, CopyState
 from edgeprint.states import ALL_STATES
 
 _STATES_SQL = ", ".join(f"'{s.value}'" for s in ALL_STATES)
@@ -315,6 +315,15 @@ MIGRATIONS.append(
             actor        TEXT NOT NULL
         )
         """,
+    ]
+)
+
+MIGRATIONS.append(
+    # issue 15 phase 2: at most one live copy per claim of a job (as on PostgreSQL, where
+    # several appliances write)
+    [
+        f"""CREATE UNIQUE INDEX copies_one_live ON copies (job_id, claim)
+            WHERE state IN ({", ".join(f"'{s.value}'" for s in sorted(LIVE_COPY_STATES))})""",
     ]
 )
 
