@@ -199,7 +199,6 @@ class PostgresStore:
         try:
             self._writer = await self._connect("writer")
             await self._migrate(self._writer)
-            await self._take_writer_lock(self._writer)
             for _ in range(self._readers):
                 self._reader_conns.append(await self._connect("reader"))
         except errors.StoreUnavailable:
@@ -243,20 +242,6 @@ class PostgresStore:
             connect_timeout=max(1, round(self._connect_timeout_s)),
             application_name=f"edgeprint-{role}",
         )
-
-    async def _take_writer_lock(self, conn: psycopg.AsyncConnection[PgRow]) -> None:
-        """Refuse to open a database another appliance is using (held until disconnect)."""
-        cur = await conn.execute(
-            pg_sql.SQL("SELECT pg_try_advisory_lock({}, hashtext(current_schema()))").format(
-                pg_schema.WRITER_LOCK
-            )
-        )
-        row = await cur.fetchone()
-        if row is None or not row[0]:
-            raise errors.StoreUnavailable(
-                f"another edgeprint is using the database {redact(self.url)}: until printers "
-                "are shared through leases, one appliance per database"
-            )
 
     async def _migrate(self, conn: psycopg.AsyncConnection[PgRow]) -> None:
         async with conn.transaction():
