@@ -11,6 +11,7 @@ import asyncio
 import io
 import logging
 import math
+import os
 import random
 import time
 import uuid
@@ -56,6 +57,7 @@ from edgeprint.spool import Spool, StagedDocument
 from edgeprint.states import TERMINAL_STATES, Action, JobState, sources
 from edgeprint.store import stats as store_stats
 from edgeprint.store.copies import Copies, copy_from_row
+from edgeprint.store.documents import DbDocuments
 from edgeprint.store.jobs import (
     GUARD_NO_LIVE_COPY,
     GUARD_OUTCOME_UNKNOWN,
@@ -786,8 +788,25 @@ class JobService:
         await self.jobs.note_printing(job.id, printer, text, now=self.clock())
 
     async def read_document(self, job: JobRecord) -> bytes:
-        """The job's document (off the event loop). Raises FileNotFoundError, OSError."""
-        return await asyncio.to_thread(self.spool.path_for(job.id).read_bytes)
+        """The job's document (off the event loop). Raises FileNotFoundError, OSError.
+
+        With a shared store a job another appliance accepted is fetched from the database
+        first (hash-checked) into this spool.
+        """
+        path = self.spool.path_for(job.id)
+        try:
+            return await asyncio.to_thread(path.read_bytes)
+        except FileNotFoundError:
+            if not isinstance(self.spool.mirror, DbDocuments):
+                raise
+        tmp = self.spool.tmp_dir / f"{job.id}.fetch"
+        try:
+            if await self.spool.mirror.fetch(job.id, tmp) != job.document_sha256:
+                raise FileNotFoundError(f"{job.id}: not in the database either (or changed)")
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return await asyncio.to_thread(path.read_bytes)
 
     async def copy_found(self, copy: Copy, pj: PrinterJobReport) -> Copy | None:
         """The printer job of a copy whose job-id was never stored has been found."""
