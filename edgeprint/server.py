@@ -196,6 +196,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
             )  # fmt: skip
             if keeper is not None:
                 keeper.on_change = dispatcher.lease_changed
+                keeper.after_beat = service.load_paused  # a pause made on another appliance
             await service.load_paused()
             dispatch_task = asyncio.create_task(
                 dispatcher.run(config.server.shutdown_grace_s), name="dispatcher"

@@ -30,8 +30,10 @@ CLUSTER = {"lease_s": 1.5, "heartbeat_s": 0.5, "margin_s": 0.25}
 NAMES = ("a", "b", "c")
 
 
-def _config(tmp_path: Path, rig: Rig, url: str, name: str) -> dict[str, Any]:
-    cfg = rig_config(tmp_path / name, rig)
+def _config(
+    tmp_path: Path, rig: Rig, url: str, name: str, pool: str | None = "lobby"
+) -> dict[str, Any]:
+    cfg = rig_config(tmp_path / name, rig, pool=pool)
     cfg["store"] = {"url": url}
     cfg["cluster"] = {"appliance_id": name, **CLUSTER}
     for printer in cfg["printers"]:
@@ -114,7 +116,7 @@ async def test_kills_and_a_zombie_print_every_job_exactly_once(
     nor lost on the printers' own logs; takeover (kill → first print by the new owner) shown."""
     rig = three_printers
     for p in rig:
-        rig.set_speed(p.name, 0.1)
+        rig.set_speed(p.name, 0.2)  # the queue outlasts the ten kills
     rng = random.Random(1500 + appliances)
     names = NAMES[:appliances]
     procs = {n: _process(tmp_path, rig, pg_url, n) for n in names}
@@ -168,7 +170,13 @@ async def test_kills_and_a_zombie_print_every_job_exactly_once(
                 await eventually(taken, "a stopped appliance's printers taken", timeout_s=20)
             finally:
                 os.kill(victim.proc.pid, signal.SIGCONT)
-            await Client(http, survivor.url).wait_states(ids, {"DONE", "DEAD"}, timeout_s=240)
+
+            def settled() -> bool:
+                return all(st in ("DONE", "DEAD") for st, _ in _states(pg_url, ids).values())
+
+            await eventually(
+                lambda: asyncio.to_thread(settled), "every job DONE or DEAD", timeout_s=240
+            )
             epochs = await _owners(http, survivor.url)
         for since, held in kills:
             if held:
@@ -249,4 +257,39 @@ async def test_any_appliance_answers_for_every_printer_and_job(
         await one.wait_states([job["id"]], {"DONE"})
         assert (await two.job(job["id"]))["state"] == "DONE"
         assert owners[theirs][1] >= 1
+    assert printed_names(printers) == {f"edgeprint-{job['id']}": [theirs]}
+
+
+async def test_a_pause_made_on_one_appliance_stops_the_owner_on_another(
+    tmp_path: Path, printers: Rig, pg_url: str
+) -> None:
+    """A printer paused through the appliance that does not drive it is paused on its owner
+    within a heartbeat: a job for it waits RELEASED until the resume, then prints once there."""
+    async with (
+        appliance(_config(tmp_path, printers, pg_url, "a", pool=None)) as (_, one),
+        appliance(_config(tmp_path, printers, pg_url, "b", pool=None)) as (_, two),
+    ):
+
+        async def split() -> dict[str, tuple[str | None, int]] | None:
+            seen = await _owners(one.http, one.url)
+            return seen if sorted(o or "" for o, _ in seen.values()) == ["a", "b"] else None
+
+        owners = await eventually(split, "one printer each", timeout_s=20)
+        theirs = next(p for p, (o, _) in owners.items() if o == "b")
+        status, _ = await one.post(f"/v1/printers/{theirs}/pause", tech=True)
+        assert status == 200
+
+        async def paused_on_owner() -> bool:
+            headers = {"Authorization": f"Bearer {TECH_TOKEN}"}
+            async with two.http.get(f"{two.url}/v1/printers", headers=headers) as r:
+                body = await r.json()
+            return any(p["name"] == theirs and p["paused"] for p in body["printers"])
+
+        await eventually(paused_on_owner, "the owner sees the pause", timeout_s=5)
+        job = await one.submit("paused-0001", printer=theirs, hold=False)
+        assert (await two.job(job["id"]))["state"] == "RELEASED"
+        assert printed_names(printers) == {}
+        status, _ = await one.post(f"/v1/printers/{theirs}/resume", tech=True)
+        assert status == 200
+        await two.wait_states([job["id"]], {"DONE"}, timeout_s=20)
     assert printed_names(printers) == {f"edgeprint-{job['id']}": [theirs]}

@@ -22,7 +22,7 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol
 
 from edgeprint.config import ClusterConfig
@@ -90,6 +90,9 @@ class LeaseKeeper:
         self._metrics = metrics
         #: Told the printer whose lease was taken or lost here (the dispatcher wakes it).
         self.on_change = on_change
+        #: Run after every beat: what other appliances may have changed in the shared store
+        #: and this one keeps in memory (the paused printers) is read again.
+        self.after_beat: Callable[[], Awaitable[object]] | None = None
         self._mono = monotonic
         self._wall = wall
         #: Start (monotonic) of the last successful renewal of each lease held here.
@@ -123,6 +126,8 @@ class LeaseKeeper:
         while not stop.is_set():
             try:
                 await self.beat()
+                if self.after_beat is not None:
+                    await self.after_beat()
             except Exception as exc:
                 log.warning(
                     "lease heartbeat failed",
