@@ -215,6 +215,8 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                         # no new job can be routed to a removed printer after its move.
                         service.reconfigure(new)
                         reconfigure_api(new)
+                        if keeper is not None:
+                            keeper.set_printers(p.name for p in new.printers)
                         await dispatcher.reconfigure(new)
                         for printer in removed:
                             await service.retire(printer)

@@ -216,3 +216,27 @@ def test_cluster_defaults_fit_the_takeover_budget() -> None:
     assert cfg.lease_s <= 5.0
     assert cfg.heartbeat_s * 3 <= cfg.lease_s
     assert cfg.appliance_id
+
+
+async def test_a_reload_adds_a_printer_to_the_leases(tmp_path: Path, store: Store) -> None:
+    """A printer added by a reload is leased at the next beat; a removed one is no longer
+    renewed, so another appliance may take it once it lapsed."""
+    async with (
+        _appliance(tmp_path, store, "a") as (_, keep_a, clock_a),
+        _appliance(tmp_path, store, "b") as (_, keep_b, clock_b),
+    ):
+        keep_a.set_printers(["printer-01"])
+        await keep_a.beat()
+        assert keep_a.fence.epochs == {"printer-01": 1}
+        keep_a.set_printers(["printer-01", "printer-04"])
+        clock_a.now += 1
+        await keep_a.beat()
+        assert keep_a.fence.epochs == {"printer-01": 1, "printer-04": 1}
+        keep_a.set_printers(["printer-04"])
+        keep_b.set_printers(["printer-01"])
+        await _beats(
+            (keep_a, clock_a), (keep_b, clock_b), until=CLUSTER.lease_s + CLUSTER.margin_s + 2
+        )
+        assert keep_b.fence.epochs == {"printer-01": 2}
+        assert "printer-01" not in keep_a.fence.epochs
+        assert keep_a.fence.epochs["printer-04"] == 1

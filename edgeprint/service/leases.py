@@ -118,6 +118,11 @@ class LeaseKeeper:
     def epoch(self, printer: str) -> int:
         return self.fence.epochs.get(printer, 0)
 
+    def set_printers(self, printers: Iterable[str]) -> None:
+        """Follow a reload: added printers are taken at the next beats; a removed printer's
+        lease is no longer renewed (it lapses, as at a crash)."""
+        self.printers = sorted(printers)
+
     # --- the heartbeat -------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -165,7 +170,7 @@ class LeaseKeeper:
         share = math.ceil(len(self.printers) / live) if self.printers else 0
         held = [p for p in self.printers if p in self.fence.epochs]
         keep = set(held[:share])  # beyond the share (an appliance joined): left to lapse
-        for printer in held:
+        for printer in sorted(self.fence.epochs):  # a printer a reload removed too
             row = rows.get(printer)
             if row is None or row.owner != self.me or row.epoch != self.fence.epochs[printer]:
                 self._lose(printer)
