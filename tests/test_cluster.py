@@ -115,8 +115,9 @@ async def test_kills_and_a_zombie_print_every_job_exactly_once(
     taken over: every job DONE (or DEAD outcome_unknown, a printer forgot it), none printed twice
     nor lost on the printers' own logs; takeover (kill → first print by the new owner) shown."""
     rig = three_printers
+    started = time.monotonic()
     for p in rig:
-        rig.set_speed(p.name, 0.2)  # the queue outlasts the ten kills
+        rig.set_speed(p.name, 0.5)  # the queue outlasts the ten kills
     rng = random.Random(1500 + appliances)
     names = NAMES[:appliances]
     procs = {n: _process(tmp_path, rig, pg_url, n) for n in names}
@@ -136,6 +137,7 @@ async def test_kills_and_a_zombie_print_every_job_exactly_once(
             clients = [Client(http, p.url) for p in procs.values()]
             ids = await _submit_all(clients, 300)
             kills: list[tuple[float, list[str]]] = []
+            submitted = time.monotonic()
 
             async def victims_printers() -> list[str]:
                 owners = await _owners(http, survivor.url)
@@ -144,7 +146,7 @@ async def test_kills_and_a_zombie_print_every_job_exactly_once(
             for round_ in range(10):
                 await eventually(victims_printers, "the victim drives a printer", timeout_s=20)
                 await asyncio.sleep(rng.uniform(0.05, 1.0))  # a random instant, not a sync
-                if round_ in (3, 7):  # the next start dies mid-upload (crash point)
+                if round_ in (1, 4):  # the next start dies mid-upload (crash point)
                     victim.kill()
                     victim.env = {"EDGEPRINT_CRASH_AT": "during_send_document"}
                     victim.start()
@@ -202,7 +204,8 @@ async def test_kills_and_a_zombie_print_every_job_exactly_once(
         f"\n{appliances} appliances: {len(states) - len(dead)} DONE, {len(dead)} DEAD "
         f"outcome_unknown; takeover kill → first print by the new owner over {len(takeovers)} "
         f"kills: median {statistics.median(takeovers):.2f} s, max {max(takeovers):.2f} s "
-        f"(lease {CLUSTER['lease_s']} s + margin {CLUSTER['margin_s']} s)"
+        f"(lease {CLUSTER['lease_s']} s + margin {CLUSTER['margin_s']} s); submitting took "
+        f"{submitted - started:.0f} s, the whole run {time.monotonic() - started:.0f} s"
     )
 
 
