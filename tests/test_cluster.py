@@ -296,3 +296,37 @@ async def test_a_pause_made_on_one_appliance_stops_the_owner_on_another(
         assert status == 200
         await two.wait_states([job["id"]], {"DONE"}, timeout_s=20)
     assert printed_names(printers) == {f"edgeprint-{job['id']}": [theirs]}
+
+
+async def test_a_cancel_made_on_one_appliance_stops_the_print_on_another(
+    tmp_path: Path, printers: Rig, pg_url: str
+) -> None:
+    """A job being printed by the other appliance's printer, cancelled through this one, is
+    cancelled at the printer (Cancel-Job by its owner): CANCELLED, and no paper."""
+    async with (
+        appliance(_config(tmp_path, printers, pg_url, "a", pool=None)) as (_, one),
+        appliance(_config(tmp_path, printers, pg_url, "b", pool=None)) as (_, two),
+    ):
+
+        async def split() -> dict[str, tuple[str | None, int]] | None:
+            seen = await _owners(one.http, one.url)
+            return seen if sorted(o or "" for o, _ in seen.values()) == ["a", "b"] else None
+
+        owners = await eventually(split, "one printer each", timeout_s=20)
+        theirs = next(p for p, (o, _) in owners.items() if o == "b")
+        printers.set_speed(theirs, 4.0)  # the page takes 4 s: time to cancel it
+        job = await one.submit("cancel-0001", printer=theirs, hold=False)
+
+        def at_printer() -> bool:
+            with psycopg.connect(pg_url) as conn:
+                row = conn.execute(
+                    "SELECT count(*) FROM copies WHERE job_id = %s AND state = 'acknowledged'",
+                    (job["id"],),
+                ).fetchone()
+            return row is not None and row[0] == 1
+
+        await eventually(lambda: asyncio.to_thread(at_printer), "the printer has it")
+        status, body = await one.post(f"/v1/jobs/{job['id']}/cancel")
+        assert status == 202, body
+        await two.wait_states([job["id"]], {"CANCELLED"}, timeout_s=15)
+    assert printed_names(printers) == {}

@@ -661,6 +661,8 @@ class PrinterWorker:
                     await self._send_cancel(copy)
             if self._clock() >= next_probe:
                 next_probe = self._clock() + self.settings.poll_interval_max_s
+                if self.ownership.shared:  # a cancel made on another appliance rings no bell
+                    self._cancel.set()
                 try:
                     self.status = await self._probe()
                 except errors.PrinterUnreachable as exc:

@@ -38,6 +38,9 @@ MEMBER = "@appliance:"
 class Ownership(Protocol):
     """What a printer's worker and the printer views ask about ownership."""
 
+    #: True when other appliances share the store (what they write is not rung here).
+    shared: bool
+
     def may_send(self, printer: str) -> bool:
         """This appliance holds ``printer``'s lease and it cannot have lapsed yet."""
         ...
@@ -54,6 +57,8 @@ class Ownership(Protocol):
 class SoleOwner:
     """The one appliance of a SQLite store: it owns every printer, always."""
 
+    shared = False
+
     def __init__(self, appliance_id: str) -> None:
         self.appliance_id = appliance_id
 
@@ -69,6 +74,8 @@ class SoleOwner:
 
 class LeaseKeeper:
     """This appliance's leases; :meth:`run` until the stop event (then hands them back)."""
+
+    shared = True
 
     def __init__(
         self,
