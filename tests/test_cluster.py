@@ -243,23 +243,36 @@ async def test_any_appliance_answers_for_every_printer_and_job(
 ) -> None:
     """Two appliances split the printers (each owns one, shown with its epoch on both), a job
     submitted to one for the other's printer prints there once, and both list it DONE."""
-    async with (
-        appliance(_config(tmp_path, printers, pg_url, "a")) as (_, one),
-        appliance(_config(tmp_path, printers, pg_url, "b")) as (_, two),
-    ):
+    async with appliance(_config(tmp_path, printers, pg_url, "a")) as (_, one):
 
-        async def split() -> dict[str, tuple[str | None, int]] | None:
-            seen = await _owners(one.http, one.url)
-            owners = sorted(o or "" for o, _ in seen.values())
-            return seen if owners == ["a", "b"] else None
+        async def all_a() -> bool:
+            return {o for o, _ in (await _owners(one.http, one.url)).values()} == {"a"}
 
-        owners = await eventually(split, "one printer each", timeout_s=20)
-        assert await _owners(two.http, two.url) == owners
-        theirs = next(p for p, (o, _) in owners.items() if o == "b")
-        job = await one.submit("elsewhere-0001", printer=theirs, hold=False)
-        await one.wait_states([job["id"]], {"DONE"})
-        assert (await two.job(job["id"]))["state"] == "DONE"
-        assert owners[theirs][1] >= 1
+        await eventually(all_a, "a alone drives every printer")
+        async with appliance(_config(tmp_path, printers, pg_url, "b")) as (_, two):
+            await _split_and_print(one, two, printers)
+
+
+async def _split_and_print(one: Client, two: Client, printers: Rig) -> None:
+    """b joins: a lets one printer lapse, b takes it (epoch 2, one takeover in b's /metrics);
+    both show the same owners; a job submitted to a for b's printer prints there once."""
+
+    async def split() -> dict[str, tuple[str | None, int]] | None:
+        seen = await _owners(one.http, one.url)
+        owners = sorted(o or "" for o, _ in seen.values())
+        return seen if owners == ["a", "b"] else None
+
+    owners = await eventually(split, "one printer each", timeout_s=20)
+    assert await _owners(two.http, two.url) == owners
+    theirs = next(p for p, (o, _) in owners.items() if o == "b")
+    job = await one.submit("elsewhere-0001", printer=theirs, hold=False)
+    await one.wait_states([job["id"]], {"DONE"})
+    assert (await two.job(job["id"]))["state"] == "DONE"
+    assert owners[theirs][1] == 2  # taken over from a, which held every printer first
+    headers = {"Authorization": f"Bearer {TECH_TOKEN}"}
+    async with two.http.get(f"{two.url}/metrics", headers=headers) as r:
+        text = await r.text()
+    assert f'edgeprint_printer_takeovers_total{{printer="{theirs}"}} 1.0' in text
     assert printed_names(printers) == {f"edgeprint-{job['id']}": [theirs]}
 
 
