@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import ipaddress
 import re
+import socket
 import tomllib
 import urllib.parse
 from pathlib import Path
@@ -180,6 +181,43 @@ class DispatchConfig(_Frozen):
         return self
 
 
+def _hostname() -> str:
+    return socket.gethostname()[:64] or "edgeprint"
+
+
+class ClusterConfig(_Frozen):
+    """``[cluster]``: printer ownership when several appliances share a PostgreSQL store.
+
+    Each printer is driven by the appliance holding its lease (DESIGN §10). An owner
+    renews its leases every ``heartbeat_s`` and stops sending ``margin_s`` before its
+    lease could have expired; a taker waits ``lease_s + margin_s`` without seeing a
+    renewal. Ignored with the embedded SQLite file (one appliance owns every printer).
+    """
+
+    #: This appliance's name in the lease table (unique per appliance on one database).
+    appliance_id: str = Field(default_factory=_hostname, min_length=1, max_length=64)
+    lease_s: float = Field(default=3.0, ge=0.3, le=300)
+    heartbeat_s: float = Field(default=1.0, gt=0, le=100)
+    #: The safety margin for clock-rate drift and scheduling delays on either side.
+    margin_s: float = Field(default=0.5, gt=0, le=60)
+
+    @model_validator(mode="after")
+    def _heartbeat_well_inside_lease(self) -> ClusterConfig:
+        if self.heartbeat_s * 3 > self.lease_s:
+            raise ValueError(
+                f"cluster.heartbeat_s: {self.heartbeat_s} s is not comfortably shorter than "
+                f"cluster.lease_s ({self.lease_s} s): it must be at most lease_s / 3, so that "
+                "two renewals may be lost before an owner's lease runs out"
+            )
+        if self.margin_s >= self.lease_s - self.heartbeat_s:
+            raise ValueError(
+                f"cluster.margin_s: {self.margin_s} s must be shorter than cluster.lease_s "
+                f"- cluster.heartbeat_s ({self.lease_s - self.heartbeat_s} s), or an owner "
+                "would stop sending between two of its own renewals"
+            )
+        return self
+
+
 class RetentionConfig(_Frozen):
     """``[retention]``: how long held jobs and finished documents are kept (seconds)."""
 
@@ -333,6 +371,7 @@ class Config(_Frozen):
 
     server: ServerConfig = ServerConfig()
     store: StoreConfig = StoreConfig()
+    cluster: ClusterConfig = ClusterConfig()
     dispatch: DispatchConfig = DispatchConfig()
     retention: RetentionConfig = RetentionConfig()
     release: ReleaseConfig = ReleaseConfig()

@@ -36,6 +36,12 @@ class Metrics:
             "edgeprint_job_transitions_total", "Job state changes, by action and outcome",
             ["action", "outcome"], registry=r,
         )  # fmt: skip
+        self.printer_takeovers = Counter(
+            "edgeprint_printer_takeovers_total",
+            "Printer leases this appliance took over (from another appliance or an earlier "
+            "run of its own), by printer",
+            ["printer"], registry=r,
+        )  # fmt: skip
         self.release_conflicts = Counter(
             "edgeprint_release_conflicts_total",
             "Releases refused because the job was no longer HELD (409)",

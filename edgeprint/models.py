@@ -353,6 +353,16 @@ class PrinterOut(BaseModel):
         description="the document format edgeprint sends it (application/pdf, image/pwg-raster, "
         "image/urf, image/jpeg); null when it takes none edgeprint can make",
     )
+    owner: str | None = Field(
+        default=None,
+        description="[cluster] appliance_id of the appliance driving this printer (its "
+        "lease's owner); null while no appliance holds its lease",
+    )
+    epoch: int | None = Field(
+        default=None,
+        description="the lease's epoch, one more at each takeover (null with the SQLite "
+        "store: one appliance owns every printer)",
+    )
 
 
 class PoolOut(BaseModel):

@@ -32,10 +32,12 @@ from edgeprint.documents.render import RenderPool
 from edgeprint.ipp_server import advertise
 from edgeprint.metrics import Metrics
 from edgeprint.service import JobService
+from edgeprint.service.leases import LeaseKeeper
 from edgeprint.spool import Spool
 from edgeprint.store import backends, documents
 from edgeprint.store.interface import Store
 from edgeprint.store.jobs import Jobs
+from edgeprint.store.leases import Fence, Leases
 from edgeprint.store.outbox import Outbox
 from edgeprint.systemd import Systemd
 from edgeprint.webhooks.delivery import Deliveries
@@ -67,6 +69,29 @@ async def _sweep_orphans(spool: Spool, jobs: Jobs) -> int:
     for job_id in orphans:
         spool.remove(job_id)
     return len(orphans)
+
+
+@contextlib.asynccontextmanager
+async def _leases(
+    config: Config, store: Store, fence: Fence | None, metrics: Metrics
+) -> AsyncIterator[LeaseKeeper | None]:
+    """With a shared store, this appliance's printer leases (DESIGN §10): a heartbeat task
+    from start to stop; at a clean stop (the workers are done by then) they are handed
+    back, so that another appliance takes them without waiting them out."""
+    if fence is None:
+        yield None
+        return
+    keeper = LeaseKeeper(
+        Leases(store), fence, [p.name for p in config.printers], config.cluster, metrics
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(keeper.run(stop), name="leases:heartbeat")
+    try:
+        yield keeper
+    finally:
+        stop.set()
+        await task
+        await keeper.give_up_all()
 
 
 @contextlib.asynccontextmanager
@@ -159,13 +184,16 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
     )
     await store.open()
     try:
-        jobs = Jobs(store)
+        # A shared (PostgreSQL) store: printers are driven through fenced leases.
+        fence = Fence(config.cluster.appliance_id) if config.store.shared else None
+        jobs = Jobs(store, fence=fence)
         removed = await _sweep_orphans(spool, jobs)
         if removed:
             log.info("orphan documents removed", extra={"event": "spool_swept", "count": removed})
         async with (
             _documents_in_database(spool, store, config.store.shared),
             _webhooks(config, Outbox(store), metrics),
+            _leases(config, store, fence, metrics) as keeper,
             aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit_per_host=4), raise_for_status=False
             ) as session,
@@ -183,8 +211,11 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
             )  # fmt: skip
             dispatcher = Dispatcher(
                 config, service, session, metrics, renderer=renderer, renditions=renditions,
-                board=board,
+                board=board, ownership=keeper,
             )  # fmt: skip
+            if keeper is not None:
+                keeper.on_change = dispatcher.lease_changed
+                keeper.after_beat = service.load_paused  # a pause made on another appliance
             await service.load_paused()
             _listen_to_other_appliances(store, service)
             dispatch_task = asyncio.create_task(
@@ -204,6 +235,8 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                         # no new job can be routed to a removed printer after its move.
                         service.reconfigure(new)
                         reconfigure_api(new)
+                        if keeper is not None:
+                            keeper.set_printers(p.name for p in new.printers)
                         await dispatcher.reconfigure(new)
                         for printer in removed:
                             await service.retire(printer)

@@ -150,7 +150,7 @@ async def test_reopen_keeps_schema_and_data(store: Store) -> None:
 
 async def test_two_stores_opening_one_new_database_migrate_it_once(store: Store) -> None:
     """Two engines opening the same new database at once migrate it once; on PostgreSQL the
-    second is refused while the first uses it (one appliance per database until leases)."""
+    second is refused while the first uses it (one appliance per database unless `[store] shared`)."""
     await store.close()
     one, two = _again(store), _again(store)
     try:

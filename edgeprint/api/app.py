@@ -432,7 +432,7 @@ def _printer_out(
         capabilities=(
             PrinterCapabilitiesOut(**snap.capabilities) if snap.capabilities is not None else None
         ),
-        sends=snap.sends,
+        sends=snap.sends, owner=snap.owner, epoch=snap.epoch,
         unreachable_since=(
             datetime.fromtimestamp(snap.unreachable_since, UTC)
             if snap.unreachable_since is not None

@@ -22,6 +22,7 @@ from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.printers.ipp import IppClient
 from edgeprint.printers.testpage import render_test_page
 from edgeprint.service import Identified, JobService
+from edgeprint.service.leases import Ownership, SoleOwner
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +45,11 @@ class Dispatcher:
         renderer: RenderPool | None = None,
         renditions: RenditionCache | None = None,
         board: PrinterBoard | None = None,
+        ownership: Ownership | None = None,
     ) -> None:
         self.config = config
+        #: Which printers this appliance drives (leases on a shared store; else all).
+        self.ownership: Ownership = ownership or SoleOwner(config.cluster.appliance_id)
         self.board = board if board is not None else PrinterBoard()
         self._renderer = renderer
         self._renditions = renditions
@@ -90,6 +94,7 @@ class Dispatcher:
         return PrinterWorker(
             p, client, self.service, self.config.dispatch, metrics, stop,
             renderer=self._renderer, renditions=self._renditions, board=self.board,
+            ownership=self.ownership,
         )  # fmt: skip
 
     def _start(self, name: str) -> None:
@@ -155,6 +160,12 @@ class Dispatcher:
         if pool is not None:
             for name in self._pools.get(pool, ()):
                 self.workers[name].wake()
+
+    def lease_changed(self, printer: str) -> None:
+        """``printer``'s lease was taken or lost here: its worker looks at once."""
+        worker = self.workers.get(printer)
+        if worker is not None:
+            worker.wake()
 
     def control(self, printer: str | None) -> None:
         """Tell ``printer``'s worker that a technician acted (pause, resume, cancel)."""

@@ -42,6 +42,7 @@ from edgeprint.printers import supplies, tls
 from edgeprint.printers.health import Health, HealthChange, HealthSettings, PrinterSnapshot
 from edgeprint.printers.ipp import IppClient, PrinterStatus
 from edgeprint.service import JobRecord, JobService
+from edgeprint.service.leases import Ownership, SoleOwner
 from edgeprint.states import JobState
 
 log = logging.getLogger(__name__)
@@ -80,8 +81,12 @@ class PrinterWorker:
         renderer: RenderPool | None = None,
         renditions: RenditionCache | None = None,
         board: PrinterBoard | None = None,
+        ownership: Ownership | None = None,
     ) -> None:
         self.name = printer.name
+        #: Whether this appliance drives the printer now (its lease, DESIGN §10).
+        self.ownership: Ownership = ownership or SoleOwner("")
+        self._epoch = self.ownership.epoch(printer.name)
         #: Where this worker publishes what admission needs of its printer.
         self.board = board if board is not None else PrinterBoard()
         self.renderer = renderer
@@ -148,6 +153,8 @@ class PrinterWorker:
         """Put what admission needs of this printer on the board (after every change of view)."""
         if self.retired:  # withdrawn from the board: the printer is no longer configured
             return
+        if not self.ownership.may_send(self.name):  # another appliance's printer (its lease)
+            return
         caps = self.capabilities
         self.board.publish(
             self.name,
@@ -189,6 +196,8 @@ class PrinterWorker:
 
     async def _step(self) -> None:
         """One turn: check, probe, settle, then claim and print one job (or wait)."""
+        if not await self._owned():
+            return
         try:
             await self._ensure_trust()
             self.status = await self._probe()
@@ -239,6 +248,29 @@ class PrinterWorker:
                 self._retry_delay_s * 2, self.settings.unreachable_retry_max_s
             )
             await self._hold_off(self._retry_delay_s)
+
+    async def _owned(self) -> bool:
+        """True when this appliance may drive the printer now; else wait a little.
+
+        A new lease (a takeover, or this appliance's own again after a lapse) means the
+        printer's jobs are reconciled before anything is sent, as at start.
+        """
+        epoch = self.ownership.epoch(self.name)
+        if epoch != self._epoch:
+            self._epoch = epoch
+            self._needs_reconcile = True
+        if self.ownership.may_send(self.name):
+            return True
+        self._needs_reconcile = True
+        self.board.withdraw(self.name)  # admission reads no stale view of a printer not ours
+        self.reachable = False
+        await self._pause(self.settings.poll_interval_max_s)
+        return False
+
+    def _check_lease(self) -> None:
+        """Right before a request that may print: stop when the lease may be near its end."""
+        if not self.ownership.may_send(self.name):
+            raise _Unsettled
 
     async def _probe(self) -> PrinterStatus:
         status = await self.client.get_printer_attributes()
@@ -365,6 +397,7 @@ class PrinterWorker:
     def snapshot(self) -> PrinterSnapshot:
         """The technician's view of this printer right now (no stale state when it is down)."""
         st = self.status if self.reachable else None
+        owner, epoch = self.ownership.owner(self.name)
         return PrinterSnapshot(
             name=self.name,
             uri=self.config.uri,
@@ -383,6 +416,8 @@ class PrinterWorker:
             sends=self.sends if self.capabilities else None,
             unreachable_since=self._unreachable_since,
             supplies=supplies.from_attributes(st.attributes) if st else None,
+            owner=owner,
+            epoch=epoch,
         )
 
     # --- waiting -----------------------------------------------------------------------
@@ -536,6 +571,7 @@ class PrinterWorker:
         name = reconcile.printer_job_name(job.id)
         copies = job.copies if job.copies > 1 and status.copies_supported else None
         if copy.operation == "Create-Job":
+            self._check_lease()
             try:
                 pjid = await self.client.create_job(name, job.owner, copies=copies)
             except errors.PrinterAmbiguous:
@@ -549,6 +585,7 @@ class PrinterWorker:
                 # a person cancelled it meanwhile: the empty printer job must go
                 await self._conclude(job)
                 return
+            self._check_lease()
             try:
                 await self.client.send_document(pjid, job.owner, document, copy.document_format)
             except errors.PrinterAmbiguous:
@@ -562,6 +599,7 @@ class PrinterWorker:
             crash_point("after_send_document")
             acked = await self.service.copy_acknowledged(sending)
         else:
+            self._check_lease()
             try:
                 pjid = await self.client.print_job(
                     name, job.owner, document, copy.document_format, copies=copies
@@ -639,6 +677,8 @@ class PrinterWorker:
                     await self._send_cancel(copy)
             if self._clock() >= next_probe:
                 next_probe = self._clock() + self.settings.poll_interval_max_s
+                if self.ownership.shared:  # a cancel made on another appliance rings no bell
+                    self._cancel.set()
                 try:
                     self.status = await self._probe()
                 except errors.PrinterUnreachable as exc:

@@ -202,3 +202,5 @@ class PrinterSnapshot:
     sends: str | None = None  # the format edgeprint sends it
     unreachable_since: float | None = None  # unix seconds; None while it answers
     supplies: Supplies | None = None  # what the last probe said of its supplies
+    owner: str | None = None  # the appliance driving it (its lease's owner)
+    epoch: int | None = None  # its lease's epoch (None without leases: SQLite)

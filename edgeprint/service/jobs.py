@@ -58,7 +58,6 @@ from edgeprint.store import stats as store_stats
 from edgeprint.store.copies import Copies, copy_from_row
 from edgeprint.store.jobs import (
     GUARD_NO_LIVE_COPY,
-    GUARD_ON_PRINTER,
     GUARD_OUTCOME_UNKNOWN,
     GUARD_PRINTED,
     Jobs,
@@ -107,7 +106,7 @@ class JobService:
     ) -> None:
         self.config = config
         self.jobs = jobs
-        self.copies = Copies(jobs.store)
+        self.copies = Copies(jobs.store, fence=jobs.fence)
         #: Rasters rendered for printers without PDF; swept with their documents.
         self.renditions = renditions
         #: Renders and converts documents in worker processes.
@@ -868,8 +867,9 @@ class JobService:
         self, copy: Copy, action: CopyAction, printer: str, **sets: object
     ) -> Copy | None:
         return await self.copies.change(
-            copy.id, action, now=self.clock(), actor=f"printer:{printer}", sets=sets
-        )
+            copy.id, action, now=self.clock(), actor=f"printer:{printer}", sets=sets,
+            printer=copy.printer,
+        )  # fmt: skip
 
     async def copy_created(self, copy: Copy, printer_job_id: int, *, sending: bool) -> Copy | None:
         """Create-Job answered ``printer_job_id``; with ``sending`` the upload starts now."""
@@ -911,7 +911,7 @@ class JobService:
     async def copy_reported(self, copy: Copy, pj: PrinterJobReport) -> Copy | None:
         """What the printer says of a live copy now (no state change): its figures, its identity."""
         facts = {"created_s": pj.created_s, **_report_sets(pj, "")}
-        return await self.copies.report(copy.id, facts, now=self.clock())
+        return await self.copies.report(copy.id, facts, now=self.clock(), printer=copy.printer)
 
     async def settle_copy(
         self, copy: Copy, state: CopyState, outcome: str, pj: PrinterJobReport | None = None
@@ -919,7 +919,7 @@ class JobService:
         """The copy settles as ``state`` (printed, aborted, cancelled…); None if it already was."""
         settled, _ = await self.copies.settle_with(
             copy.id, state, now=self.clock(), actor=f"printer:{copy.printer}",
-            sets=_report_sets(pj, outcome), then=[],
+            sets=_report_sets(pj, outcome), then=[], printer=copy.printer,
         )  # fmt: skip
         if settled is not None:
             self._copy_settled(settled)
@@ -929,16 +929,17 @@ class JobService:
         self, job: JobRecord, copy: Copy, pj: PrinterJobReport
     ) -> tuple[Copy | None, JobRecord | None]:
         """The common case in one transaction: the copy printed whole, and the job is DONE."""
+        on_printer, on_printer_params = self.jobs.on_printer(copy.printer, job.claims)
         now = self.clock()
         printer = copy.printer
         done_sql, done_params = self.jobs.transition_sql(
             job.id, Action.COMPLETE, now=now, actor=f"printer:{printer}",
             sets={"finished_at": now, "last_error": None},
-            guard=f"{GUARD_ON_PRINTER} AND {GUARD_PRINTED}", guard_params=(printer, job.claims),
+            guard=f"{on_printer} AND {GUARD_PRINTED}", guard_params=on_printer_params,
         )  # fmt: skip
         settled, rows = await self.copies.settle_with(
             copy.id, CopyState.PRINTED, now=now, actor=f"printer:{printer}",
-            sets=_report_sets(pj, "completed"), then=[(done_sql, done_params)],
+            sets=_report_sets(pj, "completed"), then=[(done_sql, done_params)], printer=printer,
         )  # fmt: skip
         if settled is not None:
             self._copy_settled(settled)
@@ -1010,11 +1011,12 @@ class JobService:
 
     async def complete(self, job: JobRecord, printer: str) -> JobRecord | None:
         """PRINTING → DONE: a copy of it printed (the store checks); None if not ours."""
+        on_printer, on_printer_params = self.jobs.on_printer(printer, job.claims)
         now = self.clock()
         done = await self.jobs.transition(
             job.id, Action.COMPLETE, now=now, actor=f"printer:{printer}",
             sets={"finished_at": now, "last_error": None},
-            guard=f"{GUARD_ON_PRINTER} AND {GUARD_PRINTED}", guard_params=(printer, job.claims),
+            guard=f"{on_printer} AND {GUARD_PRINTED}", guard_params=on_printer_params,
         )  # fmt: skip
         if done is not None:
             self._printed(done, printer, now)
@@ -1050,6 +1052,7 @@ class JobService:
         claim that is still live stays as it is: the printer settles it (cancels
         it) before it gets new work.
         """
+        on_printer, on_printer_params = self.jobs.on_printer(printer, job.claims)
         sets: dict[str, object] = {
             "not_before": not_before, "printer_job_id": None, "last_error": reason,
             "printed_on": None,
@@ -1060,7 +1063,7 @@ class JobService:
             sets["attempts"] = max(0, job.attempts - 1)
         out = await self.jobs.transition(
             job.id, Action.RETRY, now=self.clock(), actor=f"printer:{printer}", reason=reason,
-            sets=sets, guard=GUARD_ON_PRINTER, guard_params=(printer, job.claims),
+            sets=sets, guard=on_printer, guard_params=on_printer_params,
         )  # fmt: skip
         if out is None:
             return None
@@ -1082,11 +1085,12 @@ class JobService:
         self, job: JobRecord, printer: str, dead_reason: str, error: str
     ) -> JobRecord | None:
         """PRINTING → DEAD with ``dead_reason`` (poison, attempts_exhausted, outcome_unknown…)."""
+        on_printer, on_printer_params = self.jobs.on_printer(printer, job.claims)
         now = self.clock()
         dead = await self.jobs.transition(
             job.id, Action.FAIL, now=now, actor=f"printer:{printer}", reason=dead_reason,
             sets={"last_error": error, "dead_reason": dead_reason, "finished_at": now},
-            guard=GUARD_ON_PRINTER, guard_params=(printer, job.claims),
+            guard=on_printer, guard_params=on_printer_params,
         )  # fmt: skip
         if dead is not None:
             self.metrics.jobs_dead.labels(reason=dead_reason).inc()
@@ -1104,13 +1108,14 @@ class JobService:
         self, job: JobRecord, printer: str, error: str | None = None
     ) -> JobRecord | None:
         """PRINTING → CANCELLED: a person cancelled it (through edgeprint, or at the printer)."""
+        on_printer, on_printer_params = self.jobs.on_printer(printer, job.claims)
         now = self.clock()
         out = await self.jobs.transition(
             job.id, Action.CANCEL, now=now, actor=f"printer:{printer}",
             reason="cancelled_at_printer" if error else "cancel_requested",
             sets={"finished_at": now, "last_error": error},
-            only_from=_ON_PRINTER, guard=GUARD_ON_PRINTER,
-            guard_params=(printer, job.claims),
+            only_from=_ON_PRINTER, guard=on_printer,
+            guard_params=on_printer_params,
         )  # fmt: skip
         if out is not None and error:
             log.warning(

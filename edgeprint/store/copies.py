@@ -21,8 +21,18 @@ from edgeprint.copies import (
     copy_targets,
 )
 from edgeprint.states import Action
-from edgeprint.store.guards import CANCELLING, LIVE_COPIES, ON_PRINTER, UNREQUESTED, in_list
+from edgeprint.store.guards import (
+    CANCELLING,
+    LEASED_COPY,
+    LEASED_JOB,
+    LIVE_COPIES,
+    ON_PRINTER,
+    UNREQUESTED,
+    fenced,
+    in_list,
+)
 from edgeprint.store.interface import Params, Row, Rows, Store
+from edgeprint.store.leases import Fence
 
 _LIVE_SQL = in_list(LIVE_COPIES)
 _ON_PRINTER = in_list(ON_PRINTER)
@@ -80,8 +90,19 @@ def transition_sql(action: CopyAction, sets: Mapping[str, Any]) -> str:
 class Copies:
     """Queries on the ``copies`` table of one :class:`Store`."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, fence: Fence | None = None) -> None:
         self._store = store
+        #: With printer leases: every write of a printer's worker carries its lease's epoch.
+        self.fence = fence
+
+    def _fenced(
+        self, stmt: tuple[str, Params], printer: str, guard: str = LEASED_COPY
+    ) -> tuple[str, Params]:
+        """``stmt`` guarded by ``printer``'s lease (unchanged without leases)."""
+        if self.fence is None:
+            return stmt
+        sql, params = stmt
+        return fenced(sql, guard), (*params, *self.fence.params(printer))
 
     def open_sql(
         self,
@@ -118,7 +139,7 @@ class Copies:
             state.value, operation, document_format, document_bytes, impressions_expected,
             printer_up_s, sent_at, f"printer:{printer}", now, now, job_id, printer, claim,
         )  # fmt: skip
-        return sql, params
+        return self._fenced((sql, params), printer, LEASED_JOB)
 
     def open_claimed_sql(
         self,
@@ -155,7 +176,7 @@ class Copies:
             state.value, operation, document_format, printer_up_s, sent_at,
             f"printer:{printer}", now, now, printer, now,
         )  # fmt: skip
-        return sql, params
+        return self._fenced((sql, params), printer, LEASED_JOB)
 
     async def open(self, **kw: Any) -> Copy | None:
         """Store a new copy (see :meth:`open_sql`); None when the job is no longer ours."""
@@ -163,10 +184,19 @@ class Copies:
         return copy_from_row(rows[0]) if rows else None
 
     def change_sql(
-        self, copy_id: int, action: CopyAction, *, now: float, actor: str, sets: Mapping[str, Any]
+        self,
+        copy_id: int,
+        action: CopyAction,
+        *,
+        now: float,
+        actor: str,
+        sets: Mapping[str, Any],
+        printer: str | None = None,
     ) -> tuple[str, Params]:
-        """The conditional UPDATE applying ``action`` to one copy."""
-        return transition_sql(action, sets), (now, actor, *sets.values(), copy_id)
+        """The conditional UPDATE applying ``action`` to one copy (of ``printer``: fenced by
+        its lease when leases are on)."""
+        stmt = transition_sql(action, sets), (now, actor, *sets.values(), copy_id)
+        return stmt if printer is None else self._fenced(stmt, printer)
 
     async def change(
         self,
@@ -176,10 +206,13 @@ class Copies:
         now: float,
         actor: str,
         sets: Mapping[str, Any] | None = None,
+        printer: str | None = None,
     ) -> Copy | None:
         """Apply ``action`` if the copy's state allows it; None if it does not."""
         rows = await self._store.write(
-            *self.change_sql(copy_id, action, now=now, actor=actor, sets=sets or {})
+            *self.change_sql(
+                copy_id, action, now=now, actor=actor, sets=sets or {}, printer=printer
+            )
         )
         return copy_from_row(rows[0]) if rows else None
 
@@ -192,11 +225,13 @@ class Copies:
         actor: str,
         sets: Mapping[str, Any],
         then: list[tuple[str, Params]],
+        printer: str | None = None,
     ) -> tuple[Copy | None, Sequence[Rows]]:
         """Settle a copy as ``state`` and run ``then`` in the same transaction (all or none)."""
         stmt = self.change_sql(
-            copy_id, SETTLE[state], now=now, actor=actor, sets={**sets, "settled_at": now}
-        )
+            copy_id, SETTLE[state], now=now, actor=actor, sets={**sets, "settled_at": now},
+            printer=printer,
+        )  # fmt: skip
         rows = await self._store.write_many([stmt, *then])
         copy = copy_from_row(rows[0][0]) if rows[0] else None
         return copy, rows[1:]
@@ -217,18 +252,21 @@ class Copies:
         rows = await self._store.write(*self.request_cancel_sql(job_id, now=now, actor=actor))
         return [copy_from_row(r) for r in rows]
 
-    async def report(self, copy_id: int, facts: Mapping[str, Any], *, now: float) -> Copy | None:
+    async def report(
+        self, copy_id: int, facts: Mapping[str, Any], *, now: float, printer: str | None = None
+    ) -> Copy | None:
         """Record what the printer reports of a live copy (no state change); None if settled.
 
         ``time-at-creation`` is kept once learnt: it is the copy's identity.
         """
-        rows = await self._store.write(
+        stmt = (
             "UPDATE copies SET created_s = COALESCE(created_s, ?), job_state = ?, "
             "job_state_reasons = ?, k_octets = ?, impressions_completed = ?, updated_at = ? "
             f"WHERE id = ? AND state IN ({_LIVE_SQL}) RETURNING *",
             (facts.get("created_s"), facts.get("job_state"), facts.get("job_state_reasons", ""),
              facts.get("k_octets"), facts.get("impressions_completed"), now, copy_id),
         )  # fmt: skip
+        rows = await self._store.write(*(stmt if printer is None else self._fenced(stmt, printer)))
         return copy_from_row(rows[0]) if rows else None
 
     async def redescribe(

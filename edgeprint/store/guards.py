@@ -51,3 +51,33 @@ LIVE_COPIES: frozenset[CopyState] = LIVE_COPY_STATES
 UNREQUESTED: tuple[CopyState, ...] = tuple(
     src for src, dst in copy_targets(CopyAction.CREATED).items() if dst is not src
 )
+
+
+def leased(printer: str) -> str:
+    """The fence of a printer's write: this appliance holds ``printer``'s lease in its epoch.
+
+    ``printer`` is a column (``jobs.printed_on``) or ``?``; the guard's own two marks are
+    (owner, epoch). A stale owner's write (its lease taken over, the epoch moved on) then
+    matches no row: it changes nothing (DESIGN §10).
+    """
+    return (
+        "EXISTS (SELECT 1 FROM printer_leases l "
+        f"WHERE l.printer = {printer} AND l.owner = ? AND l.epoch = ?)"
+    )
+
+
+#: Fence of a write on a job held by a printer (``jobs.printed_on``).
+LEASED_JOB = leased("jobs.printed_on")
+#: Fence of a write on a copy (``copies.printer``).
+LEASED_COPY = leased("copies.printer")
+#: Fence of a claim for the printer bound first (one ``?`` for the printer's name).
+LEASED_PRINTER = leased("?")
+
+
+def fenced(sql: str, guard: str) -> str:
+    """``sql`` (a conditional write whose marks all precede ``RETURNING``) with ``AND guard``
+    at the end of its WHERE, so the guard's marks are bound last."""
+    head, sep, tail = sql.rpartition("RETURNING")
+    if not sep:  # pragma: no cover - every fenced statement returns its row
+        raise AssertionError(f"cannot fence a statement without RETURNING: {sql!r}")
+    return f"{head.rstrip()} AND {guard} RETURNING{tail}"

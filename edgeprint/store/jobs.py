@@ -22,12 +22,16 @@ from edgeprint.store.guards import (
     EXPIRED,
     FINISHED,
     HELD,
+    LEASED_JOB,
+    LEASED_PRINTER,
     LIVE_COPIES,
     ON_PRINTER,
     WAITING,
+    fenced,
     in_list,
 )
 from edgeprint.store.interface import Dialect, Store
+from edgeprint.store.leases import Fence
 
 #: What every read of a job selects (and every write returns): its columns, then the
 #: facts computed from its copies (the last two fields of :class:`JobRecord`).
@@ -186,12 +190,19 @@ GUARD_PRINTED = (
     f"AND c.state = '{CopyState.PRINTED.value}')"
 )
 
+_CLAIM_NEXT_FENCED: dict[Dialect, str] = {
+    dialect: fenced(sql, LEASED_PRINTER) for dialect, sql in _CLAIM_NEXT.items()
+}
+_ON_PRINTER_FENCED = f"{GUARD_ON_PRINTER} AND {LEASED_JOB}"
+
 
 class Jobs:
     """Queries on the ``jobs`` and ``job_events`` tables of one :class:`Store`."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, fence: Fence | None = None) -> None:
         self._store = store
+        #: With printer leases (a shared store): what fences this appliance's printer writes.
+        self.fence = fence
 
     @property
     def store(self) -> Store:
@@ -316,10 +327,23 @@ class Jobs:
     def claim_next_sql(
         self, printer: str, pool: str | None, *, now: float, actor: str
     ) -> tuple[str, tuple[Any, ...]]:
-        """The claim of :meth:`claim_next` (to run with other statements)."""
-        return _CLAIM_NEXT[self._store.dialect], (
-            printer, now, now, actor, printer, now, pool, now, printer, now - PEER_FIRST_S
-        )  # fmt: skip
+        """The claim of :meth:`claim_next` (to run with other statements); fenced by the
+        printer's lease when leases are on."""
+        params = (printer, now, now, actor, printer, now, pool, now, printer, now - PEER_FIRST_S)
+        if self.fence is None:
+            return _CLAIM_NEXT[self._store.dialect], params
+        return _CLAIM_NEXT_FENCED[self._store.dialect], (
+            *params,
+            printer,
+            *self.fence.params(printer),
+        )
+
+    def on_printer(self, printer: str, claims: int) -> tuple[str, tuple[Any, ...]]:
+        """Guard and parameters of a printer's outcome: :data:`GUARD_ON_PRINTER`, fenced by
+        the printer's lease when leases are on."""
+        if self.fence is None:
+            return GUARD_ON_PRINTER, (printer, claims)
+        return _ON_PRINTER_FENCED, (printer, claims, *self.fence.params(printer))
 
     async def note_waiting(self, printer: str, text: str, *, now: float) -> list[str]:
         """Set ``last_error`` of the RELEASED jobs aimed at ``printer``; their ids."""

@@ -30,8 +30,8 @@ _EVENT_COLUMNS = "job_id, at, from_state, to_state, actor, reason, correlation_i
 # schema, so several stores may share a database in different schemas (the tests do).
 #: Class of the advisory lock held while migrating.
 MIGRATION_LOCK = 0x6564_7001
-#: Class of the advisory lock an appliance holds on its writer connection while it uses the
-#: store: until printers are owned through leases (DESIGN §10), one appliance per store.
+#: Class of the advisory lock an appliance holds on its writer connection while it uses a
+#: store that is not ``[store] shared``: one appliance per store then.
 WRITER_LOCK = 0x6564_7002
 
 #: The notification channel of a store: this prefix and the schema's name.
@@ -366,5 +366,20 @@ MIGRATIONS: list[list[str]] = [
         """,
     ],
 ]
+
+MIGRATIONS.append(
+    # printer leases (issue 15 phase 2; SQLite's migration 9): which appliance drives a
+    # printer; every write of its worker is fenced by (owner, epoch).
+    [
+        """
+        CREATE TABLE printer_leases (
+            printer     text PRIMARY KEY,
+            owner       text NOT NULL,
+            epoch       bigint NOT NULL CHECK (epoch >= 1),
+            expires_at  double precision NOT NULL
+        )
+        """,
+    ]
+)
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -447,8 +447,8 @@ class PostgresStore:
         row = await cur.fetchone()
         if row is None or not row[0]:
             raise errors.StoreUnavailable(
-                f"another edgeprint is using the database {redact(self.url)}: until printers "
-                "are shared through leases, one appliance per database"
+                f"another edgeprint is using the database {redact(self.url)}: without "
+                "[store] shared = true, one appliance per database"
             )
 
     async def _migrate(self, conn: psycopg.AsyncConnection[PgRow]) -> None:

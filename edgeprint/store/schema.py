@@ -327,4 +327,19 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # printer leases (issue 15 phase 2): which appliance drives a printer, fenced by epoch.
+    # With the SQLite file one appliance owns every printer and no row is written.
+    [
+        """
+        CREATE TABLE printer_leases (
+            printer     TEXT PRIMARY KEY,
+            owner       TEXT NOT NULL,
+            epoch       INTEGER NOT NULL CHECK (epoch >= 1),
+            expires_at  REAL NOT NULL     -- the owner's wall clock + lease_s (for people)
+        )
+        """,
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
