@@ -11,6 +11,15 @@ b. across — appliance A answers the API only (it names printer-01 but cannot r
    appliance B drives printer-01. Each job is submitted held on B, left idle, released on A:
    B's worker hears of it through PostgreSQL's NOTIFY. Release → printed is the printer's own
    ``prints.log`` time less the moment A's 200 was read. Goal: p50 ≤ 50 ms.
+c. takeover — appliances a and b (``[cluster]`` defaults: lease 3 s, heartbeat 1 s, margin
+   0.5 s) share ``TAKEOVER_PRINTERS`` printers, split by their leases (``GET /v1/printers``:
+   ``owner``). Each round one of them (a and b in turn) is the victim: a held job per
+   printer it drives is submitted to the survivor, the victim is SIGKILLed, and the jobs
+   are released on the survivor right after. Takeover is kill → that job's line in its
+   printer's ``prints.log``: nothing else was sent to the printer after the kill, so it is
+   the first print by the new owner. The victim is restarted and the printers spread over
+   both again before the next round. Goal: ≤ lease_s + 2 s, the max too; every job of the
+   phase printed once, on its printer.
 
 The PostgreSQL cluster is a throw-away one (:mod:`testbed.pg`) with the server's default
 durability (fsync on), as SQLite runs with ``synchronous = FULL``.
@@ -24,24 +33,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import statistics
+import subprocess
 import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 import aiohttp
 
 from bench.harness import (
     FILE_POLL_S,
     JOB_TIMEOUT_S,
+    BenchError,
     Kiosk,
     Run,
     Stand,
     Tech,
     edgeprint_id,
     figures_markdown,
+    first_log,
     http_session,
     ms,
     parser,
@@ -52,7 +65,10 @@ from bench.harness import (
     until,
     versus,
 )
+from edgeprint.config import ClusterConfig
+from testbed.config import to_toml
 from testbed.pg import PostgresCluster, find_pg_bin
+from testbed.rig import free_ports
 
 #: The printers of a throughput stand (all paused: releases only queue).
 THROUGHPUT_PRINTERS = 2
@@ -62,23 +78,65 @@ IDLE_BEFORE_RELEASE_S = 0.2
 NOWHERE = "ipp://127.0.0.1:9/ipp/print"
 GOAL_RATIO = 0.5
 GOAL_ACROSS_P50_MS = 50.0
+#: The printers two appliances share in (c): one owns two, the other one.
+TAKEOVER_PRINTERS = 3
+#: Seconds above the lease a takeover may take (the issue's "≤ lease + 2 s").
+GOAL_TAKEOVER_OVER_LEASE_S = 2.0
+#: Deadline for the printers to spread over both appliances (a lease lapses first).
+SPREAD_TIMEOUT_S = 30.0
+#: Deadline for a released job to come out after a kill.
+TAKEOVER_TIMEOUT_S = 30.0
 
 
 @dataclass
 class PgStand(Stand):
-    """A :class:`Stand` whose ``[store]`` is ``store`` and, if given, whose printers are
-    ``printers_as`` instead of its rig's."""
+    """A :class:`Stand` whose ``[store]`` is ``store``, whose ``[cluster]`` is ``cluster``,
+    and, if given, whose printers are ``printers_as`` instead of its rig's, or ``peer``'s
+    (started already; this stand then starts no printers of its own)."""
 
     store: dict[str, Any] = field(default_factory=dict)
+    cluster: dict[str, Any] = field(default_factory=dict)
     printers_as: list[dict[str, Any]] | None = None
+    peer: Stand | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.peer is not None:
+            self.rig = self.peer.rig
 
     def config(self) -> dict[str, Any]:
         cfg = super().config()
         if self.store:
             cfg["store"] = dict(self.store)
+        if self.cluster:
+            cfg["cluster"] = dict(self.cluster)
         if self.printers_as is not None:
             cfg["printers"] = list(self.printers_as)
         return cfg
+
+    def start(self) -> Self:
+        if self.peer is None:
+            return super().start()
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self.port = free_ports(1, avoid={p.port for p in self.rig} | {self.peer.port})[0]
+            (self.root / "config.toml").write_text(to_toml(self.config()))
+            self.serve.start()
+        except (RuntimeError, TimeoutError) as exc:
+            raise BenchError(f"appliance did not start: {exc}") from exc
+        return self
+
+    def stop(self) -> None:
+        """The appliance only when the printers are ``peer``'s (it stops them)."""
+        if self.peer is None:
+            super().stop()
+            return
+        proc = self.serve.proc
+        if proc is not None and proc.poll() is None:
+            try:
+                self.serve.terminate(timeout_s=15.0)
+            except subprocess.TimeoutExpired:
+                self.serve.kill()
 
 
 async def _release_all(url: str, ids: Sequence[str], connections: int) -> tuple[float, float]:
@@ -151,105 +209,242 @@ async def across(a: Stand, b: Stand, n: int) -> dict[str, Any]:
     return out
 
 
+async def _owners(http: aiohttp.ClientSession, stand: Stand) -> dict[str, str | None]:
+    """GET /v1/printers on ``stand``: each printer's lease owner as that appliance last read."""
+    return {name: p["owner"] for name, p in (await Tech(http, stand.url).printers()).items()}
+
+
+async def takeover(stands: dict[str, PgStand], rounds: int) -> dict[str, Any]:
+    """(c): ``rounds`` SIGKILLs of a and b in turn; each takeover (s) and the ground truth."""
+    rig = stands["a"].rig
+    samples: list[dict[str, Any]] = []
+    jobs: dict[str, str] = {}  # job id → its printer
+    async with http_session() as http:
+        for i in range(rounds):
+            name = "ab"[i % 2]
+            victim, survivor = stands[name], stands["b" if name == "a" else "a"]
+
+            async def spread(survivor: Stand = survivor) -> bool:
+                return set((await _owners(http, survivor)).values()) == {"a", "b"}
+
+            await until(spread, SPREAD_TIMEOUT_S, 0.1, "printers spread over a and b")
+            theirs = sorted(p for p, o in (await _owners(http, survivor)).items() if o == name)
+            kiosk = Kiosk(http, survivor.url)
+            held = {
+                p: await kiosk.submit(f"takeover-{i:03d}-{p}", printer=p, hold=True) for p in theirs
+            }
+            jobs.update({j: p for p, j in held.items()})
+            offset = survivor.serve.log_path.stat().st_size
+            killed = time.time()
+            victim.serve.kill()
+            for job_id in held.values():
+                await kiosk.release(job_id)
+
+            async def out(held: dict[str, str] = held) -> bool:
+                return all(
+                    any(edgeprint_id(x.job_name) == j for x in rig.printed(p))
+                    for p, j in held.items()
+                )
+
+            await until(out, TAKEOVER_TIMEOUT_S, 0.02, f"round {i}: {held} not printed")
+            log = survivor.log_events(offset)
+            for p, job_id in held.items():
+                first = min((x for x in rig.printed(p) if printed_at(x) >= killed), key=printed_at)
+                taken = first_log(log, "lease_taken", killed, p)
+                samples.append({
+                    "round": i, "victim": name, "printer": p, "job": job_id,
+                    "takeover_s": round(printed_at(first) - killed, 3),
+                    "first_print_is_the_job": edgeprint_id(first.job_name) == job_id,
+                    "kill_to_lease_taken_s": None if taken is None else round(taken - killed, 3),
+                })  # fmt: skip
+            try:
+                await asyncio.to_thread(victim.serve.start)
+            except (RuntimeError, TimeoutError) as exc:
+                raise BenchError(f"round {i}: {name} did not restart: {exc}") from exc
+    copies = Counter(edgeprint_id(x.job_name) for p in rig for x in rig.printed(p.name))
+    where = {edgeprint_id(x.job_name): p.name for p in rig for x in rig.printed(p.name)}
+    times = [s["takeover_s"] for s in samples]
+    return {
+        "rounds": rounds,
+        "samples": samples,
+        "median_s": round(statistics.median(times), 2),
+        "max_s": round(max(times), 2),
+        "duplicates": sum(n - 1 for n in copies.values() if n > 1),
+        "losses": sum(1 for j in jobs if j not in copies),
+        "elsewhere": sum(1 for j, p in jobs.items() if j in where and where[j] != p),
+        "unexpected": sum(1 for j in copies if j not in jobs),
+        "first_print_not_the_job": sum(1 for s in samples if not s["first_print_is_the_job"]),
+    }
+
+
+PHASES = ("throughput", "across", "takeover")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = parser("pg", __doc__, "fewer jobs (300 per appliance, 20 releases across)")
+    ap = parser("pg", __doc__, "fewer jobs (300 per appliance, 20 releases across, 6 takeovers)")
     ap.add_argument("--connections", type=int, default=50, help="connections per appliance")
+    ap.add_argument("--only", choices=PHASES, help="run this phase alone (not in make bench)")
     args = ap.parse_args(argv)
     jobs = 300 if args.quick else 2000
     n_across = 20 if args.quick else 100
+    n_takeover = 6 if args.quick else 20
+    phases = {args.only} if args.only else set(PHASES)
     pg_bin = find_pg_bin()
     if pg_bin is None:
         print("bench.pg_bench: PostgreSQL not installed (Debian postgresql)", file=sys.stderr)
         return 1
+    rates: dict[str, float | None] = {}
+    result: dict[str, Any] | None = None
+    taken: dict[str, Any] | None = None
     with Run("pg", args, snapshot=True) as run:
         cluster = PostgresCluster(pg_bin, durable=True)
         cluster.start()
         try:
-            printer = {"high_water": 100_000}
-            rates: dict[str, float | None] = {}
-            sqlite = run.stand("sqlite", THROUGHPUT_PRINTERS, printer=printer)
-            if run.attempt("start sqlite", sqlite.start):
-                rates["sqlite"] = run.attempt_async(
-                    "throughput sqlite", throughput([sqlite], jobs, args.connections)
-                )
-                sqlite.stop()
-            one = PgStand(run.work / "pg1", THROUGHPUT_PRINTERS, printer=printer,
-                          source=run.src, store={"url": cluster.url()})  # fmt: skip
-            run.stands.append(one)
-            if run.attempt("start pg1", one.start):
-                rates["pg1"] = run.attempt_async(
-                    "throughput pg1", throughput([one], jobs, args.connections)
-                )
-                one.stop()
-            shared = {"url": cluster.url(), "shared": True}
-            two = [
-                PgStand(
-                    run.work / f"pg2{x}",
-                    THROUGHPUT_PRINTERS,
-                    printer=printer,
-                    source=run.src,
-                    store=shared,
-                )
-                for x in "ab"
-            ]
-            run.stands.extend(two)
-            if all(run.attempt(f"start pg2 {i}", s.start) for i, s in enumerate(two)):
-                rates["pg2"] = run.attempt_async(
-                    "throughput pg2", throughput(two, jobs, args.connections)
-                )
-            for s in two:
-                s.stop()
-            url = cluster.url()
-            b = PgStand(run.work / "b", 1, source=run.src, store={"url": url, "shared": True})
-            a = PgStand(
-                run.work / "a", 1, source=run.src, store={"url": url, "shared": True},
-                printers_as=[{"name": "printer-01", "uri": NOWHERE}],
-                dispatch={"in_hand_timeout_s": 86400},
-            )  # fmt: skip
-            run.stands.extend([b, a])
-            result: dict[str, Any] | None = None
-            if run.attempt("start b", b.start) and run.attempt("start a", a.start):
-                result = run.attempt_async("across", across(a, b, n_across))
+            if "throughput" in phases:
+                rates = _throughput_phase(run, cluster, jobs, args.connections)
+            if "across" in phases:
+                result = _across_phase(run, cluster, n_across)
+            if "takeover" in phases:
+                taken = _takeover_phase(run, cluster, n_takeover)
         finally:
             for stand in run.stands:
                 with contextlib.suppress(Exception):
                     stand.stop()
             cluster.stop()
 
-    table = [
-        versus(
-            f"releases/s, one appliance on PostgreSQL, {args.connections} connections",
-            "req/s", _round(rates.get("pg1")), "sqlite", _round(rates.get("sqlite")),
-            f"goal ≥ {GOAL_RATIO}× SQLite",
-        ),
-        versus(
-            f"releases/s, two appliances on one PostgreSQL, {args.connections} connections "
-            "each (sum)",
-            "req/s", _round(rates.get("pg2")), "sqlite", _round(rates.get("sqlite")),
-        ),
-    ]  # fmt: skip
+    table: list[dict[str, Any]] = []
+    if rates:
+        table += [
+            versus(
+                f"releases/s, one appliance on PostgreSQL, {args.connections} connections",
+                "req/s", _round(rates.get("pg1")), "sqlite", _round(rates.get("sqlite")),
+                f"goal ≥ {GOAL_RATIO}× SQLite",
+            ),
+            versus(
+                f"releases/s, two appliances on one PostgreSQL, {args.connections} "
+                "connections each (sum)",
+                "req/s", _round(rates.get("pg2")), "sqlite", _round(rates.get("sqlite")),
+            ),
+        ]  # fmt: skip
     if result is not None:
-        far, near = result["a"], result["b"]
-        table.append(
-            versus(
-                "release on A → printed on B's printer, p50", "ms", far["p50_ms"], "goal",
-                GOAL_ACROSS_P50_MS, f"p99 {far['p99_ms']} ms; {result['jobs'] // 2} jobs",
-            )
-        )  # fmt: skip
-        table.append(
-            versus(
-                "release on A → printed, p50, beside release on B (same box) → printed", "ms",
-                far["p50_ms"], "same_box", near["p50_ms"], f"same box p99 {near['p99_ms']} ms",
-            )
-        )  # fmt: skip
-        table.append(row("duplicates / losses across", "jobs",
-                         [result["duplicates"] + result["losses"]]))  # fmt: skip
+        table += _across_rows(result)
         if result["duplicates"] or result["losses"]:
             run.failures.append(f"across: {result}")
+    if taken is not None:
+        table += _takeover_rows(taken)
+        bad = sum(taken[k] for k in ("duplicates", "losses", "elsewhere", "unexpected"))
+        if bad or taken["first_print_not_the_job"]:
+            run.failures.append(f"takeover: {taken}")
     return run.finish(
-        figures_markdown(table), table=table, rates=rates, across=result,
-        settings={"jobs": jobs, "connections": args.connections, "across": n_across},
+        figures_markdown(table), table=table, rates=rates, across=result, takeover=taken,
+        settings={"jobs": jobs, "connections": args.connections, "across": n_across,
+                  "takeover_rounds": n_takeover, "phases": sorted(phases)},
     )  # fmt: skip
+
+
+def _throughput_phase(
+    run: Run, cluster: PostgresCluster, jobs: int, connections: int
+) -> dict[str, float | None]:
+    """(a): releases per second on SQLite, on PostgreSQL, and on two appliances sharing it."""
+    printer = {"high_water": 100_000}
+    rates: dict[str, float | None] = {}
+    sqlite = run.stand("sqlite", THROUGHPUT_PRINTERS, printer=printer)
+    if run.attempt("start sqlite", sqlite.start):
+        rates["sqlite"] = run.attempt_async(
+            "throughput sqlite", throughput([sqlite], jobs, connections)
+        )
+        sqlite.stop()
+    one = PgStand(run.work / "pg1", THROUGHPUT_PRINTERS, printer=printer,
+                  source=run.src, store={"url": cluster.url()})  # fmt: skip
+    run.stands.append(one)
+    if run.attempt("start pg1", one.start):
+        rates["pg1"] = run.attempt_async("throughput pg1", throughput([one], jobs, connections))
+        one.stop()
+    shared = {"url": cluster.url(), "shared": True}
+    two = [
+        PgStand(run.work / f"pg2{x}", THROUGHPUT_PRINTERS, printer=printer, source=run.src,
+                store=shared)
+        for x in "ab"
+    ]  # fmt: skip
+    run.stands.extend(two)
+    if all(run.attempt(f"start pg2 {i}", s.start) for i, s in enumerate(two)):
+        rates["pg2"] = run.attempt_async("throughput pg2", throughput(two, jobs, connections))
+    for s in two:
+        s.stop()
+    return rates
+
+
+def _across_phase(run: Run, cluster: PostgresCluster, n: int) -> dict[str, Any] | None:
+    """(b): release on A → printed on B's printer."""
+    url = cluster.url()
+    b = PgStand(run.work / "b", 1, source=run.src, store={"url": url, "shared": True})
+    a = PgStand(
+        run.work / "a", 1, source=run.src, store={"url": url, "shared": True},
+        printers_as=[{"name": "printer-01", "uri": NOWHERE}],
+        dispatch={"in_hand_timeout_s": 86400},
+    )  # fmt: skip
+    run.stands.extend([b, a])
+    result = None
+    if run.attempt("start b", b.start) and run.attempt("start a", a.start):
+        result = run.attempt_async("across", across(a, b, n))
+    b.stop()
+    a.stop()
+    return result
+
+
+def _takeover_phase(run: Run, cluster: PostgresCluster, n: int) -> dict[str, Any] | None:
+    """(c): appliances a and b on one rig, each SIGKILLed in turn."""
+    store = {"url": cluster.url(), "shared": True}
+    a = PgStand(run.work / "ta", TAKEOVER_PRINTERS, source=run.src, store=store,
+                cluster={"appliance_id": "a"})  # fmt: skip
+    b = PgStand(run.work / "tb", TAKEOVER_PRINTERS, source=run.src, store=store,
+                cluster={"appliance_id": "b"}, peer=a)  # fmt: skip
+    run.stands.extend([b, a])  # b first: a's stop stops the printers
+    taken = None
+    if run.attempt("start a", a.start) and run.attempt("start b", b.start):
+        taken = run.attempt_async("takeover", takeover({"a": a, "b": b}, n))
+    b.stop()
+    a.stop()
+    return taken
+
+
+def _across_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    far, near = result["a"], result["b"]
+    return [
+        versus(
+            "release on A → printed on B's printer, p50", "ms", far["p50_ms"], "goal",
+            GOAL_ACROSS_P50_MS, f"p99 {far['p99_ms']} ms; {result['jobs'] // 2} jobs",
+        ),
+        versus(
+            "release on A → printed, p50, beside release on B (same box) → printed", "ms",
+            far["p50_ms"], "same_box", near["p50_ms"], f"same box p99 {near['p99_ms']} ms",
+        ),
+        row("duplicates / losses across", "jobs", [result["duplicates"] + result["losses"]]),
+    ]  # fmt: skip
+
+
+def _takeover_rows(taken: dict[str, Any]) -> list[dict[str, Any]]:
+    lease = ClusterConfig().lease_s
+    goal = lease + GOAL_TAKEOVER_OVER_LEASE_S
+    n = len(taken["samples"])
+    note = f"{n} takeovers of a printer over {taken['rounds']} SIGKILLs; [cluster] defaults"
+    bad = sum(taken[k] for k in ("duplicates", "losses", "elsewhere", "unexpected"))
+    return [
+        versus(
+            "takeover: SIGKILL → the first print by the new owner, median", "s",
+            taken["median_s"], "goal", goal, f"goal lease_s {lease:g} s + 2 s; {note}",
+        ),
+        versus(
+            "takeover: SIGKILL → the first print by the new owner, max", "s",
+            taken["max_s"], "goal", goal, note,
+        ),
+        row(
+            "takeover: SIGKILL → lease taken (the survivor's log)", "s",
+            [s["kill_to_lease_taken_s"] for s in taken["samples"]],
+        ),
+        row("duplicates / losses over takeovers", "jobs", [bad],
+            f"{n} jobs, on the printers' logs"),
+    ]  # fmt: skip
 
 
 def _round(v: float | None) -> float | None:

@@ -304,7 +304,8 @@ def _bad_counts(name: str, d: Mapping[str, Any]) -> list[str]:
                 else:
                     walk(v, f"{path}.{key}")
 
-    walk({k: v for k, v in d.items() if k in ("summary", "chaos", "totals")}, name)
+    walk({k: v for k, v in d.items() if k in ("summary", "chaos", "totals", "across", "takeover")},
+         name)  # fmt: skip
     return found
 
 
