@@ -97,6 +97,7 @@ async def test_a_stale_owners_claim_copy_and_outcome_change_nothing(
         # a stops (a zombie): b sees no renewal for lease + margin and takes every printer
         await _beats((keep_b, clock_b), until=CLUSTER.lease_s + CLUSTER.margin_s + 2)
         assert keep_b.fence.epochs == dict.fromkeys(PRINTERS, 2)
+        assert keep_b.next_beat_in() == CLUSTER.heartbeat_s
         assert keep_b.owner("printer-01") == ("b", 2)
         # the zombie wakes (its monotonic clock moved on meanwhile) with epoch 1 in hand:
         # nothing it writes changes a row
@@ -151,6 +152,36 @@ async def test_leases_spread_over_live_appliances_and_a_dead_ones_are_taken(
         await _beats((keep_a, clock_a), until=CLUSTER.lease_s + CLUSTER.margin_s + 2)
         assert keep_a.fence.epochs == {"printer-01": 1, "printer-02": 1, "printer-03": 3}
         assert keep_a.owner("printer-03") == ("a", 3)
+
+
+async def test_a_dead_owners_leases_are_taken_when_they_lapse_not_a_beat_later(
+    tmp_path: Path, store: Store
+) -> None:
+    """While the owner renews, the next beat is a heartbeat away; once its rows stop changing
+    the taker's next beat is timed for lease + margin after it first saw them, and takes them
+    then (3.5 s by default, not the 4 s of whole heartbeats)."""
+    async with (
+        _appliance(tmp_path, store, "a") as (_, keep_a, clock_a),
+        _appliance(tmp_path, store, "b") as (_, keep_b, clock_b),
+    ):
+        await keep_a.beat()
+        await _beats(  # a beats first: b's last beat sees a's last renewal
+            (keep_a, clock_a), (keep_b, clock_b), until=CLUSTER.lease_s + CLUSTER.margin_s + 2
+        )
+        assert keep_b.fence.epochs == {"printer-03": 2}  # a keeps its share, renewing it
+        assert keep_b.next_beat_in() == CLUSTER.heartbeat_s  # a renews: nothing lapses soon
+        seen = clock_b.now  # b's last sight of a's renewal; a dies here
+        lapses = seen + CLUSTER.lease_s + CLUSTER.margin_s
+        while clock_b.now + keep_b.next_beat_in() < lapses:
+            clock_b.now += keep_b.next_beat_in()
+            await keep_b.beat()
+            assert keep_b.fence.epochs == {"printer-03": 2}
+        assert lapses - clock_b.now < CLUSTER.heartbeat_s  # the beat before the lapse
+        clock_b.now += keep_b.next_beat_in()
+        assert clock_b.now - lapses == pytest.approx(0.01)
+        await keep_b.beat()
+        assert keep_b.fence.epochs == dict.fromkeys(PRINTERS, 2)
+        assert keep_b.next_beat_in() == CLUSTER.heartbeat_s
 
 
 async def test_an_owner_stops_sending_before_a_taker_may_start(

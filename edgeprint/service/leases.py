@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 
 #: Prefix of the member rows (the lease table's other use): one per live appliance.
 MEMBER = "@appliance:"
+#: A beat timed for a lapse comes this much after it (never a hair early: a wasted beat).
+LAPSE_SLACK_S = 0.01
 
 
 class Ownership(Protocol):
@@ -146,8 +148,22 @@ class LeaseKeeper:
                     extra={"event": "lease_heartbeat_failed", "error": str(exc)},
                 )
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._cfg.heartbeat_s):
+                async with asyncio.timeout(self.next_beat_in()):
                     await stop.wait()
+
+    def next_beat_in(self) -> float:
+        """Seconds to the next beat: ``heartbeat_s``, or less when another's row seen
+        unchanged lapses before then, so that a dead owner's printers are taken at lease +
+        margin after their last renewal was seen, not at the next whole heartbeat after it."""
+        now = self._mono()
+        wait = self._cfg.heartbeat_s
+        for row, first_seen in self._seen.values():
+            if row.owner == self.me or row.expires_at == 0:
+                continue
+            due = first_seen + self._cfg.lease_s + self._cfg.margin_s - now
+            if due > 0:
+                wait = min(wait, due + LAPSE_SLACK_S)
+        return wait
 
     async def give_up_all(self) -> None:
         """Hand every lease held here back (after the workers stopped): takers need not wait."""
