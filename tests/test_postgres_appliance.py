@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 import psycopg
@@ -123,13 +124,15 @@ async def test_a_lost_database_connection_is_503_then_reconnected(
 
 @pytest.mark.slow
 async def test_the_appliance_rides_out_a_database_restart(
-    tmp_path: Path, printers: Rig, postgres: PostgresCluster
+    tmp_path: Path, printers: Rig, postgres: PostgresCluster, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """While PostgreSQL is down a release answers 503 ``store-unavailable`` (nothing stored);
-    once it is back the appliance reconnects by itself, the same release answers 200 and the
-    job prints once."""
+    """While PostgreSQL is down a release answers 503 ``store-unavailable`` (nothing stored)
+    and housekeeping skips its rounds (it used to end the process); once it is back the
+    appliance reconnects by itself, the same release answers 200 and the job prints once."""
     cfg = rig_config(tmp_path / "data", printers, idle_probe_interval_s=120.0)
     cfg["store"] = {"url": postgres.url()}
+    cfg["retention"] = {"interval_s": 0.05}
+    caplog.set_level(logging.WARNING, logger="edgeprint")
     async with appliance(cfg) as (_, kiosk):
         held = await kiosk.submit("held-0001", printer="printer-02")
         await asyncio.to_thread(postgres.halt)
@@ -137,6 +140,12 @@ async def test_the_appliance_rides_out_a_database_restart(
             for _ in range(3):
                 status, body = await kiosk.post(f"/v1/jobs/{held['id']}/release")
                 assert (status, body["type"]) == (503, "urn:edgeprint:problem:store-unavailable")
+            await eventually(
+                lambda: any(
+                    getattr(r, "event", "") == "housekeeping_store_lost" for r in caplog.records
+                ),
+                "housekeeping meets the lost database",
+            )
         finally:
             await asyncio.to_thread(postgres.launch)
 

@@ -213,10 +213,20 @@ class Dispatcher:
         self._group = None
 
     async def _housekeeping(self) -> None:
-        """Expire held jobs and delete old documents every ``retention.interval_s``."""
+        """Expire held jobs and delete old documents every ``retention.interval_s``.
+
+        A lost database connection (PostgreSQL reconnects) skips a round; other store
+        failures end the dispatcher (the process exits and systemd restarts it).
+        """
         interval = self.config.retention.interval_s
         while not self.stop.is_set():
-            await self.service.housekeeping()
+            try:
+                await self.service.housekeeping()
+            except errors.StoreReconnecting as exc:
+                log.warning(
+                    "store reconnecting: housekeeping skips a round",
+                    extra={"event": "housekeeping_store_lost", "error": str(exc)},
+                )
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(interval):
                     await self.stop.wait()
