@@ -73,6 +73,24 @@ async def test_an_exclusive_store_refuses_a_second_appliance_and_a_shared_one_do
         assert [r[0] for r in await boxes[0].read("SELECT id FROM jobs")] == ["j1"]
 
 
+async def test_shared_and_exclusive_appliances_never_mix_on_one_database(pg_url: str) -> None:
+    """A box without ``shared`` is refused beside shared ones, and a shared box beside one
+    without it (it would drive printers outside the leases); each refusal names the fix and
+    changes nothing."""
+    async with _boxes(pg_url) as (a, _):
+        with pytest.raises(errors.StoreUnavailable, match="without \\[store\\] shared = true"):
+            await PostgresStore(pg_url).open()
+        await a.write(_INSERT, ("j1", "k1", "RELEASED"))
+    alone = PostgresStore(pg_url)
+    await alone.open()
+    try:
+        with pytest.raises(errors.StoreUnavailable, match="needs shared = true"):
+            await PostgresStore(pg_url, exclusive=False).open()
+        assert [r[0] for r in await alone.read("SELECT id FROM jobs")] == ["j1"]
+    finally:
+        await alone.close()
+
+
 async def test_a_claim_skips_a_job_another_appliance_is_claiming(pg_url: str) -> None:
     """While one appliance's claim holds the first ready job (its transaction open), another
     appliance's claim takes the second one at once instead of waiting or finding nothing."""

@@ -30,8 +30,8 @@ _EVENT_COLUMNS = "job_id, at, from_state, to_state, actor, reason, correlation_i
 # schema, so several stores may share a database in different schemas (the tests do).
 #: Class of the advisory lock held while migrating.
 MIGRATION_LOCK = 0x6564_7001
-#: Class of the advisory lock an appliance holds on its writer connection while it uses a
-#: store that is not ``[store] shared``: one appliance per store then.
+#: Class of the advisory lock an appliance holds on its writer connection while it uses the
+#: store: exclusive without ``[store] shared`` (one appliance per store), shared with it.
 WRITER_LOCK = 0x6564_7002
 
 #: The notification channel of a store: this prefix and the schema's name.

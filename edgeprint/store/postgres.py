@@ -282,8 +282,7 @@ class PostgresStore:
         try:
             self._writer = await self._connect("writer")
             await self._migrate(self._writer)
-            if self._exclusive:
-                await self._take_writer_lock(self._writer)
+            await self._take_writer_lock(self._writer)
             for _ in range(self._readers):
                 self._reader_conns.append(await self._connect("reader"))
         except errors.StoreUnavailable:
@@ -364,7 +363,7 @@ class PostgresStore:
         fresh: psycopg.AsyncConnection[PgRow] | None = None
         try:
             fresh = await self._connect(role, _RECONNECT_TIMEOUT_S)
-            if role == "writer" and self._exclusive:
+            if role == "writer":
                 await self._take_writer_lock(fresh)
         except (psycopg.Error, OSError, errors.StoreUnavailable) as exc:
             backoff.failed()
@@ -438,17 +437,28 @@ class PostgresStore:
             delay = min(delay * 2, _RECONNECT_MAX_S)
 
     async def _take_writer_lock(self, conn: psycopg.AsyncConnection[PgRow]) -> None:
-        """Refuse to open a database another appliance is using (held until disconnect)."""
+        """Hold the appliances' advisory lock on the writer connection until it closes:
+        exclusive without ``[store] shared`` (one appliance per database), shared with it
+        (any number of shared appliances, none beside an exclusive one — so a box that
+        forgot ``shared = true`` can never drive printers beside leased ones, nor the
+        reverse). Raises errors.StoreUnavailable when the database is held the other way."""
+        how = "pg_try_advisory_lock" if self._exclusive else "pg_try_advisory_lock_shared"
         cur = await conn.execute(
-            pg_sql.SQL("SELECT pg_try_advisory_lock({}, hashtext(current_schema()))").format(
-                pg_schema.WRITER_LOCK
+            pg_sql.SQL("SELECT {}({}, hashtext(current_schema()))").format(
+                pg_sql.Identifier(how), pg_schema.WRITER_LOCK
             )
         )
         row = await cur.fetchone()
         if row is None or not row[0]:
+            if self._exclusive:
+                why = "without [store] shared = true, one appliance per database"
+            else:
+                why = (
+                    "an appliance without [store] shared = true holds it; every appliance "
+                    "on one database needs shared = true"
+                )
             raise errors.StoreUnavailable(
-                f"another edgeprint is using the database {redact(self.url)}: without "
-                "[store] shared = true, one appliance per database"
+                f"another edgeprint is using the database {redact(self.url)}: {why}"
             )
 
     async def _migrate(self, conn: psycopg.AsyncConnection[PgRow]) -> None:
