@@ -72,11 +72,16 @@ class ServerConfig(_Frozen):
     @classmethod
     def _rate_limit(cls, value: str) -> str:
         try:
-            limits.parse_many(value)
+            parsed = limits.parse_many(value)
         except ValueError:
             raise ValueError(
                 f'{value!r} is not a rate limit; write e.g. "50/second" or "50/second;1000/minute"'
             ) from None
+        if any(item.amount < 1 for item in parsed):
+            raise ValueError(
+                f"{value!r} allows no request at all; each limit needs at least 1 (e.g. "
+                '"1/second"); to shut the API, stop the service instead'
+            )
         return value
 
 

@@ -90,6 +90,8 @@ def _with(**changes: Any) -> dict[str, Any]:
         pytest.param(_with(server={"rate_limit": "lots"}), "server.rate_limit: 'lots' is not a rate limit; write e.g. \"50/second\"", id="rate-limit-words"),
         pytest.param(_with(server={"rate_limit": "10/fortnight"}), "server.rate_limit: '10/fortnight' is not a rate limit", id="rate-limit-unit"),
         pytest.param(_with(server={"rate_limit": "a: b"}), "server.rate_limit: 'a: b' is not a rate limit", id="rate-limit-colon"),
+        pytest.param(_with(server={"rate_limit": "0/second"}), "server.rate_limit: '0/second' allows no request at all", id="rate-limit-zero"),
+        pytest.param(_with(server={"rate_limit": "5/second;0/minute"}), "server.rate_limit: '5/second;0/minute' allows no request at all", id="rate-limit-zero-second"),
         pytest.param(_with(server={"max_document_pages": 0}), "server.max_document_pages: Input should be greater than or equal to 1", id="pages-zero"),
         pytest.param(_with(server={"min_free_bytes": -1}), "server.min_free_bytes: Input should be greater than or equal to 0", id="min-free-negative"),
         pytest.param(_with(release={"max_pin_failures": 0}), "release.max_pin_failures: Input should be greater than or equal to 1", id="pin-failures-zero"),
