@@ -126,7 +126,7 @@ class Case:
     body: bytes | None = None
     method: str = "POST"
     path: str = "/v1/jobs"
-    headers: Mapping[str, str | None] = field(default_factory=dict)
+    headers: Mapping[str, str | tuple[str, ...] | None] = field(default_factory=dict)
     chunked: bool = False
     #: response header → a substring its value must contain
     expect_headers: Mapping[str, str] = field(default_factory=dict)
@@ -332,6 +332,9 @@ CASES = [
            headers={"Idempotency-Key": "key with spaces"}),
     submit("key-non-ascii", GOOD_BODY, 400, "idempotency-key-invalid", "printable ASCII",
            headers={"Idempotency-Key": "schlüssel-0001"}),
+    submit("key-twice", GOOD_BODY, 400, "idempotency-key-invalid",
+           "send one Idempotency-Key header, not 2",
+           headers={"Idempotency-Key": ("keyone-0001", "keytwo-0002")}),
     # --- authentication and roles ---
     submit("token-missing", GOOD_BODY, 401, "unauthorized", "missing bearer token",
            headers={"Authorization": None}, expect_headers=BEARER),
@@ -659,7 +662,7 @@ async def _chunks(body: bytes, size: int = 4096) -> AsyncIterator[bytes]:
 
 
 async def send(app: Appliance, c: Case, ids: Mapping[str, str]) -> aiohttp.ClientResponse:
-    headers: dict[str, str | None] = {"Authorization": f"Bearer {KIOSK_TOKEN}"}
+    headers: dict[str, str | tuple[str, ...] | None] = {"Authorization": f"Bearer {KIOSK_TOKEN}"}
     if c.is_submit:
         headers |= {"Idempotency-Key": KEY, "Content-Type": MULTIPART}
     headers |= c.headers
@@ -669,12 +672,13 @@ async def send(app: Appliance, c: Case, ids: Mapping[str, str]) -> aiohttp.Clien
         data = _chunks(c.body)
     # encoded=True: the path goes out byte for byte, with no dot-segment or %-normalisation.
     url = yarl.URL(app.url + c.path.format(**ids), encoded=True)
-    resp = await app.http.request(
-        c.method,
-        url,
-        data=data,
-        headers={k: v for k, v in headers.items() if v is not None},
-    )
+    pairs = [  # a tuple value: the header sent once per item
+        (k, item)
+        for k, v in headers.items()
+        if v is not None
+        for item in (v if isinstance(v, tuple) else (v,))
+    ]
+    resp = await app.http.request(c.method, url, data=data, headers=pairs)
     await resp.read()
     if c.chunked:
         assert "Content-Length" not in resp.request_info.headers

@@ -209,7 +209,12 @@ async def submit_job(request: web.Request) -> web.Response:
     """POST /v1/jobs: multipart metadata + document, Idempotency-Key required."""
     deps = _deps(request)
     caller = request[CALLER]
-    key = request.headers.get("Idempotency-Key")
+    keys = request.headers.getall("Idempotency-Key", [])
+    if len(keys) > 1:
+        raise errors.MalformedRequest(
+            f"send one Idempotency-Key header, not {len(keys)}", slug="idempotency-key-invalid"
+        )
+    key = keys[0] if keys else None
     if key is None:
         raise errors.MalformedRequest(
             "the Idempotency-Key header is required (8–80 printable ASCII characters)",
