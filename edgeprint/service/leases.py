@@ -170,7 +170,7 @@ class LeaseKeeper:
         for printer, epoch in list(self.fence.epochs.items()):
             with contextlib.suppress(Exception):
                 await self._leases.give_up(printer, self.me, epoch)
-            self._lose(printer)
+            self._lose(printer, handed_back=True)
         with contextlib.suppress(Exception):
             await self._leases.give_up(MEMBER + self.me, self.me, self._member_epoch)
 
@@ -262,9 +262,13 @@ class LeaseKeeper:
             return False
         return now - seen[1] >= self._cfg.lease_s + self._cfg.margin_s
 
-    def _lose(self, printer: str) -> None:
+    def _lose(self, printer: str, *, handed_back: bool = False) -> None:
         if self.fence.epochs.pop(printer, None) is None:
             return
         self._renewed_at.pop(printer, None)
-        log.warning("printer lease lost", extra={"event": "lease_lost", "printer": printer})
+        if handed_back:  # a clean stop: nothing went wrong
+            log.info("printer lease handed back", extra={"event": "lease_handed_back",
+                                                         "printer": printer})  # fmt: skip
+        else:
+            log.warning("printer lease lost", extra={"event": "lease_lost", "printer": printer})
         self.on_change(printer)
