@@ -382,4 +382,28 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # webhook_outbox.seq from one sequence only: the identity's default drew a value before
+    # the commit-order trigger drew its own, so seqs went 2, 4, 6 (harmless gaps, but the
+    # outbox's numbers should be SQLite's). The trigger now owns a sequence of its own.
+    [
+        "CREATE SEQUENCE webhook_outbox_commit_seq OWNED BY webhook_outbox.seq",
+        """
+        SELECT setval('webhook_outbox_commit_seq',
+                      COALESCE((SELECT max(seq) FROM webhook_outbox), 0) + 1, false)
+        """,
+        "ALTER TABLE webhook_outbox ALTER COLUMN seq DROP IDENTITY",
+        f"""
+        CREATE OR REPLACE FUNCTION webhook_outbox_in_commit_order() RETURNS trigger
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM pg_advisory_xact_lock({OUTBOX_LOCK}, hashtext(current_schema()));
+            NEW.seq := nextval('webhook_outbox_commit_seq');
+            RETURN NEW;
+        END
+        $$
+        """,
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
