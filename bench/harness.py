@@ -376,12 +376,13 @@ def system_busy_s() -> float:
 
 
 def proc_status(pid: int) -> dict[str, float]:
-    """VmRSS and VmHWM (peak) in MiB and the thread count of ``pid`` (/proc/PID/status)."""
+    """VmRSS, its parts (RssAnon: heap; RssFile, RssShmem: mapped files such as SQLite's
+    WAL index) and VmHWM (peak) in MiB, and the thread count of ``pid`` (/proc/PID/status)."""
     out: dict[str, float] = {}
     with open(f"/proc/{pid}/status") as f:
         for line in f:
             key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
+            if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile", "RssShmem"):
                 out[key] = round(int(value.split()[0]) / 1024.0, 1)
             elif key == "Threads":
                 out[key] = int(value)
