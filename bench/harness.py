@@ -369,6 +369,24 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def reaped_cpu_s(pid: int) -> float:
+    """CPU seconds of ``pid`` and of the children it has reaped (cutime + cstime): a
+    printer and every print command it ran."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def rig_cpu_s(rig: Rig) -> float:
+    """CPU seconds used so far by the rig's running printers and their print commands."""
+    total = 0.0
+    for p in rig:
+        if p.pid is not None:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                total += reaped_cpu_s(p.pid)
+    return total
+
+
 def system_busy_s() -> float:
     """CPU seconds all CPUs of the machine have been busy (not idle, not iowait) since boot."""
     ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
@@ -434,6 +452,8 @@ class Stand:
     root: Path
     printers: int
     seconds_per_page: float = 0.0
+    #: the rig's print engine: ``full`` (speed, faults) or ``lean`` (many printers)
+    engine: str = "full"
     dispatch: dict[str, Any] = field(default_factory=dict)
     #: A folder holding a copy of ``edgeprint/`` for the appliance to run (None: the tree).
     source: Path | None = None
@@ -446,7 +466,9 @@ class Stand:
     port: int = 0
 
     def __post_init__(self) -> None:
-        self.rig = Rig(self.root / "rig", seconds_per_page=self.seconds_per_page)
+        self.rig = Rig(
+            self.root / "rig", seconds_per_page=self.seconds_per_page, engine=self.engine
+        )
         self.serve = ServeProcess(self.root / "config.toml", self.root / "serve.log")
         if self.source is not None:
             # PYTHONSAFEPATH: ``-m`` does not put the cwd (the repository) first on sys.path,

@@ -126,6 +126,10 @@ from typing import IO, Any
 HERE = Path(__file__).resolve().parent
 PRINT_COMMAND = HERE / "rig_print_command.sh"
 CANCEL_TEST = HERE / "rig_job_canceled.test"
+#: The lean print engine (Rig(engine="lean")): the same prints.log line for a fraction of
+#: the CPU, without speed, faults or the cancel check (see the script's header).
+LEAN_PRINT_COMMAND = HERE / "rig_print_lean.sh"
+ENGINES = {"full": "print-command", "lean": "print-lean"}
 
 DEFAULT_FORMATS = "application/pdf"
 #: printer-01 … printer-99, then printer-100 … (the 200-printer benchmark)
@@ -485,9 +489,17 @@ class Rig:
         ready_timeout: float = 20.0,
         stop_timeout: float = 5.0,
         own_certificates: bool = False,
+        engine: str = "full",
     ) -> None:
         if seconds_per_page < 0:
             raise ValueError("seconds_per_page must be >= 0")
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {sorted(ENGINES)}")
+        if engine == "lean" and seconds_per_page:
+            raise ValueError("the lean engine prints in no time: seconds_per_page must be 0")
+        #: ``full`` (rig_print_command.sh: speed, faults, cancel check) or ``lean``
+        #: (rig_print_lean.sh: the prints.log line only, for many printers on one box).
+        self.engine = engine
         self.root = Path(root).absolute()
         self.seconds_per_page = seconds_per_page
         self.formats = formats
@@ -595,6 +607,7 @@ class Rig:
         (self.root / "printers.tsv").unlink(missing_ok=True)
         self._install_bin(tools)
         (self.root / "formats").write_text(self.formats + "\n")
+        (self.root / "engine").write_text(self.engine + "\n")
         names = [f"printer-{i:02d}" for i in range(1, n + 1)]
         try:
             self._start_dbus(tools["dbus-daemon"])
@@ -761,7 +774,8 @@ class Rig:
         # Copy then rename: a print command running right now (another printer's
         # job) keeps reading the old file instead of a half-written one.
         for src, dst, mode in (
-            (PRINT_COMMAND, bin_dir / "print-command", 0o755),  # even if the checkout lost +x
+            (PRINT_COMMAND, bin_dir / ENGINES["full"], 0o755),  # even if the checkout lost +x
+            (LEAN_PRINT_COMMAND, bin_dir / ENGINES["lean"], 0o755),
             (CANCEL_TEST, bin_dir / "job-canceled.test", 0o644),
         ):
             tmp = dst.with_name(dst.name + ".new")
@@ -834,6 +848,8 @@ class Rig:
         }
         formats_file = self.root / "formats"
         formats = formats_file.read_text().strip() if formats_file.exists() else self.formats
+        engine_file = self.root / "engine"
+        engine = engine_file.read_text().strip() if engine_file.exists() else self.engine
         with open(d / "server.log", "ab") as log:
             log.write(f"--- rig: starting {name} on port {port}\n".encode())
         options = [
@@ -843,7 +859,7 @@ class Rig:
             ("-f", formats),  # document formats accepted
             ("-d", str(spool)),  # spool folder (must exist)
             ("-k", None),  # keep every received document in spool/
-            ("-c", str(self.root / "bin" / "print-command")),  # run per document
+            ("-c", str(self.root / "bin" / ENGINES.get(engine, ENGINES["full"]))),  # per document
             ("-M", "edgeprint-rig"),
             ("-m", name),
             ("-l", "loopback rig"),
