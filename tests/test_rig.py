@@ -40,7 +40,7 @@ from edgeprint.printers.ipp import (
     PrinterStatus,
 )
 from testbed import rig as rig_module
-from testbed.pdfs import make_pdf
+from testbed.pdfs import make_pages_pdf, make_pdf
 from testbed.rig import Rig, RigError, fault_line
 from tests import rig_fixtures
 from tests.polling import eventually
@@ -139,6 +139,31 @@ async def test_print_job_shows_up_exactly_once_in_prints_log(printers: Rig) -> N
     )
     assert printers.printed("printer-02") == []
     assert printers.received("printer-01") == 1
+
+
+async def test_lean_engine_writes_the_full_engines_ground_truth_line(tmp_path: Path) -> None:
+    """The lean print engine logs what the full one logs: id, name, user, pages, copies, bytes."""
+    require_ippeveprinter()
+    pdf = make_pages_pdf(3)
+    lines = {}
+    for engine in ("full", "lean"):
+        with Rig(tmp_path / engine, engine=engine) as rig:
+            rig.start(1)
+            async with IPP(rig["printer-01"].uri, request_timeout=5) as ipp:
+                job_id = await print_job(ipp, "tab\there", pdf)
+                assert await wait_job_state(ipp, job_id, TERMINAL) == IppJobState.COMPLETED
+            (line,) = rig.printed("printer-01")
+            lines[engine] = (line.job_id, line.job_name, line.user, line.pages, line.copies,
+                             line.bytes)  # fmt: skip
+    assert lines["lean"] == lines["full"] == (job_id, "tab here", "rig-test", 3, 1, len(pdf))
+
+
+def test_lean_engine_refuses_a_speed(tmp_path: Path) -> None:
+    """The lean engine prints in no time, so a rig asking it for a speed is refused."""
+    with pytest.raises(ValueError, match="lean engine prints in no time"):
+        Rig(tmp_path / "rig", engine="lean", seconds_per_page=0.5)
+    with pytest.raises(ValueError, match="engine must be one of"):
+        Rig(tmp_path / "rig", engine="fast")
 
 
 # --- the rig's own behaviour: faults it injects ------------------------------------
