@@ -8,13 +8,16 @@ in 10 requests is a submit, 1 a release, 4 gets and 4 lists, and every job print
 printers print at a steady share of the request rate. A release answered 503 (queue
 full) is retried after 50 ms and counted. Every 2 s (and at the two quiet points below)
 the appliance is read from /proc: VmRSS, open descriptors (/proc/PID/fd) and threads
-(/proc/PID/task; the appliance has no gauge of asyncio tasks).
+(/proc/PID/task), and its asyncio tasks from /metrics (``edgeprint_event_loop_tasks``).
+The printers use the rig's lean print engine (the full one would spend ~30 ms of CPU
+per job on the rig itself).
 
 Figures, each printed beside its goal:
 
 * RSS growth after warm-up — from the quiet point after the first ``--warmup`` share of
   the requests to the quiet point at the end (quiet: every job DONE) — goal ≤ 10 MiB;
-* open descriptors and threads at the same two quiet points — goal: no growth;
+* open descriptors, threads and asyncio tasks at the same two quiet points — goal: no
+  growth;
 * p99 latency of the last 10 % of the requests ÷ the first 10 % — goal ≤ 1.5×.
 
 Writes ``bench/results/soak.json`` (with the samples). Exit code 1 when a request got an
@@ -81,14 +84,23 @@ class Soak:
         self.samples: list[dict[str, float]] = []
         self.t0 = time.monotonic()
 
-    def sample(self, label: str = "") -> dict[str, float]:
+    async def sample(self, label: str = "") -> dict[str, float]:
         pid = self.stand.pid
         s = {"t_s": round(time.monotonic() - self.t0, 1), "requests": len(self.latency),
-             **proc_status(pid), "fds": open_fds(pid)}  # fmt: skip
+             **proc_status(pid), "fds": open_fds(pid), "tasks": await self.tasks()}  # fmt: skip
         if label:
             s["label"] = label  # type: ignore[assignment]
         self.samples.append(s)
         return s
+
+    async def tasks(self) -> float:
+        """The appliance's asyncio tasks (the ``edgeprint_event_loop_tasks`` gauge)."""
+        async with self.kiosk.http.get(f"{self.kiosk.url}/metrics") as r:
+            text = await r.text()
+        for line in text.splitlines():
+            if line.startswith("edgeprint_event_loop_tasks "):
+                return float(line.split()[1])
+        raise BenchError("/metrics has no edgeprint_event_loop_tasks")
 
     async def one(self, op: str, job: str | None, key: str) -> str | None:
         """One request of the mix; the job id it concerns."""
@@ -128,7 +140,7 @@ class Soak:
         async def sampler() -> None:
             while True:
                 await asyncio.sleep(SAMPLE_S)  # the sampling period
-                self.sample()
+                await self.sample()
 
         task = asyncio.create_task(sampler())
         try:
@@ -139,7 +151,7 @@ class Soak:
     async def quiet(self, label: str) -> dict[str, float]:
         """Until every job is DONE (nothing RELEASED or PRINTING); then a sample."""
         await self.kiosk.wait_settled(SETTLE_TIMEOUT_S)
-        return self.sample(label)
+        return await self.sample(label)
 
 
 async def soak(
@@ -149,7 +161,7 @@ async def soak(
     async with aiohttp.ClientSession(connector=conn) as http:
         kiosk = Kiosk(http, stand.url)
         s = Soak(stand, kiosk, requests)
-        s.sample("ready")
+        await s.sample("ready")
         await s.run(clients, int(requests * warmup))
         after_warmup = await s.quiet("after warm-up")
         t0 = time.monotonic()
@@ -178,6 +190,7 @@ async def soak(
         "rss_slope_mib_per_100k_requests": round(slope.slope * 100_000, 2),
         "fds_growth": end["fds"] - after_warmup["fds"],
         "threads_growth": end["Threads"] - after_warmup["Threads"],
+        "tasks_growth": end["tasks"] - after_warmup["tasks"],
         "p99_first_10pct_ms": round(1000 * (first or 0), 1),
         "p99_last_10pct_ms": round(1000 * (last or 0), 1),
         "p99_last_over_first": round((last or 0) / first, 2) if first else None,
@@ -193,12 +206,15 @@ def table(r: dict[str, Any]) -> list[dict[str, Any]]:
     aw, end = r["after_warmup"], r["end"]
     return [
         versus(f"soak, {n}: RSS growth after warm-up", "MiB", r["rss_growth_mib"], "goal",
-               RSS_GROWTH_GOAL_MIB, f"{aw['VmRSS']} → {end['VmRSS']} MiB; after warm-up "
+               RSS_GROWTH_GOAL_MIB, f"{aw['VmRSS']} → {end['VmRSS']} MiB (heap, RssAnon: "
+               f"{aw.get('RssAnon')} → {end.get('RssAnon')}); after warm-up "
                f"{r['rss_slope_mib_per_100k_requests']} MiB per 100,000 requests (fit)"),
         versus(f"soak, {n}: open descriptors, after warm-up → end", "fds", end["fds"],
                "after warm-up", aw["fds"], "goal: no growth"),
         versus(f"soak, {n}: threads, after warm-up → end", "threads", end["Threads"],
                "after warm-up", aw["Threads"], "goal: no growth"),
+        versus(f"soak, {n}: asyncio tasks, after warm-up → end", "tasks", end["tasks"],
+               "after warm-up", aw["tasks"], "goal: no growth"),
         versus(f"soak, {n}: p99 latency, last 10 % vs first 10 %", "ms",
                r["p99_last_10pct_ms"], "first 10 %", r["p99_first_10pct_ms"],
                f"goal ≤ {P99_RATIO_GOAL}×; {r['measured_rate_per_s']:,} requests/s, "
@@ -225,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("bench: --requests ≥ 10 × --concurrency, 0 < --warmup < 0.5", file=sys.stderr)
         return 2
     with Run("soak", args) as run:
-        stand = run.stand("soak", args.printers)
+        stand = run.stand("soak", args.printers, engine="lean")
         out = run.attempt_async(
             "soak",
             soak(
@@ -254,6 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "turn": TURN,
             "mix_after_warmup": args.mix,
             "printer_seconds_per_page": 0.0,
+            "print_engine": "lean",
         },
         table=rows,
         raw=out,

@@ -6,6 +6,7 @@ observes something. Labels are bounded (state, outcome, printer); never a job id
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -180,6 +181,12 @@ class Metrics:
         )  # fmt: skip
         for outcome in ("delivered", "retried", "failed"):
             self.webhook_deliveries.labels(outcome=outcome)
+        self.event_loop_tasks = Gauge(
+            "edgeprint_event_loop_tasks",
+            "asyncio tasks alive in the appliance's event loop (a count that only grows is a leak)",
+            registry=r,
+        )
+        self.event_loop_tasks.set_function(_tasks_alive)
         self._reason_labels: dict[str, set[str]] = {}
         self._http_children: dict[tuple[str, int], Any] = {}
         for s in JobState:
@@ -230,3 +237,11 @@ class Metrics:
     def render(self) -> bytes:
         """The Prometheus text exposition of the registry."""
         return generate_latest(self.registry)
+
+
+def _tasks_alive() -> float:
+    """Tasks of the running event loop (the scrape runs in it); NaN outside one."""
+    try:
+        return float(len(asyncio.all_tasks()))
+    except RuntimeError:
+        return float("nan")

@@ -56,6 +56,8 @@ async def test_metrics_move_as_jobs_flow(tmp_path: Path, printers: Rig) -> None:
     assert after[("edgeprint_waiting_jobs", (("printer", "printer-01"),))] == 0
     assert after[("edgeprint_pool_waiting_jobs", (("pool", "lobby"),))] == 0
     assert after[("edgeprint_dead_letter_jobs", ())] == 0
+    # one task per printer's worker at least, counted in the loop the scrape ran in
+    assert len(printers) <= after[("edgeprint_event_loop_tasks", ())] < 1000
     # Every write went through a group commit of at least one statement.
     commits = after[("edgeprint_store_commit_statements_count", ())]
     assert commits > before[("edgeprint_store_commit_statements_count", ())]
