@@ -16,13 +16,14 @@ import contextlib
 import logging
 import sqlite3
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import aiosqlite
 
 from edgeprint import errors
+from edgeprint.store import batching
+from edgeprint.store.batching import Read, Unit
 from edgeprint.store.schema import MIGRATIONS
 
 log = logging.getLogger(__name__)
@@ -33,22 +34,8 @@ Rows = list[sqlite3.Row]
 _SQLITE_FULL = 13
 
 
-@dataclass
-class _Write:
-    sql: str
-    params: Params
-    future: asyncio.Future[Rows] = field(repr=False)
-
-
-_W = TypeVar("_W", "_Write", "_Unit")
-
-
-@dataclass
-class _Unit:
-    """Several statements that must all apply or none (a SAVEPOINT inside the group commit)."""
-
-    statements: list[tuple[str, Params]]
-    future: asyncio.Future[list[Rows]] = field(repr=False)
+def _read_failed(exc: Exception) -> errors.StoreError:
+    return errors.StoreUnavailable(f"store read failed: {exc}")
 
 
 def _translate(exc: Exception) -> errors.StoreError:
@@ -92,9 +79,9 @@ class Store:
         self._on_commit = on_commit
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
-        self._queue: asyncio.Queue[_Unit | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[Unit | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
-        self._read_queue: asyncio.Queue[_Write | None] = asyncio.Queue()
+        self._read_queue: asyncio.Queue[Read | None] = asyncio.Queue()
         self._read_task: asyncio.Task[None] | None = None
         self.batches = 0
         self.writes = 0
@@ -171,29 +158,11 @@ class Store:
         """
         if self._reader is None or self._read_task is None or self._read_task.done():
             raise errors.StoreUnavailable("store is closed")
-        fut: asyncio.Future[Rows] = asyncio.get_running_loop().create_future()
-        self._read_queue.put_nowait(_Write(sql, params, fut))
-        return await fut
-
-    async def _next_batch(self, queue: asyncio.Queue[_W | None]) -> list[_W] | None:
-        """Wait for work, then take everything queued (up to ``max_batch``); None: stop.
-
-        A stop marker found behind work is put back, so the work before it runs first.
-        """
-        first = await queue.get()
-        if first is None:
-            return None
-        batch = [first]
-        while len(batch) < self._max_batch and not queue.empty():
-            item = queue.get_nowait()
-            if item is None:
-                queue.put_nowait(None)
-                break
-            batch.append(item)
-        return batch
+        rows: Rows = await batching.enqueue(self._read_queue, batching.read(sql, params))
+        return rows
 
     async def _run_reader(self) -> None:
-        while (batch := await self._next_batch(self._read_queue)) is not None:
+        while (batch := await batching.next_batch(self._read_queue, self._max_batch)) is not None:
             conn = self._reader
             assert conn is not None
             results: list[Rows | sqlite3.Error | ValueError]
@@ -201,13 +170,7 @@ class Store:
                 results = list(await _run_reads(conn, [(w.sql, w.params) for w in batch]))
             except (sqlite3.Error, ValueError) as exc:  # the connection itself failed
                 results = [exc] * len(batch)
-            for w, res in zip(batch, results, strict=True):
-                if w.future.done():
-                    continue
-                if isinstance(res, Exception):
-                    w.future.set_exception(errors.StoreUnavailable(f"store read failed: {res}"))
-                else:
-                    w.future.set_result(res)
+            batching.answer(batch, results, _read_failed)
 
     async def write(self, sql: str, params: Params = ()) -> Rows:
         """Run one statement in the next group commit; returns its rows once committed.
@@ -227,17 +190,16 @@ class Store:
         """
         if self._task is None or self._task.done():
             raise errors.StoreUnavailable("store is closed")
-        fut: asyncio.Future[list[Rows]] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Unit(list(statements), fut))
-        return await fut
+        rows: list[Rows] = await batching.enqueue(self._queue, batching.unit(statements))
+        return rows
 
     async def _run_writer(self) -> None:
-        while (batch := await self._next_batch(self._queue)) is not None:
+        while (batch := await batching.next_batch(self._queue, self._max_batch)) is not None:
             # Queued writes run even if their caller has gone (cancelled): the
             # caller cannot know whether it ran, and reconciliation expects it did.
             await self._commit(batch)
 
-    async def _commit(self, batch: list[_Unit]) -> None:
+    async def _commit(self, batch: list[Unit]) -> None:
         """Run ``batch`` in one ``BEGIN IMMEDIATE … COMMIT`` and answer every caller.
 
         A statement that fails on its own (a CHECK, a conflict) is rolled back
@@ -253,25 +215,16 @@ class Store:
         except ValueError as exc:  # the connection was closed under us
             results, fatal = [], exc
         if fatal is not None:
-            err = _translate(fatal)
             log.error(
                 "group commit failed", extra={"event": "store_commit_failed", "error": str(fatal)}
             )
-            for w in batch:
-                if not w.future.done():
-                    w.future.set_exception(err)
+            batching.fail(batch, _translate(fatal))
             return
         self.batches += 1
         self.writes += len(batch)
         if self._on_commit is not None:
             self._on_commit(sum(len(w) for w in work))
-        for w, res in zip(batch, results, strict=True):
-            if w.future.done():
-                continue
-            if isinstance(res, Exception):
-                w.future.set_exception(_translate(res))
-            else:
-                w.future.set_result(res)
+        batching.answer(batch, results, _translate)
 
 
 Work = list[list[tuple[str, Params]]]

@@ -26,15 +26,16 @@ import logging
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar
+from dataclasses import dataclass
+from typing import Any, Final
 
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg import sql as pg_sql
 
 from edgeprint import errors
-from edgeprint.store import pg_schema
+from edgeprint.store import batching, pg_schema
+from edgeprint.store.batching import Read, Unit
 from edgeprint.store.interface import Params, Rows
 
 log = logging.getLogger(__name__)
@@ -125,21 +126,6 @@ def _fatal(exc: psycopg.Error, conn: psycopg.AsyncConnection[PgRow]) -> bool:
     return conn.broken or isinstance(exc, psycopg.OperationalError)
 
 
-@dataclass
-class _Unit:
-    statements: list[tuple[str, Params]]
-    future: asyncio.Future[list[Rows]] = field(repr=False)
-
-
-@dataclass
-class _Read:
-    sql: str
-    params: Params
-    future: asyncio.Future[Rows] = field(repr=False)
-
-
-_Q = TypeVar("_Q", _Unit, _Read)
-
 #: First and longest wait between attempts to reconnect to the server.
 _RECONNECT_MIN_S: Final = 0.1
 _RECONNECT_MAX_S: Final = 5.0
@@ -212,24 +198,6 @@ async def _deliver(on_notice: Callable[[Notice], Awaitable[None]], notice: Notic
 _ROLLBACK_RETRIES: Final = 3
 
 
-async def _next_batch(queue: asyncio.Queue[_Q | None], limit: int) -> list[_Q] | None:
-    """Wait for work, then take everything queued (up to ``limit``); None: stop.
-
-    A stop marker found behind work is put back, so the work before it runs first.
-    """
-    first = await queue.get()
-    if first is None:
-        return None
-    batch = [first]
-    while len(batch) < limit and not queue.empty():
-        item = queue.get_nowait()
-        if item is None:
-            queue.put_nowait(None)
-            break
-        batch.append(item)
-    return batch
-
-
 class PostgresStore:
     """The PostgreSQL database at ``url`` (``postgresql://user:pass@host:port/db``).
 
@@ -257,9 +225,9 @@ class PostgresStore:
         self._connect_timeout_s = connect_timeout_s
         self._writer: psycopg.AsyncConnection[PgRow] | None = None
         self._reader_conns: list[psycopg.AsyncConnection[PgRow]] = []
-        self._read_queue: asyncio.Queue[_Read | None] = asyncio.Queue()
+        self._read_queue: asyncio.Queue[Read | None] = asyncio.Queue()
         self._read_tasks: list[asyncio.Task[None]] = []
-        self._queue: asyncio.Queue[_Unit | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[Unit | None] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self.batches = 0
         self.writes = 0
@@ -500,12 +468,11 @@ class PostgresStore:
         """
         if not self._read_tasks or any(t.done() for t in self._read_tasks):
             raise errors.StoreUnavailable("store is closed")
-        fut: asyncio.Future[Rows] = asyncio.get_running_loop().create_future()
-        self._read_queue.put_nowait(_Read(sql, params, fut))
-        return await fut
+        rows: Rows = await batching.enqueue(self._read_queue, batching.read(sql, params))
+        return rows
 
     async def _run_reader(self, index: int) -> None:
-        while (batch := await _next_batch(self._read_queue, self._max_batch)) is not None:
+        while (batch := await batching.next_batch(self._read_queue, self._max_batch)) is not None:
             results: list[Rows | Exception] = []
             for attempt in range(2):  # a read is safe to run again on a new connection
                 try:
@@ -521,17 +488,15 @@ class PostgresStore:
                     self._born.pop(id(conn), None)
                 if not (lost and attempt == 0):
                     break
-            for r, res in zip(batch, results, strict=True):
-                if r.future.done():
-                    continue
-                if isinstance(res, errors.StoreUnavailable):
-                    r.future.set_exception(res)
-                elif isinstance(res, Exception):
-                    lost = id(self._reader_conns[index]) not in self._born
-                    cls = errors.StoreReconnecting if lost else errors.StoreUnavailable
-                    r.future.set_exception(cls(f"store read failed: {res}"))
-                else:
-                    r.future.set_result(res)
+            lost = id(self._reader_conns[index]) not in self._born
+
+            def read_failed(exc: Exception, lost: bool = lost) -> errors.StoreError:
+                if isinstance(exc, errors.StoreUnavailable):
+                    return exc
+                cls = errors.StoreReconnecting if lost else errors.StoreUnavailable
+                return cls(f"store read failed: {exc}")
+
+            batching.answer(batch, results, read_failed)
 
     async def write(self, sql: str, params: Params = ()) -> Rows:
         """Run one statement in the next group commit; returns its rows once committed.
@@ -545,22 +510,19 @@ class PostgresStore:
         """Run ``statements`` together in the next group commit: all of them or none."""
         if self._task is None or self._task.done():
             raise errors.StoreUnavailable("store is closed")
-        fut: asyncio.Future[list[Rows]] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Unit(list(statements), fut))
-        return await fut
+        rows: list[Rows] = await batching.enqueue(self._queue, batching.unit(statements))
+        return rows
 
     async def _run_writer(self) -> None:
-        while (batch := await _next_batch(self._queue, self._max_batch)) is not None:
+        while (batch := await batching.next_batch(self._queue, self._max_batch)) is not None:
             try:
                 self._writer = await self._reconnect(self._writer, "writer", self._writer_backoff)
             except errors.StoreUnavailable as exc:
-                for w in batch:  # nothing of the batch was sent
-                    if not w.future.done():
-                        w.future.set_exception(exc)
+                batching.fail(batch, exc)  # nothing of the batch was sent
                 continue
             await self._commit(batch)
 
-    async def _commit(self, batch: list[_Unit]) -> None:
+    async def _commit(self, batch: list[Unit]) -> None:
         """Run ``batch`` in one transaction and answer every caller (see the module doc).
 
         First all at once in pipeline mode (one round trip for the batch); if any
@@ -599,7 +561,7 @@ class PostgresStore:
         self._answer(batch, results, fatal)
 
     async def _one_by_one(
-        self, conn: psycopg.AsyncConnection[PgRow], batch: list[_Unit]
+        self, conn: psycopg.AsyncConnection[PgRow], batch: list[Unit]
     ) -> tuple[list[list[Rows] | psycopg.Error], Exception | None]:
         results: list[list[Rows] | psycopg.Error] = []
         fatal: Exception | None = None
@@ -627,7 +589,7 @@ class PostgresStore:
 
     def _answer(
         self,
-        batch: list[_Unit],
+        batch: list[Unit],
         results: list[list[Rows] | psycopg.Error],
         fatal: Exception | None,
     ) -> None:
@@ -640,9 +602,7 @@ class PostgresStore:
             log.error(
                 "group commit failed", extra={"event": "store_commit_failed", "error": str(fatal)}
             )
-            for w in batch:
-                if not w.future.done():
-                    w.future.set_exception(err)
+            batching.fail(batch, err)
             return
         self.batches += 1
         self.writes += len(batch)
@@ -654,13 +614,7 @@ class PostgresStore:
                     if not isinstance(res, psycopg.Error)
                 )
             )
-        for w, res in zip(batch, results, strict=True):
-            if w.future.done():
-                continue
-            if isinstance(res, Exception):
-                w.future.set_exception(_translate_error(res))
-            else:
-                w.future.set_result(res)
+        batching.answer(batch, results, _translate_error)
 
 
 async def _run_unit(
@@ -673,7 +627,7 @@ async def _run_unit(
     return out
 
 
-async def _pipelined(conn: psycopg.AsyncConnection[PgRow], batch: list[_Unit]) -> list[list[Rows]]:
+async def _pipelined(conn: psycopg.AsyncConnection[PgRow], batch: list[Unit]) -> list[list[Rows]]:
     """Every statement of ``batch`` in one transaction, sent together (pipeline mode)."""
     async with conn.transaction(), conn.pipeline() as pipeline:
         cursors: list[list[psycopg.AsyncCursor[PgRow]]] = []
@@ -691,9 +645,7 @@ async def _pipelined(conn: psycopg.AsyncConnection[PgRow], batch: list[_Unit]) -
         ]
 
 
-async def _reads(
-    conn: psycopg.AsyncConnection[PgRow], batch: list[_Read]
-) -> list[Rows | Exception]:
+async def _reads(conn: psycopg.AsyncConnection[PgRow], batch: list[Read]) -> list[Rows | Exception]:
     """Each read's rows or error: all in one round trip, else (one failed) each on its own,
     so that only its caller sees an error."""
     try:
@@ -709,7 +661,7 @@ async def _reads(
         return results
 
 
-async def _pipelined_reads(conn: psycopg.AsyncConnection[PgRow], batch: list[_Read]) -> list[Rows]:
+async def _pipelined_reads(conn: psycopg.AsyncConnection[PgRow], batch: list[Read]) -> list[Rows]:
     """Every read of ``batch`` sent together (pipeline mode, autocommit)."""
     async with conn.pipeline() as pipeline:
         cursors = []
