@@ -1,14 +1,9 @@
-"""API benchmark: edgeprint against a bare aiohttp + aiosqlite baseline on loopback.
+"""API: edgeprint against bare aiohttp + aiosqlite (:mod:`bench.baseline_server`).
 
-Each measured run starts the server (edgeprint, or :mod:`bench.baseline_server`, the
-machine's ceiling for the same durable work) afresh, warms it up, then drives it from
-:mod:`bench.loadgen` (its own process): (a) ``--submits`` held uploads of a
-``--doc-kib`` KiB PDF over ``--concurrency`` connections, (b) a release of each, (c)
-``--burst`` simultaneous releases of one job (one 200, the rest 409). Figures:
-requests/s, p50/p99 latency, server CPU per request, the client's and other
-processes' CPU, and the baseline's statements per group commit; medians of
-``--repeat`` runs, servers alternating. edgeprint's printers refuse connections, so
-released jobs stay queued. Writes ``bench/results/api.json``.
+Each run starts a server afresh and drives it from :mod:`bench.loadgen` (own process):
+``--submits`` held uploads over ``--concurrency`` connections, a release of each, and
+``--burst`` simultaneous releases of one job. Requests/s, p50/p99, server CPU per
+request; medians of ``--repeat`` runs, servers alternating; py-spy profile of release.
 
     .venv/bin/python -m bench.api_bench [--quick]
 """
