@@ -30,6 +30,7 @@ from bench.harness import (
     REPO,
     BenchError,
     Run,
+    figures_markdown,
     own_cpu,
     parser,
     process_cpu_s,
@@ -446,47 +447,30 @@ def summarize(runs: Runs) -> dict[str, Any]:
     return summary
 
 
-def _cell(s: dict[str, float] | None, digits: int) -> str:
-    if s is None:
-        return "–"
-    f = f"{{:,.{digits}f}}"
-    return f"{f.format(s['median'])} ({f.format(s['min'])}–{f.format(s['max'])})"
-
-
-def _statuses_cell(runs: list[dict[str, int]]) -> str:
-    seen = {json.dumps(r, sort_keys=True) for r in runs}
-    return " / ".join(
-        " + ".join(f"{n}×{code}" for code, n in sorted(json.loads(s).items())) for s in sorted(seen)
-    )
-
-
-def markdown(summary: dict[str, Any], settings: dict[str, Any]) -> str:
-    """The results as a Markdown table (median over runs, min–max in brackets)."""
-    servers = [s for s in SERVERS if s in summary]
-    ratios = summary.get("ratio_edgeprint_over_baseline", {})
-    head = ["phase", "metric", *servers]
-    if ratios:
-        head.append("edgeprint / baseline")
-    rows = [head, ["---"] * len(head)]
+def table_rows(summary: dict[str, Any], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Per phase and metric: edgeprint beside the baseline (median, min–max) and the ratio."""
     names = {
-        "submit": f"a. submit {settings['doc_kib']} KiB PDF",
+        "submit": f"a. submit {args.doc_kib} KiB PDF",
         "release": "b. release",
-        "contention": f"c. {settings['burst']} releases of one job",
+        "contention": f"c. {args.burst} releases of one job",
         "idle": "idle after each run",
         "writer": "whole run",
     }
-    for phase, key, label, digits, _ in METRICS:
-        row = [names[phase], label]
-        row += [_cell(summary[s].get(phase, {}).get(key), digits) for s in servers]
-        if ratios:
-            r = ratios.get(phase, {}).get(key)
-            row.append(f"{r:.2f}" if r is not None else "")
-        rows.append(row)
-        if phase == "contention" and key == "wall_ms":
-            row = [names["contention"], "statuses (all runs)"]
-            row += [_statuses_cell(summary[s]["contention"]["statuses"]) for s in servers]
-            rows.append([*row, ""] if ratios else row)
-    return "\n".join("| " + " | ".join(r) + " |" for r in rows)
+    ratios = summary.get("ratio_edgeprint_over_baseline", {})
+    out = []
+    for phase, key, label, _, _ in METRICS:
+        cell = {s: summary.get(s, {}).get(phase, {}).get(key) for s in SERVERS}
+        r = ratios.get(phase, {}).get(key)
+        out.append({"figure": f"{names[phase]}: {label}", "unit": "", **cell, "ratio": r})
+    for s in SERVERS:
+        runs = summary.get(s, {}).get("contention", {}).get("statuses", [])
+        seen = {json.dumps(r, sort_keys=True) for r in runs}
+        statuses = " / ".join(
+            " + ".join(f"{n}×{c}" for c, n in sorted(json.loads(x).items())) for x in sorted(seen)
+        )
+        out.append({"figure": f"{names['contention']}: statuses (all runs), {s}", "unit": "",
+                    "median": statuses, "min": None, "max": None})  # fmt: skip
+    return out
 
 
 # --- main ---------------------------------------------------------------------------
@@ -580,7 +564,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     profile = settings.pop("release_profile", None)
     return bench.finish(
-        markdown(summary, settings) + "".join(f"\n\n{n}" for n in notes),
+        figures_markdown(table_rows(summary, args)) + "".join(f"\n\n{n}" for n in notes),
         settings=settings,
         release_profile=profile,
         summary=summary,

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,11 +30,11 @@ import aiohttp
 from bench.cups_rig import Cupsd, CupsError, cups_tools, first, ipp_request
 from bench.harness import (
     POOL,
-    SUBMIT_CONCURRENCY,
     BenchError,
     Kiosk,
     Run,
     Stand,
+    bounded,
     figures_markdown,
     parser,
     printed_at,
@@ -269,17 +269,6 @@ def ground_truth(rig: Rig, expected: set[str]) -> dict[str, int]:
     }
 
 
-async def gather_limited(n: int, one: Callable[[int], Awaitable[Any]]) -> list[Any]:
-    """``one(0..n-1)``, SUBMIT_CONCURRENCY at a time; results in order."""
-    sem = asyncio.Semaphore(SUBMIT_CONCURRENCY)
-
-    async def run(i: int) -> Any:
-        async with sem:
-            return await one(i)
-
-    return list(await asyncio.gather(*(run(i) for i in range(n))))
-
-
 def wait_bound(n_jobs: int, printers: int) -> float:
     return WAIT_BASE_S + WAIT_PER_JOB_S * n_jobs / printers
 
@@ -295,14 +284,14 @@ async def run_side(
         timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S),
     ) as http:
         t0 = time.time()
-        refs: list[str] = await gather_limited(n_jobs, lambda i: side.submit(http, i))
+        refs: list[str] = await bounded(side.submit(http, i) for i in range(n_jobs))
         t1 = time.time()
         out["submit_s"] = round(t1 - t0, 3)
         expected = {side.expected_name(r, i) for i, r in enumerate(refs)}
         if printed_count(side.rig):
             raise BenchError(f"{side.name}: a held job printed before its release")
         t_release = time.time()
-        await gather_limited(n_jobs, lambda i: side.release(http, refs[i]))
+        await bounded(side.release(http, r) for r in refs)
         out["release_s"] = round(time.time() - t_release, 3)
         bound = wait_bound(n_jobs, printers)
 

@@ -34,6 +34,7 @@ from bench.harness import (
     Stand,
     Tech,
     appliance_errors,
+    bounded,
     default_settings,
     evidence,
     figures_markdown,
@@ -105,17 +106,16 @@ async def phase_failover(
         await until(
             lambda: tech.all_healthy(PRINTERS), JOB_TIMEOUT_S, 0.02, "printers not all healthy"
         )
-        sem = asyncio.Semaphore(SUBMIT_CONCURRENCY)
 
         def is_named(i: int) -> bool:
             return i % NAMED_EVERY == NAMED_EVERY - 1
 
-        async def one(i: int) -> str:
-            meta: dict[str, Any] = {"printer": VICTIM} if is_named(i) else {"pool": POOL}
-            async with sem:
-                return await kiosk.submit(f"{tag}-{i:04d}", hold=False, **meta)
+        def meta(i: int) -> dict[str, Any]:
+            return {"printer": VICTIM} if is_named(i) else {"pool": POOL}
 
-        ids = list(await asyncio.gather(*(one(i) for i in range(n_jobs))))
+        ids = await bounded(
+            kiosk.submit(f"{tag}-{i:04d}", hold=False, **meta(i)) for i in range(n_jobs)
+        )
         named = [job_id for i, job_id in enumerate(ids) if is_named(i)]
 
         async def victim_busy() -> bool:

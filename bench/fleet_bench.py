@@ -23,6 +23,7 @@ from bench.harness import (
     Run,
     Stand,
     Tech,
+    bounded,
     figures_markdown,
     gaps,
     ground_truth,
@@ -65,14 +66,9 @@ async def fleet(stand: Stand, jobs: int, idle_s: float) -> dict[str, Any]:
         out["idle_cpu_pct"] = round(
             100 * (tree_cpu_s(stand.pid) - cpu0) / (time.monotonic() - w0), 2
         )
-        sem = asyncio.Semaphore(CONCURRENCY)
 
-        async def each(calls: Sequence[Awaitable[T]]) -> list[T]:
-            async def one(call: Awaitable[T]) -> T:
-                async with sem:
-                    return await call
-
-            return list(await asyncio.gather(*(one(c) for c in calls)))
+        def each(calls: Sequence[Awaitable[T]]) -> Awaitable[list[T]]:
+            return bounded(calls, CONCURRENCY)
 
         # Every printer paused while its jobs are released: then all start at once, each
         # with its whole share waiting (a named job waits for its paused printer when

@@ -42,7 +42,15 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType, TracebackType
@@ -800,6 +808,17 @@ async def until(
         if time.monotonic() > deadline:
             raise BenchError(f"timeout after {timeout_s:g} s: {what}")
         await asyncio.sleep(period_s)
+
+
+async def bounded(calls: Iterable[Awaitable[T]], limit: int = SUBMIT_CONCURRENCY) -> list[T]:
+    """Await ``calls``, at most ``limit`` at a time; their results in order."""
+    sem = asyncio.Semaphore(limit)
+
+    async def one(call: Awaitable[T]) -> T:
+        async with sem:
+            return await call
+
+    return list(await asyncio.gather(*(one(c) for c in calls)))
 
 
 @contextlib.asynccontextmanager
