@@ -305,7 +305,8 @@ def figures_markdown(rows: Sequence[dict[str, Any]]) -> str:
         figure = f"{r['section']}: {r['figure']}" if r.get("section") else r["figure"]
         if "edgeprint" in r:
             other = next(k for k in r if k not in _ROW_KEYS)
-            cells = [_cell(r["edgeprint"]), f"{other}: {_cell(r[other])}", f"{_cell(r['ratio'])}×"]
+            ratio = "" if r.get("ratio") is None else f"{_cell(r['ratio'])}×"
+            cells = [_cell(r["edgeprint"]), f"{other}: {_cell(r[other])}", ratio]
         else:
             cells = [_cell(r["median"]), _cell(r["min"]), _cell(r["max"])]
         tail = f" | {r.get('unit', '')} | {r.get('note', '')} |"
