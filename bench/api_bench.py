@@ -1,14 +1,9 @@
-"""API benchmark: edgeprint against a bare aiohttp + aiosqlite baseline on loopback.
+"""API: edgeprint against bare aiohttp + aiosqlite (:mod:`bench.baseline_server`).
 
-Each measured run starts the server (edgeprint, or :mod:`bench.baseline_server`, the
-machine's ceiling for the same durable work) afresh, warms it up, then drives it from
-:mod:`bench.loadgen` (its own process): (a) ``--submits`` held uploads of a
-``--doc-kib`` KiB PDF over ``--concurrency`` connections, (b) a release of each, (c)
-``--burst`` simultaneous releases of one job (one 200, the rest 409). Figures:
-requests/s, p50/p99 latency, server CPU per request, the client's and other
-processes' CPU, and the baseline's statements per group commit; medians of
-``--repeat`` runs, servers alternating. edgeprint's printers refuse connections, so
-released jobs stay queued. Writes ``bench/results/api.json``.
+Each run starts a server afresh and drives it from :mod:`bench.loadgen` (own process):
+``--submits`` held uploads over ``--concurrency`` connections, a release of each, and
+``--burst`` simultaneous releases of one job. Requests/s, p50/p99, server CPU per
+request; medians of ``--repeat`` runs, servers alternating; py-spy profile of release.
 
     .venv/bin/python -m bench.api_bench [--quick]
 """
@@ -35,6 +30,7 @@ from bench.harness import (
     REPO,
     BenchError,
     Run,
+    figures_markdown,
     own_cpu,
     parser,
     process_cpu_s,
@@ -451,47 +447,30 @@ def summarize(runs: Runs) -> dict[str, Any]:
     return summary
 
 
-def _cell(s: dict[str, float] | None, digits: int) -> str:
-    if s is None:
-        return "–"
-    f = f"{{:,.{digits}f}}"
-    return f"{f.format(s['median'])} ({f.format(s['min'])}–{f.format(s['max'])})"
-
-
-def _statuses_cell(runs: list[dict[str, int]]) -> str:
-    seen = {json.dumps(r, sort_keys=True) for r in runs}
-    return " / ".join(
-        " + ".join(f"{n}×{code}" for code, n in sorted(json.loads(s).items())) for s in sorted(seen)
-    )
-
-
-def markdown(summary: dict[str, Any], settings: dict[str, Any]) -> str:
-    """The results as a Markdown table (median over runs, min–max in brackets)."""
-    servers = [s for s in SERVERS if s in summary]
-    ratios = summary.get("ratio_edgeprint_over_baseline", {})
-    head = ["phase", "metric", *servers]
-    if ratios:
-        head.append("edgeprint / baseline")
-    rows = [head, ["---"] * len(head)]
+def table_rows(summary: dict[str, Any], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Per phase and metric: edgeprint beside the baseline (median, min–max) and the ratio."""
     names = {
-        "submit": f"a. submit {settings['doc_kib']} KiB PDF",
+        "submit": f"a. submit {args.doc_kib} KiB PDF",
         "release": "b. release",
-        "contention": f"c. {settings['burst']} releases of one job",
+        "contention": f"c. {args.burst} releases of one job",
         "idle": "idle after each run",
         "writer": "whole run",
     }
-    for phase, key, label, digits, _ in METRICS:
-        row = [names[phase], label]
-        row += [_cell(summary[s].get(phase, {}).get(key), digits) for s in servers]
-        if ratios:
-            r = ratios.get(phase, {}).get(key)
-            row.append(f"{r:.2f}" if r is not None else "")
-        rows.append(row)
-        if phase == "contention" and key == "wall_ms":
-            row = [names["contention"], "statuses (all runs)"]
-            row += [_statuses_cell(summary[s]["contention"]["statuses"]) for s in servers]
-            rows.append([*row, ""] if ratios else row)
-    return "\n".join("| " + " | ".join(r) + " |" for r in rows)
+    ratios = summary.get("ratio_edgeprint_over_baseline", {})
+    out = []
+    for phase, key, label, _, _ in METRICS:
+        cell = {s: summary.get(s, {}).get(phase, {}).get(key) for s in SERVERS}
+        r = ratios.get(phase, {}).get(key)
+        out.append({"figure": f"{names[phase]}: {label}", "unit": "", **cell, "ratio": r})
+    for s in SERVERS:
+        runs = summary.get(s, {}).get("contention", {}).get("statuses", [])
+        seen = {json.dumps(r, sort_keys=True) for r in runs}
+        statuses = " / ".join(
+            " + ".join(f"{n}×{c}" for c, n in sorted(json.loads(x).items())) for x in sorted(seen)
+        )
+        out.append({"figure": f"{names['contention']}: statuses (all runs), {s}", "unit": "",
+                    "median": statuses, "min": None, "max": None})  # fmt: skip
+    return out
 
 
 # --- main ---------------------------------------------------------------------------
@@ -585,7 +564,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     profile = settings.pop("release_profile", None)
     return bench.finish(
-        markdown(summary, settings) + "".join(f"\n\n{n}" for n in notes),
+        figures_markdown(table_rows(summary, args)) + "".join(f"\n\n{n}" for n in notes),
         settings=settings,
         release_profile=profile,
         summary=summary,

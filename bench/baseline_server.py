@@ -1,30 +1,13 @@
 """The practical ceiling: bare aiohttp + aiosqlite doing the same durable work as edgeprint.
 
-No edgeprint code. One SQLite file in WAL mode with ``synchronous=FULL``; one
-writer connection fed by a queue that a single task drains into
-``BEGIN IMMEDIATE`` … ``COMMIT`` (group commit: one WAL fsync per batch);
-every caller is answered only after its batch committed. By default the whole
-batch runs in one call on aiosqlite's thread.
+No edgeprint code. ``POST /submit`` streams the PDF to the spool (fsync, rename, fsync
+the folder) and INSERTs the row; ``POST /release/{id}`` is a conditional UPDATE; both
+through one group-commit writer (WAL, ``synchronous=FULL``), answered once durable.
+Absent on purpose (part of the gap measured): audit events, the idempotency look-up,
+validation, metrics, per-request logs. Prints ``{"event": "ready", "port": …}`` when
+listening and ``{"event": "stopped", "batches": …, "statements": …}`` on SIGTERM.
 
-Endpoints (``Authorization: Bearer <token>`` required, checked against a SHA-256):
-
-* ``POST /submit`` — multipart body with a JSON ``metadata`` part and a PDF
-  ``document`` part, plus an ``Idempotency-Key`` header. The document is
-  streamed to ``spool/tmp`` while hashed, fsync'ed, renamed to
-  ``spool/<sha256>.pdf`` and the folder fsync'ed; then the row is INSERTed via
-  the group-commit writer. 201 with the row as JSON; 409 if the key exists.
-* ``POST /release/{id}`` — ``UPDATE … WHERE id = ? AND state = 'HELD'
-  RETURNING *`` via the group-commit writer. 200 with the row, or 409 (not
-  HELD, or no such job).
-
-Deliberately absent (edgeprint does these; they are part of the gap a
-benchmark measures): the audit-event row per state change, the idempotency
-look-up before the insert, pydantic validation, metrics and per-request logs.
-
-Run: ``python -m bench.baseline_server --data-dir DIR --token-sha256 HEX [--port 0]``.
-Prints one JSON line ``{"event": "ready", "port": …}`` on stdout when
-listening, and ``{"event": "stopped", "batches": …, "statements": …}`` on
-SIGTERM/SIGINT.
+    python -m bench.baseline_server --data-dir DIR --token-sha256 HEX [--port 0]
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
-"""Side by side with CUPS: the same held jobs through edgeprint and through a CUPS class.
+"""Side by side with CUPS: the same held jobs through edgeprint and a private cupsd class.
 
-Both sides drive ``--printers`` fresh real printers (0 s/page, a ~30 KB PDF per job);
-edgeprint with its defaults in pool ``lobby``, CUPS as a private ``cupsd``
-(:class:`bench.cups_rig.Cupsd`) with one raw queue per printer in class ``lobby``,
-jobs by IPP Print-Job held then Release-Job (the aiohttp client of both sides).
-(1) normal: submit, release, release → last printed, duplicates, losses; (2) SIGKILL
-of the scheduler (CUPS with its backends, as systemd does) when the k-th document
-comes out, restarted: → serving, → settled, jobs known, duplicates, losses; CUPS with
-its defaults and with ``DirtyCleanInterval 0``. Ratios per repetition, medians of
-``--repeat``. Writes ``bench/results/cups.json``.
+Both drive ``--printers`` fresh printers (0 s/page, ~30 KB PDF): submit held, release,
+→ all printed; then the scheduler SIGKILLed at the k-th document and restarted (CUPS
+with its defaults and with ``DirtyCleanInterval 0``): → serving, → settled, jobs known,
+duplicates, losses. Medians of ``--repeat``.
 
     .venv/bin/python -m bench.cups_bench [--quick]
 """
@@ -25,35 +20,22 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from bench.cups_rig import (
-    GET_PRINTER_ATTRIBUTES,
-    PRINT_JOB,
-    RELEASE_JOB,
-    TAG_INTEGER,
-    TAG_KEYWORD,
-    TAG_MIME,
-    TAG_NAME,
-    TAG_URI,
-    Cupsd,
-    CupsError,
-    cups_tools,
-    ipp_request,
-    parse_ipp,
-)
+from bench.cups_rig import Cupsd, CupsError, cups_tools, first, ipp_request
 from bench.harness import (
     POOL,
-    SUBMIT_CONCURRENCY,
     BenchError,
+    Kiosk,
     Run,
     Stand,
-    default_settings,
+    bounded,
+    figures_markdown,
     parser,
     printed_at,
     printed_count,
@@ -62,7 +44,9 @@ from bench.harness import (
     spread,
     until,
 )
-from testbed.config import KIOSK_TOKEN
+from edgeprint.errors import IppParseError
+from edgeprint.printers import codec
+from edgeprint.printers.codec import Operation, Tag, attr
 from testbed.pdfs import make_pdf
 from testbed.rig import Rig, RigError, printed_names
 
@@ -84,18 +68,6 @@ BACKPRESSURE_RETRY_S = 0.05
 # --- the two sides --------------------------------------------------------------------
 
 
-async def _retry_503(do: Callable[[], Awaitable[tuple[int, Any]]], ok: int, what: str) -> Any:
-    """Run ``do`` until it answers ``ok``; 503 (queue full) is retried, anything else fails."""
-    deadline = time.monotonic() + REQUEST_TIMEOUT_S
-    while True:
-        status, body = await do()
-        if status == ok:
-            return body
-        if status != 503 or time.monotonic() > deadline:
-            raise BenchError(f"{what}: HTTP {status}: {str(body)[:300]}")
-        await asyncio.sleep(BACKPRESSURE_RETRY_S)
-
-
 @dataclass
 class EdgeSide:
     """The appliance (child process, default settings) and its printers, all in one pool."""
@@ -115,37 +87,15 @@ class EdgeSide:
     def rig(self) -> Rig:
         return self.stand.rig
 
-    @property
-    def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {KIOSK_TOKEN}"}
-
     def start(self) -> None:
-        try:
-            self.stand.start()
-        except (RigError, TimeoutError, RuntimeError) as exc:
-            raise BenchError(f"edgeprint stand did not start: {exc}") from exc
+        self.stand.start()
 
     async def submit(self, http: aiohttp.ClientSession, i: int) -> str:
-        meta = json.dumps({"owner": "bench", "pool": POOL, "hold": True})
-        headers = {**self.headers, "Idempotency-Key": f"{self.tag}-{i:05d}"}
-
-        async def do() -> tuple[int, Any]:
-            form = aiohttp.FormData()
-            form.add_field("metadata", meta, content_type="application/json")
-            form.add_field("document", self.doc, content_type="application/pdf", filename="b.pdf")
-            async with http.post(f"{self.stand.url}/v1/jobs", data=form, headers=headers) as r:
-                return r.status, await r.json()
-
-        body = await _retry_503(do, 201, f"edgeprint submit {i}")
-        return str(body["id"])
+        kiosk = Kiosk(http, self.stand.url)
+        return await kiosk.submit(f"{self.tag}-{i:05d}", doc=self.doc, pool=POOL, hold=True)
 
     async def release(self, http: aiohttp.ClientSession, ref: str) -> None:
-        async def do() -> tuple[int, Any]:
-            url = f"{self.stand.url}/v1/jobs/{ref}/release"
-            async with http.post(url, headers=self.headers) as r:
-                return r.status, await r.read()
-
-        await _retry_503(do, 200, f"edgeprint release {ref}")
+        await Kiosk(http, self.stand.url).release(ref)
 
     def expected_name(self, ref: str, i: int) -> str:
         return f"edgeprint-{ref}"
@@ -159,16 +109,9 @@ class EdgeSide:
         except (TimeoutError, RuntimeError) as exc:
             raise BenchError(f"edgeprint did not restart: {exc}") from exc
 
-    async def _ids_in(self, http: aiohttp.ClientSession, state: str) -> set[str]:
-        url = f"{self.stand.url}/v1/jobs?state={state}&limit=500"
-        async with http.get(url, headers=self.headers) as r:
-            body = await r.json()
-            if r.status != 200:
-                raise BenchError(f"edgeprint list {state}: HTTP {r.status}: {body}")
-            return {str(j["id"]) for j in body["jobs"]}
-
     async def settled(self, http: aiohttp.ClientSession) -> bool:
-        if await self._ids_in(http, "PRINTING") or await self._ids_in(http, "RELEASED"):
+        kiosk = Kiosk(http, self.stand.url)
+        if await kiosk.ids_in("PRINTING") or await kiosk.ids_in("RELEASED"):
             return False
         return await printers_idle(http, self.rig)
 
@@ -220,43 +163,38 @@ class CupsSide:
             raw = await r.read()
             if r.status != 200:
                 raise BenchError(f"cupsd {path}: HTTP {r.status}")
-        return parse_ipp(raw)
+        return codec.parse(raw)
 
     def job_name(self, i: int) -> str:
         return f"cups-{self.tag}-{i:05d}"
 
     async def submit(self, http: aiohttp.ClientSession, i: int) -> str:
         body = ipp_request(
-            PRINT_JOB,
-            i + 1,
+            Operation.PRINT_JOB,
+            self.cups.uri_class(POOL),
             [
-                (TAG_URI, "printer-uri", self.cups.uri_class(POOL)),
-                (TAG_NAME, "requesting-user-name", "bench"),
-                (TAG_NAME, "job-name", self.job_name(i)),
-                (TAG_MIME, "document-format", "application/pdf"),
+                attr("requesting-user-name", Tag.NAME, "bench"),
+                attr("job-name", Tag.NAME, self.job_name(i)),
+                attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf"),
             ],
-            [(TAG_KEYWORD, "job-hold-until", "indefinite")],
+            [attr("job-hold-until", Tag.KEYWORD, "indefinite")],
             self.doc_path.read_bytes(),
         )
         resp = await self._ipp(http, f"/classes/{POOL}", body)
-        job_id = resp.first("job-id")
-        if not resp.ok or job_id is None:
-            raise BenchError(f"cupsd Print-Job {i}: status 0x{resp.status:04x}")
+        job_id = first(resp, "job-id")
+        if resp.status_code >= 0x100 or job_id is None:
+            raise BenchError(f"cupsd Print-Job {i}: status 0x{resp.status_code:04x}")
         return str(job_id)
 
     async def release(self, http: aiohttp.ClientSession, ref: str) -> None:
         body = ipp_request(
-            RELEASE_JOB,
-            1,
-            [
-                (TAG_URI, "printer-uri", self.cups.uri_class(POOL)),
-                (TAG_INTEGER, "job-id", int(ref)),
-                (TAG_NAME, "requesting-user-name", "bench"),
-            ],
+            Operation.RELEASE_JOB,
+            self.cups.uri_class(POOL),
+            [attr("job-id", Tag.INTEGER, int(ref)), attr("requesting-user-name", Tag.NAME, "x")],
         )
         resp = await self._ipp(http, "/jobs", body)
-        if not resp.ok:
-            raise BenchError(f"cupsd Release-Job {ref}: status 0x{resp.status:04x}")
+        if resp.status_code >= 0x100:
+            raise BenchError(f"cupsd Release-Job {ref}: status 0x{resp.status_code:04x}")
 
     def expected_name(self, ref: str, i: int) -> str:
         return self.job_name(i)
@@ -304,21 +242,15 @@ class CupsSide:
 async def printers_idle(http: aiohttp.ClientSession, rig: Rig) -> bool:
     """Every printer of ``rig`` reports printer-state idle (3) and no job queued."""
     for p in rig:
-        body = ipp_request(
-            GET_PRINTER_ATTRIBUTES,
-            1,
-            [
-                (TAG_URI, "printer-uri", p.uri),
-                (TAG_KEYWORD, "requested-attributes", ["printer-state", "queued-job-count"]),
-            ],
-        )
+        wanted = attr("requested-attributes", Tag.KEYWORD, "printer-state", "queued-job-count")
+        body = ipp_request(Operation.GET_PRINTER_ATTRIBUTES, p.uri, [wanted])
         url = f"http://127.0.0.1:{p.port}/ipp/print"
         try:
             async with http.post(url, data=body, headers={"Content-Type": "application/ipp"}) as r:
-                resp = parse_ipp(await r.read())
-        except (aiohttp.ClientError, OSError, CupsError):
+                resp = codec.parse(await r.read())
+        except (aiohttp.ClientError, OSError, IppParseError):
             return False
-        if resp.first("printer-state") != 3 or resp.first("queued-job-count") not in (0, None):
+        if first(resp, "printer-state") != 3 or first(resp, "queued-job-count") not in (0, None):
             return False
     return True
 
@@ -337,17 +269,6 @@ def ground_truth(rig: Rig, expected: set[str]) -> dict[str, int]:
     }
 
 
-async def gather_limited(n: int, one: Callable[[int], Awaitable[Any]]) -> list[Any]:
-    """``one(0..n-1)``, SUBMIT_CONCURRENCY at a time; results in order."""
-    sem = asyncio.Semaphore(SUBMIT_CONCURRENCY)
-
-    async def run(i: int) -> Any:
-        async with sem:
-            return await one(i)
-
-    return list(await asyncio.gather(*(run(i) for i in range(n))))
-
-
 def wait_bound(n_jobs: int, printers: int) -> float:
     return WAIT_BASE_S + WAIT_PER_JOB_S * n_jobs / printers
 
@@ -363,14 +284,14 @@ async def run_side(
         timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S),
     ) as http:
         t0 = time.time()
-        refs: list[str] = await gather_limited(n_jobs, lambda i: side.submit(http, i))
+        refs: list[str] = await bounded(side.submit(http, i) for i in range(n_jobs))
         t1 = time.time()
         out["submit_s"] = round(t1 - t0, 3)
         expected = {side.expected_name(r, i) for i, r in enumerate(refs)}
         if printed_count(side.rig):
             raise BenchError(f"{side.name}: a held job printed before its release")
         t_release = time.time()
-        await gather_limited(n_jobs, lambda i: side.release(http, refs[i]))
+        await bounded(side.release(http, r) for r in refs)
         out["release_s"] = round(time.time() - t_release, 3)
         bound = wait_bound(n_jobs, printers)
 
@@ -543,43 +464,6 @@ def build_table(runs: list[dict[str, Any]], n_jobs: int, printers: int) -> list[
     return rows
 
 
-def _fmt(v: float | None) -> str:
-    if v is None:
-        return "–"
-    if float(v).is_integer():
-        return f"{int(v)}"
-    if abs(v) < 1:
-        return f"{v:.3g}"
-    if abs(v) < 10:
-        return f"{v:.2f}"
-    return f"{v:.1f}" if abs(v) < 1000 else f"{v:.0f}"
-
-
-def _cell(s: dict[str, float | None]) -> str:
-    if s["median"] is None:
-        return "–"
-    if s["min"] == s["max"]:
-        return _fmt(s["median"])
-    return f"{_fmt(s['median'])} ({_fmt(s['min'])}–{_fmt(s['max'])})"
-
-
-def markdown(table: list[dict[str, Any]], runs: int) -> str:
-    lines = [
-        f"| figure (median (min–max) of {runs}) | unit | edgeprint | CUPS | edgeprint / CUPS |",
-        "|---|---|---:|---:|---:|",
-    ]
-    section = ""
-    for row in table:
-        if row["section"] != section:
-            section = row["section"]
-            lines.append(f"| **{section}** | | | | |")
-        lines.append(
-            f"| {row['figure']} | {row['unit']} | {_cell(row['edgeprint'])} | "
-            f"{_cell(row['cups'])} | {_cell(row['ratio'])} |"
-        )
-    return "\n".join(lines)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; the exit code (see the module docstring)."""
     ap = parser("cups", __doc__, "12 jobs, 1 repetition (~15 s)")
@@ -656,23 +540,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         print(f"repetition {i + 1}: cupsd spool files at the SIGKILL: {json.dumps(spool)}")
     return bench.finish(
-        markdown(table, len(runs)),
-        settings={
-            "quick": args.quick,
-            "repeat": plan.repeat,
-            "jobs": plan.jobs,
-            "printers": plan.printers,
-            "printer_seconds_per_page": 0.0,
-            "document_bytes": len(doc),
-            "submit_concurrency": SUBMIT_CONCURRENCY,
-            "cups_client": "ipp",
-            "cups_kill": "tree",
-            "cups_configs": {k: {"DirtyCleanInterval": v} for k, v in CUPS_CONFIGS.items()},
-            "cups_queues": "raw (lpadmin -m raw), one per printer, in class 'lobby'",
-            "kill_point": "when the k-th document appears in prints.log, k uniform in N/4..3N/4",
-            "seed": plan.seed,
-            "appliance_defaults": default_settings(),
-        },
+        figures_markdown(table),
+        settings={**asdict(plan), "document_bytes": len(doc)},
         table=table,
         raw=runs,
         work_folder=str(bench.work) if bench.keep else None,

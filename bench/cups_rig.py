@@ -1,38 +1,11 @@
 """A private CUPS scheduler on loopback, the baseline edgeprint is compared with.
 
-:class:`Cupsd` runs ``cupsd -f`` with its own ServerRoot, spool, state, cache and
-logs in one folder and ``Listen 127.0.0.1:PORT`` only: the system CUPS
-(``/etc/cups``, port 631) is never read, written or contacted, and need not run.
-No browsing, no web interface, no authentication (anyone on loopback may
-administer this instance). Everything else is CUPS's default, in particular
-``DirtyCleanInterval`` (30 s: how long cupsd may wait before it writes changed
-job and queue state to disk) and ``ErrorPolicy stop-printer``.
-
-Queues are raw (``lpadmin -m raw``: the PDF reaches the printer untouched, no
-filters) in front of a printer URI, and a class groups queues into a pool::
-
-    cups = Cupsd(tmp / "cups")
-    cups.start()
-    cups.add_queue("printer-01", "ipp://127.0.0.1:PORT/ipp/print")
-    cups.add_class("lobby", ["printer-01", "printer-02"])
-    cups.persist()                 # graceful restart: queues written to printers.conf
-    cups.url_class("lobby")        # 'http://127.0.0.1:PORT/classes/lobby' (IPP over HTTP)
-    cups.kill()                    # SIGKILL cupsd and every backend/filter it started
-    cups.start()                   # same folder: what cupsd had on disk comes back
-    cups.stop()
-
-Also a minimal IPP/1.1 message encoder and decoder (:func:`ipp_request`,
-:func:`parse_ipp`) for talking to cupsd directly over HTTP.
-
-Child processes: cupsd runs in its own session; the backends and filters it
-starts put themselves in their own process groups and outlive a SIGKILLed
-cupsd, so they are found by their environment (cupsd gives each one
-``CUPS_SERVERROOT=<this folder>/etc``) and signalled by pid. Nothing is ever
-killed by name.
-
-Needs ``cupsd`` (Debian package ``cups-daemon``) and ``lpadmin``, ``cupsenable``,
-``cupsaccept`` (``cups-client``); :func:`cups_tools` names the packages when
-one is missing.
+:class:`Cupsd` runs ``cupsd -f`` with its whole state in one folder and ``Listen
+127.0.0.1:PORT`` only (the system CUPS is never touched); CUPS's defaults otherwise
+(``DirtyCleanInterval`` 30 s unless given). Queues are raw, a class is a pool. IPP
+messages go through edgeprint's own codec. Backends outlive a SIGKILLed cupsd and are
+found by their ``CUPS_SERVERROOT`` environment, never by name. Needs the Debian
+packages cups-daemon and cups-client.
 """
 
 from __future__ import annotations
@@ -41,14 +14,15 @@ import contextlib
 import http.client
 import os
 import signal
-import struct
 import subprocess
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgeprint.errors import IppParseError
+from edgeprint.printers import codec
+from edgeprint.printers.codec import Attribute, GroupTag, IppMessage, Operation, Tag, attr
 from testbed.rig import find_tool, free_ports
 
 #: tool → Debian package that ships it.
@@ -89,137 +63,35 @@ def cups_tools(names: Iterable[str] = CUPS_PACKAGES) -> dict[str, str]:
     return found
 
 
-# --- IPP/1.1 messages (RFC 8010), just what the benchmark needs ------------------------
+# --- IPP over HTTP, with edgeprint's codec --------------------------------------------
 
-#: Operation ids.
-PRINT_JOB = 0x0002
-GET_JOBS = 0x000A
-GET_PRINTER_ATTRIBUTES = 0x000B
-RELEASE_JOB = 0x000D
 CUPS_GET_PRINTERS = 0x4002
-#: Value tags.
-TAG_INTEGER = 0x21
-TAG_BOOLEAN = 0x22
-TAG_ENUM = 0x23
-TAG_NAME = 0x42
-TAG_KEYWORD = 0x44
-TAG_URI = 0x45
-TAG_CHARSET = 0x47
-TAG_LANGUAGE = 0x48
-TAG_MIME = 0x49
-#: Delimiter tags (attribute groups).
-OPERATION_GROUP = 0x01
-JOB_GROUP = 0x02
-END_TAG = 0x03
-#: job-state values.
-JOB_STATES = {
-    3: "pending",
-    4: "held",
-    5: "processing",
-    6: "stopped",
-    7: "canceled",
-    8: "aborted",
-    9: "completed",
-}
-_INT_TAGS = (TAG_INTEGER, TAG_ENUM)
-
-Attr = tuple[int, str, str | int | list[str]]
-
-
-def _attr(tag: int, name: str, value: str | int | list[str]) -> bytes:
-    values = value if isinstance(value, list) else [value]
-    out = bytearray()
-    for i, v in enumerate(values):
-        raw = struct.pack(">i", v) if isinstance(v, int) else v.encode()
-        key = name.encode() if i == 0 else b""  # additional values: empty name
-        out += struct.pack(">BH", tag, len(key)) + key + struct.pack(">H", len(raw)) + raw
-    return bytes(out)
+JOB_STATES = {3: "pending", 4: "held", 5: "processing", 6: "stopped", 7: "canceled",
+              8: "aborted", 9: "completed"}  # fmt: skip
 
 
 def ipp_request(
     operation: int,
-    request_id: int,
-    operation_attrs: list[Attr],
-    job_attrs: list[Attr] | None = None,
+    printer_uri: str | None,
+    attrs: Iterable[Attribute] = (),
+    job_attrs: Iterable[Attribute] = (),
     data: bytes = b"",
 ) -> bytes:
-    """An IPP/1.1 request: charset and language first, then ``operation_attrs``, job group."""
-    out = bytearray(struct.pack(">BBHI", 1, 1, operation, request_id))
-    out.append(OPERATION_GROUP)
-    out += _attr(TAG_CHARSET, "attributes-charset", "utf-8")
-    out += _attr(TAG_LANGUAGE, "attributes-natural-language", "en")
-    for tag, name, value in operation_attrs:
-        out += _attr(tag, name, value)
+    """An IPP/1.1 request: charset, language, ``printer-uri``, ``attrs``; a job group."""
+    msg = codec.request(operation, 1, printer_uri=printer_uri, attributes=attrs, version=(1, 1))
     if job_attrs:
-        out.append(JOB_GROUP)
-        for tag, name, value in job_attrs:
-            out += _attr(tag, name, value)
-    out.append(END_TAG)
-    return bytes(out) + data
+        msg.groups.append(codec.AttributeGroup(GroupTag.JOB, list(job_attrs)))
+    msg.data = data
+    return msg.encode()
 
 
-@dataclass
-class IppResponse:
-    """A decoded IPP response: status code and attribute groups (name → values)."""
-
-    status: int
-    groups: list[tuple[int, dict[str, list[str | int | bool]]]] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return self.status < 0x0100
-
-    def first(self, name: str) -> str | int | bool | None:
-        """The first value of ``name`` in any group."""
-        for _, attrs in self.groups:
-            if attrs.get(name):
-                return attrs[name][0]
-        return None
-
-    def objects(self, group_tag: int) -> list[dict[str, list[str | int | bool]]]:
-        """Every group with ``group_tag`` (e.g. one per job in a Get-Jobs answer)."""
-        return [attrs for tag, attrs in self.groups if tag == group_tag]
-
-
-def parse_ipp(body: bytes) -> IppResponse:
-    """Decode an IPP response; integers, enums and booleans as numbers, the rest as text."""
-    if len(body) < 9:
-        raise CupsError(f"short IPP response ({len(body)} bytes)")
-    _, _, status, _ = struct.unpack(">BBHI", body[:8])
-    resp = IppResponse(status)
-    pos = 8
-    current: dict[str, list[str | int | bool]] | None = None
-    last = ""
-    while pos < len(body):
-        tag = body[pos]
-        pos += 1
-        if tag == END_TAG:
-            break
-        if tag < 0x10:  # a delimiter: a new group
-            current = {}
-            resp.groups.append((tag, current))
-            continue
-        (nlen,) = struct.unpack(">H", body[pos : pos + 2])
-        name = body[pos + 2 : pos + 2 + nlen].decode(errors="replace")
-        pos += 2 + nlen
-        (vlen,) = struct.unpack(">H", body[pos : pos + 2])
-        raw = body[pos + 2 : pos + 2 + vlen]
-        pos += 2 + vlen
-        if current is None:
-            raise CupsError("IPP response: attribute outside a group")
-        value: str | int | bool
-        if tag in _INT_TAGS and vlen == 4:
-            value = struct.unpack(">i", raw)[0]
-        elif tag == TAG_BOOLEAN and vlen == 1:
-            value = bool(raw[0])
-        else:
-            value = raw.decode(errors="replace")
-        if name:
-            last = name
-            current.setdefault(name, []).append(value)
-        elif last:
-            current.setdefault(last, []).append(value)
-    return resp
+def first(msg: IppMessage, name: str) -> object:
+    """The first value of ``name`` in any group of ``msg`` (None when absent)."""
+    for g in msg.groups:
+        a = g.get(name)
+        if a is not None:
+            return a.value
+    return None
 
 
 # --- processes ------------------------------------------------------------------------
@@ -389,30 +261,31 @@ class Cupsd:
 
     def _answers(self) -> bool:
         try:
-            resp = self.ipp("/", CUPS_GET_PRINTERS, [], timeout=1.0)
-        except (OSError, http.client.HTTPException, CupsError):
+            resp = self.ipp("/", CUPS_GET_PRINTERS, None, timeout=1.0)
+        except (OSError, http.client.HTTPException, CupsError, IppParseError):
             return False
-        return resp.status in (0x0000, 0x0406)  # ok, or not-found (no queues yet)
+        return resp.status_code in (0x0000, 0x0406)  # ok, or not-found (no queues yet)
 
     def ipp(
-        self, path: str, operation: int, attrs: list[Attr], timeout: float = 5.0
-    ) -> IppResponse:
+        self,
+        path: str,
+        operation: int,
+        printer_uri: str | None,
+        attrs: Iterable[Attribute] = (),
+        timeout: float = 5.0,
+    ) -> IppMessage:
         """A synchronous IPP request to ``path`` on this cupsd."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
-            conn.request(
-                "POST",
-                path,
-                ipp_request(operation, 1, attrs),
-                {"Content-Type": "application/ipp"},
-            )
+            body = ipp_request(operation, printer_uri, attrs)
+            conn.request("POST", path, body, {"Content-Type": "application/ipp"})
             resp = conn.getresponse()
-            body = resp.read()
+            raw = resp.read()
         finally:
             conn.close()
         if resp.status != 200:
             raise CupsError(f"cupsd answered HTTP {resp.status} to {path}")
-        return parse_ipp(body)
+        return codec.parse(raw)
 
     def children(self) -> list[int]:
         """Pids of the live processes cupsd started for this folder (backends, filters)."""
@@ -511,29 +384,28 @@ class Cupsd:
 
     def jobs(self, which: str = "all") -> list[dict[str, Any]]:
         """Get-Jobs on the whole scheduler: id, name, state (text), state reasons, printer."""
+        wanted = ["job-id", "job-name", "job-state", "job-state-reasons", "job-printer-uri"]
         resp = self.ipp(
             "/",
-            GET_JOBS,
+            Operation.GET_JOBS,
+            f"ipp://127.0.0.1:{self.port}/",
             [
-                (TAG_URI, "printer-uri", f"ipp://127.0.0.1:{self.port}/"),
-                (TAG_KEYWORD, "which-jobs", which),
-                (
-                    TAG_KEYWORD,
-                    "requested-attributes",
-                    ["job-id", "job-name", "job-state", "job-state-reasons", "job-printer-uri"],
-                ),
+                attr("which-jobs", Tag.KEYWORD, which),
+                attr("requested-attributes", Tag.KEYWORD, *wanted),
             ],
         )
         out = []
-        for attrs in resp.objects(JOB_GROUP):
-            state = attrs.get("job-state", [0])[0]
+        for g in resp.groups_of(GroupTag.JOB):
+            st = g.get("job-state")
+            state = int(str(st.value)) if st else 0
+            name, uri = g.get("job-name"), g.get("job-printer-uri")
             out.append(
                 {
-                    "id": attrs.get("job-id", [None])[0],
-                    "name": attrs.get("job-name", [None])[0],
-                    "state": JOB_STATES.get(int(state), str(state)),
-                    "reasons": [str(v) for v in attrs.get("job-state-reasons", [])],
-                    "printer": str(attrs.get("job-printer-uri", [""])[0]).rsplit("/", 1)[-1],
+                    "id": None if (a := g.get("job-id")) is None else a.value,
+                    "name": None if name is None else name.value,
+                    "state": JOB_STATES.get(state, str(state)),
+                    "reasons": list(codec.strings(g.get("job-state-reasons"))),
+                    "printer": "" if uri is None else str(uri.value).rsplit("/", 1)[-1],
                 }
             )
         return out

@@ -1,14 +1,9 @@
-"""Failover benchmark: a printer dies under load; how fast its work moves, and chaos.
+"""Failover: a printer dies under load; how fast its work moves, and printer chaos.
 
-Three real printers in one pool at 0.05 s/page. (1) failover — ``--failover-jobs``
-jobs, a third named for printer-02, which is SIGKILLed after ``KILL_AFTER_PRINTED``
-documents: kill → reported unhealthy, → its waiting jobs moved, → first claimed and
-first/last printed at a peer, → its job in hand settled; with the default
-``in_hand_timeout_s`` (1a) and with ``LOWERED_IN_HAND_S`` (1b), ``--repeat`` runs each.
-(2) chaos — ``--chaos-jobs`` jobs in random bursts over ``--chaos-seconds`` while
-printers are SIGKILLed or SIGSTOPped and brought back; then duplicates, losses, DONE
-never on paper, DEAD by reason; anomalies are dumped and the work folder kept. The
-appliance runs from a copy of ``edgeprint/``. Writes ``bench/results/failover.json``.
+(1) three printers at 0.05 s/page; printer-02 SIGKILLed with jobs named for it waiting:
+kill → unhealthy, → its jobs moved and printed on a peer, → its job in hand settled
+(default ``in_hand_timeout_s`` and a lowered one). (2) ``--chaos-jobs`` jobs while
+printers are SIGKILLed or SIGSTOPped and brought back: duplicates, losses, DEAD by reason.
 
     .venv/bin/python -m bench.failover_bench [--quick] [--seed N]
 """
@@ -23,7 +18,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import aiohttp
@@ -39,16 +34,18 @@ from bench.harness import (
     Stand,
     Tech,
     appliance_errors,
+    bounded,
     default_settings,
     evidence,
+    figures_markdown,
     first_log,
-    fmt,
     http_session,
     ms,
     paper,
     parser,
     read_events,
     read_store,
+    row,
     seed,
     spread,
     state_at,
@@ -109,17 +106,16 @@ async def phase_failover(
         await until(
             lambda: tech.all_healthy(PRINTERS), JOB_TIMEOUT_S, 0.02, "printers not all healthy"
         )
-        sem = asyncio.Semaphore(SUBMIT_CONCURRENCY)
 
         def is_named(i: int) -> bool:
             return i % NAMED_EVERY == NAMED_EVERY - 1
 
-        async def one(i: int) -> str:
-            meta = {"printer": VICTIM} if is_named(i) else {"pool": POOL}
-            async with sem:
-                return await kiosk.submit(f"{tag}-{i:04d}", hold=False, **meta)
+        def meta(i: int) -> dict[str, Any]:
+            return {"printer": VICTIM} if is_named(i) else {"pool": POOL}
 
-        ids = list(await asyncio.gather(*(one(i) for i in range(n_jobs))))
+        ids = await bounded(
+            kiosk.submit(f"{tag}-{i:04d}", hold=False, **meta(i)) for i in range(n_jobs)
+        )
         named = [job_id for i, job_id in enumerate(ids) if is_named(i)]
 
         async def victim_busy() -> bool:
@@ -558,33 +554,25 @@ def _with_counts(run: dict[str, Any]) -> dict[str, Any]:
 def summarize(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """key → {median, min, max} over the runs (numeric figures only)."""
     rows = [_with_counts(r) for r in runs]
-    keys = [k for k, _, _ in FAILOVER_ROWS]
-    return {k: spread([r.get(k) for r in rows]) for k in keys}
+    return {k: spread([r.get(k) for r in rows]) for k, _, _ in FAILOVER_ROWS}
 
 
-def markdown(failover: dict[str, list[dict[str, Any]]], chaos: dict[str, Any] | None) -> str:
-    """Failover table (median [min–max] per settings) and the chaos table."""
-    lines = ["| figure | median | min | max | runs | unit |", "|---|---:|---:|---:|---:|---|"]
+def table_rows(
+    failover: dict[str, list[dict[str, Any]]], chaos: dict[str, Any] | None
+) -> list[dict[str, Any]]:
+    """Failover figures (median, min, max over the runs of each setting), then chaos."""
+    out = []
     for key, title in FAILOVER_SETS.items():
-        runs = failover.get(key, [])
-        if not runs:
-            continue
-        lines.append(f"| **{title}** | | | | | |")
-        summary = summarize(runs)
-        for k, label, unit in FAILOVER_ROWS:
-            n = sum(1 for r in runs if _with_counts(r).get(k) is not None)
-            s = summary[k]
-            lines.append(
-                f"| {label} | {fmt(s['median'])} | {fmt(s['min'])} | {fmt(s['max'])} "
-                f"| {n} | {unit} |"
-            )
+        runs = [_with_counts(r) for r in failover.get(key, [])]
+        for k, label, unit in FAILOVER_ROWS if runs else []:
+            values = [r.get(k) for r in runs]
+            n = sum(v is not None for v in values)
+            out.append(row(f"{title}: {label}", unit, values, f"{n} of {len(runs)} runs"))
     if chaos is not None:
-        lines += ["", "| chaos (1 run) | value | unit |", "|---|---:|---|"]
-        for k, label, unit in CHAOS_ROWS:
-            lines.append(f"| {label} | {fmt(chaos.get(k))} | {unit} |")
-        for reason, n in sorted(chaos["dead_by_reason"].items()):
-            lines.append(f"| DEAD {reason} | {n} | jobs |")
-    return "\n".join(lines)
+        dead = [(f"DEAD {r}", n, "jobs") for r, n in sorted(chaos["dead_by_reason"].items())]
+        for label, v, unit in [(lb, chaos.get(k), u) for k, lb, u in CHAOS_ROWS] + dead:
+            out.append(row(f"chaos (1 run): {label}", unit, [v]))
+    return out
 
 
 @dataclass
@@ -636,23 +624,8 @@ async def chaos_run(run: Run, plan: Plan) -> dict[str, Any]:
 
 
 def _brief(run: dict[str, Any]) -> str:
-    keys = (
-        "kill_to_unhealthy_seen_ms",
-        "kill_to_first_on_peer_ms",
-        "kill_to_last_on_peer_s",
-        "kill_to_in_hand_settled_s",
-        "in_hand_at_kill",
-        "jobs_accepted",
-        "kills",
-        "hangs",
-        "done",
-        "dead",
-        "duplicates",
-        "losses",
-        "phase_s",
-    )
     r = _with_counts(run) if "duplicate_jobs" in run and "duplicates" not in run else run
-    return ", ".join(f"{k}={r[k]}" for k in keys if k in r)
+    return ", ".join(f"{k}={v}" for k, v in r.items() if isinstance(v, int | float))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -735,36 +708,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         + f"; printers {SPP:g} s/page"
     )
     return run.finish(
-        markdown(failover, chaos),
-        settings={
-            "quick": args.quick,
-            "repeat": plan.repeat,
-            "printers": PRINTERS,
-            "printer_seconds_per_page": SPP,
-            "failover_jobs": plan.failover_jobs,
-            "named_every": NAMED_EVERY,
-            "kill_after_printed": KILL_AFTER_PRINTED,
-            "victim": VICTIM,
-            "failover_overrides": {
-                "defaults": {},
-                "lowered": {"in_hand_timeout_s": LOWERED_IN_HAND_S},
-            },
-            "wait_for_default_in_hand": not args.quick,
-            "chaos_jobs": plan.chaos_jobs,
-            "chaos_seconds": plan.chaos_seconds,
-            "chaos_overrides": {},
-            "chaos_seed": plan.seed,
-            "fault_gap_s": FAULT_GAP_S,
-            "outage_s": OUTAGE_S,
-            "hang_share": HANG_SHARE,
-            "busy_bias": BUSY_BIAS,
-            "busy_wait_s": BUSY_WAIT_S,
-            "kill_jitter_s": KILL_JITTER_S,
-            "kill_delay_s": KILL_DELAY_S,
-            "max_down": MAX_DOWN,
-            "submit_concurrency": SUBMIT_CONCURRENCY,
-            "appliance_defaults": defaults,
-        },
+        figures_markdown(table_rows(failover, chaos)),
+        settings=asdict(plan),
         summary={k: summarize(runs) for k, runs in failover.items() if runs},
         chaos=chaos,
         failover_runs=failover,

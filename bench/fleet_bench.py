@@ -1,30 +1,13 @@
-"""Many printers on one box: 200 real ``ippeveprinter`` printers and one appliance.
+"""Many printers on one box: 200 real printers and one appliance, each figure beside its goal.
 
-The rig starts ``--printers`` printers on loopback (0 s/page, one private dbus-daemon,
-the rig's lean print engine: the full one's ~30 ms of CPU per document, times 200 printers,
-would measure the rig rather than the appliance)
-and the appliance as a child process with the code's default settings, except each
-printer's ``high_water`` (waiting jobs before a 503), raised to hold its share of the
-jobs. Figures, each printed beside its goal:
+RSS once every printer is healthy and after ``--jobs`` jobs (≤ 150 MiB); idle CPU of the
+appliance and its render workers, probes included (≤ 5 % of one core); every printer
+printing at once: the idle gap between a printer's jobs while work waits (p90 ≤ 50 ms,
+from prints.log and server.log); every job printed exactly once. The printers use the rig's lean print engine: the full one's ~30 ms of CPU per
+document, times 200 printers, would measure the rig rather than the appliance. A second,
+small fleet (``--small``) gives the same gap where the box has CPU to spare.
 
-1. RSS of the appliance (VmRSS, /proc) once every printer is healthy — goal ≤ 150 MiB.
-2. Idle CPU of the appliance and its render workers over ``--idle-s`` seconds with
-   nothing to print (the printers' probes included) — goal ≤ 5 % of one core.
-3. ``--jobs`` jobs, each named for a printer in turn (all printers get the same share),
-   submitted held and released while every printer is paused (``POST
-   /v1/printers/{name}/pause``), then every printer resumed: all print at once. The gap each
-   printer sees between two jobs while work waits: from its ``prints.log`` line of job n
-   to the start of job n+1 (its print time less its ``Processing time`` in
-   ``server.log``), counted only when job n+1 was released before job n came out —
-   goal p90 ≤ 50 ms. Every job printed exactly once (the printers' logs).
-4. RSS after those jobs (all DONE) — goal ≤ 150 MiB; descriptors and threads before and
-   after, for the record.
-
-Writes ``bench/results/fleet.json``. Exit code 1 when a job was lost or printed twice or
-the run could not be measured (a figure above its goal is reported, not a failure).
-
-    .venv/bin/python -m bench.fleet_bench            # 200 printers, 10,000 jobs
-    .venv/bin/python -m bench.fleet_bench --quick    # 50 printers, 1,000 jobs
+    .venv/bin/python -m bench.fleet_bench [--quick] [--printers N] [--jobs N]
 """
 
 from __future__ import annotations
@@ -42,6 +25,7 @@ from bench.harness import (
     Run,
     Stand,
     Tech,
+    bounded,
     figures_markdown,
     gaps,
     ground_truth,
@@ -85,14 +69,9 @@ async def fleet(stand: Stand, jobs: int, idle_s: float) -> dict[str, Any]:
         out["idle_cpu_pct"] = round(
             100 * (tree_cpu_s(stand.pid) - cpu0) / (time.monotonic() - w0), 2
         )
-        sem = asyncio.Semaphore(CONCURRENCY)
 
-        async def each(calls: Sequence[Awaitable[T]]) -> list[T]:
-            async def one(call: Awaitable[T]) -> T:
-                async with sem:
-                    return await call
-
-            return list(await asyncio.gather(*(one(c) for c in calls)))
+        def each(calls: Sequence[Awaitable[T]]) -> Awaitable[list[T]]:
+            return bounded(calls, CONCURRENCY)
 
         # Every printer paused while its jobs are released: then all start at once, each
         # with its whole share waiting (a named job waits for its paused printer when
@@ -221,15 +200,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run.finish(
         figures_markdown(rows),
         settings={
-            "quick": args.quick,
             "printers": printers,
             "jobs": jobs,
             "idle_s": idle_s,
+            "high_water": high_water,
             "small_printers": args.small,
-            "printer_seconds_per_page": 0.0,
             "print_engine": "lean",
-            "overrides": {"printers.high_water": high_water},
-            "concurrency": CONCURRENCY,
         },
         table=rows,
         raw={"fleet": out, "small": small},

@@ -42,7 +42,15 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType, TracebackType
@@ -67,6 +75,7 @@ BACKPRESSURE_RETRY_S = 0.05
 FILE_POLL_S = 0.002
 API_POLL_S = 0.005
 JOB_TIMEOUT_S = 15.0
+READY_TIMEOUT_S = 30.0
 MIB = 2**20
 _PROCESSING_RE = re.compile(r"^\[Job (\d+)\] Processing time was ([0-9.]+) seconds")
 T = TypeVar("T")
@@ -172,7 +181,9 @@ class Run:
 
     def finish(self, markdown: str, /, **result: Any) -> int:
         """Print ``markdown`` (the table), the failures and the load; write the results file
-        (``result`` with the benchmark's name, command, machine and failures); the exit code."""
+        (``result`` with the benchmark's name, command, machine and failures, and its
+        ``settings``: the bench module's constants, the arguments, the appliance's
+        defaults, and ``result["settings"]`` over them); the exit code."""
         print()
         print(markdown)
         for f in self.failures:
@@ -182,9 +193,18 @@ class Run:
             f"{self.info['loadavg_end']} on {self.info['nproc']} CPUs"
         )
         argv = " ".join(sys.argv[1:])
+        main = sys.modules["__main__"]
+        consts = {k.lower(): v for k, v in vars(main).items() if k.isupper() and k[0] != "_"}
+        settings = {
+            **{k: v for k, v in consts.items() if isinstance(v, int | float | str | tuple | dict)},
+            **{k: v for k, v in vars(self.args).items() if k not in ("out", "keep")},
+            "appliance_defaults": default_settings(),
+            **result.pop("settings", {}),
+        }
         out = {
             "benchmark": self.name,
             "command": f".venv/bin/python -m bench.{self.name}_bench {argv}".rstrip(),
+            "settings": settings,
             **result,
             "machine": self.info,
             "failures": self.failures,
@@ -259,28 +279,38 @@ def versus(
     }
 
 
+#: Keys of a side-by-side row that are not the other side's name.
+_ROW_KEYS = ("figure", "unit", "edgeprint", "ratio", "note", "section", "key", "cups_config")
+
+
 def _cell(v: Any) -> str:
     if isinstance(v, dict) and "median" in v:
-        v = v["median"]
+        lo, hi = v.get("min"), v.get("max")
+        if lo is None or hi is None or lo == hi:
+            return _cell(v["median"])
+        return f"{_cell(v['median'])} ({_cell(lo)}–{_cell(hi)})"
     if v is None:
         return "–"
     if isinstance(v, int) or (isinstance(v, float) and v.is_integer()):
         return f"{int(v):,}"
-    return f"{v:,.1f}" if isinstance(v, float) else str(v)
+    return f"{v:,.{2 if abs(v) < 10 else 1}f}" if isinstance(v, float) else str(v)
 
 
 def figures_markdown(rows: Sequence[dict[str, Any]]) -> str:
-    """A benchmark's own ``table`` rows as Markdown (figure, median, min, max, unit, note)."""
+    """A benchmark's own ``table`` rows as Markdown (figure, median, min, max, unit, note);
+    a side-by-side row (``edgeprint`` and the other side's key) shows both and the ratio."""
     lines = ["| figure | median (edgeprint) | min (or beside) | max (or ratio) | unit | note |"]
     lines.append("|---|---:|---:|---:|---|---|")
     for r in rows:
+        figure = f"{r['section']}: {r['figure']}" if r.get("section") else r["figure"]
         if "edgeprint" in r:
-            other = next(k for k in r if k not in ("figure", "unit", "edgeprint", "ratio", "note"))
-            cells = [_cell(r["edgeprint"]), f"{other}: {_cell(r[other])}", f"{_cell(r['ratio'])}×"]
+            other = next(k for k in r if k not in _ROW_KEYS)
+            ratio = "" if r.get("ratio") is None else f"{_cell(r['ratio'])}×"
+            cells = [_cell(r["edgeprint"]), f"{other}: {_cell(r[other])}", ratio]
         else:
             cells = [_cell(r["median"]), _cell(r["min"]), _cell(r["max"])]
         tail = f" | {r.get('unit', '')} | {r.get('note', '')} |"
-        lines.append(f"| {r['figure']} | " + " | ".join(cells) + tail)
+        lines.append(f"| {figure} | " + " | ".join(cells) + tail)
     return "\n".join(lines)
 
 
@@ -461,23 +491,47 @@ class Stand:
     server: dict[str, Any] = field(default_factory=dict)
     printer: dict[str, Any] = field(default_factory=dict)
     pools: Sequence[str] = (POOL,)
+    #: Whole config sections set as given (``store``, ``cluster``, even ``printers``).
+    sections: dict[str, Any] = field(default_factory=dict)
+    #: A started stand whose printers this one uses (it starts and stops none itself).
+    peer: Stand | None = None
+    #: Raster-only printers (edgeprint renders for them) beside the others, in no pool,
+    #: named ``raster-printer-NN``; :attr:`raster_rig` is theirs.
+    raster: int = 0
     rig: Rig = field(init=False)
+    raster_rig: Rig = field(init=False)
     serve: ServeProcess = field(init=False)
+    data: str = field(init=False, default="data")
     port: int = 0
 
     def __post_init__(self) -> None:
-        self.rig = Rig(
-            self.root / "rig", seconds_per_page=self.seconds_per_page, engine=self.engine
+        if self.peer is not None:
+            self.rig = self.peer.rig
+        else:
+            self.rig = Rig(
+                self.root / "rig", seconds_per_page=self.seconds_per_page, engine=self.engine
+            )
+        self.raster_rig = Rig(self.root / "raster-rig", formats="image/pwg-raster,image/jpeg")
+        self.use_data("data")
+
+    def use_data(self, name: str) -> None:
+        """Serve from the data folder ``root/name`` (its own config and log) from the next
+        start: two stores in front of one set of printers."""
+        self.data = name
+        suffix = "" if name == "data" else f"-{name}"
+        self.serve = ServeProcess(
+            self.root / f"config{suffix}.toml", self.root / f"serve{suffix}.log"
         )
-        self.serve = ServeProcess(self.root / "config.toml", self.root / "serve.log")
         if self.source is not None:
             # PYTHONSAFEPATH: ``-m`` does not put the cwd (the repository) first on sys.path,
             # so the copy on PYTHONPATH wins over the tree and the editable install.
             self.serve.env = {"PYTHONSAFEPATH": "1", "PYTHONPATH": str(self.source)}
+        if self.port:
+            self.serve.config_path.write_text(to_toml(self.config()))
 
     @property
     def data_dir(self) -> Path:
-        return self.root / "data"
+        return self.root / self.data
 
     @property
     def url(self) -> str:
@@ -494,20 +548,29 @@ class Stand:
             {"name": p.name, "uri": p.uri, "pool": self.pools[i % len(self.pools)], **self.printer}
             for i, p in enumerate(self.rig)
         ]
+        if self.raster:
+            cfg["printers"] += [{"name": f"raster-{p.name}", "uri": p.uri} for p in self.raster_rig]
         if self.dispatch:
             cfg["dispatch"] = dict(self.dispatch)
-        return cfg
+        return {**cfg, **self.sections}
 
-    def start(self) -> Self:
-        """Start the printers, write the config and serve; BenchError if anything fails."""
+    def start(self, *, serve: bool = True) -> Self:
+        """Start the printers, write the config and (with ``serve``) start the appliance;
+        BenchError if anything fails."""
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            self.rig.start(self.printers)
+            if self.peer is None:
+                self.rig.start(self.printers)
+            if self.raster:
+                self.raster_rig.start(self.raster)
             for name, spp in self.speeds.items():
                 self.rig.set_speed(name, spp)
-            self.port = free_ports(1, avoid={p.port for p in self.rig})[0]
-            (self.root / "config.toml").write_text(to_toml(self.config()))
-            self.serve.start()
+            rigs = [self.rig, self.raster_rig] if self.raster else [self.rig]
+            avoid = {p.port for r in rigs for p in r} | ({self.peer.port} if self.peer else set())
+            self.port = free_ports(1, avoid=avoid)[0]
+            self.serve.config_path.write_text(to_toml(self.config()))
+            if serve:
+                self.serve.start()
         except (RigError, TimeoutError) as exc:
             raise BenchError(f"stand did not start: {exc}") from exc
         except RuntimeError as exc:  # ServeProcess: the appliance exited during start
@@ -516,17 +579,53 @@ class Stand:
             raise BenchError(f"appliance did not start: {exc}") from exc
         return self
 
-    def stop(self) -> None:
-        """SIGTERM the appliance (SIGKILL if it lingers), then stop the printers."""
+    async def spawn(self, http: aiohttp.ClientSession) -> tuple[float, float]:
+        """Start the appliance (not running) and poll /readyz every 5 ms: the unix times of
+        its first 200 and of the ready log line (read every 20 ms by ServeProcess)."""
+        line: list[float] = []
+
+        def start() -> None:
+            self.serve.start()
+            line.append(time.time())
+
+        starting = asyncio.ensure_future(asyncio.to_thread(start))
         try:
-            proc = self.serve.proc
-            if proc is not None and proc.poll() is None:
-                try:
-                    self.serve.terminate(timeout_s=15.0)
-                except subprocess.TimeoutExpired:
-                    self.serve.kill()
+
+            async def ready() -> bool:
+                if starting.done():
+                    starting.result()  # raises if the appliance exited during start
+                return await readyz(http, self.url) == 200
+
+            t_readyz = await until(ready, READY_TIMEOUT_S, 0.005, "/readyz not 200")
+            await starting
+        except (RuntimeError, TimeoutError) as exc:
+            if isinstance(exc, BenchError):
+                raise
+            raise BenchError(f"appliance did not start: {exc}") from exc
         finally:
-            self.rig.stop()
+            if not starting.done():
+                with contextlib.suppress(BaseException):
+                    await starting
+        return t_readyz, line[0]
+
+    def stop_appliance(self) -> None:
+        """SIGTERM the appliance (SIGKILL if it lingers)."""
+        proc = self.serve.proc
+        if proc is not None and proc.poll() is None:
+            try:
+                self.serve.terminate(timeout_s=15.0)
+            except subprocess.TimeoutExpired:
+                self.serve.kill()
+
+    def stop(self) -> None:
+        """Stop the appliance, then the printers (unless they are ``peer``'s)."""
+        try:
+            self.stop_appliance()
+        finally:
+            if self.peer is None:
+                self.rig.stop()
+            if self.raster:
+                self.raster_rig.stop()
 
     def log_events(self, offset: int = 0) -> list[dict[str, Any]]:
         """The appliance's JSON log records written after byte ``offset``."""
@@ -616,8 +715,8 @@ class Kiosk:
         #: 503 answers (queue full) to submits, each retried.
         self.backpressured = 0
 
-    async def submit(self, key: str, **meta: Any) -> str:
-        """POST /v1/jobs with a one-page PDF; the new job's id.
+    async def submit(self, key: str, *, doc: bytes | None = None, **meta: Any) -> str:
+        """POST /v1/jobs with ``doc`` (default: a one-page PDF); the new job's id.
 
         A 503 (queue full: backpressure) is retried with the same key after
         BACKPRESSURE_RETRY_S (not the server's Retry-After, which would idle the
@@ -629,9 +728,8 @@ class Kiosk:
         while True:
             form = aiohttp.FormData()
             form.add_field("metadata", form_meta, content_type="application/json")
-            form.add_field(
-                "document", make_pdf(key), content_type="application/pdf", filename="b.pdf"
-            )
+            body = make_pdf(key) if doc is None else doc
+            form.add_field("document", body, content_type="application/pdf", filename="b.pdf")
             async with self.http.post(f"{self.url}/v1/jobs", data=form, headers=headers) as r:
                 body = await r.json()
                 if r.status == 201:
@@ -674,14 +772,19 @@ class Kiosk:
         return list(await asyncio.gather(*(one(i) for i in range(n))))
 
     async def release(self, job_id: str) -> float:
-        """POST /v1/jobs/{id}/release; unix time at which the 200 response was read."""
-        async with self.http.post(
-            f"{self.url}/v1/jobs/{job_id}/release", headers=self.headers
-        ) as r:
-            body = await r.read()
-            if r.status != 200:
-                raise BenchError(f"release {job_id}: HTTP {r.status}: {body[:300]!r}")
-        return time.time()
+        """POST /v1/jobs/{id}/release; unix time at which the 200 response was read. A 503
+        (queue full) is retried as in :meth:`submit`."""
+        deadline = time.monotonic() + JOB_TIMEOUT_S
+        url = f"{self.url}/v1/jobs/{job_id}/release"
+        while True:
+            async with self.http.post(url, headers=self.headers) as r:
+                body = await r.read()
+                if r.status == 200:
+                    return time.time()
+                if r.status != 503 or time.monotonic() > deadline:
+                    raise BenchError(f"release {job_id}: HTTP {r.status}: {body[:300]!r}")
+            self.backpressured += 1
+            await asyncio.sleep(BACKPRESSURE_RETRY_S)
 
     async def job(self, job_id: str) -> dict[str, Any]:
         """GET /v1/jobs/{id}."""
@@ -699,15 +802,6 @@ class Kiosk:
             if r.status != 200:
                 raise BenchError(f"list {state}: HTTP {r.status}: {body}")
             return {str(j["id"]) for j in body["jobs"]}
-
-    async def readyz(self) -> int:
-        """Status of GET /readyz, 0 when nothing answers (yet)."""
-        try:
-            async with self.http.get(f"{self.url}/readyz") as r:
-                await r.read()
-                return r.status
-        except (aiohttp.ClientError, OSError):
-            return 0
 
     async def wait_settled(self, timeout_s: float) -> None:
         """Until no job is RELEASED or PRINTING (polled every 10 ms), at most ``timeout_s``.
@@ -737,6 +831,17 @@ async def until(
         if time.monotonic() > deadline:
             raise BenchError(f"timeout after {timeout_s:g} s: {what}")
         await asyncio.sleep(period_s)
+
+
+async def bounded(calls: Iterable[Awaitable[T]], limit: int = SUBMIT_CONCURRENCY) -> list[T]:
+    """Await ``calls``, at most ``limit`` at a time; their results in order."""
+    sem = asyncio.Semaphore(limit)
+
+    async def one(call: Awaitable[T]) -> T:
+        async with sem:
+            return await call
+
+    return list(await asyncio.gather(*(one(c) for c in calls)))
 
 
 @contextlib.asynccontextmanager

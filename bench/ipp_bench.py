@@ -1,21 +1,10 @@
-"""IPP benchmark: Print-Job over an IPP queue against ``POST /v1/jobs``, same server, same run.
+"""IPP queues: Print-Job against ``POST /v1/jobs`` on the same server in the same run.
 
-One edgeprint process (``python -m edgeprint serve``, a fresh data folder, printers on
-loopback ports that refuse connections, so jobs stay RELEASED and nothing prints). Each
-round sends ``--jobs`` submissions of a ~``--doc-kib`` KiB PDF (distinct documents) at
-``--concurrency``: once as IPP Print-Job to ``/ipp/print/lobby``, once as multipart
-``POST /v1/jobs`` (``hold: false``, pool ``lobby``, unique Idempotency-Key); both are
-durable when answered. The two alternate which goes first; each figure is the median
-of ``--repeat`` rounds. Also: one held IPP job released over the API, timed until its
-state is RELEASED (the release path is the API's own: the job's origin does not enter it),
-and, on a real rig printer, release → printed (the printer's log) of jobs held over IPP
-against jobs held over JSON, alternated one at a time (``--held`` each).
+Throughput of ``--jobs`` ~``--doc-kib`` KiB submissions each way at ``--concurrency``
+(printers refuse connections: nothing prints), alternating which goes first; and
+release → printed of jobs held over IPP against jobs held over JSON on a real printer.
 
-Prints a Markdown table, writes ``bench/results/ipp.json``; exit 1 when a request failed
-or IPP throughput is below 0.8x JSON.
-
-    .venv/bin/python -m bench.ipp_bench            # about 30 s on 2 cores
-    .venv/bin/python -m bench.ipp_bench --quick
+    .venv/bin/python -m bench.ipp_bench [--quick]
 """
 
 from __future__ import annotations
@@ -31,30 +20,20 @@ from typing import Any
 import aiohttp
 
 from bench.harness import Kiosk, Run, Stand, parser, printed_at
-from edgeprint.api.auth import token_digest
 from edgeprint.printers import codec
 from edgeprint.printers.codec import Operation, Tag, attr
-from testbed.config import to_toml
+from testbed.config import KIOSK_TOKEN, config_dict, to_toml
 from testbed.pdfs import make_pdf
 from testbed.proc import ServeProcess
 from testbed.rig import Printed
 
-TOKEN = "bench-ipp-kiosk-token"
-
 
 def _config(data_dir: Path) -> dict[str, Any]:
-    printers = [
-        {"name": f"printer-0{i}", "uri": f"ipp://127.0.0.1:{i}/ipp/print", "pool": "lobby",
-         "high_water": 100_000}
-        for i in (1, 2)
-    ]  # fmt: skip
-    return {
-        "server": {"host": "127.0.0.1", "port": 0, "data_dir": str(data_dir),
-                   "rate_limit": "1000000/second"},
-        "ipp": {"advertise": False},
-        "printers": printers,
-        "tokens": [{"name": "kiosk", "role": "kiosk", "sha256": token_digest(TOKEN)}],
-    }  # fmt: skip
+    """The tests' config: printers 01 and 02 in pool lobby refuse connections (nothing prints)
+    and hold every job (``high_water``)."""
+    cfg = config_dict(data_dir)
+    cfg["printers"] = [dict(p, high_water=100_000) for p in cfg["printers"] if p.get("pool")]
+    return cfg
 
 
 async def _drive(n: int, concurrency: int, send: Any) -> tuple[float, list[float], int]:
@@ -83,7 +62,7 @@ async def _round(
     url: str, docs: list[bytes], concurrency: int, ipp_first: bool, tag: str
 ) -> dict[str, Any]:
     uri = url.replace("http://", "ipp://") + "/ipp/print/lobby"
-    headers = {"Authorization": f"Bearer {TOKEN}"}
+    headers = {"Authorization": f"Bearer {KIOSK_TOKEN}"}
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as http:
 
         async def ipp(i: int) -> bool:
@@ -178,7 +157,7 @@ async def _held_release(url: str) -> float:
         job_uuid = str(answer.value(0x02, "job-uuid")).removeprefix("urn:uuid:").replace("-", "")
         t0 = time.perf_counter()
         async with http.post(f"{url}/v1/jobs/{job_uuid}/release",
-                             headers={"Authorization": f"Bearer {TOKEN}"}) as r:  # fmt: skip
+                             headers={"Authorization": f"Bearer {KIOSK_TOKEN}"}) as r:  # fmt: skip
             assert r.status == 200, await r.text()
         return (time.perf_counter() - t0) * 1000
 

@@ -1,25 +1,10 @@
-"""The load generator: a separate process driving one server over HTTP with aiohttp.
+"""The load generator of :mod:`bench.api_bench`: its own process, driving one server.
 
-:mod:`bench.api_bench` starts it as ``python -m bench.loadgen`` and talks JSON
-lines: one command object per line on stdin, one result object per line on
-stdout. The bearer token comes from the ``BENCH_TOKEN`` environment variable.
-
-Commands (``op``):
-
-* ``submit`` — ``url``, ``n``, ``concurrency``, ``max_seconds``, ``doc_bytes``,
-  ``metadata``: POST ``n`` multipart submissions, each with a distinct valid PDF
-  of about ``doc_bytes`` bytes and a unique ``Idempotency-Key``, over
-  ``concurrency`` keep-alive connections. The result carries the ids of the
-  jobs answered 201.
-* ``release`` — ``urls``, ``concurrency``, ``max_seconds``: POST each URL once.
-* ``burst`` — ``url``, ``n``, ``max_seconds``: open ``n`` connections and POST
-  ``url`` on all of them at once (released together by a gate).
-* ``quit``.
-
-Every request result carries ``wall_s`` (seconds from the first request to
-the last response), ``rate_per_s`` (responses per second of wall time),
-latency percentiles in milliseconds (send → full body read), status counts,
-transport error counts and ``client_cpu_s`` (this process's CPU seconds).
+JSON lines: a command per line on stdin, a result per line on stdout; the bearer token
+in ``BENCH_TOKEN``. ``submit`` (``n`` multipart uploads of distinct ~``doc_bytes`` PDFs
+over ``concurrency`` connections; the ids answered 201), ``release`` (POST each URL
+once), ``burst`` (``n`` connections POST one URL at once), ``quit``. Each result: wall
+time, rate, p50/p99/max latency (ms), statuses, transport errors, the client's CPU.
 """
 
 from __future__ import annotations

@@ -1,32 +1,11 @@
-"""The store in PostgreSQL (issue 15): release throughput beside SQLite, and release → printed
-across two appliances on one database.
+"""The store in PostgreSQL: release throughput beside SQLite, and across two appliances.
 
-a. throughput — each appliance gets ``--jobs`` held jobs, then releases them over
-   ``--connections`` (50) concurrent connections; its printers are paused, so released jobs
-   wait (each printer's ``high_water`` is raised to hold them). Three stands in the same run:
-   one appliance on SQLite (the default store), one appliance on PostgreSQL, and two
-   appliances on one PostgreSQL (``[store] shared``, 50 connections each, the sum).
-   Goal: PostgreSQL ≥ 0.5 × SQLite for one appliance.
-b. across — appliance A answers the API only (it names printer-01 but cannot reach it);
-   appliance B drives printer-01. Each job is submitted held on B, left idle, released on A:
-   B's worker hears of it through PostgreSQL's NOTIFY. Release → printed is the printer's own
-   ``prints.log`` time less the moment A's 200 was read. Goal: p50 ≤ 50 ms.
-c. takeover — appliances a and b (``[cluster]`` defaults: lease 3 s, heartbeat 1 s, margin
-   0.5 s) share ``TAKEOVER_PRINTERS`` printers, split by their leases (``GET /v1/printers``:
-   ``owner``). Each round one of them (a and b in turn) is the victim: a held job per
-   printer it drives is submitted to the survivor, the victim is SIGKILLed, and the jobs
-   are released on the survivor right after. Takeover is kill → that job's line in its
-   printer's ``prints.log``: nothing else was sent to the printer after the kill, so it is
-   the first print by the new owner. The victim is restarted and the printers spread over
-   both again before the next round. Goal: ≤ lease_s + 2 s, the max too; every job of the
-   phase printed once, on its printer.
+(a) releases/s of ``--jobs`` held jobs over 50 connections (printers paused) on SQLite,
+on PostgreSQL, and on two appliances sharing it (goal ≥ 0.5× SQLite); (b) released on A,
+printed by B's printer through NOTIFY (goal p50 ≤ 50 ms); (c) takeover: one of two
+appliances SIGKILLed, kill → its printer's next print (goal ≤ lease + 2 s).
 
-The PostgreSQL cluster is a throw-away one (:mod:`testbed.pg`) with the server's default
-durability (fsync on), as SQLite runs with ``synchronous = FULL``.
-
-Run from the repository root (``--quick``: fewer jobs)::
-
-    .venv/bin/python -m bench.pg_bench --quick
+    .venv/bin/python -m bench.pg_bench [--quick]
 """
 
 from __future__ import annotations
@@ -34,13 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 
 import aiohttp
 
@@ -66,9 +43,7 @@ from bench.harness import (
     versus,
 )
 from edgeprint.config import ClusterConfig
-from testbed.config import to_toml
 from testbed.pg import PostgresCluster, find_pg_bin
-from testbed.rig import free_ports
 
 #: The printers of a throughput stand (all paused: releases only queue).
 THROUGHPUT_PRINTERS = 2
@@ -86,57 +61,6 @@ GOAL_TAKEOVER_OVER_LEASE_S = 2.0
 SPREAD_TIMEOUT_S = 30.0
 #: Deadline for a released job to come out after a kill.
 TAKEOVER_TIMEOUT_S = 30.0
-
-
-@dataclass
-class PgStand(Stand):
-    """A :class:`Stand` whose ``[store]`` is ``store``, whose ``[cluster]`` is ``cluster``,
-    and, if given, whose printers are ``printers_as`` instead of its rig's, or ``peer``'s
-    (started already; this stand then starts no printers of its own)."""
-
-    store: dict[str, Any] = field(default_factory=dict)
-    cluster: dict[str, Any] = field(default_factory=dict)
-    printers_as: list[dict[str, Any]] | None = None
-    peer: Stand | None = None
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.peer is not None:
-            self.rig = self.peer.rig
-
-    def config(self) -> dict[str, Any]:
-        cfg = super().config()
-        if self.store:
-            cfg["store"] = dict(self.store)
-        if self.cluster:
-            cfg["cluster"] = dict(self.cluster)
-        if self.printers_as is not None:
-            cfg["printers"] = list(self.printers_as)
-        return cfg
-
-    def start(self) -> Self:
-        if self.peer is None:
-            return super().start()
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            self.port = free_ports(1, avoid={p.port for p in self.rig} | {self.peer.port})[0]
-            (self.root / "config.toml").write_text(to_toml(self.config()))
-            self.serve.start()
-        except (RuntimeError, TimeoutError) as exc:
-            raise BenchError(f"appliance did not start: {exc}") from exc
-        return self
-
-    def stop(self) -> None:
-        """The appliance only when the printers are ``peer``'s (it stops them)."""
-        if self.peer is None:
-            super().stop()
-            return
-        proc = self.serve.proc
-        if proc is not None and proc.poll() is None:
-            try:
-                self.serve.terminate(timeout_s=15.0)
-            except subprocess.TimeoutExpired:
-                self.serve.kill()
 
 
 async def _release_all(url: str, ids: Sequence[str], connections: int) -> tuple[float, float]:
@@ -214,7 +138,7 @@ async def _owners(http: aiohttp.ClientSession, stand: Stand) -> dict[str, str | 
     return {name: p["owner"] for name, p in (await Tech(http, stand.url).printers()).items()}
 
 
-async def takeover(stands: dict[str, PgStand], rounds: int) -> dict[str, Any]:
+async def takeover(stands: dict[str, Stand], rounds: int) -> dict[str, Any]:
     """(c): ``rounds`` SIGKILLs of a and b in turn; each takeover (s) and the ground truth."""
     rig = stands["a"].rig
     samples: list[dict[str, Any]] = []
@@ -354,19 +278,14 @@ def _throughput_phase(
             "throughput sqlite", throughput([sqlite], jobs, connections)
         )
         sqlite.stop()
-    one = PgStand(run.work / "pg1", THROUGHPUT_PRINTERS, printer=printer,
-                  source=run.src, store={"url": cluster.url()})  # fmt: skip
-    run.stands.append(one)
+    one = run.stand("pg1", THROUGHPUT_PRINTERS, printer=printer,
+                    sections={"store": {"url": cluster.url()}})  # fmt: skip
     if run.attempt("start pg1", one.start):
         rates["pg1"] = run.attempt_async("throughput pg1", throughput([one], jobs, connections))
         one.stop()
-    shared = {"url": cluster.url(), "shared": True}
-    two = [
-        PgStand(run.work / f"pg2{x}", THROUGHPUT_PRINTERS, printer=printer, source=run.src,
-                store=shared)
-        for x in "ab"
-    ]  # fmt: skip
-    run.stands.extend(two)
+    shared = {"store": {"url": cluster.url(), "shared": True}}
+    two = [run.stand(f"pg2{x}", THROUGHPUT_PRINTERS, printer=printer, sections=shared)
+           for x in "ab"]  # fmt: skip
     if all(run.attempt(f"start pg2 {i}", s.start) for i, s in enumerate(two)):
         rates["pg2"] = run.attempt_async("throughput pg2", throughput(two, jobs, connections))
     for s in two:
@@ -376,14 +295,12 @@ def _throughput_phase(
 
 def _across_phase(run: Run, cluster: PostgresCluster, n: int) -> dict[str, Any] | None:
     """(b): release on A → printed on B's printer."""
-    url = cluster.url()
-    b = PgStand(run.work / "b", 1, source=run.src, store={"url": url, "shared": True})
-    a = PgStand(
-        run.work / "a", 1, source=run.src, store={"url": url, "shared": True},
-        printers_as=[{"name": "printer-01", "uri": NOWHERE}],
+    store = {"url": cluster.url(), "shared": True}
+    b = run.stand("b", 1, sections={"store": store})
+    a = run.stand(
+        "a", 1, sections={"store": store, "printers": [{"name": "printer-01", "uri": NOWHERE}]},
         dispatch={"in_hand_timeout_s": 86400},
     )  # fmt: skip
-    run.stands.extend([b, a])
     result = None
     if run.attempt("start b", b.start) and run.attempt("start a", a.start):
         result = run.attempt_async("across", across(a, b, n))
@@ -395,11 +312,10 @@ def _across_phase(run: Run, cluster: PostgresCluster, n: int) -> dict[str, Any] 
 def _takeover_phase(run: Run, cluster: PostgresCluster, n: int) -> dict[str, Any] | None:
     """(c): appliances a and b on one rig, each SIGKILLed in turn."""
     store = {"url": cluster.url(), "shared": True}
-    a = PgStand(run.work / "ta", TAKEOVER_PRINTERS, source=run.src, store=store,
-                cluster={"appliance_id": "a"})  # fmt: skip
-    b = PgStand(run.work / "tb", TAKEOVER_PRINTERS, source=run.src, store=store,
-                cluster={"appliance_id": "b"}, peer=a)  # fmt: skip
-    run.stands.extend([b, a])  # b first: a's stop stops the printers
+    a = run.stand("ta", TAKEOVER_PRINTERS,
+                  sections={"store": store, "cluster": {"appliance_id": "a"}})  # fmt: skip
+    b = run.stand("tb", TAKEOVER_PRINTERS, peer=a,
+                  sections={"store": store, "cluster": {"appliance_id": "b"}})  # fmt: skip
     taken = None
     if run.attempt("start a", a.start) and run.attempt("start b", b.start):
         taken = run.attempt_async("takeover", takeover({"a": a, "b": b}, n))

@@ -1,14 +1,12 @@
-"""Print-path benchmark: edgeprint driving real IPP printers, as a user gets it.
+"""Printing: edgeprint driving real IPP printers (0 s/page), as a user gets it.
 
-The appliance with its default settings, real printers at 0 s/page; ground truth is
-each printer's ``prints.log`` and ``server.log``, the appliance's view its
-``job_events``. Per repetition, each phase on a fresh stand: (1) latency —
-``--latency-jobs`` jobs one at a time, release → printed and → DONE, split into
-release → claim → printed → DONE; (2) drain — ``--drain-jobs`` jobs to one printer,
-then a pool of two: jobs/s per printer and the idle gap between jobs with its parts;
-(3) recovery — the appliance SIGKILLed right after a document came out: restart →
-ready, → PRINTING settled, → all DONE. Duplicates and losses must be 0. Medians of
-``--repeat`` runs. Writes ``bench/results/print.json``.
+Per repetition, each phase on a fresh stand: (1) release → printed and → DONE, one job
+at a time on an idle printer; (2) drain of ``--drain-jobs`` to one printer, then a pool
+of two: jobs/s per printer and the idle gap between jobs with its parts; (3) the
+appliance SIGKILLed right after a document came out: restart → ready, → PRINTING
+settled, → all DONE. Once per run, (4) no PDF: a raster-only printer beside a PDF one
+(render + PWG raster, the rendition cache), and ``/healthz`` and a badge while 8 long
+documents render. Ground truth: prints.log, server.log, job_events.
 
     .venv/bin/python -m bench.print_bench [--quick]
 """
@@ -29,13 +27,12 @@ from bench.harness import (
     FILE_POLL_S,
     JOB_TIMEOUT_S,
     POOL,
-    SUBMIT_CONCURRENCY,
     Kiosk,
     Run,
     Stand,
     default_settings,
     edgeprint_id,
-    fmt,
+    figures_markdown,
     gaps,
     ground_truth,
     http_session,
@@ -45,11 +42,14 @@ from bench.harness import (
     printed_at,
     printed_count,
     read_store,
+    row,
     spread,
     stand_finished,
     until,
 )
 from edgeprint.config import PrinterConfig
+from testbed.pdfs import make_a4_pdf, make_badge_pdf
+from testbed.rig import Rig
 
 RIG_NOTES = "/work/shared/rig/README.md"
 #: Reference drain rate of a CUPS queue in front of ippeveprinter, jobs/s per printer
@@ -57,6 +57,8 @@ RIG_NOTES = "/work/shared/rig/README.md"
 CUPS_JOBS_PER_S_PER_PRINTER = 1.0
 #: Seconds the printer is left idle before each release in the latency phase.
 IDLE_BEFORE_RELEASE_S = 0.15
+#: The same in phase 4.
+IDLE_BEFORE_BADGE_S = 0.1
 #: Drain submits keep at most this many jobs per printer submitted but not printed:
 #: below the appliance's per-printer ``high_water`` (default 50, when the running
 #: code has it), so the queue never runs dry and admission never pushes back.
@@ -208,23 +210,8 @@ async def phase_recovery(stand: Stand, n_jobs: int, tag: str) -> dict[str, Any]:
 
     async with http_session() as http:
         kiosk = Kiosk(http, stand.url)
-        ready_line: list[float] = []
-
-        def restart() -> None:
-            stand.serve.start()  # returns once it has read the JSON "ready" line
-            ready_line.append(time.time())
-
         t_restart = time.time()
-        starting = asyncio.ensure_future(asyncio.to_thread(restart))
-
-        async def ready() -> bool:
-            if starting.done():
-                starting.result()  # raise if the appliance failed to start
-            return await kiosk.readyz() == 200
-
-        t_readyz = await until(ready, RECOVERY_TIMEOUT_S, API_POLL_S, "/readyz not 200")
-        await starting
-        t_ready_line = ready_line[0]
+        t_readyz, t_ready_line = await stand.spawn(http)
         left: set[str] = set()
 
         async def reconciled() -> bool:
@@ -266,6 +253,123 @@ async def phase_recovery(stand: Stand, n_jobs: int, tag: str) -> dict[str, Any]:
         "left_printing": states.get("PRINTING", 0),
         **ground_truth(stand.rig, ids),
     }
+
+
+# --- phase 4: printers without PDF (edgeprint renders) ----------------------------
+
+
+async def released_to_printed(kiosk: Kiosk, rig: Rig, printer: str, key: str, doc: bytes) -> float:
+    """Submit ``doc`` held for ``printer``, let it idle, release: ms until prints.log has it."""
+    job_id = await kiosk.submit(key, doc=doc, printer=printer, hold=True)
+    await asyncio.sleep(IDLE_BEFORE_BADGE_S)  # an idle printer at the release
+    released = await kiosk.release(job_id)
+    name = printer.removeprefix("raster-")
+    out: list[float] = []
+
+    async def on_paper() -> bool:
+        out.extend(printed_at(x) for x in rig.printed(name) if job_id in x.job_name)
+        return bool(out)
+
+    await until(on_paper, JOB_TIMEOUT_S, FILE_POLL_S, f"{job_id} not printed on {printer}")
+    return (out[0] - released) * 1000.0
+
+
+async def phase_raster(stand: Stand, jobs: int) -> dict[str, Any]:
+    """Badges alternately on the PDF and the raster-only printer; then one badge again and
+    again (rendition cache). Two warm-ups (render pool, connections) are left out."""
+    out: dict[str, list[float]] = {"pdf": [], "raster": [], "raster_cached": []}
+    sides = (("printer-01", stand.rig, "pdf"), ("raster-printer-01", stand.raster_rig, "raster"))
+    async with http_session() as http:
+        kiosk = Kiosk(http, stand.url)
+        for i in range(jobs + 2):
+            for printer, rig, kind in sides:
+                doc = make_badge_pdf(f"Attendee {i} {kind}")
+                took = await released_to_printed(kiosk, rig, printer, f"{kind}-{i:05d}", doc)
+                out[kind] += [took] if i >= 2 else []
+        same = make_badge_pdf("Attendee cached")
+        for i in range(jobs + 1):
+            took = await released_to_printed(
+                kiosk, stand.raster_rig, "raster-printer-01", f"cached-{i:05d}", same
+            )
+            out["raster_cached"] += [took] if i >= 1 else []
+    return {k: _p50_p99(v) for k, v in out.items()}
+
+
+async def phase_render_load(stand: Stand, pages: int, badges: int) -> dict[str, Any]:
+    """/healthz every 10 ms and badges on the PDF printer while every raster-only printer
+    gets a ``pages``-page document (US letter)."""
+    health: list[float] = []
+    badge: list[float] = []
+    async with http_session() as http:
+        kiosk = Kiosk(http, stand.url)
+        for p in stand.raster_rig:
+            doc = make_a4_pdf(pages, size_pt=(612, 792))
+            await kiosk.submit(f"long-{p.name}", doc=doc, printer=f"raster-{p.name}", hold=False)
+        stop = asyncio.Event()
+
+        async def poll() -> None:
+            while not stop.is_set():
+                t0 = time.perf_counter()
+                async with http.get(f"{stand.url}/healthz") as r:
+                    await r.read()
+                health.append((time.perf_counter() - t0) * 1000)
+                await asyncio.sleep(0.01)  # one probe every 10 ms
+
+        poller = asyncio.create_task(poll())
+        for i in range(badges):
+            doc = make_badge_pdf(f"Badge under load {i}")
+            badge.append(
+                await released_to_printed(kiosk, stand.rig, "printer-01", f"load-{i:04d}", doc)
+            )
+        stop.set()
+        await poller
+    rendering = sum(1 for p in stand.raster_rig if not stand.raster_rig.printed(p.name))
+    return {
+        "healthz": _p50_p99(health),
+        "badge": _p50_p99(badge),
+        "long_documents_still_rendering_or_printing_at_end": rendering,
+    }
+
+
+def _p50_p99(values: list[float]) -> dict[str, Any]:
+    p50, p99 = percentile(values, 50), percentile(values, 99)
+    return {"n": len(values), "p50_ms": round(p50 or 0, 1), "p99_ms": round(p99 or 0, 1)}
+
+
+def raster_table(idle: dict[str, Any], load: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of phase 4 (bench.report prints them as "printing, no PDF")."""
+    ratio = round(idle["raster"]["p50_ms"] / idle["pdf"]["p50_ms"], 2)
+
+    def one(v: float) -> dict[str, float]:
+        return {"median": v, "min": v, "max": v}
+
+    return [
+        {"figure": "release → printed, idle raster-only printer (render + PWG raster), p50",
+         "unit": "ms", "edgeprint": one(idle["raster"]["p50_ms"]),
+         "PDF printer, same run": one(idle["pdf"]["p50_ms"]), "ratio": ratio},
+        {"figure": "same, a badge already rendered (rendition cache), p50", "unit": "ms",
+         **one(idle["raster_cached"]["p50_ms"])},
+        {"figure": "while 8 long documents render: /healthz p99", "unit": "ms",
+         **one(load["healthz"]["p99_ms"]), "note": "target < 50 ms"},
+        {"figure": "while 8 long documents render: a badge on a PDF printer, release → printed "
+         "p99", "unit": "ms", **one(load["badge"]["p99_ms"]), "note": "target < 200 ms"},
+    ]  # fmt: skip
+
+
+async def no_pdf(run: Run, args: argparse.Namespace) -> dict[str, Any]:
+    """Phase 4 on two fresh stands: one raster-only printer, then eight."""
+    out: dict[str, Any] = {}
+    plan: list[tuple[str, int, Callable[[Stand], Awaitable[dict[str, Any]]]]] = [
+        ("idle", 1, lambda s: phase_raster(s, args.raster_jobs)),
+        ("under_render_load", 8, lambda s: phase_render_load(s, args.pages, args.raster_jobs)),
+    ]
+    for name, raster, phase in plan:
+        stand = run.stand(f"no-pdf-{name}", 1, raster=raster).start()
+        try:
+            out[name] = await phase(stand)
+        finally:
+            stand.stop()
+    return out
 
 
 # --- runs, summary, output -----------------------------------------------------------
@@ -338,27 +442,16 @@ def summarize(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]
     return out
 
 
-def markdown(summary: dict[str, dict[str, Any]], runs: int) -> str:
-    """The summary as a Markdown table (median [min–max] over ``runs`` runs)."""
-    lines = [
-        f"| figure | median of {runs} | min | max | unit |",
-        "|---|---:|---:|---:|---|",
+def table_rows(runs: list[dict[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Phases 1–3: median, min, max over the runs; then the ground truth, worst run."""
+    out = [
+        row(f"{PHASE_TITLES[phase]}: {label}", unit, [r.get(phase, {}).get(key) for r in runs])
+        for phase, key, label, unit in ROWS
     ]
-    current = ""
-    for phase, key, label, unit in ROWS:
-        if phase != current:
-            lines.append(f"| **{PHASE_TITLES[phase]}** | | | | |")
-            current = phase
-        s = summary.get(phase, {}).get(key, {})
-        lines.append(
-            f"| {label} | {fmt(s.get('median'))} | {fmt(s.get('min'))} | "
-            f"{fmt(s.get('max'))} | {unit} |"
-        )
-    lines.append("| **ground truth, all phases** | | | | |")
     for k in CHECK_KEYS:
-        total = sum(int(summary[p].get(k, {}).get("max") or 0) for p in PHASE_TITLES)
-        lines.append(f"| {k} (worst run, summed over phases) | {total} | | | jobs |")
-    return "\n".join(lines)
+        worst = sum(max((r.get(p, {}).get(k) or 0 for r in runs), default=0) for p in PHASE_TITLES)
+        out.append(row(f"{k} (worst run, summed over phases)", "jobs", [worst]))
+    return out
 
 
 async def one_run(run: Run, rep: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -393,7 +486,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--latency-jobs", type=int, default=None, help="default 40 (--quick 10)")
     ap.add_argument("--drain-jobs", type=int, default=None, help="default 200 (--quick 60)")
     ap.add_argument("--recovery-jobs", type=int, default=20, help="default 20")
+    ap.add_argument("--raster-jobs", type=int, default=None, help="no-PDF jobs per row, 30 (10)")
+    ap.add_argument("--pages", type=int, default=None, help="pages per long document, 40 (10)")
     args = ap.parse_args(argv)
+    args.raster_jobs = args.raster_jobs or (10 if args.quick else 30)
+    args.pages = args.pages or (10 if args.quick else 40)
     args.repeat = args.repeat or (1 if args.quick else 3)
     args.latency_jobs = args.latency_jobs or (10 if args.quick else 40)
     args.drain_jobs = args.drain_jobs or (60 if args.quick else 200)
@@ -405,6 +502,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for rep in range(args.repeat):
             one = run.attempt_async(f"run {rep + 1}", one_run(run, rep, args))
             runs += [one] if one is not None else []
+        raster = run.attempt_async("no PDF", no_pdf(run, args))
+    rows = [] if raster is None else raster_table(raster["idle"], raster["under_render_load"])
+    if raster is not None:
+        load = raster["under_render_load"]
+        print(f"no PDF: {json.dumps(raster['idle'])}; under render load: {json.dumps(load)}")
     summary = summarize(runs)
     for phase in PHASE_TITLES:
         for k in CHECK_KEYS:
@@ -428,22 +530,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{RIG_NOTES}, 'CUPS baseline'; not measured here)"
             )
     defaults = default_settings()
-    table = markdown(summary, len(runs)) + "".join(f"\n\n{n}" for n in notes)
+    table = figures_markdown(table_rows(runs) + rows) + "".join(f"\n\n{n}" for n in notes)
     print(f"settings used (the code's defaults): {json.dumps(defaults)}")
     return run.finish(
         table,
-        settings={
-            "quick": args.quick,
-            "repeat": args.repeat,
-            "latency_jobs": args.latency_jobs,
-            "drain_jobs": args.drain_jobs,
-            "recovery_jobs": args.recovery_jobs,
-            "printer_seconds_per_page": 0.0,
-            "idle_before_release_s": IDLE_BEFORE_RELEASE_S,
-            "submit_concurrency": SUBMIT_CONCURRENCY,
-            "drain_window_per_printer": DRAIN_WINDOW_PER_PRINTER,
-            "appliance_defaults": defaults,
-        },
+        settings={},
         reference={
             "cups_jobs_per_s_per_printer": CUPS_JOBS_PER_S_PER_PRINTER,
             "source": f"{RIG_NOTES}, section 'CUPS baseline' (not measured by this benchmark)",
@@ -451,6 +542,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
         summary=summary,
         runs=runs,
+        table=rows,
+        no_pdf=raster,
     )
 
 

@@ -1,23 +1,8 @@
-"""Rendering benchmark: PDF → raster through the render pool, as a raster printer would get it.
+"""Rendering: PDF → PWG raster through the render pool, as a raster printer gets it.
 
-Figures (issue 13):
-
-- a 4x3 in badge at 300 dpi, grey (sgray_8 PWG raster): render + encode through
-  the pool, per badge, as the appliance sees it (process hop included) —
-  target p50 ≤ 30 ms; also the same work inside one process, without the hop;
-- a badge while 8 handouts (600 dpi) stream on the same pool, and the event
-  loop's lag meanwhile;
-- a 40-page A4 document at 600 dpi streamed as PWG raster (sgray_8) to a
-  consumer that drops each chunk once written (a printer connection): pages
-  per minute (target: ahead of a 60 pages/min printer), the appliance
-  process's RSS growth while it streams (target < 64 MiB) and the render
-  worker's peak RSS.
-
-The PDFs are made here (text and rules, Helvetica not embedded). Results go
-to ``bench/results/render.json`` (rows as bench.report's generic table) and
-are printed.
-
-Run from the repository root::
+A 4x3 in badge at 300 dpi (through the pool, and in one process), a badge while 8
+handouts stream on the same pool (and the event loop's lag), a 40-page A4 document at
+600 dpi streamed: pages/min, the appliance's RSS growth, the render worker's peak RSS.
 
     .venv/bin/python -m bench.render_bench [--quick]
 """

@@ -1,17 +1,8 @@
-"""Collect the figures of one ``make bench`` run into one table.
+"""Join the result files of one ``make bench`` run into one table.
 
-Reads ``bench/results/{api,print,…,fleet,soak,pg,dist}.json`` (:data:`BENCHMARKS`) (each
-written by its benchmark in the same ``make bench`` run), prints a Markdown
-table and writes ``bench/results/latest.json`` (the rows, the machine, and each
-benchmark's summary) and ``bench/results/latest.md`` (the table). Every figure
-is the median over that benchmark's repeated runs with its min–max; every
-ratio compares two things measured in the same run.
-
-Exit code 1 when a result file is missing or older than ``--max-age-s``
-(default: one hour — a stale file means its benchmark did not run), or when a
-benchmark reported duplicates or losses.
-
-Run from the repository root::
+Reads ``bench/results/<name>.json`` for :data:`BENCHMARKS`, prints a Markdown table and
+writes ``bench/results/latest.{json,md}``. Exit 1 when a file is missing or older than
+``--max-age-s`` (its benchmark did not run), or a benchmark reported duplicates or losses.
 
     .venv/bin/python -m bench.report
 """
@@ -32,7 +23,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
 BENCHMARKS = (
-    "api", "print", "raster_print", "failover", "cups", "chaos", "resources", "render", "fleet",
+    "api", "print", "failover", "cups", "chaos", "resources", "render", "fleet",
     "soak", "ipp", "pg", "dist",
 )  # fmt: skip
 
@@ -179,6 +170,7 @@ def _print(d: Mapping[str, Any]) -> list[Row]:
             f"{spread(dig(d, f'{s}.recovery.duplicates'))}, losses "
             f"{spread(dig(d, f'{s}.recovery.losses'))}",
         ),
+        *_generic("printing, no PDF")(d),
     ]
 
 
@@ -279,7 +271,6 @@ _ROWS: dict[str, Callable[[Mapping[str, Any]], list[Row]]] = {
     "chaos": _generic("chaos"),
     "resources": _generic("resources"),
     "render": _generic("rendering"),
-    "raster_print": _generic("printing, no PDF"),
     "fleet": _generic("many printers"),
     "soak": _generic("soak"),
     "ipp": _ipp,

@@ -1,13 +1,9 @@
-"""Resources benchmark: memory, start-up and store size with 20 printers and 100,000 jobs.
+"""Resources: start-up, memory and store size with 20 printers and 100,000 jobs.
 
-The appliance (default settings, ``rate_limit`` raised) in front of 20 real printers:
-(1) ``--starts`` start-ups on an empty store, spawn → ``/readyz`` and VmRSS; (2) a
-sample of jobs through the API and the store layer, cloned with plain SQL up to
-``--jobs`` (events written by the schema's triggers; younger clones have no document
-on disk: the figures are the store's, not the spool's); (3) bytes per job, per table
-(``dbstat``); (4) ``--starts`` start-ups on the full store, then listings, metrics,
-the dead-letter queue and ``--load-jobs`` printed jobs, VmRSS after each and VmHWM.
-Writes ``bench/results/resources.json``.
+Start-ups on an empty store (spawn → /readyz, VmRSS); a sample of jobs through the API
+and the store layer, cloned with plain SQL up to ``--jobs`` (the clones have no document
+on disk); bytes per job and per table (dbstat); start-ups on the full store, then
+listings, metrics, the dead-letter queue and printed jobs, VmRSS after each.
 
     .venv/bin/python -m bench.resources_bench [--quick]
 """
@@ -16,17 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import random
 import secrets
 import sqlite3
-import subprocess
 import sys
 import time
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,17 +30,16 @@ from bench.harness import (
     BenchError,
     Kiosk,
     Run,
+    Stand,
     Tech,
-    default_settings,
     figures_markdown,
     ms,
     parser,
     proc_status,
-    readyz,
     seed,
 )
 from bench.harness import row as _row
-from edgeprint.config import Config, ServerConfig
+from edgeprint.config import Config
 from edgeprint.copies import CopyAction, CopyState
 from edgeprint.server import DB_FILE
 from edgeprint.states import Action
@@ -54,9 +47,6 @@ from edgeprint.store import Store
 from edgeprint.store.copies import Copies
 from edgeprint.store.jobs import GUARD_ON_PRINTER, Jobs
 from edgeprint.store.schema import SCHEMA_VERSION
-from testbed.config import config_dict, to_toml
-from testbed.proc import ServeProcess
-from testbed.rig import Rig, free_ports
 
 PRINTERS = 20
 POOLS = ("hall-a", "hall-b", "hall-c", "hall-d")
@@ -78,110 +68,23 @@ LIST_LIMIT = 500
 REPEAT_CALLS = 20
 LOAD_CONCURRENCY = 8
 #: Upper bounds (s).
-READY_TIMEOUT_S = 30.0
 SETTLE_TIMEOUT_S = 30.0
 RATE_LIMIT = "100000/second"
 
 
-# --- the stand ----------------------------------------------------------------------
-
-
-@dataclass
-class Appliance:
-    """The appliance child for one data_dir, on a fixed port, from the source copy."""
-
-    root: Path
-    data_dir: Path
-    rig: Rig
-    port: int
-    source: Path
-    serve: ServeProcess = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        server: dict[str, Any] = {"port": self.port}
-        if "rate_limit" in ServerConfig.model_fields:
-            server["rate_limit"] = RATE_LIMIT
-        cfg = config_dict(self.data_dir, **server)
-        cfg["printers"] = [
-            {"name": p.name, "uri": p.uri, "pool": POOLS[i % len(POOLS)]}
-            for i, p in enumerate(self.rig)
-        ]
-        path = self.root / f"config-{self.data_dir.name}.toml"
-        path.write_text(to_toml(cfg))
-        self.serve = ServeProcess(path, self.root / f"serve-{self.data_dir.name}.log")
-        self.serve.env = {"PYTHONSAFEPATH": "1", "PYTHONPATH": str(self.source)}
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def pid(self) -> int:
-        assert self.serve.proc is not None
-        return self.serve.proc.pid
-
-    async def start(self, http: aiohttp.ClientSession) -> float:
-        """Spawn and poll /readyz every 5 ms; seconds from spawn to 200."""
-        t0 = time.perf_counter()
-        starting = asyncio.ensure_future(asyncio.to_thread(self.serve.start))
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        took: float | None = None
-        try:
-            while took is None:
-                if starting.done():
-                    starting.result()  # raises if the appliance exited during start
-                if await readyz(http, self.url) == 200:
-                    took = time.perf_counter() - t0
-                elif time.monotonic() > deadline:
-                    raise BenchError(f"not ready {READY_TIMEOUT_S:g} s after spawn")
-                else:
-                    await asyncio.sleep(0.005)  # polling /readyz, bounded by the deadline
-            await starting
-        except (RuntimeError, TimeoutError) as exc:
-            if isinstance(exc, BenchError):
-                raise
-            raise BenchError(f"appliance did not start: {exc}") from exc
-        finally:
-            if not starting.done():
-                with contextlib.suppress(BaseException):
-                    await starting
-        return took
-
-    def stop(self) -> None:
-        """SIGTERM (SIGKILL if it lingers)."""
-        proc = self.serve.proc
-        if proc is not None and proc.poll() is None:
-            try:
-                self.serve.terminate(timeout_s=15.0)
-            except subprocess.TimeoutExpired:
-                self.serve.kill()
-
-
-async def starts(app: Appliance, http: aiohttp.ClientSession, n: int) -> list[dict[str, float]]:
-    """``n`` start-ups (each stopped with SIGTERM): seconds to ready, VmRSS at ready."""
+async def starts(stand: Stand, http: aiohttp.ClientSession, n: int) -> list[dict[str, float]]:
+    """``n`` start-ups (each stopped with SIGTERM): ms from spawn to ready, VmRSS at ready."""
     out: list[dict[str, float]] = []
     for _ in range(n):
-        took = await app.start(http)
-        out.append({"ready_ms": round(took * 1000.0, 1), **proc_status(app.pid)})
-        app.stop()
+        out.append(await start(stand, http))
+        stand.stop_appliance()
     return out
 
 
-async def settled(tech: Tech, timeout_s: float) -> None:
-    """Until no job is RELEASED or PRINTING (polled every 20 ms), at most ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        busy = [
-            j
-            for s in ("RELEASED", "PRINTING")
-            for j in (await tech.get(f"/v1/jobs?state={s}&limit=1"))["jobs"]
-        ]
-        if not busy:
-            return
-        if time.monotonic() > deadline:
-            raise BenchError(f"jobs still RELEASED/PRINTING after {timeout_s:g} s")
-        await asyncio.sleep(0.02)  # polling a condition, bounded by the deadline
+async def start(stand: Stand, http: aiohttp.ClientSession) -> dict[str, float]:
+    t0 = time.time()
+    t_ready, _ = await stand.spawn(http)
+    return {"ready_ms": round((t_ready - t0) * 1000.0, 1), **proc_status(stand.pid)}
 
 
 def target(rng: random.Random, printers: Sequence[str]) -> dict[str, Any]:
@@ -195,7 +98,7 @@ def target(rng: random.Random, printers: Sequence[str]) -> dict[str, Any]:
 
 
 async def sample(
-    app: Appliance, http: aiohttp.ClientSession, sizes: dict[str, int], rng: random.Random
+    app: Stand, http: aiohttp.ClientSession, sizes: dict[str, int], rng: random.Random
 ) -> dict[str, Any]:
     """Real jobs through the API (see module doc); ids by path and the HELD cut time."""
     kiosk = Kiosk(http, app.url)
@@ -225,7 +128,7 @@ async def sample(
         if path != "expired":
             tasks += [one(path, i) for i in range(count)]
     await asyncio.gather(*tasks)
-    await settled(tech, SETTLE_TIMEOUT_S)
+    await kiosk.wait_settled(SETTLE_TIMEOUT_S)
     return {"ids": ids, "cut": cut}
 
 
@@ -448,7 +351,7 @@ def store_size(data_dir: Path) -> dict[str, Any]:
 
 
 async def load(
-    app: Appliance, http: aiohttp.ClientSession, n_jobs: int, rng: random.Random
+    app: Stand, http: aiohttp.ClientSession, n_jobs: int, rng: random.Random
 ) -> dict[str, Any]:
     """Listing, metrics, printers, dead letters, submits + releases; RSS after each step."""
     tech = Tech(http, app.url)
@@ -499,7 +402,7 @@ async def load(
                 await kiosk.release(job_id)
 
         await asyncio.gather(*(one(i) for i in range(n_jobs)))
-        await settled(tech, SETTLE_TIMEOUT_S)
+        await kiosk.wait_settled(SETTLE_TIMEOUT_S)
 
     await timed(f"list {LIST_PAGES} pages × {LIST_LIMIT}", listing())
     await timed("filtered listings ×6", filtered())
@@ -522,53 +425,43 @@ class Plan:
     seed: int
 
 
-async def run(work: Path, src: Path, rig: Rig, plan: Plan, apps: list[Appliance]) -> dict[str, Any]:
+async def run(stand: Stand, plan: Plan) -> dict[str, Any]:
     rng = random.Random(plan.seed)
-    port = free_ports(1, avoid={p.port for p in rig})[0]
-    for i, p in enumerate(rig):
+    for i, p in enumerate(stand.rig):
         _POOL_PRINTERS.setdefault(POOLS[i % len(POOLS)], p.name)
-    empty = Appliance(work, work / "empty", rig, port, src)
-    full = Appliance(work, work / "data", rig, port, src)
-    apps += [empty, full]
     out: dict[str, Any] = {}
     timeout = aiohttp.ClientTimeout(total=60)
     async with aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=LOAD_CONCURRENCY + 4), timeout=timeout
     ) as http:
         t = time.perf_counter()
-        first = await starts(empty, http, 1)
-        out["empty_first_start"] = first[0]
-        out["empty_starts"] = await starts(empty, http, plan.starts)
+        stand.use_data("empty")
+        out["empty_first_start"] = (await starts(stand, http, 1))[0]
+        out["empty_starts"] = await starts(stand, http, plan.starts)
         out["empty_phase_s"] = round(time.perf_counter() - t, 2)
         print(f"bench: empty store: {out['empty_starts']}", file=sys.stderr)
 
         t = time.perf_counter()
-        await full.start(http)
-        picked = await sample(full, http, plan.sample, rng)
-        full.stop()
+        stand.use_data("data")
+        await stand.spawn(http)
+        picked = await sample(stand, http, plan.sample, rng)
+        stand.stop_appliance()
         out["sample"] = {k: len(v) for k, v in picked["ids"].items()}
-        out["store_layer"] = await store_layer(full.data_dir, picked["ids"], picked["cut"])
+        out["store_layer"] = await store_layer(stand.data_dir, picked["ids"], picked["cut"])
         out["sample_phase_s"] = round(time.perf_counter() - t, 2)
-        out["clone"] = clone(full.data_dir, plan.jobs, rng)
+        out["clone"] = clone(stand.data_dir, plan.jobs, rng)
         print(f"bench: store filled: {out['clone']}", file=sys.stderr)
-        out["size"] = store_size(full.data_dir)
+        out["size"] = store_size(stand.data_dir)
 
         t = time.perf_counter()
-        out["full_starts"] = await starts(full, http, plan.starts - 1)
-        took = await full.start(http)
-        out["full_starts"].append({"ready_ms": round(took * 1000.0, 1), **proc_status(full.pid)})
+        out["full_starts"] = await starts(stand, http, plan.starts - 1)
+        out["full_starts"].append(await start(stand, http))
         print(f"bench: full store: {out['full_starts']}", file=sys.stderr)
-        out["load"] = await load(full, http, plan.load_jobs, rng)
-        full.stop()
+        out["load"] = await load(stand, http, plan.load_jobs, rng)
+        stand.stop_appliance()
         out["full_phase_s"] = round(time.perf_counter() - t, 2)
-        out["size_after_load"] = store_size(full.data_dir)
-        out["full_log_events"] = dict(
-            Counter(
-                str(rec.get("event"))
-                for line in full.serve.log_path.read_bytes().splitlines()
-                if line.startswith(b"{") and isinstance(rec := json.loads(line), dict)
-            )
-        )
+        out["size_after_load"] = store_size(stand.data_dir)
+        out["full_log_events"] = dict(Counter(str(r.get("event")) for r in stand.log_events()))
     return out
 
 
@@ -633,19 +526,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not (1_000 <= plan.jobs <= 2_000_000 and 1 <= plan.starts <= 20 and plan.load_jobs >= 0):
         print("bench: --jobs 1000–2000000, --starts 1–20, --load-jobs ≥ 0", file=sys.stderr)
         return 2
-    apps: list[Appliance] = []
     with Run("resources", args, snapshot=True) as bench:
-        src = bench.src
-        assert src is not None
-        rig = Rig(bench.work / "rig", seconds_per_page=0.0)
-        try:
-            rig.start(PRINTERS)
-            out = bench.attempt_async("run", run(bench.work, src, rig, plan, apps))
-        finally:
-            for app in apps:
-                with contextlib.suppress(Exception):
-                    app.stop()
-            rig.stop()
+        stand = bench.stand("stand", PRINTERS, pools=POOLS, server={"rate_limit": RATE_LIMIT})
+        out = bench.attempt("run", lambda: asyncio.run(run(stand.start(serve=False), plan)))
         bench.keep |= bool(bench.failures)
     rows = table_rows(out, plan) if out is not None else []
     if out is not None:
@@ -658,25 +541,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     return bench.finish(
         figures_markdown(rows),
-        settings={
-            "quick": args.quick,
-            "seed": plan.seed,
-            "jobs": plan.jobs,
-            "starts": plan.starts,
-            "load_jobs": plan.load_jobs,
-            "printers": PRINTERS,
-            "printers_kind": "ippeveprinter via testbed.rig.Rig on loopback, 0 s/page",
-            "pools": POOLS,
-            "sample": plan.sample,
-            "mix": MIX,
-            "history_days": HISTORY_DAYS,
-            "held_window_s": HELD_WINDOW_S,
-            "list_pages": LIST_PAGES,
-            "list_limit": LIST_LIMIT,
-            "documents": "only the sample's documents exist on disk; the clones' do not",
-            "overrides": {"server.rate_limit": RATE_LIMIT},
-            "appliance_defaults": default_settings(),
-        },
+        settings=asdict(plan),
         table=rows,
         raw=out,
         work_folder=str(bench.work) if bench.keep else None,

@@ -1,30 +1,12 @@
 """Soak: a long mixed API load with printing, and whether the appliance stays the same.
 
-The appliance runs as a child process with the code's default settings on ``--printers``
-real ``ippeveprinter`` printers (0 s/page, one pool). ``--concurrency`` clients send
-``--requests`` API requests in a fixed mix, each client in turn: submit a job (held),
-get it, list the newest jobs twice, release it, get it, list twice, get it twice — so 1
-in 10 requests is a submit, 1 a release, 4 gets and 4 lists, and every job prints: the
-printers print at a steady share of the request rate. A release answered 503 (queue
-full) is retried after 50 ms and counted. Every 2 s (and at the two quiet points below)
-the appliance is read from /proc: VmRSS, open descriptors (/proc/PID/fd) and threads
-(/proc/PID/task), and its asyncio tasks from /metrics (``edgeprint_event_loop_tasks``).
-The printers use the rig's lean print engine (the full one would spend ~30 ms of CPU
-per job on the rig itself).
+``--requests`` requests (per job: submit, release, 4 gets, 4 lists; every job prints)
+from ``--concurrency`` clients. Goals: RSS growth after warm-up ≤ 10 MiB and no growth in
+descriptors, threads or asyncio tasks (``edgeprint_event_loop_tasks``; all read at
+quiet points), p99 of the last 10 % ÷ the first 10 % ≤ 1.5×. The printers use the rig's
+lean print engine (the full one would spend ~30 ms of CPU per job on the rig itself).
 
-Figures, each printed beside its goal:
-
-* RSS growth after warm-up — from the quiet point after the first ``--warmup`` share of
-  the requests to the quiet point at the end (quiet: every job DONE) — goal ≤ 10 MiB;
-* open descriptors, threads and asyncio tasks at the same two quiet points — goal: no
-  growth;
-* p99 latency of the last 10 % of the requests ÷ the first 10 % — goal ≤ 1.5×.
-
-Writes ``bench/results/soak.json`` (with the samples). Exit code 1 when a request got an
-unexpected answer, a job was lost or printed twice, or the run could not be measured.
-
-    .venv/bin/python -m bench.soak_bench            # 1,000,000 requests
-    .venv/bin/python -m bench.soak_bench --quick    # 50,000 requests
+    .venv/bin/python -m bench.soak_bench [--quick] [--requests N]
 """
 
 from __future__ import annotations
@@ -261,17 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             run.failures.append(f"unexpected answers: {out['unexpected_statuses']}")
     return run.finish(
         figures_markdown(rows),
-        settings={
-            "quick": args.quick,
-            "requests": requests,
-            "printers": args.printers,
-            "concurrency": args.concurrency,
-            "warmup_share": args.warmup,
-            "turn": TURN,
-            "mix_after_warmup": args.mix,
-            "printer_seconds_per_page": 0.0,
-            "print_engine": "lean",
-        },
+        settings={"requests": requests, "print_engine": "lean"},
         table=rows,
         raw=out,
     )

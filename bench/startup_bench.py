@@ -1,9 +1,6 @@
-"""Start-up of the single-file build vs the package: spawn → /readyz 200, and the file's size.
+"""Start-up of the single-file build (``make dist``) vs the package: spawn → /readyz, size.
 
-Run ``make dist`` first. ``python -m bench.startup_bench [--quick] [--repeat N]`` prints
-a Markdown table and writes bench/results/dist.json. Times in milliseconds,
-medians over N runs (default 7) with min/max; the built file is run with
-Debian's own /usr/bin/python3, the package with the development interpreter.
+.venv/bin/python -m bench.startup_bench [--quick] [--repeat N]
 """
 
 from __future__ import annotations

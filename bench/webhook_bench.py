@@ -1,19 +1,8 @@
 """Webhooks: what the outbox costs a state change, and how fast one receiver is served.
 
-a. state changes — ``--jobs`` HELD jobs cancelled by ``--concurrency`` concurrent
-   conditional UPDATEs through the real store (group commit, ``synchronous=FULL``),
-   once with no webhook subscribed (the trigger writes nothing) and once with
-   ``job.cancelled`` subscribed (each UPDATE also writes its outbox row):
-   transitions per second;
-b. delivery — the same number of outbox events delivered, signed, to a real
-   aiohttp receiver on loopback answering 204, one at a time as in production:
-   events per second, and the time from the first event stored to the last
-   delivered.
-
-Each figure is the median of ``--repeat`` runs with min and max. Prints a table
-and writes ``bench/results/webhook.json``. Not part of ``make bench``.
-
-Run from the repository root::
+(a) ``--jobs`` HELD jobs cancelled through the real store, without and with a webhook
+subscribed: transitions/s; (b) as many events delivered, signed, to an aiohttp receiver
+on loopback: events/s. Not part of ``make bench``.
 
     .venv/bin/python -m bench.webhook_bench [--jobs 2000] [--repeat 3]
 """
