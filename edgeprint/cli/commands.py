@@ -40,14 +40,19 @@ def _check_config(path: str) -> int:
     except errors.ConfigError as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
+    from edgeprint.config_checks import problems, unresolved_hosts, warnings
+
+    errors_found = problems(cfg)
+    for line in errors_found:
+        print(f"error: {line}", file=sys.stderr)
+    if errors_found:
+        return EXIT_USAGE
     print(
         f"ok: {len(cfg.printers)} printer(s), {len(cfg.pools)} pool(s), "
         f"{len(cfg.tokens)} token(s); data_dir {cfg.server.data_dir}; "
         f"listening on {cfg.server.host}:{cfg.server.port}"
     )
-    from edgeprint.config_checks import warnings
-
-    for line in warnings(cfg):
+    for line in warnings(cfg) + unresolved_hosts(cfg):
         print(f"warning: {line}", file=sys.stderr)
     return EXIT_OK
 
