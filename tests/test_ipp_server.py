@@ -344,6 +344,38 @@ async def test_bad_requests_get_the_right_status_and_store_nothing(
     assert app.snapshot() == before
 
 
+async def test_only_the_advertised_ipp_versions_are_served(
+    ipp_app: tuple[Appliance, IppQueue],
+) -> None:
+    """A request at an IPP version other than ipp-versions-supported (1.1, 2.0) gets
+    server-error-version-not-supported at the nearest version spoken and stores nothing;
+    1.1 and 2.0 are served."""
+    app, queue = ipp_app
+    before = app.snapshot()
+    fmt = attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf")
+    good = _raw_request(queue, Operation.PRINT_JOB, fmt, data=make_pdf("v"))
+    for version, answered in [((1, 0), (1, 1)), ((2, 1), (2, 0)), ((2, 5), (2, 0)),
+                              ((3, 0), (2, 0)), ((0, 9), (1, 1))]:  # fmt: skip
+        http_status, raw = await queue.post(bytes(version) + good[2:])
+        answer = codec.parse(raw)
+        assert (http_status, answer.status_code, answer.version) == (
+            200,
+            Status.SERVER_ERROR_VERSION_NOT_SUPPORTED,
+            answered,
+        ), version
+        assert status_message(answer) == (
+            f"IPP/{version[0]}.{version[1]} is not supported; use IPP/1.1 or IPP/2.0"
+        )
+    assert app.snapshot() == before
+    asked = _raw_request(queue, Operation.GET_PRINTER_ATTRIBUTES)
+    for version in [(1, 1), (2, 0)]:
+        _, raw = await queue.post(bytes(version) + asked[2:])
+        answer = codec.parse(raw)
+        assert (answer.status_code, answer.version) == (Status.SUCCESSFUL_OK, version)
+        supported = answer.get(GroupTag.PRINTER, "ipp-versions-supported")
+        assert list(codec.strings(supported)) == ["1.1", "2.0"]
+
+
 async def test_send_document_for_another_users_job_is_refused(
     ipp_app: tuple[Appliance, IppQueue],
 ) -> None:

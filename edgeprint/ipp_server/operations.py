@@ -233,8 +233,8 @@ class IppServer:
     def _error(
         self, status: int, detail: str, version: tuple[int, int], request_id: int
     ) -> IppMessage:
-        if version[0] not in (1, 2):
-            version = (2, 0)
+        if version not in A.VERSIONS:  # answered at the nearest version spoken here
+            version = A.VERSIONS[0] if version[0] <= 1 else A.VERSIONS[-1]
         return codec.response(status, request_id, version=version, status_message=detail[:255])
 
     def _add_unsupported(self, response: IppMessage, raw: bytes, names: Sequence[str]) -> None:
@@ -254,11 +254,11 @@ class IppServer:
         response.groups.append(group)
 
     async def _answer(self, message: IppMessage, ctx: Context) -> IppMessage:
-        major, _ = message.version
-        if major not in (1, 2):
+        if message.version not in A.VERSIONS:
+            major, minor = message.version
             raise _refuse(
                 Status.SERVER_ERROR_VERSION_NOT_SUPPORTED,
-                f"IPP/{major}.{message.version[1]} is not supported; use IPP/1.1 or IPP/2.0",
+                f"IPP/{major}.{minor} is not supported; use IPP/1.1 or IPP/2.0",
             )
         if message.request_id <= 0:
             raise _refuse(Status.CLIENT_ERROR_BAD_REQUEST, "request-id must be 1 or more")
