@@ -9,10 +9,13 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from edgeprint.api import ipp
+from edgeprint.api.app import Deps
+from edgeprint.api.routes import build_app
 from edgeprint.ipp_server import attributes as A
 from edgeprint.ipp_server.operations import Context
 from edgeprint.printers import codec, supplies
@@ -691,6 +694,24 @@ async def test_printer_icons_are_served_pngs(app: Appliance) -> None:
             assert r.content_type == "image/png"
             image = Image.open(io.BytesIO(await r.read()))
             assert (image.format, image.size) == ("PNG", (size, size))
+
+
+def test_one_ipp_endpoint_per_app_serves_every_ipp_route() -> None:
+    """build_app makes one IppEndpoint and binds the queue route and every icon route to it
+    (one IppServer per app: a Create-Job's pending id is known to every IPP route)."""
+    application = build_app(Deps(*([cast(Any, None)] * 5)))  # the routes only
+    endpoint = application[ipp.ENDPOINT]
+    owners: list[object] = []
+    for route in application.router.routes():
+        if route.method == "HEAD" or not route.resource.canonical.startswith("/ipp/"):  # type: ignore[union-attr]
+            continue
+        handler: Any = route.handler
+        cells = [c.cell_contents for c in handler.__closure__ or ()]
+        owners.append(getattr(handler, "__self__", None) or next(
+            c for c in cells if isinstance(c, ipp.IppEndpoint)
+        ))  # fmt: skip
+    assert len(owners) == 1 + len(A.ICON_SIZES)
+    assert all(owner is endpoint for owner in owners)
 
 
 def _snapshot(name: str, said: supplies.Supplies | None) -> PrinterSnapshot:

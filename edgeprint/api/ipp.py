@@ -16,6 +16,7 @@ import functools
 import importlib.resources
 import ipaddress
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -53,7 +54,8 @@ def _answer(status: int, detail: str, head: bytes, http_status: int = 200) -> we
 
 
 class IppEndpoint:
-    """The aiohttp handler of the IPP queues."""
+    """The aiohttp handlers of the IPP queues and their icons: one per app (one IppServer,
+    so a Create-Job's pending id is known to every route)."""
 
     def __init__(self, deps: Deps, correlation_id: web.RequestKey[str]) -> None:
         self.deps = deps
@@ -211,18 +213,29 @@ class IppEndpoint:
         body = await self.server.handle(head, Context(queue, caller, user, document))
         return web.Response(body=body, content_type=CONTENT_TYPE)
 
-    async def icon(self, size: int, request: web.Request) -> web.Response:
-        """``GET /ipp/icons/{size}.png``: a queue icon (printer-icons); the same addresses
-        as the queues may fetch it."""
-        if not self.deps.config.ipp.enabled:
-            raise web.HTTPNotFound()
-        if not self._allowed(request.remote):
-            raise web.HTTPForbidden(
-                text="your address may not use this printer ([ipp] allowed_networks)"
+    def icon(self, size: int) -> Callable[[web.Request], Awaitable[web.Response]]:
+        """The handler of ``GET /ipp/icons/{size}.png``: a queue icon (printer-icons); the
+        same addresses as the queues may fetch it."""
+
+        async def icon(request: web.Request) -> web.Response:
+            if not self.deps.config.ipp.enabled:
+                raise web.HTTPNotFound()
+            if not self._allowed(request.remote):
+                raise web.HTTPForbidden(
+                    text="your address may not use this printer ([ipp] allowed_networks)"
+                )
+            return web.Response(
+                body=_icon(size),
+                content_type="image/png",
+                headers={"Cache-Control": "max-age=86400"},
             )
-        return web.Response(
-            body=_icon(size), content_type="image/png", headers={"Cache-Control": "max-age=86400"}
-        )
+
+        icon.__doc__ = f"GET /ipp/icons/{size}.png"
+        return icon
+
+
+#: The app's one endpoint (its IPP routes' handlers are bound to it).
+ENDPOINT = web.AppKey("ipp_endpoint", IppEndpoint)
 
 
 @functools.cache

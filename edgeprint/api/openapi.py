@@ -87,7 +87,7 @@ class Operation:
     decide the role each needs and make this document.
     """
 
-    #: The aiohttp handler (None: ``bind`` makes it from the app's dependencies).
+    #: The aiohttp handler (None: ``bind`` makes it from the app's IPP endpoint).
     handler: Handler | None
     method: str
     path: str
@@ -102,7 +102,8 @@ class Operation:
     body: Body | None = None
     description: str = ""
     links: dict[int, tuple[str, ...]] = field(default_factory=dict)
-    #: Makes the handler from the app's dependencies (a route bound to them at build time).
+    #: Makes the handler from the app's one :class:`edgeprint.api.ipp.IppEndpoint` (built
+    #: with the app, so every IPP route shares its state).
     bind: Callable[[Any], Handler] | None = None
 
 
