@@ -10,6 +10,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -379,6 +380,78 @@ async def test_only_the_advertised_ipp_versions_are_served(
         assert list(codec.strings(supported)) == ["1.1", "2.0"]
 
 
+def _by_job_uri(queue: IppQueue, operation: int, job_uri: str) -> codec.IppMessage:
+    """A request addressed by job-uri alone (no printer-uri, no job-id)."""
+    return codec.request(
+        operation, 11, attributes=[
+            attr("job-uri", Tag.URI, job_uri), attr("requesting-user-name", Tag.NAME, queue.user)
+        ],
+    )  # fmt: skip
+
+
+async def test_jobs_are_addressed_by_job_uri_at_the_queue_or_at_the_job_uri(
+    ipp_app: tuple[Appliance, IppQueue],
+) -> None:
+    """Get-Job-Attributes and Cancel-Job addressed by the job-uri a Print-Job answered work
+    POSTed to the queue's path and to the job-uri's own path, as a Send-Document to a
+    Create-Job's job-uri does; at a job's path a printer operation, another job's job-uri or
+    a path that is no job is refused and changes nothing."""
+    app, queue = ipp_app
+    held = await queue.print_job(
+        make_pdf("by uri"), job=[attr("job-hold-until", Tag.KEYWORD, "indefinite")]
+    )
+    job_uri = held.value(GroupTag.JOB, "job-uri")
+    assert isinstance(job_uri, str)
+    job_path = urlsplit(job_uri).path
+    assert job_path == f"/ipp/print/lobby/{job_id(held)}"
+    for path in (None, job_path):
+        _, raw = await queue.post(
+            _by_job_uri(queue, Operation.GET_JOB_ATTRIBUTES, job_uri).encode(), path=path
+        )
+        answer = codec.parse(raw)
+        assert answer.status_code == Status.SUCCESSFUL_OK, (path, status_message(answer))
+        assert answer.value(GroupTag.JOB, "job-id") == job_id(held)
+        assert answer.value(GroupTag.JOB, "job-state") == A.PENDING_HELD
+    before = app.snapshot()
+    fmt = attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf")
+    other = job_uri.rsplit("/", 1)[0] + f"/{job_id(held) + 1}"
+    refused = [
+        (job_path, _raw_request(queue, Operation.PRINT_JOB, fmt, data=make_pdf("x")),
+         Status.CLIENT_ERROR_BAD_REQUEST,
+         "Print-Job is a printer operation: send it to the printer-uri"),
+        (job_path, _by_job_uri(queue, Operation.CANCEL_JOB, other).encode(),
+         Status.CLIENT_ERROR_BAD_REQUEST,
+         f"the request names job {job_id(held) + 1} but went to the URI of job {job_id(held)}"),
+        ("/ipp/print/lobby/first", _by_job_uri(queue, Operation.CANCEL_JOB, job_uri).encode(),
+         Status.CLIENT_ERROR_NOT_FOUND, "no job 'first' on this queue; job-uris end in a job-id"),
+    ]  # fmt: skip
+    for path, body, status, message in refused:
+        http_status, raw = await queue.post(body, path=path)
+        answer = codec.parse(raw)
+        assert (http_status, answer.status_code, status_message(answer)) == (200, status, message)
+    assert app.snapshot() == before
+    _, raw = await queue.post(
+        _by_job_uri(queue, Operation.CANCEL_JOB, job_uri).encode(), path=job_path
+    )
+    assert codec.parse(raw).status_code == Status.SUCCESSFUL_OK
+    job = await app.get(f"/v1/jobs/{edgeprint_id(held)}", token=TECH_TOKEN)
+    assert (await job.json())["state"] == "CANCELLED"
+    created = await queue.send(queue.request(Operation.CREATE_JOB))
+    created_uri = created.value(GroupTag.JOB, "job-uri")
+    assert isinstance(created_uri, str)
+    send = queue.request(
+        Operation.SEND_DOCUMENT,
+        attr("job-id", Tag.INTEGER, job_id(created)),
+        attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf"),
+        attr("last-document", Tag.BOOLEAN, True),
+        data=make_pdf("sent to the job-uri"),
+    )  # printer-uri + job-id, POSTed to the job-uri: the queue's pending job
+    _, raw = await queue.post(send.encode(), path=urlsplit(created_uri).path)
+    sent = codec.parse(raw)
+    assert sent.status_code == Status.SUCCESSFUL_OK, status_message(sent)
+    assert job_id(sent) == job_id(created)
+
+
 async def test_send_document_for_another_users_job_is_refused(
     ipp_app: tuple[Appliance, IppQueue],
 ) -> None:
@@ -697,7 +770,7 @@ async def test_printer_icons_are_served_pngs(app: Appliance) -> None:
 
 
 def test_one_ipp_endpoint_per_app_serves_every_ipp_route() -> None:
-    """build_app makes one IppEndpoint and binds the queue route and every icon route to it
+    """build_app makes one IppEndpoint and binds the queue, job-uri and icon routes to it
     (one IppServer per app: a Create-Job's pending id is known to every IPP route)."""
     application = build_app(Deps(*([cast(Any, None)] * 5)))  # the routes only
     endpoint = application[ipp.ENDPOINT]
@@ -710,7 +783,7 @@ def test_one_ipp_endpoint_per_app_serves_every_ipp_route() -> None:
         owners.append(getattr(handler, "__self__", None) or next(
             c for c in cells if isinstance(c, ipp.IppEndpoint)
         ))  # fmt: skip
-    assert len(owners) == 1 + len(A.ICON_SIZES)
+    assert len(owners) == 2 + len(A.ICON_SIZES)  # the queue, a job-uri, the icons
     assert all(owner is endpoint for owner in owners)
 
 

@@ -1,4 +1,4 @@
-"""``POST /ipp/print/{queue}``: the HTTP side of edgeprint's IPP queues.
+"""``POST /ipp/print/{queue}`` and a job's ``…/{job-id}``: the HTTP side of the IPP queues.
 
 Addresses (``[ipp] allowed_networks``), Basic auth, the rate limit, and the
 body's size and time limits are checked here; the IPP itself is
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PATH = "/ipp/print/{name}"
+#: A job's job-uri: it takes the job operations on that job (DESIGN §11).
+JOB_PATH = "/ipp/print/{name}/{job}"
 #: The queues' printer-icons, one route per size (PNG, package data of edgeprint.ipp_server).
 ICON_PATH = "/ipp/icons/{size}.png"
 #: Operations whose request carries a document after the attributes.
@@ -209,8 +211,18 @@ class IppEndpoint:
                 f"no queue {request.match_info['name'][:40]!r}; queues are printer and pool names",
                 head[:8],
             )
+        job = request.match_info.get("job")
+        if job is not None and not (job.isascii() and job.isdigit()):
+            if document is not None:
+                document.discard()
+            return _answer(
+                Status.CLIENT_ERROR_NOT_FOUND,
+                f"no job {job[:40]!r} on this queue; job-uris end in a job-id",
+                head[:8],
+            )
         caller = Caller(name, role, request.get(self.correlation_id))
-        body = await self.server.handle(head, Context(queue, caller, user, document))
+        ctx = Context(queue, caller, user, document, int(job) if job is not None else None)
+        body = await self.server.handle(head, ctx)
         return web.Response(body=body, content_type=CONTENT_TYPE)
 
     def icon(self, size: int) -> Callable[[web.Request], Awaitable[web.Response]]:

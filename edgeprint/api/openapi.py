@@ -161,6 +161,11 @@ _PARAMETER_DEFS: dict[str, dict[str, Any]] = {
         "description": "a configured printer's name",
         "schema": {"type": "string", "pattern": NAME_PATTERN},
     },
+    "ipp_job_id": {
+        "name": "job", "in": "path", "required": True,
+        "description": "an IPP job-id (the last segment of the job-uri a queue answered)",
+        "schema": {"type": "string", "pattern": "^[0-9]{1,10}$"},
+    },
     "Idempotency-Key": {
         "name": "Idempotency-Key", "in": "header", "required": True,
         "description": "8–80 printable ASCII characters, no spaces; one key is one job, forever "
@@ -284,6 +289,8 @@ def _operation(op: Operation, refs: dict[type[BaseModel], dict[str, Any]]) -> di
         params.append(_param_ref("job_id"))
     if "{name}" in op.path:
         params.append(_param_ref("printer_name"))
+    if "{job}" in op.path:
+        params.append(_param_ref("ipp_job_id"))
     params += [_param_ref(h) for h in op.headers]
     params += [_param_ref(q) for q in op.query]
     params.append(_param_ref("X-Correlation-ID"))

@@ -348,6 +348,25 @@ ROUTES: tuple[Operation, ...] = (
         },
         bind=lambda endpoint: endpoint.handle,
     ),
+    Operation(
+        None,
+        "post", ipp.JOB_PATH, "ippJob",
+        "IPP job-uri of a job on a queue (job operations on that job)", "ipp", None,
+        description="Send-Document, Close-Job, Cancel-Job and Get-Job-Attributes addressed to "
+        "the job-uri a queue answered; the operation attributes must name the same job "
+        "(job-uri, or printer-uri and job-id). Otherwise as the queue's path.",
+        answers={
+            200: Answer("an IPP response (client-error-bad-request for a printer operation "
+                        "or another job; client-error-not-found when `job` is no job-id)",
+                        media="application/ipp"),
+            401: Answer("as the queue's path", media="application/ipp",
+                        headers=("WWW-Authenticate",)),
+            403: Answer("as the queue's path", media="application/ipp"),
+            404: _problem("`not-found`: `[ipp] enabled = false`"),
+            415: _problem("`unsupported-document`: as the queue's path"),
+        },
+        bind=lambda endpoint: endpoint.handle,
+    ),
     *(
         Operation(
             None,

@@ -82,12 +82,15 @@ PageRanges = tuple[tuple[int, int], ...]
 class Context:
     """Who asks, on which queue. ``user``: the authenticated user (Basic auth), if any;
     ``document``: the request's document, already streamed into the spool's staging area
-    (None: the document is the message's data). Discarded unless a job took it."""
+    (None: the document is the message's data). Discarded unless a job took it. A request
+    POSTed to a job-uri takes job operations only, on that job (DESIGN §11)."""
 
     queue: A.Queue
     caller: Caller
     user: str | None = None
     document: StagedDocument | None = None
+    #: The job-id at the end of the request's HTTP path when it went to a job-uri.
+    job_path_id: int | None = None
 
 
 @dataclass
@@ -269,6 +272,8 @@ class IppServer:
                 Status.SERVER_ERROR_OPERATION_NOT_SUPPORTED,
                 f"operation 0x{op:04x} is not supported by this queue",
             )
+        if ctx.job_path_id is not None:
+            self._check_job_path(message, ctx.job_path_id)
         handler = {
             Operation.PRINT_JOB: self._print_job,
             Operation.VALIDATE_JOB: self._validate_job,
@@ -339,6 +344,22 @@ class IppServer:
                     f"{name} {value!r} is not supported; send the document uncompressed",
                     name,
                 )
+
+    def _check_job_path(self, message: IppMessage, path_id: int) -> None:
+        """A request POSTed to a job-uri: a job operation naming that job."""
+        op = Operation(message.operation_id)
+        if op not in _JOB_OPS:
+            name = "-".join(w.capitalize() for w in op.name.split("_"))
+            raise _refuse(
+                Status.CLIENT_ERROR_BAD_REQUEST,
+                f"{name} is a printer operation: send it to the printer-uri",
+            )
+        named = self._job_id(message)
+        if named != path_id:
+            raise _refuse(
+                Status.CLIENT_ERROR_BAD_REQUEST,
+                f"the request names job {named} but went to the URI of job {path_id}",
+            )
 
     def _check_target(self, message: IppMessage, ctx: Context) -> None:
         """printer-uri (or job-uri) must name this queue's path."""
