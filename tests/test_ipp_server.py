@@ -452,6 +452,37 @@ async def test_jobs_are_addressed_by_job_uri_at_the_queue_or_at_the_job_uri(
     assert job_id(sent) == job_id(created)
 
 
+async def test_ipp_status_messages_speak_ipp_not_the_http_api(
+    make_appliance: Callable[..., Any],
+) -> None:
+    """A job-uuid reused with another document and a client over the rate limit get
+    status-messages in IPP's terms (job-uuid, this client), not the HTTP API's
+    (Idempotency-Key, token), and store nothing."""
+    async with make_appliance(rate_limit="3/minute") as app:
+        queue = IppQueue(app.http, app.url, "lobby")
+        job_uuid = uuid.uuid4()
+        same = attr("job-uuid", Tag.URI, f"urn:uuid:{job_uuid}")
+        first = await queue.print_job(make_pdf("one"), same)
+        assert first.status_code == Status.SUCCESSFUL_OK, status_message(first)
+        before = app.snapshot()
+        reused = await queue.print_job(make_pdf("two"), same)
+        assert (reused.status_code, status_message(reused)) == (
+            Status.CLIENT_ERROR_BAD_REQUEST,
+            f"job-uuid urn:uuid:{job_uuid} was already used for another job with a different "
+            "document or attributes; use a new job-uuid",
+        )
+        await queue.send(queue.request(Operation.GET_PRINTER_ATTRIBUTES))  # the third request
+        _, raw = await queue.post(_raw_request(queue, Operation.GET_PRINTER_ATTRIBUTES))
+        busy = codec.parse(raw)
+        assert busy.status_code == Status.SERVER_ERROR_BUSY
+        message = status_message(busy)
+        assert message.startswith(
+            "too many requests from this client (limit 3 per 1 minute); retry in "
+        )
+        assert message.endswith(" s")
+        assert app.snapshot() == before
+
+
 async def test_send_document_for_another_users_job_is_refused(
     ipp_app: tuple[Appliance, IppQueue],
 ) -> None:

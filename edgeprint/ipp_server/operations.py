@@ -51,6 +51,8 @@ LOST_RESEND_WINDOW_S = 600.0
 #: Get-Jobs looks at this many of the newest jobs at most.
 GET_JOBS_SCAN = 500
 _CHARSETS = {"utf-8", "us-ascii"}
+#: The Idempotency-Key of a job submitted with a job-uuid is this and the uuid.
+_UUID_KEY = "ipp-job-uuid:"
 #: The job attributes of a Print-Job or Send-Document answer.
 _SHORT_JOB = {
     "job-id",
@@ -124,7 +126,7 @@ def status_for(exc: errors.EdgeprintError) -> tuple[int, str]:
     """The IPP status of a service error: the one table of this mapping."""
     if isinstance(exc, errors.IppRefused):
         return exc.status_code, exc.detail
-    detail = getattr(exc, "detail", None) or str(exc)
+    detail = _ipp_wording(exc) or getattr(exc, "detail", None) or str(exc)
     table: list[tuple[type[errors.EdgeprintError], Status]] = [
         (errors.UnsupportedDocument, Status.CLIENT_ERROR_DOCUMENT_FORMAT_ERROR),
         (errors.PayloadTooLarge, Status.CLIENT_ERROR_REQUEST_ENTITY_TOO_LARGE),
@@ -152,6 +154,35 @@ def status_for(exc: errors.EdgeprintError) -> tuple[int, str]:
         if isinstance(exc, kind):
             return status, detail
     return Status.SERVER_ERROR_INTERNAL_ERROR, detail
+
+
+def _ipp_wording(exc: errors.EdgeprintError) -> str | None:
+    """The status-message of an error whose own message speaks the HTTP API's terms (an
+    Idempotency-Key, a token) or the store's internals; None: its message fits IPP."""
+    match exc:
+        case errors.Backpressure():
+            return (
+                f"the queue of {exc.target} is full; nothing was stored; retry in "
+                f"{exc.retry_after_s} s"
+            )
+        case errors.RateLimited():
+            return (
+                f"too many requests from this client (limit {exc.limit}); retry in "
+                f"{exc.retry_after_s} s"
+            )
+        case errors.IdempotencyKeyReused() if exc.key.startswith(_UUID_KEY):
+            return (
+                f"job-uuid urn:uuid:{exc.key.removeprefix(_UUID_KEY)} was already used for "
+                "another job with a different document or attributes; use a new job-uuid"
+            )
+        case errors.StorageFull():
+            return (
+                "the appliance's disk is full; nothing was stored; retry later (a technician "
+                "must free space on its data disk)"
+            )
+        case errors.StoreError():
+            return "the job store cannot take work right now; retry later"
+    return None
 
 
 def _strings(message: IppMessage, name: str) -> list[str]:
@@ -613,7 +644,7 @@ class IppServer:
         ranges = self._page_ranges(message)
         self._check_overrides(message)
         job_uuid = self._job_uuid(message)
-        key = f"ipp-job-uuid:{job_uuid}" if job_uuid else f"ipp:{uuid.uuid4().hex}"
+        key = f"{_UUID_KEY}{job_uuid}" if job_uuid else f"ipp:{uuid.uuid4().hex}"
         job = await self._submit(ctx, meta, message.data, key, fmt, ranges)
         if (name := self._job_name(message)) is not None:
             self._names.job_names[job.id] = name
@@ -719,7 +750,7 @@ class IppServer:
             )
         meta = self._meta(ctx, pending.owner, pending.hold, pending.copies)
         # Without a job-uuid, the Create-Job id is the key: it finds the job after a restart.
-        key = f"ipp-job-uuid:{pending.job_uuid}" if pending.job_uuid else _created_key(ipp_id)
+        key = f"{_UUID_KEY}{pending.job_uuid}" if pending.job_uuid else _created_key(ipp_id)
         job = await self._submit(ctx, meta, message.data, key, fmt, pending.page_ranges)
         self._pending.pop(ipp_id, None)
         # A retried job-uuid is the same job: its listings keep the first Create-Job's id,
