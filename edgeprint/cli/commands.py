@@ -15,7 +15,7 @@ from edgeprint.cli.errors import EXIT_OK, EXIT_USAGE
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     try:
-        args = parser.parser().parse_args(argv)
+        args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version (0) and usage errors (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     if args.command == "check-config":
