@@ -284,7 +284,8 @@ def _throughput_phase(
         rates["pg1"] = run.attempt_async("throughput pg1", throughput([one], jobs, connections))
         one.stop()
     shared = {"store": {"url": cluster.url(), "shared": True}}
-    two = [run.stand(f"pg2{x}", THROUGHPUT_PRINTERS, printer=printer, sections=shared)
+    two = [run.stand(f"pg2{x}", THROUGHPUT_PRINTERS, printer=printer,
+                     sections={**shared, "cluster": {"appliance_id": f"pg2{x}"}})
            for x in "ab"]  # fmt: skip
     if all(run.attempt(f"start pg2 {i}", s.start) for i, s in enumerate(two)):
         rates["pg2"] = run.attempt_async("throughput pg2", throughput(two, jobs, connections))
@@ -296,9 +297,10 @@ def _throughput_phase(
 def _across_phase(run: Run, cluster: PostgresCluster, n: int) -> dict[str, Any] | None:
     """(b): release on A → printed on B's printer."""
     store = {"url": cluster.url(), "shared": True}
-    b = run.stand("b", 1, sections={"store": store})
+    b = run.stand("b", 1, sections={"store": store, "cluster": {"appliance_id": "b"}})
     a = run.stand(
-        "a", 1, sections={"store": store, "printers": [{"name": "printer-01", "uri": NOWHERE}]},
+        "a", 1, sections={"store": store, "cluster": {"appliance_id": "a"},
+                          "printers": [{"name": "printer-01", "uri": NOWHERE}]},
         dispatch={"in_hand_timeout_s": 86400},
     )  # fmt: skip
     result = None

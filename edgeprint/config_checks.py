@@ -3,7 +3,8 @@
 A config can validate and yet keep every kiosk out (a loopback ``host``), let nobody in
 (the example's placeholder digests), or fail at the first job (a ``data_dir`` the service
 user cannot write). :func:`warnings` names each such key; ``check-config`` prints them on
-stderr and still exits 0.
+stderr and still exits 0. :func:`problems` are errors (the service could not start: exit 2);
+:func:`unresolved_hosts` asks DNS, so only ``check-config`` runs it, not a start-up.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import grp
 import ipaddress
 import os
 import pwd
+import socket
 import stat
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -37,6 +39,57 @@ def is_loopback_host(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def problems(cfg: Config) -> list[str]:
+    """Every error in ``cfg`` that validation cannot see (the file system), naming the key."""
+    data_dir = cfg.server.data_dir
+    probe = _nearest_existing(data_dir)
+    if probe.is_dir():
+        return []
+    made = "" if probe == data_dir else f", so {data_dir} cannot be created"
+    return [
+        f"server.data_dir: {probe} is a file, not a directory{made}; point data_dir at a "
+        f"directory (the package uses {STATE_DIRECTORY})"
+    ]
+
+
+def unresolved_hosts(cfg: Config) -> list[str]:
+    """A warning per printer whose URI's host name does not resolve now (asks DNS; a
+    printer may be off or not yet named at config time, so it is no error)."""
+    out: list[str] = []
+    failed: dict[str, str] = {}
+    for i, p in enumerate(cfg.printers):
+        host = urlsplit(p.uri).hostname or ""
+        if _is_address(host):
+            continue
+        if host not in failed:
+            try:
+                socket.getaddrinfo(host, None)
+                failed[host] = ""
+            except OSError as exc:
+                failed[host] = exc.strerror or str(exc)
+        if failed[host]:
+            out.append(
+                f"printers[{i}].uri: {p.name!r}: host {host} does not resolve "
+                f"({failed[host]}); the appliance cannot reach the printer until it does"
+            )
+    return out
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+def _nearest_existing(path: Path) -> Path:
+    """``path``, or its nearest existing parent (the service creates data_dir when missing)."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
 
 
 def warnings(cfg: Config, service_user: str = SERVICE_USER) -> list[str]:
@@ -87,9 +140,9 @@ def _data_dir(data_dir: Path, service_user: str) -> list[str]:
             f"{data_dir} with: systemctl edit edgeprint"
         )
     # The service creates data_dir when missing: then its nearest existing parent counts.
-    probe = data_dir
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
+    probe = _nearest_existing(data_dir)
+    if not probe.is_dir():
+        return out  # an error of its own: problems()
     who = user.pw_name if user is not None else pwd.getpwuid(os.geteuid()).pw_name
     blocked = _blocking(probe, user)
     if blocked is None:

@@ -180,7 +180,10 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
     spool.prepare()
     metrics = Metrics()
     store = backends.from_config(
-        config.store, data_dir / DB_FILE, on_commit=metrics.store_batch_size.observe
+        config.store,
+        data_dir / DB_FILE,
+        appliance_id=config.cluster.appliance_id,
+        on_commit=metrics.store_batch_size.observe,
     )
     await store.open()
     try:

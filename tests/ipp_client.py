@@ -46,10 +46,12 @@ class IppQueue:
             message.groups.append(codec.AttributeGroup(GroupTag.JOB, list(job)))
         return message
 
-    async def post(self, body: bytes, **headers: str) -> tuple[int, bytes]:
-        """POST raw bytes; (HTTP status, body)."""
+    async def post(
+        self, body: bytes, *, path: str | None = None, **headers: str
+    ) -> tuple[int, bytes]:
+        """POST raw bytes to the queue (or to ``path``, e.g. a job-uri's); (HTTP status, body)."""
         async with self.http.post(
-            f"{self.url}/ipp/print/{self.name}",
+            f"{self.url}{path or f'/ipp/print/{self.name}'}",
             data=body,
             headers={"Content-Type": "application/ipp", **headers},
         ) as r:

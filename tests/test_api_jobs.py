@@ -80,6 +80,21 @@ async def test_release_can_retarget(app: Appliance) -> None:
     assert (out["printer"], out["pool"], out["state"]) == ("printer-02", None, "RELEASED")
 
 
+async def test_a_release_target_replaces_the_submitted_one(app: Appliance) -> None:
+    """A job targets one printer or one pool: a release naming a printer replaces the job's
+    pool (any configured printer, in that pool or not), one naming a pool its printer."""
+    pooled = await (await app.submit({"owner": "ann", "pool": "lobby"})).json()
+    resp = await app.post(f"/v1/jobs/{pooled['id']}/release", {"printer": "printer-03"})
+    out = await resp.json()
+    assert (resp.status, out["printer"], out["pool"]) == (200, "printer-03", None)
+    aimed = await (
+        await app.submit({"owner": "ann", "printer": "printer-03"}, key="key-00000002")
+    ).json()
+    resp = await app.post(f"/v1/jobs/{aimed['id']}/release", {"pool": "lobby"})
+    out = await resp.json()
+    assert (resp.status, out["printer"], out["pool"]) == (200, None, "lobby")
+
+
 async def test_release_without_any_target_is_422_and_keeps_job_held(app: Appliance) -> None:
     """A held job with no printer or pool cannot be released without naming one."""
     job = await (await app.submit({"owner": "ann"})).json()

@@ -157,3 +157,42 @@ def test_serve_logs_the_warnings_at_start(tmp_path: Path) -> None:
     warned = [r for r in records if r.get("event") == "config_warning"]
     assert [r["key"] for r in warned] == ["tokens[0].sha256", "server.host"]
     assert warned[0]["message"].startswith("tokens[0].sha256: 'kiosk-1' has the example's")
+
+
+def test_a_data_dir_that_is_a_file_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A data_dir that is a regular file (or lies under one) fails check-config with exit 2 and
+    an error naming the key, prints no ok line, and leaves the file as it was."""
+    blocker = tmp_path / "data"
+    blocker.write_text("not a directory\n")
+    for data_dir, made in (
+        (blocker, ""),
+        (blocker / "sub", f", so {blocker / 'sub'} cannot be created"),
+    ):
+        code, out, err = _check(_write(tmp_path, config_dict(data_dir)), capsys)
+        assert (code, out) == (2, "")
+        assert err == [
+            f"error: server.data_dir: {blocker} is a file, not a directory{made}; point "
+            "data_dir at a directory (the package uses /var/lib/edgeprint)"
+        ]
+    assert blocker.read_text() == "not a directory\n"
+
+
+def test_a_printer_host_that_does_not_resolve_is_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A printer URI whose host name does not resolve (RFC 6761's .invalid never does) is
+    warned about, naming the printer's key, and check-config still exits 0 (a printer may be
+    off or unnamed at config time); hosts that are addresses are not looked up."""
+    data = config_dict(tmp_path / "data")
+    data["printers"][1]["uri"] = "ipp://printer-02.invalid:631/ipp/print"  # type: ignore[index]
+    code, out, err = _check(_write(tmp_path, data), capsys)
+    assert code == 0
+    assert out.startswith("ok: 3 printer(s)")
+    unresolved = [line for line in err if line.startswith("warning: printers[")]
+    assert len(unresolved) == 1
+    assert unresolved[0].startswith(
+        "warning: printers[1].uri: 'printer-02': host printer-02.invalid does not resolve ("
+    )
+    assert unresolved[0].endswith("); the appliance cannot reach the printer until it does")

@@ -9,10 +9,14 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
+from urllib.parse import urlsplit
 
 import pytest
 
+from edgeprint.api import ipp
+from edgeprint.api.app import Deps
+from edgeprint.api.routes import build_app
 from edgeprint.ipp_server import attributes as A
 from edgeprint.ipp_server.operations import Context
 from edgeprint.printers import codec, supplies
@@ -344,6 +348,141 @@ async def test_bad_requests_get_the_right_status_and_store_nothing(
     assert app.snapshot() == before
 
 
+async def test_only_the_advertised_ipp_versions_are_served(
+    ipp_app: tuple[Appliance, IppQueue],
+) -> None:
+    """A request at an IPP version other than ipp-versions-supported (1.1, 2.0) gets
+    server-error-version-not-supported at the nearest version spoken and stores nothing;
+    1.1 and 2.0 are served."""
+    app, queue = ipp_app
+    before = app.snapshot()
+    fmt = attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf")
+    good = _raw_request(queue, Operation.PRINT_JOB, fmt, data=make_pdf("v"))
+    for version, answered in [((1, 0), (1, 1)), ((2, 1), (2, 0)), ((2, 5), (2, 0)),
+                              ((3, 0), (2, 0)), ((0, 9), (1, 1))]:  # fmt: skip
+        http_status, raw = await queue.post(bytes(version) + good[2:])
+        answer = codec.parse(raw)
+        assert (http_status, answer.status_code, answer.version) == (
+            200,
+            Status.SERVER_ERROR_VERSION_NOT_SUPPORTED,
+            answered,
+        ), version
+        assert status_message(answer) == (
+            f"IPP/{version[0]}.{version[1]} is not supported; use IPP/1.1 or IPP/2.0"
+        )
+    assert app.snapshot() == before
+    asked = _raw_request(queue, Operation.GET_PRINTER_ATTRIBUTES)
+    for version in [(1, 1), (2, 0)]:
+        _, raw = await queue.post(bytes(version) + asked[2:])
+        answer = codec.parse(raw)
+        assert (answer.status_code, answer.version) == (Status.SUCCESSFUL_OK, version)
+        supported = answer.get(GroupTag.PRINTER, "ipp-versions-supported")
+        assert list(codec.strings(supported)) == ["1.1", "2.0"]
+
+
+def _by_job_uri(queue: IppQueue, operation: int, job_uri: str) -> codec.IppMessage:
+    """A request addressed by job-uri alone (no printer-uri, no job-id)."""
+    return codec.request(
+        operation, 11, attributes=[
+            attr("job-uri", Tag.URI, job_uri), attr("requesting-user-name", Tag.NAME, queue.user)
+        ],
+    )  # fmt: skip
+
+
+async def test_jobs_are_addressed_by_job_uri_at_the_queue_or_at_the_job_uri(
+    ipp_app: tuple[Appliance, IppQueue],
+) -> None:
+    """Get-Job-Attributes and Cancel-Job addressed by the job-uri a Print-Job answered work
+    POSTed to the queue's path and to the job-uri's own path, as a Send-Document to a
+    Create-Job's job-uri does; at a job's path a printer operation, another job's job-uri or
+    a path that is no job is refused and changes nothing."""
+    app, queue = ipp_app
+    held = await queue.print_job(
+        make_pdf("by uri"), job=[attr("job-hold-until", Tag.KEYWORD, "indefinite")]
+    )
+    job_uri = held.value(GroupTag.JOB, "job-uri")
+    assert isinstance(job_uri, str)
+    job_path = urlsplit(job_uri).path
+    assert job_path == f"/ipp/print/lobby/{job_id(held)}"
+    for path in (None, job_path):
+        _, raw = await queue.post(
+            _by_job_uri(queue, Operation.GET_JOB_ATTRIBUTES, job_uri).encode(), path=path
+        )
+        answer = codec.parse(raw)
+        assert answer.status_code == Status.SUCCESSFUL_OK, (path, status_message(answer))
+        assert answer.value(GroupTag.JOB, "job-id") == job_id(held)
+        assert answer.value(GroupTag.JOB, "job-state") == A.PENDING_HELD
+    before = app.snapshot()
+    fmt = attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf")
+    other = job_uri.rsplit("/", 1)[0] + f"/{job_id(held) + 1}"
+    refused = [
+        (job_path, _raw_request(queue, Operation.PRINT_JOB, fmt, data=make_pdf("x")),
+         Status.CLIENT_ERROR_BAD_REQUEST,
+         "Print-Job is a printer operation: send it to the printer-uri"),
+        (job_path, _by_job_uri(queue, Operation.CANCEL_JOB, other).encode(),
+         Status.CLIENT_ERROR_BAD_REQUEST,
+         f"the request names job {job_id(held) + 1} but went to the URI of job {job_id(held)}"),
+        ("/ipp/print/lobby/first", _by_job_uri(queue, Operation.CANCEL_JOB, job_uri).encode(),
+         Status.CLIENT_ERROR_NOT_FOUND, "no job 'first' on this queue; job-uris end in a job-id"),
+    ]  # fmt: skip
+    for path, body, status, message in refused:
+        http_status, raw = await queue.post(body, path=path)
+        answer = codec.parse(raw)
+        assert (http_status, answer.status_code, status_message(answer)) == (200, status, message)
+    assert app.snapshot() == before
+    _, raw = await queue.post(
+        _by_job_uri(queue, Operation.CANCEL_JOB, job_uri).encode(), path=job_path
+    )
+    assert codec.parse(raw).status_code == Status.SUCCESSFUL_OK
+    job = await app.get(f"/v1/jobs/{edgeprint_id(held)}", token=TECH_TOKEN)
+    assert (await job.json())["state"] == "CANCELLED"
+    created = await queue.send(queue.request(Operation.CREATE_JOB))
+    created_uri = created.value(GroupTag.JOB, "job-uri")
+    assert isinstance(created_uri, str)
+    send = queue.request(
+        Operation.SEND_DOCUMENT,
+        attr("job-id", Tag.INTEGER, job_id(created)),
+        attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf"),
+        attr("last-document", Tag.BOOLEAN, True),
+        data=make_pdf("sent to the job-uri"),
+    )  # printer-uri + job-id, POSTed to the job-uri: the queue's pending job
+    _, raw = await queue.post(send.encode(), path=urlsplit(created_uri).path)
+    sent = codec.parse(raw)
+    assert sent.status_code == Status.SUCCESSFUL_OK, status_message(sent)
+    assert job_id(sent) == job_id(created)
+
+
+async def test_ipp_status_messages_speak_ipp_not_the_http_api(
+    make_appliance: Callable[..., Any],
+) -> None:
+    """A job-uuid reused with another document and a client over the rate limit get
+    status-messages in IPP's terms (job-uuid, this client), not the HTTP API's
+    (Idempotency-Key, token), and store nothing."""
+    async with make_appliance(rate_limit="3/minute") as app:
+        queue = IppQueue(app.http, app.url, "lobby")
+        job_uuid = uuid.uuid4()
+        same = attr("job-uuid", Tag.URI, f"urn:uuid:{job_uuid}")
+        first = await queue.print_job(make_pdf("one"), same)
+        assert first.status_code == Status.SUCCESSFUL_OK, status_message(first)
+        before = app.snapshot()
+        reused = await queue.print_job(make_pdf("two"), same)
+        assert (reused.status_code, status_message(reused)) == (
+            Status.CLIENT_ERROR_BAD_REQUEST,
+            f"job-uuid urn:uuid:{job_uuid} was already used for another job with a different "
+            "document or attributes; use a new job-uuid",
+        )
+        await queue.send(queue.request(Operation.GET_PRINTER_ATTRIBUTES))  # the third request
+        _, raw = await queue.post(_raw_request(queue, Operation.GET_PRINTER_ATTRIBUTES))
+        busy = codec.parse(raw)
+        assert busy.status_code == Status.SERVER_ERROR_BUSY
+        message = status_message(busy)
+        assert message.startswith(
+            "too many requests from this client (limit 3 per 1 minute); retry in "
+        )
+        assert message.endswith(" s")
+        assert app.snapshot() == before
+
+
 async def test_send_document_for_another_users_job_is_refused(
     ipp_app: tuple[Appliance, IppQueue],
 ) -> None:
@@ -659,6 +798,24 @@ async def test_printer_icons_are_served_pngs(app: Appliance) -> None:
             assert r.content_type == "image/png"
             image = Image.open(io.BytesIO(await r.read()))
             assert (image.format, image.size) == ("PNG", (size, size))
+
+
+def test_one_ipp_endpoint_per_app_serves_every_ipp_route() -> None:
+    """build_app makes one IppEndpoint and binds the queue, job-uri and icon routes to it
+    (one IppServer per app: a Create-Job's pending id is known to every IPP route)."""
+    application = build_app(Deps(*([cast(Any, None)] * 5)))  # the routes only
+    endpoint = application[ipp.ENDPOINT]
+    owners: list[object] = []
+    for route in application.router.routes():
+        if route.method == "HEAD" or not route.resource.canonical.startswith("/ipp/"):  # type: ignore[union-attr]
+            continue
+        handler: Any = route.handler
+        cells = [c.cell_contents for c in handler.__closure__ or ()]
+        owners.append(getattr(handler, "__self__", None) or next(
+            c for c in cells if isinstance(c, ipp.IppEndpoint)
+        ))  # fmt: skip
+    assert len(owners) == 2 + len(A.ICON_SIZES)  # the queue, a job-uri, the icons
+    assert all(owner is endpoint for owner in owners)
 
 
 def _snapshot(name: str, said: supplies.Supplies | None) -> PrinterSnapshot:

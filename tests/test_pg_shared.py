@@ -14,6 +14,7 @@ import pytest
 
 from edgeprint import errors
 from edgeprint.config import parse_config
+from edgeprint.server import running
 from edgeprint.states import JobState
 from edgeprint.store.documents import DbDocuments
 from edgeprint.store.interface import Store
@@ -287,3 +288,36 @@ def test_a_shared_store_without_a_postgresql_url_is_refused(tmp_path: Path) -> N
         parse_config(cfg)
     cfg["store"] = {"shared": True, "url": "postgresql://db.lan/edgeprint"}
     assert parse_config(cfg).store.shared
+
+
+async def test_a_second_appliance_with_the_same_appliance_id_is_refused(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """A shared appliance whose ``[cluster] appliance_id`` another appliance on the database
+    is using refuses to start with a message naming the key (the two would renew each other's
+    leases), stores nothing, and the id is free again once the first stops."""
+    first = PostgresStore(pg_url, exclusive=False, appliance_id="box-a")
+    await first.open()
+    try:
+        await first.write(_INSERT, ("j1", "k1", "RELEASED"))
+        cfg = config_dict(tmp_path)
+        cfg["store"] = {"url": pg_url, "shared": True}
+        cfg["cluster"] = {"appliance_id": "box-a"}
+        with pytest.raises(
+            errors.StoreUnavailable,
+            match=r"another appliance with \[cluster\] appliance_id = 'box-a' is using the "
+            r"database .*: give each appliance its own \[cluster\] appliance_id",
+        ):
+            async with running(parse_config(cfg)):
+                pass
+        other = PostgresStore(pg_url, exclusive=False, appliance_id="box-b")
+        await other.open()
+        try:
+            assert [r[0] for r in await other.read("SELECT id FROM jobs")] == ["j1"]
+        finally:
+            await other.close()
+    finally:
+        await first.close()
+    again = PostgresStore(pg_url, exclusive=False, appliance_id="box-a")
+    await again.open()
+    await again.close()

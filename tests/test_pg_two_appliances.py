@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,28 +22,36 @@ from tests.printing import Client, appliance, assert_each_printed_once, printed_
 #: The idle probe of the appliance that drives the printers: far longer than any wait below,
 #: so a job printed within the wait was started by a notification, not found by a poll.
 _SLOW_IDLE_S = 120.0
-#: A port nothing listens on: appliance A's view of the printer B drives (A never sends to it).
-_NOWHERE = "ipp://127.0.0.1:9/ipp/print"
 
 
 def _configs(tmp_path: Path, printers: Rig, pg_url: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A: the API only (printer-02 known by name, unreachable from A); B: drives the rig.
-
-    Until leases say which appliance drives a printer (issue 15 item 3), A's printer-02
-    points nowhere and A never judges the jobs B's printer holds (``in_hand_timeout_s``).
-    """
-    a = rig_config(tmp_path / "a", printers, pool=None, in_hand_timeout_s=86400)
-    a["printers"] = [{"name": "printer-02", "uri": _NOWHERE}]
+    """Appliances A and B (``[cluster] appliance_id`` "a" and "b"), both configured with the
+    rig's printer-02; B starts first and holds its lease (see :func:`_two`), so A serves the
+    API only and B drives the printer."""
+    a = rig_config(tmp_path / "a", printers, pool=None)
     b = rig_config(tmp_path / "b", printers, pool=None, idle_probe_interval_s=_SLOW_IDLE_S)
-    for cfg in (a, b):
+    for name, cfg in (("a", a), ("b", b)):
+        cfg["printers"] = [p for p in cfg["printers"] if p["name"] == "printer-02"]
         cfg["store"] = {"url": pg_url, "shared": True}
+        cfg["cluster"] = {"appliance_id": name}
     return a, b
 
 
 @contextlib.asynccontextmanager
 async def _two(a: dict[str, Any], b: dict[str, Any]) -> AsyncIterator[tuple[Client, Client]]:
-    async with appliance(b) as (_, kiosk_b), appliance(a) as (_, kiosk_a):
-        yield kiosk_a, kiosk_b
+    """B, then A once B holds printer-02's lease (A's share of one printer among two live
+    appliances is one, but only a free or lapsed lease is taken)."""
+    async with appliance(b) as (_, kiosk_b):
+        await eventually(_b_holds_the_lease(kiosk_b), "B holds printer-02's lease")
+        async with appliance(a) as (_, kiosk_a):
+            yield kiosk_a, kiosk_b
+
+
+def _b_holds_the_lease(kiosk: Client) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return bool((await _printer(kiosk, "printer-02"))["owner"] == "b")
+
+    return check
 
 
 async def _printer(kiosk: Client, name: str) -> dict[str, Any]:

@@ -217,6 +217,22 @@ async def test_job_record_fields_are_the_table_columns(store: Store) -> None:
     assert list(JobRecord._fields) == [*columns, "cancel_requested", "truncated_copies"]
 
 
+def test_a_new_jobs_fields_are_job_record_fields_of_the_same_type() -> None:
+    """Every NewJob field is a JobRecord field (a column Jobs.insert writes) with the same
+    annotation: the two classes cannot drift apart (JobRecord is a NamedTuple in table
+    order, so NewJob cannot be derived from it; DESIGN §11)."""
+    import dataclasses
+    import typing
+
+    from edgeprint.records import JobRecord
+    from edgeprint.store.jobs import NewJob
+
+    record = typing.get_type_hints(JobRecord)
+    new = typing.get_type_hints(NewJob)
+    assert [f.name for f in dataclasses.fields(NewJob)] == list(new)
+    assert {name: record.get(name) for name in new} == new
+
+
 async def test_each_group_commit_reports_its_statement_count(tmp_path: Path) -> None:
     """on_commit hears every committed batch with its number of statements (units of several
     statements count each one); a failed batch is not reported."""

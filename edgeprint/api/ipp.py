@@ -1,4 +1,4 @@
-"""``POST /ipp/print/{queue}``: the HTTP side of edgeprint's IPP queues.
+"""``POST /ipp/print/{queue}`` and a job's ``…/{job-id}``: the HTTP side of the IPP queues.
 
 Addresses (``[ipp] allowed_networks``), Basic auth, the rate limit, and the
 body's size and time limits are checked here; the IPP itself is
@@ -16,6 +16,7 @@ import functools
 import importlib.resources
 import ipaddress
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PATH = "/ipp/print/{name}"
+#: A job's job-uri: it takes the job operations on that job (DESIGN §11).
+JOB_PATH = "/ipp/print/{name}/{job}"
 #: The queues' printer-icons, one route per size (PNG, package data of edgeprint.ipp_server).
 ICON_PATH = "/ipp/icons/{size}.png"
 #: Operations whose request carries a document after the attributes.
@@ -53,7 +56,8 @@ def _answer(status: int, detail: str, head: bytes, http_status: int = 200) -> we
 
 
 class IppEndpoint:
-    """The aiohttp handler of the IPP queues."""
+    """The aiohttp handlers of the IPP queues and their icons: one per app (one IppServer,
+    so a Create-Job's pending id is known to every route)."""
 
     def __init__(self, deps: Deps, correlation_id: web.RequestKey[str]) -> None:
         self.deps = deps
@@ -207,22 +211,43 @@ class IppEndpoint:
                 f"no queue {request.match_info['name'][:40]!r}; queues are printer and pool names",
                 head[:8],
             )
+        job = request.match_info.get("job")
+        if job is not None and not (job.isascii() and job.isdigit()):
+            if document is not None:
+                document.discard()
+            return _answer(
+                Status.CLIENT_ERROR_NOT_FOUND,
+                f"no job {job[:40]!r} on this queue; job-uris end in a job-id",
+                head[:8],
+            )
         caller = Caller(name, role, request.get(self.correlation_id))
-        body = await self.server.handle(head, Context(queue, caller, user, document))
+        ctx = Context(queue, caller, user, document, int(job) if job is not None else None)
+        body = await self.server.handle(head, ctx)
         return web.Response(body=body, content_type=CONTENT_TYPE)
 
-    async def icon(self, size: int, request: web.Request) -> web.Response:
-        """``GET /ipp/icons/{size}.png``: a queue icon (printer-icons); the same addresses
-        as the queues may fetch it."""
-        if not self.deps.config.ipp.enabled:
-            raise web.HTTPNotFound()
-        if not self._allowed(request.remote):
-            raise web.HTTPForbidden(
-                text="your address may not use this printer ([ipp] allowed_networks)"
+    def icon(self, size: int) -> Callable[[web.Request], Awaitable[web.Response]]:
+        """The handler of ``GET /ipp/icons/{size}.png``: a queue icon (printer-icons); the
+        same addresses as the queues may fetch it."""
+
+        async def icon(request: web.Request) -> web.Response:
+            if not self.deps.config.ipp.enabled:
+                raise web.HTTPNotFound()
+            if not self._allowed(request.remote):
+                raise web.HTTPForbidden(
+                    text="your address may not use this printer ([ipp] allowed_networks)"
+                )
+            return web.Response(
+                body=_icon(size),
+                content_type="image/png",
+                headers={"Cache-Control": "max-age=86400"},
             )
-        return web.Response(
-            body=_icon(size), content_type="image/png", headers={"Cache-Control": "max-age=86400"}
-        )
+
+        icon.__doc__ = f"GET /ipp/icons/{size}.png"
+        return icon
+
+
+#: The app's one endpoint (its IPP routes' handlers are bound to it).
+ENDPOINT = web.AppKey("ipp_endpoint", IppEndpoint)
 
 
 @functools.cache

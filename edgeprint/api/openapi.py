@@ -87,7 +87,7 @@ class Operation:
     decide the role each needs and make this document.
     """
 
-    #: The aiohttp handler (None: ``bind`` makes it from the app's dependencies).
+    #: The aiohttp handler (None: ``bind`` makes it from the app's IPP endpoint).
     handler: Handler | None
     method: str
     path: str
@@ -102,7 +102,8 @@ class Operation:
     body: Body | None = None
     description: str = ""
     links: dict[int, tuple[str, ...]] = field(default_factory=dict)
-    #: Makes the handler from the app's dependencies (a route bound to them at build time).
+    #: Makes the handler from the app's one :class:`edgeprint.api.ipp.IppEndpoint` (built
+    #: with the app, so every IPP route shares its state).
     bind: Callable[[Any], Handler] | None = None
 
 
@@ -159,6 +160,11 @@ _PARAMETER_DEFS: dict[str, dict[str, Any]] = {
         "name": "name", "in": "path", "required": True,
         "description": "a configured printer's name",
         "schema": {"type": "string", "pattern": NAME_PATTERN},
+    },
+    "ipp_job_id": {
+        "name": "job", "in": "path", "required": True,
+        "description": "an IPP job-id (the last segment of the job-uri a queue answered)",
+        "schema": {"type": "string", "pattern": "^[0-9]{1,10}$"},
     },
     "Idempotency-Key": {
         "name": "Idempotency-Key", "in": "header", "required": True,
@@ -283,6 +289,8 @@ def _operation(op: Operation, refs: dict[type[BaseModel], dict[str, Any]]) -> di
         params.append(_param_ref("job_id"))
     if "{name}" in op.path:
         params.append(_param_ref("printer_name"))
+    if "{job}" in op.path:
+        params.append(_param_ref("ipp_job_id"))
     params += [_param_ref(h) for h in op.headers]
     params += [_param_ref(q) for q in op.query]
     params.append(_param_ref("X-Correlation-ID"))

@@ -8,7 +8,7 @@ reads the same rows).
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Callable
 
 from aiohttp import web
 
@@ -51,6 +51,11 @@ _503_WRITE = _problem(
 _507 = _problem("`storage-full`: the appliance's disk is full; nothing was stored")
 _AUTH = {401: _401, 429: _429}
 _TECH = {**_AUTH, 403: _403_TECH}
+
+
+def _icon(size: int) -> Callable[[ipp.IppEndpoint], Handler]:
+    """``bind`` of the icon route of ``size``."""
+    return lambda endpoint: endpoint.icon(size)
 
 
 def _job(description: str) -> Answer:
@@ -341,7 +346,26 @@ ROUTES: tuple[Operation, ...] = (
             415: _problem("`unsupported-document`: the body is not `application/ipp`, or it is "
                           "compressed (Content-Encoding)"),
         },
-        bind=lambda deps: ipp.IppEndpoint(deps, app.CORRELATION_ID).handle,
+        bind=lambda endpoint: endpoint.handle,
+    ),
+    Operation(
+        None,
+        "post", ipp.JOB_PATH, "ippJob",
+        "IPP job-uri of a job on a queue (job operations on that job)", "ipp", None,
+        description="Send-Document, Close-Job, Cancel-Job and Get-Job-Attributes addressed to "
+        "the job-uri a queue answered; the operation attributes must name the same job "
+        "(job-uri, or printer-uri and job-id). Otherwise as the queue's path.",
+        answers={
+            200: Answer("an IPP response (client-error-bad-request for a printer operation "
+                        "or another job; client-error-not-found when `job` is no job-id)",
+                        media="application/ipp"),
+            401: Answer("as the queue's path", media="application/ipp",
+                        headers=("WWW-Authenticate",)),
+            403: Answer("as the queue's path", media="application/ipp"),
+            404: _problem("`not-found`: `[ipp] enabled = false`"),
+            415: _problem("`unsupported-document`: as the queue's path"),
+        },
+        bind=lambda endpoint: endpoint.handle,
     ),
     *(
         Operation(
@@ -354,12 +378,7 @@ ROUTES: tuple[Operation, ...] = (
                               "`[ipp] allowed_networks`"),
                 404: _problem("`not-found`: `[ipp] enabled = false`"),
             },
-            bind=functools.partial(
-                lambda deps, size: functools.partial(
-                    ipp.IppEndpoint(deps, app.CORRELATION_ID).icon, size
-                ),
-                size=size,
-            ),
+            bind=_icon(size),
         )
         for size in ICON_SIZES
     ),
@@ -384,9 +403,10 @@ def build_app(deps: app.Deps) -> web.Application:
     """The application with every route of :data:`ROUTES`; ``deps`` is stored under ``DEPS``."""
     application = web.Application(middlewares=[app.middleware], client_max_size=app.MAX_JSON_BODY)
     application[app.DEPS] = deps
+    endpoint = application[ipp.ENDPOINT] = ipp.IppEndpoint(deps, app.CORRELATION_ID)
     openapi.document_bytes()  # built now, not on the first request
     for route in ROUTES:
-        handler = route.handler if route.bind is None else route.bind(deps)
+        handler = route.handler if route.bind is None else route.bind(endpoint)
         assert handler is not None, route.operation_id
         guarded = _guarded(handler, route.role)
         if route.method == "get":

@@ -15,7 +15,7 @@ from edgeprint.cli.errors import EXIT_OK, EXIT_USAGE
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     try:
-        args = parser.parser().parse_args(argv)
+        args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version (0) and usage errors (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     if args.command == "check-config":
@@ -40,14 +40,19 @@ def _check_config(path: str) -> int:
     except errors.ConfigError as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
+    from edgeprint.config_checks import problems, unresolved_hosts, warnings
+
+    errors_found = problems(cfg)
+    for line in errors_found:
+        print(f"error: {line}", file=sys.stderr)
+    if errors_found:
+        return EXIT_USAGE
     print(
         f"ok: {len(cfg.printers)} printer(s), {len(cfg.pools)} pool(s), "
         f"{len(cfg.tokens)} token(s); data_dir {cfg.server.data_dir}; "
         f"listening on {cfg.server.host}:{cfg.server.port}"
     )
-    from edgeprint.config_checks import warnings
-
-    for line in warnings(cfg):
+    for line in warnings(cfg) + unresolved_hosts(cfg):
         print(f"warning: {line}", file=sys.stderr)
     return EXIT_OK
 

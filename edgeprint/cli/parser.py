@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Sequence
 
 from edgeprint.cli import client, discover, setup
 from edgeprint.states import JobState
@@ -103,6 +104,16 @@ class _VersionAction(argparse.Action):
 
         print(describe())
         parser.exit()
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """``argv`` parsed, with the checks one argument cannot make alone; a usage error
+    prints the usage and exits 2 (SystemExit), as argparse does."""
+    p = parser()
+    args = p.parse_args(argv)
+    if args.command == "printers" and args.action == "trust" and args.printer is None:
+        p.error("printers trust: name the printer: edgeprint printers trust PRINTER")
+    return args
 
 
 def parser() -> argparse.ArgumentParser:

@@ -114,7 +114,7 @@ def cmd_printers(api: client.Api, args: argparse.Namespace, as_json: bool) -> No
     """
     if getattr(args, "action", None) == "trust":
         if not args.printer:
-            raise SystemExit("edgeprint printers trust PRINTER: name the printer")
+            raise UsageError("printers trust: name the printer: edgeprint printers trust PRINTER")
         _printer_action("trust")(api, args, as_json)
         return
     raw, body = api.json("GET", "/v1/printers")

@@ -42,6 +42,10 @@ JOB_STATES: dict[JobState, tuple[int, tuple[str, ...]]] = {
 #: Not completed in Get-Jobs' sense (which-jobs=not-completed).
 NOT_COMPLETED = frozenset({JobState.HELD, JobState.RELEASED, JobState.PRINTING})
 
+#: The IPP versions a queue speaks (ipp-versions-supported); a request at any other version
+#: is answered server-error-version-not-supported (RFC 8011 §4.1.8).
+VERSIONS = ((1, 1), (2, 0))
+
 #: Operations every queue serves, in operations-supported order.
 OPERATIONS = (
     0x0002,
@@ -180,7 +184,7 @@ def printer_attributes(
         attr("identify-actions-default", Tag.KEYWORD, "display"),
         attr("identify-actions-supported", Tag.KEYWORD, "display"),
         attr("ipp-features-supported", Tag.KEYWORD, "ipp-everywhere"),
-        attr("ipp-versions-supported", Tag.KEYWORD, "1.1", "2.0"),
+        attr("ipp-versions-supported", Tag.KEYWORD, *(f"{a}.{b}" for a, b in VERSIONS)),
         attr(
             "job-creation-attributes-supported",
             Tag.KEYWORD,

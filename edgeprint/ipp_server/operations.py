@@ -51,6 +51,8 @@ LOST_RESEND_WINDOW_S = 600.0
 #: Get-Jobs looks at this many of the newest jobs at most.
 GET_JOBS_SCAN = 500
 _CHARSETS = {"utf-8", "us-ascii"}
+#: The Idempotency-Key of a job submitted with a job-uuid is this and the uuid.
+_UUID_KEY = "ipp-job-uuid:"
 #: The job attributes of a Print-Job or Send-Document answer.
 _SHORT_JOB = {
     "job-id",
@@ -82,12 +84,15 @@ PageRanges = tuple[tuple[int, int], ...]
 class Context:
     """Who asks, on which queue. ``user``: the authenticated user (Basic auth), if any;
     ``document``: the request's document, already streamed into the spool's staging area
-    (None: the document is the message's data). Discarded unless a job took it."""
+    (None: the document is the message's data). Discarded unless a job took it. A request
+    POSTed to a job-uri takes job operations only, on that job (DESIGN §11)."""
 
     queue: A.Queue
     caller: Caller
     user: str | None = None
     document: StagedDocument | None = None
+    #: The job-id at the end of the request's HTTP path when it went to a job-uri.
+    job_path_id: int | None = None
 
 
 @dataclass
@@ -121,7 +126,7 @@ def status_for(exc: errors.EdgeprintError) -> tuple[int, str]:
     """The IPP status of a service error: the one table of this mapping."""
     if isinstance(exc, errors.IppRefused):
         return exc.status_code, exc.detail
-    detail = getattr(exc, "detail", None) or str(exc)
+    detail = _ipp_wording(exc) or getattr(exc, "detail", None) or str(exc)
     table: list[tuple[type[errors.EdgeprintError], Status]] = [
         (errors.UnsupportedDocument, Status.CLIENT_ERROR_DOCUMENT_FORMAT_ERROR),
         (errors.PayloadTooLarge, Status.CLIENT_ERROR_REQUEST_ENTITY_TOO_LARGE),
@@ -149,6 +154,35 @@ def status_for(exc: errors.EdgeprintError) -> tuple[int, str]:
         if isinstance(exc, kind):
             return status, detail
     return Status.SERVER_ERROR_INTERNAL_ERROR, detail
+
+
+def _ipp_wording(exc: errors.EdgeprintError) -> str | None:
+    """The status-message of an error whose own message speaks the HTTP API's terms (an
+    Idempotency-Key, a token) or the store's internals; None: its message fits IPP."""
+    match exc:
+        case errors.Backpressure():
+            return (
+                f"the queue of {exc.target} is full; nothing was stored; retry in "
+                f"{exc.retry_after_s} s"
+            )
+        case errors.RateLimited():
+            return (
+                f"too many requests from this client (limit {exc.limit}); retry in "
+                f"{exc.retry_after_s} s"
+            )
+        case errors.IdempotencyKeyReused() if exc.key.startswith(_UUID_KEY):
+            return (
+                f"job-uuid urn:uuid:{exc.key.removeprefix(_UUID_KEY)} was already used for "
+                "another job with a different document or attributes; use a new job-uuid"
+            )
+        case errors.StorageFull():
+            return (
+                "the appliance's disk is full; nothing was stored; retry later (a technician "
+                "must free space on its data disk)"
+            )
+        case errors.StoreError():
+            return "the job store cannot take work right now; retry later"
+    return None
 
 
 def _strings(message: IppMessage, name: str) -> list[str]:
@@ -233,8 +267,8 @@ class IppServer:
     def _error(
         self, status: int, detail: str, version: tuple[int, int], request_id: int
     ) -> IppMessage:
-        if version[0] not in (1, 2):
-            version = (2, 0)
+        if version not in A.VERSIONS:  # answered at the nearest version spoken here
+            version = A.VERSIONS[0] if version[0] <= 1 else A.VERSIONS[-1]
         return codec.response(status, request_id, version=version, status_message=detail[:255])
 
     def _add_unsupported(self, response: IppMessage, raw: bytes, names: Sequence[str]) -> None:
@@ -254,11 +288,11 @@ class IppServer:
         response.groups.append(group)
 
     async def _answer(self, message: IppMessage, ctx: Context) -> IppMessage:
-        major, _ = message.version
-        if major not in (1, 2):
+        if message.version not in A.VERSIONS:
+            major, minor = message.version
             raise _refuse(
                 Status.SERVER_ERROR_VERSION_NOT_SUPPORTED,
-                f"IPP/{major}.{message.version[1]} is not supported; use IPP/1.1 or IPP/2.0",
+                f"IPP/{major}.{minor} is not supported; use IPP/1.1 or IPP/2.0",
             )
         if message.request_id <= 0:
             raise _refuse(Status.CLIENT_ERROR_BAD_REQUEST, "request-id must be 1 or more")
@@ -269,6 +303,8 @@ class IppServer:
                 Status.SERVER_ERROR_OPERATION_NOT_SUPPORTED,
                 f"operation 0x{op:04x} is not supported by this queue",
             )
+        if ctx.job_path_id is not None:
+            self._check_job_path(message, ctx.job_path_id)
         handler = {
             Operation.PRINT_JOB: self._print_job,
             Operation.VALIDATE_JOB: self._validate_job,
@@ -339,6 +375,22 @@ class IppServer:
                     f"{name} {value!r} is not supported; send the document uncompressed",
                     name,
                 )
+
+    def _check_job_path(self, message: IppMessage, path_id: int) -> None:
+        """A request POSTed to a job-uri: a job operation naming that job."""
+        op = Operation(message.operation_id)
+        if op not in _JOB_OPS:
+            name = "-".join(w.capitalize() for w in op.name.split("_"))
+            raise _refuse(
+                Status.CLIENT_ERROR_BAD_REQUEST,
+                f"{name} is a printer operation: send it to the printer-uri",
+            )
+        named = self._job_id(message)
+        if named != path_id:
+            raise _refuse(
+                Status.CLIENT_ERROR_BAD_REQUEST,
+                f"the request names job {named} but went to the URI of job {path_id}",
+            )
 
     def _check_target(self, message: IppMessage, ctx: Context) -> None:
         """printer-uri (or job-uri) must name this queue's path."""
@@ -592,7 +644,7 @@ class IppServer:
         ranges = self._page_ranges(message)
         self._check_overrides(message)
         job_uuid = self._job_uuid(message)
-        key = f"ipp-job-uuid:{job_uuid}" if job_uuid else f"ipp:{uuid.uuid4().hex}"
+        key = f"{_UUID_KEY}{job_uuid}" if job_uuid else f"ipp:{uuid.uuid4().hex}"
         job = await self._submit(ctx, meta, message.data, key, fmt, ranges)
         if (name := self._job_name(message)) is not None:
             self._names.job_names[job.id] = name
@@ -698,7 +750,7 @@ class IppServer:
             )
         meta = self._meta(ctx, pending.owner, pending.hold, pending.copies)
         # Without a job-uuid, the Create-Job id is the key: it finds the job after a restart.
-        key = f"ipp-job-uuid:{pending.job_uuid}" if pending.job_uuid else _created_key(ipp_id)
+        key = f"{_UUID_KEY}{pending.job_uuid}" if pending.job_uuid else _created_key(ipp_id)
         job = await self._submit(ctx, meta, message.data, key, fmt, pending.page_ranges)
         self._pending.pop(ipp_id, None)
         # A retried job-uuid is the same job: its listings keep the first Create-Job's id,

@@ -13,10 +13,13 @@ def from_config(
     config: StoreConfig,
     sqlite_path: Path,
     *,
+    appliance_id: str | None = None,
     on_commit: Callable[[int], object] | None = None,
 ) -> interface.Store:
     """The (unopened) store of ``config``: PostgreSQL at ``url``, else SQLite at ``sqlite_path``;
-    ``on_commit`` hears the statement count of every committed group commit."""
+    ``appliance_id`` (a shared store's ``[cluster] appliance_id``) is held by this store
+    alone while it is open; ``on_commit`` hears the statement count of every committed group
+    commit."""
     if config.url is None:
         return db.Store(
             sqlite_path,
@@ -33,5 +36,6 @@ def from_config(
         readers=config.readers,
         connect_timeout_s=config.connect_timeout_s,
         exclusive=not config.shared,
+        appliance_id=appliance_id if config.shared else None,
         on_commit=on_commit,
     )

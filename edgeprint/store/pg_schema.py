@@ -33,6 +33,10 @@ MIGRATION_LOCK = 0x6564_7001
 #: Class of the advisory lock an appliance holds on its writer connection while it uses the
 #: store: exclusive without ``[store] shared`` (one appliance per store), shared with it.
 WRITER_LOCK = 0x6564_7002
+#: Class of the advisory lock a shared appliance holds on its writer connection, keyed by
+#: its ``[cluster] appliance_id`` too: two appliances with one id would renew each other's
+#: leases, so the second is refused.
+APPLIANCE_LOCK = 0x6564_7004
 
 #: The notification channel of a store: this prefix and the schema's name.
 CHANNEL_PREFIX = "edgeprint:"

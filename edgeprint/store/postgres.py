@@ -215,10 +215,13 @@ class PostgresStore:
         readers: int = 4,
         connect_timeout_s: float = 10.0,
         exclusive: bool = True,
+        appliance_id: str | None = None,
         on_commit: Callable[[int], object] | None = None,
     ) -> None:
         self.url = url
         self._exclusive = exclusive
+        #: A shared appliance's ``[cluster] appliance_id``: no other may use it at once.
+        self._appliance_id = appliance_id
         self._on_commit = on_commit
         self._max_batch = max_batch
         self._readers = readers
@@ -427,6 +430,24 @@ class PostgresStore:
                 )
             raise errors.StoreUnavailable(
                 f"another edgeprint is using the database {redact(self.url)}: {why}"
+            )
+        if self._appliance_id is not None:
+            await self._take_appliance_lock(conn, self._appliance_id)
+
+    async def _take_appliance_lock(self, conn: psycopg.AsyncConnection[PgRow], me: str) -> None:
+        """Hold this appliance id's advisory lock on the writer connection until it closes:
+        two appliances with one ``[cluster] appliance_id`` would renew each other's leases
+        and both drive the printers. Raises errors.StoreUnavailable when another holds it."""
+        cur = await conn.execute(
+            pg_sql.SQL("SELECT pg_try_advisory_lock({}, hashtext(current_schema() || ':' || %s))")
+            .format(pg_schema.APPLIANCE_LOCK),
+            (me,),
+        )  # fmt: skip
+        row = await cur.fetchone()
+        if row is None or not row[0]:
+            raise errors.StoreUnavailable(
+                f"another appliance with [cluster] appliance_id = {me!r} is using the database "
+                f"{redact(self.url)}: give each appliance its own [cluster] appliance_id"
             )
 
     async def _migrate(self, conn: psycopg.AsyncConnection[PgRow]) -> None:
