@@ -3,7 +3,8 @@
 RSS once every printer is healthy and after ``--jobs`` jobs (≤ 150 MiB); idle CPU of the
 appliance and its render workers, probes included (≤ 5 % of one core); every printer
 printing at once: the idle gap between a printer's jobs while work waits (p90 ≤ 50 ms,
-from prints.log and server.log); every job printed exactly once. The printers use the rig's lean print engine: the full one's ~30 ms of CPU per
+from prints.log and server.log); every job printed exactly once. The printers use the rig's
+lean print engine: the full one's ~30 ms of CPU per
 document, times 200 printers, would measure the rig rather than the appliance. A second,
 small fleet (``--small``) gives the same gap where the box has CPU to spare.
 
