@@ -30,7 +30,6 @@ from bench.harness import (
     Event,
     Run,
     Stand,
-    evidence,
     figures_markdown,
     ms,
     paper,
@@ -428,7 +427,7 @@ def analyse(
     logs = stand.log_events()
     verdicts = Counter(str(r.get("verdict")) for r in logs if r.get("event") == "job_reconciled")
     anomalies = {
-        kind: [evidence(stand, events, j, on_paper, faults.timeline) for j in ids]
+        kind: ids
         for kind, ids in (
             ("duplicate", duplicates),
             ("not_final", not_final),
@@ -610,9 +609,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"\nseed {plan.seed}; printers {speeds} s/page; reconcile verdicts "
             f"{out['reconcile_verdicts']}; submit outcomes {out['submit_outcomes']}"
         )
-        for kind, items in out["anomalies"].items():
-            for item in items:
-                print(f"\nANOMALY {kind} {item['job_id']}:\n{json.dumps(item, indent=1)}")
+        for kind, ids in out["anomalies"].items():
+            print(f"ANOMALY {kind}: {ids} (work folder kept: events, prints.log, serve.log)")
     return run.finish(
         figures_markdown(rows) if rows else "",
         settings={**asdict(plan), "printer_seconds_per_page": speeds},

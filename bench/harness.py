@@ -24,11 +24,9 @@ import argparse
 import asyncio
 import contextlib
 import datetime as dt
-import hashlib
 import importlib.metadata
 import itertools
 import json
-import math
 import os
 import platform
 import random
@@ -134,11 +132,7 @@ class Run:
             except BaseException:
                 self.__exit__(None, None, None)
                 raise
-            self.info["edgeprint_source"] = {
-                "digest": source_digest(self.src),
-                "diff_stat_vs_head": tree_changes(),
-                "note": "the appliance ran from a copy of edgeprint/ taken at the start",
-            }
+            self.info["edgeprint_source"] = "a copy of edgeprint/ taken at the start"
         return self
 
     def __exit__(
@@ -156,8 +150,6 @@ class Run:
                 shutil.rmtree(self.work, ignore_errors=True)
             self.info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
             self.info["bench_seconds"] = round(time.monotonic() - self.started, 1)
-            if self.src is not None:
-                self.info["edgeprint_source"]["tree_digest_end"] = source_digest(REPO)
 
     def stand(self, sub: str, printers: int, **kw: Any) -> Stand:
         """A :class:`Stand` in ``work/sub`` (not started) that the run stops on exit."""
@@ -314,55 +306,22 @@ def figures_markdown(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def fmt(v: float | None) -> str:
-    """A figure for a table cell: – for None, integers bare, two or one decimals."""
-    if v is None:
-        return "–"
-    if isinstance(v, int) or float(v).is_integer():
-        return f"{int(v)}"
-    return f"{v:.2f}" if abs(v) < 10 else f"{v:.1f}"
-
-
 # --- the machine and the processes -------------------------------------------------------
 
 
-def git_commit() -> dict[str, Any]:
-    """HEAD commit and whether the work tree differs from it."""
-
-    def git(*args: str) -> str:
-        out = subprocess.run(
-            ["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10, check=False
-        )
-        return out.stdout.strip()
-
-    return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain"))}
-
-
 def machine_info() -> dict[str, Any]:
-    """nproc, Python, SQLite, library and printer versions, git commit, date, load."""
-
-    def version(dist: str) -> str | None:
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            return None
-
-    ipp_utils = None
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        ipp_utils = subprocess.run(
-            ["dpkg-query", "-W", "-f", "${Version}", "cups-ipp-utils"],
-            capture_output=True, text=True, timeout=10, check=False,
-        ).stdout.strip() or None  # fmt: skip
+    """nproc, Python, SQLite and library versions, git commit, date, load."""
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=False
+    )
     return {
         "nproc": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)),
         "python": platform.python_version(),
         "sqlite": sqlite3.sqlite_version,
-        "aiohttp": version("aiohttp"),
-        "aiosqlite": version("aiosqlite"),
-        "cups_ipp_utils": ipp_utils,
+        "aiohttp": importlib.metadata.version("aiohttp"),
+        "aiosqlite": importlib.metadata.version("aiosqlite"),
         "platform": platform.platform(),
-        "git": git_commit(),
+        "git_commit": head.stdout.strip(),
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "loadavg_start": [round(x, 2) for x in os.getloadavg()],
     }
@@ -639,17 +598,6 @@ class Stand:
         return out
 
 
-def source_digest(root: Path) -> str:
-    """SHA-256 (first 16 hex) of the files under ``root``/edgeprint: which code ran."""
-    h = hashlib.sha256()
-    for path in sorted((root / "edgeprint").rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            h.update(str(path.relative_to(root)).encode() + b"\0")
-            with contextlib.suppress(OSError):
-                h.update(path.read_bytes())
-    return h.hexdigest()[:16]
-
-
 def snapshot_source(work: Path) -> Path:
     """Copy edgeprint/ into ``work``/src: the appliance runs one version all along, even
     while others edit the tree. Returns the folder to put on PYTHONPATH."""
@@ -670,20 +618,6 @@ def snapshot_source(work: Path) -> Path:
     if not found.stdout.strip().startswith(str(src)):
         raise BenchError(f"the copy of edgeprint/ does not import: {found.stdout}{found.stderr}")
     return src
-
-
-def tree_changes() -> str:
-    """``git diff --stat HEAD -- edgeprint`` (what the copy has beyond the commit)."""
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        return subprocess.run(
-            ["git", "diff", "--stat", "HEAD", "--", "edgeprint"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        ).stdout.strip()
-    return ""
 
 
 @contextlib.contextmanager
@@ -1095,55 +1029,6 @@ def paper(stand: Stand) -> dict[str, list[tuple[str, float]]]:
         for line in stand.rig.printed(p.name):
             out.setdefault(edgeprint_id(line.job_name), []).append((p.name, printed_at(line)))
     return out
-
-
-def evidence(
-    stand: Stand,
-    events: dict[str, list[Event]],
-    job_id: str,
-    on_paper: dict[str, list[tuple[str, float]]],
-    timeline: Sequence[dict[str, Any]],
-) -> dict[str, Any]:
-    """Everything known about one anomalous job, in time order where it has times."""
-    name = f"edgeprint-{job_id}"
-    evs = events.get(job_id, [])
-    times = [e.at for e in evs] + [t for _, t in on_paper.get(job_id, [])]
-    lo = min(times, default=0.0) - EVIDENCE_WINDOW_S
-    hi = max(times, default=math.inf) + EVIDENCE_WINDOW_S
-    serve_lines = [
-        line
-        for line in stand.serve.log_path.read_text(errors="replace").splitlines()
-        if job_id in line
-    ]
-    printer_lines = {
-        p.name: [
-            line for line in p.server_log.read_text(errors="replace").splitlines() if name in line
-        ][:40]
-        for p in stand.rig
-    }
-    return {
-        "job_id": job_id,
-        "events": [
-            {
-                "at": e.at,
-                "from": e.from_state,
-                "to": e.to_state,
-                "actor": e.actor,
-                "reason": e.reason,
-            }
-            for e in evs
-        ],
-        "prints": [{"printer": p, "at": t} for p, t in on_paper.get(job_id, [])],
-        "serve_log": serve_lines[:80],
-        "printer_server_log": {k: v for k, v in printer_lines.items() if v},
-        "faults_around": [
-            {k: v for k, v in e.items() if k != "at"} for e in timeline if lo <= e["at"] <= hi
-        ],
-    }
-
-
-#: Seconds of fault timeline shown around an anomaly.
-EVIDENCE_WINDOW_S = 3.0
 
 
 # --- profiles -------------------------------------------------------------------------
