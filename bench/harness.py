@@ -1065,47 +1065,26 @@ def py_spy(pid: int, raw: Path, rate: int = 250) -> Iterator[None]:
         raise BenchError(f"py-spy wrote nothing: {err.decode(errors='replace')[-500:]}")
 
 
-def own_cpu(raw: Path, top: int = 30, mine: str = "edgeprint/") -> dict[str, Any]:
-    """Functions by own CPU (the innermost frame of each sample) and the functions of files
-    under ``mine`` by total CPU (anywhere on the stack), from py-spy's collapsed stacks;
-    shares of all samples in %."""
+def own_cpu(raw: Path, top: int = 30) -> dict[str, Any]:
+    """Functions by own CPU (the innermost frame of each sample), shares of all samples in %,
+    from py-spy's collapsed stacks."""
     own: Counter[str] = Counter()
-    total: Counter[str] = Counter()
-    package: Counter[str] = Counter()
-    samples = 0
     for line in raw.read_text(errors="replace").splitlines():
         stack, _, count = line.rpartition(" ")
-        if not stack or not count.isdigit():
-            continue
-        frames = [re.sub(r":\d+\)$", ")", f) for f in stack.split(";")]  # lines of one function
-        n = int(count)
-        samples += n
-        own[frames[-1]] += n
-        where = frames[-1].rpartition(" (")[2].rstrip(")")
-        package[where.split("/")[0] if "/" in where else where] += n
-        for frame in {f for f in frames if f"({mine}" in f}:
-            total[frame] += n
-
-    def share(c: Counter[str]) -> list[dict[str, Any]]:
-        return [
-            {"function": f, "samples": n, "pct": round(100 * n / samples, 1)}
-            for f, n in c.most_common(top)
-        ]
-
+        if stack and count.isdigit():
+            own[re.sub(r":\d+\)$", ")", stack.split(";")[-1])] += int(count)
+    samples = sum(own.values())
     return {
         "samples": samples,
-        "own": share(own),
-        "total": share(total),
-        "own_by_package": share(package),
+        "own": [
+            {"function": f, "samples": n, "pct": round(100 * n / samples, 1)}
+            for f, n in own.most_common(top)
+        ],
     }
 
 
 def profile_text(title: str, prof: dict[str, Any]) -> str:
-    """The :func:`own_cpu` summary as text: own CPU first, then total CPU."""
+    """The :func:`own_cpu` summary as text."""
     lines = [title, f"{prof['samples']} samples holding the GIL", "", "own  function (file)"]
     lines += [f"{r['pct']:6.1f} %  {r['function']}" for r in prof["own"]]
-    lines += ["", "own  by package (or module) of the innermost frame"]
-    lines += [f"{r['pct']:6.1f} %  {r['function']}" for r in prof["own_by_package"]]
-    lines += ["", "total  edgeprint's functions (file), anywhere on the stack"]
-    lines += [f"{r['pct']:6.1f} %  {r['function']}" for r in prof["total"]]
     return "\n".join(lines) + "\n"
