@@ -914,15 +914,6 @@ class Store:
         earlier = [at for at in claims if at <= before]
         return max(earlier) if earlier else None
 
-    def count(self, from_state: str, to_state: str) -> int:
-        """Number of ``from_state`` → ``to_state`` transitions over all jobs."""
-        return sum(
-            1
-            for evs in self.events.values()
-            for _, f, t in evs
-            if f == from_state and t == to_state
-        )
-
 
 def read_store(data_dir: Path) -> Store:
     """Read the appliance's SQLite file read-only (also fine right after a SIGKILL)."""
