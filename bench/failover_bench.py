@@ -107,7 +107,8 @@ async def phase_failover(stand: Stand, n_jobs: int, tag: str, rng: random.Random
         async def drained() -> bool:
             if await kiosk.ids_in("RELEASED", 1):
                 return False
-            return all(j["printed_on"] == VICTIM for j in await tech.jobs_in("PRINTING"))
+            printing = await tech.get("/v1/jobs?state=PRINTING&limit=500")
+            return all(j["printed_on"] == VICTIM for j in printing["jobs"])
 
         await until(drained, DRAIN_TIMEOUT_S, 0.02, "jobs still waiting or printing on peers")
     stand.stop()

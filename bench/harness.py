@@ -801,15 +801,6 @@ class Tech:
                 raise BenchError(f"GET /v1/printers: HTTP {r.status}: {body}")
             return {str(p["name"]): p for p in body["printers"]}
 
-    async def jobs_in(self, state: str) -> list[dict[str, Any]]:
-        """Up to 500 jobs in ``state`` (newest first)."""
-        url = f"{self.url}/v1/jobs?state={state}&limit=500"
-        async with self.http.get(url, headers=self.headers) as r:
-            body = await r.json()
-            if r.status != 200:
-                raise BenchError(f"list {state}: HTTP {r.status}: {body}")
-            return list(body["jobs"])
-
     async def all_healthy(self, n: int) -> bool:
         ps = await self.printers()
         return len(ps) == n and all(p["healthy"] and p["reachable"] for p in ps.values())
