@@ -134,7 +134,8 @@ def server(name: str, folder: Path, high_water: int) -> Iterator[Target]:
     if name == "edgeprint":
         cfg = config_dict(folder / "data")
         cfg["store"] = {"synchronous": "FULL"}
-        cfg["printers"] = [{**p, "pool": POOL, "high_water": high_water} for p in cfg["printers"]]
+        two = cfg["printers"][:2]  # printer-01 and -02, both in the pool
+        cfg["printers"] = [{**p, "pool": POOL, "high_water": high_water} for p in two]
         (folder / "edgeprint.toml").write_text(to_toml(cfg))
         argv = ["-m", "edgeprint", "serve", "--config", str(folder / "edgeprint.toml")]
         paths = ("/v1/jobs", "/v1/jobs/{id}/release")
