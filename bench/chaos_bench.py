@@ -30,7 +30,6 @@ from bench.harness import (
     Event,
     Run,
     Stand,
-    evidence,
     figures_markdown,
     ms,
     paper,
@@ -308,7 +307,6 @@ async def chaos(stand: Stand, plan: Plan) -> dict[str, Any]:
         t_back = time.time()
         settled: float | None = None
         deadline = time.monotonic() + SETTLE_TIMEOUT_S
-        last: dict[str, int] | None = None
         while time.monotonic() < deadline:
             last = await jobs_by_state(http, stand.url)
             if last is not None and not (last.get("RELEASED") or last.get("PRINTING")):
@@ -316,7 +314,7 @@ async def chaos(stand: Stand, plan: Plan) -> dict[str, Any]:
                 break
             await asyncio.sleep(0.05)  # polling /metrics, bounded by the deadline
     stand.stop()
-    return analyse(stand, plan, submits, faults, t0, t_back, settled, last)
+    return analyse(stand, plan, submits, faults, t0, t_back, settled)
 
 
 def in_hand_at_printer_kill(
@@ -402,7 +400,6 @@ def analyse(
     t0: float,
     t_back: float,
     settled: float | None,
-    last_counts: dict[str, int] | None,
 ) -> dict[str, Any]:
     store = read_store(stand.data_dir)
     events = read_events(stand.data_dir)
@@ -423,12 +420,9 @@ def analyse(
         if jobs[j]["dead_reason"] == "outcome_unknown" and victim is not None:
             explained[j] = victim
     unexplained = sorted(set(dead) - set(explained))
-    stored_not_accepted = sorted(set(jobs) - set(accepted))
     kill_rows = recovery(faults.restarts, events, on_paper)
-    logs = stand.log_events()
-    verdicts = Counter(str(r.get("verdict")) for r in logs if r.get("event") == "job_reconciled")
     anomalies = {
-        kind: [evidence(stand, events, j, on_paper, faults.timeline) for j in ids]
+        kind: ids
         for kind, ids in (
             ("duplicate", duplicates),
             ("not_final", not_final),
@@ -447,10 +441,8 @@ def analyse(
         "accepted_after_retry": submits.retried_jobs,
         "accepted_as_replay": submits.replayed,
         "submit_outcomes": dict(submits.statuses),
-        "stored_not_accepted": stored_not_accepted,
         "chaos_s": round(t_back - t0, 2),
         "back_to_settled_ms": None if settled is None else ms(settled - t_back),
-        "counts_at_end": last_counts,
         "appliance_kills": len(faults.restarts),
         "printer_kills": len(faults.printer_kills),
         "printer_kills_with_job_in_hand": sum(
@@ -481,11 +473,6 @@ def analyse(
             for e in evs
             if e.from_state == "PRINTING" and e.to_state == "RELEASED"
         ),
-        "printed_per_printer": {
-            n: sum(1 for v in on_paper.values() for p, _ in v if p == n)
-            for n in (p.name for p in stand.rig)
-        },
-        "reconcile_verdicts": dict(verdicts),
         "duplicate_jobs": duplicates,
         "lost_jobs": not_final + done_no_paper,
         "dead_unexplained_jobs": unexplained,
@@ -606,13 +593,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"submits refused {len(out['jobs_rejected'])}, given up {out['jobs_given_up']}"
             )
         rows = table_rows(out)
-        print(
-            f"\nseed {plan.seed}; printers {speeds} s/page; reconcile verdicts "
-            f"{out['reconcile_verdicts']}; submit outcomes {out['submit_outcomes']}"
-        )
-        for kind, items in out["anomalies"].items():
-            for item in items:
-                print(f"\nANOMALY {kind} {item['job_id']}:\n{json.dumps(item, indent=1)}")
+        for kind, ids in out["anomalies"].items():
+            print(f"ANOMALY {kind}: {ids} (work folder kept: events, prints.log, serve.log)")
     return run.finish(
         figures_markdown(rows) if rows else "",
         settings={**asdict(plan), "printer_seconds_per_page": speeds},

@@ -13,13 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import random
-import re
-import subprocess
 import sys
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -119,9 +115,6 @@ class EdgeSide:
         jobs = read_store(self.stand.data_dir).jobs
         return sum(1 for r in refs if r in jobs)
 
-    def final_states(self) -> dict[str, int]:
-        return dict(Counter(str(j["state"]) for j in read_store(self.stand.data_dir).jobs.values()))
-
     def stop(self) -> None:
         self.stand.stop()
 
@@ -199,14 +192,6 @@ class CupsSide:
     def expected_name(self, ref: str, i: int) -> str:
         return self.job_name(i)
 
-    def spool_files(self) -> dict[str, int]:
-        """Control (c*) and document (d*) files in cupsd's spool right now."""
-        names = [p.name for p in self.cups.spool.iterdir() if p.is_file()]
-        return {
-            "control_files": sum(1 for n in names if re.fullmatch(r"c\d+", n)),
-            "document_files": sum(1 for n in names if n.startswith("d")),
-        }
-
     def kill(self) -> None:
         self.cups.kill()
 
@@ -228,9 +213,6 @@ class CupsSide:
 
     async def known(self, http: aiohttp.ClientSession, refs: list[str]) -> int:
         return len(await asyncio.to_thread(self._our_jobs))
-
-    def final_states(self) -> dict[str, int]:
-        return dict(Counter(str(j["state"]) for j in self._our_jobs()))
 
     def stop(self) -> None:
         try:
@@ -319,8 +301,6 @@ async def run_side(
         await until(kill_point, bound, KILL_POLL_S, f"{side.name}: {kill_at} not printed")
         side.kill()
         out["printed_at_kill"] = printed_count(side.rig)
-        if isinstance(side, CupsSide):
-            out.update(side.spool_files())
         t_restart = time.time()
         await asyncio.to_thread(side.restart)
         out["restart_to_serving_ms"] = round((time.time() - t_restart) * 1000.0, 1)
@@ -334,8 +314,6 @@ async def run_side(
         except BenchError:
             out["restart_to_settled_s"] = None
             out["settled"] = False
-        with contextlib.suppress(Exception):
-            out["final_states"] = await asyncio.to_thread(side.final_states)
         out.update(ground_truth(side.rig, expected))
     return out
 
@@ -490,11 +468,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     doc = make_pdf("edgeprint vs CUPS", pad_to=DOC_BYTES)
     with Run("cups", args, snapshot=True) as bench:
         bench.info["cupsd"] = tools["cupsd"]
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            bench.info["cups_daemon"] = subprocess.run(
-                ["dpkg-query", "-W", "-f", "${Version}", "cups-daemon"],
-                capture_output=True, text=True, timeout=10, check=False,
-            ).stdout.strip() or None  # fmt: skip
         bench.work.chmod(0o711)  # cupsd's backends run as user lp and read the spool under it
         doc_path = bench.work / "badge.pdf"
         doc_path.write_bytes(doc)
@@ -509,7 +482,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
                 if one is not None:
                     runs.append(one)
-                    print(f"bench: {json.dumps(_brief(one))}", file=sys.stderr)
         finally:
             for side in work.sides:
                 with contextlib.suppress(Exception):
@@ -530,15 +502,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"cupsd + backends, seed {plan.seed}; "
         f"kill after k documents, k = {[r['kill_at'] for r in runs]}"
     )
-    for i, run in enumerate(runs):
-        states = {k: v.get("final_states") for k, v in run["crash"].items()}
-        print(f"repetition {i + 1}: job states after the crash run: {json.dumps(states)}")
-        spool = {
-            k: {f: v.get(f) for f in ("control_files", "document_files")}
-            for k, v in run["crash"].items()
-            if k.startswith("cups")
-        }
-        print(f"repetition {i + 1}: cupsd spool files at the SIGKILL: {json.dumps(spool)}")
     return bench.finish(
         figures_markdown(table),
         settings={**asdict(plan), "document_bytes": len(doc)},
@@ -546,16 +509,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         raw=runs,
         work_folder=str(bench.work) if bench.keep else None,
     )
-
-
-def _brief(run: dict[str, Any]) -> dict[str, Any]:
-    keys = ("submit_s", "release_s", "release_to_all_printed_s", "printed_at_kill",
-            "restart_to_settled_s", "known_after_restart", "duplicates", "losses")  # fmt: skip
-    return {
-        f"{section}.{side}": {k: v[k] for k in keys if k in v}
-        for section in ("normal", "crash")
-        for side, v in run[section].items()
-    }
 
 
 if __name__ == "__main__":

@@ -132,8 +132,6 @@ class Cupsd:
         self.tools = cups_tools()
         self.proc: subprocess.Popen[bytes] | None = None
         self._configured = False
-        #: Backends/filters signalled by :meth:`kill` (pid → argv[0]), for the record.
-        self.killed_children: list[str] = []
 
     # --- paths and addresses ---
 
@@ -157,9 +155,6 @@ class Cupsd:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-    def url_class(self, name: str) -> str:
-        return f"{self.base_url}/classes/{name}"
 
     def uri_class(self, name: str) -> str:
         """The ``ipp://`` printer-uri of a class (what goes inside IPP requests)."""
@@ -297,11 +292,10 @@ class Cupsd:
                 out.append(int(d.name))
         return [p for p in out if proc_alive(p)]
 
-    def kill(self, children: bool = True) -> list[int]:
-        """SIGKILL cupsd, and with ``children`` every backend and filter it started (a crash
-        of the service as systemd handles it: the unit's whole control group goes).
-        Returns the pids of the children signalled."""
-        kids = self.children() if children else []
+    def kill(self) -> None:
+        """SIGKILL cupsd and every backend and filter it started (a crash of the service as
+        systemd handles it: the unit's whole control group goes)."""
+        kids = self.children()
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
         marker = f"CUPS_SERVERROOT={self.etc}".encode()
@@ -309,15 +303,10 @@ class Cupsd:
             if _environ_has(pid, marker):  # still the same process
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-                    with contextlib.suppress(OSError):
-                        self.killed_children.append(
-                            Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
-                        )
         if self.proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=STOP_TIMEOUT_S)
         self._wait_gone(kids)
-        return kids
 
     def stop(self) -> None:
         """SIGTERM cupsd (it writes its state and stops its jobs), SIGKILL if it lingers;
@@ -383,8 +372,8 @@ class Cupsd:
         self._admin("cupsaccept", name)
 
     def jobs(self, which: str = "all") -> list[dict[str, Any]]:
-        """Get-Jobs on the whole scheduler: id, name, state (text), state reasons, printer."""
-        wanted = ["job-id", "job-name", "job-state", "job-state-reasons", "job-printer-uri"]
+        """Get-Jobs on the whole scheduler: name and state (text) of each job."""
+        wanted = ["job-name", "job-state"]
         resp = self.ipp(
             "/",
             Operation.GET_JOBS,
@@ -396,16 +385,12 @@ class Cupsd:
         )
         out = []
         for g in resp.groups_of(GroupTag.JOB):
-            st = g.get("job-state")
+            st, name = g.get("job-state"), g.get("job-name")
             state = int(str(st.value)) if st else 0
-            name, uri = g.get("job-name"), g.get("job-printer-uri")
             out.append(
                 {
-                    "id": None if (a := g.get("job-id")) is None else a.value,
                     "name": None if name is None else name.value,
                     "state": JOB_STATES.get(state, str(state)),
-                    "reasons": list(codec.strings(g.get("job-state-reasons"))),
-                    "printer": "" if uri is None else str(uri.value).rsplit("/", 1)[-1],
                 }
             )
         return out

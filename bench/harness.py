@@ -24,11 +24,9 @@ import argparse
 import asyncio
 import contextlib
 import datetime as dt
-import hashlib
 import importlib.metadata
 import itertools
 import json
-import math
 import os
 import platform
 import random
@@ -134,11 +132,7 @@ class Run:
             except BaseException:
                 self.__exit__(None, None, None)
                 raise
-            self.info["edgeprint_source"] = {
-                "digest": source_digest(self.src),
-                "diff_stat_vs_head": tree_changes(),
-                "note": "the appliance ran from a copy of edgeprint/ taken at the start",
-            }
+            self.info["edgeprint_source"] = "a copy of edgeprint/ taken at the start"
         return self
 
     def __exit__(
@@ -156,8 +150,6 @@ class Run:
                 shutil.rmtree(self.work, ignore_errors=True)
             self.info["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
             self.info["bench_seconds"] = round(time.monotonic() - self.started, 1)
-            if self.src is not None:
-                self.info["edgeprint_source"]["tree_digest_end"] = source_digest(REPO)
 
     def stand(self, sub: str, printers: int, **kw: Any) -> Stand:
         """A :class:`Stand` in ``work/sub`` (not started) that the run stops on exit."""
@@ -314,55 +306,22 @@ def figures_markdown(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def fmt(v: float | None) -> str:
-    """A figure for a table cell: – for None, integers bare, two or one decimals."""
-    if v is None:
-        return "–"
-    if isinstance(v, int) or float(v).is_integer():
-        return f"{int(v)}"
-    return f"{v:.2f}" if abs(v) < 10 else f"{v:.1f}"
-
-
 # --- the machine and the processes -------------------------------------------------------
 
 
-def git_commit() -> dict[str, Any]:
-    """HEAD commit and whether the work tree differs from it."""
-
-    def git(*args: str) -> str:
-        out = subprocess.run(
-            ["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10, check=False
-        )
-        return out.stdout.strip()
-
-    return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain"))}
-
-
 def machine_info() -> dict[str, Any]:
-    """nproc, Python, SQLite, library and printer versions, git commit, date, load."""
-
-    def version(dist: str) -> str | None:
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            return None
-
-    ipp_utils = None
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        ipp_utils = subprocess.run(
-            ["dpkg-query", "-W", "-f", "${Version}", "cups-ipp-utils"],
-            capture_output=True, text=True, timeout=10, check=False,
-        ).stdout.strip() or None  # fmt: skip
+    """nproc, Python, SQLite and library versions, git commit, date, load."""
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=False
+    )
     return {
         "nproc": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)),
         "python": platform.python_version(),
         "sqlite": sqlite3.sqlite_version,
-        "aiohttp": version("aiohttp"),
-        "aiosqlite": version("aiosqlite"),
-        "cups_ipp_utils": ipp_utils,
+        "aiohttp": importlib.metadata.version("aiohttp"),
+        "aiosqlite": importlib.metadata.version("aiosqlite"),
         "platform": platform.platform(),
-        "git": git_commit(),
+        "git_commit": head.stdout.strip(),
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "loadavg_start": [round(x, 2) for x in os.getloadavg()],
     }
@@ -639,17 +598,6 @@ class Stand:
         return out
 
 
-def source_digest(root: Path) -> str:
-    """SHA-256 (first 16 hex) of the files under ``root``/edgeprint: which code ran."""
-    h = hashlib.sha256()
-    for path in sorted((root / "edgeprint").rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            h.update(str(path.relative_to(root)).encode() + b"\0")
-            with contextlib.suppress(OSError):
-                h.update(path.read_bytes())
-    return h.hexdigest()[:16]
-
-
 def snapshot_source(work: Path) -> Path:
     """Copy edgeprint/ into ``work``/src: the appliance runs one version all along, even
     while others edit the tree. Returns the folder to put on PYTHONPATH."""
@@ -670,20 +618,6 @@ def snapshot_source(work: Path) -> Path:
     if not found.stdout.strip().startswith(str(src)):
         raise BenchError(f"the copy of edgeprint/ does not import: {found.stdout}{found.stderr}")
     return src
-
-
-def tree_changes() -> str:
-    """``git diff --stat HEAD -- edgeprint`` (what the copy has beyond the commit)."""
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        return subprocess.run(
-            ["git", "diff", "--stat", "HEAD", "--", "edgeprint"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        ).stdout.strip()
-    return ""
 
 
 @contextlib.contextmanager
@@ -867,15 +801,6 @@ class Tech:
                 raise BenchError(f"GET /v1/printers: HTTP {r.status}: {body}")
             return {str(p["name"]): p for p in body["printers"]}
 
-    async def jobs_in(self, state: str) -> list[dict[str, Any]]:
-        """Up to 500 jobs in ``state`` (newest first)."""
-        url = f"{self.url}/v1/jobs?state={state}&limit=500"
-        async with self.http.get(url, headers=self.headers) as r:
-            body = await r.json()
-            if r.status != 200:
-                raise BenchError(f"list {state}: HTTP {r.status}: {body}")
-            return list(body["jobs"])
-
     async def all_healthy(self, n: int) -> bool:
         ps = await self.printers()
         return len(ps) == n and all(p["healthy"] and p["reachable"] for p in ps.values())
@@ -979,15 +904,6 @@ class Store:
         claims = [at for at, _, to in self.events.get(job_id, []) if to == "PRINTING"]
         earlier = [at for at in claims if at <= before]
         return max(earlier) if earlier else None
-
-    def count(self, from_state: str, to_state: str) -> int:
-        """Number of ``from_state`` → ``to_state`` transitions over all jobs."""
-        return sum(
-            1
-            for evs in self.events.values()
-            for _, f, t in evs
-            if f == from_state and t == to_state
-        )
 
 
 def read_store(data_dir: Path) -> Store:
@@ -1097,55 +1013,6 @@ def paper(stand: Stand) -> dict[str, list[tuple[str, float]]]:
     return out
 
 
-def evidence(
-    stand: Stand,
-    events: dict[str, list[Event]],
-    job_id: str,
-    on_paper: dict[str, list[tuple[str, float]]],
-    timeline: Sequence[dict[str, Any]],
-) -> dict[str, Any]:
-    """Everything known about one anomalous job, in time order where it has times."""
-    name = f"edgeprint-{job_id}"
-    evs = events.get(job_id, [])
-    times = [e.at for e in evs] + [t for _, t in on_paper.get(job_id, [])]
-    lo = min(times, default=0.0) - EVIDENCE_WINDOW_S
-    hi = max(times, default=math.inf) + EVIDENCE_WINDOW_S
-    serve_lines = [
-        line
-        for line in stand.serve.log_path.read_text(errors="replace").splitlines()
-        if job_id in line
-    ]
-    printer_lines = {
-        p.name: [
-            line for line in p.server_log.read_text(errors="replace").splitlines() if name in line
-        ][:40]
-        for p in stand.rig
-    }
-    return {
-        "job_id": job_id,
-        "events": [
-            {
-                "at": e.at,
-                "from": e.from_state,
-                "to": e.to_state,
-                "actor": e.actor,
-                "reason": e.reason,
-            }
-            for e in evs
-        ],
-        "prints": [{"printer": p, "at": t} for p, t in on_paper.get(job_id, [])],
-        "serve_log": serve_lines[:80],
-        "printer_server_log": {k: v for k, v in printer_lines.items() if v},
-        "faults_around": [
-            {k: v for k, v in e.items() if k != "at"} for e in timeline if lo <= e["at"] <= hi
-        ],
-    }
-
-
-#: Seconds of fault timeline shown around an anomaly.
-EVIDENCE_WINDOW_S = 3.0
-
-
 # --- profiles -------------------------------------------------------------------------
 
 
@@ -1180,47 +1047,26 @@ def py_spy(pid: int, raw: Path, rate: int = 250) -> Iterator[None]:
         raise BenchError(f"py-spy wrote nothing: {err.decode(errors='replace')[-500:]}")
 
 
-def own_cpu(raw: Path, top: int = 30, mine: str = "edgeprint/") -> dict[str, Any]:
-    """Functions by own CPU (the innermost frame of each sample) and the functions of files
-    under ``mine`` by total CPU (anywhere on the stack), from py-spy's collapsed stacks;
-    shares of all samples in %."""
+def own_cpu(raw: Path, top: int = 30) -> dict[str, Any]:
+    """Functions by own CPU (the innermost frame of each sample), shares of all samples in %,
+    from py-spy's collapsed stacks."""
     own: Counter[str] = Counter()
-    total: Counter[str] = Counter()
-    package: Counter[str] = Counter()
-    samples = 0
     for line in raw.read_text(errors="replace").splitlines():
         stack, _, count = line.rpartition(" ")
-        if not stack or not count.isdigit():
-            continue
-        frames = [re.sub(r":\d+\)$", ")", f) for f in stack.split(";")]  # lines of one function
-        n = int(count)
-        samples += n
-        own[frames[-1]] += n
-        where = frames[-1].rpartition(" (")[2].rstrip(")")
-        package[where.split("/")[0] if "/" in where else where] += n
-        for frame in {f for f in frames if f"({mine}" in f}:
-            total[frame] += n
-
-    def share(c: Counter[str]) -> list[dict[str, Any]]:
-        return [
-            {"function": f, "samples": n, "pct": round(100 * n / samples, 1)}
-            for f, n in c.most_common(top)
-        ]
-
+        if stack and count.isdigit():
+            own[re.sub(r":\d+\)$", ")", stack.split(";")[-1])] += int(count)
+    samples = sum(own.values())
     return {
         "samples": samples,
-        "own": share(own),
-        "total": share(total),
-        "own_by_package": share(package),
+        "own": [
+            {"function": f, "samples": n, "pct": round(100 * n / samples, 1)}
+            for f, n in own.most_common(top)
+        ],
     }
 
 
 def profile_text(title: str, prof: dict[str, Any]) -> str:
-    """The :func:`own_cpu` summary as text: own CPU first, then total CPU."""
+    """The :func:`own_cpu` summary as text."""
     lines = [title, f"{prof['samples']} samples holding the GIL", "", "own  function (file)"]
     lines += [f"{r['pct']:6.1f} %  {r['function']}" for r in prof["own"]]
-    lines += ["", "own  by package (or module) of the innermost frame"]
-    lines += [f"{r['pct']:6.1f} %  {r['function']}" for r in prof["own_by_package"]]
-    lines += ["", "total  edgeprint's functions (file), anywhere on the stack"]
-    lines += [f"{r['pct']:6.1f} %  {r['function']}" for r in prof["total"]]
     return "\n".join(lines) + "\n"

@@ -138,30 +138,6 @@ def _printed(stand: Stand, job_id: str) -> Printed | None:
     return next((p for p in stand.rig.printed("printer-01") if job_id in p.job_name), None)
 
 
-async def _held_release(url: str) -> float:
-    """ms from the API release of an IPP-held job until the API shows it RELEASED."""
-    uri = url.replace("http://", "ipp://") + "/ipp/print/lobby"
-    async with aiohttp.ClientSession() as http:
-        body = codec.request(
-            Operation.PRINT_JOB, 1, printer_uri=uri,
-            attributes=[attr("requesting-user-name", Tag.NAME, "bench"),
-                        attr("job-uuid", Tag.URI, "urn:uuid:00000000-0000-4000-8000-000000000001")],
-            data=make_pdf("held"),
-        )  # fmt: skip
-        body.groups.append(
-            codec.AttributeGroup(0x02, [attr("job-hold-until", Tag.KEYWORD, "indefinite")])
-        )
-        async with http.post(f"{url}/ipp/print/lobby", data=body.encode(),
-                             headers={"Content-Type": "application/ipp"}) as r:  # fmt: skip
-            answer = codec.parse(await r.read())
-        job_uuid = str(answer.value(0x02, "job-uuid")).removeprefix("urn:uuid:").replace("-", "")
-        t0 = time.perf_counter()
-        async with http.post(f"{url}/v1/jobs/{job_uuid}/release",
-                             headers={"Authorization": f"Bearer {KIOSK_TOKEN}"}) as r:  # fmt: skip
-            assert r.status == 200, await r.text()
-        return (time.perf_counter() - t0) * 1000
-
-
 def main() -> int:
     ap = parser("ipp", __doc__, "300 jobs, 1 round")
     ap.add_argument("--jobs", type=int, default=1000)
@@ -185,7 +161,6 @@ def main() -> int:
                 rounds.append(
                     asyncio.run(_round(serve.url, docs, args.concurrency, r % 2 == 0, str(r)))
                 )
-            release_ms = asyncio.run(_held_release(serve.url))
         finally:
             serve.kill()
         printed = asyncio.run(_release_to_printed(run, args.held))
@@ -206,13 +181,13 @@ def main() -> int:
     p50 = {k: statistics.median(v) * 1000 for k, v in printed.items()}
     printed_ratio = p50["ipp"] / p50["json"]
     lines.append(f"\nIPP/JSON throughput: {ratio:.2f}x; failed requests: {failed}; "
-                 f"API release of an IPP-held job: {release_ms:.1f} ms; release → printed "
+                 f"release → printed "
                  f"p50: held over IPP {p50['ipp']:.1f} ms, over JSON {p50['json']:.1f} ms "
                  f"({printed_ratio:.2f}x, {args.held} each)")  # fmt: skip
     if failed or ratio < 0.8:
         run.failures.append(f"failed requests {failed}, IPP/JSON {ratio:.2f} (goal ≥ 0.8)")
     return run.finish("\n".join(lines), settings=vars(args), summary=summary, ratio=ratio,
-                      failed=failed, held_release_ms=release_ms, rounds=rounds,
+                      failed=failed, rounds=rounds,
                       release_to_printed_p50_ms=p50, release_to_printed_ratio=printed_ratio,
                       release_to_printed_s=printed)  # fmt: skip
 

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -30,7 +28,6 @@ from bench.harness import (
     Kiosk,
     Run,
     Stand,
-    default_settings,
     edgeprint_id,
     figures_markdown,
     gaps,
@@ -44,17 +41,12 @@ from bench.harness import (
     read_store,
     row,
     spread,
-    stand_finished,
     until,
 )
 from edgeprint.config import PrinterConfig
 from testbed.pdfs import make_a4_pdf, make_badge_pdf
 from testbed.rig import Rig
 
-RIG_NOTES = "/work/shared/rig/README.md"
-#: Reference drain rate of a CUPS queue in front of ippeveprinter, jobs/s per printer
-#: (rig notes, "CUPS baseline": 200 jobs in 201 s on 1 queue, 66 s on a class of 3).
-CUPS_JOBS_PER_S_PER_PRINTER = 1.0
 #: Seconds the printer is left idle before each release in the latency phase.
 IDLE_BEFORE_RELEASE_S = 0.15
 #: The same in phase 4.
@@ -95,31 +87,11 @@ async def phase_latency(stand: Stand, n_jobs: int, tag: str) -> dict[str, Any]:
             await until(paper_out, JOB_TIMEOUT_S, FILE_POLL_S, f"{job_id} not printed")
             await until(done, JOB_TIMEOUT_S, API_POLL_S, f"{job_id} not DONE")
     stand.stop()
-    store = read_store(stand.data_dir)
     paper = {edgeprint_id(p.job_name): printed_at(p) for p in stand.rig.printed(printer.name)}
-    to_printed, to_finished, to_claim, claim_to_printed, detect = [], [], [], [], []
-    for job_id, t_rel in released.items():
-        finished = stand_finished(store, job_id)
-        claim = store.first(job_id, "PRINTING")
-        if job_id in paper:
-            to_printed.append(paper[job_id] - t_rel)
-            if claim is not None:
-                claim_to_printed.append(paper[job_id] - claim)
-            if finished is not None:
-                detect.append(finished - paper[job_id])
-        if finished is not None:
-            to_finished.append(finished - t_rel)
-        if claim is not None:
-            to_claim.append(claim - t_rel)
+    to_printed = [paper[j] - t for j, t in released.items() if j in paper]
     return {
-        "jobs": n_jobs,
         "release_to_printed_p50_ms": ms(percentile(to_printed, 50)),
         "release_to_printed_p99_ms": ms(percentile(to_printed, 99)),
-        "release_to_finished_p50_ms": ms(percentile(to_finished, 50)),
-        "release_to_finished_p99_ms": ms(percentile(to_finished, 99)),
-        "release_to_claim_p50_ms": ms(percentile(to_claim, 50)),
-        "claim_to_printed_p50_ms": ms(percentile(claim_to_printed, 50)),
-        "printed_to_done_p50_ms": ms(percentile(detect, 50)),
         **ground_truth(stand.rig, ids),
     }
 
@@ -143,7 +115,6 @@ async def phase_drain(
             hold=False,
             **target,
         )
-        t_submitted = time.time()
 
         async def all_out() -> bool:
             return printed_count(stand.rig) >= n_jobs
@@ -152,36 +123,10 @@ async def phase_drain(
         await until(all_out, timeout, 0.02, f"fewer than {n_jobs} printed")
         await kiosk.wait_settled(JOB_TIMEOUT_S)
     stand.stop()
-    store = read_store(stand.data_dir)
-    lines = [x for p in stand.rig for x in stand.rig.printed(p.name)]
-    times = sorted(printed_at(x) for x in lines)
-    last, first = times[-1], times[0]
-    g = gaps(stand, store)
-    per_printer = {p.name: len(stand.rig.printed(p.name)) for p in stand.rig}
-    steady = (len(times) - 1) / (last - first) / n_printers if last > first else None
+    last = max(printed_at(x) for p in stand.rig for x in stand.rig.printed(p.name))
     return {
-        "jobs": n_jobs,
-        "printers": n_printers,
-        "submit_s": round(t_submitted - t_first, 3),
-        "first_submit_to_last_printed_s": round(last - t_first, 3),
         "jobs_per_s_per_printer": round(n_jobs / (last - t_first) / n_printers, 2),
-        "ratio_vs_cups": round(
-            n_jobs / (last - t_first) / n_printers / CUPS_JOBS_PER_S_PER_PRINTER, 1
-        ),
-        "steady_jobs_per_s_per_printer": None if steady is None else round(steady, 2),
-        "interval_p50_ms": ms(percentile(g["interval"], 50)),
-        "interval_p90_ms": ms(percentile(g["interval"], 90)),
-        "idle_gap_p50_ms": ms(percentile(g["idle"], 50)),
-        "idle_gap_p90_ms": ms(percentile(g["idle"], 90)),
-        "idle_gap_max_ms": ms(max(g["idle"], default=None)),
-        "processing_p50_ms": ms(percentile(g["processing"], 50)),
-        "detect_p50_ms": ms(percentile(g["detect"], 50)),
-        "detect_p90_ms": ms(percentile(g["detect"], 90)),
-        "done_to_claim_p50_ms": ms(percentile(g["done_to_claim"], 50)),
-        "claim_to_start_p50_ms": ms(percentile(g["claim_to_start"], 50)),
-        "requeues": store.count("PRINTING", "RELEASED"),
-        "backpressured_submits": kiosk.backpressured,
-        "per_printer": per_printer,
+        "idle_gap_p50_ms": ms(percentile(gaps(stand, read_store(stand.data_dir))["idle"], 50)),
         **ground_truth(stand.rig, ids),
     }
 
@@ -202,55 +147,25 @@ async def phase_recovery(stand: Stand, n_jobs: int, tag: str) -> dict[str, Any]:
 
         await until(next_paper, JOB_TIMEOUT_S, 0.0005, "no document came out")
         stand.serve.kill()
-        printed_at_kill = printed_count(stand.rig)
     at_kill = read_store(stand.data_dir)
     printing = {i for i, row in at_kill.jobs.items() if row["state"] == "PRINTING"}
-    in_flight = sum(1 for row in at_kill.jobs.values() if row["state"] in ("RELEASED", "PRINTING"))
-    offset = stand.serve.log_path.stat().st_size
 
     async with http_session() as http:
         kiosk = Kiosk(http, stand.url)
         t_restart = time.time()
-        t_readyz, t_ready_line = await stand.spawn(http)
-        left: set[str] = set()
-
-        async def reconciled() -> bool:
-            left.update(printing - await kiosk.ids_in("PRINTING"))
-            return left >= printing
-
-        t_seen = await until(reconciled, RECOVERY_TIMEOUT_S, API_POLL_S, "still PRINTING")
+        t_readyz, _ = await stand.spawn(http)
         await kiosk.wait_settled(RECOVERY_TIMEOUT_S)
     stand.stop()
     store = read_store(stand.data_dir)
     left_at = [store.first(i, after=t_restart, src="PRINTING") for i in printing]
-    done_at = [stand_finished(store, i) for i in ids]
-    verdicts = Counter(
-        str(r.get("verdict"))
-        for r in stand.log_events(offset)
-        if r.get("event") == "job_reconciled"
-    )
-    states = Counter(str(r["state"]) for r in store.jobs.values())
     return {
-        "jobs": n_jobs,
-        "printed_at_kill": printed_at_kill,
-        "in_flight_at_kill": in_flight,
-        "printing_at_kill": len(printing),
-        "restart_to_ready_line_ms": ms(t_ready_line - t_restart),
         "restart_to_readyz_ms": ms(t_readyz - t_restart),
         "restart_to_reconciled_ms": (
             ms(max(t for t in left_at if t is not None) - t_restart)
             if printing and all(t is not None for t in left_at)
             else None
         ),
-        "restart_to_reconciled_seen_ms": ms(t_seen - t_restart) if printing else None,
-        "restart_to_all_done_ms": (
-            ms(max(t for t in done_at if t is not None) - t_restart)
-            if all(t is not None for t in done_at)
-            else None
-        ),
-        "reconcile_verdicts": dict(verdicts),
-        "final_states": dict(states),
-        "left_printing": states.get("PRINTING", 0),
+        "left_printing": sum(1 for row in store.jobs.values() if row["state"] == "PRINTING"),
         **ground_truth(stand.rig, ids),
     }
 
@@ -378,48 +293,11 @@ async def no_pdf(run: Run, args: argparse.Namespace) -> dict[str, Any]:
 ROWS: list[tuple[str, str, str, str]] = [
     ("latency", "release_to_printed_p50_ms", "release → printed (prints.log), p50", "ms"),
     ("latency", "release_to_printed_p99_ms", "release → printed (prints.log), p99", "ms"),
-    ("latency", "release_to_finished_p50_ms", "release → finished_at (DONE), p50", "ms"),
-    ("latency", "release_to_finished_p99_ms", "release → finished_at (DONE), p99", "ms"),
-    ("latency", "release_to_claim_p50_ms", "  of which release → claimed, p50", "ms"),
-    ("latency", "claim_to_printed_p50_ms", "  of which claimed → printed, p50", "ms"),
-    ("latency", "printed_to_done_p50_ms", "  of which printed → DONE recorded, p50", "ms"),
-    ("drain1", "first_submit_to_last_printed_s", "first submit → last printed", "s"),
-    ("drain1", "submit_s", "  (all submits answered after)", "s"),
     ("drain1", "jobs_per_s_per_printer", "drain rate, end to end", "jobs/s/printer"),
-    ("drain1", "ratio_vs_cups", "  ÷ CUPS reference, ~1 job/s/printer (rig notes)", "×"),
-    (
-        "drain1",
-        "steady_jobs_per_s_per_printer",
-        "drain rate, first → last printed",
-        "jobs/s/printer",
-    ),
-    ("drain1", "interval_p50_ms", "print-to-print interval, median", "ms"),
     ("drain1", "idle_gap_p50_ms", "printer idle gap between jobs, median", "ms"),
-    ("drain1", "idle_gap_p90_ms", "printer idle gap between jobs, p90", "ms"),
-    ("drain1", "processing_p50_ms", "printer busy per job (server.log), median", "ms"),
-    ("drain1", "detect_p50_ms", "  gap part: printed → DONE recorded, median", "ms"),
-    ("drain1", "detect_p90_ms", "  gap part: printed → DONE recorded, p90", "ms"),
-    ("drain1", "done_to_claim_p50_ms", "  gap part: DONE → next claimed, median", "ms"),
-    ("drain1", "claim_to_start_p50_ms", "  gap part: claimed → printer starts, median", "ms"),
-    ("drain2", "first_submit_to_last_printed_s", "first submit → last printed", "s"),
     ("drain2", "jobs_per_s_per_printer", "drain rate, end to end", "jobs/s/printer"),
-    ("drain2", "ratio_vs_cups", "  ÷ CUPS reference, ~1 job/s/printer (rig notes)", "×"),
-    (
-        "drain2",
-        "steady_jobs_per_s_per_printer",
-        "drain rate, first → last printed",
-        "jobs/s/printer",
-    ),
-    ("drain2", "idle_gap_p50_ms", "printer idle gap between jobs, median", "ms"),
-    ("drain2", "idle_gap_p90_ms", "printer idle gap between jobs, p90", "ms"),
-    ("drain2", "detect_p50_ms", "  gap part: printed → DONE recorded, median", "ms"),
-    ("recovery", "in_flight_at_kill", "jobs RELEASED/PRINTING at SIGKILL", "jobs"),
-    ("recovery", "printing_at_kill", "jobs PRINTING at SIGKILL", "jobs"),
     ("recovery", "restart_to_readyz_ms", "restart → /readyz 200", "ms"),
-    ("recovery", "restart_to_ready_line_ms", "restart → ready log line seen (20 ms poll)", "ms"),
     ("recovery", "restart_to_reconciled_ms", "restart → PRINTING-at-kill all left (store)", "ms"),
-    ("recovery", "restart_to_reconciled_seen_ms", "restart → same, seen via API poll", "ms"),
-    ("recovery", "restart_to_all_done_ms", "restart → every job DONE", "ms"),
 ]
 PHASE_TITLES = {
     "latency": "1. release → completed, idle printer",
@@ -427,31 +305,7 @@ PHASE_TITLES = {
     "drain2": "2b. drain, pool of 2 printers",
     "recovery": "3. recovery after SIGKILL (pool of 2)",
 }
-CHECK_KEYS = ("duplicates", "losses", "unexpected")
-
-
-def summarize(runs: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """phase → key → {median, min, max} over the repetitions (numeric figures only)."""
-    out: dict[str, dict[str, Any]] = {}
-    for phase in PHASE_TITLES:
-        keys: dict[str, None] = {}
-        for run in runs:
-            keys.update(dict.fromkeys(k for k, v in run.get(phase, {}).items()
-                                      if isinstance(v, int | float) or v is None))  # fmt: skip
-        out[phase] = {k: spread([run.get(phase, {}).get(k) for run in runs]) for k in keys}
-    return out
-
-
-def table_rows(runs: list[dict[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Phases 1–3: median, min, max over the runs; then the ground truth, worst run."""
-    out = [
-        row(f"{PHASE_TITLES[phase]}: {label}", unit, [r.get(phase, {}).get(key) for r in runs])
-        for phase, key, label, unit in ROWS
-    ]
-    for k in CHECK_KEYS:
-        worst = sum(max((r.get(p, {}).get(k) or 0 for r in runs), default=0) for p in PHASE_TITLES)
-        out.append(row(f"{k} (worst run, summed over phases)", "jobs", [worst]))
-    return out
+CHECK_KEYS = ("duplicates", "losses", "unexpected", "left_printing")
 
 
 async def one_run(run: Run, rep: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -472,10 +326,7 @@ async def one_run(run: Run, rep: int, args: argparse.Namespace) -> dict[str, Any
         finally:
             stand.stop()
         out[name]["phase_s"] = round(time.monotonic() - t0, 2)
-        keys = ("release_to_printed_p50_ms", "jobs_per_s_per_printer", "idle_gap_p50_ms",
-                "restart_to_reconciled_ms", "duplicates", "losses", "phase_s")  # fmt: skip
-        brief = ", ".join(f"{k}={out[name][k]}" for k in keys if k in out[name])
-        print(f"bench: run {rep + 1} {name}: {brief}", file=sys.stderr)
+        print(f"bench: run {rep + 1} {name}: {out[name]}", file=sys.stderr)
     return out
 
 
@@ -504,46 +355,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             runs += [one] if one is not None else []
         raster = run.attempt_async("no PDF", no_pdf(run, args))
     rows = [] if raster is None else raster_table(raster["idle"], raster["under_render_load"])
-    if raster is not None:
-        load = raster["under_render_load"]
-        print(f"no PDF: {json.dumps(raster['idle'])}; under render load: {json.dumps(load)}")
-    summary = summarize(runs)
-    for phase in PHASE_TITLES:
-        for k in CHECK_KEYS:
-            worst = summary[phase].get(k, {}).get("max")
-            if worst:
-                run.failures.append(f"{phase}: {k} = {worst} in the worst run")
-        if summary[phase].get("left_printing", {}).get("max"):
-            run.failures.append(f"{phase}: jobs left PRINTING at the end")
-    ratios = {
-        phase: spread([
-            (r[phase]["jobs_per_s_per_printer"] / CUPS_JOBS_PER_S_PER_PRINTER) for r in runs
-        ])
-        for phase in ("drain1", "drain2")
-    }  # fmt: skip
-    notes = []
-    for phase, r in ratios.items():
-        if r["median"] is not None:
-            notes.append(
-                f"{PHASE_TITLES[phase]}: edgeprint drains {r['median']:.1f}× the reference "
-                f"CUPS rate (~{CUPS_JOBS_PER_S_PER_PRINTER:g} job/s per printer, rig notes "
-                f"{RIG_NOTES}, 'CUPS baseline'; not measured here)"
-            )
-    defaults = default_settings()
-    table = figures_markdown(table_rows(runs) + rows) + "".join(f"\n\n{n}" for n in notes)
-    print(f"settings used (the code's defaults): {json.dumps(defaults)}")
+    summary = {
+        phase: {
+            k: spread([r[phase].get(k) for r in runs])
+            for k in {k for r in runs for k in r[phase] if not isinstance(r[phase][k], dict)}
+        }
+        for phase in PHASE_TITLES
+    }
+    own = [
+        row(f"{PHASE_TITLES[phase]}: {label}", unit, [r[phase][key] for r in runs])
+        for phase, key, label, unit in ROWS
+    ]
+    for k in CHECK_KEYS:
+        worst = {phase: summary[phase].get(k, {}).get("max") or 0 for phase in PHASE_TITLES}
+        own.append(row(f"{k} (worst run, summed over phases)", "jobs", [sum(worst.values())]))
+        run.failures += [f"{p}: {k} = {n} in the worst run" for p, n in worst.items() if n]
     return run.finish(
-        table,
-        settings={},
-        reference={
-            "cups_jobs_per_s_per_printer": CUPS_JOBS_PER_S_PER_PRINTER,
-            "source": f"{RIG_NOTES}, section 'CUPS baseline' (not measured by this benchmark)",
-            "ratio_edgeprint_over_cups": ratios,
-        },
-        summary=summary,
-        runs=runs,
-        table=rows,
-        no_pdf=raster,
+        figures_markdown(own + rows), summary=summary, runs=runs, table=rows, no_pdf=raster
     )
 
 

@@ -23,63 +23,10 @@ from bench.harness import MIB, Run, figures_markdown, parser, percentile, row
 from edgeprint.documents.capabilities import Media, Resolution
 from edgeprint.documents.ladder import Choice
 from edgeprint.documents.render import PageJob, RenderPool
+from testbed.pdfs import make_a4_pdf, make_badge_pdf
 
 BADGE_MEDIA = Media("oe_4x3-label_4x3in", 10160, 7620)
 A4_MEDIA = Media("iso_a4_210x297mm", 21000, 29700)
-
-
-def _pdf(streams: list[bytes], size_pt: tuple[int, int]) -> bytes:
-    """A PDF whose page i draws ``streams[i]`` with Helvetica as /F1 (written by hand)."""
-    n = len(streams)
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids ["
-        + b" ".join(b"%d 0 R" % (4 + 2 * i) for i in range(n))
-        + b"] /Count %d >>" % n,
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
-    for i, s in enumerate(streams):
-        objects.append(
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %d %d] " % size_pt
-            + b"/Resources << /Font << /F1 3 0 R >> >> /Contents %d 0 R >>" % (5 + 2 * i)
-        )
-        objects.append(b"<< /Length %d >>\nstream\n" % len(s) + s + b"\nendstream")
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for i, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % i + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % off for off in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
-
-
-def badge_pdf() -> bytes:
-    return _pdf(
-        [
-            b"2 w 0 g 10 10 268 196 re S 0.3 g 20 150 248 30 re f "
-            b"0 g BT /F1 28 Tf 24 100 Td (Ada Lovelace) Tj ET "
-            b"0.5 g BT /F1 12 Tf 24 60 Td (edgeprint 2026 - Hall B) Tj ET"
-        ],
-        (288, 216),
-    )
-
-
-def handout_pdf(pages: int) -> bytes:
-    streams = []
-    for p in range(pages):
-        lines = b" ".join(
-            b"BT /F1 11 Tf 56 %d Td (Page %d line %d: the quick brown fox jumps over the lazy dog)"
-            b" Tj ET" % (780 - 14 * i, p + 1, i + 1)
-            for i in range(50)
-        )
-        streams.append(b"1 w 0 g 40 40 515 762 re S 0.8 g 40 800 515 20 re f 0 g " + lines)
-    return _pdf(streams, (595, 842))
 
 
 def rss_bytes(pid: int) -> int:
@@ -202,15 +149,15 @@ async def run(quick: bool) -> dict[str, Any]:
     repeats = 1 if quick else 2
     with tempfile.TemporaryDirectory(prefix="render-bench-") as tmp:
         badge, doc = Path(tmp) / "badge.pdf", Path(tmp) / "handout.pdf"
-        badge.write_bytes(badge_pdf())
-        doc.write_bytes(handout_pdf(pages))
+        badge.write_bytes(make_badge_pdf())
+        doc.write_bytes(make_a4_pdf(pages))
         pool = RenderPool(workers=1, pages_ahead=2)
         try:
             workers = await pool.start()
             streams = [await handout(pool, doc, workers, 600) for _ in range(repeats)]
             badge_ms, badge_bytes = await badges(pool, badge, badge_runs)
             short = Path(tmp) / "short.pdf"
-            short.write_bytes(handout_pdf(3))
+            short.write_bytes(make_a4_pdf(3))
             loaded = await badges_under_load(pool, badge, short, 8, 0.2)
         finally:
             await pool.close()

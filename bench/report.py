@@ -86,59 +86,38 @@ def dig(d: Mapping[str, Any], path: str) -> Any:
 
 
 def _api(d: Mapping[str, Any]) -> list[Row]:
-    e, b, r = "summary.edgeprint", "summary.baseline", "summary.ratio_edgeprint_over_baseline"
+    def side(who: str, path: str, unit: str) -> str:
+        return spread(dig(d, f"summary.{who}.{path}"), unit)
+
+    def cells(path: str, unit: str, other: str = "bare: ") -> tuple[str, str, str]:
+        edge, bare = side("edgeprint", path, unit), side("baseline", path, unit)
+        return edge, other + bare, ratio(dig(d, f"summary.ratio_edgeprint_over_baseline.{path}"))
+
     rows = []
     for op, what in (
         ("submit", "submit 30 KiB PDF, 50 connections"),
         ("release", "release, 50 connections"),
     ):
-        rows.append(
-            Row(
-                "API",
-                f"{what}: throughput",
-                spread(dig(d, f"{e}.{op}.rate_per_s"), "/s"),
-                "bare aiohttp + aiosqlite, same durable write: "
-                + spread(dig(d, f"{b}.{op}.rate_per_s"), "/s"),
-                ratio(dig(d, f"{r}.{op}.rate_per_s")),
-            )
-        )
-        rows.append(
-            Row(
-                "API",
-                f"{what}: p50 / p99 latency (ratio of p99)",
-                f"{spread(dig(d, f'{e}.{op}.p50_ms'), 'ms')} / "
-                f"{spread(dig(d, f'{e}.{op}.p99_ms'), 'ms')}",
-                f"bare: {spread(dig(d, f'{b}.{op}.p50_ms'), 'ms')} / "
-                f"{spread(dig(d, f'{b}.{op}.p99_ms'), 'ms')}",
-                ratio(dig(d, f"{r}.{op}.p99_ms")),
-            )
-        )
-    statuses = dig(d, f"{e}.contention.statuses") or []
-    outcome = "; ".join(
-        sorted({" + ".join(f"{n}×{s}" for s, n in sorted(x.items())) for x in statuses})
-    )
-    rows.append(
-        Row(
-            "API",
-            "release: server CPU per request",
-            spread(dig(d, f"{e}.release.server_cpu_us_per_req"), "µs"),
-            "bare: " + spread(dig(d, f"{b}.release.server_cpu_us_per_req"), "µs"),
-            ratio(dig(d, f"{r}.release.server_cpu_us_per_req")),
-        )
-    )
+        same = "bare aiohttp + aiosqlite, same durable write: "
+        rows.append(Row("API", f"{what}: throughput", *cells(f"{op}.rate_per_s", "/s", same)))
+        lat = {w: f"{side(w, f'{op}.p50_ms', 'ms')} / {side(w, f'{op}.p99_ms', 'ms')}"
+               for w in ("edgeprint", "baseline")}  # fmt: skip
+        p99 = ratio(dig(d, f"summary.ratio_edgeprint_over_baseline.{op}.p99_ms"))
+        figure = f"{what}: p50 / p99 latency (ratio of p99)"
+        rows.append(Row("API", figure, lat["edgeprint"], f"bare: {lat['baseline']}", p99))
+    cpu = cells("release.server_cpu_us_per_req", "µs")
+    rows.append(Row("API", "release: server CPU per request", *cpu))
     prof = dig(d, "release_profile.profile")
     if prof:
         top = ", ".join(f"{x['function'].split(' (')[0]} {x['pct']:.0f} %" for x in prof["own"][:4])
         rows.append(Row("API", f"release under py-spy: top own CPU ({prof['file']})", top))
-    rows.append(
-        Row(
-            "API",
-            "1,000 concurrent releases of one job: burst time",
-            f"{spread(dig(d, f'{e}.contention.wall_ms'), 'ms')} ({outcome})",
-            "bare: " + spread(dig(d, f"{b}.contention.wall_ms"), "ms"),
-            ratio(dig(d, f"{r}.contention.wall_ms")),
-        )
+    statuses = dig(d, "summary.edgeprint.contention.statuses") or []
+    outcome = "; ".join(
+        sorted({" + ".join(f"{n}×{s}" for s, n in sorted(x.items())) for x in statuses})
     )
+    edge, bare, r = cells("contention.wall_ms", "ms")
+    figure = "1,000 concurrent releases of one job: burst time"
+    rows.append(Row("API", figure, f"{edge} ({outcome})", bare, r))
     return rows
 
 

@@ -327,23 +327,12 @@ def store_size(data_dir: Path) -> dict[str, Any]:
             per_table[owner.get(str(name), str(name))] += int(size)
         jobs = int(conn.execute("SELECT count(*) FROM jobs").fetchone()[0])
         events = int(conn.execute("SELECT count(*) FROM job_events").fetchone()[0])
-        states = dict(conn.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall())
-        docs_left = int(
-            conn.execute("SELECT count(*) FROM jobs WHERE document_deleted_at IS NULL").fetchone()[
-                0
-            ]
-        )
-    spool = [p for p in (data_dir / "spool").rglob("*.pdf") if p.is_file()]
     return {
         "files": files,
         "sqlite_bytes": files.get(DB_FILE, 0) + files.get(DB_FILE + "-wal", 0),
         "per_table_bytes": dict(per_table),
         "jobs": jobs,
         "events": events,
-        "states": states,
-        "documents_recorded_not_deleted": docs_left,
-        "documents_on_disk": len(spool),
-        "documents_on_disk_bytes": sum(p.stat().st_size for p in spool),
     }
 
 
@@ -460,8 +449,6 @@ async def run(stand: Stand, plan: Plan) -> dict[str, Any]:
         out["load"] = await load(stand, http, plan.load_jobs, rng)
         stand.stop_appliance()
         out["full_phase_s"] = round(time.perf_counter() - t, 2)
-        out["size_after_load"] = store_size(stand.data_dir)
-        out["full_log_events"] = dict(Counter(str(r.get("event")) for r in stand.log_events()))
     return out
 
 
@@ -531,14 +518,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = bench.attempt("run", lambda: asyncio.run(run(stand.start(serve=False), plan)))
         bench.keep |= bool(bench.failures)
     rows = table_rows(out, plan) if out is not None else []
-    if out is not None:
-        size = out["size"]
-        print(
-            f"\nstore: {size['jobs']:,} jobs {size['states']}, {size['events']:,} events; "
-            f"files {size['files']}; per table {size['per_table_bytes']}; documents on disk: "
-            f"{size['documents_on_disk']} ({size['documents_on_disk_bytes']:,} bytes; the "
-            f"clones' are not); templates {out['clone']['templates']}"
-        )
     return bench.finish(
         figures_markdown(rows),
         settings=asdict(plan),
