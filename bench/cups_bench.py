@@ -23,7 +23,6 @@ from typing import Any
 
 import aiohttp
 
-from bench.cups_rig import Cupsd, CupsError, cups_tools, first, ipp_request
 from bench.harness import (
     POOL,
     BenchError,
@@ -43,6 +42,7 @@ from bench.harness import (
 from edgeprint.errors import IppParseError
 from edgeprint.printers import codec
 from edgeprint.printers.codec import Operation, Tag, attr
+from testbed.cups_rig import Cupsd, CupsError, cups_tools, first, ipp_request
 from testbed.pdfs import make_pdf
 from testbed.rig import Rig, RigError, printed_names
 

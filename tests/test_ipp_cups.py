@@ -1,4 +1,4 @@
-"""CUPS as a client of edgeprint's IPP queues: a private cupsd (bench/cups_rig.py) with
+"""CUPS as a client of edgeprint's IPP queues: a private cupsd (testbed/cups_rig.py) with
 driverless queues (``lpadmin -m everywhere``) pointing at edgeprint, printing with ``lp``.
 
 Needs cupsd, lp, lpadmin (cups-daemon, cups-client) and CUPS's PDF filters (cups-filters:
@@ -21,15 +21,8 @@ from typing import Any, TypeVar
 import aiohttp
 import pytest
 
-from bench.cups_rig import (
-    GET_PRINTER_ATTRIBUTES,
-    TAG_KEYWORD,
-    TAG_URI,
-    Attr,
-    Cupsd,
-    CupsError,
-    cups_tools,
-)
+from edgeprint.printers.codec import Operation, Tag, attr
+from testbed.cups_rig import Cupsd, CupsError, cups_tools, first
 from testbed.pdfs import make_pdf
 from testbed.proc import ServeProcess
 from testbed.rig import Rig, free_ports
@@ -106,16 +99,14 @@ async def add_everywhere_queue(cupsd: Cupsd, name: str, uri: str) -> None:
     """``lpadmin -m everywhere``, then wait until cupsd has made the PPD from the queue's
     attributes (it does so in the background: a job queued before fails in pdftopdf)."""
     _run(cupsd, "lpadmin", "-p", name, "-E", "-v", uri, "-m", "everywhere")
-    attrs: list[Attr] = [
-        (TAG_URI, "printer-uri", f"ipp://127.0.0.1:{cupsd.port}/printers/{name}"),
-        (TAG_KEYWORD, "requested-attributes", "printer-make-and-model"),
-    ]
+    uri = f"ipp://127.0.0.1:{cupsd.port}/printers/{name}"
+    wanted = [attr("requested-attributes", Tag.KEYWORD, "printer-make-and-model")]
 
     async def made() -> bool | None:
-        resp = cupsd.ipp(f"/printers/{name}", GET_PRINTER_ATTRIBUTES, attrs)
+        resp = cupsd.ipp(f"/printers/{name}", Operation.GET_PRINTER_ATTRIBUTES, uri, wanted)
         # "Local Raw Printer" until the PPD is there, then "<model> - IPP Everywhere"
         return (
-            True if str(resp.first("printer-make-and-model")).endswith("IPP Everywhere") else None
+            True if str(first(resp, "printer-make-and-model")).endswith("IPP Everywhere") else None
         )
 
     await _poll(f"the PPD of {name}", made)
@@ -216,11 +207,10 @@ _XFAIL_STOPS = pytest.mark.xfail(raises=CupsStoppedItsQueue, strict=True, reason
 
 
 def _printer_state(cupsd: Cupsd, name: str) -> int:
-    attrs: list[Attr] = [
-        (TAG_URI, "printer-uri", f"ipp://127.0.0.1:{cupsd.port}/printers/{name}"),
-        (TAG_KEYWORD, "requested-attributes", "printer-state"),
-    ]
-    state = cupsd.ipp(f"/printers/{name}", GET_PRINTER_ATTRIBUTES, attrs).first("printer-state")
+    uri = f"ipp://127.0.0.1:{cupsd.port}/printers/{name}"
+    wanted = [attr("requested-attributes", Tag.KEYWORD, "printer-state")]
+    state = first(cupsd.ipp(f"/printers/{name}", Operation.GET_PRINTER_ATTRIBUTES, uri, wanted),
+                  "printer-state")  # fmt: skip
     assert isinstance(state, int)
     return state
 

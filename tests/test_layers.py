@@ -248,3 +248,26 @@ def test_the_guards_say_what_the_tables_say() -> None:
     assert guards.CANCELLING is C.CANCELLING
     assert guards.UNREQUESTED == (C.CREATING,)
     assert guards.in_list([S.RELEASED, S.HELD]) == "'HELD', 'RELEASED'"
+
+
+def _top_level_imports(path: Path) -> set[str]:
+    """The first name of every module ``path`` imports (anywhere in the file)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_tests_and_the_testbed_never_import_the_benches() -> None:
+    """bench/ sits on top: tests and testbed/ (shared by both) import nothing from it."""
+    root = PACKAGE.parent
+    offenders = sorted(
+        str(p.relative_to(root))
+        for d in ("tests", "testbed")
+        for p in (root / d).rglob("*.py")
+        if "bench" in _top_level_imports(p)
+    )
+    assert offenders == []
