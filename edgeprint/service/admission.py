@@ -46,6 +46,9 @@ class Admission:
         self._depths: Depths | None = None
         self._depths_at = 0.0
         self._depths_refresh: asyncio.Future[Depths] | None = None
+        self._layout_of: Config | None = None
+        self._pools: dict[str, tuple[str, ...]] = {}
+        self._high_water: dict[str, int] = {}
 
     def forget_depths(self) -> None:
         """Many jobs may have changed queue: read the depths afresh next time."""
@@ -69,14 +72,13 @@ class Admission:
         """
         depths = await self._waiting_depths()
         retry_after = self.config.dispatch.retry_after_s
-        pools = self.config.pools
+        pools, high_water = self._layout()
 
         def depth(p: str) -> int:
             return depths.get((p, None), 0)
 
         def room(p: str) -> bool:
-            cfg = self.config.printer(p)
-            return cfg is not None and depth(p) < cfg.high_water
+            return p in high_water and depth(p) < high_water[p]
 
         if printer is not None:
             self.check_takes(printer)
@@ -106,16 +108,21 @@ class Admission:
             working = [p for p in members if p not in self.paused] or list(members)
             # Every printer paused: jobs wait for a resume, up to the printers' marks (a
             # pause is a technician's short stop, not a full queue).
-            capacity = 0
-            for p in working:
-                cfg = self.config.printer(p)
-                if cfg is not None:
-                    capacity += cfg.high_water
+            capacity = sum(high_water.get(p, 0) for p in working)
             waiting = depths.get((None, pool), 0) + sum(depth(p) for p in members)
             if waiting >= capacity:
                 self._backpressure(f"pool {pool}", caller)
                 raise errors.Backpressure(f"pool {pool}", retry_after)
         return printer, pool
+
+    def _layout(self) -> tuple[dict[str, tuple[str, ...]], dict[str, int]]:
+        """The pools and each printer's ``high_water`` of the current config (read once per
+        config: every release asks)."""
+        if self._layout_of is not self.config:
+            self._pools = self.config.pools
+            self._high_water = {p.name: p.high_water for p in self.config.printers}
+            self._layout_of = self.config
+        return self._pools, self._high_water
 
     def check_takes(self, printer: str) -> None:
         """A printer named by the client must take some format edgeprint can send (else 422).
