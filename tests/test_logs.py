@@ -86,8 +86,11 @@ def test_rfc3339_ms_writes_what_datetime_writes() -> None:
         assert rfc3339_ms(ts) == expected.replace("+00:00", "Z"), ts
 
 
-#: What every LogRecord carries (``extra`` may not name them).
-_RECORD_ATTRS = {*logging.LogRecord("", 0, "", 0, "", None, None).__dict__, "message", "asctime"}
+#: What every LogRecord carries (``extra`` may not name them; taskName from Python 3.12 on).
+_RECORD_ATTRS = {
+    *logging.LogRecord("", 0, "", 0, "", None, None).__dict__,
+    *("message", "asctime", "taskName"),
+}
 _JSON_SCALARS = (
     hypothesis.strategies.none()
     | hypothesis.strategies.booleans()

@@ -20,7 +20,8 @@ from edgeprint.service.records import Caller
 
 log = logging.getLogger(__name__)
 
-#: Admission reads queue depths from a snapshot at most this old (seconds).
+#: Admission reads queue depths from a snapshot at most this old (seconds), or from the
+#: snapshot before while the next one is being read.
 DEPTH_SNAPSHOT_S = 0.1
 
 Depths = dict[tuple[str | None, str | None], int]
@@ -45,14 +46,16 @@ class Admission:
         self.paused: set[str] = set()
         self._depths: Depths | None = None
         self._depths_at = 0.0
-        self._depths_refresh: asyncio.Future[Depths] | None = None
+        self._depths_refresh: asyncio.Task[Depths] | None = None
         self._layout_of: Config | None = None
         self._pools: dict[str, tuple[str, ...]] = {}
         self._high_water: dict[str, int] = {}
 
     def forget_depths(self) -> None:
-        """Many jobs may have changed queue: read the depths afresh next time."""
+        """Many jobs may have changed queue: read the depths afresh next time (a read under
+        way, begun before the change, is not used)."""
         self._depths = None
+        self._depths_refresh = None
 
     def usable(self, printer: str) -> bool:
         """Not paused and not known to be unhealthy (a printer not probed yet counts as usable)."""
@@ -142,25 +145,44 @@ class Admission:
         )
 
     async def _waiting_depths(self) -> Depths:
-        """Waiting depths from a snapshot at most ``DEPTH_SNAPSHOT_S`` old (one query per window).
+        """The waiting depths: a snapshot read at most ``DEPTH_SNAPSHOT_S`` ago, or the one
+        before it while its successor is being read (one query per window).
 
-        Admissions made since the snapshot are added to it by :meth:`admitted`,
-        so a burst inside one window is still counted.
+        Only the first admission after start-up or :meth:`forget_depths` waits for a read;
+        the others decide at once (under a release load, a read waited for took a tenth of
+        the release path's work). Admissions made since the snapshot are added to it by
+        :meth:`admitted`, so a burst inside one window is still counted. A read that fails
+        in the background is dropped (the next admission reads again); one waited for
+        raises errors.StoreError.
         """
-        now = self._clock()
-        if self._depths is None or now - self._depths_at > DEPTH_SNAPSHOT_S:
-            if self._depths_refresh is None:
-                self._depths_refresh = asyncio.ensure_future(self._read_depths())
-            refresh = self._depths_refresh
-            try:
-                fresh = await asyncio.shield(refresh)
-            finally:
-                if self._depths_refresh is refresh and refresh.done():
-                    self._depths_refresh = None
-            if self._depths is None or now - self._depths_at > DEPTH_SNAPSHOT_S:
-                self._depths, self._depths_at = dict(fresh), now
-        assert self._depths is not None
-        return self._depths
+        depths = self._depths
+        if depths is not None and self._clock() - self._depths_at <= DEPTH_SNAPSHOT_S:
+            return depths
+        refresh = self._depths_refresh
+        if refresh is None:
+            refresh = self._depths_refresh = asyncio.create_task(
+                self._refresh(), name="admission:depths"
+            )
+            refresh.add_done_callback(_dropped)
+        if depths is not None:
+            return depths
+        fresh = await asyncio.shield(refresh)
+        return self._depths if self._depths is not None else fresh
+
+    async def _refresh(self) -> Depths:
+        """Read the depths and keep them, unless :meth:`forget_depths` came first."""
+        me = asyncio.current_task()
+        started = self._clock()
+        try:
+            fresh = await self._read_depths()
+        finally:
+            if self._depths_refresh is me:
+                self._depths_refresh = None
+            else:
+                me = None  # forgotten meanwhile: a newer read decides
+        if me is not None:
+            self._depths, self._depths_at = dict(fresh), started
+        return fresh
 
     def admitted(self, printer: str | None, pool: str | None, delta: int = 1) -> None:
         """Keep the depth snapshot current between refreshes (jobs in or out of RELEASED)."""
@@ -175,3 +197,9 @@ class Admission:
             extra={"event": "queue_backpressure", "target": target,
                    "correlation_id": caller.correlation_id},
         )  # fmt: skip
+
+
+def _dropped(task: asyncio.Task[Depths]) -> None:
+    """A depth read nobody waited for may fail (the store's own errors reach the writes)."""
+    if not task.cancelled():
+        task.exception()
