@@ -63,10 +63,13 @@ class JobRecord(NamedTuple):
     def from_row(cls, row: Iterable[Any]) -> JobRecord:
         """The record for a ``SELECT *`` / ``RETURNING *`` row of ``jobs``."""
         values = list(row)
-        values[_STATE_INDEX] = JobState(values[_STATE_INDEX])
+        state = values[_STATE_INDEX]
+        values[_STATE_INDEX] = _STATES.get(state) or JobState(state)
         values[_CANCEL_INDEX] = bool(values[_CANCEL_INDEX])
         return cls._make(values)
 
 
 _STATE_INDEX = JobRecord._fields.index("state")
+#: State text → JobState without the Enum call (twice per release).
+_STATES = {s.value: s for s in JobState}
 _CANCEL_INDEX = JobRecord._fields.index("cancel_requested")

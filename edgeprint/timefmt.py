@@ -2,8 +2,9 @@
 
 The same text as ``datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")``
 with ``Z`` for ``+00:00``, at a fraction of its cost: the seconds part is
-formatted once per second (every job answer carries up to four times, every log
-line one).
+formatted once per second and kept (every job answer carries up to four times,
+every log line one). A job answer mixes seconds (created long ago, updated now):
+the last ``KEEP_SECONDS`` seconds formatted are kept, not just the last one.
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ from __future__ import annotations
 import math
 import time
 
-_prefix_second = -1
-_prefix = ""
+#: How many formatted seconds are kept (then they are forgotten all at once).
+KEEP_SECONDS = 4096
+_prefixes: dict[int, str] = {}
 
 
 def rfc3339_ms(ts: float) -> str:
     """``ts`` (unix seconds) as ``YYYY-MM-DDTHH:MM:SS.mmmZ`` in UTC."""
-    global _prefix_second, _prefix
     # As datetime.fromtimestamp: microseconds rounded half to even, then cut to milliseconds.
     frac, whole = math.modf(ts)
     second = int(whole)
@@ -26,7 +27,9 @@ def rfc3339_ms(ts: float) -> str:
         second, us = second - 1, us + 1_000_000
     if us >= 1_000_000:
         second, us = second + 1, us - 1_000_000
-    if second != _prefix_second:
-        _prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        _prefix_second = second
-    return f"{_prefix}.{us // 1000:03d}Z"
+    prefix = _prefixes.get(second)
+    if prefix is None:
+        if len(_prefixes) >= KEEP_SECONDS:
+            _prefixes.clear()
+        prefix = _prefixes[second] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+    return f"{prefix}.{us // 1000:03d}Z"

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from pathlib import Path
 
+import hypothesis
+
+from edgeprint.states import Action, JobState
 from testbed.proc import ServeProcess
 from tests.conftest import KIOSK_TOKEN, config_dict, to_toml
 
@@ -42,8 +46,6 @@ async def test_a_token_in_an_oversized_header_is_not_logged(tmp_path: Path) -> N
 def test_a_log_line_is_one_json_object_with_its_fields_in_order() -> None:
     """A record becomes exactly the line the logs have always had: time, level, logger,
     message, exc_info, then the extra fields in the order given."""
-    import logging
-
     from edgeprint.logs import JsonLines
 
     record = logging.LogRecord(
@@ -82,3 +84,50 @@ def test_rfc3339_ms_writes_what_datetime_writes() -> None:
     for ts in edges + spread + near:
         expected = datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")
         assert rfc3339_ms(ts) == expected.replace("+00:00", "Z"), ts
+
+
+#: What every LogRecord carries (``extra`` may not name them; taskName from Python 3.12 on).
+_RECORD_ATTRS = {
+    *logging.LogRecord("", 0, "", 0, "", None, None).__dict__,
+    *("message", "asctime", "taskName"),
+}
+_JSON_SCALARS = (
+    hypothesis.strategies.none()
+    | hypothesis.strategies.booleans()
+    | hypothesis.strategies.integers()
+    | hypothesis.strategies.floats()  # NaN and infinities too
+    | hypothesis.strategies.text()
+)
+
+
+@hypothesis.settings(max_examples=300, deadline=None)
+@hypothesis.given(
+    message=hypothesis.strategies.text(),
+    extra=hypothesis.strategies.dictionaries(
+        # extra may not name a LogRecord attribute (logging refuses), but may name a
+        # leading key of the line ("time", "level", "logger"), whose value it then replaces
+        hypothesis.strategies.text(max_size=8).filter(lambda k: k not in _RECORD_ATTRS)
+        | hypothesis.strategies.sampled_from(["time", "level", "logger"]),
+        _JSON_SCALARS
+        | hypothesis.strategies.lists(_JSON_SCALARS, max_size=3)
+        | hypothesis.strategies.sampled_from([JobState.HELD, Action.RELEASE, Path("/x")]),
+        max_size=6,
+    ),
+)
+def test_a_log_line_is_what_the_json_encoder_writes(message: str, extra: dict[str, object]) -> None:
+    """The formatter's hand-written line is byte for byte json's encoding of the same object
+    (every field, NaN, non-ASCII text, enums and objects written with str)."""
+    from edgeprint.logs import JsonLines
+    from edgeprint.timefmt import rfc3339_ms
+
+    record = logging.getLogger("edgeprint.x").makeRecord(
+        "edgeprint.x", logging.WARNING, "f.py", 1, message, (), None, extra=extra
+    )
+    expected: dict[str, object] = {
+        "time": rfc3339_ms(record.created),
+        "level": "WARNING",
+        "logger": "edgeprint.x",
+        "message": message,
+        **extra,
+    }
+    assert JsonLines().format(record) == json.JSONEncoder(default=str).encode(expected)

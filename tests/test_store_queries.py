@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from edgeprint.states import Action, JobState
 from edgeprint.store import stats
 from edgeprint.store.interface import Store
@@ -125,3 +127,34 @@ async def test_a_subscribed_job_event_is_written_to_the_outbox_by_the_change(sto
     assert (data["state"], data["from_state"], data["idempotency_key"], data["attempts"]) == (
         "CANCELLED", "HELD", "key-1", 0,
     )  # fmt: skip
+
+
+async def test_a_transition_of_the_same_shape_reuses_its_statement(store: Store) -> None:
+    """A transition's SQL is written once per shape (action, columns, narrowing, guard) and
+    only its parameters change; a column outside the allow-list is refused every time."""
+    jobs = Jobs(store)
+    a, b = f"{1:032x}", f"{2:032x}"
+    for i in (1, 2):
+        await jobs.insert(_new(i), now=10.0, actor="kiosk-1")
+    sets = {"released_at": 20.0, "printer": None, "pool": "lobby"}
+    first_sql, first = jobs.transition_sql(
+        a, Action.RELEASE, now=20.0, actor="k", correlation_id="c1", sets=sets
+    )
+    other_sql, other = jobs.transition_sql(
+        b, Action.RELEASE, now=21.0, actor="j", reason="why", sets={**sets, "pool": "p"}
+    )
+    assert other_sql is first_sql
+    assert first == ("RELEASED", 20.0, "k", "release", "c1", 20.0, None, "lobby", a, "HELD")
+    assert other == ("RELEASED", 21.0, "j", "why", None, 20.0, None, "p", b, "HELD")
+    narrowed, _ = jobs.transition_sql(a, Action.CANCEL, now=1.0, actor="k", only_from=[S.RELEASED])
+    assert narrowed != first_sql
+    assert narrowed.count("?") == 7  # 5 bookkeeping, the id, RELEASED
+    for _ in range(2):
+        with pytest.raises(ValueError, match=r"transition cannot set \['state'\]"):
+            jobs.transition_sql(a, Action.RELEASE, now=1.0, actor="k", sets={"state": 1})
+    released = await jobs.transition(
+        a, Action.RELEASE, now=20.0, actor="k", correlation_id="c1", sets=sets
+    )
+    assert released is not None
+    assert (released.state, released.pool) == (S.RELEASED, "lobby")
+    assert await jobs.transition(a, Action.RELEASE, now=21.0, actor="k") is None

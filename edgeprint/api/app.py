@@ -307,9 +307,21 @@ async def list_jobs(request: web.Request) -> web.Response:
     return _json(JobListOut(jobs=[JobOut.from_record(j) for j in jobs], next_cursor=next_cursor))
 
 
+#: Each body model with no field given (the models are frozen: one instance serves all).
+_EMPTY: dict[type[BaseModel], BaseModel] = {}
+
+
+def _empty(model: type[_Body]) -> _Body:
+    empty = _EMPTY.get(model)
+    if empty is None:
+        empty = _EMPTY[model] = model()
+    assert isinstance(empty, model)
+    return empty
+
+
 async def _optional_json(request: web.Request, model: type[_Body]) -> _Body:
     if not request.can_read_body:  # no body at all (Content-Length: 0): nothing to wait for
-        return model()
+        return _empty(model)
     if request.content_length is not None and request.content_length > MAX_JSON_BODY:
         raise errors.PayloadTooLarge("the request body", MAX_JSON_BODY)
     timeout_s = _deps(request).config.server.body_timeout_s
@@ -324,7 +336,7 @@ async def _optional_json(request: web.Request, model: type[_Body]) -> _Body:
     except TimeoutError:
         raise errors.BodyTimeout(timeout_s) from None
     if not raw.strip():
-        return model()
+        return _empty(model)
     if request.content_type not in ("application/json", "application/octet-stream"):
         raise errors.UnsupportedDocument("send the body as application/json")
     if (key := duplicate_key(raw)) is not None:

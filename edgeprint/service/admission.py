@@ -20,7 +20,8 @@ from edgeprint.service.records import Caller
 
 log = logging.getLogger(__name__)
 
-#: Admission reads queue depths from a snapshot at most this old (seconds).
+#: Admission reads queue depths from a snapshot at most this old (seconds), or from the
+#: snapshot before while the next one is being read.
 DEPTH_SNAPSHOT_S = 0.1
 
 Depths = dict[tuple[str | None, str | None], int]
@@ -45,11 +46,16 @@ class Admission:
         self.paused: set[str] = set()
         self._depths: Depths | None = None
         self._depths_at = 0.0
-        self._depths_refresh: asyncio.Future[Depths] | None = None
+        self._depths_refresh: asyncio.Task[Depths] | None = None
+        self._layout_of: Config | None = None
+        self._pools: dict[str, tuple[str, ...]] = {}
+        self._high_water: dict[str, int] = {}
 
     def forget_depths(self) -> None:
-        """Many jobs may have changed queue: read the depths afresh next time."""
+        """Many jobs may have changed queue: read the depths afresh next time (a read under
+        way, begun before the change, is not used)."""
         self._depths = None
+        self._depths_refresh = None
 
     def usable(self, printer: str) -> bool:
         """Not paused and not known to be unhealthy (a printer not probed yet counts as usable)."""
@@ -69,14 +75,13 @@ class Admission:
         """
         depths = await self._waiting_depths()
         retry_after = self.config.dispatch.retry_after_s
-        pools = self.config.pools
+        pools, high_water = self._layout()
 
         def depth(p: str) -> int:
             return depths.get((p, None), 0)
 
         def room(p: str) -> bool:
-            cfg = self.config.printer(p)
-            return cfg is not None and depth(p) < cfg.high_water
+            return p in high_water and depth(p) < high_water[p]
 
         if printer is not None:
             self.check_takes(printer)
@@ -106,16 +111,21 @@ class Admission:
             working = [p for p in members if p not in self.paused] or list(members)
             # Every printer paused: jobs wait for a resume, up to the printers' marks (a
             # pause is a technician's short stop, not a full queue).
-            capacity = 0
-            for p in working:
-                cfg = self.config.printer(p)
-                if cfg is not None:
-                    capacity += cfg.high_water
+            capacity = sum(high_water.get(p, 0) for p in working)
             waiting = depths.get((None, pool), 0) + sum(depth(p) for p in members)
             if waiting >= capacity:
                 self._backpressure(f"pool {pool}", caller)
                 raise errors.Backpressure(f"pool {pool}", retry_after)
         return printer, pool
+
+    def _layout(self) -> tuple[dict[str, tuple[str, ...]], dict[str, int]]:
+        """The pools and each printer's ``high_water`` of the current config (read once per
+        config: every release asks)."""
+        if self._layout_of is not self.config:
+            self._pools = self.config.pools
+            self._high_water = {p.name: p.high_water for p in self.config.printers}
+            self._layout_of = self.config
+        return self._pools, self._high_water
 
     def check_takes(self, printer: str) -> None:
         """A printer named by the client must take some format edgeprint can send (else 422).
@@ -135,25 +145,44 @@ class Admission:
         )
 
     async def _waiting_depths(self) -> Depths:
-        """Waiting depths from a snapshot at most ``DEPTH_SNAPSHOT_S`` old (one query per window).
+        """The waiting depths: a snapshot read at most ``DEPTH_SNAPSHOT_S`` ago, or the one
+        before it while its successor is being read (one query per window).
 
-        Admissions made since the snapshot are added to it by :meth:`admitted`,
-        so a burst inside one window is still counted.
+        Only the first admission after start-up or :meth:`forget_depths` waits for a read;
+        the others decide at once (under a release load, a read waited for took a tenth of
+        the release path's work). Admissions made since the snapshot are added to it by
+        :meth:`admitted`, so a burst inside one window is still counted. A read that fails
+        in the background is dropped (the next admission reads again); one waited for
+        raises errors.StoreError.
         """
-        now = self._clock()
-        if self._depths is None or now - self._depths_at > DEPTH_SNAPSHOT_S:
-            if self._depths_refresh is None:
-                self._depths_refresh = asyncio.ensure_future(self._read_depths())
-            refresh = self._depths_refresh
-            try:
-                fresh = await asyncio.shield(refresh)
-            finally:
-                if self._depths_refresh is refresh and refresh.done():
-                    self._depths_refresh = None
-            if self._depths is None or now - self._depths_at > DEPTH_SNAPSHOT_S:
-                self._depths, self._depths_at = dict(fresh), now
-        assert self._depths is not None
-        return self._depths
+        depths = self._depths
+        if depths is not None and self._clock() - self._depths_at <= DEPTH_SNAPSHOT_S:
+            return depths
+        refresh = self._depths_refresh
+        if refresh is None:
+            refresh = self._depths_refresh = asyncio.create_task(
+                self._refresh(), name="admission:depths"
+            )
+            refresh.add_done_callback(_dropped)
+        if depths is not None:
+            return depths
+        fresh = await asyncio.shield(refresh)
+        return self._depths if self._depths is not None else fresh
+
+    async def _refresh(self) -> Depths:
+        """Read the depths and keep them, unless :meth:`forget_depths` came first."""
+        me = asyncio.current_task()
+        started = self._clock()
+        try:
+            fresh = await self._read_depths()
+        finally:
+            if self._depths_refresh is me:
+                self._depths_refresh = None
+            else:
+                me = None  # forgotten meanwhile: a newer read decides
+        if me is not None:
+            self._depths, self._depths_at = dict(fresh), started
+        return fresh
 
     def admitted(self, printer: str | None, pool: str | None, delta: int = 1) -> None:
         """Keep the depth snapshot current between refreshes (jobs in or out of RELEASED)."""
@@ -168,3 +197,9 @@ class Admission:
             extra={"event": "queue_backpressure", "target": target,
                    "correlation_id": caller.correlation_id},
         )  # fmt: skip
+
+
+def _dropped(task: asyncio.Task[Depths]) -> None:
+    """A depth read nobody waited for may fail (the store's own errors reach the writes)."""
+    if not task.cancelled():
+        task.exception()

@@ -104,6 +104,45 @@ _SETTABLE = frozenset(
     }
 )
 
+#: (action, columns set, only_from, guard) → the statement's text, its target state and its
+#: allowed source states. Built once per shape: a few dozen in all, as the callers' arguments
+#: are constants (a release spent a tenth of its store work writing the same SQL again).
+_TRANSITION_SHAPES: dict[
+    tuple[Action, tuple[str, ...], tuple[JobState, ...] | None, str | None],
+    tuple[str, str, tuple[str, ...]],
+] = {}
+
+
+def _transition_shape(
+    action: Action,
+    columns: tuple[str, ...],
+    only_from: tuple[JobState, ...] | None,
+    guard: str | None,
+) -> tuple[str, str, tuple[str, ...]]:
+    """The text, target state and allowed source states of a transition of this shape.
+
+    Raises ValueError for a column not in the allow-list.
+    """
+    allowed = sources(action)
+    if only_from is not None:
+        allowed = tuple(s for s in allowed if s in only_from)
+    bad = set(columns) - _SETTABLE
+    if bad:
+        raise ValueError(f"transition cannot set {sorted(bad)}")
+    assignments = ["state = ?", "updated_at = ?", "actor = ?", "reason = ?"]
+    assignments.append("correlation_id = COALESCE(?, correlation_id)")
+    assignments += [f"{col} = ?" for col in columns]
+    marks = ", ".join("?" for _ in allowed)
+    sql = (
+        f"UPDATE jobs SET {', '.join(assignments)} "
+        f"WHERE id = ? AND state IN ({marks})"
+        + (f" AND {guard}" if guard else "")
+        + " RETURNING "
+        + ROW
+    )
+    return sql, target(action).value, tuple(s.value for s in allowed)
+
+
 _INSERT = (
     """
 INSERT INTO jobs (id, idempotency_key, request_sha256, state, owner, printer, pool, priority,
@@ -258,32 +297,14 @@ class Jobs:
         guard_params: tuple[Any, ...] = (),
     ) -> tuple[str, tuple[Any, ...]]:
         """The conditional UPDATE of :meth:`transition` (to run with other statements)."""
-        allowed = sources(action)
-        if only_from is not None:
-            allowed = tuple(s for s in allowed if s in only_from)
-        extra = dict(sets or {})
-        bad = set(extra) - _SETTABLE
-        if bad:
-            raise ValueError(f"transition cannot set {sorted(bad)}")
-        assignments = ["state = ?", "updated_at = ?", "actor = ?", "reason = ?"]
-        params: list[Any] = [target(action).value, now, actor, reason or action.value]
-        assignments.append("correlation_id = COALESCE(?, correlation_id)")
-        params.append(correlation_id)
-        for col, value in extra.items():
-            assignments.append(f"{col} = ?")
-            params.append(value)
-        marks = ", ".join("?" for _ in allowed)
-        sql = (
-            f"UPDATE jobs SET {', '.join(assignments)} "
-            f"WHERE id = ? AND state IN ({marks})"
-            + (f" AND {guard}" if guard else "")
-            + " RETURNING "
-            + ROW
-        )
-        params.append(job_id)
-        params.extend(s.value for s in allowed)
-        params.extend(guard_params)
-        return sql, tuple(params)
+        extra = sets or {}
+        key = (action, tuple(extra), None if only_from is None else tuple(only_from), guard)
+        shape = _TRANSITION_SHAPES.get(key)
+        if shape is None:
+            shape = _TRANSITION_SHAPES[key] = _transition_shape(action, *key[1:])
+        sql, state, allowed = shape
+        params = (state, now, actor, reason or action.value, correlation_id, *extra.values())
+        return sql, (*params, job_id, *allowed, *guard_params)
 
     async def transition(
         self,
