@@ -5,14 +5,18 @@ trigger. (The transitions, claims and copies: tests/test_state_machine.py.)"""
 from __future__ import annotations
 
 import json
+import sqlite3
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from edgeprint.states import Action, JobState
 from edgeprint.store import stats
 from edgeprint.store.interface import Store
-from edgeprint.store.jobs import Jobs, NewJob
+from edgeprint.store.jobs import ROW, Jobs, NewJob
 from edgeprint.store.outbox import Outbox
+from edgeprint.store.schema import MIGRATIONS
 
 S = JobState
 
@@ -158,3 +162,18 @@ async def test_a_transition_of_the_same_shape_reuses_its_statement(store: Store)
     assert released is not None
     assert (released.state, released.pool) == (S.RELEASED, "lobby")
     assert await jobs.transition(a, Action.RELEASE, now=21.0, actor="k") is None
+
+
+def test_a_write_returning_a_job_searches_its_copies_by_index(tmp_path: Path) -> None:
+    """A claim and a transition return the job's copy facts through the copies index, never
+    a scan of every copy (SQLite plans RETURNING's correlated subqueries on their own)."""
+    db = sqlite3.connect(tmp_path / "plan.sqlite3")
+    for migration in MIGRATIONS:
+        for statement in migration:
+            db.execute(statement)
+    jobs = Jobs(SimpleNamespace(dialect="sqlite"))  # type: ignore[arg-type]
+    claim, params = jobs.claim_next_sql("printer-01", "lobby", now=0.0, actor="t")
+    transition = f"UPDATE jobs SET updated_at = ? WHERE id = ? RETURNING {ROW}"
+    for sql, args in ((claim, params), (transition, (0.0, "j"))):
+        plan = [row[3] for row in db.execute(f"EXPLAIN QUERY PLAN {sql}", args)]
+        assert [p for p in plan if p.startswith("SCAN c")] == [], plan
