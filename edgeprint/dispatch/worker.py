@@ -54,6 +54,13 @@ BAD_ANSWER_BACKOFF_MAX_S = 60.0
 HEX_LOG_INTERVAL_S = 3600.0
 #: Rounds of observe → judge → act for one job before the worker waits and tries later.
 ROUNDS = 10
+#: A printer that reports printer-config-change-time is described (capabilities,
+#: supplies) when that time moves, when it restarted or was unreachable, and at least this
+#: often (seconds); the probes between ask for its state only.
+DESCRIBE_EVERY_S = 60.0
+#: A printer-up-time this far behind the time since the printer was described means it
+#: restarted (seconds; printer-up-time counts whole seconds).
+RESTART_SLACK_S = 2.0
 
 
 class _Unsettled(Exception):
@@ -93,6 +100,9 @@ class PrinterWorker:
         self.renditions = renditions
         self.capabilities: PrinterCapabilities | None = None
         self._caps_from: dict[str, Any] | None = None  # the attributes they were read from
+        #: The last probe that described the printer (its capabilities and supplies), and when.
+        self._described: PrinterStatus | None = None
+        self._described_at = 0.0
         #: The format a (PDF) job is sent to this printer in; None: none edgeprint can make.
         self.sends: str | None = formats.PDF
         self.config = printer
@@ -272,18 +282,46 @@ class PrinterWorker:
         if not self.ownership.may_send(self.name):
             raise _Unsettled
 
+    def _describe_due(self, now: float) -> bool:
+        last = self._described
+        return (
+            last is None
+            or last.config_change_time is None  # it cannot say when it changed: always ask
+            or now - self._described_at >= DESCRIBE_EVERY_S
+        )
+
+    def _described_since(self, status: PrinterStatus, now: float) -> bool:
+        """True when a state-only answer shows the printer as last described: the same
+        printer-config-change-time, and its printer-up-time as far on as the time since
+        (give or take ``RESTART_SLACK_S``), so it has not restarted meanwhile."""
+        last = self._described
+        if last is None or status.config_change_time != last.config_change_time:
+            return False
+        if status.up_time_s is None or last.up_time_s is None:
+            return False
+        expected = last.up_time_s + (now - self._described_at)
+        return status.up_time_s >= expected - RESTART_SLACK_S
+
     async def _probe(self) -> PrinterStatus:
-        status = await self.client.get_printer_attributes()
+        status = await self.client.get_printer_attributes(
+            describe=self._describe_due(self._clock())
+        )
+        if not status.described and not self._described_since(status, self._clock()):
+            status = await self.client.get_printer_attributes(describe=True)
         now = self._clock()
+        if status.described:
+            self._described, self._described_at = status, now
         if not self.reachable:
             log.info("printer reachable", extra={"event": "printer_up", "printer": self.name})
         self.reachable = True
         self._unreachable_since = None
         self.metrics.printer_up.labels(printer=self.name).set(1)
-        said = {k: status.attributes.get(k) for k in REQUESTED_ATTRIBUTES}
+        described = self._described
+        assert described is not None
+        said = {k: described.attributes.get(k) for k in REQUESTED_ATTRIBUTES}
         if said != self._caps_from:  # what the printer says it takes changed: read it again
             self._caps_from = said
-            self.capabilities = parse_capabilities(status.attributes)
+            self.capabilities = parse_capabilities(described.attributes)
             self.sends = formats.generic(self.capabilities, raster=self.renderer is not None)
         unusable = None
         if self.sends is None and self.capabilities is not None:
@@ -295,6 +333,7 @@ class PrinterWorker:
 
     async def _unreachable(self, exc: errors.PrinterError) -> None:
         now = self._clock()
+        self._described = None  # it may come back another printer: describe it again
         if self.reachable or self._unreachable_since is None:
             log.info(
                 "printer unreachable",
@@ -415,7 +454,11 @@ class PrinterWorker:
             capabilities=self.capabilities.as_json() if self.capabilities else None,
             sends=self.sends if self.capabilities else None,
             unreachable_since=self._unreachable_since,
-            supplies=supplies.from_attributes(st.attributes) if st else None,
+            supplies=(
+                supplies.from_attributes(self._described.attributes)
+                if st and self._described
+                else None
+            ),
             owner=owner,
             epoch=epoch,
         )

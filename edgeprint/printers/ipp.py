@@ -83,6 +83,7 @@ _PRINTER_ATTRS = [
     "copies-supported",
     "printer-is-accepting-jobs",
     "printer-up-time",
+    "printer-config-change-time",
 ]
 _JOB_ATTRS = [
     "job-id",
@@ -177,6 +178,11 @@ class PrinterStatus:
     copies_supported: bool
     accepting_jobs: bool
     up_time_s: int | None  # printer-up-time, seconds
+    #: printer-config-change-time (RFC 3995 §5.3.1; IPP Everywhere requires it): the
+    #: printer-up-time of its last configuration change; None when not reported
+    config_change_time: int | None = None
+    #: True when the answer holds the ``probe_attributes`` too (capabilities, supplies)
+    described: bool = True
     #: every attribute of the answer as pyipp parsed it (capabilities are read from it)
     attributes: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -252,9 +258,11 @@ class IppClient:
         observe: Observe | None = None,
         probe_attributes: Sequence[str] = (),
     ) -> None:
-        """``probe_attributes`` are asked for on every probe besides the printer's state."""
+        """``probe_attributes`` are asked for besides the printer's state, on every probe that
+        describes the printer (:meth:`get_printer_attributes`)."""
         self.uri = uri
         self._probe_attributes = list(dict.fromkeys([*_PRINTER_ATTRS, *probe_attributes]))
+        self._state_attributes = list(_PRINTER_ATTRS)
         self._session = session
         self._request_timeout_s = request_timeout_s
         self._upload_timeout_s = upload_timeout_s
@@ -409,16 +417,19 @@ class IppClient:
 
     # --- operations ------------------------------------------------------------------
 
-    async def get_printer_attributes(self) -> PrinterStatus:
-        """Get-Printer-Attributes (RFC 8011 §4.2.5); raises errors.PrinterTransient and kin."""
+    async def get_printer_attributes(self, *, describe: bool = True) -> PrinterStatus:
+        """Get-Printer-Attributes (RFC 8011 §4.2.5): the printer's state, and with ``describe``
+        the ``probe_attributes`` too; raises errors.PrinterTransient and kin."""
+        wanted = self._probe_attributes if describe else self._state_attributes
         parsed = await self._call(
             IppOperation.GET_PRINTER_ATTRIBUTES,
-            {"operation-attributes-tag": {"requested-attributes": self._probe_attributes}},
+            {"operation-attributes-tag": {"requested-attributes": wanted}},
         )
         assert parsed is not None
         attrs: dict[str, Any] = parsed["printers"][0] if parsed["printers"] else {}
         copies = attrs.get("copies-supported")
         up = attrs.get("printer-up-time")
+        changed = attrs.get("printer-config-change-time")
         return PrinterStatus(
             state=int(attrs.get("printer-state", 3)),
             reasons=tuple(
@@ -434,6 +445,8 @@ class IppClient:
             copies_supported=copies is not None and copies != [1, 1] and copies != 1,
             accepting_jobs=bool(attrs.get("printer-is-accepting-jobs", True)),
             up_time_s=int(up) if isinstance(up, int) else None,
+            config_change_time=changed if isinstance(changed, int) else None,
+            described=describe,
             attributes=attrs,
         )
 
