@@ -201,25 +201,21 @@ class IppEndpoint:
             if document is not None:
                 document.discard()
             raise
+
+        def not_found(text: str) -> web.Response:
+            if document is not None:
+                document.discard()
+            return _answer(Status.CLIENT_ERROR_NOT_FOUND, text, head[:8])
+
         host = request.host
         queue = self.server.queue(request.match_info["name"], f"ipp://{host}", f"http://{host}/")
         if queue is None:
-            if document is not None:
-                document.discard()
-            return _answer(
-                Status.CLIENT_ERROR_NOT_FOUND,
-                f"no queue {request.match_info['name'][:40]!r}; queues are printer and pool names",
-                head[:8],
+            return not_found(
+                f"no queue {request.match_info['name'][:40]!r}; queues are printer and pool names"
             )
         job = request.match_info.get("job")
         if job is not None and not (job.isascii() and job.isdigit()):
-            if document is not None:
-                document.discard()
-            return _answer(
-                Status.CLIENT_ERROR_NOT_FOUND,
-                f"no job {job[:40]!r} on this queue; job-uris end in a job-id",
-                head[:8],
-            )
+            return not_found(f"no job {job[:40]!r} on this queue; job-uris end in a job-id")
         caller = Caller(name, role, request.get(self.correlation_id))
         ctx = Context(queue, caller, user, document, int(job) if job is not None else None)
         body = await self.server.handle(head, ctx)
