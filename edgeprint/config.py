@@ -158,6 +158,10 @@ class DispatchConfig(_Frozen):
     #: A printer unreachable this long with a job in hand: the job is moved (no document
     #: sent) or, when the printer may have printed it, parked DEAD outcome_unknown.
     in_hand_timeout_s: float = Field(default=30.0, ge=0, le=86400)
+    #: A printer that answers but cannot go on with the job in hand (a jam, an open door,
+    #: no paper in any tray) this long: its copy is cancelled there and, once the printer
+    #: accepted the cancel with nothing of it out, the job moves to a peer (DESIGN §4).
+    blocked_grace_s: float = Field(default=5.0, ge=0, le=86400)
     #: Retry-After of a 503 when a printer's or pool's queue is full.
     retry_after_s: int = Field(default=5, ge=1, le=3600)
     #: Processes that render PDF pages to raster for printers without PDF (started on first
@@ -245,6 +249,12 @@ class PrinterConfig(_Frozen):
     tls: Literal["pin", "verify"] = "pin"
     #: ipps:// only: the certificate's SHA-256 pinned up front ("sha256:…", as openssl prints).
     tls_fingerprint: str | None = None
+    #: A copy the printer acknowledged whole and reported no error for, then forgot (a
+    #: printer that keeps no job history): "printed" — the job is DONE, marked
+    #: printed_unverified with what is known (a venue cannot work through a dead-letter
+    #: queue of every badge of the day, and the printer did take the whole document
+    #: without a word of trouble); "ask" — DEAD outcome_unknown, a person decides.
+    on_forgotten: Literal["printed", "ask"] = "printed"
 
     @field_validator("tls_fingerprint")
     @classmethod

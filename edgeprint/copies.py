@@ -48,6 +48,8 @@ class CopyState(StrEnum):
     VANISHED = "vanished"  # the printer no longer lists it (purged, restarted, id reused)
     LOST = "lost"  # edgeprint could not learn its fate (the printer cannot report job state)
     REFUSED = "refused"  # the printer refused the request: no printer job, or no document
+    PARTIAL = "partial"  # it stopped part-way (aborted, cancelled) after pages came out
+    UNVERIFIED = "unverified"  # acknowledged whole, no error seen, then forgotten by the printer
 
 
 class CopyAction(StrEnum):
@@ -67,6 +69,8 @@ class CopyAction(StrEnum):
     VANISHED = "vanished"
     LOST = "lost"
     REFUSED = "refused"
+    PARTIAL = "partial"
+    UNVERIFIED = "unverified"
 
 
 C = CopyState
@@ -89,7 +93,12 @@ SETTLE: dict[CopyState, CopyAction] = {
     C.VANISHED: CA.VANISHED,
     C.LOST: CA.LOST,
     C.REFUSED: CA.REFUSED,
+    C.PARTIAL: CA.PARTIAL,
+    C.UNVERIFIED: CA.UNVERIFIED,
 }
+#: Settled copies that count as printed: DONE needs one (the store checks). An unverified
+#: copy counts only where its printer's ``on_forgotten`` is "printed" (judge decides).
+PRINTED_COPY_STATES: frozenset[CopyState] = frozenset({C.PRINTED, C.UNVERIFIED})
 
 
 def _build() -> dict[tuple[CopyState, CopyAction], CopyState]:
@@ -155,7 +164,10 @@ ORIGIN_REQUESTED = "requested"
 
 @dataclass(frozen=True)
 class Copy:
-    """One copy as stored (times unix seconds; printer figures as last reported)."""
+    """One copy as stored (times unix seconds; printer figures as last reported).
+
+    The fields are the ``copies`` table's columns (tests/test_store.py checks).
+    """
 
     id: int
     job_id: str
@@ -178,6 +190,14 @@ class Copy:
     k_octets: int | None = None
     impressions_completed: int | None = None
     outcome: str | None = None  # why it settled, in words
+    epoch: int | None = None  # the printer's epoch it was made in (edgeprint.printers.epochs)
+    settled_by: str | None = None  # the evidence that settled it (edgeprint.evidence.Evidence)
+    job_uuid: str | None = None  # job-uuid, where the printer reports one
+    created_dt: str | None = None  # date-time-at-creation, where the printer reports one
+    #: every byte of the request that carries the document was handed to the connection
+    #: (an answer that was then lost leaves a copy the printer may have whole)
+    written_at: float | None = None
+    sheets_completed: int | None = None  # job-media-sheets-completed, as last reported
 
     @property
     def live(self) -> bool:
@@ -187,6 +207,13 @@ class Copy:
     def document_may_have_left(self) -> bool:
         """True when some of the document may have reached the printer."""
         return self.sent_at is not None and self.state is not C.REFUSED
+
+    @property
+    def pages_out(self) -> int | None:
+        """Impressions that came out, as the printer last reported (None: it did not say)."""
+        if self.impressions_completed is not None:
+            return self.impressions_completed
+        return self.sheets_completed
 
     def whole(self, k_octets: int | None, impressions_completed: int | None) -> bool:
         """The printer has all of the document: it said so, or its own figures show it.
@@ -217,11 +244,13 @@ class Kind(StrEnum):
     CANCEL = "cancel"  # this live copy must go: Cancel-Job, then judge again
     WAIT = "wait"  # a live copy is being cancelled: wait for the printer to settle it
     FIND = "find"  # a copy's printer job-id is unknown: look for it by what edgeprint knows
-    DONE = "done"  # a copy printed whole
+    DONE = "done"  # a copy printed whole (or, where its printer allows, was forgotten whole)
     CANCELLED = "cancelled"  # a person cancelled it (at the printer, or through edgeprint)
     DEAD = "dead"  # parked: poison, attempts_exhausted, document_error, outcome_unknown
     RETRY = "retry"  # a real failure: back to the queue after a back-off, the attempt counts
-    SEND = "send"  # provably nothing printed: back to the queue at once, no attempt used
+    SEND = (
+        "send"  # provably nothing printed: back to the queue (after ``delay_s``), no attempt used
+    )
 
 
 @dataclass(frozen=True)
@@ -233,6 +262,25 @@ class Verdict:
     dead_reason: str | None = None
     error: str | None = None
     failure_sig: str | None = None
+    delay_s: float = 0.0  # SEND: not before this long from now (a busy printer)
+
+    @property
+    def settled_by(self) -> str | None:
+        """The evidence that settled the copy this verdict is about (None: no copy)."""
+        return self.copy.settled_by if self.copy is not None else None
+
+    @property
+    def pages_printed(self) -> int | None:
+        """Impressions of the copy that came out before it stopped (partial output only)."""
+        c = self.copy
+        if c is None or c.state not in (
+            C.PARTIAL,
+            C.CANCELLED,
+            C.CANCELLED_ELSEWHERE,
+            C.INCOMPLETE,
+        ):
+            return None
+        return c.pages_out or None
 
 
 @dataclass(frozen=True)
@@ -248,11 +296,17 @@ class JobFacts:
 
 @dataclass(frozen=True)
 class Policy:
-    """Retry and unknown-outcome settings ([dispatch] in config)."""
+    """Retry, unknown-outcome and per-printer settings ([dispatch], [[printers]] in config)."""
 
     max_attempts: int = 5
     reprint_unknown: bool = False  # on_unknown_outcome = "reprint"
     document_error_tries: int = 2  # copies blamed on the document before DEAD document_error
+    busy_backoff_s: float = 1.0  # a busy printer's job waits this long before it is sent again
+    #: printers whose forgotten copies a person decides ([[printers]] on_forgotten = "ask")
+    ask_forgotten: frozenset[str] = frozenset()
+    #: printers known to count impressions (a copy whose answer was lost after its whole
+    #: upload is followed there, not cancelled: the count will say whether it came out whole)
+    counting: frozenset[str] = frozenset()
 
 
 def _reasons(copy: Copy) -> list[str]:
@@ -285,30 +339,82 @@ def on_failure(job: JobFacts, printer: str, sig: str, error: str, policy: Policy
     return Verdict(Kind.RETRY, error=error, failure_sig=sig)
 
 
+class Refusal(StrEnum):
+    """How a printer refused a Create-Job, Send-Document or Print-Job (the IPP client's class)."""
+
+    POISON = "poison"  # it blamed the document or its attributes (RFC 8011 §4.1.6 statuses)
+    BUSY = "busy"  # server-error-busy: backpressure, not a failure
+    UNREACHABLE = "unreachable"  # no connection: the printer did not act
+    OTHER = "other"  # any other error status: maybe the printer's, maybe the job's
+
+
+def on_refusal(
+    job: JobFacts, printer: str, refusal: Refusal, sig: str, error: str, policy: Policy
+) -> Verdict:
+    """The printer refused a copy (nothing of it printed): what that means for the job.
+
+    Poison → DEAD at once; busy → sent again after ``busy_backoff_s``, the attempt
+    given back; unreachable → sent again at once (to a peer, or here when it is
+    back); anything else → the retry policy (:func:`on_failure`).
+    """
+    match refusal:
+        case Refusal.POISON:
+            return Verdict(Kind.DEAD, dead_reason="poison", error=error)
+        case Refusal.BUSY:
+            return Verdict(Kind.SEND, error=error, delay_s=policy.busy_backoff_s)
+        case Refusal.UNREACHABLE:
+            return Verdict(Kind.SEND, error=error)
+    return on_failure(job, printer, sig, error, policy)
+
+
+def _follows_unacknowledged(copy: Copy, policy: Policy) -> bool:
+    """A live copy whose upload was never acknowledged, and whether it has the whole document.
+
+    The printer says so in ``job-k-octets`` (short: it does not); without that
+    figure, a copy whose whole request was handed over (the answer was lost on the
+    way back) is followed on a printer known to count impressions — its count will
+    show whether it came out whole — and cancelled elsewhere.
+    """
+    if WAITING_FOR_DATA & set(_reasons(copy)):
+        return False
+    if copy.k_octets is not None:
+        return copy.whole(copy.k_octets, None)
+    if copy.whole(None, copy.impressions_completed):
+        return True
+    return copy.written_at is not None and copy.printer in policy.counting
+
+
 def judge(job: JobFacts, copies: Sequence[Copy], policy: Policy) -> Verdict:
     """What ``copies`` (every copy of the job, any claim) mean for the job's current claim.
 
     In order:
 
-    1. a copy printed whole → DONE (any live copy of it is cancelled first: never a second);
+    1. a copy printed whole → DONE (any live copy of it is cancelled first: never a
+       second); so does an *unverified* copy (acknowledged whole, then forgotten) on a
+       printer whose ``on_forgotten`` is "printed";
     2. a copy cancelled by someone else → CANCELLED (a person's decision, never a retry);
     3. a live copy of the current claim: WAIT while it is being cancelled; FIND one
        whose job-id is unknown; CANCEL older duplicates and any copy that cannot be
        whole (never sent, or sent but neither acknowledged nor shown whole by the
-       printer's figures); FOLLOW one that has the whole document;
-    4. settled copies only: a possibly truncated copy printed, or a copy with a
-       document that vanished or was lost → DEAD ``outcome_unknown`` (never DONE,
-       never a blind second copy; ``reprint`` sends again where the copy only
-       vanished) — but a person's cancel comes first → CANCELLED; the document blamed
-       ``document_error_tries`` times → DEAD ``document_error``, else RETRY; an
-       abort after a document was sent → the retry policy (:func:`on_failure`);
-       a copy edgeprint cancelled because its upload could not be verified whole
-       → RETRY (counted, backed off: a link that always breaks ends DEAD
-       ``attempts_exhausted``, not in a loop); anything else (no copy, our own
-       cancel of an empty copy, a refusal, an empty job gone) → SEND: nothing
-       can have printed.
+       printer's figures, see :func:`_follows_unacknowledged`); FOLLOW one that has
+       the whole document;
+    4. settled copies only: a person's cancel stands → CANCELLED; a copy that stopped
+       after pages came out, or a possibly truncated copy printed, or an unverified
+       copy where a person decides, or a copy with a document that vanished or was
+       lost → DEAD ``outcome_unknown`` (never DONE, never a blind second copy;
+       ``reprint`` sends again where the copy only vanished); the document blamed
+       ``document_error_tries`` times → DEAD ``document_error``, else RETRY; an abort
+       after a document was sent → the retry policy (:func:`on_failure`); a copy
+       edgeprint cancelled because its upload could not be verified whole → RETRY
+       (counted, backed off: a link that always breaks ends DEAD
+       ``attempts_exhausted``, not in a loop); anything else (no copy, our own cancel
+       of an empty copy, a refusal, an empty job gone) → SEND: nothing can have printed.
     """
-    printed = [c for c in copies if c.state is C.PRINTED]
+    printed = [
+        c for c in copies
+        if c.state is C.PRINTED
+        or (c.state is C.UNVERIFIED and c.printer not in policy.ask_forgotten)
+    ]  # fmt: skip
     current = [c for c in copies if c.claim == job.claim]
     live = sorted((c for c in current if c.live), key=lambda c: c.id, reverse=True)
     if printed:
@@ -317,12 +423,14 @@ def judge(job: JobFacts, copies: Sequence[Copy], policy: Policy) -> Verdict:
     if elsewhere:
         if live:
             return Verdict(Kind.CANCEL, live[0])
-        reasons = ", ".join(_reasons(elsewhere[0])) or "canceled"
+        c = elsewhere[0]
+        reasons = ", ".join(_reasons(c)) or "canceled"
+        out = f"; {c.pages_out} impression(s) had come out" if c.pages_out else ""
         return Verdict(
             Kind.CANCELLED,
-            elsewhere[0],
-            error=f"cancelled at the printer: {_label(elsewhere[0])} was canceled by someone "
-            f"other than edgeprint ({reasons})",
+            c,
+            error=f"cancelled at the printer: {_label(c)} was canceled by someone "
+            f"other than edgeprint ({reasons}){out}",
         )
     if live:
         newest = live[0]
@@ -335,29 +443,30 @@ def judge(job: JobFacts, copies: Sequence[Copy], policy: Policy) -> Verdict:
             return Verdict(Kind.FIND, newest)
         if newest.state is C.ACKNOWLEDGED:
             return Verdict(Kind.FOLLOW, newest)
-        waiting = WAITING_FOR_DATA & set(_reasons(newest))
-        if (
-            newest.state is C.SENDING
-            and not waiting
-            and newest.whole(newest.k_octets, newest.impressions_completed)
-        ):
+        if newest.state is C.SENDING and _follows_unacknowledged(newest, policy):
             return Verdict(Kind.FOLLOW, newest)
         return Verdict(Kind.CANCEL, newest)
     return _settled(job, current, copies, policy)
 
 
-def _settled(
-    job: JobFacts, current: Sequence[Copy], copies: Sequence[Copy], policy: Policy
-) -> Verdict:
+def _expected(c: Copy) -> str:
+    return f" of {c.impressions_expected}" if c.impressions_expected else ""
+
+
+def _unknown(job: JobFacts, current: Sequence[Copy], policy: Policy) -> Verdict | None:
+    """A settled copy of the current claim whose outcome only a person can decide."""
     for c in current:
-        if c.cancel_origin == ORIGIN_REQUESTED:  # a person's cancel stands, whatever came after
-            maybe = c.state in (C.INCOMPLETE, C.VANISHED, C.LOST) and c.document_may_have_left
-            error = (
-                f"cancelled as asked; {_label(c)} may have printed part of it before it stopped"
-                if maybe
-                else None
+        if c.state is C.PARTIAL:
+            out = (
+                f"{c.pages_out}{_expected(c)} impression(s) came out"
+                if c.pages_out
+                else "the printer does not say how many impressions came out"
             )
-            return Verdict(Kind.CANCELLED, c, error=error)
+            return Verdict(
+                Kind.DEAD, c, dead_reason="outcome_unknown",
+                error=f"part of it printed: {_label(c)} stopped part-way ({c.outcome}); {out}. "
+                "Resolve: printed, not printed, or print the rest",
+            )  # fmt: skip
     for c in current:
         if c.state is C.INCOMPLETE:
             got = f" (it reported {c.k_octets} KiB of {math.ceil(c.document_bytes / 1024)})"
@@ -366,8 +475,16 @@ def _settled(
                 c,
                 dead_reason="outcome_unknown",
                 error=f"a possibly truncated copy printed: {_label(c)} completed, but the printer "
-                f"never acknowledged the whole document{got if c.k_octets is not None else ''}",
+                f"never acknowledged the whole document{got if c.k_octets is not None else ''}"
+                if c.settled_by != "completed_with_document_errors"
+                else f"{_label(c)} {c.outcome}: check what came out",
             )
+    for c in current:
+        if c.state is C.UNVERIFIED:  # on a printer whose on_forgotten is "ask"
+            return Verdict(
+                Kind.DEAD, c, dead_reason="outcome_unknown",
+                error=f"{_label(c)}: {c.outcome} (on_forgotten = \"ask\": did it come out?)",
+            )  # fmt: skip
     for c in current:
         if c.state in (C.VANISHED, C.LOST) and c.document_may_have_left:
             if c.state is C.VANISHED and policy.reprint_unknown:
@@ -387,6 +504,28 @@ def _settled(
                 dead_reason="outcome_unknown",
                 error=f"{_label(c)} had the document and may have printed: {why}",
             )
+    return None
+
+
+def _settled(
+    job: JobFacts, current: Sequence[Copy], copies: Sequence[Copy], policy: Policy
+) -> Verdict:
+    for c in current:
+        if c.cancel_origin == ORIGIN_REQUESTED:  # a person's cancel stands, whatever came after
+            maybe = (
+                c.state in (C.INCOMPLETE, C.VANISHED, C.LOST, C.PARTIAL, C.UNVERIFIED)
+                and c.document_may_have_left
+            ) or bool(c.pages_out)
+            error = (
+                f"cancelled as asked; {_label(c)} may have printed part of it before it stopped"
+                + (f" ({c.pages_out}{_expected(c)} impression(s))" if c.pages_out else "")
+                if maybe
+                else None
+            )
+            return Verdict(Kind.CANCELLED, c, error=error)
+    unknown = _unknown(job, current, policy)
+    if unknown is not None:
+        return unknown
     blamed = [c for c in copies if c.state is C.DOCUMENT_ERROR]
     for c in current:
         if c.state is C.DOCUMENT_ERROR:

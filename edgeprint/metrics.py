@@ -43,6 +43,21 @@ class Metrics:
             "run of its own), by printer",
             ["printer"], registry=r,
         )  # fmt: skip
+        self.printer_epoch = Gauge(
+            "edgeprint_printer_epoch",
+            "The printer's epoch: one more each time it restarted or was replaced (DESIGN §3)",
+            ["printer"], registry=r,
+        )  # fmt: skip
+        self.printer_epochs = Counter(
+            "edgeprint_printer_epochs_total",
+            "New epochs seen (restarts, replacements), by printer",
+            ["printer"], registry=r,
+        )  # fmt: skip
+        self.ipp_requests_held = Counter(
+            "edgeprint_ipp_requests_held_total",
+            "IPP requests that waited for the printer's request budget (a storm held back)",
+            ["printer"], registry=r,
+        )  # fmt: skip
         self.release_conflicts = Counter(
             "edgeprint_release_conflicts_total",
             "Releases refused because the job was no longer HELD (409)",

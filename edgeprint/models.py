@@ -10,7 +10,7 @@ import json
 import unicodedata
 from datetime import datetime
 from json.encoder import encode_basestring as _quote
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from edgeprint import evidence
 from edgeprint.config import NAME_PATTERN
 from edgeprint.records import JobRecord
 from edgeprint.states import JobState
@@ -174,6 +175,13 @@ class DocumentOut(BaseModel):
     pages: int | None = Field(description="pages, as counted at submission")
 
 
+def _unverified(job: JobRecord) -> str | None:
+    """What is known of a DONE job whose printer never confirmed the paper (None: it did)."""
+    if job.state is not JobState.DONE or job.settled_by is None:
+        return None
+    return evidence.unverified_words(job.settled_by, job.printed_on)
+
+
 def _iso(ts: float | None) -> str | None:
     return None if ts is None else rfc3339_ms(ts)
 
@@ -202,6 +210,19 @@ class JobOut(BaseModel):
     truncated_copies: int = Field(
         description="copies the printer made from a broken-off upload (not counted as printed)"
     )
+    settled_by: str | None = Field(
+        description="the printer's answer that settled the job's present state, one of the "
+        "evidence table's (DESIGN §3): completed_acknowledged, completed_impressions, "
+        "forgotten_after_acknowledged, stopped_after_pages, vanished, …; person when a "
+        "technician resolved it; null while nothing settled it"
+    )
+    printed_unverified: str | None = Field(
+        description="a DONE job whose paper the printer never confirmed: what is known, in "
+        "words (null when the printer said the copy completed whole, or not DONE)"
+    )
+    pages_printed: int | None = Field(
+        description="impressions that came out of a copy that stopped part-way (null: none)"
+    )
     pin_required: bool = Field(description="the release must present the job's PIN")
     document: DocumentOut
 
@@ -226,6 +247,9 @@ class JobOut(BaseModel):
             dead_reason=job.dead_reason,
             cancel_requested=bool(job.cancel_requested),
             truncated_copies=job.truncated_copies,
+            settled_by=job.settled_by,
+            printed_unverified=_unverified(job),
+            pages_printed=job.pages_printed,
             pin_required=job.release_pin_hash is not None,
             document=DocumentOut.model_construct(
                 sha256=job.document_sha256, bytes=job.document_bytes, pages=job.document_pages
@@ -272,6 +296,9 @@ def job_json(job: JobRecord) -> bytes:
         ',"last_error":', _text(job.last_error), ',"dead_reason":', _text(job.dead_reason),
         ',"cancel_requested":', "true" if job.cancel_requested else "false",
         ',"truncated_copies":', _number(job.truncated_copies),
+        ',"settled_by":', _text(job.settled_by),
+        ',"printed_unverified":', _text(_unverified(job)),
+        ',"pages_printed":', _number(job.pages_printed),
         ',"pin_required":', "false" if job.release_pin_hash is None else "true",
         ',"document":{"sha256":', _text(job.document_sha256),
         ',"bytes":', _number(job.document_bytes), ',"pages":', _number(job.document_pages), "}}",
@@ -365,10 +392,25 @@ class PrinterOut(BaseModel):
         description="[cluster] appliance_id of the appliance driving this printer (its "
         "lease's owner); null while no appliance holds its lease",
     )
-    epoch: int | None = Field(
+    lease_epoch: int | None = Field(
         default=None,
         description="the lease's epoch, one more at each takeover (null with the SQLite "
         "store: one appliance owns every printer)",
+    )
+    epoch: int | None = Field(
+        default=None,
+        description="the printer's epoch: its current life, one more each time it restarted "
+        "or was replaced (printer-up-time went back, printer-uuid changed, …); job-ids and "
+        "history are compared only within one epoch (null before the first probe)",
+    )
+    epoch_began_at: datetime | None = Field(default=None, description="when this epoch began")
+    epoch_cause: str | None = Field(default=None, description="why it began, in words")
+    personality: dict[str, Any] | None = Field(
+        default=None,
+        description="what this printer is known to keep and echo, learnt from its answers: "
+        "job_name / user_name (unknown, whole, shortened, contains, replaced, absent), "
+        "name_length, job_uuid, k_octets, impressions, time_at_creation (reported or not), "
+        "history (unknown, none, kept), gja_unreliable, lists_live_only, up_time_moves",
     )
 
 

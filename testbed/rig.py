@@ -58,12 +58,19 @@ Job-level faults (:meth:`Rig.fault`): the print command reads the first line of
 
     [once] [match=SUBSTRING] MODE [ARG...]
 
-    hold REASON[,REASON]  the printer reports REASON-warning (e.g. media-jam) and the job
-                          stays processing (job-printing) until the line is removed or
-                          changed (clear_fault); then it prints, unless canceled meanwhile
+    hold REASON[,REASON]  the printer reports REASON-warning (e.g. media-jam; "none": no
+                          reason) and the job stays processing (job-printing) until the
+                          line is removed or changed (clear_fault); then it prints, unless
+                          canceled meanwhile (a cancel while held ends it at once, nothing
+                          printed, as a device drops a jammed job it is told to cancel)
     abort [REASON]        job aborted (aborted-by-system, job-state-message "job aborted by
                           injected fault"), nothing printed; REASON stays on the printer
                           (REASON-report) until the next job that prints
+    abort-at N [REASON]   N impressions come out (logged with out = N), then the job is
+                          aborted with job-impressions-completed N (part of it printed)
+    docerror              nothing comes out, the job completes, and docerror-<job-id> in
+                          the printer's folder says it could not print the document
+                          (what a front reporting document-format-error reads)
     slow SECONDS          the job takes SECONDS longer, then prints
     die-before [SECONDS]  the printer process is SIGKILLed SECONDS (default 0.25) into the
                           job's processing; nothing printed
@@ -169,7 +176,7 @@ PRINTER_REASONS = frozenset(
     }
 )
 #: Job-level fault modes of the print command (see the module docstring).
-FAULT_MODES = ("hold", "abort", "slow", "die-before", "die-after")
+FAULT_MODES = ("hold", "abort", "abort-at", "docerror", "slow", "die-before", "die-after")
 FAULT_FILE = "fault"
 LEFT_REASON_FILE = "left-reason"
 
@@ -242,13 +249,22 @@ class Printed:
     pages: int
     copies: int
     bytes: int
+    #: impressions that came out (pages × copies for a whole copy; fewer for one cut short,
+    #: aborted part-way or printed with page-ranges)
+    out: int = -1
+
+    @property
+    def whole(self) -> bool:
+        """Every impression of the document came out."""
+        return self.out >= self.pages * self.copies
 
     @classmethod
     def parse(cls, line: str) -> Printed:
         f = line.rstrip("\n").split("\t")
-        if len(f) != 7:
-            raise ValueError(f"not a prints.log line (want 7 tab-separated fields): {line!r}")
-        return cls(f[0], int(f[1]), f[2], f[3], int(f[4]), int(f[5]), int(f[6]))
+        if len(f) not in (7, 8):
+            raise ValueError(f"not a prints.log line (want 8 tab-separated fields): {line!r}")
+        out = int(f[7]) if len(f) == 8 else int(f[4]) * int(f[5])
+        return cls(f[0], int(f[1]), f[2], f[3], int(f[4]), int(f[5]), int(f[6]), out)
 
 
 # --- job-level faults -------------------------------------------------------------
@@ -264,8 +280,17 @@ def fault_line(mode: str, *args: str, once: bool = False, match: str | None = No
         raise ValueError(f"fault mode must be one of {', '.join(FAULT_MODES)}, not {mode!r}")
     if mode == "hold":
         if len(args) != 1:
-            raise ValueError("hold takes one REASON[,REASON...] (e.g. media-jam)")
-        _check_reasons(args[0])
+            raise ValueError("hold takes one REASON[,REASON...] (e.g. media-jam) or none")
+        if args[0] != "none":
+            _check_reasons(args[0])
+    elif mode == "abort-at":
+        if not 1 <= len(args) <= 2 or not args[0].isdigit() or int(args[0]) < 1:
+            raise ValueError("abort-at takes a number of impressions >= 1 and maybe a REASON")
+        if len(args) == 2:
+            _check_reasons(args[1], several=False)
+    elif mode == "docerror":
+        if args:
+            raise ValueError("docerror takes no argument")
     elif mode == "abort":
         if len(args) > 1:
             raise ValueError("abort takes at most one REASON")

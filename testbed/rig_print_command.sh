@@ -16,7 +16,11 @@
 # client canceled the job meanwhile, append ONE tab-separated line to
 # $RIG_PRINTER_DIR/prints.log:
 #
-#   <UTC timestamp>  <job-id>  <job-name>  <user>  <pages>  <copies>  <bytes>
+#   <UTC timestamp>  <job-id>  <job-name>  <user>  <pages>  <copies>  <bytes>  <out>
+#
+# <pages> is the document's page count, <out> the impressions that came out (pages x
+# copies for a whole copy; fewer for a copy cut short, a page-ranges job or one aborted
+# part-way).
 #
 # (a document cut short still prints: what came through, with a last page that
 # does not count in job-impressions-completed). That log is the ground truth of what came out of the printer; tests read it
@@ -30,8 +34,18 @@
 #   hold REASON[,REASON]  STATE: +REASON, keep the job processing until the
 #                         fault line is removed or changed (Rig.clear_fault),
 #                         then STATE: -REASON and print (unless canceled
-#                         meanwhile). Gives up (job aborted) after
-#                         RIG_HOLD_MAX_SECONDS (default 600).
+#                         meanwhile). A Cancel-Job while held ends the job at
+#                         once, nothing printed, as a device drops a jammed
+#                         job it is told to cancel. Gives up (job aborted)
+#                         after RIG_HOLD_MAX_SECONDS (default 600). REASON
+#                         "none" holds without a reason (a job held at the
+#                         printer, e.g. for a release at its panel).
+#   abort-at N [REASON]   N impressions come out (logged, <out> = N), then the
+#                         job is aborted (job-impressions-completed = N);
+#                         REASON, if given, stays on the printer as for abort
+#   docerror              nothing comes out and the job completes; the file
+#                         docerror-<job-id> says the printer could not print the
+#                         document (a front that reports job-state-reasons reads it)
 #   abort [REASON]        ERROR: message, exit 1: the job is aborted and nothing
 #                         printed. REASON, if given, is added to the printer and
 #                         stays (REASON-report) until the next job that prints.
@@ -156,7 +170,21 @@ if [ -s "$fault_file" ]; then
     fi
 fi
 
-echo "ATTR: job-impressions=$((pages * copies))" >&2
+# page-ranges (IPP_PAGE_RANGES, e.g. "3-5" or "1-2,4-4"): only those pages come out.
+want=$pages
+if [ -n "${IPP_PAGE_RANGES:-}" ]; then
+    want=$(printf '%s\n' "$IPP_PAGE_RANGES" | awk -v n="$pages" -F, '{
+        t = 0
+        for (i = 1; i <= NF; i++) {
+            split($i, r, "-"); lo = r[1] + 0; hi = (r[2] == "" ? lo : r[2] + 0)
+            if (lo < 1) lo = 1; if (hi > n) hi = n
+            if (hi >= lo) t += hi - lo + 1
+        }
+        print t }')
+    done_pages=$(( done_pages < want ? done_pages : want ))
+fi
+
+echo "ATTR: job-impressions=$((want * copies))" >&2
 echo "INFO: printing job $job_id: $pages page(s) x $copies, fault ${mode:-none}" >&2
 
 # --- printing --------------------------------------------------------------------
@@ -170,9 +198,23 @@ clear_left_reason() {
     fi
 }
 
+# One ground-truth line: what came out of this job ($1: impressions out).
+log_printed() {
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+        "$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)" "$job_id" "$job_name" "$user" \
+        "$pages" "$copies" "$bytes" "$1" >>"$dir/prints.log"
+}
+
+# True when a client asked to cancel this job (ippeveprinter keeps it processing with
+# processing-to-stop-point until this command exits).
+cancel_pending() {
+    [ -n "${IPP_JOB_URI:-}" ] &&
+        "${RIG_IPPTOOL:-ipptool}" -q -T 2 "$IPP_JOB_URI" "$cancel_test" >/dev/null 2>&1
+}
+
 print_document() {
     clear_left_reason
-    seconds=$(awk -v s="$spp" -v p="$pages" -v c="$copies" 'BEGIN { printf "%.3f", s * p * c }')
+    seconds=$(awk -v s="$spp" -v p="$want" -v c="$copies" 'BEGIN { printf "%.3f", s * p * c }')
     case $seconds in 0 | 0.000) ;; *) sleep "$seconds" ;; esac
 
     # A printer that lost power (was killed) mid-job puts nothing out.
@@ -182,15 +224,12 @@ print_document() {
     # keeps the job processing with reason processing-to-stop-point until we exit.
     # So ask it, right before the document would come out. The test passes only
     # when a cancel is pending.
-    if [ -n "${IPP_JOB_URI:-}" ] &&
-        "${RIG_IPPTOOL:-ipptool}" -q -T 2 "$IPP_JOB_URI" "$cancel_test" >/dev/null 2>&1; then
+    if cancel_pending; then
         echo "INFO: job $job_id canceled before output; nothing printed" >&2
         return 0
     fi
 
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
-        "$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)" "$job_id" "$job_name" "$user" \
-        "$pages" "$copies" "$bytes" >>"$dir/prints.log"
+    log_printed $((done_pages * copies))
     echo "ATTR: job-impressions-completed=$((done_pages * copies))" >&2
 }
 
@@ -200,21 +239,50 @@ case $mode in
         ;;
     hold)
         reason=${1:-media-jam}
-        echo "STATE: +$reason" >&2
+        [ "$reason" = none ] || echo "STATE: +$reason" >&2
         echo "INFO: job $job_id held by injected fault: $reason" >&2
         deadline=$(($(date +%s) + hold_max))
+        looks=0
         # Held while the fault file still says the same thing.
         while [ "$(head -n 1 "$fault_file" 2>/dev/null)" = "$fault_line" ]; do
             printer_alive || exit 1
             if [ "$(date +%s)" -ge "$deadline" ]; then
-                echo "STATE: -$reason" >&2
+                [ "$reason" = none ] || echo "STATE: -$reason" >&2
                 echo "ERROR:hold fault lasted longer than ${hold_max}s" >&2
                 exit 1
             fi
+            looks=$((looks + 1))
+            if [ $((looks % 3)) -eq 0 ] && cancel_pending; then
+                [ "$reason" = none ] || echo "STATE: -$reason" >&2
+                echo "INFO: job $job_id canceled while held; nothing printed" >&2
+                exit 0
+            fi
             sleep 0.1
         done
-        echo "STATE: -$reason" >&2
+        [ "$reason" = none ] || echo "STATE: -$reason" >&2
         print_document
+        ;;
+    abort-at)
+        n=${1:-1}
+        case $n in '' | *[!0-9]*) n=1 ;; esac
+        [ "$n" -le $((want * copies)) ] || n=$((want * copies))
+        seconds=$(awk -v s="$spp" -v p="$n" 'BEGIN { printf "%.3f", s * p }')
+        case $seconds in 0 | 0.000) ;; *) sleep "$seconds" ;; esac
+        printer_alive || exit 1
+        log_printed "$n"
+        echo "ATTR: job-impressions-completed=$n" >&2
+        if [ -n "${2:-}" ]; then
+            echo "STATE: +$2" >&2
+            printf '%s\n' "$2" >"$dir/left-reason"
+        fi
+        echo "ERROR:job aborted after $n impression(s) by injected fault${2:+ ($2)}" >&2
+        exit 1
+        ;;
+    docerror)
+        : >"$dir/docerror-$job_id"
+        echo "ATTR: job-impressions-completed=0" >&2
+        echo "ERROR:the printer could not print the document (injected fault)" >&2
+        exit 0
         ;;
     abort)
         if [ -n "${1:-}" ]; then

@@ -53,7 +53,7 @@ async def _owners(http: aiohttp.ClientSession, url: str) -> dict[str, tuple[str 
     async with http.get(f"{url}/v1/printers", headers=headers) as r:
         assert r.status == 200
         body = await r.json()
-    return {p["name"]: (p["owner"], p["epoch"] or 0) for p in body["printers"]}
+    return {p["name"]: (p["owner"], p["lease_epoch"] or 0) for p in body["printers"]}
 
 
 def _printed_at(rig: Rig) -> dict[tuple[str, int], float]:

@@ -78,7 +78,7 @@ def copy(i: int, **kw: object) -> Copy:
 
 
 copy_st = st.builds(
-    lambda i, state, claim, sent, acked, origin, k: copy(
+    lambda i, state, claim, sent, acked, origin, k, out, written, printer: copy(
         i,
         state=state,
         claim=claim,
@@ -86,6 +86,9 @@ copy_st = st.builds(
         acknowledged_at=acked,
         cancel_origin=origin,
         k_octets=k,
+        impressions_completed=out,
+        written_at=written,
+        printer=printer,
         printer_job_id=i if state is not C.CREATING else None,
     ),
     st.integers(1, 50),
@@ -95,36 +98,90 @@ copy_st = st.builds(
     st.none() | st.just(2.0),
     st.sampled_from([None, "edgeprint", "requested"]),
     st.none() | st.integers(0, 5),
+    st.none() | st.integers(0, 3),
+    st.none() | st.just(1.5),
+    st.sampled_from(["p1", "p2"]),
+)
+policy_st = st.builds(
+    Policy,
+    ask_forgotten=st.sampled_from([frozenset(), frozenset({"p1"}), frozenset({"p1", "p2"})]),
+    counting=st.sampled_from([frozenset(), frozenset({"p1"})]),
+    reprint_unknown=st.booleans(),
 )
 copies_st = st.lists(copy_st, max_size=5, unique_by=lambda c: c.id)
 jobs_st = st.builds(JobFacts, id=st.just(JOB), claim=st.integers(1, 2), attempts=st.integers(1, 6))
 
 
-@given(jobs_st, copies_st)
-def test_done_only_with_a_printed_copy(job: JobFacts, copies: list[Copy]) -> None:
-    """DONE exactly when some copy printed and no live copy of the claim remains."""
-    verdict = judge(job, copies, Policy())
-    printed = any(c.state is C.PRINTED for c in copies)
+def _counts(c: Copy, policy: Policy) -> bool:
+    return c.state is C.PRINTED or (
+        c.state is C.UNVERIFIED and c.printer not in policy.ask_forgotten
+    )
+
+
+@given(jobs_st, copies_st, policy_st)
+def test_done_only_with_a_printed_copy(job: JobFacts, copies: list[Copy], policy: Policy) -> None:
+    """DONE exactly when some copy printed (or was forgotten whole on a printer whose
+    on_forgotten is "printed") and no live copy of the claim remains."""
+    verdict = judge(job, copies, policy)
+    printed = any(_counts(c, policy) for c in copies)
     if verdict.kind is Kind.DONE:
         assert printed
+        assert verdict.copy is not None
+        assert _counts(verdict.copy, policy)
     if printed:
         assert verdict.kind in (Kind.DONE, Kind.CANCEL)
 
 
-@given(jobs_st, copies_st)
+@given(jobs_st, copies_st, policy_st)
+def test_a_partial_copy_is_never_done_nor_resent_without_a_person(
+    job: JobFacts, copies: list[Copy], policy: Policy
+) -> None:
+    """A copy of the claim that stopped part-way: never DONE (unless another copy printed),
+    never a new copy: a person decides (DEAD outcome_unknown) or it was their cancel."""
+    verdict = judge(job, copies, policy)
+    current = [c for c in copies if c.claim == job.claim]
+    settled = not any(c.live for c in current)  # a claim's copies are made one at a time
+    if (
+        settled
+        and any(c.state is C.PARTIAL for c in current)
+        and not any(_counts(c, policy) for c in copies)
+    ):
+        assert verdict.kind not in (Kind.DONE, Kind.SEND, Kind.RETRY)
+
+
+@given(jobs_st, copies_st, policy_st)
 def test_never_sent_again_while_a_document_may_be_on_paper(
-    job: JobFacts, copies: list[Copy]
+    job: JobFacts, copies: list[Copy], policy: Policy
 ) -> None:
     """SEND/RETRY (a new copy) never follow a copy of the claim that completed unverified,
-    vanished or was lost with its document, or that is still live."""
-    verdict = judge(job, copies, Policy())
+    stopped part-way, was forgotten, vanished or was lost with its document (but for
+    ``reprint`` of a vanished one), or that is still live."""
+    verdict = judge(job, copies, policy)
     if verdict.kind in (Kind.SEND, Kind.RETRY):
         current = [c for c in copies if c.claim == job.claim]
         assert not any(c.live for c in current)
-        assert not any(c.state is C.INCOMPLETE for c in current)
-        assert not any(
-            c.state in (C.VANISHED, C.LOST) and c.document_may_have_left for c in current
-        )
+        assert not any(c.state in (C.INCOMPLETE, C.PARTIAL, C.UNVERIFIED) for c in current)
+        risky = {C.LOST} | (set() if policy.reprint_unknown else {C.VANISHED})
+        assert not any(c.state in risky and c.document_may_have_left for c in current)
+
+
+@given(jobs_st, copies_st, policy_st)
+def test_an_unacknowledged_copy_is_followed_only_on_evidence(
+    job: JobFacts, copies: list[Copy], policy: Policy
+) -> None:
+    """FOLLOW of a copy whose upload was never acknowledged needs the printer's own figures
+    (k-octets or impressions covering it) or, on a printer known to count impressions, an
+    upload handed over whole; never while the printer says it waits for data."""
+    verdict = judge(job, copies, policy)
+    c = verdict.copy
+    if verdict.kind is Kind.FOLLOW and c is not None and c.state is not C.ACKNOWLEDGED:
+        assert c.state is C.SENDING
+        if c.k_octets is not None:
+            assert c.whole(c.k_octets, None)
+        else:
+            assert c.whole(None, c.impressions_completed) or (
+                c.written_at is not None and c.printer in policy.counting
+            )
 
 
 @given(jobs_st, copies_st)
@@ -134,7 +191,7 @@ def test_someone_elses_cancel_is_never_retried(job: JobFacts, copies: list[Copy]
     verdict = judge(job, copies, Policy())
     current = [c for c in copies if c.claim == job.claim]
     if any(c.state is C.CANCELLED_ELSEWHERE for c in current) and not any(
-        c.state is C.PRINTED for c in copies
+        _counts(c, Policy()) for c in copies
     ):
         assert verdict.kind in (Kind.CANCELLED, Kind.CANCEL)
 
@@ -175,6 +232,30 @@ def test_a_vanished_copy_with_its_document_is_reprinted_only_when_configured() -
     assert judge(JobFacts(JOB, 1, 1), empty, Policy()).kind is Kind.SEND
 
 
+def test_a_partial_copy_says_how_much_came_out() -> None:
+    """Stopped after 2 of 5 impressions: DEAD outcome_unknown with the count, the person's
+    three choices named, and the count on the verdict (the job's pages_printed)."""
+    partial = copy(
+        1, state=C.PARTIAL, impressions_completed=2, impressions_expected=5,
+        outcome="aborted after 2 impression(s) came out (aborted-by-system)",
+    )  # fmt: skip
+    v = judge(JobFacts(JOB, 1, 1), [partial], Policy())
+    assert (v.kind, v.dead_reason, v.pages_printed) == (Kind.DEAD, "outcome_unknown", 2)
+    assert "2 of 5 impression(s) came out" in (v.error or "")
+    assert "print the rest" in (v.error or "")
+
+
+def test_a_forgotten_copy_is_done_unless_a_person_decides() -> None:
+    """Acknowledged whole, then forgotten: DONE by default, DEAD outcome_unknown on a printer
+    whose on_forgotten is "ask"."""
+    forgot = copy(1, state=C.UNVERIFIED, settled_by="forgotten_after_acknowledged",
+                  outcome="the printer acknowledged the whole document and reported no error")
+    assert judge(JobFacts(JOB, 1, 1), [forgot], Policy()).kind is Kind.DONE
+    v = judge(JobFacts(JOB, 1, 1), [forgot], Policy(ask_forgotten=frozenset({"p1"})))
+    assert (v.kind, v.dead_reason) == (Kind.DEAD, "outcome_unknown")
+    assert 'on_forgotten = "ask"' in (v.error or "")
+
+
 def test_live_copies_are_followed_only_when_whole() -> None:
     """Acknowledged → FOLLOW; sent but unverified → CANCEL; k-octets covering it → FOLLOW;
     job-id unknown → FIND; a second live copy → the older one is cancelled."""
@@ -183,6 +264,13 @@ def test_live_copies_are_followed_only_when_whole() -> None:
     unverified = copy(1, state=C.SENDING, acknowledged_at=None)
     assert judge(job, [unverified], Policy()).kind is Kind.CANCEL
     assert judge(job, [replace(unverified, k_octets=4)], Policy()).kind is Kind.FOLLOW
+    assert judge(job, [replace(unverified, k_octets=3)], Policy()).kind is Kind.CANCEL
+    # the answer to a whole upload was lost: followed where the printer counts impressions
+    written = replace(unverified, written_at=1.5)
+    assert judge(job, [written], Policy()).kind is Kind.CANCEL
+    assert judge(job, [written], Policy(counting=frozenset({"p1"}))).kind is Kind.FOLLOW
+    waiting = replace(written, job_state_reasons="job-incoming")
+    assert judge(job, [waiting], Policy(counting=frozenset({"p1"}))).kind is Kind.CANCEL
     creating = copy(1, state=C.CREATING, printer_job_id=None, sent_at=None, acknowledged_at=None)
     assert judge(job, [creating], Policy()).kind is Kind.FIND
     v = judge(job, [copy(1), copy(2)], Policy())

@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 from pyipp.enums import IppTag
 
-from edgeprint.printers.health import Health, HealthSettings, reason_keyword
+from edgeprint.printers.health import Health, HealthSettings, reason_keyword, severity
 from edgeprint.printers.ipp import IppClient, PrinterStatus
 
 SETTINGS = HealthSettings(
@@ -18,34 +18,73 @@ SETTINGS = HealthSettings(
 )
 
 
-def status(state: int = 3, reasons: tuple[str, ...] = (), accepting: bool = True) -> PrinterStatus:
+def status(
+    state: int = 3,
+    reasons: tuple[str, ...] = (),
+    accepting: bool = True,
+    trays: tuple[str, ...] = (),
+) -> PrinterStatus:
+    attributes = {"printer-input-tray": list(trays)} if trays else {}
     return PrinterStatus(
         state=state, reasons=reasons, message="", queued_job_count=0,
         operations=frozenset({"Create-Job", "Send-Document"}), formats=frozenset(),
-        copies_supported=True, accepting_jobs=accepting, up_time_s=1,
+        copies_supported=True, accepting_jobs=accepting, up_time_s=1, attributes=attributes,
     )  # fmt: skip
 
 
+def tray(name: str, level: int) -> str:
+    """A printer-input-tray value as PWG 5100.13 and ippeveprinter write it."""
+    return f"type=sheetFeedAutoRemovableTray;maxcapacity=250;level={level};status=0;name={name};"
+
+
+MAIN_FULL, MAIN_EMPTY = tray("main", 100), tray("main", 0)
+BYPASS_EMPTY, BYPASS_UNKNOWN = tray("by-pass-tray", 0), tray("by-pass-tray", -2)
+
+
 @pytest.mark.parametrize(
-    ("reasons", "healthy"),
+    ("state", "reasons", "trays", "healthy"),
     [
-        ((), True),
-        (("media-low-report",), True),
-        (("toner-low-warning", "marker-supply-low-report"), True),
-        (("media-empty-report",), False),
-        (("media-jam-warning",), False),
-        (("cover-open-error",), False),
-        (("door-open",), False),
-        (("offline-report",), False),
-        (("marker-supply-empty-warning",), False),
-        (("media-needed-warning", "media-empty-warning"), False),
+        (3, (), (), True),
+        (3, ("media-low-report",), (), True),
+        (3, ("toner-low-warning", "marker-supply-low-report"), (), True),
+        # -report and -warning never block by themselves (RFC 8011 §5.4.12)
+        (3, ("media-jam-report",), (), True),
+        (3, ("com.acme-widget-warning", "other-report"), (), True),
+        # -error blocks, and so does a bare keyword (read as an error), known or not
+        (3, ("cover-open-error",), (), False),
+        (3, ("door-open",), (), False),
+        (3, ("other",), (), False),
+        (3, ("com.acme-fuser-error",), (), False),
+        # paper: by the trays, whatever the suffix
+        (3, ("media-empty-report",), (MAIN_EMPTY, BYPASS_EMPTY), False),
+        (3, ("media-empty-warning",), (MAIN_FULL, BYPASS_EMPTY), True),
+        (3, ("media-empty-error",), (MAIN_FULL, BYPASS_EMPTY), True),
+        (3, ("media-empty-error",), (), False),
+        (3, (), (MAIN_EMPTY, BYPASS_UNKNOWN), False),
+        (3, (), (BYPASS_UNKNOWN,), True),
+        # a job in hand that cannot go on: any severity of a stall reason while processing
+        (4, ("media-jam-warning",), (), False),
+        (4, ("marker-supply-low-warning",), (), True),
+        (4, ("media-empty-warning",), (MAIN_FULL, BYPASS_EMPTY), True),
+        (4, ("media-needed-warning", "media-empty-warning"), (MAIN_FULL, BYPASS_EMPTY), False),
+        (4, ("media-needed-warning", "media-empty-warning"), (MAIN_EMPTY, BYPASS_EMPTY), False),
     ],
 )
-def test_blocking_reasons_whatever_their_severity(reasons: tuple[str, ...], healthy: bool) -> None:
-    """Paper out, jams and open covers block new work as -report, -warning or -error alike."""
+def test_blocking_by_severity_trays_and_stalls(
+    state: int, reasons: tuple[str, ...], trays: tuple[str, ...], healthy: bool
+) -> None:
+    """-warning/-report never block by themselves; -error and bare keywords do; media reasons
+    only when no input tray reports media; a printer processing with a stall reason is stalled."""
     h = Health(SETTINGS)
-    h.on_probe(status(reasons=reasons), now=0)
-    assert h.healthy is healthy
+    h.on_probe(status(state=state, reasons=reasons, trays=trays), now=0)
+    assert h.healthy is healthy, h.reason
+
+
+def test_severity_of_a_bare_keyword_is_error() -> None:
+    """RFC 8011 §5.4.12: a keyword without a suffix is an error."""
+    assert [severity(r) for r in ("media-jam-report", "toner-low-warning", "other", "x-error")] == [
+        "report", "warning", "error", "error",
+    ]  # fmt: skip
 
 
 def test_reason_keyword_strips_severity() -> None:

@@ -26,6 +26,10 @@ LEAVES = (
     "edgeprint.metrics",
     "edgeprint.states",
     "edgeprint.copies",
+    # what printer answers prove, what a printer keeps and echoes, a printer's lives (pure)
+    "edgeprint.evidence",
+    "edgeprint.personality",
+    "edgeprint.epochs",
     "edgeprint.records",
     "edgeprint.board",
     "edgeprint.backoff",

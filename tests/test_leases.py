@@ -14,6 +14,7 @@ from edgeprint.config import ClusterConfig, parse_config
 from edgeprint.copies import CopyState
 from edgeprint.metrics import Metrics
 from edgeprint.models import SubmitMetadata
+from edgeprint.printers.ipp import PrinterJobRef
 from edgeprint.service import Caller, JobService
 from edgeprint.service.leases import LeaseKeeper
 from edgeprint.spool import Spool
@@ -102,7 +103,7 @@ async def test_a_stale_owners_claim_copy_and_outcome_change_nothing(
         # the zombie wakes (its monotonic clock moved on meanwhile) with epoch 1 in hand:
         # nothing it writes changes a row
         clock_a.now += CLUSTER.lease_s + CLUSTER.margin_s + 2
-        assert await a.copy_created(copy, 7, sending=True) is None
+        assert await a.copy_created(copy, PrinterJobRef(7), sending=True) is None
         assert await a.requeue(job, "printer-01", "stale", 0.0, count=False) is None
         assert await a.fail(job, "printer-01", "poison", "stale") is None
         await _released(a, "lease-key-0002")
@@ -113,7 +114,7 @@ async def test_a_stale_owners_claim_copy_and_outcome_change_nothing(
         assert stored is not None
         assert stored.state is CopyState.CREATING
         # the new owner settles what the old one left (as its reconciliation does)
-        created = await b.copy_created(copy, 7, sending=True)
+        created = await b.copy_created(copy, PrinterJobRef(7), sending=True)
         assert created is not None
         assert created.state is CopyState.SENDING
         back = await b.requeue(job, "printer-01", "taken over", 0.0, count=False)

@@ -344,7 +344,8 @@ def client(rig: Rig, name: str, http: aiohttp.ClientSession) -> IppClient:
 
 
 async def send(c: IppClient, job_name: str) -> int:
-    return await c.print_job(job_name, "rig-test", make_pdf(job_name), "application/pdf")
+    made = await c.print_job(job_name, "rig-test", make_pdf(job_name), "application/pdf")
+    return made.job_id
 
 
 async def job(c: IppClient, job_id: int) -> PrinterJob:

@@ -449,7 +449,13 @@ def _printer_out(
         capabilities=(
             PrinterCapabilitiesOut(**snap.capabilities) if snap.capabilities is not None else None
         ),
-        sends=snap.sends, owner=snap.owner, epoch=snap.epoch,
+        sends=snap.sends, owner=snap.owner, lease_epoch=snap.lease_epoch, epoch=snap.epoch,
+        epoch_began_at=(
+            datetime.fromtimestamp(snap.epoch_began_at, UTC)
+            if snap.epoch_began_at is not None
+            else None
+        ),
+        epoch_cause=snap.epoch_cause, personality=snap.personality,
         unreachable_since=(
             datetime.fromtimestamp(snap.unreachable_since, UTC)
             if snap.unreachable_since is not None

@@ -265,7 +265,7 @@ class Dispatcher:
             await worker.client.identify(by)
             return Identified("identify-printer", None)
         document = render_test_page(printer, by, time.time())
-        job_id = await worker.client.print_job(
+        made = await worker.client.print_job(
             f"test-page-{printer}", by, document, "application/pdf"
         )
-        return Identified("test-page", job_id)
+        return Identified("test-page", made.job_id)

@@ -4,10 +4,17 @@ A printer is *healthy* (takes new work) unless one of these holds (DESIGN §4):
 
 - ``failure_threshold`` consecutive transport failures (refused, time-out, hung);
 - ``printer-state`` stopped for longer than ``stopped_grace_s``;
-- a blocking ``printer-state-reasons`` keyword (media-empty, media-jam,
-  cover-open, …), whatever its ``-report``/``-warning``/``-error`` suffix:
-  ippeveprinter never says ``-error``, and a printer waiting on paper with a
-  job in hand is unhealthy for new work;
+- an error-severity ``printer-state-reasons`` value: ``…-error``, or a keyword with no
+  suffix, which RFC 8011 §5.4.12 says to read as an error (LPrint reports a Zebra's
+  open head as a bare ``other``) — known or not; ``-warning`` and ``-report`` never
+  block by themselves. A media reason (media-empty, input-tray-missing) does not
+  block while another input tray reports media (``printer-input-tray``,
+  PWG 5100.13): an empty by-pass tray beside a full main tray is a warning;
+- no input tray with media at all (every tray that reports a level reports 0);
+- *stalled*: processing (or stopped) while a reason of :data:`STALL_REASONS` says,
+  whatever its severity, that the job in hand cannot go on (a jam, an open door,
+  missing media with no other tray) — the job in hand is then handled as stuck
+  (``[dispatch] blocked_grace_s``);
 - ``printer-is-accepting-jobs`` false;
 - quarantine: ``quarantine_after`` different jobs failed on it in a row
   (a bad printer, not a bad job), for ``quarantine_s``;
@@ -21,37 +28,27 @@ A successful probe with none of these re-admits it. Times are unix seconds.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from edgeprint.printers.ipp import PrinterStatus
 from edgeprint.printers.supplies import Supplies
 
-#: Reason keywords (RFC 8011 §5.4.12, PWG 5100.9) that stop a printer from printing.
-BLOCKING_REASONS = frozenset(
+#: Reasons (any severity) that stop the job in hand while the printer is processing.
+STALL_REASONS = frozenset(
     {
-        "media-empty",
-        "media-jam",
-        "media-needed",
-        "cover-open",
-        "door-open",
-        "interlock-open",
-        "input-tray-missing",
-        "output-tray-missing",
-        "output-area-full",
-        "marker-supply-empty",
-        "marker-waste-full",
-        "toner-empty",
-        "offline",
-        "paused",
-        "shutdown",
-        "spool-area-full",
-        "stopped-partly",
-        "fuser-over-temp",
+        "media-jam", "media-empty", "media-needed", "cover-open", "door-open",
+        "interlock-open", "input-tray-missing", "output-tray-missing", "output-area-full",
+        "marker-supply-empty", "marker-waste-full", "toner-empty", "offline", "paused",
+        "shutdown", "spool-area-full", "stopped-partly", "fuser-over-temp",
     }
-)
+)  # fmt: skip
+#: Reasons about paper in one input: another input with media may print instead.
+#: (media-needed is not one: it says the job in hand needs media the printer lacks.)
+MEDIA_REASONS = frozenset({"media-empty", "input-tray-missing", "media-low"})
 _SUFFIXES = ("-report", "-warning", "-error")
-PRINTER_STOPPED = 5
+PRINTER_IDLE, PRINTER_PROCESSING, PRINTER_STOPPED = 3, 4, 5
 
 
 def reason_keyword(reason: str) -> str:
@@ -60,6 +57,84 @@ def reason_keyword(reason: str) -> str:
         if reason.endswith(suffix):
             return reason[: -len(suffix)]
     return reason
+
+
+def severity(reason: str) -> str:
+    """``error``, ``warning`` or ``report``; a keyword without a suffix is an error
+    (RFC 8011 §5.4.12)."""
+    for suffix in _SUFFIXES:
+        if reason.endswith(suffix):
+            return suffix[1:]
+    return "error"
+
+
+@dataclass(frozen=True)
+class Tray:
+    """One input of ``printer-input-tray`` (PWG 5100.13 §6.5.2)."""
+
+    name: str
+    level: int | None  # sheets (or percent) left; -3 "some" as 1; None: unknown (-2)
+
+    @property
+    def has_media(self) -> bool | None:
+        return None if self.level is None else self.level > 0
+
+
+def trays_of(attributes: Mapping[str, Any]) -> tuple[Tray, ...]:
+    """The inputs a printer reports in ``printer-input-tray`` (none: it does not say)."""
+    raw = attributes.get("printer-input-tray")
+    values: Iterable[Any] = raw if isinstance(raw, list) else ([] if raw is None else [raw])
+    out = []
+    for v in values:
+        text = v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+        fields = dict(part.split("=", 1) for part in text.split(";") if "=" in part)
+        name = fields.get("name", "")
+        if name in ("", "auto"):
+            continue
+        try:
+            level = int(fields.get("level", "-2"))
+        except ValueError:
+            level = -2
+        out.append(Tray(name, None if level == -2 else (1 if level == -3 else max(level, 0))))
+    return tuple(out)
+
+
+def media_elsewhere(trays: Sequence[Tray]) -> bool | None:
+    """True when some input reports media, False when every input that reports a level is
+    empty, None when none reports one."""
+    known = [t.has_media for t in trays if t.has_media is not None]
+    if not known:
+        return None
+    return any(known)
+
+
+def blocking(status: PrinterStatus, trays: Sequence[Tray]) -> list[str]:
+    """What keeps the printer from new work, in words (empty: nothing).
+
+    Error-severity reasons (media ones only when no other input has media), no input
+    with media at all, and a stalled job in hand (any severity of a stall reason while
+    processing or stopped).
+    """
+    elsewhere = media_elsewhere(trays)
+    out: list[str] = []
+    busy = status.state in (PRINTER_PROCESSING, PRINTER_STOPPED)
+    empty_said = False
+    for r in status.reasons:
+        if r == "none":
+            continue
+        kw = reason_keyword(r)
+        if kw in MEDIA_REASONS and elsewhere:
+            continue
+        if kw in MEDIA_REASONS and elsewhere is False and kw != "media-low":
+            out.append(f"{r} (no input tray has media)")
+            empty_said = True
+        elif severity(r) == "error":
+            out.append(r)
+        elif busy and kw in STALL_REASONS:
+            out.append(f"{r} (stalled)")
+    if elsewhere is False and not empty_said:
+        out.append("no input tray has media")
+    return out
 
 
 @dataclass(frozen=True)
@@ -120,7 +195,7 @@ class Health:
             self.stopped_since = self.stopped_since if self.stopped_since is not None else now
         else:
             self.stopped_since = None
-        blocking = sorted({reason_keyword(r) for r in status.reasons} & BLOCKING_REASONS)
+        blocked = blocking(status, trays_of(status.attributes))
         if self.monitoring_problem is not None:
             return self._set(False, self.monitoring_problem, now)
         if unusable is not None:
@@ -128,8 +203,8 @@ class Health:
         if self.quarantined_until is not None and now < self.quarantined_until:
             return self._set(False, "quarantined: several different jobs failed here", now)
         self.quarantined_until = None
-        if blocking:
-            return self._set(False, f"printer-state-reasons: {', '.join(blocking)}", now)
+        if blocked:
+            return self._set(False, f"printer-state-reasons: {', '.join(blocked)}", now)
         if (
             self.stopped_since is not None
             and now - self.stopped_since >= self.settings.stopped_grace_s
@@ -203,4 +278,8 @@ class PrinterSnapshot:
     unreachable_since: float | None = None  # unix seconds; None while it answers
     supplies: Supplies | None = None  # what the last probe said of its supplies
     owner: str | None = None  # the appliance driving it (its lease's owner)
-    epoch: int | None = None  # its lease's epoch (None without leases: SQLite)
+    lease_epoch: int | None = None  # its lease's epoch (None without leases: SQLite)
+    epoch: int | None = None  # the printer's own epoch (its lives: edgeprint.epochs)
+    epoch_began_at: float | None = None  # unix seconds
+    epoch_cause: str | None = None  # why the epoch began, in words
+    personality: dict[str, Any] | None = None  # personality.Traits.as_json()

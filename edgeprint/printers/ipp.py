@@ -32,6 +32,7 @@ import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import aiohttp
@@ -43,14 +44,20 @@ from pyipp.serializer import encode_dict as encode_ipp
 from pyipp.tags import ATTRIBUTE_TAG_MAP
 from yarl import URL
 
-from edgeprint import errors, faults
+from edgeprint import errors, evidence, faults
 from edgeprint.faults import crash_point
 from edgeprint.printers import tls
 
-#: IPP job-state values (RFC 8011 §5.3.7).
-JOB_PENDING, JOB_HELD, JOB_PROCESSING, JOB_STOPPED = 3, 4, 5, 6
-JOB_CANCELED, JOB_ABORTED, JOB_COMPLETED = 7, 8, 9
-JOB_TERMINAL = frozenset({JOB_CANCELED, JOB_ABORTED, JOB_COMPLETED})
+# job-state values and the job record live with what they prove (edgeprint.evidence)
+JOB_PENDING, JOB_HELD, JOB_PROCESSING, JOB_STOPPED = (
+    evidence.JOB_PENDING, evidence.JOB_HELD, evidence.JOB_PROCESSING, evidence.JOB_STOPPED,
+)  # fmt: skip
+JOB_CANCELED, JOB_ABORTED, JOB_COMPLETED = (
+    evidence.JOB_CANCELED, evidence.JOB_ABORTED, evidence.JOB_COMPLETED,
+)  # fmt: skip
+JOB_TERMINAL = evidence.JOB_TERMINAL
+PrinterJob = evidence.PrinterJob
+Listing = evidence.Listing
 
 #: Statuses that blame the document or its attributes: the job is poison.
 POISON_STATUSES = frozenset(
@@ -84,6 +91,8 @@ _PRINTER_ATTRS = [
     "printer-is-accepting-jobs",
     "printer-up-time",
     "printer-config-change-time",
+    "printer-uuid",
+    "printer-input-tray",
 ]
 _JOB_ATTRS = [
     "job-id",
@@ -94,9 +103,12 @@ _JOB_ATTRS = [
     "job-k-octets",
     "job-k-octets-processed",
     "job-originating-user-name",
+    "job-impressions",
     "job-impressions-completed",
     "job-media-sheets-completed",
     "time-at-creation",
+    "date-time-at-creation",
+    "job-uuid",
 ]
 #: Every attribute this client sends; pyipp drops any it has no tag for.
 _SENT_ATTRIBUTES = (
@@ -112,6 +124,12 @@ _SENT_ATTRIBUTES = (
 _missing = [a for a in _SENT_ATTRIBUTES if a not in ATTRIBUTE_TAG_MAP]
 if _missing:  # pragma: no cover - a pyipp upgrade would trip this at import
     raise ImportError(f"pyipp has no tag for {_missing}: it would drop them silently")
+
+#: The most requests edgeprint sends one printer, whatever it answers or fails to answer
+#: (issue 22, I6): a sustained rate (per second) and the burst above it. Each request
+#: opens at most one connection, so the same bound holds for connections.
+MAX_REQUESTS_PER_S = 25.0
+MAX_REQUEST_BURST = 25.0
 
 #: Observer of each request: (operation, outcome, seconds).
 Observe = Callable[[str, str, float], None]
@@ -153,6 +171,34 @@ class _TrackedBody(BytesPayload):
         self.written = True
 
 
+class RequestBudget:
+    """A token bucket: at most ``burst`` requests at once, then ``rate`` a second.
+
+    The bound holds by construction, whatever loop above asks: a request that would
+    exceed it waits for its turn (the clock is the event loop's).
+    """
+
+    def __init__(self, rate: float = MAX_REQUESTS_PER_S, burst: float = MAX_REQUEST_BURST) -> None:
+        self.rate = rate
+        self.burst = burst
+        self._tokens = burst
+        self._at: float | None = None
+        self.waited = 0  # requests that had to wait for their turn (a storm held back)
+
+    async def take(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            now = loop.time()
+            if self._at is not None:
+                self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
+            self._at = now
+            if self._tokens >= 1.0:
+                self._tokens -= 1.0
+                return
+            self.waited += 1
+            await asyncio.sleep((1.0 - self._tokens) / self.rate)  # the bucket's own pace
+
+
 def _as_list(value: Any) -> list[Any]:
     if value is None:
         return []
@@ -181,6 +227,7 @@ class PrinterStatus:
     #: printer-config-change-time (RFC 3995 §5.3.1; IPP Everywhere requires it): the
     #: printer-up-time of its last configuration change; None when not reported
     config_change_time: int | None = None
+    printer_uuid: str | None = None  # printer-uuid (PWG 5100.13): a printer's identity
     #: True when the answer holds the ``probe_attributes`` too (capabilities, supplies)
     described: bool = True
     #: every attribute of the answer as pyipp parsed it (capabilities are read from it)
@@ -193,40 +240,42 @@ class PrinterStatus:
 
 
 @dataclass(frozen=True)
-class PrinterJob:
-    """A job as the printer reports it (RFC 8011 §5.3)."""
+class PrinterJobRef:
+    """The printer job a Create-Job or Print-Job made: its job-id, and job-uuid if reported."""
 
     job_id: int
-    name: str
-    state: int  # job-state, see JOB_* constants
-    reasons: tuple[str, ...]
-    message: str
-    k_octets: int | None  # job-k-octets: document size received, KiB rounded up
-    created_s: int | None = None  # time-at-creation: printer-up-time seconds at creation
-    user: str = ""  # job-originating-user-name ("" when the printer does not say)
-    impressions_completed: int | None = None  # job-impressions-completed
-
-    @property
-    def terminal(self) -> bool:
-        return self.state in JOB_TERMINAL
+    uuid: str | None = None
 
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _text(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)
+
+
 def _printer_job(attrs: Mapping[str, Any]) -> PrinterJob:
     k = attrs.get("job-k-octets")
+    state = attrs.get("job-state")
     return PrinterJob(
         job_id=int(attrs.get("job-id", 0)),
         name=str(attrs.get("job-name", "")),
-        state=int(attrs.get("job-state", 0)),
+        state=int(state) if isinstance(state, int) else 0,
         reasons=tuple(str(r) for r in _as_list(attrs.get("job-state-reasons"))),
         message=str(attrs.get("job-state-message", "")),
         k_octets=int(k) if isinstance(k, int) else None,
-        created_s=int(t) if isinstance(t := attrs.get("time-at-creation"), int) else None,
+        created_s=int(t) if isinstance(t := attrs.get("time-at-creation"), int) and t > 0 else None,
         user=str(attrs.get("job-originating-user-name", "")),
         impressions_completed=_int(attrs.get("job-impressions-completed")),
+        uuid=_text(attrs.get("job-uuid")),
+        impressions=_int(attrs.get("job-impressions")),
+        sheets_completed=_int(attrs.get("job-media-sheets-completed")),
+        created_dt=_text(attrs.get("date-time-at-creation")),
     )
 
 
@@ -273,6 +322,8 @@ class IppClient:
         self._url = parsed.with_scheme(scheme)
         #: The IPP version spoken; (1, 1) once the printer refused 2.0 (remembered).
         self.version: tuple[int, int] = (2, 0)
+        #: Bounds the requests to this printer (MAX_REQUESTS_PER_S).
+        self.budget = RequestBudget()
         #: ``ssl=`` of every request: the pinned certificate (printers.tls) for ipps://.
         self.ssl: aiohttp.Fingerprint | ssl.SSLContext | bool = True
         if parsed.explicit_port is None and default_port is not None:
@@ -335,6 +386,7 @@ class IppClient:
         connection (``errors.PrinterAmbiguous.body_sent``).
         """
         name = _op_name(op)
+        await self.budget.take()
         started = time.perf_counter()
         outcome = "error"
         body = _TrackedBody(self._encode(op, message) + (document or b""))
@@ -446,6 +498,7 @@ class IppClient:
             accepting_jobs=bool(attrs.get("printer-is-accepting-jobs", True)),
             up_time_s=int(up) if isinstance(up, int) else None,
             config_change_time=changed if isinstance(changed, int) else None,
+            printer_uuid=_text(attrs.get("printer-uuid")),
             described=describe,
             attributes=attrs,
         )
@@ -463,8 +516,10 @@ class IppClient:
     def _job_attributes(self, copies: int | None) -> dict[str, Any]:
         return {"job-attributes-tag": {"copies": copies}} if copies and copies > 1 else {}
 
-    async def create_job(self, job_name: str, user: str, *, copies: int | None = None) -> int:
-        """Create-Job (RFC 8011 §4.2.4); returns the printer's job-id.
+    async def create_job(
+        self, job_name: str, user: str, *, copies: int | None = None
+    ) -> PrinterJobRef:
+        """Create-Job (RFC 8011 §4.2.4); the printer's job-id (and job-uuid, if it says).
 
         Raises errors.PrinterAmbiguous (it may exist), errors.PrinterBusy,
         errors.PrinterPermanent, errors.PrinterTransient.
@@ -474,7 +529,7 @@ class IppClient:
             **self._job_attributes(copies),
         }
         parsed = await self._call(IppOperation.CREATE_JOB, message)
-        return self._job_id(IppOperation.CREATE_JOB, parsed)
+        return self._job_ref(IppOperation.CREATE_JOB, parsed)
 
     async def send_document(
         self, job_id: int, user: str, data: bytes, document_format: str
@@ -502,8 +557,8 @@ class IppClient:
         document_format: str,
         *,
         copies: int | None = None,
-    ) -> int:
-        """Print-Job (RFC 8011 §4.2.1), for printers without Create-Job; returns the job-id."""
+    ) -> PrinterJobRef:
+        """Print-Job (RFC 8011 §4.2.1), for printers without Create-Job; the job-id (and uuid)."""
         message: dict[str, Any] = {
             "operation-attributes-tag": {
                 "requesting-user-name": user,
@@ -513,7 +568,7 @@ class IppClient:
             **self._job_attributes(copies),
         }
         parsed = await self._call(IppOperation.PRINT_JOB, message, document=data)
-        return self._job_id(IppOperation.PRINT_JOB, parsed)
+        return self._job_ref(IppOperation.PRINT_JOB, parsed)
 
     async def get_job_attributes(self, job_id: int) -> PrinterJob | None:
         """Get-Job-Attributes (RFC 8011 §4.3.4); None when the printer does not know the job-id."""
@@ -526,14 +581,22 @@ class IppClient:
             return None
         return _printer_job(parsed["jobs"][0])
 
-    async def get_jobs(self, which: str = "all") -> list[PrinterJob]:
-        """Get-Jobs (RFC 8011 §4.2.6) with job-name and job-state; ``which`` is which-jobs."""
+    async def get_jobs(self, which: str = "all") -> tuple[list[PrinterJob], Listing]:
+        """Get-Jobs (RFC 8011 §4.2.6) with the job attributes edgeprint reads.
+
+        The listing says what the list covers: with ``which = "all"``, every job the
+        printer keeps — unless it answered successful-ok-ignored-or-substituted-attributes
+        naming ``which-jobs`` (RFC 8011 §4.1.7), when it listed its default, the jobs
+        not yet finished (RFC 8011 §4.2.6.1).
+        """
         parsed = await self._call(
             IppOperation.GET_JOBS,
             {"operation-attributes-tag": {"which-jobs": which, "requested-attributes": _JOB_ATTRS}},
         )
         assert parsed is not None
-        return [_printer_job(j) for j in parsed["jobs"]]
+        jobs = [_printer_job(j) for j in parsed["jobs"]]
+        ignored = any("which-jobs" in group for group in parsed.get("unsupported-attributes", []))
+        return jobs, Listing.LIVE if (which != "all" or ignored) else Listing.ALL
 
     async def cancel_job(self, job_id: int) -> bool:
         """Cancel-Job (RFC 8011 §4.3.3); False when the job is unknown or already finished."""
@@ -550,12 +613,13 @@ class IppClient:
         return parsed is not None
 
     @staticmethod
-    def _job_id(op: IppOperation, parsed: dict[str, Any] | None) -> int:
+    def _job_ref(op: IppOperation, parsed: dict[str, Any] | None) -> PrinterJobRef:
         assert parsed is not None
         op_attrs = parsed.get("operation-attributes")
-        for group in (*parsed["jobs"], op_attrs if isinstance(op_attrs, dict) else {}):
+        groups = (*parsed["jobs"], op_attrs if isinstance(op_attrs, dict) else {})
+        for group in groups:
             if "job-id" in group:
-                return int(group["job-id"])
+                return PrinterJobRef(int(group["job-id"]), _text(group.get("job-uuid")))
         raise errors.PrinterProtocolError(_op_name(op), "the answer has no job-id")
 
     async def identify(self, user: str) -> None:

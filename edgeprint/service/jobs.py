@@ -38,7 +38,9 @@ from edgeprint.copies import (
 from edgeprint.documents import pages
 from edgeprint.documents.cache import RenditionCache
 from edgeprint.documents.render import RenderPool
+from edgeprint.epochs import Epoch
 from edgeprint.metrics import Metrics
+from edgeprint.personality import Traits
 from edgeprint.service.admission import Admission
 from edgeprint.service.records import (
     Caller,
@@ -47,6 +49,7 @@ from edgeprint.service.records import (
     JobRecord,
     JobRequest,
     JobStats,
+    PrinterJobMade,
     PrinterJobReport,
     SubmitResult,
     job_facts,
@@ -64,6 +67,7 @@ from edgeprint.store.jobs import (
     NewJob,
 )
 from edgeprint.store.outbox import FailedDelivery, Outbox
+from edgeprint.store.printers import PrinterMemory
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +111,8 @@ class JobService:
         self.config = config
         self.jobs = jobs
         self.copies = Copies(jobs.store, fence=jobs.fence)
+        #: Each printer's epoch and learnt traits (DESIGN §3).
+        self.printer_memory = PrinterMemory(jobs.store)
         #: Rasters rendered for printers without PDF; swept with their documents.
         self.renditions = renditions
         #: Renders and converts documents in worker processes.
@@ -693,6 +699,7 @@ class JobService:
         operation: str,
         document_format: str,
         printer_up_s: int | None,
+        epoch: int | None = None,
     ) -> tuple[JobRecord, Copy] | None:
         """Claim the next job for ``printer`` and open its copy, in one transaction.
 
@@ -707,7 +714,7 @@ class JobService:
             printer=printer,
             state=CopyState.SENDING if operation == "Print-Job" else CopyState.CREATING,
             operation=operation, document_format=document_format,
-            printer_up_s=printer_up_s, now=now,
+            printer_up_s=printer_up_s, epoch=epoch, now=now,
         )  # fmt: skip
         rows = await self.jobs.store.write_many([claim, opened])
         if not rows[0]:
@@ -718,7 +725,7 @@ class JobService:
             return job, copy_from_row(rows[1][0])
         copy = await self.open_copy(  # pragma: no cover - the claim and its copy are one unit
             job, printer, operation=operation, document_format=document_format,
-            printer_up_s=printer_up_s,
+            printer_up_s=printer_up_s, epoch=epoch,
         )  # fmt: skip
         return (job, copy) if copy is not None else None  # pragma: no cover
 
@@ -742,9 +749,28 @@ class JobService:
         """Live copies on ``printer``: everything it may still hold, whatever their job."""
         return await self.copies.open_on(printer)
 
-    async def known_printer_jobs(self, printer: str) -> set[tuple[int, int | None]]:
-        """(job-id, time-at-creation) of every copy on ``printer`` with a known job-id."""
-        return await self.copies.known_printer_jobs(printer)
+    async def known_printer_jobs(
+        self, printer: str, epoch: int | None = None
+    ) -> set[tuple[int, int | None]]:
+        """(job-id, time-at-creation) of every copy on ``printer`` with a known job-id (made in
+        ``epoch``, when given: job-ids of another life of the printer name other jobs)."""
+        return await self.copies.known_printer_jobs(printer, epoch)
+
+    # --- what edgeprint remembers of each printer (epochs, personality) ------------------
+
+    async def printer_epoch(self, printer: str) -> Epoch | None:
+        """The printer's epoch as last stored (DESIGN §3)."""
+        return await self.printer_memory.epoch(printer)
+
+    async def save_printer_epoch(self, printer: str, epoch: Epoch) -> None:
+        await self.printer_memory.save_epoch(printer, epoch)
+
+    async def printer_traits(self, printer: str) -> Traits | None:
+        """What the printer is known to keep and echo (None: nothing learnt yet)."""
+        return await self.printer_memory.traits(printer)
+
+    async def save_printer_traits(self, printer: str, traits: Traits) -> None:
+        await self.printer_memory.save_traits(printer, traits, now=self.clock())
 
     async def copy(self, copy_id: int) -> Copy | None:
         """The copy as stored now."""
@@ -821,7 +847,8 @@ class JobService:
         """The printer job of a copy whose job-id was never stored has been found."""
         return await self._copy(
             copy, CopyAction.CREATED, copy.printer,
-            printer_job_id=pj.job_id, created_s=pj.created_s,
+            printer_job_id=pj.job_id, created_s=pj.created_s, job_uuid=pj.uuid,
+            created_dt=pj.created_dt,
         )  # fmt: skip
 
     async def stale_copy_printed(self, copy: Copy) -> None:
@@ -843,6 +870,7 @@ class JobService:
         document_format: str,
         printer_up_s: int | None,
         document_bytes: int | None = None,
+        epoch: int | None = None,
     ) -> Copy | None:
         """Record that a printer job is about to be made for ``job`` (before Create-Job/Print-Job).
 
@@ -860,7 +888,7 @@ class JobService:
             operation=operation, document_format=document_format,
             document_bytes=job.document_bytes if document_bytes is None else document_bytes,
             impressions_expected=pages * job.copies if pages else None,
-            printer_up_s=printer_up_s, now=self.clock(),
+            printer_up_s=printer_up_s, epoch=epoch, now=self.clock(),
         )  # fmt: skip
 
     async def _copy(
@@ -871,26 +899,35 @@ class JobService:
             printer=copy.printer,
         )  # fmt: skip
 
-    async def copy_created(self, copy: Copy, printer_job_id: int, *, sending: bool) -> Copy | None:
-        """Create-Job answered ``printer_job_id``; with ``sending`` the upload starts now."""
+    async def copy_created(self, copy: Copy, made: PrinterJobMade, *, sending: bool) -> Copy | None:
+        """Create-Job answered ``made`` (job-id, maybe job-uuid); with ``sending`` the upload
+        starts now."""
         if sending:
             return await self._copy(
                 copy, CopyAction.SEND, copy.printer,
-                printer_job_id=printer_job_id, sent_at=self.clock(),
+                printer_job_id=made.job_id, job_uuid=made.uuid, sent_at=self.clock(),
             )  # fmt: skip
         return await self._copy(
-            copy, CopyAction.CREATED, copy.printer, printer_job_id=printer_job_id
-        )
+            copy, CopyAction.CREATED, copy.printer, printer_job_id=made.job_id,
+            job_uuid=made.uuid,
+        )  # fmt: skip
+
+    async def copy_written(self, copy: Copy) -> Copy | None:
+        """Every byte of the upload was handed to the connection, and no answer came back."""
+        return await self._copy(copy, CopyAction.SEND, copy.printer, written_at=self.clock())
 
     async def copy_unsent(self, copy: Copy) -> Copy | None:
         """The upload's connection was refused: not one byte of the document left."""
         return await self._copy(copy, CopyAction.UNSEND, copy.printer, sent_at=None)
 
-    async def copy_acknowledged(self, copy: Copy, printer_job_id: int | None = None) -> Copy | None:
+    async def copy_acknowledged(
+        self, copy: Copy, made: PrinterJobMade | None = None
+    ) -> Copy | None:
         """The printer answered the upload with success: it has the whole document."""
         sets: dict[str, object] = {"acknowledged_at": self.clock()}
-        if printer_job_id is not None:
-            sets["printer_job_id"] = printer_job_id
+        if made is not None:
+            sets["printer_job_id"] = made.job_id
+            sets["job_uuid"] = made.uuid
         return await self._copy(copy, CopyAction.ACKNOWLEDGE, copy.printer, **sets)
 
     async def copy_cancelling(self, copy: Copy, why: str) -> Copy | None:
@@ -910,36 +947,50 @@ class JobService:
 
     async def copy_reported(self, copy: Copy, pj: PrinterJobReport) -> Copy | None:
         """What the printer says of a live copy now (no state change): its figures, its identity."""
-        facts = {"created_s": pj.created_s, **_report_sets(pj, "")}
+        facts = {
+            "created_s": pj.created_s, "job_uuid": pj.uuid, "created_dt": pj.created_dt,
+            **_report_sets(pj, ""),
+        }  # fmt: skip
         return await self.copies.report(copy.id, facts, now=self.clock(), printer=copy.printer)
 
     async def settle_copy(
-        self, copy: Copy, state: CopyState, outcome: str, pj: PrinterJobReport | None = None
+        self,
+        copy: Copy,
+        state: CopyState,
+        outcome: str,
+        pj: PrinterJobReport | None = None,
+        *,
+        evidence: str | None = None,
     ) -> Copy | None:
-        """The copy settles as ``state`` (printed, aborted, cancelled…); None if it already was."""
+        """The copy settles as ``state`` (printed, aborted, cancelled…) by ``evidence``
+        (an :class:`edgeprint.evidence.Evidence`); None if it already was settled."""
         settled, _ = await self.copies.settle_with(
             copy.id, state, now=self.clock(), actor=f"printer:{copy.printer}",
-            sets=_report_sets(pj, outcome), then=[], printer=copy.printer,
+            sets={**_report_sets(pj, outcome), "settled_by": evidence}, then=[],
+            printer=copy.printer,
         )  # fmt: skip
         if settled is not None:
             self._copy_settled(settled)
         return settled
 
     async def settle_printed(
-        self, job: JobRecord, copy: Copy, pj: PrinterJobReport
+        self, job: JobRecord, copy: Copy, pj: PrinterJobReport, *, evidence: str
     ) -> tuple[Copy | None, JobRecord | None]:
-        """The common case in one transaction: the copy printed whole, and the job is DONE."""
+        """The common case in one transaction: the copy printed whole (by ``evidence``), and
+        the job is DONE."""
         on_printer, on_printer_params = self.jobs.on_printer(copy.printer, job.claims)
         now = self.clock()
         printer = copy.printer
         done_sql, done_params = self.jobs.transition_sql(
-            job.id, Action.COMPLETE, now=now, actor=f"printer:{printer}",
-            sets={"finished_at": now, "last_error": None},
+            job.id, Action.COMPLETE, now=now, actor=f"printer:{printer}", reason=evidence,
+            sets={"finished_at": now, "last_error": None, "settled_by": evidence,
+                  "pages_printed": None},
             guard=f"{on_printer} AND {GUARD_PRINTED}", guard_params=on_printer_params,
         )  # fmt: skip
         settled, rows = await self.copies.settle_with(
             copy.id, CopyState.PRINTED, now=now, actor=f"printer:{printer}",
-            sets=_report_sets(pj, "completed"), then=[(done_sql, done_params)], printer=printer,
+            sets={**_report_sets(pj, "completed"), "settled_by": evidence},
+            then=[(done_sql, done_params)], printer=printer,
         )  # fmt: skip
         if settled is not None:
             self._copy_settled(settled)
@@ -971,7 +1022,12 @@ class JobService:
     def policy(self) -> Policy:
         d = self.config.dispatch
         return Policy(
-            max_attempts=d.max_attempts, reprint_unknown=d.on_unknown_outcome == "reprint"
+            max_attempts=d.max_attempts,
+            reprint_unknown=d.on_unknown_outcome == "reprint",
+            busy_backoff_s=d.busy_backoff_s,
+            ask_forgotten=frozenset(
+                p.name for p in self.config.printers if p.on_forgotten == "ask"
+            ),
         )
 
     async def settle_job(
@@ -983,14 +1039,20 @@ class JobService:
         (after a back-off, the attempt counts) and SEND (at once or at
         ``not_before``, the attempt given back).
         """
+        evidence = verdict.settled_by
         match verdict.kind:
             case Kind.DONE:
-                return await self.complete(job, printer)
+                return await self.complete(job, printer, evidence=evidence)
             case Kind.CANCELLED:
-                return await self.cancelled(job, printer, verdict.error)
+                return await self.cancelled(
+                    job, printer, verdict.error, evidence=evidence, pages=verdict.pages_printed
+                )
             case Kind.DEAD:
                 assert verdict.dead_reason is not None
-                return await self.fail(job, printer, verdict.dead_reason, verdict.error or "")
+                return await self.fail(
+                    job, printer, verdict.dead_reason, verdict.error or "",
+                    evidence=evidence, pages=verdict.pages_printed,
+                )  # fmt: skip
             case Kind.RETRY:
                 delay = retry_delay(
                     max(1, job.attempts), self.config.dispatch.retry_base_s,
@@ -1001,7 +1063,7 @@ class JobService:
                     count=True, failure_sig=verdict.failure_sig,
                 )  # fmt: skip
             case Kind.SEND:
-                when = self.clock() if not_before is None else not_before
+                when = self.clock() + verdict.delay_s if not_before is None else not_before
                 return await self.requeue(
                     job, printer, verdict.error or "resent", when, count=False
                 )
@@ -1009,13 +1071,17 @@ class JobService:
 
     # --- the job's own transitions, as a printer's worker reports them ----------------------
 
-    async def complete(self, job: JobRecord, printer: str) -> JobRecord | None:
-        """PRINTING → DONE: a copy of it printed (the store checks); None if not ours."""
+    async def complete(
+        self, job: JobRecord, printer: str, *, evidence: str | None = None
+    ) -> JobRecord | None:
+        """PRINTING → DONE: a copy of it printed, or was forgotten whole where that counts
+        (the store checks); None if not ours."""
         on_printer, on_printer_params = self.jobs.on_printer(printer, job.claims)
         now = self.clock()
         done = await self.jobs.transition(
-            job.id, Action.COMPLETE, now=now, actor=f"printer:{printer}",
-            sets={"finished_at": now, "last_error": None},
+            job.id, Action.COMPLETE, now=now, actor=f"printer:{printer}", reason=evidence,
+            sets={"finished_at": now, "last_error": None, "settled_by": evidence,
+                  "pages_printed": None},
             guard=f"{on_printer} AND {GUARD_PRINTED}", guard_params=on_printer_params,
         )  # fmt: skip
         if done is not None:
@@ -1082,14 +1148,23 @@ class JobService:
         return out
 
     async def fail(
-        self, job: JobRecord, printer: str, dead_reason: str, error: str
+        self,
+        job: JobRecord,
+        printer: str,
+        dead_reason: str,
+        error: str,
+        *,
+        evidence: str | None = None,
+        pages: int | None = None,
     ) -> JobRecord | None:
-        """PRINTING → DEAD with ``dead_reason`` (poison, attempts_exhausted, outcome_unknown…)."""
+        """PRINTING → DEAD with ``dead_reason`` (poison, attempts_exhausted, outcome_unknown…),
+        settled by ``evidence``; ``pages``: impressions that came out of a partial copy."""
         on_printer, on_printer_params = self.jobs.on_printer(printer, job.claims)
         now = self.clock()
         dead = await self.jobs.transition(
             job.id, Action.FAIL, now=now, actor=f"printer:{printer}", reason=dead_reason,
-            sets={"last_error": error, "dead_reason": dead_reason, "finished_at": now},
+            sets={"last_error": error, "dead_reason": dead_reason, "finished_at": now,
+                  "settled_by": evidence, "pages_printed": pages},
             guard=on_printer, guard_params=on_printer_params,
         )  # fmt: skip
         if dead is not None:
@@ -1105,7 +1180,13 @@ class JobService:
         return dead
 
     async def cancelled(
-        self, job: JobRecord, printer: str, error: str | None = None
+        self,
+        job: JobRecord,
+        printer: str,
+        error: str | None = None,
+        *,
+        evidence: str | None = None,
+        pages: int | None = None,
     ) -> JobRecord | None:
         """PRINTING → CANCELLED: a person cancelled it (through edgeprint, or at the printer)."""
         on_printer, on_printer_params = self.jobs.on_printer(printer, job.claims)
@@ -1113,7 +1194,8 @@ class JobService:
         out = await self.jobs.transition(
             job.id, Action.CANCEL, now=now, actor=f"printer:{printer}",
             reason="cancelled_at_printer" if error else "cancel_requested",
-            sets={"finished_at": now, "last_error": error},
+            sets={"finished_at": now, "last_error": error, "settled_by": evidence,
+                  "pages_printed": pages},
             only_from=_ON_PRINTER, guard=on_printer,
             guard_params=on_printer_params,
         )  # fmt: skip
@@ -1141,7 +1223,8 @@ class JobService:
             job = await self.jobs.transition(
                 job_id, Action.RESOLVE, now=now, actor=caller.name,
                 reason="resolved: printed (a technician saw the copy)",
-                correlation_id=caller.correlation_id, sets={"finished_at": now},
+                correlation_id=caller.correlation_id,
+                sets={"finished_at": now, "settled_by": "person"},
                 guard=GUARD_OUTCOME_UNKNOWN,
             )  # fmt: skip
         else:
@@ -1274,5 +1357,6 @@ def _report_sets(pj: PrinterJobReport | None, outcome: str) -> dict[str, object]
         sets.update(
             job_state=pj.state, job_state_reasons=",".join(pj.reasons),
             k_octets=pj.k_octets, impressions_completed=pj.impressions_completed,
+            sheets_completed=pj.sheets_completed,
         )  # fmt: skip
     return sets

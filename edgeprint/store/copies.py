@@ -52,6 +52,11 @@ _SETTABLE = frozenset(
         "impressions_completed",
         "outcome",
         "settled_at",
+        "settled_by",
+        "job_uuid",
+        "created_dt",
+        "written_at",
+        "sheets_completed",
     }
 )
 _COLUMNS = tuple(Copy.__dataclass_fields__)
@@ -116,6 +121,7 @@ class Copies:
         document_bytes: int,
         impressions_expected: int | None,
         printer_up_s: int | None,
+        epoch: int | None,
         now: float,
     ) -> tuple[str, Params]:
         """INSERT of a new copy, only while the job is PRINTING on ``printer`` in ``claim``.
@@ -126,9 +132,9 @@ class Copies:
         sent_at = now if state is CopyState.SENDING else None
         sql = f"""
         INSERT INTO copies (job_id, claim, printer, state, operation, document_format,
-                            document_bytes, impressions_expected, printer_up_s, sent_at,
+                            document_bytes, impressions_expected, printer_up_s, epoch, sent_at,
                             actor, created_at, updated_at)
-        SELECT id, claims, printed_on, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+        SELECT id, claims, printed_on, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
         FROM jobs
         WHERE id = ? AND state IN ({_ON_PRINTER}) AND printed_on = ? AND claims = ?
           AND NOT EXISTS (SELECT 1 FROM copies c WHERE c.job_id = jobs.id
@@ -137,7 +143,7 @@ class Copies:
         """
         params = (
             state.value, operation, document_format, document_bytes, impressions_expected,
-            printer_up_s, sent_at, f"printer:{printer}", now, now, job_id, printer, claim,
+            printer_up_s, epoch, sent_at, f"printer:{printer}", now, now, job_id, printer, claim,
         )  # fmt: skip
         return self._fenced((sql, params), printer, LEASED_JOB)
 
@@ -149,6 +155,7 @@ class Copies:
         operation: str,
         document_format: str,
         printer_up_s: int | None,
+        epoch: int | None,
         now: float,
     ) -> tuple[str, Params]:
         """INSERT of the copy of the job ``printer`` claimed at ``now`` in the same transaction.
@@ -160,11 +167,11 @@ class Copies:
         sent_at = now if state is CopyState.SENDING else None
         sql = f"""
         INSERT INTO copies (job_id, claim, printer, state, operation, document_format,
-                            document_bytes, impressions_expected, printer_up_s, sent_at,
+                            document_bytes, impressions_expected, printer_up_s, epoch, sent_at,
                             actor, created_at, updated_at)
         SELECT id, claims, printed_on, ?, ?, ?, document_bytes,
                CASE WHEN document_pages IS NULL THEN NULL ELSE document_pages * copies END,
-               ?, ?, ?, ?, ?
+               ?, ?, ?, ?, ?, ?
         FROM jobs
         WHERE state IN ({_ON_PRINTER}) AND printed_on = ? AND claimed_at = ?
           AND reason = '{Action.CLAIM.value}'
@@ -173,7 +180,7 @@ class Copies:
         RETURNING *
         """
         params = (
-            state.value, operation, document_format, printer_up_s, sent_at,
+            state.value, operation, document_format, printer_up_s, epoch, sent_at,
             f"printer:{printer}", now, now, printer, now,
         )  # fmt: skip
         return self._fenced((sql, params), printer, LEASED_JOB)
@@ -257,14 +264,18 @@ class Copies:
     ) -> Copy | None:
         """Record what the printer reports of a live copy (no state change); None if settled.
 
-        ``time-at-creation`` is kept once learnt: it is the copy's identity.
+        ``time-at-creation``, ``job-uuid`` and ``date-time-at-creation`` are kept once
+        learnt: they are the copy's identity.
         """
         stmt = (
-            "UPDATE copies SET created_s = COALESCE(created_s, ?), job_state = ?, "
-            "job_state_reasons = ?, k_octets = ?, impressions_completed = ?, updated_at = ? "
+            "UPDATE copies SET created_s = COALESCE(created_s, ?), "
+            "job_uuid = COALESCE(job_uuid, ?), created_dt = COALESCE(created_dt, ?), "
+            "job_state = ?, job_state_reasons = ?, k_octets = ?, impressions_completed = ?, "
+            "sheets_completed = ?, updated_at = ? "
             f"WHERE id = ? AND state IN ({_LIVE_SQL}) RETURNING *",
-            (facts.get("created_s"), facts.get("job_state"), facts.get("job_state_reasons", ""),
-             facts.get("k_octets"), facts.get("impressions_completed"), now, copy_id),
+            (facts.get("created_s"), facts.get("job_uuid"), facts.get("created_dt"),
+             facts.get("job_state"), facts.get("job_state_reasons", ""), facts.get("k_octets"),
+             facts.get("impressions_completed"), facts.get("sheets_completed"), now, copy_id),
         )  # fmt: skip
         rows = await self._store.write(*(stmt if printer is None else self._fenced(stmt, printer)))
         return copy_from_row(rows[0]) if rows else None
@@ -299,15 +310,26 @@ class Copies:
         )
         return [copy_from_row(r) for r in rows]
 
-    async def known_printer_jobs(self, printer: str) -> set[tuple[int, int | None]]:
+    async def known_printer_jobs(
+        self, printer: str, epoch: int | None = None
+    ) -> set[tuple[int, int | None]]:
         """(job-id, time-at-creation) of the copies on ``printer`` whose job-id is known.
 
         A printer reuses job-ids after a restart, so a job is "known" by both
-        (``None`` for a copy whose time-at-creation was never learnt).
+        (``None`` for a copy whose time-at-creation was never learnt); with ``epoch``,
+        only copies made in that epoch (or before epochs were recorded) count.
         """
-        rows = await self._store.read(
-            "SELECT printer_job_id, created_s FROM copies "
-            "WHERE printer = ? AND printer_job_id IS NOT NULL",
-            (printer,),
-        )
+        if epoch is None:
+            rows = await self._store.read(
+                "SELECT printer_job_id, created_s FROM copies "
+                "WHERE printer = ? AND printer_job_id IS NOT NULL",
+                (printer,),
+            )
+        else:
+            rows = await self._store.read(
+                "SELECT printer_job_id, created_s FROM copies "
+                "WHERE printer = ? AND printer_job_id IS NOT NULL "
+                "AND (epoch = ? OR epoch IS NULL)",
+                (printer, epoch),
+            )
         return {(int(r[0]), None if r[1] is None else int(r[1])) for r in rows}

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from edgeprint.copies import ORIGIN_REQUESTED, CopyState
+from edgeprint.copies import ORIGIN_REQUESTED, PRINTED_COPY_STATES, CopyState
 from edgeprint.records import JobRecord as JobRecord
 from edgeprint.states import Action, JobState, sources, target
 from edgeprint.store.guards import (
@@ -106,6 +106,8 @@ _SETTABLE = frozenset(
         "failure_printer",
         "pin_failures",
         "pin_locked_until",
+        "settled_by",
+        "pages_printed",
     }
 )
 
@@ -231,7 +233,7 @@ GUARD_NO_LIVE_COPY = f"NOT {_LIVE_COPY}"
 #: Guard for DONE: one of its copies printed (verified whole, no document error).
 GUARD_PRINTED = (
     "EXISTS (SELECT 1 FROM copies c WHERE c.job_id = jobs.id "
-    f"AND c.state = '{CopyState.PRINTED.value}')"
+    f"AND c.state IN ({in_list(PRINTED_COPY_STATES)}))"
 )
 
 _CLAIM_NEXT_FENCED: dict[Dialect, str] = {

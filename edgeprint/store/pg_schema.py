@@ -21,7 +21,13 @@ from edgeprint.copies import LIVE_COPY_STATES, CopyState
 from edgeprint.states import ALL_STATES, Action, sources
 
 _STATES_SQL = ", ".join(f"'{s.value}'" for s in ALL_STATES)
-_COPY_STATES_SQL = ", ".join(f"'{s.value}'" for s in CopyState)
+#: The copy states migration 1 knew (frozen; migration 5 brings the CHECK up to CopyState).
+_COPY_STATES_V1 = (
+    "creating", "created", "sending", "acknowledged", "cancelling", "printed", "incomplete",
+    "document_error", "aborted", "cancelled", "cancelled_elsewhere", "vanished", "lost", "refused",
+)  # fmt: skip
+_COPY_STATES_SQL = ", ".join(f"'{s}'" for s in _COPY_STATES_V1)
+_COPY_STATES_NOW_SQL = ", ".join(f"'{s.value}'" for s in CopyState)
 _LIVE_COPIES_SQL = ", ".join(f"'{s.value}'" for s in sorted(LIVE_COPY_STATES))
 _WAITING_SQL = ", ".join(f"'{s.value}'" for s in sorted(sources(Action.CLAIM)))
 _EVENT_COLUMNS = "job_id, at, from_state, to_state, actor, reason, correlation_id"
@@ -406,6 +412,44 @@ MIGRATIONS.append(
             RETURN NEW;
         END
         $$
+        """,
+    ]
+)
+
+MIGRATIONS.append(
+    # issue 22 (SQLite's migration 10): printer epochs and the evidence model
+    [
+        "ALTER TABLE copies DROP CONSTRAINT copies_state_check",
+        "ALTER TABLE copies ADD CONSTRAINT copies_state_check "
+        f"CHECK (state IN ({_COPY_STATES_NOW_SQL}))",
+        "ALTER TABLE copies ADD COLUMN epoch bigint",
+        "ALTER TABLE copies ADD COLUMN settled_by text",
+        "ALTER TABLE copies ADD COLUMN job_uuid text",
+        "ALTER TABLE copies ADD COLUMN created_dt text",
+        "ALTER TABLE copies ADD COLUMN written_at double precision",
+        "ALTER TABLE copies ADD COLUMN sheets_completed bigint",
+        "ALTER TABLE jobs ADD COLUMN settled_by text",
+        "ALTER TABLE jobs ADD COLUMN pages_printed bigint",
+        """
+        CREATE TABLE printer_epochs (
+            printer             text PRIMARY KEY,
+            epoch               bigint NOT NULL CHECK (epoch >= 1),
+            began_at            double precision NOT NULL,
+            cause               text NOT NULL,
+            up_time_s           bigint,
+            seen_at             double precision NOT NULL,
+            boot_id             text NOT NULL,
+            boot_s              double precision NOT NULL,
+            printer_uuid        text,
+            config_change_time  bigint
+        )
+        """,
+        """
+        CREATE TABLE printer_traits (
+            printer     text PRIMARY KEY,
+            traits      text NOT NULL,
+            updated_at  double precision NOT NULL
+        )
         """,
     ]
 )

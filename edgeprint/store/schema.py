@@ -15,7 +15,14 @@ from edgeprint.copies import LIVE_COPY_STATES, CopyState
 from edgeprint.states import ALL_STATES
 
 _STATES_SQL = ", ".join(f"'{s.value}'" for s in ALL_STATES)
-_COPY_STATES_SQL = ", ".join(f"'{s.value}'" for s in CopyState)
+#: The copy states migration 5 knew (released migrations never change: this list is frozen;
+#: migration 10 brings the CHECK up to :class:`CopyState`).
+_COPY_STATES_V5 = (
+    "creating", "created", "sending", "acknowledged", "cancelling", "printed", "incomplete",
+    "document_error", "aborted", "cancelled", "cancelled_elsewhere", "vanished", "lost", "refused",
+)  # fmt: skip
+_COPY_STATES_SQL = ", ".join(f"'{s}'" for s in _COPY_STATES_V5)
+_COPY_STATES_NOW_SQL = ", ".join(f"'{s.value}'" for s in CopyState)
 
 _EVENT_COLUMNS = "job_id, at, from_state, to_state, actor, reason, correlation_id"
 
@@ -337,6 +344,91 @@ MIGRATIONS.append(
             owner       TEXT NOT NULL,
             epoch       INTEGER NOT NULL CHECK (epoch >= 1),
             expires_at  REAL NOT NULL     -- the owner's wall clock + lease_s (for people)
+        )
+        """,
+    ]
+)
+
+#: The columns of ``copies`` up to migration 9 (what migration 10 carries over).
+_COPY_COLUMNS_V9 = (
+    "id, job_id, claim, printer, state, operation, document_format, document_bytes, "
+    "impressions_expected, printer_job_id, created_s, printer_up_s, sent_at, acknowledged_at, "
+    "cancel_origin, cancel_sent_at, job_state, job_state_reasons, k_octets, "
+    "impressions_completed, outcome, actor, created_at, updated_at, settled_at"
+)
+_LIVE_COPIES_SQL = ", ".join(f"'{s.value}'" for s in sorted(LIVE_COPY_STATES))
+
+MIGRATIONS.append(
+    # issue 22: printer epochs and the evidence model. Copies gain the states partial and
+    # unverified (SQLite changes a CHECK by rebuilding the table), the epoch they were made
+    # in, the evidence that settled them and what survives a printer's restart; jobs the
+    # evidence that settled them and the pages that came out; each printer its epoch and
+    # its learnt traits.
+    [
+        f"""
+        CREATE TABLE copies_v10 (
+            id                     INTEGER PRIMARY KEY AUTOINCREMENT,
+            job_id                 TEXT    NOT NULL,
+            claim                  INTEGER NOT NULL,
+            printer                TEXT    NOT NULL,
+            state                  TEXT    NOT NULL CHECK (state IN ({_COPY_STATES_NOW_SQL})),
+            operation              TEXT    NOT NULL
+                                   CHECK (operation IN ('Create-Job', 'Print-Job')),
+            document_format        TEXT    NOT NULL,
+            document_bytes         INTEGER NOT NULL CHECK (document_bytes >= 0),
+            impressions_expected   INTEGER,
+            printer_job_id         INTEGER,
+            created_s              INTEGER,
+            printer_up_s           INTEGER,
+            sent_at                REAL,
+            acknowledged_at        REAL,
+            cancel_origin          TEXT CHECK (cancel_origin IN ('edgeprint', 'requested')),
+            cancel_sent_at         REAL,
+            job_state              INTEGER,
+            job_state_reasons      TEXT    NOT NULL DEFAULT '',
+            k_octets               INTEGER,
+            impressions_completed  INTEGER,
+            outcome                TEXT,
+            actor                  TEXT    NOT NULL,
+            created_at             REAL    NOT NULL,
+            updated_at             REAL    NOT NULL,
+            settled_at             REAL,
+            epoch                  INTEGER,           -- the printer's epoch when made
+            settled_by             TEXT,              -- evidence.Evidence that settled it
+            job_uuid               TEXT,              -- IPP job-uuid
+            created_dt             TEXT,              -- IPP date-time-at-creation
+            written_at             REAL,              -- the whole upload request was handed over
+            sheets_completed       INTEGER            -- IPP job-media-sheets-completed
+        )
+        """,
+        f"INSERT INTO copies_v10 ({_COPY_COLUMNS_V9}) SELECT {_COPY_COLUMNS_V9} FROM copies",
+        "DROP TABLE copies",
+        "ALTER TABLE copies_v10 RENAME TO copies",
+        "CREATE INDEX copies_by_job ON copies (job_id, id)",
+        f"CREATE INDEX copies_open ON copies (printer, id) WHERE state IN ({_LIVE_COPIES_SQL})",
+        f"""CREATE UNIQUE INDEX copies_one_live ON copies (job_id, claim)
+            WHERE state IN ({_LIVE_COPIES_SQL})""",
+        "ALTER TABLE jobs ADD COLUMN settled_by TEXT",
+        "ALTER TABLE jobs ADD COLUMN pages_printed INTEGER",
+        """
+        CREATE TABLE printer_epochs (
+            printer             TEXT PRIMARY KEY,
+            epoch               INTEGER NOT NULL CHECK (epoch >= 1),
+            began_at            REAL    NOT NULL,
+            cause               TEXT    NOT NULL,
+            up_time_s           INTEGER,          -- printer-up-time at the last reading
+            seen_at             REAL    NOT NULL, -- wall clock of that reading
+            boot_id             TEXT    NOT NULL, -- the box's boot then
+            boot_s              REAL    NOT NULL, -- CLOCK_BOOTTIME then
+            printer_uuid        TEXT,
+            config_change_time  INTEGER
+        )
+        """,
+        """
+        CREATE TABLE printer_traits (
+            printer     TEXT PRIMARY KEY,
+            traits      TEXT NOT NULL,   -- JSON: personality.Traits.as_json()
+            updated_at  REAL NOT NULL
         )
         """,
     ]

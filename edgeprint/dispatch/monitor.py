@@ -1,0 +1,410 @@
+"""One printer's monitor: trust, probe, describe, epoch, personality, health, publish.
+
+The monitor is what a worker knows of its printer between jobs: the last
+answer, the capabilities and the format it is sent, its health, which life of
+the printer this is (:mod:`edgeprint.epochs`) and what it is known to keep and
+echo (:mod:`edgeprint.personality`). It asks the printer nothing but
+Get-Printer-Attributes (and checks an ipps printer's certificate); what the
+printer says of a copy is :mod:`edgeprint.dispatch.observer`'s.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from yarl import URL
+
+from edgeprint import errors
+from edgeprint.board import PrinterBoard, Usability
+from edgeprint.config import DispatchConfig, PrinterConfig
+from edgeprint.dispatch import formats
+from edgeprint.documents.capabilities import (
+    REQUESTED_ATTRIBUTES,
+    PrinterCapabilities,
+    parse_capabilities,
+)
+from edgeprint.epochs import Clock, Epoch, Reading, advance
+from edgeprint.metrics import Metrics
+from edgeprint.personality import JobAnswer, Traits, learn_forgotten, learn_job, learn_printer
+from edgeprint.printers import supplies, tls
+from edgeprint.printers.health import Health, HealthChange, HealthSettings, PrinterSnapshot
+from edgeprint.printers.ipp import IppClient, PrinterStatus
+from edgeprint.service import JobService
+from edgeprint.service.leases import Ownership
+
+log = logging.getLogger(__name__)
+
+#: Longest back-off between probes of a printer that answers but cannot be used (seconds).
+BAD_ANSWER_BACKOFF_MAX_S = 60.0
+#: The first bytes of an answer that is not IPP are logged at most this often (seconds).
+HEX_LOG_INTERVAL_S = 3600.0
+#: A printer that reports printer-config-change-time is described (capabilities,
+#: supplies) when that time moves, when it restarted or was unreachable, and at least this
+#: often (seconds); the probes between ask for its state only.
+DESCRIBE_EVERY_S = 60.0
+#: A printer-up-time this far behind the time since the printer was described means it
+#: restarted (seconds; printer-up-time counts whole seconds).
+RESTART_SLACK_S = 2.0
+#: The epoch's latest reading is stored at least this often (a restart of the appliance then
+#: compares the printer's up-time with a reading at most this old) (seconds).
+EPOCH_SAVE_EVERY_S = 60.0
+#: printer-up-time readings at least this far apart teach whether it moves (seconds).
+UP_TIME_LEARN_S = 3.0
+
+_PRINTER_STATES = {3: "idle", 4: "processing", 5: "stopped"}
+
+
+class Monitor:
+    """What one worker knows of its printer; fed by :meth:`probe` and the ``on_*`` calls."""
+
+    def __init__(
+        self,
+        printer: PrinterConfig,
+        client: IppClient,
+        service: JobService,
+        settings: DispatchConfig,
+        metrics: Metrics,
+        board: PrinterBoard,
+        ownership: Ownership,
+        *,
+        raster: bool,
+        clock: Callable[[], float] = time.time,
+        clocks: Callable[[], Clock] = Clock.now,
+    ) -> None:
+        self.name = printer.name
+        self.config = printer
+        self.client = client
+        self.service = service
+        self.settings = settings
+        self.metrics = metrics
+        self.board = board
+        self.ownership = ownership
+        self._raster = raster
+        self._clock = clock
+        self._clocks = clocks
+        self.capabilities: PrinterCapabilities | None = None
+        self._caps_from: dict[str, Any] | None = None
+        self._described: PrinterStatus | None = None
+        self._described_at = 0.0
+        #: The format a (PDF) job is sent to this printer in; None: none edgeprint can make.
+        self.sends: str | None = formats.PDF
+        self.status: PrinterStatus | None = None
+        self.reachable = False
+        self.unreachable_since: float | None = None
+        self._trusted = False
+        self._hex_logged_at: float | None = None
+        self.bad_answer_backoff_s = 0.0
+        #: A reload removed this printer: it is withdrawn from the board.
+        self.retired = False
+        self.health = Health(
+            HealthSettings(
+                failure_threshold=settings.failure_threshold,
+                stopped_grace_s=settings.stopped_grace_s,
+                quarantine_after=settings.quarantine_after,
+                quarantine_s=settings.quarantine_s,
+            )
+        )
+        self.epoch: Epoch | None = None
+        self.traits = Traits()
+        self._loaded = False
+        self._after_outage = False
+        self._epoch_saved_at = 0.0
+        self._up_ref: tuple[int | None, float] | None = None  # (up-time, boot seconds)
+        self._traits_saved = Traits()
+
+    # --- what the rest of the worker reads ------------------------------------------
+
+    @property
+    def epoch_number(self) -> int | None:
+        return self.epoch.number if self.epoch is not None else None
+
+    @property
+    def printer_reasons(self) -> tuple[str, ...]:
+        return self.status.reasons if self.status is not None and self.reachable else ()
+
+    def publish(self) -> None:
+        """Put what admission needs of this printer on the board (after every change of view)."""
+        if self.retired or not self.ownership.may_send(self.name):
+            return
+        caps = self.capabilities
+        self.board.publish(
+            self.name,
+            Usability(
+                healthy=self.health.healthy, sends=self.sends,
+                takes=caps.formats if caps is not None else (), probed=caps is not None,
+            ),
+        )  # fmt: skip
+
+    def resumed(self) -> None:
+        """A technician resumed (or re-trusted) the printer: forget what only a person clears."""
+        self.health.clear()
+        self._trusted = False
+        self.publish()
+
+    # --- the printer's life and personality ------------------------------------------
+
+    async def _load(self) -> None:
+        if self._loaded:
+            return
+        self.epoch = await self.service.printer_epoch(self.name)
+        self.traits = await self.service.printer_traits(self.name) or Traits()
+        self._traits_saved = self.traits
+        self._loaded = True
+
+    async def _live(self, status: PrinterStatus) -> bool:
+        """Fold a probe's printer-up-time, printer-uuid and printer-config-change-time into
+        the epoch (and the up-time trait); True when a new epoch began."""
+        await self._load()
+        clock = self._clocks()
+        ref = self._up_ref
+        if ref is None or clock.boot_s - ref[1] >= UP_TIME_LEARN_S:
+            if ref is not None:
+                self.traits = learn_printer(
+                    self.traits, up_time_s=status.up_time_s, previous_up_s=ref[0],
+                    elapsed_s=clock.boot_s - ref[1],
+                )  # fmt: skip
+            self._up_ref = (status.up_time_s, clock.boot_s)
+        reading = Reading(status.up_time_s, status.printer_uuid, status.config_change_time)
+        self.epoch, cause = advance(
+            self.epoch, reading, clock, after_outage=self._after_outage,
+            up_time_moves=self.traits.up_time_moves,
+        )  # fmt: skip
+        self._after_outage = False
+        self.metrics.printer_epoch.labels(printer=self.name).set(self.epoch.number)
+        if cause is not None:
+            self.metrics.printer_epochs.labels(printer=self.name).inc()
+            log.warning(
+                "printer epoch",
+                extra={"event": "printer_epoch", "printer": self.name,
+                       "epoch": self.epoch.number, "why": cause},
+            )  # fmt: skip
+            self._described = None  # another life: describe it again
+        if cause is not None or clock.wall - self._epoch_saved_at >= EPOCH_SAVE_EVERY_S:
+            await self.service.save_printer_epoch(self.name, self.epoch)
+            self._epoch_saved_at = clock.wall
+        await self._save_traits()
+        return cause is not None
+
+    async def _save_traits(self) -> None:
+        if self.traits != self._traits_saved:
+            await self.service.save_printer_traits(self.name, self.traits)
+            log.info(
+                "printer personality",
+                extra={"event": "printer_personality", "printer": self.name,
+                       "traits": self.traits.as_json()},
+            )  # fmt: skip
+            self._traits_saved = self.traits
+
+    async def learn(self, answer: JobAnswer, *, sent_name: str, sent_user: str | None) -> None:
+        """An answer about a copy whose identity is certain: what it shows of the printer."""
+        self.traits = learn_job(self.traits, answer, sent_name=sent_name, sent_user=sent_user)
+        await self._save_traits()
+
+    async def learn_trait(self, **changes: Any) -> None:
+        """Something the printer showed about itself (e.g. ``gja_unreliable=True``)."""
+        from dataclasses import replace
+
+        self.traits = replace(self.traits, **changes)
+        await self._save_traits()
+
+    async def learn_forgotten(self) -> None:
+        self.traits = learn_forgotten(self.traits)
+        await self._save_traits()
+
+    # --- probing -----------------------------------------------------------------------
+
+    def _describe_due(self, now: float) -> bool:
+        last = self._described
+        return (
+            last is None
+            or last.config_change_time is None  # it cannot say when it changed: always ask
+            or now - self._described_at >= DESCRIBE_EVERY_S
+        )
+
+    def _described_since(self, status: PrinterStatus, now: float) -> bool:
+        """True when a state-only answer shows the printer as last described: the same
+        printer-config-change-time, and its printer-up-time as far on as the time since
+        (give or take ``RESTART_SLACK_S``), so it has not restarted meanwhile."""
+        last = self._described
+        if last is None or status.config_change_time != last.config_change_time:
+            return False
+        if status.up_time_s is None or last.up_time_s is None:
+            return False
+        expected = last.up_time_s + (now - self._described_at)
+        return status.up_time_s >= expected - RESTART_SLACK_S
+
+    async def probe(self) -> tuple[PrinterStatus, bool]:
+        """Get-Printer-Attributes: the printer's state (described when due), and whether a
+        new epoch began with it. Raises errors.PrinterError and kin."""
+        status = await self.client.get_printer_attributes(
+            describe=self._describe_due(self._clock())
+        )
+        if not status.described and not self._described_since(status, self._clock()):
+            status = await self.client.get_printer_attributes(describe=True)
+        new_epoch = await self._live(status)
+        if new_epoch and not status.described:
+            status = await self.client.get_printer_attributes(describe=True)
+        now = self._clock()
+        if status.described:
+            self._described, self._described_at = status, now
+        if not self.reachable:
+            log.info("printer reachable", extra={"event": "printer_up", "printer": self.name})
+        self.reachable = True
+        self.unreachable_since = None
+        self.bad_answer_backoff_s = 0.0
+        self.metrics.printer_up.labels(printer=self.name).set(1)
+        described = self._described
+        assert described is not None
+        said = {k: described.attributes.get(k) for k in REQUESTED_ATTRIBUTES}
+        if said != self._caps_from:  # what the printer says it takes changed: read it again
+            self._caps_from = said
+            self.capabilities = parse_capabilities(described.attributes)
+            self.sends = formats.generic(self.capabilities, raster=self._raster)
+        unusable = None
+        if self.sends is None and self.capabilities is not None:
+            unusable = formats.unusable(self.capabilities)
+        self.status = status
+        await self.health_changed(self.health.on_probe(status, now, unusable))
+        self.publish()
+        self.metrics.printer_healthy.labels(printer=self.name).set(int(self.health.healthy))
+        return status, new_epoch
+
+    async def on_unreachable(self, exc: errors.PrinterError) -> float:
+        """No answer: count it; returns for how long the printer has been unreachable (s)."""
+        now = self._clock()
+        self._described = None  # it may come back another printer: describe it again
+        self._after_outage = True
+        if self.reachable or self.unreachable_since is None:
+            log.info(
+                "printer unreachable",
+                extra={"event": "printer_down", "printer": self.name, "error": str(exc)},
+            )
+            self.unreachable_since = now
+        self.reachable = False
+        self.metrics.printer_up.labels(printer=self.name).set(0)
+        await self.health_changed(self.health.on_transport_failure(str(exc), now))
+        self.metrics.printer_healthy.labels(printer=self.name).set(int(self.health.healthy))
+        if not self.health.healthy:  # jobs named for it keep arriving (or come back): move them
+            await self.service.fail_over_waiting(self.name, self.health.reason or "unreachable")
+        return now - self.unreachable_since
+
+    async def ensure_trust(self) -> None:
+        """ipps://: check the printer's certificate before anything is sent to it.
+
+        ``tls = "pin"``: trust on first use — the fingerprint seen first is
+        stored, and every later contact must present the same certificate.
+        ``tls = "verify"``: the system CA store. Raises errors.CertificateChanged,
+        errors.TlsHandshakeFailed, errors.PrinterUnreachable.
+        """
+        if self._trusted or not self.config.secure:
+            return
+        if self.config.tls == "verify":
+            self.client.ssl = tls.verify_context()
+            self._trusted = True
+            return
+        url = URL(self.config.uri)
+        pinned = await self.service.printer_pin(self.name)
+        got = await tls.trust(
+            url.host or "", url.port or 631, pinned, printer=self.name,
+            timeout_s=self.settings.request_timeout_s,
+        )  # fmt: skip
+        if got.first_contact:
+            await self.service.pin_printer(self.name, got.fingerprint)
+        self.client.ssl = got.ssl
+        self._trusted = True
+
+    async def on_bad_answer(self, exc: errors.EdgeprintError) -> float:
+        """The printer answered in a way edgeprint cannot use: unhealthy, probed slowly.
+
+        HTTP 426 says "use ipps://"; an HTTP error or a reply that is not IPP is
+        named as such. Jobs are untouched; the first bytes of a reply that is
+        not IPP are logged (hex) at most once an hour. Returns the back-off (s).
+        """
+        now = self._clock()
+        if isinstance(exc, errors.PrinterNeedsTls):
+            problem = "printer requires TLS: use ipps://"
+        elif isinstance(exc, errors.CertificateChanged):
+            problem = str(errors.CertificateChanged(exc.was, exc.now, self.name))
+            self._trusted = False  # nothing is sent until it presents the pinned one again
+            self.metrics.certificate_changes.labels(printer=self.name).inc()
+        elif isinstance(exc, errors.TlsHandshakeFailed):
+            problem = f"no TLS session: {exc.detail}"
+        else:
+            problem = f"printer answer unusable: {exc}"
+        self.reachable = True
+        self.metrics.printer_up.labels(printer=self.name).set(1)
+        await self.health_changed(self.health.on_bad_answer(problem, now))
+        self.metrics.printer_healthy.labels(printer=self.name).set(0)
+        head = exc.head if isinstance(exc, errors.PrinterAnswerError) else b""
+        if head and (
+            self._hex_logged_at is None or now - self._hex_logged_at >= HEX_LOG_INTERVAL_S
+        ):
+            self._hex_logged_at = now
+            log.warning(
+                "printer answer is not IPP",
+                extra={"event": "printer_bad_answer", "printer": self.name,
+                       "error": str(exc), "head_hex": head.hex()},
+            )  # fmt: skip
+        await self.service.fail_over_waiting(self.name, problem)
+        self.bad_answer_backoff_s = min(
+            BAD_ANSWER_BACKOFF_MAX_S,
+            max(self.settings.unreachable_retry_max_s, self.bad_answer_backoff_s * 2),
+        )
+        return self.bad_answer_backoff_s
+
+    async def health_changed(self, change: HealthChange | None) -> None:
+        if change is None:
+            return
+        self.publish()
+        self.metrics.printer_healthy.labels(printer=self.name).set(1 if change.healthy else 0)
+        self.metrics.health_changes.labels(
+            printer=self.name, healthy=str(change.healthy).lower()
+        ).inc()
+        await self.service.printer_health_changed(self.name, change.healthy, change.reason)
+        if change.healthy:
+            log.info("printer healthy", extra={"event": "printer_healthy", "printer": self.name})
+            self.service.wake(self.name, self.config.pool)
+            return
+        log.warning(
+            "printer unhealthy",
+            extra={"event": "printer_unhealthy", "printer": self.name, "why": change.reason},
+        )
+        await self.service.fail_over_waiting(self.name, change.reason or "unhealthy")
+
+    def snapshot(self, printing_job: str | None) -> PrinterSnapshot:
+        """The technician's view of this printer right now (no stale state when it is down)."""
+        st = self.status if self.reachable else None
+        owner, lease_epoch = self.ownership.owner(self.name)
+        e = self.epoch
+        return PrinterSnapshot(
+            name=self.name,
+            uri=self.config.uri,
+            pool=self.config.pool,
+            healthy=self.health.healthy,
+            health_reason=self.health.reason,
+            reachable=self.reachable,
+            paused=self.service.is_paused(self.name),
+            printer_state=_PRINTER_STATES.get(st.state, str(st.state)) if st else None,
+            printer_state_reasons=st.reasons if st else (),
+            printer_state_message=st.message if st else "",
+            queued_job_count=st.queued_job_count if st else None,
+            printing_job=printing_job,
+            last_error=self.health.last_error,
+            capabilities=self.capabilities.as_json() if self.capabilities else None,
+            sends=self.sends if self.capabilities else None,
+            unreachable_since=self.unreachable_since,
+            supplies=(
+                supplies.from_attributes(self._described.attributes)
+                if st and self._described
+                else None
+            ),
+            owner=owner,
+            lease_epoch=lease_epoch,
+            epoch=e.number if e is not None else None,
+            epoch_began_at=e.began_at if e is not None else None,
+            epoch_cause=e.cause if e is not None else None,
+            personality=self.traits.as_json(),
+        )

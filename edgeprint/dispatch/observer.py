@@ -1,0 +1,257 @@
+"""Asking one printer about a copy, and reading the answer through the evidence model.
+
+:meth:`Observer.look` asks Get-Job-Attributes (unless the printer is known to
+answer it badly), then Get-Jobs when the answer was not the copy, and turns
+what was said into an :class:`~edgeprint.evidence.Observation`;
+:meth:`Observer.record` stores it (a settled copy with the evidence that settled
+it, or a live copy's figures) and teaches the monitor what the answer showed of
+the printer. Cancel-Job and the search for an orphan live here too: everything
+that asks the printer about a job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from edgeprint import errors, evidence
+from edgeprint.config import DispatchConfig
+from edgeprint.copies import Copy, CopyState
+from edgeprint.dispatch.monitor import Monitor
+from edgeprint.evidence import Evidence, Listing, Observation, PrinterJob, Sighting
+from edgeprint.personality import JobAnswer
+from edgeprint.printers.ipp import IppClient
+from edgeprint.service import JobRecord, JobService
+
+log = logging.getLogger(__name__)
+
+
+class Unsettled(Exception):
+    """A copy's outcome cannot be learnt now (the printer is unreachable): keep the job
+    PRINTING and reconcile before anything new is sent."""
+
+
+class MonitoringFailed(Exception):
+    """Neither Get-Job-Attributes nor Get-Jobs gave a usable answer about a copy."""
+
+
+class Observer:
+    """What one printer says about its copies."""
+
+    def __init__(
+        self,
+        client: IppClient,
+        service: JobService,
+        monitor: Monitor,
+        settings: DispatchConfig,
+        stop: asyncio.Event,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.client = client
+        self.service = service
+        self.monitor = monitor
+        self.settings = settings
+        self.stop = stop
+        self._clock = clock
+
+    def context(self) -> evidence.Context:
+        m = self.monitor
+        return evidence.Context(
+            epoch=m.epoch_number or 0, traits=m.traits, printer_reasons=m.printer_reasons
+        )
+
+    async def _get_jobs(self) -> tuple[list[PrinterJob], Listing]:
+        try:
+            listed, listing = await self.client.get_jobs("all")
+        except errors.PrinterUnreachable as exc:
+            raise Unsettled from exc
+        if listing is Listing.LIVE and not self.monitor.traits.lists_live_only:
+            await self.monitor.learn_trait(lists_live_only=True)
+        return listed, listing
+
+    async def look(self, copy: Copy) -> Observation:
+        """The printer's word on a copy whose job-id is known (see :func:`evidence.observe`).
+
+        Raises Unsettled (unreachable) or MonitoringFailed (neither answered usably).
+        """
+        assert copy.printer_job_id is not None
+        ctx = self.context()
+        other_epoch = copy.epoch is not None and copy.epoch != ctx.epoch
+        if other_epoch and not (copy.job_uuid or copy.created_dt):
+            # the printer restarted since, and nothing of this copy survives a restart
+            return evidence.observe(copy, Sighting(listed=(), listing=Listing.ALL), ctx)
+        direct: PrinterJob | None = None
+        asked = False
+        first: errors.PrinterError | None = None
+        if not other_epoch and not ctx.traits.gja_unreliable:
+            try:
+                direct = await self.client.get_job_attributes(copy.printer_job_id)
+                asked = True
+            except errors.PrinterUnreachable as exc:
+                raise Unsettled from exc
+            except errors.PrinterTransient as exc:
+                first = exc
+            if asked:
+                obs = evidence.observe(copy, Sighting(direct, asked), ctx)
+                if obs.pj is not None:
+                    return obs
+        try:
+            listed, listing = await self._get_jobs()
+        except errors.PrinterTransient as second:
+            raise MonitoringFailed(
+                f"Get-Job-Attributes: {first or 'not found'}; Get-Jobs: {second}"
+            ) from second
+        obs = evidence.observe(copy, Sighting(direct, asked, tuple(listed), listing), ctx)
+        if asked and direct is None and obs.pj is not None and not ctx.traits.gja_unreliable:
+            log.warning(
+                "Get-Job-Attributes not found, Get-Jobs lists it",
+                extra={"event": "printer_gja_unreliable", "printer": copy.printer,
+                       "printer_job_id": copy.printer_job_id},
+            )  # fmt: skip
+            await self.monitor.learn_trait(gja_unreliable=True)
+        if obs.evidence is Evidence.FORGOTTEN_AFTER_ACKNOWLEDGED:
+            await self.monitor.learn_forgotten()
+        return obs
+
+    async def learn_from(self, copy: Copy, pj: PrinterJob | None, job: JobRecord | None) -> None:
+        """What an answer about a copy of this epoch (its identity certain) shows of the
+        printer: how it echoes names, which figures it keeps (the monitor's traits)."""
+        if pj is None or copy.epoch != self.monitor.epoch_number:
+            return
+        await self.monitor.learn(
+            JobAnswer(
+                name=pj.name, user=pj.user, uuid=pj.uuid, k_octets=pj.k_octets,
+                impressions_completed=pj.impressions_completed, created_s=pj.created_s,
+                terminal=pj.terminal, has_document=copy.acknowledged_at is not None,
+            ),
+            sent_name=evidence.printer_job_name(copy.job_id),
+            sent_user=job.owner if job is not None else None,
+        )  # fmt: skip
+
+    async def record(
+        self, copy: Copy, obs: Observation, job: JobRecord | None = None
+    ) -> Copy | None:
+        """Store what was observed: a settled copy, or a live copy's new figures."""
+        pj = obs.pj
+        await self.learn_from(copy, pj, job)
+        if obs.settled is not None:
+            return await self.service.settle_copy(
+                copy, obs.settled, obs.outcome or "", pj, evidence=obs.evidence.value
+            )
+        if pj is None:
+            return copy
+        changed = (
+            (copy.created_s is None and pj.created_s is not None)
+            or (copy.job_uuid is None and pj.uuid is not None)
+            or copy.job_state != pj.state
+            or copy.job_state_reasons != ",".join(pj.reasons)
+            or copy.k_octets != pj.k_octets
+            or copy.impressions_completed != pj.impressions_completed
+            or copy.sheets_completed != pj.sheets_completed
+        )
+        if not changed:
+            return copy
+        return await self.service.copy_reported(copy, pj)
+
+    async def send_cancel(self, copy: Copy) -> bool:
+        """Cancel-Job for a copy already recorded ``cancelling``; True when the printer
+        accepted it (or the job is already finished there). No-op without a job-id."""
+        if copy.printer_job_id is None:
+            return False
+        try:
+            await self.client.cancel_job(copy.printer_job_id)
+        except errors.PrinterUnreachable as exc:
+            raise Unsettled from exc
+        except errors.PrinterError as exc:
+            log.warning(
+                "cancel failed",
+                extra={"event": "cancel_failed", "printer": copy.printer,
+                       "printer_job_id": copy.printer_job_id, "error": str(exc)},
+            )  # fmt: skip
+            return False
+        await self.service.copy_cancel_sent(copy)
+        return True
+
+    async def await_cancel(self, copy: Copy) -> Copy | None:
+        """Cancel-Job (once), then wait (bounded) until the printer settles the copy; the
+        copy as it stands then (None: gone from the store)."""
+        if copy.cancel_sent_at is None:
+            await self.send_cancel(copy)
+        if copy.printer_job_id is None:
+            return await self.service.copy(copy.id)
+        delay = self.settings.poll_interval_min_s
+        deadline = self._clock() + self.settings.request_timeout_s * 3
+        while not self.stop.is_set():
+            try:
+                obs = await self.look(copy)
+            except MonitoringFailed:
+                break
+            if obs.settled is not None or obs.evidence is Evidence.NOT_CONFIRMED:
+                if obs.settled is not None:
+                    await self.record(copy, obs)
+                break
+            copy = await self.record(copy, obs) or copy
+            if self._clock() >= deadline:
+                break
+            await asyncio.sleep(delay)  # the printer is stopping the job: poll, bounded
+            delay = min(delay * 2, self.settings.poll_interval_max_s)
+        return await self.service.copy(copy.id)
+
+    async def find(self, copy: Copy, job: JobRecord | None) -> bool:
+        """Find the printer job of a copy whose job-id was never stored (crash after Create-Job).
+
+        One candidate: its job-id is recorded (and an empty one is cancelled on
+        the next round). None: the printer has no such job (``vanished``).
+        Several: edgeprint cannot tell which (``lost``; for a copy that never
+        got a document the job is simply sent again). False when unreachable.
+        """
+        ctx = self.context()
+        if copy.epoch is not None and copy.epoch != ctx.epoch:
+            await self.service.settle_copy(
+                copy, CopyState.VANISHED,
+                f"the printer restarted since (epoch {copy.epoch} → {ctx.epoch}): a job it "
+                "made before is gone", evidence=Evidence.VANISHED_NEW_EPOCH.value,
+            )  # fmt: skip
+            return True
+        try:
+            listed, _ = await self._get_jobs()
+        except Unsettled:
+            return False
+        except errors.PrinterTransient as exc:
+            await self.service.settle_copy(
+                copy, CopyState.LOST, f"cannot list jobs: {exc}",
+                evidence=Evidence.MONITORING_FAILED.value,
+            )  # fmt: skip
+            return True
+        known = await self.service.known_printer_jobs(copy.printer, ctx.epoch)
+        owner = job.owner if job is not None else ""
+        found = evidence.find_orphans(copy, owner, listed, known, ctx.traits)
+        if len(found) == 1:
+            pj = found[0]
+            log.info(
+                "orphan printer job found",
+                extra={"event": "copy_found", "job_id": copy.job_id, "printer": copy.printer,
+                       "printer_job_id": pj.job_id},
+            )  # fmt: skip
+            await self.service.copy_found(copy, pj)
+            return True
+        if not found:
+            await self.service.settle_copy(
+                copy, CopyState.VANISHED, "no printer job matches it: never created, or purged",
+                evidence=Evidence.ORPHAN_ABSENT.value,
+            )  # fmt: skip
+            return True
+        ids = ", ".join(str(j.job_id) for j in found)
+        log.warning(
+            "orphan printer job ambiguous",
+            extra={"event": "copy_ambiguous", "job_id": copy.job_id, "printer": copy.printer,
+                   "candidates": ids},
+        )  # fmt: skip
+        await self.service.settle_copy(
+            copy, CopyState.LOST, f"printer jobs {ids} could each be it: cancel the stray one",
+            evidence=Evidence.ORPHAN_AMBIGUOUS.value,
+        )  # fmt: skip
+        return True

@@ -1,0 +1,139 @@
+"""The document a claimed job is sent as: its PDF, or a raster made for this printer.
+
+A printer that takes PDF gets the stored document; one that does not (or that
+blamed this job's PDF before) gets a raster rendered by the render pool and
+kept in the rendition cache (:mod:`edgeprint.dispatch.formats`). A document
+that cannot be read or made ends or postpones the job here, before anything is
+asked of the printer.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from edgeprint import errors
+from edgeprint.config import DispatchConfig
+from edgeprint.copies import Copy, CopyState
+from edgeprint.dispatch import formats
+from edgeprint.dispatch.monitor import Monitor
+from edgeprint.documents.cache import RenditionCache
+from edgeprint.documents.render import RenderPool
+from edgeprint.evidence import Evidence
+from edgeprint.service import JobRecord, JobService
+
+log = logging.getLogger(__name__)
+
+
+class Preparer:
+    """Makes what one printer is sent."""
+
+    def __init__(
+        self,
+        service: JobService,
+        monitor: Monitor,
+        settings: DispatchConfig,
+        *,
+        renderer: RenderPool | None,
+        renditions: RenditionCache | None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.name = monitor.name
+        self.service = service
+        self.monitor = monitor
+        self.settings = settings
+        self.renderer = renderer
+        self.renditions = renditions
+        self._clock = clock
+
+    async def for_copy(self, job: JobRecord, copy: Copy) -> tuple[Copy, bytes] | None:
+        """The copy (perhaps redescribed) and the bytes it carries; None when the job was
+        failed or put back instead (nothing was asked of the printer)."""
+        if job.claims > 1 and await self._pdf_failed_here(job):
+            # The printer lists PDF but could not print this one: once more, in raster.
+            rendered = await self._rendition(job, raster_only=True)
+            if rendered is None:
+                await self.service.settle_copy(
+                    copy, CopyState.REFUSED, "no raster could be made",
+                    evidence=Evidence.NO_DOCUMENT.value,
+                )  # fmt: skip
+                return None
+            fmt, data = rendered
+            redescribed = await self.service.redescribe_copy(copy, fmt, len(data))
+            if redescribed is not None:
+                return redescribed, data
+        try:
+            document = await self.service.read_document(job)
+        except OSError as exc:
+            await self.service.settle_copy(
+                copy, CopyState.REFUSED, f"document unreadable: {exc}",
+                evidence=Evidence.NO_DOCUMENT.value,
+            )  # fmt: skip
+            await self._unreadable(job, exc)
+            return None
+        return copy, document
+
+    async def raster(self, job: JobRecord) -> tuple[str, bytes] | None:
+        """For a printer that takes no PDF: the job rendered for it (None: it could not be)."""
+        return await self._rendition(job, raster_only=False)
+
+    async def _pdf_failed_here(self, job: JobRecord) -> bool:
+        """This printer blamed this job's PDF before (completed/aborted with a document error)
+        and takes a raster edgeprint can make instead."""
+        caps = self.monitor.capabilities
+        if self.renderer is None or caps is None:
+            return False
+        if formats.generic(formats.without_pdf(caps), raster=True) in (None, formats.PDF):
+            return False
+        return any(
+            c.printer == self.name
+            and c.state is CopyState.DOCUMENT_ERROR
+            and c.document_format == formats.PDF
+            for c in await self.service.copies_of(job.id)
+        )
+
+    async def _rendition(self, job: JobRecord, *, raster_only: bool) -> tuple[str, bytes] | None:
+        """The job's document in the format this printer takes best (rendered, cached).
+
+        None when it cannot be made (the job is then failed or noted here).
+        """
+        assert self.renderer is not None
+        caps = self.monitor.capabilities
+        assert caps is not None
+        caps = formats.without_pdf(caps) if raster_only else caps
+        try:
+            path = await self.service.document_path(job)
+        except OSError as exc:
+            await self._unreadable(job, exc)
+            return None
+        try:
+            made = await formats.render(
+                self.renderer, self.renditions, caps, job.document_sha256, str(path)
+            )
+        except errors.DocumentUnprintable as exc:
+            await self.service.fail(job, self.name, exc.slug.replace("-", "_"), exc.detail)
+            return None
+        except errors.RenderFailed as exc:
+            verdict = self.service.on_failure(job, self.name, "render-failed", str(exc))
+            await self.service.settle_job(job, self.name, verdict)
+            return None
+        except OSError as exc:
+            await self._unreadable(job, exc)
+            return None
+        if made.note:
+            await self.service.note(job, self.name, made.note)
+        return made.format, made.data
+
+    async def _unreadable(self, job: JobRecord, exc: OSError) -> None:
+        """The document of a claimed job could not be read: gone → DEAD, else later again."""
+        if isinstance(exc, FileNotFoundError):
+            await self.service.fail(job, self.name, "document_missing", f"document: {exc}")
+        else:  # EMFILE, EIO…: the document is there, reading it failed now
+            log.warning(
+                "document unreadable",
+                extra={"event": "document_unreadable", "job_id": job.id, "printer": self.name,
+                       "error": str(exc), "correlation_id": job.correlation_id},
+            )  # fmt: skip
+            not_before = self._clock() + self.settings.unreachable_retry_max_s
+            await self.service.requeue(job, self.name, f"document: {exc}", not_before, count=False)

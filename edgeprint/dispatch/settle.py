@@ -1,0 +1,336 @@
+"""Settlement: what a copy's outcome, and the printer's word on every copy, mean for jobs.
+
+:meth:`Settlement.after` takes a :class:`~edgeprint.dispatch.copy_run.Outcome`
+and carries out what it means (one transaction for printed-and-DONE; the refusal
+policy; a stuck copy cancelled and its job moved; a lost one parked);
+:meth:`Settlement.conclude` brings the printer's word on a job's copies up to date
+and does what :func:`edgeprint.copies.judge` says; :meth:`Settlement.sweep`
+settles everything a printer may still hold before it gets new work;
+:meth:`Settlement.give_up_in_hand` settles without a printer that stayed away.
+Each returns the copy to follow next, if any: the worker follows it
+(:mod:`edgeprint.dispatch.copy_run`) and hands the outcome back here.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from edgeprint import errors
+from edgeprint.config import DispatchConfig
+from edgeprint.copies import (
+    ORIGIN_REQUESTED,
+    Copy,
+    CopyState,
+    Kind,
+    Policy,
+    Refusal,
+    Verdict,
+    judge,
+    on_refusal,
+)
+from edgeprint.dispatch.copy_run import Ended, Outcome
+from edgeprint.dispatch.monitor import Monitor
+from edgeprint.dispatch.observer import MonitoringFailed, Observer, Unsettled
+from edgeprint.evidence import Evidence
+from edgeprint.metrics import Metrics
+from edgeprint.service import JobRecord, JobService
+from edgeprint.service.records import job_facts
+from edgeprint.states import JobState
+
+log = logging.getLogger(__name__)
+
+#: Rounds of observe → judge → act for one job before the worker waits and tries later.
+ROUNDS = 10
+
+#: What settlement hands back: a copy to follow, True (the job is settled, or no longer
+#: this printer's), False (not settled yet: try again later).
+Next = Copy | bool
+
+
+class Settlement:
+    """Settles one printer's jobs and copies."""
+
+    def __init__(
+        self,
+        service: JobService,
+        monitor: Monitor,
+        observer: Observer,
+        settings: DispatchConfig,
+        metrics: Metrics,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.name = monitor.name
+        self.service = service
+        self.monitor = monitor
+        self.observer = observer
+        self.settings = settings
+        self.metrics = metrics
+        self._clock = clock
+
+    def policy(self) -> Policy:
+        """The service's policy, with what this printer is known to do."""
+        base = self.service.policy
+        counting = base.counting | ({self.name} if self.monitor.traits.impressions else set())
+        return replace(base, counting=frozenset(counting))
+
+    def judge(self, job: JobRecord, copies: list[Copy]) -> Verdict:
+        return judge(job_facts(job), copies, self.policy())
+
+    async def after(self, job: JobRecord, outcome: Outcome) -> Next:
+        """Carry out what a copy's run ended with. Raises Unsettled (reconcile later)."""
+        match outcome.ended:
+            case Ended.PRINTED:
+                obs = outcome.observation
+                assert obs is not None
+                assert obs.pj is not None
+                _, done = await self.service.settle_printed(
+                    job, outcome.copy, obs.pj, evidence=obs.evidence.value
+                )
+                if done is not None:
+                    self.monitor.health.on_job_printed()
+                    return True
+                return await self.conclude(job)
+            case Ended.SETTLED | Ended.CHANGED:
+                return await self.conclude(job)
+            case Ended.REFUSED:
+                assert outcome.error is not None
+                return await self.refused(job, outcome.copy, outcome.error)
+            case Ended.UNSETTLED:
+                raise Unsettled
+            case Ended.STUCK:
+                return await self.move_stuck(job, outcome.copy)
+            case Ended.LOST:
+                await self.monitoring_gave_up(job, outcome.copy, outcome.why)
+                return True
+        return False  # STOPPED: the job stays PRINTING; the next start reconciles it
+
+    async def conclude(self, job: JobRecord) -> Next:
+        """Bring the printer's word on the job's copies up to date, then do what they mean.
+
+        Raises Unsettled when the printer cannot be asked.
+        """
+        for _ in range(ROUNDS):
+            copies = await self.service.copies_of(job.id)
+            for c in copies:
+                if c.live and c.printer == self.name and c.printer_job_id is not None:
+                    try:
+                        obs = await self.observer.look(c)
+                    except MonitoringFailed:
+                        continue  # judged as it stands; following it retries the printer
+                    await self.observer.record(c, obs, job)
+            copies = await self.service.copies_of(job.id)
+            verdict = self.judge(job, copies)
+            self.metrics.reconciliations.labels(printer=self.name, verdict=verdict.kind).inc()
+            log.info(
+                "job reconciled",
+                extra={"event": "job_reconciled", "job_id": job.id, "printer": self.name,
+                       "verdict": verdict.kind.value,
+                       "printer_job_id": verdict.copy.printer_job_id if verdict.copy else None,
+                       "settled_by": verdict.settled_by,
+                       "correlation_id": job.correlation_id},
+            )  # fmt: skip
+            copy = verdict.copy
+            match verdict.kind:
+                case Kind.FOLLOW:
+                    assert copy is not None
+                    return copy
+                case Kind.CANCEL:
+                    assert copy is not None
+                    cancelling = await self.service.copy_cancelling(copy, verdict.kind.value)
+                    if cancelling is not None:
+                        await self.observer.await_cancel(cancelling)
+                case Kind.WAIT:
+                    assert copy is not None
+                    after = await self.observer.await_cancel(copy)
+                    if after is not None and after.live:
+                        return False  # the printer is still stopping it: try again later
+                case Kind.FIND:
+                    assert copy is not None
+                    if not await self.observer.find(copy, job):
+                        raise Unsettled
+                case _:
+                    current = await self.service.find(job.id)
+                    if current is None or current.state is not JobState.PRINTING:
+                        return True
+                    await self._count_outcome(job, verdict)
+                    await self.service.settle_job(job, self.name, verdict)
+                    return True
+        return False
+
+    async def _count_outcome(self, job: JobRecord, verdict: Verdict) -> None:
+        """A job this printer aborted counts towards quarantining the printer (several
+        different jobs failing here blame the printer); a printed one breaks the run."""
+        copy = verdict.copy
+        if verdict.kind is Kind.DONE:
+            self.monitor.health.on_job_printed()
+        elif copy is not None and copy.printer == self.name and copy.state is CopyState.ABORTED:
+            await self.monitor.health_changed(
+                self.monitor.health.on_job_failed(job.id, self._clock())
+            )
+
+    async def refused(self, job: JobRecord, copy: Copy, exc: errors.PrinterError) -> Next:
+        """The printer answered a Create-Job/Send-Document/Print-Job with an error.
+
+        Nothing of this attempt can print: a printer job it may have made is
+        cancelled, the copy is settled ``refused``, and the job follows the
+        refusal (:func:`edgeprint.copies.on_refusal`) — unless a person asked to
+        cancel it meanwhile.
+        """
+        if copy.printer_job_id is not None:
+            cancelling = await self.service.copy_cancelling(copy, f"refused: {exc}")
+            if cancelling is not None:
+                await self.observer.send_cancel(cancelling)
+                copy = cancelling
+        settled = await self.service.settle_copy(
+            copy, CopyState.REFUSED, str(exc), evidence=Evidence.REFUSED.value
+        )
+        if settled is None:  # it settled otherwise meanwhile: let the copies decide
+            return await self.conclude(job)
+        judged = self.judge(job, await self.service.copies_of(job.id))
+        if judged.kind is not Kind.SEND:  # e.g. a person's cancel
+            await self.service.settle_job(job, self.name, judged)
+            return True
+        if isinstance(exc, errors.PrinterPermanent):
+            refusal = Refusal.POISON
+        elif isinstance(exc, errors.PrinterBusy):
+            refusal = Refusal.BUSY
+        elif isinstance(exc, errors.PrinterUnreachable):
+            refusal = Refusal.UNREACHABLE
+        else:
+            refusal = Refusal.OTHER
+            await self.monitor.health_changed(
+                self.monitor.health.on_job_failed(job.id, self._clock())
+            )
+        sig = f"status:{exc.status_code:#06x}" if exc.status_code else type(exc).__name__
+        verdict = on_refusal(job_facts(job), self.name, refusal, sig, str(exc), self.policy())
+        await self.service.settle_job(job, self.name, replace(verdict, copy=settled))
+        return True
+
+    async def move_stuck(self, job: JobRecord, copy: Copy) -> Next:
+        """Cancel a copy the printer cannot go on with (none of it out), then move its job.
+
+        The job moves once the printer accepted the cancel (answered Cancel-Job with
+        success, or settled the copy cancelled); a jammed printer may keep the copy
+        "processing-to-stop-point" until the jam is cleared, and it stays
+        ``cancelling`` here, settled before this printer gets work again. A copy
+        the printer settled otherwise meanwhile (printed, or stopped after pages)
+        is judged as such; one whose cancel the printer refused stays here.
+        """
+        cancelling = await self.service.copy_cancelling(
+            copy, f"{self.name} cannot go on ({self.monitor.health.reason})"
+        )
+        accepted = False
+        after: Copy | None = copy
+        if cancelling is not None:
+            accepted = await self.observer.send_cancel(cancelling)
+            if accepted:
+                after = await self.observer.await_cancel(
+                    replace(cancelling, cancel_sent_at=self._clock())
+                )
+            else:
+                after = await self.service.copy(cancelling.id)
+        if after is not None and not after.live:
+            if after.state not in (CopyState.CANCELLED, CopyState.CANCELLED_ELSEWHERE) or (
+                after.pages_out
+            ):
+                return await self.conclude(job)
+        elif not accepted:
+            return False  # the printer did not take the cancel: nothing may move yet
+        reason = (
+            f"{self.name} cannot go on ({self.monitor.health.reason}); cancelled there, "
+            "moved to a peer"
+        )
+        log.warning(
+            "job failed over",
+            extra={"event": "job_failed_over", "job_id": job.id, "printer": self.name,
+                   "why": self.monitor.health.reason, "correlation_id": job.correlation_id},
+        )  # fmt: skip
+        self.metrics.failovers.labels(printer=self.name).inc()
+        await self.service.requeue(job, self.name, reason, self._clock(), count=False)
+        return True
+
+    async def monitoring_gave_up(self, job: JobRecord, copy: Copy, why: str) -> None:
+        """The printer cannot say what became of a copy: park the job, blame the printer."""
+        log.warning(
+            "job monitoring failed",
+            extra={"event": "job_monitoring_failed", "job_id": job.id, "printer": self.name,
+                   "printer_job_id": copy.printer_job_id, "error": why},
+        )  # fmt: skip
+        await self.service.settle_copy(
+            copy, CopyState.LOST, f"cannot report job state: {why}",
+            evidence=Evidence.MONITORING_FAILED.value,
+        )  # fmt: skip
+        health = self.monitor.health
+        await self.monitor.health_changed(health.on_monitoring_failed(why, self._clock()))
+        await self.service.fail_over_waiting(self.name, health.reason or why)
+        await self.conclude(job)
+
+    async def give_up_in_hand(self) -> None:
+        """The printer has been unreachable too long: settle what it held without it.
+
+        A job of which no document can have left goes back to the queue for a
+        peer; one the printer may have printed is parked DEAD
+        ``outcome_unknown`` (or sent again with ``on_unknown_outcome =
+        "reprint"``). Its copies stay live here: when the printer comes back
+        they are settled (live ones cancelled) before it gets new work.
+        """
+        for job in await self.service.printing_on(self.name):
+            copies = await self.service.copies_of(job.id)
+            current = [c for c in copies if c.claim == job.claims and c.live]
+            risky = any(c.document_may_have_left for c in current)
+            if any(c.cancel_origin == ORIGIN_REQUESTED for c in current):
+                # a person asked to cancel it: that stands (its copy is cancelled here later)
+                why = f"cancelled as asked; {self.name} became unreachable before it confirmed"
+                if risky:
+                    why += " (it may have printed part of it)"
+                await self.service.cancelled(job, self.name, why)
+            elif not risky or self.settings.on_unknown_outcome == "reprint":
+                await self.service.requeue(
+                    job, self.name, f"{self.name} unreachable; moved to a peer", self._clock(),
+                    count=False,
+                )  # fmt: skip
+            else:
+                await self.service.fail(
+                    job, self.name, "outcome_unknown",
+                    f"{self.name} became unreachable while it may have been printing the job",
+                )  # fmt: skip
+
+    async def settle_stale(self, copy: Copy) -> bool:
+        """A copy of a job that left this printer: cancel it if live, record it if settled.
+
+        True when it is settled (or could be left); raises Unsettled.
+        """
+        if copy.printer_job_id is None:
+            if not await self.observer.find(copy, await self.service.find(copy.job_id)):
+                return False
+            refreshed = await self.service.copy(copy.id)
+            if refreshed is None or not refreshed.live or refreshed.printer_job_id is None:
+                return True
+            copy = refreshed
+        try:
+            obs = await self.observer.look(copy)
+        except MonitoringFailed as exc:
+            await self.service.settle_copy(
+                copy, CopyState.LOST, f"cannot report job state: {exc}",
+                evidence=Evidence.MONITORING_FAILED.value,
+            )  # fmt: skip
+            return True
+        if obs.settled is None:
+            log.warning(
+                "stale copy cancelled",
+                extra={"event": "stale_copy_cancelled", "job_id": copy.job_id,
+                       "printer": self.name, "printer_job_id": copy.printer_job_id},
+            )  # fmt: skip
+            cancelling = await self.service.copy_cancelling(copy, "its job left this printer")
+            if cancelling is None:
+                return True
+            after = await self.observer.await_cancel(cancelling)
+            return after is None or not after.live
+        settled = await self.observer.record(copy, obs)
+        if settled is not None and settled.state is CopyState.PRINTED:
+            await self.service.stale_copy_printed(settled)
+        return True

@@ -1,0 +1,661 @@
+"""What each printer answer proves, about which copy, in which epoch (DESIGN §3): pure.
+
+Every settlement of a copy names the :class:`Evidence` that allowed it
+(``settled_by``); :data:`EVIDENCE` says for each what it proves and what it does
+not, and DESIGN §3 prints that table (:func:`table_markdown`, tested to agree).
+
+:func:`identify` says whether a printer job *is* a stored copy (job-id within
+the copy's epoch, ``time-at-creation`` and ``job-uuid`` where known, the name
+only as the printer is known to echo it); :func:`find_orphans` looks for the
+printer job of a copy whose job-id edgeprint never learnt; :func:`observe` turns
+what the printer said (a :class:`Sighting`) into what the copy now is. The
+job-level rules that follow are :func:`edgeprint.copies.judge`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from edgeprint.copies import (
+    CANCELLED_ELSEWHERE_REASONS,
+    DOCUMENT_ERROR_REASONS,
+    ORIGIN_EDGEPRINT,
+    WAITING_FOR_DATA,
+    Copy,
+    CopyState,
+)
+from edgeprint.personality import Echo, History, Traits, name_matches
+
+#: IPP job-state values (RFC 8011 §5.3.7).
+JOB_PENDING, JOB_HELD, JOB_PROCESSING, JOB_STOPPED = 3, 4, 5, 6
+JOB_CANCELED, JOB_ABORTED, JOB_COMPLETED = 7, 8, 9
+JOB_TERMINAL = frozenset({JOB_CANCELED, JOB_ABORTED, JOB_COMPLETED})
+JOB_LIVE = frozenset({JOB_PENDING, JOB_HELD, JOB_PROCESSING, JOB_STOPPED})
+
+C = CopyState
+#: Seconds of slack between printer-up-time read at a probe and time-at-creation.
+UP_TIME_SLACK_S = 2
+
+#: printer-state-reasons keywords (any severity) that say the printer stopped or lost
+#: work: seen when a copy disappears, they rule out "it printed and was forgotten".
+STOPPING_REASONS = frozenset(
+    {
+        "media-jam", "media-empty", "media-needed", "cover-open", "door-open",
+        "interlock-open", "input-tray-missing", "output-tray-missing", "output-area-full",
+        "marker-supply-empty", "marker-waste-full", "toner-empty", "offline", "shutdown",
+        "spool-area-full", "stopped-partly", "fuser-over-temp", "other",
+    }
+)  # fmt: skip
+#: job-state-reasons that say the job did not finish normally.
+JOB_STOPPED_REASONS = frozenset(
+    {"aborted-by-system", "job-stopped", "printer-stopped", "job-interpreting-error",
+     "job-canceled-by-user", "job-canceled-by-operator", "job-canceled-at-device",
+     "job-completed-with-errors", "job-completed-with-warnings", "processing-to-stop-point"}
+    | DOCUMENT_ERROR_REASONS
+)  # fmt: skip
+
+
+def printer_job_name(job_id: str) -> str:
+    """The IPP job-name for an edgeprint job: contains the id verbatim (DESIGN §3)."""
+    return f"edgeprint-{job_id}"
+
+
+@dataclass(frozen=True)
+class PrinterJob:
+    """A job as the printer reports it (RFC 8011 §5.3; PWG 5100.13 for job-uuid)."""
+
+    job_id: int
+    name: str
+    state: int  # job-state (JOB_*), 0 when the answer had none
+    reasons: tuple[str, ...]
+    message: str
+    k_octets: int | None  # job-k-octets: document size received, KiB rounded up
+    created_s: int | None = None  # time-at-creation: printer-up-time seconds at creation
+    user: str = ""  # job-originating-user-name ("" when the printer does not say)
+    impressions_completed: int | None = None  # job-impressions-completed
+    uuid: str | None = None  # job-uuid
+    impressions: int | None = None  # job-impressions: the printer's own count of the job's
+    sheets_completed: int | None = None  # job-media-sheets-completed
+    created_dt: str | None = None  # date-time-at-creation (text): a wall-clock identity
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in JOB_TERMINAL
+
+    @property
+    def live(self) -> bool:
+        return self.state in JOB_LIVE
+
+    @property
+    def pages_out(self) -> int | None:
+        """Impressions that came out, as far as the printer says (None: it does not)."""
+        if self.impressions_completed is not None:
+            return self.impressions_completed
+        return self.sheets_completed
+
+
+class Listing(StrEnum):
+    """What a Get-Jobs answer covers."""
+
+    ALL = "all"  # which-jobs=all honoured: every job the printer still keeps
+    LIVE = "live"  # only jobs not yet finished (the printer ignored which-jobs)
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """What the printer answered about one copy.
+
+    ``direct`` is Get-Job-Attributes' answer for the copy's job-id (None: it said
+    not-found, or was not asked: ``asked`` says which); ``listed`` a Get-Jobs
+    answer (None: not asked, or unusable) covering ``listing``.
+    """
+
+    direct: PrinterJob | None = None
+    asked: bool = False
+    listed: tuple[PrinterJob, ...] | None = None
+    listing: Listing = Listing.ALL
+
+
+@dataclass(frozen=True)
+class Context:
+    """What else the answer is read with: the printer's epoch now, its traits, its reasons."""
+
+    epoch: int
+    traits: Traits
+    printer_reasons: tuple[str, ...] = ()
+
+
+class Evidence(StrEnum):
+    """What settled a copy (``settled_by``), or what an answer showed."""
+
+    COMPLETED_ACKNOWLEDGED = "completed_acknowledged"
+    COMPLETED_K_OCTETS = "completed_k_octets"
+    COMPLETED_IMPRESSIONS = "completed_impressions"
+    CANCELLED_AFTER_PRINTING = "cancelled_after_printing"
+    FORGOTTEN_AFTER_ACKNOWLEDGED = "forgotten_after_acknowledged"
+    COMPLETED_UNVERIFIED = "completed_unverified"
+    COMPLETED_WITH_DOCUMENT_ERRORS = "completed_with_document_errors"
+    STOPPED_AFTER_PAGES = "stopped_after_pages"
+    ABORTED_PAGES_UNKNOWN = "aborted_pages_unknown"
+    DOCUMENT_ERROR = "document_error"
+    ABORTED = "aborted"
+    COMPLETED_WITHOUT_DOCUMENT = "completed_without_document"
+    CANCELLED_AS_ASKED = "cancelled_as_asked"
+    CANCELLED_ELSEWHERE = "cancelled_elsewhere"
+    VANISHED = "vanished"
+    VANISHED_NEW_EPOCH = "vanished_new_epoch"
+    ORPHAN_ABSENT = "orphan_absent"
+    ORPHAN_AMBIGUOUS = "orphan_ambiguous"
+    REFUSED = "refused"
+    MONITORING_FAILED = "monitoring_failed"
+    NO_DOCUMENT = "no_document"
+    PERSON = "person"
+    # answers that settle nothing
+    LISTED_LIVE = "listed_live"
+    NOT_CONFIRMED = "not_confirmed"
+
+
+@dataclass(frozen=True)
+class Proof:
+    """One row of the evidence table."""
+
+    answer: str  # the printer answer (or its absence)
+    proves: str  # what it proves, about which copy
+    not_proven: str  # what it does not prove
+    settles: CopyState | None  # what the copy becomes (None: nothing settles)
+    verified: bool = False  # the printer says this copy completed whole
+
+
+E = Evidence
+#: The evidence table (DESIGN §3). Every copy's ``settled_by`` is one of these.
+EVIDENCE: dict[Evidence, Proof] = {
+    E.COMPLETED_ACKNOWLEDGED: Proof(
+        "job-state completed, no document-error reason; the upload was acknowledged",
+        "this copy (job-id, time-at-creation and job-uuid as known, same epoch) printed whole",
+        "that the paper is good (a printer may complete a job it could not render well)",
+        C.PRINTED, verified=True,
+    ),
+    E.COMPLETED_K_OCTETS: Proof(
+        "job-state completed; job-k-octets ≥ the document's size (upload not acknowledged)",
+        "the printer had every byte of this copy and completed it",
+        "more than the printer's own count of what it received",
+        C.PRINTED, verified=True,
+    ),
+    E.COMPLETED_IMPRESSIONS: Proof(
+        "job-state completed; job-impressions-completed ≥ pages × copies",
+        "every impression of this copy came out",
+        "that the upload was whole (only that every page came out)",
+        C.PRINTED, verified=True,
+    ),
+    E.CANCELLED_AFTER_PRINTING: Proof(
+        "job-state canceled after edgeprint's own Cancel-Job; impressions completed ≥ "
+        "pages × copies",
+        "the cancel came too late: every impression of this copy came out",
+        "—",
+        C.PRINTED, verified=True,
+    ),
+    E.FORGOTTEN_AFTER_ACKNOWLEDGED: Proof(
+        "the job is in no answer any more (Get-Job-Attributes and a Get-Jobs list), same epoch; "
+        "the upload was acknowledged; no error seen; no finished job older than it is listed",
+        "the printer had the whole document, reported no error while edgeprint watched, and "
+        "then forgot the job the way it forgets every finished job",
+        "that it came out: a silent abort or a cancel at the panel, then forgotten, looks the "
+        "same ([[printers]] on_forgotten says how such copies settle)",
+        C.UNVERIFIED,
+    ),
+    E.COMPLETED_UNVERIFIED: Proof(
+        "job-state completed; the upload was not acknowledged and no figure shows it whole",
+        "the printer completed whatever it received of this copy",
+        "that it received all of it (a cut upload may have printed short)",
+        C.INCOMPLETE,
+    ),
+    E.COMPLETED_WITH_DOCUMENT_ERRORS: Proof(
+        "job-state completed with a document-error reason, and pages came out (or it does not say)",
+        "the printer completed this copy but could not print all of it as sent",
+        "what came out: a person has to look",
+        C.INCOMPLETE,
+    ),
+    E.STOPPED_AFTER_PAGES: Proof(
+        "job-state aborted or canceled with impressions (or sheets) completed > 0",
+        "this copy stopped part-way: that many impressions came out",
+        "which pages are usable",
+        C.PARTIAL,
+    ),
+    E.ABORTED_PAGES_UNKNOWN: Proof(
+        "job-state aborted, several impressions expected, and no count of what came out",
+        "the printer stopped this copy",
+        "that nothing came out (it does not count impressions)",
+        C.PARTIAL,
+    ),
+    E.DOCUMENT_ERROR: Proof(
+        "job-state aborted or completed with a document-error reason, nothing came out",
+        "the printer could not print the document it received",
+        "that the document is bad for every printer (another format, or printer, may take it)",
+        C.DOCUMENT_ERROR,
+    ),
+    E.ABORTED: Proof(
+        "job-state aborted, no impression came out (counted 0, or one impression expected)",
+        "this copy did not print",
+        "why (the printer's reasons are recorded)",
+        C.ABORTED,
+    ),
+    E.COMPLETED_WITHOUT_DOCUMENT: Proof(
+        "job-state completed, but no document was ever sent",
+        "an empty printer job ended: nothing printed",
+        "—",
+        C.ABORTED,
+    ),
+    E.CANCELLED_AS_ASKED: Proof(
+        "job-state canceled after edgeprint's Cancel-Job, no impression came out",
+        "this copy did not print",
+        "—",
+        C.CANCELLED,
+    ),
+    E.CANCELLED_ELSEWHERE: Proof(
+        "job-state canceled, edgeprint never asked (job-canceled-at-device, -by-operator, "
+        "-by-user)",
+        "a person cancelled this copy at the printer",
+        "that nothing came out (the count is recorded when the printer gives it)",
+        C.CANCELLED_ELSEWHERE,
+    ),
+    E.VANISHED: Proof(
+        "the job is in no answer (Get-Job-Attributes and Get-Jobs), same epoch, and it was not "
+        "an acknowledged copy forgotten the way the printer forgets",
+        "the printer no longer has this copy",
+        "whether it printed",
+        C.VANISHED,
+    ),
+    E.VANISHED_NEW_EPOCH: Proof(
+        "the printer restarted or was replaced since the copy was made, and nothing that "
+        "survives a restart (job-uuid, date-time-at-creation) matches it",
+        "this copy is not in the printer's present life",
+        "whether it printed before the restart",
+        C.VANISHED,
+    ),
+    E.ORPHAN_ABSENT: Proof(
+        "a copy whose job-id was never learnt: no listed job can be it",
+        "the printer holds no job that is this copy",
+        "whether Create-Job reached it (if it did, the job is gone)",
+        C.VANISHED,
+    ),
+    E.ORPHAN_AMBIGUOUS: Proof(
+        "a copy whose job-id was never learnt: several listed jobs could each be it",
+        "one of them may be this copy",
+        "which one",
+        C.LOST,
+    ),
+    E.REFUSED: Proof(
+        "Create-Job, Send-Document or Print-Job answered with an error status (or the upload's "
+        "connection was refused)",
+        "the printer did not take this copy's document: nothing of it printed",
+        "whose fault it is (the refusal's status decides: poison, busy, retry)",
+        C.REFUSED,
+    ),
+    E.MONITORING_FAILED: Proof(
+        "Get-Job-Attributes and Get-Jobs both unusable for in_hand_timeout_s",
+        "nothing about this copy",
+        "anything: its outcome is unknown",
+        C.LOST,
+    ),
+    E.NO_DOCUMENT: Proof(
+        "the copy was never sent a document (edgeprint's own record)",
+        "nothing of this copy can have printed",
+        "—",
+        C.REFUSED,
+    ),
+    E.PERSON: Proof(
+        "a technician's answer (resolve) or cancel",
+        "what the person decided",
+        "—",
+        None,
+    ),
+    E.LISTED_LIVE: Proof(
+        "job-state pending, pending-held, processing or processing-stopped",
+        "the printer holds this copy now (its figures are recorded)",
+        "that it will print",
+        None,
+    ),
+    E.NOT_CONFIRMED: Proof(
+        "Get-Job-Attributes answered not-found (or nothing usable) and Get-Jobs could not be read",
+        "nothing: some printers answer not-found for a job they still list",
+        "that the copy is gone",
+        None,
+    ),
+}  # fmt: skip
+
+
+def unverified_words(settled_by: str, printer: str | None) -> str | None:
+    """For a DONE job settled by weaker evidence than "the printer says this copy completed
+    whole": what is known, in words (None: it was verified, or a person said so)."""
+    try:
+        ev = Evidence(settled_by)
+    except ValueError:
+        return None
+    proof = EVIDENCE[ev]
+    if proof.verified or ev is E.PERSON or proof.settles is None:
+        return None
+    where = printer or "the printer"
+    if ev is E.FORGOTTEN_AFTER_ACKNOWLEDGED:
+        return (
+            f"{where} acknowledged the whole document and reported no error, then forgot the "
+            "job (it keeps no job history): not confirmed on paper"
+        )
+    return f"{where}: {proof.proves}; not proven: {proof.not_proven}"
+
+
+def table_markdown() -> str:
+    """The evidence table as DESIGN §3 prints it."""
+    rows = [
+        "| settled_by | the printer's answer | proves | does not prove | copy becomes |",
+        "|---|---|---|---|---|",
+    ]
+    for ev, p in EVIDENCE.items():
+        settles = p.settles.value if p.settles is not None else "—"
+        if p.verified:
+            settles += " (verified)"
+        rows.append(f"| `{ev.value}` | {p.answer} | {p.proves} | {p.not_proven} | {settles} |")
+    return "\n".join(rows)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a copy is now: still live (with the printer's figures) or settled, and by what."""
+
+    settled: CopyState | None  # None: still live at the printer (or nothing proven)
+    evidence: Evidence
+    pj: PrinterJob | None
+    outcome: str | None = None  # in words
+
+    @property
+    def pages_out(self) -> int | None:
+        return self.pj.pages_out if self.pj is not None else None
+
+
+# --- identity -----------------------------------------------------------------------------
+
+
+def _name_says(copy: Copy, pj: PrinterJob, traits: Traits) -> bool | None:
+    """Whether the name shows ``pj`` is the copy (None: it says nothing).
+
+    As the printer is known to echo names; before that is learnt, a name that is
+    another edgeprint job's whole name rules it out.
+    """
+    sent = printer_job_name(copy.job_id)
+    said = name_matches(traits.job_name, traits.name_length, sent, pj.name)
+    if said is None and traits.job_name is Echo.UNKNOWN and pj.name.startswith("edgeprint-"):
+        n, ours = pj.name.casefold(), sent.casefold()
+        return None if n == ours or ours.startswith(n) or ours in n else False
+    return said
+
+
+def identify(copy: Copy, pj: PrinterJob, traits: Traits, *, epoch: int) -> bool:
+    """Whether printer job ``pj`` (read in ``epoch``) is ``copy``, whose job-id is known.
+
+    Within the copy's epoch: the job-id must match; ``time-at-creation`` and
+    ``job-uuid`` must equal the stored ones where both are known (and creation
+    may not precede the printer-up-time seen before the copy was made); the
+    name rules it out only when the printer is known to echo names. Across
+    epochs (the printer restarted since): only a stored ``job-uuid`` equal to
+    the printer's, or an equal ``date-time-at-creation`` with the same job-id, is
+    the copy — a job-id alone names a job of the printer's new life.
+    """
+    if copy.printer_job_id is None:
+        return False
+    if copy.epoch is not None and copy.epoch != epoch:
+        if copy.job_uuid and pj.uuid:
+            return copy.job_uuid == pj.uuid
+        return bool(
+            copy.created_dt
+            and pj.created_dt == copy.created_dt
+            and pj.job_id == copy.printer_job_id
+        )
+    if pj.job_id != copy.printer_job_id:
+        return False
+    if copy.job_uuid and pj.uuid and copy.job_uuid != pj.uuid:
+        return False
+    if copy.created_s is not None and pj.created_s is not None:
+        if pj.created_s != copy.created_s:
+            return False
+    elif (
+        copy.printer_up_s is not None
+        and pj.created_s is not None
+        and pj.created_s + UP_TIME_SLACK_S < copy.printer_up_s
+    ):
+        return False
+    return _name_says(copy, pj, traits) is not False
+
+
+def find_orphans(
+    copy: Copy,
+    owner: str,
+    jobs: Sequence[PrinterJob],
+    known: Collection[tuple[int, int | None]],
+    traits: Traits,
+) -> list[PrinterJob]:
+    """Printer jobs (listed in the copy's epoch) that may be ``copy``, whose job-id was never
+    stored (a crash right after Create-Job). Newest first.
+
+    A job named after the edgeprint job (as the printer echoes names) is it.
+    Otherwise candidates are jobs not known as any other copy, created no earlier
+    than the printer-up-time seen before the copy was made, by the job's owner (as
+    the printer echoes users), and — for a copy that never got a document — still
+    waiting for data.
+    """
+
+    def is_known(j: PrinterJob) -> bool:
+        return (j.job_id, j.created_s) in known or (j.job_id, None) in known
+
+    sent = printer_job_name(copy.job_id)
+    named = [
+        j for j in jobs
+        if not is_known(j)
+        and (name_matches(traits.job_name, traits.name_length, sent, j.name)
+             if traits.job_name is not Echo.UNKNOWN else copy.job_id in j.name)
+    ]  # fmt: skip
+    if named:
+        return sorted(named, key=lambda j: j.job_id, reverse=True)
+    out = []
+    for j in jobs:
+        if is_known(j):
+            continue
+        if name_matches(traits.job_name, traits.name_length, sent, j.name) is False:
+            continue
+        if copy.printer_up_s is None or j.created_s is None:
+            continue
+        if j.created_s + UP_TIME_SLACK_S < copy.printer_up_s:
+            continue
+        if traits.user_name in (Echo.WHOLE, Echo.UNKNOWN) and j.user not in (
+            "",
+            owner,
+            "Guest",
+            "guest",
+            "anonymous",
+        ):
+            continue
+        if copy.sent_at is None and not _empty_and_live(j):
+            continue
+        out.append(j)
+    return sorted(out, key=lambda j: j.job_id, reverse=True)
+
+
+def _empty_and_live(j: PrinterJob) -> bool:
+    """A printer job still open that has received no document (pending, held, or waiting)."""
+    if j.terminal or j.k_octets not in (None, 0):
+        return False
+    return j.state in (JOB_PENDING, JOB_HELD) or bool(WAITING_FOR_DATA & set(j.reasons))
+
+
+# --- what an answer means for a copy ------------------------------------------------------
+
+
+def _keyword(reason: str) -> str:
+    for suffix in ("-report", "-warning", "-error"):
+        if reason.endswith(suffix):
+            return reason[: -len(suffix)]
+    return reason
+
+
+def stopping_reasons(reasons: Sequence[str]) -> list[str]:
+    """The printer-state-reasons (any severity) that say the printer stopped or lost work."""
+    return sorted({_keyword(r) for r in reasons if r != "none"} & STOPPING_REASONS)
+
+
+def _whole(copy: Copy, pj: PrinterJob) -> Evidence | None:
+    """Which figure shows the copy whole at the printer (None: none does)."""
+    if copy.acknowledged_at is not None:
+        return E.COMPLETED_ACKNOWLEDGED
+    if copy.whole(pj.k_octets, None):
+        return E.COMPLETED_K_OCTETS
+    if copy.whole(None, pj.impressions_completed):
+        return E.COMPLETED_IMPRESSIONS
+    return None
+
+
+def _terminal(copy: Copy, pj: PrinterJob) -> Observation:
+    reasons = set(pj.reasons) - {"none"}
+    blamed = sorted(reasons & DOCUMENT_ERROR_REASONS)
+    out = pj.pages_out
+    expected = copy.impressions_expected
+    if pj.state == JOB_COMPLETED:
+        if blamed:
+            if out == 0:
+                return Observation(
+                    C.DOCUMENT_ERROR,
+                    E.DOCUMENT_ERROR,
+                    pj,
+                    f"completed, nothing out ({', '.join(blamed)})",
+                )
+            return Observation(
+                C.INCOMPLETE, E.COMPLETED_WITH_DOCUMENT_ERRORS, pj,
+                f"completed with {', '.join(blamed)}"
+                + (f" after {out} impression(s) came out" if out else ""),
+            )  # fmt: skip
+        if copy.sent_at is None:
+            return Observation(
+                C.ABORTED, E.COMPLETED_WITHOUT_DOCUMENT, pj, "completed without a document"
+            )
+        whole = _whole(copy, pj)
+        if whole is not None:
+            return Observation(C.PRINTED, whole, pj, "completed")
+        return Observation(
+            C.INCOMPLETE, E.COMPLETED_UNVERIFIED, pj, "completed, not verifiably whole"
+        )
+    if pj.state == JOB_CANCELED:
+        if copy.cancel_origin == ORIGIN_EDGEPRINT and copy.sent_at and out:
+            if copy.whole(None, out):
+                return Observation(
+                    C.PRINTED, E.CANCELLED_AFTER_PRINTING, pj, "canceled after it printed"
+                )
+            return Observation(
+                C.PARTIAL, E.STOPPED_AFTER_PAGES, pj, f"canceled after {out} impression(s) came out"
+            )
+        if copy.cancel_origin is not None:
+            return Observation(C.CANCELLED, E.CANCELLED_AS_ASKED, pj, "canceled as edgeprint asked")
+        by = sorted(reasons & CANCELLED_ELSEWHERE_REASONS) or ["canceled"]
+        return Observation(C.CANCELLED_ELSEWHERE, E.CANCELLED_ELSEWHERE, pj, ", ".join(by))
+    # aborted
+    why = ", ".join(sorted(reasons)) or "aborted"
+    if blamed and not out:
+        return Observation(
+            C.DOCUMENT_ERROR, E.DOCUMENT_ERROR, pj, f"job-state-reasons {', '.join(blamed)}"
+        )
+    if out:
+        return Observation(
+            C.PARTIAL,
+            E.STOPPED_AFTER_PAGES,
+            pj,
+            f"aborted after {out} impression(s) came out ({why})",
+        )
+    if out is None and copy.sent_at is not None and expected is not None and expected > 1:
+        return Observation(
+            C.PARTIAL,
+            E.ABORTED_PAGES_UNKNOWN,
+            pj,
+            f"aborted ({why}); the printer does not say how many of {expected} impressions "
+            "came out",
+        )
+    return Observation(C.ABORTED, E.ABORTED, pj, why)  # fmt: skip
+
+
+def _older(j: PrinterJob, copy: Copy) -> bool:
+    if j.created_s is not None and copy.created_s is not None:
+        return j.created_s < copy.created_s
+    return copy.printer_job_id is not None and j.job_id < copy.printer_job_id
+
+
+def _gone(copy: Copy, seen: Sighting, ctx: Context) -> Observation:
+    """The copy is in no answer of the printer's present epoch: forgotten, or vanished."""
+    if copy.epoch is not None and copy.epoch != ctx.epoch:
+        return Observation(
+            C.VANISHED,
+            E.VANISHED_NEW_EPOCH,
+            None,
+            f"the printer restarted since (epoch {copy.epoch} → {ctx.epoch}); nothing of its "
+            "present life is this copy",
+        )
+    why = _not_forgotten(copy, seen, ctx)
+    if why is None:
+        return Observation(
+            C.UNVERIFIED,
+            E.FORGOTTEN_AFTER_ACKNOWLEDGED,
+            None,
+            "the printer acknowledged the whole document and reported no error, then forgot "
+            "the job",
+        )
+    return Observation(C.VANISHED, E.VANISHED, None, f"the printer no longer lists it ({why})")
+
+
+def _not_forgotten(copy: Copy, seen: Sighting, ctx: Context) -> str | None:
+    """Why the copy's disappearance is *not* the printer forgetting a job it printed (None:
+    nothing says otherwise)."""
+    if copy.acknowledged_at is None:
+        return "its upload was never acknowledged"
+    if copy.cancel_origin is not None:
+        return "it was being cancelled"
+    if not ctx.traits.restarts_visible:
+        return "this printer cannot show whether it restarted meanwhile"
+    if (
+        ctx.traits.history is History.KEPT and seen.listing is Listing.ALL
+    ) or seen.listing is Listing.ALL:
+        kept = [j for j in seen.listed or () if j.terminal and _older(j, copy)]
+        if kept:
+            return f"it still lists older finished job {kept[0].job_id}"
+    stopped = [r for r in copy.job_state_reasons.split(",") if r in JOB_STOPPED_REASONS]
+    if stopped:
+        return f"it last reported {', '.join(stopped)}"
+    now = stopping_reasons(ctx.printer_reasons)
+    if now:
+        return f"the printer reports {', '.join(now)}"
+    return None
+
+
+def observe(copy: Copy, seen: Sighting, ctx: Context) -> Observation:
+    """The copy's new state from what the printer answered (see :data:`EVIDENCE`).
+
+    The printer job that *is* the copy is looked for in Get-Job-Attributes'
+    answer, then in the Get-Jobs list; a job-id that names another job (another
+    time-at-creation, uuid or name, or another epoch) is not the copy. Found:
+    terminal states settle it, live ones record its figures. Not found: with no
+    usable Get-Jobs list nothing is proven (some printers answer not-found for
+    jobs they still list); with one, the copy was forgotten or vanished.
+    """
+    pj = (
+        seen.direct
+        if seen.direct is not None and identify(copy, seen.direct, ctx.traits, epoch=ctx.epoch)
+        else None
+    )
+    if pj is None and seen.listed is not None:
+        pj = next((j for j in seen.listed if identify(copy, j, ctx.traits, epoch=ctx.epoch)), None)
+    if pj is not None:
+        if pj.terminal:
+            return _terminal(copy, pj)
+        if pj.state == 0:
+            return Observation(None, E.NOT_CONFIRMED, None, "the answer has no job-state")
+        return Observation(None, E.LISTED_LIVE, pj)
+    if seen.listed is None:
+        return Observation(
+            None, E.NOT_CONFIRMED, None, "not found by Get-Job-Attributes; Get-Jobs not read"
+        )
+    return _gone(copy, seen, ctx)  # fmt: skip
