@@ -107,7 +107,9 @@ def restart_cause(
             return f"printer-up-time went back ({was} s → {up} s): it restarted"
         elapsed = _elapsed(last, clock)
         slack = UP_TIME_SLACK_S + UP_TIME_SLACK_SHARE * elapsed
-        if up_time_moves is not False and up + slack < was + elapsed:
+        # the very reading again after a while: a frozen clock, not a printer that restarted
+        # and ran exactly that long since
+        if up_time_moves is not False and up != was and up + slack < was + elapsed:
             return (
                 f"printer-up-time {up} s after {elapsed:.0f} s (was {was} s): "
                 "it restarted meanwhile"
@@ -115,7 +117,7 @@ def restart_cause(
     cfg, cfg_was = reading.config_change_time, last.config_change_time
     if cfg is not None and cfg_was is not None and cfg < cfg_was:
         return f"printer-config-change-time went back ({cfg_was} → {cfg}): it restarted"
-    if after_outage and not up_time_moves:
+    if after_outage and (up is None or up_time_moves is False):
         return (
             "answered again after being unreachable, and its printer-up-time cannot show "
             "it did not restart"

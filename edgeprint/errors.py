@@ -306,6 +306,10 @@ class PrinterUnreachable(PrinterTransient):
     """No connection (refused, no route): the request never reached the printer."""
 
 
+class PrinterTimedOut(PrinterTransient):
+    """No answer in time to a request the printer cannot have acted on (a hung printer)."""
+
+
 class PrinterBusy(PrinterTransient):
     """``server-error-busy`` (0x0507): backpressure, not a failure."""
 

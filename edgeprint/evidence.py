@@ -419,7 +419,8 @@ def identify(copy: Copy, pj: PrinterJob, traits: Traits, *, epoch: int) -> bool:
         if pj.created_s != copy.created_s:
             return False
     elif (
-        copy.printer_up_s is not None
+        traits.restarts_visible  # printer-up-time and time-at-creation on one moving clock
+        and copy.printer_up_s is not None
         and pj.created_s is not None
         and pj.created_s + UP_TIME_SLACK_S < copy.printer_up_s
     ):
@@ -462,7 +463,7 @@ def find_orphans(
             continue
         if name_matches(traits.job_name, traits.name_length, sent, j.name) is False:
             continue
-        if copy.printer_up_s is None or j.created_s is None:
+        if copy.printer_up_s is None or j.created_s is None or not traits.restarts_visible:
             continue
         if j.created_s + UP_TIME_SLACK_S < copy.printer_up_s:
             continue
@@ -595,6 +596,17 @@ def _gone(copy: Copy, seen: Sighting, ctx: Context) -> Observation:
             f"the printer restarted since (epoch {copy.epoch} → {ctx.epoch}); nothing of its "
             "present life is this copy",
         )
+    if (
+        copy.acknowledged_at is not None
+        and copy.cancel_origin is None
+        and ctx.traits.up_time_moves is None
+    ):
+        # forgotten, or lost in a restart? Not knowable until the printer's clock was seen
+        # to move (a second or two): the copy stays live, and is looked at again
+        return Observation(
+            None, E.NOT_CONFIRMED, None,
+            "gone from the printer's answers; waiting to see whether its printer-up-time moves",
+        )  # fmt: skip
     why = _not_forgotten(copy, seen, ctx)
     if why is None:
         return Observation(

@@ -208,7 +208,7 @@ def learn_printer(
     """
     if up_time_s is None:
         return replace(traits, up_time_moves=False) if traits.up_time_moves is not False else traits
-    if previous_up_s is None or elapsed_s < 3.0:
+    if previous_up_s is None or elapsed_s < 1.5:
         return traits
     if up_time_s > previous_up_s:
         return traits if traits.up_time_moves else replace(traits, up_time_moves=True)

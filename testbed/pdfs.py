@@ -8,18 +8,31 @@ from typing import Any
 import pypdf
 
 
-def make_pdf(text: str = "edgeprint test badge", pad_to: int = 0) -> bytes:
-    """A one-page 4x3 in PDF showing ``text``; padded with a comment to ``pad_to`` bytes."""
+def make_pdf(text: str = "edgeprint test badge", pad_to: int = 0, pages: int = 1) -> bytes:
+    """A ``pages``-page 4x3 in PDF showing ``text`` (and the page number after the first);
+    padded with a comment to ``pad_to`` bytes."""
     safe = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-    stream = f"BT /F1 18 Tf 20 100 Td ({safe}) Tj ET".encode()
+    kids = " ".join(f"{3 + 2 * i} 0 R" for i in range(pages)).encode()
+    font = 3 + 2 * pages
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 288 216] "
-        b"/Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
-        b"<< /Length " + str(len(stream)).encode() + b" >>\nstream\n" + stream + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Type /Pages /Kids [" + kids + b"] /Count " + str(pages).encode() + b" >>",
     ]
+    for i in range(pages):
+        label = safe if i == 0 else f"{safe} {i + 1}"
+        stream = f"BT /F1 18 Tf 20 100 Td ({label}) Tj ET".encode()
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 288 216] "
+            b"/Resources << /Font << /F1 "
+            + str(font).encode()
+            + b" 0 R >> >> /Contents "
+            + str(4 + 2 * i).encode()
+            + b" 0 R >>"
+        )
+        objects.append(
+            b"<< /Length " + str(len(stream)).encode() + b" >>\nstream\n" + stream + b"\nendstream"
+        )
+    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
     return raw_pdf(objects, pad_to=pad_to)
 
 

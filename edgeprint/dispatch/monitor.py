@@ -51,8 +51,9 @@ RESTART_SLACK_S = 2.0
 #: The epoch's latest reading is stored at least this often (a restart of the appliance then
 #: compares the printer's up-time with a reading at most this old) (seconds).
 EPOCH_SAVE_EVERY_S = 60.0
-#: printer-up-time readings at least this far apart teach whether it moves (seconds).
-UP_TIME_LEARN_S = 3.0
+#: printer-up-time readings at least this far apart teach whether it moves (seconds; it
+#: counts whole seconds, so a moving one has moved by then).
+UP_TIME_LEARN_S = 1.5
 
 _PRINTER_STATES = {3: "idle", 4: "processing", 5: "stopped"}
 
@@ -176,7 +177,8 @@ class Monitor:
         self.metrics.printer_epoch.labels(printer=self.name).set(self.epoch.number)
         if cause is not None:
             self.metrics.printer_epochs.labels(printer=self.name).inc()
-            log.warning(
+            log.log(
+                logging.INFO if self.epoch.number == 1 else logging.WARNING,
                 "printer epoch",
                 extra={"event": "printer_epoch", "printer": self.name,
                        "epoch": self.epoch.number, "why": cause},
@@ -276,7 +278,8 @@ class Monitor:
         """No answer: count it; returns for how long the printer has been unreachable (s)."""
         now = self._clock()
         self._described = None  # it may come back another printer: describe it again
-        self._after_outage = True
+        if isinstance(exc, errors.PrinterUnreachable | errors.PrinterTimedOut):
+            self._after_outage = True  # it may have been off (a reset of one request is not)
         if self.reachable or self.unreachable_since is None:
             log.info(
                 "printer unreachable",

@@ -128,8 +128,8 @@ if _missing:  # pragma: no cover - a pyipp upgrade would trip this at import
 #: The most requests edgeprint sends one printer, whatever it answers or fails to answer
 #: (issue 22, I6): a sustained rate (per second) and the burst above it. Each request
 #: opens at most one connection, so the same bound holds for connections.
-MAX_REQUESTS_PER_S = 25.0
-MAX_REQUEST_BURST = 25.0
+MAX_REQUESTS_PER_S = 40.0
+MAX_REQUEST_BURST = 20.0
 
 #: Observer of each request: (operation, outcome, seconds).
 Observe = Callable[[str, str, float], None]
@@ -453,6 +453,8 @@ class IppClient:
             return errors.PrinterUnreachable(name, f"cannot connect: {cause}")
         if op in _ACTING:
             return errors.PrinterAmbiguous(name, f"outcome unknown: {detail}", body_sent=body_sent)
+        if isinstance(cause, TimeoutError):
+            return errors.PrinterTimedOut(name, detail)
         return errors.PrinterTransient(name, detail)
 
     @staticmethod

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import logging
 import math
 import random
 import threading
@@ -118,6 +119,8 @@ class Record:
     connections: dict[int, float] = field(default_factory=dict)
     #: (life, printer job-id) → the edgeprint job-name it was made with
     made: dict[tuple[int, int], str] = field(default_factory=dict)
+    #: (life, printer job-id) → when it was made (wall clock)
+    made_at: dict[tuple[int, int], float] = field(default_factory=dict)
     #: (life, printer job-id) → "acknowledged" | "lost" | "refused" for its upload
     uploads: dict[tuple[int, int], str] = field(default_factory=dict)
     #: (life, printer job-id) → what edgeprint was told of it
@@ -199,6 +202,8 @@ class AdversaryProxy:
         return self
 
     async def _start(self) -> None:
+        # the connections this proxy cuts on purpose are not errors worth a traceback
+        logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
         app = web.Application(client_max_size=256 * 1024 * 1024)
         app.router.add_route("POST", "/{tail:.*}", self._handle)
         keepalive = self.knobs.keepalive_s if self.knobs.keepalive_s is not None else 75.0
@@ -380,6 +385,7 @@ class AdversaryProxy:
         name = msg.value(GroupTag.OPERATION, "job-name")
         if isinstance(job_id, int) and isinstance(name, str):
             self.record.made[(self.life, job_id)] = name
+            self.record.made_at[(self.life, job_id)] = time.time()
 
     def _note_upload(self, msg: codec.IppMessage, answer: codec.IppMessage, how: str) -> None:
         if msg.code not in _UPLOADS:

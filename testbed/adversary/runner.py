@@ -1,0 +1,360 @@
+"""One scenario against real printers (ippeveprinter behind adversary proxies) and a real
+appliance process that is SIGKILLed as the scenario says.
+
+The run submits the jobs as a kiosk would (retrying with the same Idempotency-Key until it
+gets a 2xx), plays the events (power cycles, other clients' jobs, jams, a person at the
+panel), then clears every fault and waits until every accepted job is settled. What it
+collects — the jobs as the API shows them, each printer's own log, what each proxy said,
+when printers restarted — is what the oracle judges (testbed/adversary/oracle.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from edgeprint import errors
+from edgeprint.printers import codec
+from edgeprint.printers.codec import GroupTag, Operation, Tag, attr
+from testbed.adversary.generator import POOL, PRINTERS, Scenario
+from testbed.adversary.proxy import AdversaryProxy, Knobs, Record
+from testbed.config import FAST_DISPATCH, KIOSK_TOKEN, config_dict, to_toml
+from testbed.pdfs import make_pdf
+from testbed.proc import ServeProcess
+from testbed.rig import Printed, Rig
+
+#: Dispatch settings of an adversary run: the tests' fast ones, with short grace periods.
+DISPATCH = {
+    **FAST_DISPATCH,
+    "in_hand_timeout_s": 1.5,
+    "blocked_grace_s": 0.5,
+    "stopped_grace_s": 0.5,
+    "quarantine_s": 1.0,
+    "request_timeout_s": 1.0,
+    "upload_timeout_s": 2.0,
+}
+#: After the timeline, faults are cleared and jobs get this long to settle (seconds).
+SETTLE_S = 25.0
+#: A job's submission gives up after this long without a 2xx (seconds).
+SUBMIT_GIVE_UP_S = 20.0
+#: The timeline's last instant at most (seconds): then every fault is cleared.
+CLEAR_AT_S = 3.0
+TERMINAL = {"DONE", "DEAD", "CANCELLED", "EXPIRED"}
+
+
+@dataclass
+class RunOutcome:
+    """What one run left behind, for the oracle."""
+
+    scenario: Scenario
+    accepted: dict[int, str] = field(default_factory=dict)  # job index → edgeprint job id
+    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)  # id → the job's JSON
+    paper: dict[str, list[Printed]] = field(default_factory=dict)  # printer → its log
+    records: dict[str, Record] = field(default_factory=dict)  # printer → what its proxy said
+    restarts: dict[str, list[float]] = field(default_factory=dict)  # printer → wall times
+    leftovers: dict[str, list[str]] = field(default_factory=dict)  # printer → live empty jobs
+    kills: int = 0
+    seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)  # the run itself went wrong
+
+
+class _Appliance:
+    """The appliance child process, restarted after each kill (armed or not)."""
+
+    def __init__(self, root: Path, config: Path) -> None:
+        self.root = root
+        self.config = config
+        self.proc: ServeProcess | None = None
+        self.url = ""
+        self.kills = 0
+        self.lock = asyncio.Lock()  # one (re)start at a time
+
+    def start(self, crash: str | None = None) -> None:
+        env = {"EDGEPRINT_CRASH_AT": crash} if crash else {}
+        self.proc = ServeProcess(self.config, self.root / "serve.log", env=env).start()
+        self.url = self.proc.url
+
+    async def restart(self, crash: str | None = None, *, kill: bool = True) -> None:
+        """SIGKILL (unless it already died) and start again, ``crash`` armed."""
+        async with self.lock:
+            if kill:
+                self.kill()
+            elif self.alive():
+                return
+            else:
+                self.kills += 1  # it died at its crash point
+            await asyncio.to_thread(self.start, crash)
+
+    def alive(self) -> bool:
+        return (
+            self.proc is not None and self.proc.proc is not None and self.proc.proc.poll() is None
+        )
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.kills += 1
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+
+
+async def _submit(app: _Appliance, http: aiohttp.ClientSession, key: str, meta: dict[str, Any],
+                  doc: bytes) -> str | None:  # fmt: skip
+    """POST /v1/jobs until a 2xx (the same key each time); the job id, or None (gave up)."""
+    deadline = time.monotonic() + SUBMIT_GIVE_UP_S
+    while time.monotonic() < deadline:
+        form = aiohttp.FormData()
+        form.add_field("metadata", json.dumps(meta), content_type="application/json")
+        form.add_field("document", doc, content_type="application/pdf", filename="badge.pdf")
+        headers = {"Authorization": f"Bearer {KIOSK_TOKEN}", "Idempotency-Key": key}
+        try:
+            async with http.post(f"{app.url}/v1/jobs", data=form, headers=headers) as r:
+                body = await r.json(content_type=None)
+                if r.status in (200, 201):
+                    return str(body["id"])
+        except (aiohttp.ClientError, OSError, TimeoutError, ValueError):
+            pass
+        await asyncio.sleep(0.05)  # the appliance is restarting: the kiosk retries
+    return None
+
+
+async def _jobs(app: _Appliance, http: aiohttp.ClientSession, ids: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    headers = {"Authorization": f"Bearer {KIOSK_TOKEN}"}
+    for i in ids:
+        with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError, ValueError):
+            async with http.get(f"{app.url}/v1/jobs/{i}", headers=headers) as r:
+                if r.status == 200:
+                    out[i] = await r.json()
+    return out
+
+
+async def _ipp(uri: str, msg: codec.IppMessage) -> codec.IppMessage:
+    url = uri.replace("ipp://", "http://")
+    async with (
+        aiohttp.ClientSession() as s,
+        s.post(url, data=msg.encode(), headers={"Content-Type": "application/ipp"}) as r,
+    ):
+        return codec.parse(await r.read())
+
+
+async def _printer_jobs(uri: str) -> list[dict[str, Any]]:
+    """Every job the real printer lists (straight to it, not through the proxy)."""
+    msg = codec.request(
+        Operation.GET_JOBS, 1, printer_uri=uri,
+        attributes=[attr("which-jobs", Tag.KEYWORD, "all"),
+                    attr("requested-attributes", Tag.KEYWORD, "job-id", "job-name", "job-state",
+                         "job-state-reasons")],
+    )  # fmt: skip
+    answer = await _ipp(uri, msg)
+    out = []
+    for g in answer.groups_of(GroupTag.JOB):
+        row = {a.name: (a.value if len(a.values) == 1 else [v.value for v in a.values])
+               for a in g.attributes}  # fmt: skip
+        out.append(row)
+    return out
+
+
+async def _panel_cancel(uri: str, job_id: str) -> None:
+    """A person at the printer cancels the job edgeprint made for ``job_id``."""
+    for j in await _printer_jobs(uri):
+        if job_id in str(j.get("job-name", "")) and j.get("job-state") not in (7, 8, 9):
+            msg = codec.request(
+                Operation.CANCEL_JOB, 2, printer_uri=uri,
+                attributes=[attr("job-id", Tag.INTEGER, int(j["job-id"])),
+                            attr("requesting-user-name", Tag.NAME, "front-desk")],
+            )  # fmt: skip
+            await _ipp(uri, msg)
+
+
+async def _foreign_job(uri: str, pages: int, n: int) -> None:
+    """Another client prints straight to the printer (it may be busy: then it is not)."""
+    doc = make_pdf(f"someone else's document {n}", pages=pages)
+    msg = codec.request(
+        Operation.PRINT_JOB, 3, printer_uri=uri,
+        attributes=[attr("requesting-user-name", Tag.NAME, "guest"),
+                    attr("job-name", Tag.NAME, f"report-{n}"),
+                    attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf")],
+        data=doc,
+    )  # fmt: skip
+    with contextlib.suppress(aiohttp.ClientError, OSError, errors.IppParseError):
+        await _ipp(uri, msg)
+
+
+@contextlib.contextmanager
+def _proxies(scn: Scenario, rig: Rig) -> Iterator[dict[str, AdversaryProxy]]:
+    started: dict[str, AdversaryProxy] = {}
+    try:
+        for i, p in enumerate(PRINTERS):
+            proxy = AdversaryProxy(
+                rig[p].uri, Knobs(**scn.knobs[p]), printer_dir=rig[p].dir,
+                seed=scn.seed * 7 + i,
+            )  # fmt: skip
+            started[p] = proxy.start()
+        yield started
+    finally:
+        for proxy in started.values():
+            proxy.stop()
+
+
+async def run(scn: Scenario, root: Path, rig: Rig) -> RunOutcome:
+    """Run ``scn`` in ``root`` on ``rig`` (two printers, started: they are restarted fresh)."""
+    began = time.monotonic()
+    out = RunOutcome(scn, restarts={p: [] for p in PRINTERS})
+    rig.stop()
+    rig.start(len(PRINTERS))
+    for p in PRINTERS:
+        rig.set_speed(p, scn.speeds[p])
+    with _proxies(scn, rig) as proxies:
+        cfg = config_dict(root / "data")
+        cfg["printers"] = [{"name": p, "uri": proxies[p].uri, "pool": POOL} for p in PRINTERS]
+        cfg["dispatch"] = dict(DISPATCH)
+        path = root / "config.toml"
+        path.write_text(to_toml(cfg))
+        app = _Appliance(root, path)
+        app.start()
+        try:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http:
+                await _timeline(scn, rig, proxies, app, http, out)
+                await _settle(scn, rig, proxies, app, http, out)
+        finally:
+            app.stop()
+        out.kills = app.kills
+        for p in PRINTERS:
+            out.records[p] = proxies[p].record
+    for p in PRINTERS:
+        out.paper[p] = rig.printed(p)
+    out.seconds = time.monotonic() - began
+    return out
+
+
+async def _timeline(
+    scn: Scenario, rig: Rig, proxies: dict[str, AdversaryProxy], app: _Appliance,
+    http: aiohttp.ClientSession, out: RunOutcome,
+) -> None:  # fmt: skip
+    t0 = time.monotonic()
+    docs = [make_pdf(f"seed {scn.seed} job {i}", pages=j.pages, pad_to=3000)
+            for i, j in enumerate(scn.jobs)]  # fmt: skip
+
+    answered = {i: asyncio.Event() for i in range(len(scn.jobs))}
+
+    async def submit(i: int) -> None:
+        j = scn.jobs[i]
+        await asyncio.sleep(max(0.0, t0 + j.at - time.monotonic()))  # its instant in the run
+        meta: dict[str, Any] = {"owner": "ann", "hold": False, "copies": j.copies}
+        meta.update({"printer": j.printer} if j.printer else {"pool": POOL})
+        job_id = await _submit(app, http, f"adv-{scn.seed}-{i:02d}", meta, docs[i])
+        if job_id is not None:
+            out.accepted[i] = job_id
+        else:
+            out.errors.append(f"job {i} got no 2xx in {SUBMIT_GIVE_UP_S} s")
+        answered[i].set()
+
+    async def job_id(i: int) -> str | None:
+        await answered[i].wait()
+        return out.accepted.get(i)
+
+    async def event(at: float, action: str, args: dict[str, Any]) -> None:
+        await asyncio.sleep(max(0.0, t0 + at - time.monotonic()))  # its instant in the run
+        p = args["printer"]
+        if action == "fault":
+            jid = await job_id(args["job"])
+            if jid is not None:
+                rig.fault(p, args["mode"], *args["args"], match=jid)
+        elif action == "clear_fault":
+            rig.clear_fault(p)
+        elif action == "panel_cancel":
+            jid = await job_id(args["job"])
+            if jid is not None:
+                await _panel_cancel(rig[p].uri, jid)
+        elif action == "media":
+            await asyncio.to_thread(rig.media, p, args["level"])
+        elif action == "hang":
+            rig.hang(p)
+        elif action == "resume":
+            rig.resume(p)
+        elif action == "power_cycle":
+            rig.kill(p)
+            out.restarts[p].append(time.time())
+            await asyncio.sleep(args["down_s"])  # the printer is off this long
+            await asyncio.to_thread(rig.restart, p)
+            proxies[p].restarted()
+        elif action == "foreign_job":
+            await _foreign_job(
+                rig[p].uri, args["pages"], len(out.restarts[p]) * 10 + int(at * 1000)
+            )
+        elif action == "knob":
+            for k, v in args.items():
+                if k != "printer":
+                    setattr(proxies[p].knobs, k, v)
+
+    async def kills() -> None:
+        for k in scn.kills:
+            if k.crash is not None:  # the next start is armed: it dies there by itself
+                await app.restart(k.crash)
+                continue
+            await asyncio.sleep(max(0.0, t0 + k.at - time.monotonic()))  # its instant
+            await app.restart()
+
+    async def watchdog() -> None:
+        """An armed appliance that died at its crash point is started again, unarmed."""
+        while True:
+            if not app.alive() and not app.lock.locked():
+                await app.restart(kill=False)
+            await asyncio.sleep(0.05)  # looking for a dead appliance until cancelled
+
+    tasks = [submit(i) for i in range(len(scn.jobs))]
+    tasks += [event(at, a, args) for at, a, args in scn.events]
+    guard = asyncio.create_task(watchdog())
+    try:
+        await asyncio.gather(*tasks, kills())
+    finally:
+        guard.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await guard
+
+
+async def _settle(
+    scn: Scenario, rig: Rig, proxies: dict[str, AdversaryProxy], app: _Appliance,
+    http: aiohttp.ClientSession, out: RunOutcome,
+) -> None:  # fmt: skip
+    for p in PRINTERS:  # whatever the timeline left, a person sets right now
+        rig.clear_fault(p)
+        if rig.state(p) == "hung":
+            rig.resume(p)
+        elif rig.state(p) == "dead":
+            await asyncio.to_thread(rig.restart, p)
+            proxies[p].restarted()
+            out.restarts[p].append(time.time())
+        proxies[p].knobs.extra_reasons = ()
+    if any(a == "media" for _, a, _ in scn.events):
+        for p in PRINTERS:
+            await asyncio.to_thread(rig.media, p, "loaded")
+    await app.restart(kill=False)
+    ids = list(out.accepted.values())
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        out.jobs = await _jobs(app, http, ids)
+        if all(out.jobs.get(i, {}).get("state") in TERMINAL for i in ids):
+            break
+        if time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(0.05)  # polling the jobs until settled, bounded by the deadline
+    for p in PRINTERS:
+        left = [
+            str(j.get("job-name"))
+            for j in await _printer_jobs(rig[p].uri)
+            if j.get("job-state") in (3, 4, 5, 6)
+            and str(j.get("job-name", "")).startswith("edgeprint-")
+        ]
+        out.leftovers[p] = left
