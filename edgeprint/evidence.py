@@ -134,6 +134,7 @@ class Evidence(StrEnum):
     COMPLETED_K_OCTETS = "completed_k_octets"
     COMPLETED_IMPRESSIONS = "completed_impressions"
     CANCELLED_AFTER_PRINTING = "cancelled_after_printing"
+    ABORTED_AFTER_PRINTING = "aborted_after_printing"
     FORGOTTEN_AFTER_ACKNOWLEDGED = "forgotten_after_acknowledged"
     COMPLETED_UNVERIFIED = "completed_unverified"
     COMPLETED_WITH_DOCUMENT_ERRORS = "completed_with_document_errors"
@@ -194,6 +195,12 @@ EVIDENCE: dict[Evidence, Proof] = {
         "pages × copies",
         "the cancel came too late: every impression of this copy came out",
         "—",
+        C.PRINTED, verified=True,
+    ),
+    E.ABORTED_AFTER_PRINTING: Proof(
+        "job-state aborted, and impressions completed ≥ pages × copies",
+        "every impression of this copy came out before the printer gave up on it",
+        "why it aborted (finishing, say); the reasons are recorded",
         C.PRINTED, verified=True,
     ),
     E.FORGOTTEN_AFTER_ACKNOWLEDGED: Proof(
@@ -514,6 +521,11 @@ def _whole(copy: Copy, pj: PrinterJob) -> Evidence | None:
     return None
 
 
+def _all_out(copy: Copy, out: int) -> bool:
+    """The printer counted every impression of the copy as come out (pages × copies)."""
+    return copy.impressions_expected is not None and out >= copy.impressions_expected
+
+
 def _terminal(copy: Copy, pj: PrinterJob) -> Observation:
     reasons = set(pj.reasons) - {"none"}
     blamed = sorted(reasons & DOCUMENT_ERROR_REASONS)
@@ -545,7 +557,7 @@ def _terminal(copy: Copy, pj: PrinterJob) -> Observation:
         )
     if pj.state == JOB_CANCELED:
         if copy.cancel_origin == ORIGIN_EDGEPRINT and copy.sent_at and out:
-            if copy.whole(None, out):
+            if _all_out(copy, out):
                 return Observation(
                     C.PRINTED, E.CANCELLED_AFTER_PRINTING, pj, "canceled after it printed"
                 )
@@ -561,6 +573,10 @@ def _terminal(copy: Copy, pj: PrinterJob) -> Observation:
     if blamed and not out:
         return Observation(
             C.DOCUMENT_ERROR, E.DOCUMENT_ERROR, pj, f"job-state-reasons {', '.join(blamed)}"
+        )
+    if out and copy.sent_at is not None and _all_out(copy, out):
+        return Observation(
+            C.PRINTED, E.ABORTED_AFTER_PRINTING, pj, f"aborted after it printed ({why})"
         )
     if out:
         return Observation(

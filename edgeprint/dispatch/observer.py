@@ -18,10 +18,10 @@ from collections.abc import Callable
 
 from edgeprint import errors, evidence
 from edgeprint.config import DispatchConfig
-from edgeprint.copies import Copy, CopyState
+from edgeprint.copies import WAITING_FOR_DATA, Copy, CopyState
 from edgeprint.dispatch.monitor import Monitor
 from edgeprint.evidence import Evidence, Listing, Observation, PrinterJob, Sighting
-from edgeprint.personality import JobAnswer
+from edgeprint.personality import Echo, JobAnswer
 from edgeprint.printers.ipp import IppClient
 from edgeprint.service import JobRecord, JobService
 
@@ -200,6 +200,49 @@ class Observer:
             delay = min(delay * 2, self.settings.poll_interval_max_s)
         return await self.service.copy(copy.id)
 
+    async def _list_patiently(self, tries: int = 3) -> list[PrinterJob] | None:
+        """Get-Jobs, a few times over a failing answer; None when it cannot be had now."""
+        delay = self.settings.poll_interval_min_s
+        for attempt in range(tries):
+            try:
+                listed, _ = await self._get_jobs()
+                return listed
+            except Unsettled:
+                return None
+            except errors.PrinterTransient:
+                if attempt + 1 < tries:
+                    await asyncio.sleep(delay)  # the printer failed this answer: ask again
+                    delay *= 4
+        return None
+
+    async def cancel_strays(self, live: set[int]) -> int:
+        """Cancel printer jobs that are edgeprint's by name, wait for a document that will never
+        come (a Create-Job whose copy was given up) and are no live copy's: an empty job blocks
+        a printer that takes one job at a time. Returns how many were cancelled."""
+        traits = self.monitor.traits
+        if traits.job_name not in (Echo.UNKNOWN, Echo.WHOLE, Echo.CONTAINS):
+            return 0  # it does not echo names: nothing on it can be told to be ours
+        listed = await self._list_patiently(tries=1)
+        cancelled = 0
+        for j in listed or ():
+            if j.terminal or j.job_id in live or "edgeprint-" not in j.name:
+                continue
+            if not (WAITING_FOR_DATA & set(j.reasons)) or j.k_octets not in (None, 0):
+                continue
+            log.warning(
+                "stray empty printer job cancelled",
+                extra={"event": "stray_job_cancelled", "printer": self.monitor.name,
+                       "printer_job_id": j.job_id, "job_name": j.name},
+            )  # fmt: skip
+            try:
+                await self.client.cancel_job(j.job_id)
+                cancelled += 1
+            except errors.PrinterUnreachable as exc:
+                raise Unsettled from exc
+            except errors.PrinterError:
+                continue
+        return cancelled
+
     async def find(self, copy: Copy, job: JobRecord | None) -> bool:
         """Find the printer job of a copy whose job-id was never stored (crash after Create-Job).
 
@@ -216,16 +259,9 @@ class Observer:
                 "made before is gone", evidence=Evidence.VANISHED_NEW_EPOCH.value,
             )  # fmt: skip
             return True
-        try:
-            listed, _ = await self._get_jobs()
-        except Unsettled:
-            return False
-        except errors.PrinterTransient as exc:
-            await self.service.settle_copy(
-                copy, CopyState.LOST, f"cannot list jobs: {exc}",
-                evidence=Evidence.MONITORING_FAILED.value,
-            )  # fmt: skip
-            return True
+        listed = await self._list_patiently()
+        if listed is None:
+            return False  # not now: the copy stays as it is, the sweep tries again later
         known = await self.service.known_printer_jobs(copy.printer, ctx.epoch)
         owner = job.owner if job is not None else ""
         found = evidence.find_orphans(copy, owner, listed, known, ctx.traits)

@@ -311,6 +311,12 @@ class PrinterWorker:
                     continue
                 if not await self.settle.settle_stale(copy):
                     return False
+            live = {
+                c.printer_job_id
+                for c in await self.service.open_copies_on(self.name)
+                if c.printer_job_id is not None
+            }
+            await self.observer.cancel_strays(live)
         except Unsettled:
             return False
         self._needs_reconcile = False

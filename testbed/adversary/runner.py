@@ -225,8 +225,14 @@ async def run(scn: Scenario, root: Path, rig: Rig) -> RunOutcome:
         app.start()
         try:
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http:
-                await _timeline(scn, rig, proxies, app, http, out)
-                await _settle(scn, rig, proxies, app, http, out)
+                guard = asyncio.create_task(_watchdog(app))
+                try:
+                    await _timeline(scn, rig, proxies, app, http, out)
+                    await _settle(scn, rig, proxies, app, http, out)
+                finally:
+                    guard.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await guard
         finally:
             app.stop()
         out.kills = app.kills
@@ -306,22 +312,17 @@ async def _timeline(
             await asyncio.sleep(max(0.0, t0 + k.at - time.monotonic()))  # its instant
             await app.restart()
 
-    async def watchdog() -> None:
-        """An armed appliance that died at its crash point is started again, unarmed."""
-        while True:
-            if not app.alive() and not app.lock.locked():
-                await app.restart(kill=False)
-            await asyncio.sleep(0.05)  # looking for a dead appliance until cancelled
-
     tasks = [submit(i) for i in range(len(scn.jobs))]
     tasks += [event(at, a, args) for at, a, args in scn.events]
-    guard = asyncio.create_task(watchdog())
-    try:
-        await asyncio.gather(*tasks, kills())
-    finally:
-        guard.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await guard
+    await asyncio.gather(*tasks, kills())
+
+
+async def _watchdog(app: _Appliance) -> None:
+    """An armed appliance that died at its crash point is started again, unarmed."""
+    while True:
+        if not app.alive() and not app.lock.locked():
+            await app.restart(kill=False)
+        await asyncio.sleep(0.05)  # looking for a dead appliance until cancelled
 
 
 async def _settle(
@@ -340,7 +341,6 @@ async def _settle(
     if any(a == "media" for _, a, _ in scn.events):
         for p in PRINTERS:
             await asyncio.to_thread(rig.media, p, "loaded")
-    await app.restart(kill=False)
     ids = list(out.accepted.values())
     deadline = time.monotonic() + SETTLE_S
     while True:
