@@ -29,8 +29,11 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-#: printer-up-time counts whole seconds; readings a probe apart may lag this much.
-UP_TIME_SLACK_S = 2.0
+#: printer-up-time counts whole seconds: two readings t seconds apart differ by more than
+#: t − 1 (each is truncated), so a reading that advanced less than that (with a margin)
+#: comes from a clock that started again. A restart is therefore seen whenever the printer
+#: had been up longer than this before it (no printer reboots faster).
+UP_TIME_SLACK_S = 1.1
 #: ... plus this share of the time that passed (clocks drift; the box may have slept).
 UP_TIME_SLACK_SHARE = 0.02
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
@@ -89,14 +92,21 @@ def boot_id() -> str:
     return _BOOT_ID
 
 
-def _elapsed(last: Epoch, clock: Clock) -> float:
-    if last.boot_id and last.boot_id == clock.boot_id:
-        return max(0.0, clock.boot_s - last.boot_s)
-    return max(0.0, clock.wall - last.seen_at)
+def _elapsed(last: Epoch, asked: Clock) -> float:
+    """Seconds at least between the printer's last reading and this one: from when the last
+    answer arrived to when this request left (the printer read its clock in between)."""
+    if last.boot_id and last.boot_id == asked.boot_id:
+        return max(0.0, asked.boot_s - last.boot_s)
+    return max(0.0, asked.wall - last.seen_at)
 
 
 def restart_cause(
-    last: Epoch, reading: Reading, clock: Clock, *, after_outage: bool, up_time_moves: bool | None
+    last: Epoch,
+    reading: Reading,
+    asked: Clock,
+    *,
+    after_outage: bool,
+    up_time_moves: bool | None,
 ) -> str | None:
     """Why ``reading`` shows a printer in another life than ``last``, or None (the same)."""
     if last.printer_uuid and reading.printer_uuid and last.printer_uuid != reading.printer_uuid:
@@ -105,7 +115,7 @@ def restart_cause(
     if up is not None and was is not None:
         if up < was:
             return f"printer-up-time went back ({was} s → {up} s): it restarted"
-        elapsed = _elapsed(last, clock)
+        elapsed = _elapsed(last, asked)
         slack = UP_TIME_SLACK_S + UP_TIME_SLACK_SHARE * elapsed
         # the very reading again after a while: a frozen clock, not a printer that restarted
         # and ran exactly that long since
@@ -130,17 +140,20 @@ def advance(
     reading: Reading,
     clock: Clock,
     *,
+    asked: Clock | None = None,
     after_outage: bool = False,
     up_time_moves: bool | None = None,
 ) -> tuple[Epoch, str | None]:
-    """The epoch after ``reading``, and the cause when a new one began (None: the same)."""
+    """The epoch after ``reading`` (``asked``: when its request left; ``clock``: when its
+    answer came), and the cause when a new one began (None: the same)."""
     if last is None:
         cause: str | None = "first seen"
         number = 1
     else:
         cause = restart_cause(
-            last, reading, clock, after_outage=after_outage, up_time_moves=up_time_moves
-        )
+            last, reading, asked or clock, after_outage=after_outage,
+            up_time_moves=up_time_moves,
+        )  # fmt: skip
         number = last.number + 1 if cause else last.number
     if cause is not None:
         return (

@@ -270,8 +270,10 @@ class Printed:
 # --- job-level faults -------------------------------------------------------------
 
 
-def fault_line(mode: str, *args: str, once: bool = False, match: str | None = None) -> str:
-    """The checked line of a ``fault`` file: ``[once] [match=SUBSTRING] MODE [ARG...]``.
+def fault_line(
+    mode: str, *args: str, once: bool = False, match: str | None = None, user: str | None = None
+) -> str:
+    """The checked line of a ``fault`` file: ``[once] [match=SUBSTRING] [user=NAME] MODE [ARG...]``.
 
     Raises ValueError for what the print command would not understand.
     """
@@ -315,6 +317,10 @@ def fault_line(mode: str, *args: str, once: bool = False, match: str | None = No
                 f'match must be a non-empty substring without whitespace, \\, " or [: {match!r}'
             )
         words.append(f"match={match}")
+    if user is not None:
+        if not user or any(c.isspace() for c in user) or any(c in user for c in _MATCH_FORBIDDEN):
+            raise ValueError(f'user must be a name without whitespace, \\, " or [: {user!r}')
+        words.append(f"user={user}")
     return " ".join([*words, mode, *args])
 
 
@@ -722,18 +728,24 @@ class Rig:
         return self.printer(name)
 
     def fault(
-        self, name: str, mode: str, *args: str, once: bool = False, match: str | None = None
+        self,
+        name: str,
+        mode: str,
+        *args: str,
+        once: bool = False,
+        match: str | None = None,
+        user: str | None = None,
     ) -> str:
         """Inject a job-level fault for this printer's next job(s); returns the line written.
 
         ``mode`` and ``args``: ``hold REASON``, ``abort [REASON]``, ``slow SECONDS``,
         ``die-before [SECONDS]``, ``die-after [SECONDS]`` (see the module docstring).
         ``once``: one job only. ``match``: only jobs whose job-name contains this
-        substring. Takes effect at the next job start (a job already printing is not
+        substring; ``user``: only jobs of this requesting-user-name. Takes effect at the next job start (a job already printing is not
         affected, except that changing or clearing a ``hold`` releases the held job).
         Raises ValueError for a mode, argument or match the print command would not take.
         """
-        line = fault_line(mode, *args, once=once, match=match)
+        line = fault_line(mode, *args, once=once, match=match, user=user)
         path = self.printer(name).dir / FAULT_FILE
         tmp = path.with_name(path.name + ".new")
         tmp.write_text(line + "\n")

@@ -29,7 +29,7 @@
 # Job-level faults: when the job starts, the first line of
 # $RIG_PRINTER_DIR/fault (written by Rig.fault) selects what happens to it:
 #
-#   [once] [match=SUBSTRING] MODE [ARG...]
+#   [once] [match=SUBSTRING] [user=NAME] MODE [ARG...]
 #
 #   hold REASON[,REASON]  STATE: +REASON, keep the job processing until the
 #                         fault line is removed or changed (Rig.clear_fault),
@@ -62,6 +62,7 @@
 #   once                  the fault applies to one job: the file is removed
 #                         when that job starts (hold ignores it: its file is
 #                         what releases the job)
+#   user=NAME             the fault applies only to jobs of this requesting user
 #   match=SUBSTRING       the fault applies only to jobs whose job-name (as
 #                         ippeveprinter passes it in IPP_JOB_NAME) contains
 #                         SUBSTRING; other jobs print normally and do not
@@ -143,6 +144,7 @@ fault_line=""
 mode=""
 once=no
 match=""
+match_user=""
 if [ -s "$fault_file" ]; then
     fault_line=$(head -n 1 "$fault_file")
     set -f # split the line into words without expanding * or ?
@@ -153,6 +155,7 @@ if [ -s "$fault_file" ]; then
         case $1 in
             once) once=yes ;;
             match=*) match=${1#match=} ;;
+            user=*) match_user=${1#user=} ;;
             *) break ;;
         esac
         shift
@@ -164,6 +167,9 @@ if [ -s "$fault_file" ]; then
             *"$match"*) ;;
             *) mode="" ;; # not this job
         esac
+    fi
+    if [ -n "$match_user" ] && [ "${IPP_JOB_ORIGINATING_USER_NAME:-}" != "$match_user" ]; then
+        mode="" # not this user's job
     fi
     if [ -n "$mode" ] && [ "$once" = yes ] && [ "$mode" != hold ]; then
         rm -f "$fault_file"

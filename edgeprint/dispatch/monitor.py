@@ -155,7 +155,7 @@ class Monitor:
         self._traits_saved = self.traits
         self._loaded = True
 
-    async def _live(self, status: PrinterStatus) -> bool:
+    async def _live(self, status: PrinterStatus, asked: Clock) -> bool:
         """Fold a probe's printer-up-time, printer-uuid and printer-config-change-time into
         the epoch (and the up-time trait); True when a new epoch began."""
         await self._load()
@@ -170,7 +170,7 @@ class Monitor:
             self._up_ref = (status.up_time_s, clock.boot_s)
         reading = Reading(status.up_time_s, status.printer_uuid, status.config_change_time)
         self.epoch, cause = advance(
-            self.epoch, reading, clock, after_outage=self._after_outage,
+            self.epoch, reading, clock, asked=asked, after_outage=self._after_outage,
             up_time_moves=self.traits.up_time_moves,
         )  # fmt: skip
         self._after_outage = False
@@ -241,12 +241,14 @@ class Monitor:
     async def probe(self) -> tuple[PrinterStatus, bool]:
         """Get-Printer-Attributes: the printer's state (described when due), and whether a
         new epoch began with it. Raises errors.PrinterError and kin."""
+        asked = self._clocks()
         status = await self.client.get_printer_attributes(
             describe=self._describe_due(self._clock())
         )
         if not status.described and not self._described_since(status, self._clock()):
+            asked = self._clocks()
             status = await self.client.get_printer_attributes(describe=True)
-        new_epoch = await self._live(status)
+        new_epoch = await self._live(status, asked)
         if new_epoch and not status.described:
             status = await self.client.get_printer_attributes(describe=True)
         now = self._clock()

@@ -87,11 +87,11 @@ def _slow_jobs(d: Draw) -> None:
 def _aborts_midway(d: Draw) -> None:
     reason = d.rng.choice(["media-jam", ""])
     d.at(0.0, "fault", mode="abort-at", args=["1", *([reason] if reason else [])],
-         job=d.job())  # fmt: skip
+         job=d.job(), once=True)  # fmt: skip
 
 
 def _silent_abort(d: Draw) -> None:
-    d.at(0.0, "fault", mode="abort", args=[], job=d.job())
+    d.at(0.0, "fault", mode="abort", args=[], job=d.job(), once=True)
 
 
 def _panel_cancel(d: Draw) -> None:
@@ -374,7 +374,8 @@ CATALOGUE: tuple[Behaviour, ...] = (
        _paper_out),
     # --- restarts ------------------------------------------------------------------------
     _B("power_cycle", "restart",
-       "loses power and comes back: job-ids from 1, no history, printer-up-time from 0",
+       "loses power after running a while (2 s at least) and comes back: job-ids from 1, no "
+       "history, printer-up-time from 0",
        "PWG IPP list 1999 (http://www.pwg.org/archives/ipp/1999/001474.html): up-time and job "
        "times restart after a reboot; home-assistant/core#112891: a printer's uptime after power-on",
        _power_cycle, restarts=True),

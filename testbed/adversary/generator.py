@@ -12,7 +12,7 @@ other clients' jobs, jams, a person at the panel).
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from testbed.adversary.catalogue import BY_ID, CATALOGUE, Behaviour, Draw
@@ -69,6 +69,37 @@ class Scenario:
     def calm(self) -> bool:
         """No appliance kill, no printer restart or outage: the seeds I5 judges."""
         return not self.kills and not any(BY_ID[b].restarts for b in self.all_behaviours)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The scenario as JSON data (a regression test keeps it, whatever the generator
+        draws for that seed later)."""
+        return {
+            "seed": self.seed,
+            "behaviours": {p: list(b) for p, b in self.behaviours.items()},
+            "knobs": {p: {k: list(v) if isinstance(v, tuple) else v for k, v in kn.items()}
+                      for p, kn in self.knobs.items()},
+            "speeds": self.speeds,
+            "jobs": [asdict(j) for j in self.jobs],
+            "events": [[at, action, args] for at, action, args in self.events],
+            "kills": [asdict(k) for k in self.kills],
+        }  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Scenario:
+        tuples = {"delay_s", "extra_reasons"}
+        return cls(
+            seed=int(d["seed"]),
+            behaviours={p: tuple(b) for p, b in d["behaviours"].items()},
+            knobs={p: {k: tuple(v) if k in tuples else v for k, v in kn.items()}
+                   for p, kn in d["knobs"].items()},
+            speeds={p: float(v) for p, v in d["speeds"].items()},
+            jobs=tuple(JobSpec(**j) for j in d["jobs"]),
+            events=tuple(
+                (float(at), str(a), {k: tuple(v) if k in tuples else v for k, v in args.items()})
+                for at, a, args in d["events"]
+            ),
+            kills=tuple(Kill(**k) for k in d["kills"]),
+        )  # fmt: skip
 
     def describe(self) -> str:
         parts = [f"seed {self.seed}:"]

@@ -26,7 +26,7 @@ from edgeprint.printers import codec
 from edgeprint.printers.codec import GroupTag, Operation, Tag, attr
 from testbed.adversary.generator import POOL, PRINTERS, Scenario
 from testbed.adversary.proxy import AdversaryProxy, Knobs, Record
-from testbed.config import FAST_DISPATCH, KIOSK_TOKEN, config_dict, to_toml
+from testbed.config import FAST_DISPATCH, KIOSK_TOKEN, TECH_TOKEN, config_dict, to_toml
 from testbed.pdfs import make_pdf
 from testbed.proc import ServeProcess
 from testbed.rig import Printed, Rig
@@ -45,8 +45,10 @@ DISPATCH = {
 SETTLE_S = 25.0
 #: A job's submission gives up after this long without a 2xx (seconds).
 SUBMIT_GIVE_UP_S = 20.0
-#: The timeline's last instant at most (seconds): then every fault is cleared.
-CLEAR_AT_S = 3.0
+#: The faults of a scenario are cleared this long after it starts at the earliest (s).
+CLEAR_AFTER_S = 2.5
+#: A printer is power-cycled only once it has been running this long (seconds).
+POWER_CYCLE_AFTER_S = 2.0
 TERMINAL = {"DONE", "DEAD", "CANCELLED", "EXPIRED"}
 
 
@@ -61,8 +63,10 @@ class RunOutcome:
     records: dict[str, Record] = field(default_factory=dict)  # printer → what its proxy said
     restarts: dict[str, list[float]] = field(default_factory=dict)  # printer → wall times
     leftovers: dict[str, list[str]] = field(default_factory=dict)  # printer → live empty jobs
+    printers: dict[str, dict[str, Any]] = field(default_factory=dict)  # GET /v1/printers
     kills: int = 0
     seconds: float = 0.0
+    booted: dict[str, float] = field(default_factory=dict)  # printer → monotonic start
     errors: list[str] = field(default_factory=list)  # the run itself went wrong
 
 
@@ -108,6 +112,11 @@ class _Appliance:
             self.proc.kill()
 
 
+def owner(i: int) -> str:
+    """The owner of a run's job ``i`` (a fault names its job by it)."""
+    return f"ann{i:02d}"
+
+
 async def _submit(app: _Appliance, http: aiohttp.ClientSession, key: str, meta: dict[str, Any],
                   doc: bytes) -> str | None:  # fmt: skip
     """POST /v1/jobs until a 2xx (the same key each time); the job id, or None (gave up)."""
@@ -137,6 +146,15 @@ async def _jobs(app: _Appliance, http: aiohttp.ClientSession, ids: list[str]) ->
                 if r.status == 200:
                     out[i] = await r.json()
     return out
+
+
+async def _printers(app: _Appliance, http: aiohttp.ClientSession) -> dict[str, dict[str, Any]]:
+    """GET /v1/printers by name ({} when the appliance does not answer)."""
+    with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError, ValueError, KeyError):
+        headers = {"Authorization": f"Bearer {TECH_TOKEN}"}
+        async with http.get(f"{app.url}/v1/printers", headers=headers) as r:
+            return {p["name"]: p for p in (await r.json())["printers"]}
+    return {}
 
 
 async def _ipp(uri: str, msg: codec.IppMessage) -> codec.IppMessage:
@@ -207,12 +225,14 @@ def _proxies(scn: Scenario, rig: Rig) -> Iterator[dict[str, AdversaryProxy]]:
             proxy.stop()
 
 
-async def run(scn: Scenario, root: Path, rig: Rig) -> RunOutcome:
-    """Run ``scn`` in ``root`` on ``rig`` (two printers, started: they are restarted fresh)."""
+async def run(scn: Scenario, root: Path, rig: Rig, *, min_run_s: float = 0.0) -> RunOutcome:
+    """Run ``scn`` in ``root`` on ``rig`` (two printers, started: they are restarted fresh);
+    ``min_run_s``: look at the printers at least this long after the start."""
     began = time.monotonic()
     out = RunOutcome(scn, restarts={p: [] for p in PRINTERS})
     rig.stop()
     rig.start(len(PRINTERS))
+    out.booted = {p: time.monotonic() for p in PRINTERS}
     for p in PRINTERS:
         rig.set_speed(p, scn.speeds[p])
     with _proxies(scn, rig) as proxies:
@@ -227,8 +247,9 @@ async def run(scn: Scenario, root: Path, rig: Rig) -> RunOutcome:
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as http:
                 guard = asyncio.create_task(_watchdog(app))
                 try:
-                    await _timeline(scn, rig, proxies, app, http, out)
-                    await _settle(scn, rig, proxies, app, http, out)
+                    t0 = time.monotonic()
+                    await _timeline(scn, rig, proxies, app, http, out, t0)
+                    await _settle(scn, rig, proxies, app, http, out, t0, min_run_s)
                 finally:
                     guard.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
@@ -246,9 +267,9 @@ async def run(scn: Scenario, root: Path, rig: Rig) -> RunOutcome:
 
 async def _timeline(
     scn: Scenario, rig: Rig, proxies: dict[str, AdversaryProxy], app: _Appliance,
-    http: aiohttp.ClientSession, out: RunOutcome,
+    http: aiohttp.ClientSession, out: RunOutcome, t0: float,
 ) -> None:  # fmt: skip
-    t0 = time.monotonic()
+    booted = dict(out.booted)
     docs = [make_pdf(f"seed {scn.seed} job {i}", pages=j.pages, pad_to=3000)
             for i, j in enumerate(scn.jobs)]  # fmt: skip
 
@@ -257,7 +278,7 @@ async def _timeline(
     async def submit(i: int) -> None:
         j = scn.jobs[i]
         await asyncio.sleep(max(0.0, t0 + j.at - time.monotonic()))  # its instant in the run
-        meta: dict[str, Any] = {"owner": "ann", "hold": False, "copies": j.copies}
+        meta: dict[str, Any] = {"owner": owner(i), "hold": False, "copies": j.copies}
         meta.update({"printer": j.printer} if j.printer else {"pool": POOL})
         job_id = await _submit(app, http, f"adv-{scn.seed}-{i:02d}", meta, docs[i])
         if job_id is not None:
@@ -274,9 +295,7 @@ async def _timeline(
         await asyncio.sleep(max(0.0, t0 + at - time.monotonic()))  # its instant in the run
         p = args["printer"]
         if action == "fault":
-            jid = await job_id(args["job"])
-            if jid is not None:
-                rig.fault(p, args["mode"], *args["args"], match=jid)
+            fault(args)
         elif action == "clear_fault":
             rig.clear_fault(p)
         elif action == "panel_cancel":
@@ -290,10 +309,14 @@ async def _timeline(
         elif action == "resume":
             rig.resume(p)
         elif action == "power_cycle":
+            # a printer that has been running loses power: one that restarts within a second
+            # of booting cannot show it in a printer-up-time counting whole seconds
+            await asyncio.sleep(max(0.0, booted[p] + POWER_CYCLE_AFTER_S - time.monotonic()))
             rig.kill(p)
             out.restarts[p].append(time.time())
             await asyncio.sleep(args["down_s"])  # the printer is off this long
             await asyncio.to_thread(rig.restart, p)
+            booted[p] = time.monotonic()
             proxies[p].restarted()
         elif action == "foreign_job":
             await _foreign_job(
@@ -312,8 +335,17 @@ async def _timeline(
             await asyncio.sleep(max(0.0, t0 + k.at - time.monotonic()))  # its instant
             await app.restart()
 
+    def fault(args: dict[str, Any]) -> None:
+        """A job fault for the printer, matching the job by its owner (known before it is
+        submitted, so the fault is in place before the printer can start it)."""
+        rig.fault(args["printer"], args["mode"], *args["args"], user=owner(args["job"]),
+                  once=args.get("once", False))  # fmt: skip
+
+    early = [e for e in scn.events if e[1] == "fault" and e[0] <= 0.0]
+    for _, _, args in early:
+        fault(args)
     tasks = [submit(i) for i in range(len(scn.jobs))]
-    tasks += [event(at, a, args) for at, a, args in scn.events]
+    tasks += [event(at, a, args) for at, a, args in scn.events if (at, a, args) not in early]
     await asyncio.gather(*tasks, kills())
 
 
@@ -325,10 +357,27 @@ async def _watchdog(app: _Appliance) -> None:
         await asyncio.sleep(0.05)  # looking for a dead appliance until cancelled
 
 
+async def _until_settled(
+    app: _Appliance, http: aiohttp.ClientSession, out: RunOutcome, deadline: float
+) -> bool:
+    """Poll the accepted jobs until all are terminal (True) or ``deadline`` (False)."""
+    ids = list(out.accepted.values())
+    while True:
+        out.jobs = await _jobs(app, http, ids)
+        if all(out.jobs.get(i, {}).get("state") in TERMINAL for i in ids):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(0.05)  # polling the jobs until settled, bounded by the deadline
+
+
 async def _settle(
     scn: Scenario, rig: Rig, proxies: dict[str, AdversaryProxy], app: _Appliance,
-    http: aiohttp.ClientSession, out: RunOutcome,
+    http: aiohttp.ClientSession, out: RunOutcome, t0: float, min_run_s: float,
 ) -> None:  # fmt: skip
+    # the faults the scenario set stand until its last event (or CLEAR_AFTER_S) has passed
+    last = max((at for at, _, _ in scn.events), default=0.0)
+    await _until_settled(app, http, out, t0 + max(CLEAR_AFTER_S, last + 0.5))
     for p in PRINTERS:  # whatever the timeline left, a person sets right now
         rig.clear_fault(p)
         if rig.state(p) == "hung":
@@ -341,15 +390,17 @@ async def _settle(
     if any(a == "media" for _, a, _ in scn.events):
         for p in PRINTERS:
             await asyncio.to_thread(rig.media, p, "loaded")
-    ids = list(out.accepted.values())
-    deadline = time.monotonic() + SETTLE_S
-    while True:
-        out.jobs = await _jobs(app, http, ids)
-        if all(out.jobs.get(i, {}).get("state") in TERMINAL for i in ids):
+    await _until_settled(app, http, out, time.monotonic() + SETTLE_S)
+    restarted = [p for p in PRINTERS if out.restarts[p]]
+    deadline = time.monotonic() + 3.0
+    while time.monotonic() < deadline:  # the appliance sees the printers as they are now
+        printers = await _printers(app, http)
+        seen = all((printers.get(p, {}).get("epoch") or 0) > 1 for p in restarted)
+        if seen and all(printers.get(p, {}).get("healthy") for p in PRINTERS):
             break
-        if time.monotonic() >= deadline:
-            break
-        await asyncio.sleep(0.05)  # polling the jobs until settled, bounded by the deadline
+        await asyncio.sleep(0.05)  # polling the printers' view, bounded by the deadline
+    await asyncio.sleep(max(0.0, t0 + min_run_s - time.monotonic()))  # a longer look
+    out.printers = await _printers(app, http)
     for p in PRINTERS:
         left = [
             str(j.get("job-name"))

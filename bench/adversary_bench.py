@@ -1,0 +1,162 @@
+"""The printer adversary at scale: many seeds of generated printers, invariants I1–I6 each.
+
+Each seed draws a personality for each of two printers from the catalogue
+(testbed/adversary/catalogue.py), combines several behaviours, SIGKILLs the appliance at
+random instants and crash points, power-cycles printers and lets other clients print;
+then the oracle checks I1–I6 against the printers' own logs. Printed: per behaviour and
+per pair of behaviours, how many seeds ran and how many broke which invariant, then one
+summary line. Every seed that broke an invariant is written out with its scenario (for a
+named regression test).
+
+    .venv/bin/python -m bench.adversary_bench [--seeds N] [--first S] [--quick] [--list]
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.harness import Run, parser, percentile
+from testbed.adversary import catalogue, generator, oracle, runner
+from testbed.rig import Rig
+
+QUICK_SEEDS = 100
+SEEDS = 2000
+
+
+def _cells(counts: Counter[str]) -> str:
+    return " ".join(f"{i} {counts[i]}" for i in oracle.INVARIANTS)
+
+
+async def _seeds(first: int, n: int, work: Path, log: list[dict[str, Any]]) -> None:
+    rig = Rig(work / "rig")
+    rig.start(len(generator.PRINTERS))
+    try:
+        for seed in range(first, first + n):
+            scn = generator.scenario(seed)
+            d = work / f"seed-{seed}"
+            d.mkdir()
+            out = await runner.run(scn, d, rig)
+            v = oracle.judge(out)
+            entry = {
+                "seed": seed,
+                "behaviours": scn.behaviours,
+                "kills": out.kills,
+                "restarts": sum(len(t) for t in out.restarts.values()),
+                "seconds": round(out.seconds, 2),
+                "violations": [vars(x) for x in v.violations],
+                "done": v.done, "unverified": v.unverified, "dead": v.dead,
+                "hidden": v.hidden, "undecidable": v.undecidable,
+                "peak_requests": v.peak_requests, "peak_connections": v.peak_connections,
+            }  # fmt: skip
+            if v.violations:
+                entry["scenario"] = scn.to_dict()
+            log.append(entry)
+            mark = " ".join(sorted({x.invariant for x in v.violations})) or "ok"
+            print(f"{scn.describe()}: {mark} ({out.seconds:.1f} s)", flush=True)
+    finally:
+        rig.stop()
+
+
+def _tables(log: Sequence[dict[str, Any]]) -> tuple[str, str, dict[str, Any]]:
+    per: dict[str, Counter[str]] = defaultdict(Counter)
+    pairs: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    for e in log:
+        broke = Counter(x["invariant"] for x in e["violations"])
+        present = sorted({b for bs in e["behaviours"].values() for b in bs})
+        for b in present:
+            per[b]["seeds"] += 1
+            per[b].update({k: 1 for k in broke})
+        for a, b in itertools.combinations(present, 2):
+            pairs[(a, b)]["seeds"] += 1
+            pairs[(a, b)].update({k: 1 for k in broke})
+    head = "| behaviour | part | seeds | " + " | ".join(oracle.INVARIANTS) + " |"
+    rows = [head, "|---|---|---:|" + "---:|" * len(oracle.INVARIANTS)]
+    for b in catalogue.CATALOGUE:
+        c = per.get(b.id, Counter())
+        rows.append(f"| {b.id} | {b.part} | {c['seeds']} | "
+                    + " | ".join(str(c[i]) for i in oracle.INVARIANTS) + " |")  # fmt: skip
+    pair_rows = [
+        f"{a} + {b}: {c['seeds']} seeds; {_cells(c)}" for (a, b), c in sorted(pairs.items())
+    ]
+    stats = {
+        "behaviours_seen": sum(1 for b in catalogue.CATALOGUE if per.get(b.id)),
+        "pairs_seen": len(pairs),
+        "per_behaviour": {b: dict(c) for b, c in per.items()},
+        "per_pair": {f"{a}+{b}": dict(c) for (a, b), c in pairs.items()},
+    }
+    return "\n".join(rows), "\n".join(pair_rows), stats
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the seeds; the exit code (0: every invariant held on every seed)."""
+    ap = parser("adversary", __doc__, f"{QUICK_SEEDS} seeds (the CI-sized run)")
+    ap.add_argument(
+        "--seeds", type=int, default=None, help=f"default {SEEDS} ({QUICK_SEEDS} with --quick)"
+    )
+    ap.add_argument("--first", type=int, default=1, help="the first seed (default 1)")
+    ap.add_argument("--list", action="store_true", help="print the catalogue and stop")
+    args = ap.parse_args(argv)
+    if args.list:
+        print(catalogue.listing())
+        return 0
+    n = args.seeds or (QUICK_SEEDS if args.quick else SEEDS)
+    log: list[dict[str, Any]] = []
+    with Run("adversary", args) as run:
+        started = time.monotonic()
+        run.attempt_async("seeds", _seeds(args.first, n, run.work, log))
+        took = time.monotonic() - started
+    broke: Counter[str] = Counter(x["invariant"] for e in log for x in e["violations"])
+    per, pairs, stats = _tables(log)
+    kills = sum(e["kills"] for e in log)
+    restarts = sum(e["restarts"] for e in log)
+    summary = (
+        f"adversary: {len(log)} seeds, {stats['behaviours_seen']} behaviours, {kills} appliance "
+        f"kills, {restarts} printer restarts; "
+        + ", ".join(f"{i} {broke[i]}" for i in oracle.INVARIANTS)
+    )
+    failing = [e for e in log if e["violations"]]
+    for e in failing:
+        run.failures.append(f"seed {e['seed']}: " + "; ".join(
+            f"{x['invariant']} {x['detail']}" for x in e["violations"]))  # fmt: skip
+    seconds = [e["seconds"] for e in log]
+    figures = {
+        "seeds": len(log), "behaviours": stats["behaviours_seen"], "pairs": stats["pairs_seen"],
+        "appliance_kills": kills, "printer_restarts": restarts,
+        "violations": {i: broke[i] for i in oracle.INVARIANTS},
+        "duplicates": broke["I2"], "silent_done": broke["I1"], "needless_doubt": broke["I5"],
+        "storms": broke["I6"],
+        "done": sum(e["done"] for e in log),
+        "printed_unverified": sum(e["unverified"] for e in log),
+        "dead": sum(e["dead"] for e in log), "hidden_by_printer": sum(e["hidden"] for e in log),
+        "undecidable": sum(e["undecidable"] for e in log),
+        "peak_requests_per_s": max((e["peak_requests"] for e in log), default=0),
+        "seed_seconds_p50": percentile(seconds, 50), "seconds": round(took, 1),
+    }  # fmt: skip
+    table_rows = [
+        {"figure": "seeds of generated printers, invariants I1–I6 (violations)",
+         "unit": "", "median": len(log),
+         "note": ", ".join(f"{i} {broke[i]}" for i in oracle.INVARIANTS)},
+        {"figure": "behaviours; appliance kills; printer restarts", "unit": "",
+         "median": stats["behaviours_seen"], "note": f"kills {kills}, restarts {restarts}"},
+    ]  # fmt: skip
+    markdown = f"{per}\n\n{summary}"
+    print(pairs)
+    code = run.finish(
+        markdown, summary=figures, table=table_rows, seeds=log if failing else [],
+        failing_seeds=[e["seed"] for e in failing], per_behaviour=stats["per_behaviour"],
+        per_pair=stats["per_pair"],
+    )  # fmt: skip
+    print(summary)
+    (run.args.out.parent / "adversary_failing.json").write_text(json.dumps(failing, indent=2))
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
