@@ -426,7 +426,7 @@ def identify(copy: Copy, pj: PrinterJob, traits: Traits, *, epoch: int) -> bool:
         if pj.created_s != copy.created_s:
             return False
     elif (
-        traits.restarts_visible  # printer-up-time and time-at-creation on one moving clock
+        traits.up_time_moves is not False  # printer-up-time and time-at-creation: one clock
         and copy.printer_up_s is not None
         and pj.created_s is not None
         and pj.created_s + UP_TIME_SLACK_S < copy.printer_up_s
@@ -470,7 +470,7 @@ def find_orphans(
             continue
         if name_matches(traits.job_name, traits.name_length, sent, j.name) is False:
             continue
-        if copy.printer_up_s is None or j.created_s is None or not traits.restarts_visible:
+        if copy.printer_up_s is None or j.created_s is None or traits.up_time_moves is False:
             continue
         if j.created_s + UP_TIME_SLACK_S < copy.printer_up_s:
             continue

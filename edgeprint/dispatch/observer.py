@@ -22,6 +22,7 @@ from edgeprint.copies import WAITING_FOR_DATA, Copy, CopyState
 from edgeprint.dispatch.monitor import Monitor
 from edgeprint.evidence import Evidence, Listing, Observation, PrinterJob, Sighting
 from edgeprint.personality import Echo, JobAnswer
+from edgeprint.printers.health import MEDIA_REASONS, media_elsewhere, reason_keyword, trays_of
 from edgeprint.printers.ipp import IppClient
 from edgeprint.service import JobRecord, JobService
 
@@ -58,10 +59,14 @@ class Observer:
         self._clock = clock
 
     def context(self) -> evidence.Context:
+        """What an answer is read with; the printer's reasons without those about one empty
+        input while another has media (an empty by-pass tray stops nothing)."""
         m = self.monitor
-        return evidence.Context(
-            epoch=m.epoch_number or 0, traits=m.traits, printer_reasons=m.printer_reasons
-        )
+        reasons = m.printer_reasons
+        status = m.status
+        if status is not None and media_elsewhere(trays_of(status.attributes)):
+            reasons = tuple(r for r in reasons if reason_keyword(r) not in MEDIA_REASONS)
+        return evidence.Context(epoch=m.epoch_number or 0, traits=m.traits, printer_reasons=reasons)
 
     async def _get_jobs(self) -> tuple[list[PrinterJob], Listing]:
         try:
