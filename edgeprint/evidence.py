@@ -225,7 +225,8 @@ EVIDENCE: dict[Evidence, Proof] = {
         C.INCOMPLETE,
     ),
     E.STOPPED_AFTER_PAGES: Proof(
-        "job-state aborted or canceled with impressions (or sheets) completed > 0",
+        "job-state aborted or canceled with impressions (or sheets) completed > 0, or "
+        "completed with fewer than pages × copies (an upload that was not acknowledged)",
         "this copy stopped part-way: that many impressions came out",
         "which pages are usable",
         C.PARTIAL,
@@ -552,6 +553,11 @@ def _terminal(copy: Copy, pj: PrinterJob) -> Observation:
         whole = _whole(copy, pj)
         if whole is not None:
             return Observation(C.PRINTED, whole, pj, "completed")
+        if out and expected is not None and out < expected:
+            return Observation(
+                C.PARTIAL, E.STOPPED_AFTER_PAGES, pj,
+                f"completed after {out} of {expected} impression(s): the printer got part of it",
+            )  # fmt: skip
         return Observation(
             C.INCOMPLETE, E.COMPLETED_UNVERIFIED, pj, "completed, not verifiably whole"
         )

@@ -116,16 +116,22 @@ contexts = st.builds(
 def test_printed_only_on_a_completed_whole_copy_of_this_epoch(
     c: Copy, seen: Sighting, ctx: Context
 ) -> None:
-    """PRINTED needs the printer's job that *is* the copy, completed (or canceled after every
-    impression came out on edgeprint's own cancel), a document sent, proof it was whole and no
-    document error; and it names verifying evidence."""
+    """PRINTED needs the printer's job that *is* the copy, completed (or, with every
+    impression counted out, aborted — or canceled on edgeprint's own cancel), a document
+    sent, proof it was whole and no document error; and it names verifying evidence."""
     obs = observe(c, seen, ctx)
     if obs.settled is C.PRINTED:
         found = obs.pj
         assert found is not None
         assert identify(c, found, ctx.traits, epoch=ctx.epoch)
-        assert found.state == JOB_COMPLETED or (
-            found.state == JOB_CANCELED and c.cancel_origin == "edgeprint"
+        every = (
+            c.impressions_expected is not None
+            and (found.impressions_completed or 0) >= c.impressions_expected
+        )
+        assert (
+            found.state == JOB_COMPLETED
+            or (found.state == JOB_ABORTED and every)
+            or (found.state == JOB_CANCELED and c.cancel_origin == "edgeprint" and every)
         )
         assert c.sent_at is not None
         assert "document-format-error" not in found.reasons

@@ -66,6 +66,12 @@ class Knobs:
     no_chunked: bool = False  # a chunked request body gets HTTP 411 Length Required
     reset_before_body: float = 0.0  # share of requests reset before their body is read
     answer_lost: float = 0.0  # share of Create-Job/Send-Document/Print-Job acted on, answer dropped
+    #: Send-Document/Print-Job: the printer gets only the first N document bytes (as a whole
+    #: request, so it prints what it got) and edgeprint no answer; ``cut_once``: the next only;
+    #: ``cut_wait_s``: wait (up to this long) for the printer to finish it before the cut
+    cut_after: int | None = None
+    cut_once: bool = False
+    cut_wait_s: float = 0.0
     delay_s: tuple[float, float] | None = None  # every answer this much late (uniform)
     # status codes
     busy: float = 0.0  # share of Create-Job/Print-Job answered server-error-busy (not forwarded)
@@ -75,6 +81,9 @@ class Knobs:
     monitoring_http: float = 0.0  # share of Get-Job-Attributes/Get-Jobs answered HTTP 500
     ipp11_only: bool = False  # IPP/2.x requests get server-error-version-not-supported
     http_status: int | None = None  # every request gets this HTTP status (426…)
+    garbage: bool = False  # every answer is bytes that are not IPP
+    gja_http: int | None = None  # every Get-Job-Attributes gets this HTTP status
+    jobs_http: int | None = None  # every Get-Jobs gets this HTTP status
     # job attributes
     other_host: bool = False  # names itself by another host: Get-Job-Attributes not-found, URIs
     job_name: Literal["replace", "shorten", "decorate"] | None = None
@@ -88,6 +97,9 @@ class Knobs:
     history_s: float | None = None  # finished jobs vanish from every answer after this
     held_at_printer: bool = False  # a job the rig holds without a reason shows pending-held
     document_errors: bool = False  # a job the rig marked docerror shows document-format-error
+    #: completed jobs (of this document-format only, when set) show these job-state-reasons
+    completed_reasons: tuple[str, ...] = ()
+    reasons_for_format: str | None = None
     cancel_late_s: float = 0.0  # Cancel-Job answered at once, forwarded this much later
     canceled_at_device: bool = False  # job-canceled-by-user shown as job-canceled-at-device
     # printer state
@@ -128,6 +140,9 @@ class Record:
     #: answers lost after the printer acted (Create-Job, Send-Document, Print-Job)
     lost: int = 0
     resets: int = 0
+    cuts: int = 0  # uploads cut short
+    #: (life, printer job-id) → the document-format it was sent in
+    formats: dict[tuple[int, int], str] = field(default_factory=dict)
 
     def max_per_second(self, what: Literal["requests", "connections"]) -> int:
         """The most requests (or new connections) seen in any one-second window."""
@@ -291,6 +306,8 @@ class AdversaryProxy:
             if cached is not None:
                 return await self._respond(web.Response(body=cached,
                                                         content_type="application/ipp"))  # fmt: skip
+        if msg.code in _UPLOADS and k.cut_after is not None and len(msg.data) > k.cut_after:
+            return await self._cut(request, msg)
         raw = await self._forward(self._ask(msg).encode())
         try:
             answer = codec.parse(raw)
@@ -314,11 +331,51 @@ class AdversaryProxy:
             resp.force_close()
         return resp
 
+    async def _cut(self, request: web.Request, msg: codec.IppMessage) -> web.StreamResponse:
+        """The printer gets the first ``cut_after`` document bytes; edgeprint no answer."""
+        k = self.knobs
+        assert k.cut_after is not None
+        cut = codec.IppMessage(msg.version, msg.code, msg.request_id, msg.groups,
+                               msg.data[: k.cut_after])  # fmt: skip
+        raw = await self._forward(cut.encode())
+        with contextlib.suppress(Exception):
+            answer = codec.parse(raw)
+            self._note_made(msg, answer)
+            self._note_upload(cut, answer, "lost")
+        self.record.cuts += 1
+        if k.cut_once:
+            k.cut_after = None
+        job_id = _job_id(msg)
+        with contextlib.suppress(Exception):
+            job_id = job_id or _int(codec.parse(raw).get(GroupTag.JOB, "job-id"))
+        if k.cut_wait_s > 0 and job_id is not None:
+            await self._wait_finished(msg, job_id, k.cut_wait_s)
+        _abort(request)
+        raise AssertionError("unreachable")  # _abort raised
+
+    async def _wait_finished(self, msg: codec.IppMessage, job_id: int, timeout_s: float) -> None:
+        """Poll the printer itself until job ``job_id`` is terminal (bounded)."""
+        deadline = time.monotonic() + timeout_s
+        uri = str(msg.value(GroupTag.OPERATION, "printer-uri"))
+        while time.monotonic() < deadline:
+            ask = codec.request(Operation.GET_JOB_ATTRIBUTES, 1, printer_uri=uri,
+                                attributes=[attr("job-id", Tag.INTEGER, job_id)])  # fmt: skip
+            answer = codec.parse(await self._forward(ask.encode()))
+            if answer.value(GroupTag.JOB, "job-state") in _TERMINAL:
+                return
+            await asyncio.sleep(0.02)  # the printer is working on it: poll, bounded
+
     def _refuse(self, msg: codec.IppMessage) -> web.Response | None:
         """An answer given without asking the printer (it did not act), or None."""
         k = self.knobs
+        if k.garbage:
+            return web.Response(body=b"\x00\x01garbage, not IPP", content_type="application/ipp")
         if k.http_status is not None:
             return web.Response(status=k.http_status, text="no")
+        if msg.code == Operation.GET_JOB_ATTRIBUTES and k.gja_http is not None:
+            return web.Response(status=k.gja_http, text="internal error")
+        if msg.code == Operation.GET_JOBS and k.jobs_http is not None:
+            return web.Response(status=k.jobs_http, text="internal error")
         if k.ipp11_only and msg.version[0] >= 2:
             return _ipp(codec.response(Status.SERVER_ERROR_VERSION_NOT_SUPPORTED, msg.request_id,
                                        version=(1, 1), status_message="IPP/1.1 only"))  # fmt: skip
@@ -397,6 +454,9 @@ class AdversaryProxy:
                 self.record.uploads[key] = how
             if how != "refused":
                 self._delivered[key] = self._delivered.get(key, 0) + len(msg.data)
+            fmt = msg.value(GroupTag.OPERATION, "document-format")
+            if isinstance(fmt, str):
+                self.record.formats[key] = fmt
 
     def _note_shown_absent(self, job_id: int | None) -> None:
         if job_id is not None:
@@ -459,6 +519,10 @@ class AdversaryProxy:
         if k.document_errors and job_id is not None and marked:
             g.set(attr("job-state-reasons", Tag.KEYWORD, "job-completed-with-errors",
                            "document-format-error"))  # fmt: skip
+        if k.completed_reasons and state == _COMPLETED:
+            fmt = self.record.formats.get(key)
+            if k.reasons_for_format is None or fmt == k.reasons_for_format:
+                g.set(attr("job-state-reasons", Tag.KEYWORD, *k.completed_reasons))
         if k.canceled_at_device and state == _CANCELED:
             g.set(attr("job-state-reasons", Tag.KEYWORD, "job-canceled-at-device"))
         name = g.get("job-name")

@@ -303,11 +303,11 @@ async def _timeline(
             if jid is not None:
                 await _panel_cancel(rig[p].uri, jid)
         elif action == "media":
-            await asyncio.to_thread(rig.media, p, args["level"])
-        elif action == "hang":
-            rig.hang(p)
-        elif action == "resume":
-            rig.resume(p)
+            if rig.state(p) == "running":
+                await asyncio.to_thread(rig.media, p, args["level"])
+        elif action in ("hang", "resume"):
+            if rig.state(p) != "dead":  # a printer that is off cannot hang (or be resumed)
+                getattr(rig, action)(p)
         elif action == "power_cycle":
             # a printer that has been running loses power: one that restarts within a second
             # of booting cannot show it in a printer-up-time counting whole seconds
