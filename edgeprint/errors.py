@@ -75,6 +75,23 @@ class StateConflict(EdgeprintError):
         super().__init__(f"cannot {action} job {job_id}: it is {state}")
 
 
+class CannotPrintRest(StateConflict):
+    """ "The rest" is for a one-copy job DEAD outcome_unknown whose copy stopped after some of
+    its pages came out (HTTP 409)."""
+
+    def __init__(
+        self, job_id: str, state: str, pages_out: int | None, pages: int | None, copies: int
+    ) -> None:
+        super().__init__(job_id, "resolve", state)
+        if copies != 1:
+            why = f"it has {copies} copies (the rest of which?)"
+        elif not pages_out:
+            why = "no count of pages that came out is known"
+        else:
+            why = f"{pages_out} of {pages} pages came out: nothing is left"
+        self.args = (f"cannot print the rest of job {job_id}: {why}",)
+
+
 class OutcomeNotUnknown(StateConflict):
     """Only a DEAD job whose outcome is unknown can be resolved (HTTP 409).
 

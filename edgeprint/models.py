@@ -452,6 +452,11 @@ class ResolveRequest(_Strict):
         default=None,
         description="true: it printed (→ DONE); false: it did not (→ RELEASED, printed once more)",
     )
+    rest: StrictBool | None = Field(
+        default=None,
+        description="true: print only the pages that did not come out (a one-copy job whose "
+        "copy stopped part-way: → RELEASED, from the page after pages_printed)",
+    )
 
 
 class PrinterSummaryOut(BaseModel):

@@ -1,6 +1,6 @@
 """Every printer answer taken at its word: real printers (ippeveprinter) made to misbehave
-by a loopback proxy in front of them (tests/ipp_proxy.py). The printer's own log is the
-ground truth of what came out; the proxy only changes what edgeprint is told.
+by a loopback proxy in front of them (testbed/adversary/proxy.py). The printer's own log is
+the ground truth of what came out; the proxy only changes what edgeprint is told.
 """
 
 from __future__ import annotations
@@ -18,39 +18,56 @@ import pytest
 from edgeprint.printers import codec
 from edgeprint.printers.codec import Operation, Tag, attr
 from edgeprint.server import Running
+from testbed.adversary.proxy import AdversaryProxy, Knobs
 from testbed.pdfs import make_pdf
-from testbed.rig import Rig
+from testbed.rig import Printed, Rig
 from tests.conftest import TECH_TOKEN
-from tests.ipp_proxy import IppProxy
 from tests.polling import eventually
 from tests.printing import Client, appliance, printed_names, rig_config
 
 pytestmark = pytest.mark.slow
 
 BADGE = make_pdf("badge for the proxy tests", pad_to=4000)
+#: A long grace before edgeprint gives up on a job its printer holds (a jam): the tests
+#: that hold a job at the printer are about what a person does meanwhile.
+PATIENT_S = 60.0
 
 
 @pytest.fixture
-def proxy(printers: Rig) -> Iterator[IppProxy]:
-    """A proxy in front of printer-01 (printer-02 stays direct)."""
-    with IppProxy(printers["printer-01"].uri) as p:
+def proxy(printers: Rig) -> Iterator[AdversaryProxy]:
+    """A proxy in front of printer-01 (printer-02 stays direct). It reports job-k-octets
+    (what it handed the printer), as the printers these tests were written for do;
+    ippeveprinter itself reports none."""
+    p1 = printers["printer-01"]
+    with AdversaryProxy(p1.uri, Knobs(k_octets="exact"), printer_dir=p1.dir) as p:
         yield p
 
 
 @asynccontextmanager
 async def proxied(
-    tmp_path: Path, printers: Rig, proxy: IppProxy, **dispatch: Any
+    tmp_path: Path,
+    printers: Rig,
+    proxy: AdversaryProxy,
+    printer: dict[str, Any] | None = None,
+    **dispatch: Any,
 ) -> AsyncIterator[tuple[Running, Client]]:
-    """An appliance whose printer-01 is reached through ``proxy``."""
+    """An appliance whose printer-01 is reached through ``proxy`` (``printer``: more of its
+    ``[[printers]]`` settings)."""
     cfg = rig_config(tmp_path / "data", printers, **dispatch)
     cfg["printers"][0]["uri"] = proxy.uri
+    cfg["printers"][0].update(printer or {})
     async with appliance(cfg) as (run, kiosk):
         yield run, kiosk
 
 
-def printed(rig: Rig, printer: str, job_id: str) -> list[int]:
-    """The byte counts of every copy of ``job_id`` that ``printer`` put out (its own log)."""
-    return [p.bytes for p in rig.printed(printer) if job_id in p.job_name]
+def printed(rig: Rig, printer: str, job_id: str) -> list[Printed]:
+    """Every copy of ``job_id`` that ``printer`` put out (its own log)."""
+    return [p for p in rig.printed(printer) if job_id in p.job_name]
+
+
+def whole(rig: Rig, printer: str, job_id: str) -> list[bool]:
+    """For each copy of ``job_id`` on ``printer``'s paper: did every impression come out."""
+    return [p.whole for p in printed(rig, printer, job_id)]
 
 
 async def printer_view(kiosk: Client, name: str) -> dict[str, Any]:
@@ -76,11 +93,12 @@ async def cancel_at_the_panel(printer_uri: str, printer_job_id: int) -> int:
 
 
 async def test_a_printer_that_renames_every_job_prints_normal_jobs_done(
-    tmp_path: Path, printers: Rig, proxy: IppProxy
+    tmp_path: Path, printers: Rig, proxy: AdversaryProxy
 ) -> None:
     """A printer that reports every job as "Print" by "Guest": jobs are matched by job-id and
     time-at-creation, end DONE, and each prints once."""
-    proxy.configure(rename_jobs=True)
+    proxy.knobs.job_name = "replace"
+    proxy.knobs.user_name = "replace"
     async with proxied(tmp_path, printers, proxy) as (_, kiosk):
         jobs = [
             await kiosk.submit(f"renamed-{i}", printer="printer-01", hold=False, doc=BADGE)
@@ -89,17 +107,17 @@ async def test_a_printer_that_renames_every_job_prints_normal_jobs_done(
         final = await kiosk.wait_states([j["id"] for j in jobs], {"DONE", "DEAD"})
     assert [j["state"] for j in final] == ["DONE"] * 3, final
     for j in jobs:
-        assert printed(printers, "printer-01", j["id"]) == [len(BADGE)]
+        assert whole(printers, "printer-01", j["id"]) == [True]
 
 
 async def test_cancelled_at_the_printer_panel_stays_cancelled(
-    tmp_path: Path, printers: Rig, proxy: IppProxy
+    tmp_path: Path, printers: Rig, proxy: AdversaryProxy
 ) -> None:
     """Someone cancels the job at the printer: edgeprint records CANCELLED with a reason
     saying so, never retries it, and nothing comes out."""
-    proxy.configure(canceled_reason="job-canceled-at-device")
+    proxy.knobs.canceled_at_device = True
     printers.fault("printer-01", "hold", "media-jam")  # the job waits at the printer
-    async with proxied(tmp_path, printers, proxy) as (run, kiosk):
+    async with proxied(tmp_path, printers, proxy, blocked_grace_s=PATIENT_S) as (run, kiosk):
         job = await kiosk.submit("panel-0001", printer="printer-01", hold=False, doc=BADGE)
 
         async def acknowledged() -> int | None:
@@ -119,72 +137,123 @@ async def test_cancelled_at_the_printer_panel_stays_cancelled(
 
 
 async def test_completed_with_a_document_error_is_not_printed(
-    tmp_path: Path, printers: Rig, proxy: IppProxy
+    tmp_path: Path, printers: Rig, proxy: AdversaryProxy
 ) -> None:
-    """ "Completed" with document-format-error is not printed: one more try, then DEAD
-    document_error with the printer's reason; never DONE."""
-    proxy.configure(completed_reasons=("document-format-error",))
+    """ "Completed" with document-format-error and nothing out (job-impressions-completed 0)
+    is not printed: one more try, then DEAD document_error with the printer's reason; never
+    DONE, and nothing on paper."""
+    printers.fault("printer-01", "docerror")  # every job: completes, nothing comes out
+    proxy.knobs.document_errors = True  # ... and says document-format-error
     async with proxied(tmp_path, printers, proxy) as (_, kiosk):
         job = await kiosk.submit("docerr-0001", printer="printer-01", hold=False, doc=BADGE)
         [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"})
     assert (final["state"], final["dead_reason"]) == ("DEAD", "document_error"), final
+    assert final["settled_by"] == "document_error", final
     assert "document-format-error" in final["last_error"]
     assert final["attempts"] == 2
-    assert len(printed(printers, "printer-01", job["id"])) == 2  # what the printer did with it
+    assert printed(printers, "printer-01", job["id"]) == []
+    assert printed(printers, "printer-02", job["id"]) == []
+
+
+async def test_completed_with_a_document_error_after_pages_came_out_is_outcome_unknown(
+    tmp_path: Path, printers: Rig, proxy: AdversaryProxy
+) -> None:
+    """ "Completed" with document-format-error after its page came out (ippeveprinter counts
+    job-impressions-completed 1): something is on paper, so it is never retried (that would
+    be a second copy): the copy is incomplete, the job DEAD outcome_unknown for a person."""
+    proxy.knobs.completed_reasons = ("document-format-error",)
+    async with proxied(tmp_path, printers, proxy) as (run, kiosk):
+        job = await kiosk.submit("docerr-0002", printer="printer-01", hold=False, doc=BADGE)
+        [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"})
+        copies = await run.service.copies_of(job["id"])
+    assert (final["state"], final["dead_reason"]) == ("DEAD", "outcome_unknown"), final
+    assert final["settled_by"] == "completed_with_document_errors", final
+    assert "document-format-error" in final["last_error"]
+    assert final["attempts"] == 1
+    assert [c.state.value for c in copies] == ["incomplete"]
+    assert final["truncated_copies"] == 1
+    assert whole(printers, "printer-01", job["id"]) == [True]  # what the printer did with it
+    assert printed(printers, "printer-02", job["id"]) == []
 
 
 async def test_an_upload_cut_short_that_printed_is_outcome_unknown(
-    tmp_path: Path, printers: Rig, proxy: IppProxy
+    tmp_path: Path, printers: Rig, proxy: AdversaryProxy
 ) -> None:
-    """The connection breaks during the upload and the printer prints what it got: never
-    DONE, never a second copy: DEAD outcome_unknown "a possibly truncated copy printed"."""
-    proxy.configure(cut_after=1000, cut_once=True, cut_wait_s=10.0)
+    """The connection breaks during the upload of a two-page badge and the printer prints what
+    it got (its first page; it says job-impressions-completed 1): never DONE, never a second
+    copy: the copy stopped part-way, DEAD outcome_unknown "part of it printed", with
+    pages_printed for the person who decides."""
+    doc = make_pdf("two-page badge for the cut", pad_to=4000, pages=2)
+    proxy.knobs.cut_after, proxy.knobs.cut_once, proxy.knobs.cut_wait_s = 1000, True, 10.0
     async with proxied(tmp_path, printers, proxy) as (_, kiosk):
-        job = await kiosk.submit("cut-0001", printer="printer-01", hold=False, doc=BADGE)
+        job = await kiosk.submit("cut-0001", printer="printer-01", hold=False, doc=doc)
         [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"})
     assert (final["state"], final["dead_reason"]) == ("DEAD", "outcome_unknown"), final
+    assert final["settled_by"] == "stopped_after_pages", final
+    assert final["pages_printed"] == 1, final
+    assert "part of it printed" in final["last_error"]
+    assert final["truncated_copies"] == 0  # counts incomplete copies; this one is partial
+    assert proxy.record.cuts == 1
+    [cut] = printed(printers, "printer-01", job["id"])  # the cut copy, and only it
+    assert (cut.bytes, cut.pages, cut.out, cut.whole) == (1000, 2, 1, False)
+
+
+async def test_an_upload_cut_short_that_printed_nothing_countable_is_outcome_unknown(
+    tmp_path: Path, printers: Rig, proxy: AdversaryProxy
+) -> None:
+    """The same cut of a one-page badge: the printer completes what it got and counts no
+    impression out of it, nothing shows it whole: the copy is incomplete (completed, not
+    verifiably whole), DEAD outcome_unknown "a possibly truncated copy printed"."""
+    proxy.knobs.cut_after, proxy.knobs.cut_once, proxy.knobs.cut_wait_s = 1000, True, 10.0
+    async with proxied(tmp_path, printers, proxy) as (_, kiosk):
+        job = await kiosk.submit("cut-0003", printer="printer-01", hold=False, doc=BADGE)
+        [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"})
+    assert (final["state"], final["dead_reason"]) == ("DEAD", "outcome_unknown"), final
+    assert final["settled_by"] == "completed_unverified", final
     assert "possibly truncated copy printed" in final["last_error"]
     assert final["truncated_copies"] == 1
-    assert proxy.cuts == 1
-    assert printed(printers, "printer-01", job["id"]) == [1000]  # the cut copy, and only it
+    assert proxy.record.cuts == 1
+    [cut] = printed(printers, "printer-01", job["id"])  # the cut copy, and only it
+    assert (cut.bytes, cut.whole) == (1000, False)
 
 
 async def test_an_upload_cut_short_still_printing_is_cancelled_and_sent_whole(
-    tmp_path: Path, printers: Rig, proxy: IppProxy
+    tmp_path: Path, printers: Rig, proxy: AdversaryProxy
 ) -> None:
     """A cut upload the printer is still working on is cancelled there (its job-k-octets show
     it is short) and the whole document is sent again: one whole copy on paper."""
-    proxy.configure(cut_after=1000, cut_once=True)
+    proxy.knobs.cut_after, proxy.knobs.cut_once = 1000, True
     printers.set_speed("printer-01", 1.0)
     async with proxied(tmp_path, printers, proxy) as (_, kiosk):
         job = await kiosk.submit("cut-0002", printer="printer-01", hold=False, doc=BADGE)
         [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"})
     assert final["state"] == "DONE", final
-    assert proxy.cuts == 1
-    assert printed(printers, "printer-01", job["id"]) == [len(BADGE)]
+    assert proxy.record.cuts == 1
+    [copy] = printed(printers, "printer-01", job["id"])
+    assert (copy.bytes, copy.whole) == (len(BADGE), True)
 
 
 async def test_job_monitoring_that_fails_falls_back_to_get_jobs(
-    tmp_path: Path, printers: Rig, proxy: IppProxy
+    tmp_path: Path, printers: Rig, proxy: AdversaryProxy
 ) -> None:
     """Get-Job-Attributes answers client-error-bad-request every time: Get-Jobs settles it."""
-    proxy.configure(job_status=0x0400)
+    proxy.knobs.gja_status = 0x0400
     async with proxied(tmp_path, printers, proxy) as (_, kiosk):
         job = await kiosk.submit("gja-0001", printer="printer-01", hold=False, doc=BADGE)
         [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"})
     assert final["state"] == "DONE", final
-    assert printed(printers, "printer-01", job["id"]) == [len(BADGE)]
+    assert whole(printers, "printer-01", job["id"]) == [True]
     assert proxy.count("Get-Jobs") >= 1
 
 
 async def test_a_printer_that_cannot_report_job_state_is_blamed_not_the_job(
-    tmp_path: Path, printers: Rig, proxy: IppProxy
+    tmp_path: Path, printers: Rig, proxy: AdversaryProxy
 ) -> None:
     """Get-Job-Attributes and Get-Jobs both answer HTTP 500: the job is parked DEAD
     outcome_unknown (sent once, never again), the printer is unhealthy with a reason a
     technician can act on, and the next job prints on its healthy peer."""
     async with proxied(tmp_path, printers, proxy, in_hand_timeout_s=1.0) as (_, kiosk):
-        proxy.configure(job_http=500, jobs_http=500)
+        proxy.knobs.gja_http, proxy.knobs.jobs_http = 500, 500
         job = await kiosk.submit("mon-0001", printer="printer-01", hold=False, doc=BADGE)
         [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"})
         assert (final["state"], final["dead_reason"]) == ("DEAD", "outcome_unknown"), final
@@ -195,16 +264,16 @@ async def test_a_printer_that_cannot_report_job_state_is_blamed_not_the_job(
         nxt = await kiosk.submit("mon-0002", pool="lobby", hold=False, doc=BADGE)
         [done] = await kiosk.wait_states([nxt["id"]], {"DONE", "DEAD"})
         assert done["state"] == "DONE"
-    assert printed(printers, "printer-01", job["id"]) == [len(BADGE)]  # once, not resent
-    assert printed(printers, "printer-02", nxt["id"]) == [len(BADGE)]
+    assert whole(printers, "printer-01", job["id"]) == [True]  # once, not resent
+    assert whole(printers, "printer-02", nxt["id"]) == [True]
 
 
 async def test_http_426_says_use_ipps_and_is_probed_slowly(
-    tmp_path: Path, printers: Rig, proxy: IppProxy
+    tmp_path: Path, printers: Rig, proxy: AdversaryProxy
 ) -> None:
     """A printer that answers HTTP 426 is unhealthy with "printer requires TLS: use ipps://",
     is probed with a back-off (no storm), and its jobs go to its peer."""
-    proxy.configure(http_status=426)
+    proxy.knobs.http_status = 426
     async with proxied(tmp_path, printers, proxy) as (_, kiosk):
         view = await eventually(lambda: _unhealthy(kiosk, "printer-01"), "printer-01 unhealthy")
         assert view["health_reason"] == "printer requires TLS: use ipps://"
@@ -214,7 +283,7 @@ async def test_http_426_says_use_ipps_and_is_probed_slowly(
         await asyncio.sleep(2.0)  # a window in which to count probes, not a synchronisation
         probes = proxy.count("Get-Printer-Attributes") - before
     assert final["state"] == "DONE"
-    assert printed(printers, "printer-02", job["id"]) == [len(BADGE)]
+    assert whole(printers, "printer-02", job["id"]) == [True]
     assert probes <= 6, f"{probes} probes in ~2.5 s: no back-off"
 
 
@@ -224,27 +293,28 @@ async def _unhealthy(kiosk: Client, name: str) -> dict[str, Any] | None:
 
 
 async def test_a_printer_that_refuses_ipp2_is_spoken_to_in_ipp11(
-    tmp_path: Path, printers: Rig, proxy: IppProxy
+    tmp_path: Path, printers: Rig, proxy: AdversaryProxy
 ) -> None:
     """server-error-version-not-supported to IPP/2.0: the same request again at IPP/1.1, and
     1.1 from then on; the job prints once."""
-    proxy.configure(refuse_ipp2=True)
+    proxy.knobs.ipp11_only = True
     async with proxied(tmp_path, printers, proxy) as (_, kiosk):
         job = await kiosk.submit("v11-0001", printer="printer-01", hold=False, doc=BADGE)
         [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"})
     assert final["state"] == "DONE", final
-    versions = [v for _, v in proxy.seen]
+    versions = proxy.record.versions
+    assert len(versions) == len(proxy.record.requests)  # every request was IPP
     assert versions[0] == (2, 0)
     assert set(versions[1:]) == {(1, 1)}, "went back to 2.0 after a refusal"
-    assert printed(printers, "printer-01", job["id"]) == [len(BADGE)]
+    assert whole(printers, "printer-01", job["id"]) == [True]
 
 
 async def test_an_answer_that_is_not_ipp_makes_the_printer_unhealthy_and_touches_no_job(
-    tmp_path: Path, printers: Rig, proxy: IppProxy, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, printers: Rig, proxy: AdversaryProxy, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Bytes that are not IPP: the printer is unhealthy with that reason, the first bytes are
     logged once (hex), and a job waiting for it stays RELEASED, untouched."""
-    proxy.configure(garbage=True)
+    proxy.knobs.garbage = True
     caplog.set_level(logging.WARNING, logger="edgeprint")
     async with proxied(tmp_path, printers, proxy) as (_, kiosk):
         view = await eventually(lambda: _unhealthy(kiosk, "printer-01"), "printer-01 unhealthy")
@@ -260,21 +330,42 @@ async def test_an_answer_that_is_not_ipp_makes_the_printer_unhealthy_and_touches
     assert hex_lines[0].head_hex.startswith("0001")
 
 
-async def _probes_at_least(proxy: IppProxy, n: int) -> bool:
+async def _probes_at_least(proxy: AdversaryProxy, n: int) -> bool:
     return proxy.count("Get-Printer-Attributes") >= n
 
 
 async def test_a_printer_that_purges_finished_jobs_never_gets_a_blind_second_copy(
-    tmp_path: Path, printers: Rig, proxy: IppProxy
+    tmp_path: Path, printers: Rig, proxy: AdversaryProxy
 ) -> None:
-    """A printer that forgets finished jobs at once: edgeprint cannot tell what came out, so
-    the job is DEAD outcome_unknown with the reason in words — printed once, never twice."""
-    proxy.configure(purge_finished=True)
-    async with proxied(tmp_path, printers, proxy) as (_, kiosk):
+    """A printer that forgets finished jobs at once: a copy it acknowledged whole and then
+    forgot, in the same epoch with no error seen, is DONE — printed_unverified, saying in
+    words what is known (forgotten_after_acknowledged) — printed once, never twice."""
+    proxy.knobs.history_s = 0.0
+    async with proxied(tmp_path, printers, proxy) as (run, kiosk):
         job = await kiosk.submit("purge-0001", printer="printer-01", hold=False, doc=BADGE)
         [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"})
+        copies = await run.service.copies_of(job["id"])
+    assert final["state"] == "DONE", final
+    assert final["settled_by"] == "forgotten_after_acknowledged", final
+    assert final["printed_unverified"], final
+    assert [c.state.value for c in copies] == ["unverified"]
+    assert printed_names(printers)[f"edgeprint-{job['id']}"] == ["printer-01"]
+    assert whole(printers, "printer-01", job["id"]) == [True]
+
+
+async def test_a_printer_that_purges_finished_jobs_asks_a_person_when_so_configured(
+    tmp_path: Path, printers: Rig, proxy: AdversaryProxy
+) -> None:
+    """The same printer with ``on_forgotten = "ask"``: the forgotten copy is not taken as
+    printed: DEAD outcome_unknown with the reason in words — printed once, never twice."""
+    proxy.knobs.history_s = 0.0
+    async with proxied(tmp_path, printers, proxy, {"on_forgotten": "ask"}) as (_, kiosk):
+        job = await kiosk.submit("purge-0002", printer="printer-01", hold=False, doc=BADGE)
+        [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"})
     assert (final["state"], final["dead_reason"]) == ("DEAD", "outcome_unknown"), final
-    assert "no longer lists it" in final["last_error"]
+    assert final["settled_by"] == "forgotten_after_acknowledged", final
+    assert 'on_forgotten = "ask"' in final["last_error"]
+    assert final["printed_unverified"] is None
     assert printed_names(printers)[f"edgeprint-{job['id']}"] == ["printer-01"]
 
 
@@ -299,12 +390,14 @@ async def test_a_printer_that_aborts_every_job_is_quarantined_and_its_peer_print
 
 
 async def test_a_cancel_survives_a_printer_that_dies_before_confirming_it(
-    tmp_path: Path, printers: Rig, proxy: IppProxy
+    tmp_path: Path, printers: Rig, proxy: AdversaryProxy
 ) -> None:
     """A person cancels a job its printer holds; the printer dies before it confirms: the job
     ends CANCELLED (never DEAD for a technician to reprint), and nothing comes out."""
     printers.fault("printer-01", "hold", "media-jam")
-    async with proxied(tmp_path, printers, proxy, in_hand_timeout_s=1.0) as (run, kiosk):
+    async with proxied(
+        tmp_path, printers, proxy, in_hand_timeout_s=1.0, blocked_grace_s=PATIENT_S
+    ) as (run, kiosk):
         job = await kiosk.submit("cancel-0001", printer="printer-01", hold=False, doc=BADGE)
 
         async def acknowledged() -> bool:
@@ -313,7 +406,7 @@ async def test_a_cancel_survives_a_printer_that_dies_before_confirming_it(
             )
 
         await eventually(acknowledged, "the printer to acknowledge the copy", timeout_s=20)
-        proxy.configure(http_status=None)
+        proxy.knobs.http_status = None
         printers.kill("printer-01")
         status, body = await kiosk.post(f"/v1/jobs/{job['id']}/cancel")
         assert status == 202, body

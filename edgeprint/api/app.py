@@ -387,12 +387,20 @@ async def resolve_job(request: web.Request) -> web.Response:
     caller = request[CALLER]
     job_id = _job_id(request)
     body = await _optional_json(request, ResolveRequest)
-    if body.printed is None:
+    if body.rest and body.printed is not None:
         raise errors.InvalidRequest(
-            'say whether the copy came out: {"printed": true} or {"printed": false}',
-            [errors.FieldProblem("body.printed", "required: true or false")],
+            'say one thing: {"printed": …} or {"rest": true}',
+            [errors.FieldProblem("body.rest", "not together with printed")],
         )
-    job = await _deps(request).service.resolve(job_id, caller, printed=body.printed)
+    if body.printed is None and not body.rest:
+        raise errors.InvalidRequest(
+            'say whether the copy came out: {"printed": true} or {"printed": false}, '
+            'or ask for the pages that did not: {"rest": true}',
+            [errors.FieldProblem("body.printed", "required: true or false (or rest: true)")],
+        )
+    job = await _deps(request).service.resolve(
+        job_id, caller, printed=bool(body.printed), rest=bool(body.rest)
+    )
     return _job_json(job)
 
 

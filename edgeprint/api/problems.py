@@ -76,6 +76,8 @@ def from_error(exc: errors.EdgeprintError) -> web.Response:
             return problem(403, "forbidden", str(exc))
         case errors.JobNotFound():
             return problem(404, "job-not-found", str(exc), job_id=exc.job_id)
+        case errors.CannotPrintRest():
+            return problem(409, "cannot-print-rest", str(exc), state=exc.state, job_id=exc.job_id)
         case errors.OutcomeNotUnknown():
             return problem(409, "outcome-not-unknown", str(exc), state=exc.state, job_id=exc.job_id)
         case errors.StateConflict():

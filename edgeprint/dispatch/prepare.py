@@ -65,6 +65,10 @@ class Preparer:
                 return redescribed, data
         try:
             document = await self.service.read_document(job)
+            if job.from_page is not None:  # the rest only: the copy carries fewer bytes
+                copy = await self.service.redescribe_copy(
+                    copy, copy.document_format, len(document)
+                ) or copy
         except OSError as exc:
             await self.service.settle_copy(
                 copy, CopyState.REFUSED, f"document unreadable: {exc}",
@@ -103,14 +107,18 @@ class Preparer:
         assert caps is not None
         caps = formats.without_pdf(caps) if raster_only else caps
         try:
-            path = await self.service.document_path(job)
+            if job.from_page is None:
+                path = await self.service.document_path(job)
+            else:  # the rest only: its own file, not the cached rendition of the whole
+                path = await self.service.rest_path(job)
         except OSError as exc:
             await self._unreadable(job, exc)
             return None
         try:
             made = await formats.render(
-                self.renderer, self.renditions, caps, job.document_sha256, str(path)
-            )
+                self.renderer, self.renditions if job.from_page is None else None, caps,
+                job.document_sha256, str(path),
+            )  # fmt: skip
         except errors.DocumentUnprintable as exc:
             await self.service.fail(job, self.name, exc.slug.replace("-", "_"), exc.detail)
             return None

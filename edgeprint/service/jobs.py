@@ -8,6 +8,7 @@ conditional writes and the API only speaks HTTP. Times come from the injected
 from __future__ import annotations
 
 import asyncio
+import errno
 import io
 import logging
 import math
@@ -840,8 +841,26 @@ class JobService:
         await self.jobs.note_printing(job.id, printer, text, now=self.clock())
 
     async def read_document(self, job: JobRecord) -> bytes:
-        """The job's document (off the event loop). Raises FileNotFoundError, OSError."""
-        return await asyncio.to_thread((await self.document_path(job)).read_bytes)
+        """The job's document (off the event loop) — only its pages from ``from_page`` on when
+        a person asked for the rest. Raises FileNotFoundError, OSError."""
+        data = await asyncio.to_thread((await self.document_path(job)).read_bytes)
+        if job.from_page is None or job.document_pages is None:
+            return data
+        rest = await asyncio.to_thread(
+            pages.cut, data, [(job.from_page, job.document_pages)],
+            self.config.server.max_document_pages,
+        )  # fmt: skip
+        if rest is None:  # pragma: no cover - the document passed this check at submission
+            raise OSError(errno.EIO, "the stored document no longer passes the PDF check")
+        return rest
+
+    async def rest_path(self, job: JobRecord) -> Path:
+        """A file of the pages of ``job`` from ``from_page`` on (for the render pool, which
+        reads a file): in the spool's scratch folder, cleaned at every start."""
+        data = await self.read_document(job)
+        path = self.spool.tmp_dir / f"rest-{job.id}-{job.from_page}.pdf"
+        await asyncio.to_thread(path.write_bytes, data)
+        return path
 
     async def copy_found(self, copy: Copy, pj: PrinterJobReport) -> Copy | None:
         """The printer job of a copy whose job-id was never stored has been found."""
@@ -882,6 +901,8 @@ class JobService:
         PRINTING on ``printer`` in this claim (cancelled or moved meanwhile).
         """
         pages = job.document_pages
+        if pages and job.from_page:
+            pages -= job.from_page - 1  # the rest only
         return await self.copies.open(
             job_id=job.id, claim=job.claims, printer=printer,
             state=CopyState.SENDING if operation == "Print-Job" else CopyState.CREATING,
@@ -1210,7 +1231,9 @@ class JobService:
 
     # --- technicians settle what edgeprint could not know (issue 17) ------------------------
 
-    async def resolve(self, job_id: str, caller: Caller, *, printed: bool) -> JobRecord:
+    async def resolve(
+        self, job_id: str, caller: Caller, *, printed: bool, rest: bool = False
+    ) -> JobRecord:
         """A technician settles a DEAD ``outcome_unknown`` job: printed → DONE, else RELEASED.
 
         "Not printed" makes it printable once more, like a replay. Of concurrent
@@ -1219,6 +1242,8 @@ class JobService:
         errors.OutcomeNotUnknown (any other job, or a lost race).
         """
         now = self.clock()
+        if rest:
+            return await self._resolve_rest(job_id, caller)
         if printed:
             job = await self.jobs.transition(
                 job_id, Action.RESOLVE, now=now, actor=caller.name,
@@ -1251,6 +1276,49 @@ class JobService:
         if not printed:
             self.admission.admitted(job.printer, job.pool)
             self.board.wake(job.printer, job.pool)
+        return job
+
+    async def _resolve_rest(self, job_id: str, caller: Caller) -> JobRecord:
+        """A technician asks for the pages that did not come out: the job is RELEASED to print
+        its document from the page after the last one out (one copy jobs, from a copy that
+        stopped part-way). Exactly one of concurrent resolutions wins."""
+        current = await self.get(job_id)
+        out, total = current.pages_printed, current.document_pages
+        done_before = (current.from_page or 1) - 1  # a rest asked for before
+        if (
+            current.state is not JobState.DEAD
+            or current.dead_reason != "outcome_unknown"
+            or not out
+            or total is None
+            or current.copies != 1
+            or done_before + out >= total
+        ):
+            if current.state is not JobState.DEAD or current.dead_reason != "outcome_unknown":
+                raise errors.OutcomeNotUnknown(job_id, current.state.value, current.dead_reason)
+            raise errors.CannotPrintRest(job_id, current.state.value, out, total, current.copies)
+        now = self.clock()
+        first = done_before + out + 1
+        job = await self.jobs.transition(
+            job_id, Action.REPLAY, now=now, actor=caller.name,
+            reason=f"resolved: print the rest (pages {first}–{total}; {out} came out)",
+            correlation_id=caller.correlation_id,
+            sets={"attempts": 0, "not_before": 0.0, "dead_reason": None, "printed_on": None,
+                  "printer_job_id": None, "released_at": now, "from_page": first},
+            guard=f"{GUARD_OUTCOME_UNKNOWN} AND pages_printed = ?", guard_params=(out,),
+        )  # fmt: skip
+        if job is None:
+            latest = await self.get(job_id)
+            self.metrics.transitions.labels(action="resolve", outcome="conflict").inc()
+            raise errors.OutcomeNotUnknown(job_id, latest.state.value, latest.dead_reason)
+        self.metrics.transitions.labels(action="resolve", outcome="ok").inc()
+        log.info(
+            "job resolved",
+            extra={"event": "job_resolved", "job_id": job_id, "printed": "rest",
+                   "outcome": "rest", "from_page": first, "state": job.state.value,
+                   "actor": caller.name, "correlation_id": caller.correlation_id},
+        )  # fmt: skip
+        self.admission.admitted(job.printer, job.pool)
+        self.board.wake(job.printer, job.pool)
         return job
 
     async def list_jobs(

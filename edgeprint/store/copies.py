@@ -170,7 +170,9 @@ class Copies:
                             document_bytes, impressions_expected, printer_up_s, epoch, sent_at,
                             actor, created_at, updated_at)
         SELECT id, claims, printed_on, ?, ?, ?, document_bytes,
-               CASE WHEN document_pages IS NULL THEN NULL ELSE document_pages * copies END,
+               CASE WHEN document_pages IS NULL THEN NULL
+                    WHEN from_page IS NULL THEN document_pages * copies
+                    ELSE (document_pages - from_page + 1) * copies END,
                ?, ?, ?, ?, ?, ?
         FROM jobs
         WHERE state IN ({_ON_PRINTER}) AND printed_on = ? AND claimed_at = ?

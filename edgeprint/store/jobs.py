@@ -108,6 +108,7 @@ _SETTABLE = frozenset(
         "pin_locked_until",
         "settled_by",
         "pages_printed",
+        "from_page",
     }
 )
 

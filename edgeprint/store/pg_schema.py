@@ -430,6 +430,7 @@ MIGRATIONS.append(
         "ALTER TABLE copies ADD COLUMN sheets_completed bigint",
         "ALTER TABLE jobs ADD COLUMN settled_by text",
         "ALTER TABLE jobs ADD COLUMN pages_printed bigint",
+        "ALTER TABLE jobs ADD COLUMN from_page bigint",
         """
         CREATE TABLE printer_epochs (
             printer             text PRIMARY KEY,

@@ -410,6 +410,7 @@ MIGRATIONS.append(
             WHERE state IN ({_LIVE_COPIES_SQL})""",
         "ALTER TABLE jobs ADD COLUMN settled_by TEXT",
         "ALTER TABLE jobs ADD COLUMN pages_printed INTEGER",
+        "ALTER TABLE jobs ADD COLUMN from_page INTEGER",  # print only the rest, from this page
         """
         CREATE TABLE printer_epochs (
             printer             TEXT PRIMARY KEY,

@@ -127,6 +127,8 @@ class Record:
 
     #: (monotonic seconds, operation, connection number) of every request received
     requests: list[tuple[float, str, int]] = field(default_factory=list)
+    #: the IPP version (major, minor) of every IPP request received, in order
+    versions: list[tuple[int, int]] = field(default_factory=list)
     #: monotonic seconds each connection was first seen
     connections: dict[int, float] = field(default_factory=dict)
     #: (life, printer job-id) → the edgeprint job-name it was made with
@@ -264,7 +266,9 @@ class AdversaryProxy:
     def _chance(self, share: float) -> bool:
         return share > 0 and self._rng.random() < share
 
-    def _note_request(self, request: web.Request, op: str) -> None:
+    def _note_request(
+        self, request: web.Request, op: str, version: tuple[int, int] | None = None
+    ) -> None:
         key = id(request.transport)
         now = time.monotonic()
         n = self._conns.get(key)
@@ -272,6 +276,8 @@ class AdversaryProxy:
             n = self._conns[key] = len(self._conns) + 1
             self.record.connections[n] = now
         self.record.requests.append((now, op, n))
+        if version is not None:
+            self.record.versions.append(version)
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         k = self.knobs
@@ -291,7 +297,7 @@ class AdversaryProxy:
             self._note_request(request, "not-ipp")
             return await self._respond(web.Response(body=await self._forward(body)))
         op = _op_name(msg.code)
-        self._note_request(request, op)
+        self._note_request(request, op, msg.version)
         if k.delay_s is not None:
             await asyncio.sleep(self._rng.uniform(*k.delay_s))  # the printer answers late
         early = self._refuse(msg)
