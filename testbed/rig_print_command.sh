@@ -133,9 +133,14 @@ bytes=$(wc -c <"$spool_file" | tr -d ' ')
 # A PDF cut short (no %%EOF in its last 64 bytes) prints what came through: its last
 # page is incomplete, and the printer says so in job-impressions-completed.
 done_pages=$pages
-if ! tail -c 64 "$spool_file" 2>/dev/null | grep -a -q '%%EOF'; then
-    done_pages=$((pages - 1))
-fi
+case $(head -c 4 "$spool_file" 2>/dev/null) in
+RaS2 | UNIR) ;; # a raster has no %%EOF: its pages are whole by their headers
+*)
+    if ! tail -c 64 "$spool_file" 2>/dev/null | grep -a -q '%%EOF'; then
+        done_pages=$((pages - 1))
+    fi
+    ;;
+esac
 
 # --- the fault for this job ----------------------------------------------------
 

@@ -248,8 +248,12 @@ def test_a_partial_copy_says_how_much_came_out() -> None:
 def test_a_forgotten_copy_is_done_unless_a_person_decides() -> None:
     """Acknowledged whole, then forgotten: DONE by default, DEAD outcome_unknown on a printer
     whose on_forgotten is "ask"."""
-    forgot = copy(1, state=C.UNVERIFIED, settled_by="forgotten_after_acknowledged",
-                  outcome="the printer acknowledged the whole document and reported no error")
+    forgot = copy(
+        1,
+        state=C.UNVERIFIED,
+        settled_by="forgotten_after_acknowledged",
+        outcome="the printer acknowledged the whole document and reported no error",
+    )
     assert judge(JobFacts(JOB, 1, 1), [forgot], Policy()).kind is Kind.DONE
     v = judge(JobFacts(JOB, 1, 1), [forgot], Policy(ask_forgotten=frozenset({"p1"})))
     assert (v.kind, v.dead_reason) == (Kind.DEAD, "outcome_unknown")

@@ -228,7 +228,9 @@ def test_an_abort_says_what_came_out() -> None:
     )  # fmt: skip
     assert (obs.settled, obs.evidence, obs.pages_out) == (C.PARTIAL, E.STOPPED_AFTER_PAGES, 2)
     assert direct(pj(state=JOB_ABORTED)) is C.ABORTED
-    unknown = observe(copy(impressions_expected=3), Sighting(pj(state=JOB_ABORTED), asked=True), CTX)
+    unknown = observe(
+        copy(impressions_expected=3), Sighting(pj(state=JOB_ABORTED), asked=True), CTX
+    )
     assert (unknown.settled, unknown.evidence) == (C.PARTIAL, E.ABORTED_PAGES_UNKNOWN)
 
 

@@ -16,9 +16,9 @@ import aiohttp
 import pytest
 
 from testbed import pdfs
+from testbed.adversary.proxy import AdversaryProxy, Knobs
 from testbed.rig import Rig
 from tests.conftest import TECH_TOKEN
-from tests.ipp_proxy import IppProxy
 from tests.lprint_rig import LPrintRig
 from tests.polling import eventually
 from tests.printing import Client, appliance, rig_config
@@ -108,7 +108,11 @@ async def test_a_printer_that_takes_nothing_edgeprint_makes_is_refused_up_front(
 async def test_a_pdf_badge_prints_as_one_label_on_lprint(tmp_path: Path, lprint: LPrintRig) -> None:
     """LPrint (PAPPL, a Zebra label printer; no PDF) prints the badge submitted as PDF once:
     one ZPL label reaches the Zebra."""
-    with IppProxy(lprint.printer_uri, unix_socket=lprint.socket_path) as bridge:
+    # the proxy only bridges TCP to LPrint's socket; job-k-octets as the older bridge reported
+    bridge = AdversaryProxy(
+        lprint.printer_uri, Knobs(k_octets="exact"), unix_socket=lprint.socket_path
+    )
+    with bridge:
         # LPrint answers Send-Document only once the label is made (seconds, not ms)
         cfg = rig_config(
             tmp_path / "data",
@@ -139,13 +143,14 @@ def pdf_and_pwg_printer(tmp_path: Path) -> Iterator[Rig]:
 async def test_a_pdf_the_printer_cannot_print_is_retried_once_in_raster(
     tmp_path: Path, pdf_and_pwg_printer: Rig
 ) -> None:
-    """A printer that lists PDF but reports document-format-error on this one: the job gets one
-    more copy, in PWG raster, on the same printer, which prints it (DONE)."""
+    """A printer that lists PDF but could not print this one (it completes it, nothing comes
+    out, and it reports document-format-error): the job gets one more copy, in PWG raster, on
+    the same printer, which prints it (DONE); the raster copy is the only one on paper."""
     rig = pdf_and_pwg_printer
-    with IppProxy(rig["printer-01"].uri) as proxy:
-        proxy.configure(
-            completed_reasons=("document-format-error",), reasons_for_format="application/pdf"
-        )
+    p1 = rig["printer-01"]
+    rig.fault("printer-01", "docerror", once=True)  # the first job: nothing out
+    knobs = Knobs(k_octets="exact", document_errors=True)  # ... said document-format-error
+    with AdversaryProxy(p1.uri, knobs, printer_dir=p1.dir) as proxy:
         cfg = rig_config(tmp_path / "data", rig, pool=None)
         cfg["printers"][0]["uri"] = proxy.uri
         async with appliance(cfg) as (run, kiosk):
@@ -157,3 +162,7 @@ async def test_a_pdf_the_printer_cannot_print_is_retried_once_in_raster(
         ("application/pdf", "document_error"),
         ("image/pwg-raster", "printed"),
     ]
+    # the raster retry, whole, once
+    [printed] = [p for p in rig.printed("printer-01") if job["id"] in p.job_name]
+    assert printed.whole
+    assert printed.bytes == copies[1].document_bytes

@@ -66,9 +66,10 @@ class Preparer:
         try:
             document = await self.service.read_document(job)
             if job.from_page is not None:  # the rest only: the copy carries fewer bytes
-                copy = await self.service.redescribe_copy(
-                    copy, copy.document_format, len(document)
-                ) or copy
+                copy = (
+                    await self.service.redescribe_copy(copy, copy.document_format, len(document))
+                    or copy
+                )
         except OSError as exc:
             await self.service.settle_copy(
                 copy, CopyState.REFUSED, f"document unreadable: {exc}",

@@ -1028,7 +1028,8 @@ class JobService:
             "copy settled",
             extra={"event": "copy_settled", "job_id": copy.job_id, "printer": copy.printer,
                    "printer_job_id": copy.printer_job_id, "state": copy.state.value,
-                   "outcome": copy.outcome},
+                   "outcome": copy.outcome, "settled_by": copy.settled_by,
+                   "epoch": copy.epoch},
         )  # fmt: skip
 
     def judge(self, job: JobRecord, copies: list[Copy]) -> Verdict:
@@ -1183,7 +1184,8 @@ class JobService:
         on_printer, on_printer_params = self.jobs.on_printer(printer, job.claims)
         now = self.clock()
         dead = await self.jobs.transition(
-            job.id, Action.FAIL, now=now, actor=f"printer:{printer}", reason=dead_reason,
+            job.id, Action.FAIL, now=now, actor=f"printer:{printer}",
+            reason=f"{dead_reason}: {evidence}" if evidence else dead_reason,
             sets={"last_error": error, "dead_reason": dead_reason, "finished_at": now,
                   "settled_by": evidence, "pages_printed": pages},
             guard=on_printer, guard_params=on_printer_params,
@@ -1214,7 +1216,8 @@ class JobService:
         now = self.clock()
         out = await self.jobs.transition(
             job.id, Action.CANCEL, now=now, actor=f"printer:{printer}",
-            reason="cancelled_at_printer" if error else "cancel_requested",
+            reason=("cancelled_at_printer" if error else "cancel_requested")
+            + (f": {evidence}" if evidence else ""),
             sets={"finished_at": now, "last_error": error, "settled_by": evidence,
                   "pages_printed": pages},
             only_from=_ON_PRINTER, guard=on_printer,
