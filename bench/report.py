@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
 BENCHMARKS = (
     "api", "print", "failover", "cups", "chaos", "resources", "render", "fleet",
-    "soak", "ipp", "pg", "dist",
+    "soak", "ipp", "pg", "adversary", "dist",
 )  # fmt: skip
 
 
@@ -230,6 +230,23 @@ def _ipp(d: Mapping[str, Any]) -> list[Row]:
     ]
 
 
+def _adversary(d: Mapping[str, Any]) -> list[Row]:
+    sm = d["summary"]
+    v = sm["violations"]
+    return [
+        Row(
+            "printer adversary",
+            f"{sm['seeds']} seeds of generated printers ({sm['behaviours']} behaviours, "
+            f"{sm['pairs']} pairs; {sm['appliance_kills']} appliance kills, "
+            f"{sm['printer_restarts']} printer restarts)",
+            ", ".join(f"{i} {v[i]}" for i in ("I1", "I2", "I3", "I4", "I5", "I6")),
+            f"DONE {sm['done']} ({sm['printed_unverified']} printed_unverified), "
+            f"DEAD {sm['dead']}, undecidable {sm['undecidable']}, peak "
+            f"{sm['peak_requests_per_s']} requests/s",
+        ),
+    ]
+
+
 def _dist(d: Mapping[str, Any]) -> list[Row]:
     return [
         Row(
@@ -254,6 +271,7 @@ _ROWS: dict[str, Callable[[Mapping[str, Any]], list[Row]]] = {
     "soak": _generic("soak"),
     "ipp": _ipp,
     "pg": _generic("PostgreSQL, two boxes"),
+    "adversary": _adversary,
     "dist": _dist,
 }
 

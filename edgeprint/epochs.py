@@ -52,6 +52,7 @@ class Epoch:
     boot_s: float  # CLOCK_BOOTTIME then (seconds)
     printer_uuid: str | None = None
     config_change_time: int | None = None
+    config_change_dt: str | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Reading:
     up_time_s: int | None
     printer_uuid: str | None
     config_change_time: int | None
+    config_change_dt: str | None = None
 
 
 @dataclass(frozen=True)
@@ -125,8 +127,11 @@ def restart_cause(
                 "it restarted meanwhile"
             )
     cfg, cfg_was = reading.config_change_time, last.config_change_time
-    if cfg is not None and cfg_was is not None and cfg < cfg_was:
-        return f"printer-config-change-time went back ({cfg_was} → {cfg}): it restarted"
+    if cfg is not None and cfg_was is not None and cfg != cfg_was:
+        return f"printer-config-change-time changed ({cfg_was} → {cfg}): another life"
+    dt, dt_was = reading.config_change_dt, last.config_change_dt
+    if dt and dt_was and dt != dt_was:
+        return f"printer-config-change-date-time changed ({dt_was} → {dt}): another life"
     if after_outage and (up is None or up_time_moves is False):
         return (
             "answered again after being unreachable, and its printer-up-time cannot show "
@@ -161,6 +166,7 @@ def advance(
                 number=number, began_at=clock.wall, cause=cause, up_time_s=reading.up_time_s,
                 seen_at=clock.wall, boot_id=clock.boot_id, boot_s=clock.boot_s,
                 printer_uuid=reading.printer_uuid, config_change_time=reading.config_change_time,
+                config_change_dt=reading.config_change_dt,
             ),
             cause,
         )  # fmt: skip
@@ -170,6 +176,7 @@ def advance(
             last, up_time_s=reading.up_time_s, seen_at=clock.wall, boot_id=clock.boot_id,
             boot_s=clock.boot_s, printer_uuid=reading.printer_uuid or last.printer_uuid,
             config_change_time=reading.config_change_time,
+            config_change_dt=reading.config_change_dt or last.config_change_dt,
         ),
         None,
     )  # fmt: skip

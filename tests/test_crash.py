@@ -12,6 +12,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from edgeprint.printers.ipp import IppClient
 from testbed.proc import ServeProcess
 from testbed.rig import Rig
 from tests.conftest import to_toml
@@ -85,6 +86,11 @@ async def test_random_kills_during_fifty_jobs(tmp_path: Path, printers: Rig) -> 
     assert_each_printed_once(printers, ids)
 
 
+async def _up_time(http: aiohttp.ClientSession, printers: Rig) -> bool:
+    status = await IppClient(printers["printer-01"].uri, http).get_printer_attributes()
+    return (status.up_time_s or 0) >= 2
+
+
 async def test_printer_restart_with_lost_history_is_dead_outcome_unknown(
     tmp_path: Path, printers: Rig
 ) -> None:
@@ -100,6 +106,9 @@ async def test_printer_restart_with_lost_history_is_dead_outcome_unknown(
             await eventually(lambda: printers.received("printer-01"), "the document at printer-01")
             assert printers.received("printer-01") == 1
             server.kill()
+        # a printer that has been running a while (no printer-up-time counting whole seconds
+        # can show a restart within a second of booting) loses power
+        await eventually(lambda: _up_time(http, printers), "printer-01 up for 2 s")
         printers.restart("printer-01")  # power cycle: history gone, the job never finishes
         with server.start():
             kiosk = Client(http, server.url)

@@ -64,7 +64,8 @@ async def test_printer_dies_mid_run_peers_take_its_work(
         settled_s = time.monotonic() - struck
         victim = run.dispatcher.snapshot("printer-02")
         assert victim is not None
-        assert not victim.healthy
+        if fault != "jam":  # the rig's jammed job ends with its cancel (and the jam with it)
+            assert not victim.healthy
         if fault in ("hang", "paper", "jam"):
             # it may still hold a copy: the fence (or the cancel) must keep it from printing
             {"hang": lambda: rig.resume("printer-02"),

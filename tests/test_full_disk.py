@@ -401,6 +401,12 @@ async def test_read_only_store_refuses_work_and_keeps_reading(ext4: Ext4) -> Non
     async with appliance(cfg) as (run, c):
         accepted = {(await post_job(c, f"before-{i}", make_pdf(f"b{i}"))).body["id"]
                     for i in range(3)}  # fmt: skip
+        # the config's printers do not answer: their health change (a row to record) comes
+        # before the store fails, so that afterwards there is nothing to record
+        await eventually(
+            lambda: not any(s.healthy for s in run.dispatcher.snapshots()),
+            "every printer shown unreachable",
+        )
         ext4.fail()
         refused = await post_job(c, "key-while-ro", make_pdf("ro"))
         assert_refused(refused, 503, STORE_UNAVAILABLE)

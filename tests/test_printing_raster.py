@@ -166,3 +166,37 @@ async def test_a_pdf_the_printer_cannot_print_is_retried_once_in_raster(
     [printed] = [p for p in rig.printed("printer-01") if job["id"] in p.job_name]
     assert printed.whole
     assert printed.bytes == copies[1].document_bytes
+
+
+@pytest.mark.parametrize(
+    ("behaviours", "settled_by"),
+    [
+        # a label printer that forgets finished jobs and renames them: acknowledged, forgotten
+        ({"history_s": 0.0, "job_name": "replace", "user_name": "replace"},
+         "forgotten_after_acknowledged"),
+        # monitoring that fails now and then, answers that come late, keep-alive dropped
+        ({"monitoring_http": 0.34, "delay_s": (0.02, 0.1), "keepalive_s": 0.05},
+         "completed_acknowledged"),
+    ],
+)  # fmt: skip
+async def test_lprint_behind_the_adversary_prints_one_label(
+    tmp_path: Path, lprint: LPrintRig, behaviours: dict[str, object], settled_by: str
+) -> None:
+    """LPrint (not ippeveprinter) behind the adversary proxy with several catalogue behaviours
+    at once: the badge ends DONE with the evidence expected, and exactly one label reaches
+    the Zebra (the device's own bytes are the ground truth)."""
+    knobs = Knobs(**behaviours)  # type: ignore[arg-type]
+    with AdversaryProxy(lprint.printer_uri, knobs, unix_socket=lprint.socket_path) as proxy:
+        cfg = rig_config(
+            tmp_path / "data", [], pool=None,  # type: ignore[arg-type]
+            request_timeout_s=5, upload_timeout_s=60,
+        )  # fmt: skip
+        cfg["printers"] = [{"name": "label-01", "uri": proxy.uri}]
+        async with appliance(cfg) as (_, kiosk):
+            badge = pdfs.make_badge_pdf("Grace Hopper")
+            job = await kiosk.submit("label-adv-1", printer="label-01", hold=False, doc=badge)
+            [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"}, timeout_s=60)
+    assert (final["state"], final["settled_by"]) == ("DONE", settled_by), final
+    assert bool(final["printed_unverified"]) == (settled_by == "forgotten_after_acknowledged")
+    (label,) = lprint.wait_labels(1)
+    assert lprint.labels() == [label]

@@ -168,7 +168,10 @@ class Monitor:
                     elapsed_s=clock.boot_s - ref[1],
                 )  # fmt: skip
             self._up_ref = (status.up_time_s, clock.boot_s)
-        reading = Reading(status.up_time_s, status.printer_uuid, status.config_change_time)
+        reading = Reading(
+            status.up_time_s, status.printer_uuid, status.config_change_time,
+            status.config_change_dt,
+        )  # fmt: skip
         self.epoch, cause = advance(
             self.epoch, reading, clock, asked=asked, after_outage=self._after_outage,
             up_time_moves=self.traits.up_time_moves,

@@ -93,6 +93,7 @@ _PRINTER_ATTRS = [
     "printer-config-change-time",
     "printer-uuid",
     "printer-input-tray",
+    "printer-config-change-date-time",
 ]
 _JOB_ATTRS = [
     "job-id",
@@ -228,6 +229,9 @@ class PrinterStatus:
     #: printer-up-time of its last configuration change; None when not reported
     config_change_time: int | None = None
     printer_uuid: str | None = None  # printer-uuid (PWG 5100.13): a printer's identity
+    #: printer-config-change-date-time (RFC 3995 §5.3.2), as text: set when the printer
+    #: started (ippeveprinter) or its configuration changed
+    config_change_dt: str | None = None
     #: True when the answer holds the ``probe_attributes`` too (capabilities, supplies)
     described: bool = True
     #: every attribute of the answer as pyipp parsed it (capabilities are read from it)
@@ -501,6 +505,7 @@ class IppClient:
             up_time_s=int(up) if isinstance(up, int) else None,
             config_change_time=changed if isinstance(changed, int) else None,
             printer_uuid=_text(attrs.get("printer-uuid")),
+            config_change_dt=_text(attrs.get("printer-config-change-date-time")),
             described=describe,
             attributes=attrs,
         )

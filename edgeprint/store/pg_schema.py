@@ -442,7 +442,8 @@ MIGRATIONS.append(
             boot_id             text NOT NULL,
             boot_s              double precision NOT NULL,
             printer_uuid        text,
-            config_change_time  bigint
+            config_change_time  bigint,
+            config_change_dt    text
         )
         """,
         """

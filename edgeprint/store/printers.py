@@ -14,7 +14,8 @@ from edgeprint.personality import Traits
 from edgeprint.store.interface import Store
 
 _EPOCH_COLUMNS = (
-    "epoch, began_at, cause, up_time_s, seen_at, boot_id, boot_s, printer_uuid, config_change_time"
+    "epoch, began_at, cause, up_time_s, seen_at, boot_id, boot_s, printer_uuid, "
+    "config_change_time, config_change_dt"
 )
 
 
@@ -36,22 +37,23 @@ class PrinterMemory:
             number=int(r[0]), began_at=float(r[1]), cause=str(r[2]),
             up_time_s=None if r[3] is None else int(r[3]), seen_at=float(r[4]),
             boot_id=str(r[5]), boot_s=float(r[6]), printer_uuid=r[7],
-            config_change_time=None if r[8] is None else int(r[8]),
+            config_change_time=None if r[8] is None else int(r[8]), config_change_dt=r[9],
         )  # fmt: skip
 
     async def save_epoch(self, printer: str, e: Epoch) -> None:
         """Store the printer's epoch (a new one, or the same one's latest reading)."""
         await self._store.write(
             f"INSERT INTO printer_epochs (printer, {_EPOCH_COLUMNS}) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (printer) DO UPDATE SET epoch = excluded.epoch, "
             "began_at = excluded.began_at, cause = excluded.cause, "
             "up_time_s = excluded.up_time_s, seen_at = excluded.seen_at, "
             "boot_id = excluded.boot_id, boot_s = excluded.boot_s, "
             "printer_uuid = excluded.printer_uuid, "
-            "config_change_time = excluded.config_change_time",
+            "config_change_time = excluded.config_change_time, "
+            "config_change_dt = excluded.config_change_dt",
             (printer, e.number, e.began_at, e.cause, e.up_time_s, e.seen_at, e.boot_id,
-             e.boot_s, e.printer_uuid, e.config_change_time),
+             e.boot_s, e.printer_uuid, e.config_change_time, e.config_change_dt),
         )  # fmt: skip
 
     async def traits(self, printer: str) -> Traits | None:

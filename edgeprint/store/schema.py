@@ -422,7 +422,8 @@ MIGRATIONS.append(
             boot_id             TEXT    NOT NULL, -- the box's boot then
             boot_s              REAL    NOT NULL, -- CLOCK_BOOTTIME then
             printer_uuid        TEXT,
-            config_change_time  INTEGER
+            config_change_time  INTEGER,
+            config_change_dt    TEXT              -- printer-config-change-date-time
         )
         """,
         """

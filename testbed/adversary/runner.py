@@ -45,6 +45,8 @@ DISPATCH = {
 SETTLE_S = 25.0
 #: A job's submission gives up after this long without a 2xx (seconds).
 SUBMIT_GIVE_UP_S = 20.0
+#: After the jobs settled, what a printer still holds of edgeprint's is settled within this (s).
+LEFTOVER_S = 5.0
 #: The faults of a scenario are cleared this long after it starts at the earliest (s).
 CLEAR_AFTER_S = 2.5
 #: A printer is power-cycled only once it has been running this long (seconds).
@@ -401,11 +403,15 @@ async def _settle(
         await asyncio.sleep(0.05)  # polling the printers' view, bounded by the deadline
     await asyncio.sleep(max(0.0, t0 + min_run_s - time.monotonic()))  # a longer look
     out.printers = await _printers(app, http)
-    for p in PRINTERS:
-        left = [
-            str(j.get("job-name"))
-            for j in await _printer_jobs(rig[p].uri)
-            if j.get("job-state") in (3, 4, 5, 6)
-            and str(j.get("job-name", "")).startswith("edgeprint-")
-        ]
-        out.leftovers[p] = left
+    deadline = time.monotonic() + LEFTOVER_S
+    while True:  # edgeprint settles (cancels) what its printers still hold of its jobs
+        for p in PRINTERS:
+            out.leftovers[p] = [
+                str(j.get("job-name"))
+                for j in await _printer_jobs(rig[p].uri)
+                if j.get("job-state") in (3, 4, 5, 6)
+                and str(j.get("job-name", "")).startswith("edgeprint-")
+            ]
+        if not any(out.leftovers.values()) or time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(0.05)  # polling the printers' own lists, bounded by the deadline
