@@ -70,6 +70,9 @@ class Settlement:
         self.settings = settings
         self.metrics = metrics
         self._clock = clock
+        #: A copy was left live on the printer (cancelled, not confirmed yet): the worker
+        #: sweeps before it sends anything new.
+        self.left_live = False
 
     def policy(self) -> Policy:
         """The service's policy, with what this printer is known to do."""
@@ -250,7 +253,11 @@ class Settlement:
                    "why": self.monitor.health.reason, "correlation_id": job.correlation_id},
         )  # fmt: skip
         self.metrics.failovers.labels(printer=self.name).inc()
+        self.left_live = after is None or after.live
         await self.service.requeue(job, self.name, reason, self._clock(), count=False)
+        # a job named for this printer goes to its pool: the printer may look idle now and
+        # still be jammed (its peers take it, as they take its other waiting jobs)
+        await self.service.fail_over_waiting(self.name, reason)
         return True
 
     async def monitoring_gave_up(self, job: JobRecord, copy: Copy, why: str) -> None:
@@ -298,6 +305,7 @@ class Settlement:
                     job, self.name, "outcome_unknown",
                     f"{self.name} became unreachable while it may have been printing the job",
                 )  # fmt: skip
+            self.left_live = True
 
     async def settle_stale(self, copy: Copy) -> bool:
         """A copy of a job that left this printer: cancel it if live, record it if settled.

@@ -267,11 +267,15 @@ class PrinterWorker:
         self.current_job = job.id
         try:
             outcome = await self.run_copy.send(job, copy, document, status)
-            await self._see_through(job, outcome)
+            if not await self._see_through(job, outcome):
+                self._needs_reconcile = True  # not settled yet: look again before new work
         except Unsettled:
             self._needs_reconcile = True
         finally:
             self.current_job = None
+            if self.settle.left_live:  # a copy stays live here: settle it before new work
+                self.settle.left_live = False
+                self._needs_reconcile = True
 
     async def _see_through(self, job: JobRecord, outcome: Outcome) -> bool:
         """Settlement and the copy's run in turn, until the job is settled or must wait.
