@@ -38,14 +38,16 @@ C = CopyState
 #: Seconds of slack between printer-up-time read at a probe and time-at-creation.
 UP_TIME_SLACK_S = 2
 
-#: printer-state-reasons keywords (any severity) that say the printer stopped or lost
-#: work: seen when a copy disappears, they rule out "it printed and was forgotten".
-STOPPING_REASONS = frozenset(
+#: printer-state-reasons keywords (any severity) under which a printer may end a job it
+#: could not finish (a jam, a cover opened mid-job, going offline): seen when a copy
+#: disappears, they rule out "it printed and was forgotten". A printer waiting for paper,
+#: toner or an emptied output bin holds the job it cannot go on with instead (RFC 8011
+#: §5.4.12: media-empty, media-needed, toner-empty … say what it waits for), so those
+#: say nothing of a job already gone.
+JOB_ENDING_REASONS = frozenset(
     {
-        "media-jam", "media-empty", "media-needed", "cover-open", "door-open",
-        "interlock-open", "input-tray-missing", "output-tray-missing", "output-area-full",
-        "marker-supply-empty", "marker-waste-full", "toner-empty", "offline", "shutdown",
-        "spool-area-full", "stopped-partly", "fuser-over-temp", "other",
+        "media-jam", "cover-open", "door-open", "interlock-open", "offline", "shutdown",
+        "stopped-partly", "fuser-over-temp", "other",
     }
 )  # fmt: skip
 #: job-state-reasons that say the job did not finish normally.
@@ -205,7 +207,9 @@ EVIDENCE: dict[Evidence, Proof] = {
     ),
     E.FORGOTTEN_AFTER_ACKNOWLEDGED: Proof(
         "the job is in no answer any more (Get-Job-Attributes and a Get-Jobs list), same epoch; "
-        "the upload was acknowledged; no error seen; no finished job older than it is listed",
+        "the upload was acknowledged; no error seen, and the printer reports nothing under "
+        "which it ends jobs (a jam, a cover open; an empty tray it waits at); no finished job "
+        "older than it is listed",
         "the printer had the whole document, reported no error while edgeprint watched, and "
         "then forgot the job the way it forgets every finished job",
         "that it came out: a silent abort or a cancel at the panel, then forgotten, looks the "
@@ -326,9 +330,12 @@ EVIDENCE: dict[Evidence, Proof] = {
         None,
     ),
     E.NOT_CONFIRMED: Proof(
-        "Get-Job-Attributes answered not-found (or nothing usable) and Get-Jobs could not be read",
-        "nothing: some printers answer not-found for a job they still list",
-        "that the copy is gone",
+        "Get-Job-Attributes answered not-found (or nothing usable) and Get-Jobs could not be "
+        "read; or, before the printer's printer-up-time was seen to move, the copy is in no "
+        "answer or its job-id names a job made earlier by that clock",
+        "nothing: some printers answer not-found for a job they still list; a clock that "
+        "never moves dates nothing",
+        "that the copy is gone, or that it is another job",
         None,
     ),
 }  # fmt: skip
@@ -409,6 +416,13 @@ def identify(copy: Copy, pj: PrinterJob, traits: Traits, *, epoch: int) -> bool:
     the printer's, or an equal ``date-time-at-creation`` with the same job-id, is
     the copy — a job-id alone names a job of the printer's new life.
     """
+    return _identity(copy, pj, traits, epoch) is True
+
+
+def _identity(copy: Copy, pj: PrinterJob, traits: Traits, epoch: int) -> bool | None:
+    """:func:`identify`, and None where only the printer's clock says it is another job
+    while that clock is not yet known to move (a printer-up-time that never moves says
+    nothing of when a job was made)."""
     if copy.printer_job_id is None:
         return False
     if copy.epoch is not None and copy.epoch != epoch:
@@ -423,17 +437,18 @@ def identify(copy: Copy, pj: PrinterJob, traits: Traits, *, epoch: int) -> bool:
         return False
     if copy.job_uuid and pj.uuid and copy.job_uuid != pj.uuid:
         return False
+    if _name_says(copy, pj, traits) is False:
+        return False
     if copy.created_s is not None and pj.created_s is not None:
-        if pj.created_s != copy.created_s:
-            return False
-    elif (
+        return pj.created_s == copy.created_s
+    if (
         traits.up_time_moves is not False  # printer-up-time and time-at-creation: one clock
         and copy.printer_up_s is not None
         and pj.created_s is not None
         and pj.created_s + UP_TIME_SLACK_S < copy.printer_up_s
     ):
-        return False
-    return _name_says(copy, pj, traits) is not False
+        return False if traits.up_time_moves else None
+    return True
 
 
 def find_orphans(
@@ -506,9 +521,10 @@ def _keyword(reason: str) -> str:
     return reason
 
 
-def stopping_reasons(reasons: Sequence[str]) -> list[str]:
-    """The printer-state-reasons (any severity) that say the printer stopped or lost work."""
-    return sorted({_keyword(r) for r in reasons if r != "none"} & STOPPING_REASONS)
+def ending_reasons(reasons: Sequence[str]) -> list[str]:
+    """The printer-state-reasons (any severity) under which a printer may end a job it
+    could not finish (:data:`JOB_ENDING_REASONS`)."""
+    return sorted({_keyword(r) for r in reasons if r != "none"} & JOB_ENDING_REASONS)
 
 
 def _whole(copy: Copy, pj: PrinterJob) -> Evidence | None:
@@ -659,7 +675,7 @@ def _not_forgotten(copy: Copy, seen: Sighting, ctx: Context) -> str | None:
     stopped = [r for r in copy.job_state_reasons.split(",") if r in JOB_STOPPED_REASONS]
     if stopped:
         return f"it last reported {', '.join(stopped)}"
-    now = stopping_reasons(ctx.printer_reasons)
+    now = ending_reasons(ctx.printer_reasons)
     if now:
         return f"the printer reports {', '.join(now)}"
     return None
@@ -675,13 +691,15 @@ def observe(copy: Copy, seen: Sighting, ctx: Context) -> Observation:
     usable Get-Jobs list nothing is proven (some printers answer not-found for
     jobs they still list); with one, the copy was forgotten or vanished.
     """
-    pj = (
-        seen.direct
-        if seen.direct is not None and identify(copy, seen.direct, ctx.traits, epoch=ctx.epoch)
-        else None
-    )
-    if pj is None and seen.listed is not None:
-        pj = next((j for j in seen.listed if identify(copy, j, ctx.traits, epoch=ctx.epoch)), None)
+    answers = ([seen.direct] if seen.direct is not None else []) + list(seen.listed or ())
+    said = [(j, _identity(copy, j, ctx.traits, ctx.epoch)) for j in answers]
+    pj = next((j for j, it in said if it), None)
+    if pj is None and any(it is None for _, it in said):
+        return Observation(
+            None, E.NOT_CONFIRMED, None,
+            "a printer job with its job-id was made before it by the printer's clock; "
+            "waiting to see whether that clock (printer-up-time) moves",
+        )  # fmt: skip
     if pj is not None:
         if pj.terminal:
             return _terminal(copy, pj)

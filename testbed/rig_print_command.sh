@@ -217,10 +217,14 @@ log_printed() {
 }
 
 # True when a client asked to cancel this job (ippeveprinter keeps it processing with
-# processing-to-stop-point until this command exits).
+# processing-to-stop-point until this command exits). Asked of this printer itself on
+# its own port: IPP_JOB_URI names the host and port the client used, which may be a
+# proxy in front of the printer (tests/adversary) that answers for itself.
 cancel_pending() {
-    [ -n "${IPP_JOB_URI:-}" ] &&
-        "${RIG_IPPTOOL:-ipptool}" -q -T 2 "$IPP_JOB_URI" "$cancel_test" >/dev/null 2>&1
+    [ -n "${IPP_JOB_ID:-}" ] && [ -s "$dir/port" ] &&
+        "${RIG_IPPTOOL:-ipptool}" -q -T 2 \
+            "ipp://127.0.0.1:$(cat "$dir/port")/ipp/print/$IPP_JOB_ID" "$cancel_test" \
+            >/dev/null 2>&1
 }
 
 print_document() {

@@ -265,8 +265,8 @@ def test_not_found_by_get_job_attributes_but_listed_by_get_jobs_is_found() -> No
 def test_forgotten_and_vanished_are_told_apart_by_what_the_printer_keeps() -> None:
     """Gone from a complete list in the same epoch: forgotten (the printer keeps no finished
     job older than it) — unless the list still holds an older finished job, the upload was
-    never acknowledged, it was being cancelled, the printer reports a jam, or its restarts
-    cannot be seen: then vanished, saying why."""
+    never acknowledged, it was being cancelled, the printer reports a jam (not an empty
+    tray), or its restarts cannot be seen: then vanished, saying why."""
     gone = Sighting(None, asked=True, listed=(), listing=Listing.ALL)
     forgot = observe(copy(), gone, CTX)
     assert (forgot.settled, forgot.evidence) == (C.UNVERIFIED, E.FORGOTTEN_AFTER_ACKNOWLEDGED)
@@ -278,6 +278,9 @@ def test_forgotten_and_vanished_are_told_apart_by_what_the_printer_keeps() -> No
     assert observe(copy(cancel_origin="edgeprint"), gone, CTX).settled is C.VANISHED
     jam = replace(CTX, printer_reasons=("media-jam-report",))
     assert "media-jam" in (observe(copy(), gone, jam).outcome or "")
+    # out of paper: a printer waits with the job it cannot go on with (seed 588)
+    empty = replace(CTX, printer_reasons=("media-empty-error", "media-needed-error"))
+    assert observe(copy(), gone, empty).settled is C.UNVERIFIED
     blind = replace(CTX, traits=Traits(up_time_moves=False))
     assert observe(copy(), gone, blind).settled is C.VANISHED
     # a printer that lists only live jobs (it ignored which-jobs=all): gone means finished
@@ -321,6 +324,27 @@ def test_identity_is_job_id_time_and_uuid_then_the_name_as_the_printer_echoes_it
     assert identify(unknown_time, pj(name=f"Copy of edgeprint-{JOB}.pdf"), contains, epoch=1)
     replaced = replace(t, job_name=Echo.REPLACED)
     assert identify(unknown_time, pj(name="Microsoft Word - x"), replaced, epoch=1)
+
+
+def test_a_clock_not_yet_known_to_move_dates_nothing() -> None:
+    """The copy's job-id names a job made before the copy by the printer's clock, but that
+    printer-up-time was never seen to move (seed 262: an up-time frozen at 1000 beside a real
+    time-at-creation of 1): not another job yet — the copy stays live until the clock is
+    learnt; once it is known to move the job is another; once known frozen, the copy."""
+    c = copy(created_s=None, printer_up_s=1000, acknowledged_at=None)
+    early = pj(created_s=1)
+    seen = Sighting(early, asked=True, listed=(early,), listing=Listing.ALL)
+    unsure = observe(c, seen, Context(epoch=1, traits=Traits()))
+    assert (unsure.settled, unsure.evidence) == (None, E.NOT_CONFIRMED)
+    assert "printer-up-time" in (unsure.outcome or "")
+    moving = observe(c, seen, CTX)
+    assert (moving.settled, moving.evidence) == (C.VANISHED, E.VANISHED)
+    frozen = observe(c, seen, Context(epoch=1, traits=Traits(up_time_moves=False)))
+    assert (frozen.pj, frozen.settled, frozen.evidence) == (
+        early,
+        C.INCOMPLETE,
+        E.COMPLETED_UNVERIFIED,
+    )
 
 
 def test_an_orphan_is_found_by_name_or_by_what_edgeprint_knows() -> None:

@@ -999,6 +999,46 @@ async def test_a_pool_job_a_printer_failed_goes_to_its_peers_first(
         assert (peer.id, peer.printed_on) == (job.id, "printer-02")
 
 
+async def test_a_copy_left_behind_that_printed_lets_no_other_copy_be_made(
+    tmp_path: Path, store: StoreInterface
+) -> None:
+    """A stuck job moved off printer-01 while its copy there was still being cancelled; the
+    copy then turns out printed (adversary seed 473). A peer that claims the job gets no
+    copy to make — the store refuses a copy of a job with one printed — and the job's
+    copies make it DONE with that copy: never a second on paper."""
+    async with _service(tmp_path, store) as service:
+        job = await _printing_job(service, pool="lobby")
+        left = await service.open_copy(
+            job, "printer-01", operation="Create-Job", document_format="application/pdf",
+            printer_up_s=None,
+        )  # fmt: skip
+        assert left is not None
+        left = await service.copy_cancelling(left, "printer-01 cannot go on")
+        assert left is not None
+        moved = await service.requeue(job, "printer-01", "stuck", 0.0, count=False)
+        assert moved is not None
+        assert moved.state is S.RELEASED
+        printed = await service.settle_copy(left, CopyState.PRINTED, "completed")
+        assert printed is not None
+        claimed = await service.claim_and_open(
+            "printer-02", operation="Create-Job", document_format="application/pdf",
+            printer_up_s=None,
+        )  # fmt: skip
+        assert claimed is not None
+        again, none = claimed
+        assert (again.id, again.state, none) == (job.id, S.PRINTING, None)
+        assert await service.open_copy(
+            again, "printer-02", operation="Create-Job", document_format="application/pdf",
+            printer_up_s=None,
+        ) is None  # fmt: skip
+        verdict = service.judge(again, await service.copies_of(job.id))
+        assert (verdict.kind, verdict.copy and verdict.copy.id) == (Kind.DONE, left.id)
+        done = await service.settle_job(again, "printer-02", verdict)
+        assert done is not None
+        assert (done.state, done.printed_on) == (S.DONE, "printer-01")  # where it came out
+        assert [c.state for c in await service.copies_of(job.id)] == [CopyState.PRINTED]
+
+
 async def test_replay_clears_an_old_cancel_request(tmp_path: Path, store: StoreInterface) -> None:
     """A dead job replayed by a technician starts afresh: an earlier cancel request is gone."""
     async with _service(tmp_path, store) as service:

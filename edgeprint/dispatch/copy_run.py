@@ -21,7 +21,7 @@ from edgeprint.config import DispatchConfig
 from edgeprint.copies import Copy, CopyState
 from edgeprint.dispatch.monitor import Monitor
 from edgeprint.dispatch.observer import MonitoringFailed, Observer, Unsettled
-from edgeprint.evidence import Observation, printer_job_name
+from edgeprint.evidence import Evidence, Observation, printer_job_name
 from edgeprint.faults import crash_point
 from edgeprint.metrics import Metrics
 from edgeprint.printers.ipp import IppClient, PrinterStatus
@@ -166,7 +166,8 @@ class CopyRun:
         Get-Job-Attributes fast first, then every ``follow_interval_max_s``
         (Get-Jobs where that answer is not the copy); the printer is probed on the
         way (its health may change while it holds the job). A printer blocked for
-        ``blocked_grace_s`` with the copy, none of it out, ends the run STUCK; one
+        ``blocked_grace_s`` with the copy (its last answer listed it live: a job
+        gone from its answers is not held there), none of it out, ends the run STUCK; one
         that cannot report its state for ``in_hand_timeout_s`` ends it LOST.
         Raises Unsettled when the printer stops answering.
         """
@@ -175,6 +176,7 @@ class CopyRun:
         next_probe = acked_at + self.settings.poll_interval_max_s
         failing_since: float | None = None
         noted = False
+        held = False  # the printer's last answer listed the copy live
         while not self.stop.is_set():
             if self.cancel.is_set():
                 self.cancel.clear()
@@ -196,7 +198,7 @@ class CopyRun:
                     pass
                 health = self.monitor.health
                 blocked_for = self._clock() - health.since
-                if not health.healthy and blocked_for >= self.settings.blocked_grace_s:
+                if not health.healthy and blocked_for >= self.settings.blocked_grace_s and held:
                     if self._movable(copy):
                         return Outcome(Ended.STUCK, copy, why=health.reason or "unhealthy")
                     if not noted:
@@ -217,6 +219,7 @@ class CopyRun:
                     return Outcome(Ended.LOST, copy, why=str(exc))
             else:
                 failing_since = None
+                held = obs.evidence is Evidence.LISTED_LIVE
                 if obs.settled is CopyState.PRINTED and obs.pj is not None:
                     crash_point("after_printer_completed")
                     self._learn(self._clock() - acked_at)

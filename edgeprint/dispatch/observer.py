@@ -162,12 +162,15 @@ class Observer:
         return await self.service.copy_reported(copy, pj)
 
     async def send_cancel(self, copy: Copy) -> bool:
-        """Cancel-Job for a copy already recorded ``cancelling``; True when the printer
-        accepted it (or the job is already finished there). No-op without a job-id."""
+        """Cancel-Job for a copy already recorded ``cancelling``; True when the printer took
+        the cancel of a job it still had. False when it refused, or answered that the job
+        is already finished or unknown there (client-error-not-possible, -not-found): that
+        says nothing of what came out — only looking at the job does. No-op without a
+        job-id."""
         if copy.printer_job_id is None:
             return False
         try:
-            await self.client.cancel_job(copy.printer_job_id)
+            took = await self.client.cancel_job(copy.printer_job_id)
         except errors.PrinterUnreachable as exc:
             raise Unsettled from exc
         except errors.PrinterError as exc:
@@ -178,7 +181,7 @@ class Observer:
             )  # fmt: skip
             return False
         await self.service.copy_cancel_sent(copy)
-        return True
+        return took
 
     async def await_cancel(self, copy: Copy) -> Copy | None:
         """Cancel-Job (once), then wait (bounded) until the printer settles the copy; the

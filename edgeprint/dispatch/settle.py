@@ -221,7 +221,9 @@ class Settlement:
         "processing-to-stop-point" until the jam is cleared, and it stays
         ``cancelling`` here, settled before this printer gets work again. A copy
         the printer settled otherwise meanwhile (printed, or stopped after pages)
-        is judged as such; one whose cancel the printer refused stays here.
+        is judged as such; one whose cancel the printer refused, or answered "already
+        finished" for while edgeprint cannot yet tell how, stays here (a job that
+        finished may have printed: moving it could print it twice).
         """
         cancelling = await self.service.copy_cancelling(
             copy, f"{self.name} cannot go on ({self.monitor.health.reason})"

@@ -237,7 +237,8 @@ class PrinterWorker:
                 job, self.name, operation=operation, document_format=fmt,
                 printer_up_s=status.up_time_s, document_bytes=len(data), epoch=epoch,
             )  # fmt: skip
-            if copy is None:  # cancelled or moved meanwhile
+            if copy is None:  # cancelled or moved meanwhile, or a copy of it printed
+                await self._settle_unopened(job)
                 return
             await self._print(job, copy, data, status)
             return
@@ -248,12 +249,24 @@ class PrinterWorker:
         if claimed is None:
             await self._idle()
             return
-        job, copy = claimed
-        prepared = await self.prepare.for_copy(job, copy)
+        job, opened = claimed
+        if opened is None:
+            await self._settle_unopened(job)
+            return
+        prepared = await self.prepare.for_copy(job, opened)
         if prepared is None:
             return
         copy, document = prepared
         await self._print(job, copy, document, status)
+
+    async def _settle_unopened(self, job: JobRecord) -> None:
+        """A claimed job that got no copy: settle it by its copies (one printed on a printer
+        it had moved from makes it DONE); a printer that cannot be asked now leaves it to
+        the next sweep."""
+        try:
+            await self.settle.conclude(job)
+        except Unsettled:
+            self._needs_reconcile = True
 
     async def _print(
         self, job: JobRecord, copy: Copy, document: bytes, status: PrinterStatus

@@ -701,11 +701,13 @@ class JobService:
         document_format: str,
         printer_up_s: int | None,
         epoch: int | None = None,
-    ) -> tuple[JobRecord, Copy] | None:
+    ) -> tuple[JobRecord, Copy | None] | None:
         """Claim the next job for ``printer`` and open its copy, in one transaction.
 
         One group commit fewer before the printer gets the document than a claim
-        followed by :meth:`open_copy`. None when there is nothing to claim.
+        followed by :meth:`open_copy`. None when there is nothing to claim; no copy when
+        the claimed job already has one printed (a copy left on a printer it moved from
+        that printed after all): the caller settles it.
         """
         cfg = self.config.printer(printer)
         pool = cfg.pool if cfg is not None else None
@@ -722,13 +724,7 @@ class JobService:
             return None
         job = JobRecord.from_row(rows[0][0])
         self.admission.admitted(job.printer, job.pool, -1)
-        if rows[1]:
-            return job, copy_from_row(rows[1][0])
-        copy = await self.open_copy(  # pragma: no cover - the claim and its copy are one unit
-            job, printer, operation=operation, document_format=document_format,
-            printer_up_s=printer_up_s, epoch=epoch,
-        )  # fmt: skip
-        return (job, copy) if copy is not None else None  # pragma: no cover
+        return job, copy_from_row(rows[1][0]) if rows[1] else None
 
     async def next_ready_at(self, printer: str) -> float | None:
         """When the earliest backed-off job for ``printer`` becomes claimable (unix seconds)."""
@@ -1064,7 +1060,8 @@ class JobService:
         evidence = verdict.settled_by
         match verdict.kind:
             case Kind.DONE:
-                return await self.complete(job, printer, evidence=evidence)
+                by = verdict.copy.printer if verdict.copy is not None else printer
+                return await self.complete(job, printer, evidence=evidence, printed_by=by)
             case Kind.CANCELLED:
                 return await self.cancelled(
                     job, printer, verdict.error, evidence=evidence, pages=verdict.pages_printed
@@ -1094,20 +1091,30 @@ class JobService:
     # --- the job's own transitions, as a printer's worker reports them ----------------------
 
     async def complete(
-        self, job: JobRecord, printer: str, *, evidence: str | None = None
+        self,
+        job: JobRecord,
+        printer: str,
+        *,
+        evidence: str | None = None,
+        printed_by: str | None = None,
     ) -> JobRecord | None:
-        """PRINTING → DONE: a copy of it printed, or was forgotten whole where that counts
-        (the store checks); None if not ours."""
+        """PRINTING → DONE on ``printer``: a copy of it printed, or was forgotten whole where
+        that counts (the store checks); None if not ours. ``printed_by`` names the printer
+        of that copy where it is another (a copy left on a printer the job had moved from):
+        ``printed_on`` then says where it came out."""
         on_printer, on_printer_params = self.jobs.on_printer(printer, job.claims)
         now = self.clock()
+        sets: dict[str, object] = {
+            "finished_at": now, "last_error": None, "settled_by": evidence, "pages_printed": None,
+        }  # fmt: skip
+        if printed_by is not None and printed_by != printer:
+            sets["printed_on"] = printed_by
         done = await self.jobs.transition(
             job.id, Action.COMPLETE, now=now, actor=f"printer:{printer}", reason=evidence,
-            sets={"finished_at": now, "last_error": None, "settled_by": evidence,
-                  "pages_printed": None},
-            guard=f"{on_printer} AND {GUARD_PRINTED}", guard_params=on_printer_params,
+            sets=sets, guard=f"{on_printer} AND {GUARD_PRINTED}", guard_params=on_printer_params,
         )  # fmt: skip
         if done is not None:
-            self._printed(done, printer, now)
+            self._printed(done, printed_by or printer, now)
         return done
 
     def _printed(self, done: JobRecord, printer: str, now: float) -> None:

@@ -35,6 +35,12 @@ from edgeprint.store.interface import Params, Row, Rows, Store
 from edgeprint.store.leases import Fence
 
 _LIVE_SQL = in_list(LIVE_COPIES)
+#: A job with a copy the printer said completed whole gets no other copy (exactly once:
+#: a copy left on a printer the job moved from may turn out printed after the move).
+_NONE_PRINTED = (
+    "NOT EXISTS (SELECT 1 FROM copies p WHERE p.job_id = jobs.id "
+    f"AND p.state = '{CopyState.PRINTED.value}')"
+)
 _ON_PRINTER = in_list(ON_PRINTER)
 
 #: Columns a transition may set besides the state bookkeeping.
@@ -127,7 +133,8 @@ class Copies:
         """INSERT of a new copy, only while the job is PRINTING on ``printer`` in ``claim``.
 
         A job whose claim already has a live copy gets none (one copy per claim at
-        a time), and nor does a job cancelled or moved meanwhile.
+        a time), and nor does a job cancelled or moved meanwhile, or one with a copy
+        already printed.
         """
         sent_at = now if state is CopyState.SENDING else None
         sql = f"""
@@ -139,6 +146,7 @@ class Copies:
         WHERE id = ? AND state IN ({_ON_PRINTER}) AND printed_on = ? AND claims = ?
           AND NOT EXISTS (SELECT 1 FROM copies c WHERE c.job_id = jobs.id
                           AND c.claim = jobs.claims AND c.state IN ({_LIVE_SQL}))
+          AND {_NONE_PRINTED}
         RETURNING *
         """
         params = (
@@ -179,6 +187,7 @@ class Copies:
           AND reason = '{Action.CLAIM.value}'
           AND NOT EXISTS (SELECT 1 FROM copies c WHERE c.job_id = jobs.id
                           AND c.claim = jobs.claims AND c.state IN ({_LIVE_SQL}))
+          AND {_NONE_PRINTED}
         RETURNING *
         """
         params = (

@@ -637,8 +637,14 @@ def _int(a: codec.Attribute | None) -> int | None:
 
 
 def _job_id(msg: codec.IppMessage) -> int | None:
+    """The job a request names: by job-id, or by the last segment of its job-uri (RFC 8011
+    §4.1.5: either targets the job)."""
     v = msg.value(GroupTag.OPERATION, "job-id")
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    uri = msg.value(GroupTag.OPERATION, "job-uri")
+    tail = uri.rsplit("/", 1)[-1] if isinstance(uri, str) else ""
+    return int(tail) if tail.isdigit() else None
 
 
 def _as_error(reason: str) -> str:
