@@ -9,12 +9,23 @@ summary line. Every seed that broke an invariant is written out with its scenari
 named regression test).
 
     .venv/bin/python -m bench.adversary_bench [--seeds N] [--first S] [--quick] [--list]
+        [--workers K] [--jsonl PATH] [--merge PATH ...]
+
+The seeds are shared out over ``--workers`` child processes (default 2: a seed spends most
+of its time waiting on printers and time-outs, so two streams fit two cores), each with
+its own printers; the appliance runs from a copy of ``edgeprint/`` taken at the start, so
+the tree may be edited meanwhile. Each seed's verdict is one line of ``--jsonl`` as soon as
+it is judged; ``--merge`` makes the tables of earlier runs' lines without running a seed.
 """
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import itertools
 import json
+import os
+import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
@@ -22,23 +33,27 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.harness import Run, parser, percentile
+from bench.harness import Run, parser, percentile, signals_as_exit
 from testbed.adversary import catalogue, generator, oracle, runner
 from testbed.rig import Rig
 
 QUICK_SEEDS = 100
 SEEDS = 2000
+#: Child processes the seeds are shared out over, each with its own two printers.
+WORKERS = 2
 
 
 def _cells(counts: Counter[str]) -> str:
     return " ".join(f"{i} {counts[i]}" for i in oracle.INVARIANTS)
 
 
-async def _seeds(first: int, n: int, work: Path, log: list[dict[str, Any]]) -> None:
+async def _seeds(seeds: range, work: Path, jsonl: Path) -> None:
+    """Run ``seeds`` one after another on one pair of printers; each verdict is appended to
+    ``jsonl`` (one JSON object a line) as soon as it is judged."""
     rig = Rig(work / "rig")
     rig.start(len(generator.PRINTERS))
     try:
-        for seed in range(first, first + n):
+        for seed in seeds:
             scn = generator.scenario(seed)
             d = work / f"seed-{seed}"
             d.mkdir()
@@ -57,7 +72,8 @@ async def _seeds(first: int, n: int, work: Path, log: list[dict[str, Any]]) -> N
             }  # fmt: skip
             if v.violations:
                 entry["scenario"] = scn.to_dict()
-            log.append(entry)
+            with jsonl.open("a") as f:
+                f.write(json.dumps(entry) + "\n")
             mark = " ".join(sorted({x.invariant for x in v.violations})) or "ok"
             print(f"{scn.describe()}: {mark} ({out.seconds:.1f} s)", flush=True)
     finally:
@@ -94,6 +110,55 @@ def _tables(log: Sequence[dict[str, Any]]) -> tuple[str, str, dict[str, Any]]:
     return "\n".join(rows), "\n".join(pair_rows), stats
 
 
+def _read(paths: Sequence[Path]) -> list[dict[str, Any]]:
+    """The seeds' verdicts in ``paths`` (JSON lines), in seed order, one per seed."""
+    by_seed: dict[int, dict[str, Any]] = {}
+    for path in paths:
+        for line in path.read_text().splitlines():
+            if line.strip():
+                e = json.loads(line)
+                by_seed[e["seed"]] = e
+    return [by_seed[s] for s in sorted(by_seed)]
+
+
+def _workers(args: Any, n: int, run: Run, jsonl: Path) -> None:
+    """Share seeds first … first+n−1 out over ``args.workers`` child processes (seed s to
+    worker (s − first) mod K), each printing its seeds' lines as it goes; wait for all."""
+    k = max(1, min(args.workers, n))
+    children = []
+    for w in range(k):
+        cmd = [
+            sys.executable, "-m", "bench.adversary_bench", "--child", "--first",
+            str(args.first + w), "--seeds", str(len(range(w, n, k))), "--stride", str(k),
+            "--jsonl", str(run.work / f"part-{w}.jsonl"),
+        ]  # fmt: skip
+        children.append(subprocess.Popen(cmd, cwd=Path(__file__).resolve().parent.parent))
+    try:
+        codes = [c.wait() for c in children]
+    finally:
+        for c in children:
+            if c.poll() is None:
+                c.terminate()
+                c.wait()
+    for w, code in enumerate(codes):
+        if code != 0:
+            run.failures.append(f"worker {w} exited {code}")
+    parts = sorted(run.work.glob("part-*.jsonl"))
+    with jsonl.open("a") as f:
+        for e in _read(parts):
+            f.write(json.dumps(e) + "\n")
+
+
+def _child(args: Any) -> int:
+    """One worker: its seeds on its own printers, verdicts to ``--jsonl``."""
+    seeds = range(args.first, args.first + args.seeds * args.stride, args.stride)
+    work = Path(args.jsonl).with_suffix(".work")
+    work.mkdir(parents=True, exist_ok=True)
+    with signals_as_exit():  # a SIGTERM from the parent still stops this worker's printers
+        asyncio.run(_seeds(seeds, work, Path(args.jsonl)))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the seeds; the exit code (0: every invariant held on every seed)."""
     ap = parser("adversary", __doc__, f"{QUICK_SEEDS} seeds (the CI-sized run)")
@@ -102,15 +167,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--first", type=int, default=1, help="the first seed (default 1)")
     ap.add_argument("--list", action="store_true", help="print the catalogue and stop")
+    ap.add_argument("--workers", type=int, default=WORKERS, help=f"default {WORKERS}")
+    ap.add_argument("--jsonl", type=Path, default=None, help="append each seed's verdict here")
+    ap.add_argument("--merge", type=Path, nargs="+", default=None,
+                    help="make the tables of these --jsonl files; run no seed")  # fmt: skip
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--stride", type=int, default=1, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.list:
         print(catalogue.listing())
         return 0
+    if args.child:
+        return _child(args)
     n = args.seeds or (QUICK_SEEDS if args.quick else SEEDS)
-    log: list[dict[str, Any]] = []
-    with Run("adversary", args) as run:
+    with Run("adversary", args, snapshot=args.merge is None) as run:
         started = time.monotonic()
-        run.attempt_async("seeds", _seeds(args.first, n, run.work, log))
+        if args.merge is not None:
+            log = _read(args.merge)
+        else:
+            if run.src is not None:  # every appliance runs the copy taken at the start
+                repo = Path(__file__).resolve().parent.parent  # bench/ and testbed/ as they are
+                os.environ.update(PYTHONSAFEPATH="1", PYTHONPATH=f"{run.src}{os.pathsep}{repo}")
+            jsonl = args.jsonl or run.work / "seeds.jsonl"
+            _workers(args, n, run, jsonl)
+            log = _read([jsonl])
         took = time.monotonic() - started
     broke: Counter[str] = Counter(x["invariant"] for e in log for x in e["violations"])
     per, pairs, stats = _tables(log)
