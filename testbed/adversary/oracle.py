@@ -73,16 +73,30 @@ def _figureless(outcome: RunOutcome, printer: str) -> bool:
     return knobs.get("impressions") in ("absent", "zero") and knobs.get("k_octets") is None
 
 
-def _undecidable(outcome: RunOutcome, printer: str, name: str) -> bool:
+def _aborted_with_reason(outcome: RunOutcome, printer: str, index: int) -> bool:
+    """The scenario made ``printer`` abort job ``index`` and leave a printer-state reason
+    behind (``abort-at N REASON``): a media-jam, under which a printer may end a job."""
+    return any(
+        action == "fault" and a.get("mode") == "abort-at" and a.get("printer") == printer
+        and a.get("job") == index and len(a.get("args", ())) > 1
+        for _, action, a in outcome.scenario.events
+    )  # fmt: skip
+
+
+def _undecidable(outcome: RunOutcome, printer: str, name: str, index: int) -> bool:
     """The printer gave edgeprint no way to know this copy came out whole: its answer to the
     upload was lost, and it reports no figure of what it received or printed, or forgets
     the job once finished; or it forgets finished jobs while its printer-up-time cannot show
-    a restart (so "forgotten" cannot be told from "lost in a restart")."""
+    a restart (so "forgotten" cannot be told from "lost in a restart"); or it forgot the
+    job at once while it reported a jam, after the last page but before edgeprint saw a
+    page count (a jam that ends a job part-way looks the same)."""
     behaviours = set(outcome.scenario.behaviours[printer])
     rec = outcome.records[printer]
     lost = any(how == "lost" and rec.made.get(key) == name for key, how in rec.uploads.items())
     forgets = bool(behaviours & {"no_history", "brief_history"})
     if lost and (forgets or _figureless(outcome, printer)):
+        return True
+    if forgets and _aborted_with_reason(outcome, printer, index):
         return True
     return forgets and "up_time_frozen" in behaviours
 
@@ -144,7 +158,7 @@ def judge(outcome: RunOutcome) -> Verdict:
             v.dead += 1
         if scn.calm and len(whole) == 1 and state != "DONE":
             printer = whole[0][0]
-            if _undecidable(outcome, printer, name):
+            if _undecidable(outcome, printer, name, index):
                 v.undecidable += 1
             else:
                 out.append(Violation(
@@ -152,7 +166,6 @@ def judge(outcome: RunOutcome) -> Verdict:
                     f"printed whole on {printer} (answers consistent) but {state} "
                     f"{job.get('dead_reason') or ''}: {job.get('last_error')}",
                 ))  # fmt: skip
-        del index
     for p, names in outcome.leftovers.items():
         for n in names:
             out.append(Violation("I4", n.removeprefix("edgeprint-"), f"{p} still holds {n}"))
