@@ -9,15 +9,22 @@ settled, → all DONE. Once per run, (4) no PDF: a raster-only printer beside a 
 documents render. Ground truth: prints.log, server.log, job_events.
 
     .venv/bin/python -m bench.print_bench [--quick]
+    .venv/bin/python -m bench.print_bench --versus REV [--repeat N] [--latency-jobs N]
+
+``--versus REV`` runs phase 1 only, side by side: the appliance of git revision REV and
+this tree's, alternately (which goes first alternates too), ``--repeat`` times each; it
+prints both p50s and their ratio and writes ``bench/results/print_versus.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from bench.harness import (
@@ -25,6 +32,8 @@ from bench.harness import (
     FILE_POLL_S,
     JOB_TIMEOUT_S,
     POOL,
+    REPO,
+    RESULTS,
     Kiosk,
     Run,
     Stand,
@@ -330,6 +339,61 @@ async def one_run(run: Run, rep: int, args: argparse.Namespace) -> dict[str, Any
     return out
 
 
+def _export(rev: str, into: Path) -> Path:
+    """``edgeprint/`` as it is at git revision ``rev``, in ``into``; the folder to put on
+    PYTHONPATH."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "archive", rev, "edgeprint"], cwd=REPO, capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
+
+
+async def versus(run: Run, rev: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Phase 1 on REV's appliance and this tree's, alternately; who → [figures per run]."""
+    sources = {rev: _export(rev, run.work / "versus"), "this": run.src}
+    per: dict[str, list[dict[str, Any]]] = {rev: [], "this": []}
+    for rep in range(args.repeat):
+        order = [rev, "this"] if rep % 2 == 0 else ["this", rev]
+        for who in order:
+            tag = f"v{rep}-{'rev' if who == rev else 'this'}"
+            stand = run.stand(tag, 1, source=sources[who]).start()
+            try:
+                per[who].append(await phase_latency(stand, args.latency_jobs, tag))
+            finally:
+                stand.stop()
+            print(f"bench: run {rep + 1} {who}: {per[who][-1]}", file=sys.stderr)
+    return per
+
+
+def main_versus(args: argparse.Namespace) -> int:
+    """``--versus REV``: release → printed on an idle printer, REV beside this tree."""
+    rev = args.versus
+    if args.out == RESULTS / "print.json":
+        args.out = RESULTS / "print_versus.json"
+    with Run("print", args, snapshot=True) as run:
+        per = run.attempt_async("versus", versus(run, rev, args)) or {rev: [], "this": []}
+    p50 = {who: spread([r["release_to_printed_p50_ms"] for r in rs]) for who, rs in per.items()}
+    this, before = p50["this"]["median"], p50[rev]["median"]
+    ratio = round(this / before, 3) if this and before else None
+    rows = [
+        {**row("release → printed, idle printer, p50: this tree", "ms",
+               [r["release_to_printed_p50_ms"] for r in per["this"]]),
+         "note": f"{rev}: {before} ms; ratio {ratio}"},
+        row(f"release → printed, idle printer, p50: {rev}", "ms",
+            [r["release_to_printed_p50_ms"] for r in per[rev]]),
+    ]  # fmt: skip
+    for who, rs in per.items():
+        for k in CHECK_KEYS:
+            run.failures += [f"{who}: {k} = {r[k]}" for r in rs if r.get(k)]
+    print(f"release → printed p50: this tree {this} ms, {rev} {before} ms: {ratio}×")
+    return run.finish(
+        figures_markdown(rows), summary={"p50_ms": p50, "ratio": ratio, "versus": rev},
+        runs=per, table=rows,
+    )  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; the exit code (0 all printed exactly once, 1 otherwise)."""
     ap = parser("print", __doc__, "fewer jobs, one run (about 15 s)")
@@ -339,6 +403,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--recovery-jobs", type=int, default=20, help="default 20")
     ap.add_argument("--raster-jobs", type=int, default=None, help="no-PDF jobs per row, 30 (10)")
     ap.add_argument("--pages", type=int, default=None, help="pages per long document, 40 (10)")
+    ap.add_argument("--versus", metavar="REV", help="phase 1 only, beside REV's appliance")
     args = ap.parse_args(argv)
     args.raster_jobs = args.raster_jobs or (10 if args.quick else 30)
     args.pages = args.pages or (10 if args.quick else 40)
@@ -348,6 +413,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if min(args.latency_jobs, args.drain_jobs, args.recovery_jobs) < 1 or args.repeat > 20:
         print("bench: --repeat (1–20) and job counts must be ≥ 1", file=sys.stderr)
         return 2
+    if args.versus is not None:
+        return main_versus(args)
     runs: list[dict[str, Any]] = []
     with Run("print", args) as run:
         for rep in range(args.repeat):
