@@ -14,7 +14,8 @@
 - **I5** no needless doubt: in a calm seed (no appliance kill, no printer restart or
   outage), a job whose one whole copy came out on a printer that answered consistently
   ends DONE — unless the printer gave no way to know (its answer to the upload was lost and
-  it reports no figure of what it received or printed).
+  it reports no figure of what it received or printed, or it forgets finished jobs and
+  either its clock stands still or it aborted the job after its last page under a jam).
 - **I6** no storm: no printer got more than :data:`BOUND` requests, or new connections, in
   any one second (per appliance process: each restart may add one burst).
 """
