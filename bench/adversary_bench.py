@@ -9,13 +9,16 @@ summary line. Every seed that broke an invariant is written out with its scenari
 named regression test).
 
     .venv/bin/python -m bench.adversary_bench [--seeds N] [--first S] [--quick] [--list]
-        [--workers K] [--jsonl PATH] [--merge PATH ...]
+        [--workers K] [--with BEHAVIOUR] [--jsonl PATH] [--merge PATH ...]
 
 The seeds are shared out over ``--workers`` child processes (default 2: a seed spends most
 of its time waiting on printers and time-outs, so two streams fit two cores), each with
 its own printers; the appliance runs from a copy of ``edgeprint/`` taken at the start, so
 the tree may be edited meanwhile. Each seed's verdict is one line of ``--jsonl`` as soon as
-it is judged; ``--merge`` makes the tables of earlier runs' lines without running a seed.
+it is judged; ``--merge`` makes the tables of earlier runs' lines without running a seed
+(a later file's line for a seed replaces an earlier one's). ``--with BEHAVIOUR`` runs only
+the seeds that draw it: after a change that only a behaviour's answers reach, those seeds
+are run again and merged over the full run.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ def _cells(counts: Counter[str]) -> str:
     return " ".join(f"{i} {counts[i]}" for i in oracle.INVARIANTS)
 
 
-async def _seeds(seeds: range, work: Path, jsonl: Path) -> None:
+async def _seeds(seeds: Sequence[int], work: Path, jsonl: Path) -> None:
     """Run ``seeds`` one after another on one pair of printers; each verdict is appended to
     ``jsonl`` (one JSON object a line) as soon as it is judged."""
     rig = Rig(work / "rig")
@@ -121,16 +124,15 @@ def _read(paths: Sequence[Path]) -> list[dict[str, Any]]:
     return [by_seed[s] for s in sorted(by_seed)]
 
 
-def _workers(args: Any, n: int, run: Run, jsonl: Path) -> None:
-    """Share seeds first … first+n−1 out over ``args.workers`` child processes (seed s to
-    worker (s − first) mod K), each printing its seeds' lines as it goes; wait for all."""
-    k = max(1, min(args.workers, n))
+def _workers(args: Any, seeds: Sequence[int], run: Run, jsonl: Path) -> None:
+    """Share ``seeds`` out over ``args.workers`` child processes (the i-th to worker i mod
+    K), each printing its seeds' lines as it goes; wait for all."""
+    k = max(1, min(args.workers, len(seeds)))
     children = []
     for w in range(k):
         cmd = [
-            sys.executable, "-m", "bench.adversary_bench", "--child", "--first",
-            str(args.first + w), "--seeds", str(len(range(w, n, k))), "--stride", str(k),
-            "--jsonl", str(run.work / f"part-{w}.jsonl"),
+            sys.executable, "-m", "bench.adversary_bench", "--child", "--seed-list",
+            ",".join(str(x) for x in seeds[w::k]), "--jsonl", str(run.work / f"part-{w}.jsonl"),
         ]  # fmt: skip
         children.append(subprocess.Popen(cmd, cwd=Path(__file__).resolve().parent.parent))
     try:
@@ -151,7 +153,7 @@ def _workers(args: Any, n: int, run: Run, jsonl: Path) -> None:
 
 def _child(args: Any) -> int:
     """One worker: its seeds on its own printers, verdicts to ``--jsonl``."""
-    seeds = range(args.first, args.first + args.seeds * args.stride, args.stride)
+    seeds = [int(x) for x in args.seed_list.split(",") if x]
     work = Path(args.jsonl).with_suffix(".work")
     work.mkdir(parents=True, exist_ok=True)
     with signals_as_exit():  # a SIGTERM from the parent still stops this worker's printers
@@ -172,7 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--merge", type=Path, nargs="+", default=None,
                     help="make the tables of these --jsonl files; run no seed")  # fmt: skip
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--stride", type=int, default=1, help=argparse.SUPPRESS)
+    ap.add_argument("--seed-list", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--with", dest="with_", metavar="BEHAVIOUR", default=None,
+                    help="only the seeds (of those given) with BEHAVIOUR")  # fmt: skip
     args = ap.parse_args(argv)
     if args.list:
         print(catalogue.listing())
@@ -189,7 +193,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 repo = Path(__file__).resolve().parent.parent  # bench/ and testbed/ as they are
                 os.environ.update(PYTHONSAFEPATH="1", PYTHONPATH=f"{run.src}{os.pathsep}{repo}")
             jsonl = args.jsonl or run.work / "seeds.jsonl"
-            _workers(args, n, run, jsonl)
+            seeds: Sequence[int] = range(args.first, args.first + n)
+            if args.with_ is not None:
+                seeds = [x for x in seeds if args.with_ in generator.scenario(x).all_behaviours]
+            _workers(args, seeds, run, jsonl)
             log = _read([jsonl])
         took = time.monotonic() - started
     broke: Counter[str] = Counter(x["invariant"] for e in log for x in e["violations"])

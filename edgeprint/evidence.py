@@ -50,6 +50,11 @@ JOB_ENDING_REASONS = frozenset(
         "stopped-partly", "fuser-over-temp", "other",
     }
 )  # fmt: skip
+#: Of those, the keywords that name no cause: they say a job may have ended only at error
+#: severity (``other-error`` or bare ``other``: the printer stopped, RFC 8011 §5.4.12). As a
+#: -warning or -report a printer may show one all the time (a Xerox's "other-report"), and
+#: it then says nothing of a job gone.
+UNSPECIFIC_REASONS = frozenset({"other"})
 #: job-state-reasons that say the job did not finish normally.
 JOB_STOPPED_REASONS = frozenset(
     {"aborted-by-system", "job-stopped", "printer-stopped", "job-interpreting-error",
@@ -522,9 +527,16 @@ def _keyword(reason: str) -> str:
 
 
 def ending_reasons(reasons: Sequence[str]) -> list[str]:
-    """The printer-state-reasons (any severity) under which a printer may end a job it
-    could not finish (:data:`JOB_ENDING_REASONS`)."""
-    return sorted({_keyword(r) for r in reasons if r != "none"} & JOB_ENDING_REASONS)
+    """The printer-state-reasons under which a printer may end a job it could not finish
+    (:data:`JOB_ENDING_REASONS`): any severity, but an unspecific keyword only at error
+    severity (:data:`UNSPECIFIC_REASONS`)."""
+    found = {
+        _keyword(r)
+        for r in reasons
+        if r != "none"
+        and (_keyword(r) not in UNSPECIFIC_REASONS or not r.endswith(("-warning", "-report")))
+    }
+    return sorted(found & JOB_ENDING_REASONS)
 
 
 def _whole(copy: Copy, pj: PrinterJob) -> Evidence | None:

@@ -281,6 +281,14 @@ def test_forgotten_and_vanished_are_told_apart_by_what_the_printer_keeps() -> No
     # out of paper: a printer waits with the job it cannot go on with (seed 588)
     empty = replace(CTX, printer_reasons=("media-empty-error", "media-needed-error"))
     assert observe(copy(), gone, empty).settled is C.UNVERIFIED
+    # "other" names no cause: only a stopped printer's (other-error, bare other) rules out
+    # forgotten, never the other-report a printer shows all the time (seed 1893)
+    for always in ("other-report", "other-warning"):
+        chatty = replace(CTX, printer_reasons=(always, "com.acme-widget-warning"))
+        assert observe(copy(), gone, chatty).settled is C.UNVERIFIED, always
+    for stopped in ("other-error", "other"):
+        obs = observe(copy(), gone, replace(CTX, printer_reasons=(stopped,)))
+        assert (obs.settled, "other" in (obs.outcome or "")) == (C.VANISHED, True), stopped
     blind = replace(CTX, traits=Traits(up_time_moves=False))
     assert observe(copy(), gone, blind).settled is C.VANISHED
     # a printer that lists only live jobs (it ignored which-jobs=all): gone means finished

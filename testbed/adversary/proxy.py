@@ -181,6 +181,7 @@ class AdversaryProxy:
     _delivered: dict[tuple[int, int], int] = field(default_factory=dict)
     _cache: dict[tuple[int, int], tuple[float, bytes]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _later: set[asyncio.Task[None]] = field(default_factory=set)  # requests forwarded late
 
     def __post_init__(self) -> None:
         self._rng.seed(self.seed)
@@ -243,6 +244,9 @@ class AdversaryProxy:
             return
 
         async def close() -> None:
+            for task in list(self._later):  # a late cancel not yet forwarded never will be
+                task.cancel()
+            await asyncio.gather(*self._later, return_exceptions=True)
             if self._session is not None:
                 await self._session.close()
             if self._runner is not None:
@@ -429,7 +433,9 @@ class AdversaryProxy:
                 await self._forward(body)
 
         assert self._loop is not None
-        self._loop.create_task(later())
+        task = self._loop.create_task(later())
+        self._later.add(task)  # held until done: the loop keeps only a weak reference
+        task.add_done_callback(self._later.discard)
 
     def _cached(self, msg: codec.IppMessage) -> bytes | None:
         hit = self._cache.get((self.life, _job_id(msg) or 0))
