@@ -377,17 +377,18 @@ def main_versus(args: argparse.Namespace) -> int:
     p50 = {who: spread([r["release_to_printed_p50_ms"] for r in rs]) for who, rs in per.items()}
     this, before = p50["this"]["median"], p50[rev]["median"]
     ratio = round(this / before, 3) if this and before else None
+    shown = {who: "–" if v is None else f"{v:.1f}" for who, v in ((rev, before), ("this", this))}
     rows = [
         {**row("release → printed, idle printer, p50: this tree", "ms",
                [r["release_to_printed_p50_ms"] for r in per["this"]]),
-         "note": f"{rev}: {before} ms; ratio {ratio}"},
+         "note": f"{rev}: {shown[rev]} ms; ratio {ratio}"},
         row(f"release → printed, idle printer, p50: {rev}", "ms",
             [r["release_to_printed_p50_ms"] for r in per[rev]]),
     ]  # fmt: skip
     for who, rs in per.items():
         for k in CHECK_KEYS:
             run.failures += [f"{who}: {k} = {r[k]}" for r in rs if r.get(k)]
-    print(f"release → printed p50: this tree {this} ms, {rev} {before} ms: {ratio}×")
+    print(f"release → printed p50: this tree {shown['this']} ms, {rev} {shown[rev]} ms: {ratio}×")
     return run.finish(
         figures_markdown(rows), summary={"p50_ms": p50, "ratio": ratio, "versus": rev},
         runs=per, table=rows,
