@@ -530,13 +530,13 @@ def ending_reasons(reasons: Sequence[str]) -> list[str]:
     """The printer-state-reasons under which a printer may end a job it could not finish
     (:data:`JOB_ENDING_REASONS`): any severity, but an unspecific keyword only at error
     severity (:data:`UNSPECIFIC_REASONS`)."""
-    found = {
-        _keyword(r)
-        for r in reasons
-        if r != "none"
-        and (_keyword(r) not in UNSPECIFIC_REASONS or not r.endswith(("-warning", "-report")))
-    }
-    return sorted(found & JOB_ENDING_REASONS)
+    return sorted({_keyword(r) for r in reasons if _ends_jobs(r)})
+
+
+def _ends_jobs(reason: str) -> bool:
+    keyword = _keyword(reason)
+    at_error = keyword == reason or reason.endswith("-error")  # no suffix: error (§5.4.12)
+    return keyword in JOB_ENDING_REASONS and (at_error or keyword not in UNSPECIFIC_REASONS)
 
 
 def _whole(copy: Copy, pj: PrinterJob) -> Evidence | None:
