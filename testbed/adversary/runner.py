@@ -316,10 +316,12 @@ async def _timeline(
             await asyncio.sleep(max(0.0, booted[p] + POWER_CYCLE_AFTER_S - time.monotonic()))
             rig.kill(p)
             out.restarts[p].append(time.time())
+            # the proxy knows the new life before the printer answers again: an answer of
+            # the new printer must never carry the old life's traits (its printer-uuid)
+            proxies[p].restarted()
             await asyncio.sleep(args["down_s"])  # the printer is off this long
             await asyncio.to_thread(rig.restart, p)
             booted[p] = time.monotonic()
-            proxies[p].restarted()
         elif action == "foreign_job":
             await _foreign_job(
                 rig[p].uri, args["pages"], len(out.restarts[p]) * 10 + int(at * 1000)
@@ -385,8 +387,8 @@ async def _settle(
         if rig.state(p) == "hung":
             rig.resume(p)
         elif rig.state(p) == "dead":
+            proxies[p].restarted()  # before it answers again (as at a power cycle)
             await asyncio.to_thread(rig.restart, p)
-            proxies[p].restarted()
             out.restarts[p].append(time.time())
         proxies[p].knobs.extra_reasons = ()
     if any(a == "media" for _, a, _ in scn.events):
