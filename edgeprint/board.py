@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from edgeprint.stock import StockView
+
 
 @dataclass(frozen=True, slots=True)
 class Usability:
@@ -26,6 +28,8 @@ class Usability:
     takes: tuple[str, ...] = ()
     #: Whether its capabilities were read (a printer not probed yet takes anything).
     probed: bool = False
+    #: The stock it has ready, read on every probe (None: not probed yet).
+    stock: StockView | None = None
 
 
 class Listener(Protocol):

@@ -33,6 +33,11 @@ NAME_PATTERN = r"^[a-z0-9-]{1,40}$"
 # Our own validators put the dotted key first: "Value error, printers[2].name: …".
 _KEY_FIRST = re.compile(r"^[a-z_][a-z0-9_.\[\]]*: ")
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
+#: A PWG 5101.1 self-describing media name that states its size (``oe_4x3-label_4x3in``).
+MediaName = Annotated[
+    str, Field(pattern=r"^[a-z0-9-]+_[a-z0-9.-]+_[0-9]+(\.[0-9]+)?x[0-9]+(\.[0-9]+)?(in|mm)$",
+               max_length=80),
+]  # fmt: skip
 
 
 class _Frozen(BaseModel):
@@ -162,6 +167,8 @@ class DispatchConfig(_Frozen):
     #: no paper in any tray) this long: its copy is cancelled there and, once the printer
     #: accepted the cancel with nothing of it out, the job moves to a peer (DESIGN §4).
     blocked_grace_s: float = Field(default=5.0, ge=0, le=86400)
+    #: How far a page's size may be from its stock's and still be that size (millimetres).
+    media_tolerance_mm: float = Field(default=2.0, ge=0, le=20)
     #: Retry-After of a 503 when a printer's or pool's queue is full.
     retry_after_s: int = Field(default=5, ge=1, le=3600)
     #: Processes that render PDF pages to raster for printers without PDF (started on first
@@ -255,6 +262,13 @@ class PrinterConfig(_Frozen):
     #: queue of every badge of the day, and the printer did take the whole document
     #: without a word of trouble); "ask" — DEAD outcome_unknown, a person decides.
     on_forgotten: Literal["printed", "ask"] = "printed"
+    #: The stock it has ready when it reports none itself (PWG self-describing media names,
+    #: e.g. "oe_4x3-label_4x3in"); what the printer reports wins when it reports any.
+    media: list[MediaName] = Field(default_factory=list, max_length=16)
+    #: How pages meet larger or other stock: "exact" (same size only), "center" (at their
+    #: own size on stock at least as large), "scale" (any stock). Unset: "exact" for label
+    #: and roll stock, "scale" for sheet stock.
+    fit: Literal["exact", "center", "scale"] | None = None
 
     @field_validator("tls_fingerprint")
     @classmethod
@@ -279,8 +293,8 @@ class TokenConfig(_Frozen):
 
 #: What a webhook may subscribe to (``[[webhooks]].events``).
 WebhookEvent = Literal[
-    "job.done", "job.dead", "job.cancelled", "job.expired", "printer.unhealthy",
-    "printer.healthy",
+    "job.done", "job.dead", "job.cancelled", "job.expired", "job.waiting",
+    "printer.unhealthy", "printer.healthy",
 ]  # fmt: skip
 _WEBHOOK_SECRET_BYTES = (24, 64)
 

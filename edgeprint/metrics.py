@@ -167,6 +167,12 @@ class Metrics:
             "edgeprint_pool_waiting_jobs", "RELEASED jobs waiting for any printer of the pool",
             ["pool"], registry=r,
         )  # fmt: skip
+        self.jobs_waiting_for_stock = Gauge(
+            "edgeprint_jobs_waiting_for_stock",
+            "RELEASED jobs no printer of their target has fitting stock ready for, by target "
+            "(a printer or pool name; kind: printer or pool)",
+            ["target", "kind"], registry=r,
+        )  # fmt: skip
         self.oldest_waiting = Gauge(
             "edgeprint_oldest_waiting_seconds",
             "Age of the oldest job this printer could take (its own or its pool's); 0 if none",

@@ -27,6 +27,7 @@ from edgeprint import evidence
 from edgeprint.config import NAME_PATTERN
 from edgeprint.records import JobRecord
 from edgeprint.states import JobState
+from edgeprint.stock import PageSizes, StockView
 from edgeprint.timefmt import rfc3339_ms
 
 TargetName = Annotated[str, Field(pattern=NAME_PATTERN, description="[a-z0-9-]{1,40}")]
@@ -173,6 +174,38 @@ class DocumentOut(BaseModel):
     sha256: str = Field(description="hex SHA-256 of the PDF")
     bytes: int = Field(description="size in bytes")
     pages: int | None = Field(description="pages, as counted at submission")
+    page_size: PageSizeOut | None = Field(
+        default=None, description="its pages' size, read at submission (null: not known)"
+    )
+
+
+class PageSizeOut(BaseModel):
+    """The size of a document's pages (its largest page when they differ)."""
+
+    size: str = Field(description="as people name it: 4×3 in, 210×297 mm")
+    width_mm: float = Field(description="short edge")
+    length_mm: float = Field(description="long edge")
+    uniform: bool = Field(description="every page has this size")
+
+    @classmethod
+    def of(cls, sizes: PageSizes | None) -> PageSizeOut | None:
+        if sizes is None:
+            return None
+        return cls.model_construct(
+            size=sizes.describe(), width_mm=sizes.short_max / 100,
+            length_mm=sizes.long_max / 100, uniform=sizes.uniform,
+        )  # fmt: skip
+
+
+def _page_size_json(sizes: PageSizes | None) -> str:
+    if sizes is None:
+        return "null"
+    return "".join((
+        '{"size":', _quote(sizes.describe()),
+        ',"width_mm":', _encode_compact(sizes.short_max / 100),
+        ',"length_mm":', _encode_compact(sizes.long_max / 100),
+        ',"uniform":', "true" if sizes.uniform else "false", "}",
+    ))  # fmt: skip
 
 
 def _unverified(job: JobRecord) -> str | None:
@@ -223,6 +256,11 @@ class JobOut(BaseModel):
     pages_printed: int | None = Field(
         description="impressions that came out of a copy that stopped part-way (null: none)"
     )
+    waiting_reason: str | None = Field(
+        default=None,
+        description="RELEASED, and no printer of its target has stock its pages fit ready: "
+        "why, in words a person can act on (it prints as soon as fitting stock is loaded)",
+    )
     pin_required: bool = Field(description="the release must present the job's PIN")
     document: DocumentOut
 
@@ -250,9 +288,13 @@ class JobOut(BaseModel):
             settled_by=job.settled_by,
             printed_unverified=_unverified(job),
             pages_printed=job.pages_printed,
+            waiting_reason=job.waiting_reason,
             pin_required=job.release_pin_hash is not None,
             document=DocumentOut.model_construct(
-                sha256=job.document_sha256, bytes=job.document_bytes, pages=job.document_pages
+                sha256=job.document_sha256,
+                bytes=job.document_bytes,
+                pages=job.document_pages,
+                page_size=PageSizeOut.of(job.page_sizes),
             ),
         )
 
@@ -299,9 +341,11 @@ def job_json(job: JobRecord) -> bytes:
         ',"settled_by":', _text(job.settled_by),
         ',"printed_unverified":', _text(_unverified(job)),
         ',"pages_printed":', _number(job.pages_printed),
+        ',"waiting_reason":', _text(job.waiting_reason),
         ',"pin_required":', "false" if job.release_pin_hash is None else "true",
         ',"document":{"sha256":', _text(job.document_sha256),
-        ',"bytes":', _number(job.document_bytes), ',"pages":', _number(job.document_pages), "}}",
+        ',"bytes":', _number(job.document_bytes), ',"pages":', _number(job.document_pages),
+        ',"page_size":', _page_size_json(job.page_sizes), "}}",
     )).encode()  # fmt: skip
 
 
@@ -356,6 +400,28 @@ class PrinterCapabilitiesOut(BaseModel):
     color: bool
 
 
+class ReadyMediaOut(BaseModel):
+    """One stock a printer has ready (media-col-ready / media-ready, or [[printers]] media)."""
+
+    name: str | None = Field(description="PWG media name, e.g. oe_4x3-label_4x3in")
+    size: str = Field(description="as people name it: 4×3 in, 210×297 mm")
+    width_mm: float = Field(description="short edge")
+    length_mm: float = Field(description="long edge")
+    label: bool = Field(description="label or roll stock (its default fit is exact)")
+    tray: str | None = Field(description="media-source: the tray it is in")
+    fit: Literal["exact", "center", "scale"] = Field(
+        description="how pages meet it: exact (same size only), center, scale (any size)"
+    )
+
+    @classmethod
+    def of(cls, view: StockView) -> list[ReadyMediaOut]:
+        return [
+            cls(name=s.name, size=s.describe(), width_mm=s.short / 100, length_mm=s.long / 100,
+                label=s.label, tray=s.source, fit=view.fit_of(s))
+            for s in view.stocks
+        ]  # fmt: skip
+
+
 class PrinterOut(BaseModel):
     """A printer as technicians see it (``GET /v1/printers``). IPP names as in RFC 8011."""
 
@@ -405,6 +471,16 @@ class PrinterOut(BaseModel):
     )
     epoch_began_at: datetime | None = Field(default=None, description="when this epoch began")
     epoch_cause: str | None = Field(default=None, description="why it began, in words")
+    media_ready: list[ReadyMediaOut] | None = Field(
+        default=None,
+        description="the stock it has ready, read on every probe (null before the first); "
+        "pool jobs are claimed only by a printer whose stock fits their pages",
+    )
+    media_from: Literal["printer", "config"] | None = Field(
+        default=None,
+        description="printer: it reported its ready media; config: it reports none, so "
+        "[[printers]] media is used; null: not known (it takes any size)",
+    )
     personality: dict[str, Any] | None = Field(
         default=None,
         description="what this printer is known to keep and echo, learnt from its answers: "

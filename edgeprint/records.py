@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from edgeprint.states import JobState
+from edgeprint.stock import PageSizes
 
 
 class JobRecord(NamedTuple):
@@ -58,9 +59,25 @@ class JobRecord(NamedTuple):
     settled_by: str | None  # the evidence (edgeprint.evidence.Evidence) that settled it last
     pages_printed: int | None  # impressions that came out of a copy that stopped part-way
     from_page: int | None  # a person asked for the rest only: print from this page on
+    page_short_min: int | None  # its pages' edges, hundredths of a mm (stock.PageSizes)
+    page_short_max: int | None
+    page_long_min: int | None
+    page_long_max: int | None
+    waiting_reason: str | None  # RELEASED, and no printer of its target has fitting stock
     # computed from its copies (not columns of jobs; see ROW):
     cancel_requested: bool  # a person asked to cancel it while a printer holds a copy
     truncated_copies: int  # copies that completed without being verifiably whole
+
+    @property
+    def page_sizes(self) -> PageSizes | None:
+        """Its pages' sizes (None: not known, e.g. a job stored before they were read)."""
+        if self.page_short_min is None or self.page_short_max is None:
+            return None
+        if self.page_long_min is None or self.page_long_max is None:
+            return None
+        return PageSizes(
+            self.page_short_min, self.page_short_max, self.page_long_min, self.page_long_max
+        )
 
     @classmethod
     def from_row(cls, row: Iterable[Any]) -> JobRecord:

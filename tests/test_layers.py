@@ -30,6 +30,8 @@ LEAVES = (
     "edgeprint.evidence",
     "edgeprint.personality",
     "edgeprint.epochs",
+    # page sizes against ready media (pure)
+    "edgeprint.stock",
     "edgeprint.records",
     "edgeprint.board",
     "edgeprint.backoff",

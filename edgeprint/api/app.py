@@ -50,6 +50,7 @@ from edgeprint.models import (
     PrinterOut,
     PrintersOut,
     PrinterSummaryOut,
+    ReadyMediaOut,
     ReleaseRequest,
     ResolveRequest,
     StatsOut,
@@ -464,6 +465,10 @@ def _printer_out(
             else None
         ),
         epoch_cause=snap.epoch_cause, personality=snap.personality,
+        media_ready=ReadyMediaOut.of(snap.stock) if snap.stock is not None else None,
+        media_from="config" if snap.stock_from == "config" else (
+            "printer" if snap.stock_from == "printer" else None
+        ),
         unreachable_since=(
             datetime.fromtimestamp(snap.unreachable_since, UTC)
             if snap.unreachable_since is not None

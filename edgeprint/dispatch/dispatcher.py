@@ -26,6 +26,10 @@ from edgeprint.service.leases import Ownership, SoleOwner
 
 log = logging.getLogger(__name__)
 
+#: How often released jobs are checked against the printers' ready stock (seconds): a job
+#: that begins to wait for stock says so within this, and a roll change clears it.
+STOCK_WATCH_S = 1.0
+
 
 class Dispatcher:
     """Owns the printer workers; :meth:`run` until :meth:`request_stop`.
@@ -209,6 +213,7 @@ class Dispatcher:
             for name in self.workers:
                 self._start(name)
             tasks.append(group.create_task(self._housekeeping(), name="housekeeping"))
+            tasks.append(group.create_task(self._stock_watch(), name="stock-watch"))
             group.create_task(self._enforce_grace(tasks, grace_s), name="dispatcher:grace")
         self._group = None
 
@@ -229,6 +234,22 @@ class Dispatcher:
                 )
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(interval):
+                    await self.stop.wait()
+
+    async def _stock_watch(self) -> None:
+        """Every ``STOCK_WATCH_S``: mark released jobs no printer of their target has fitting
+        stock for (``waiting_reason``, a ``job.waiting`` webhook), and clear the mark once
+        one has. A lost database connection skips a round."""
+        while not self.stop.is_set():
+            try:
+                await self.service.stock.refresh()
+            except errors.StoreReconnecting as exc:
+                log.warning(
+                    "store reconnecting: stock watch skips a round",
+                    extra={"event": "stock_watch_store_lost", "error": str(exc)},
+                )
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(STOCK_WATCH_S):
                     await self.stop.wait()
 
     async def _enforce_grace(self, tasks: list[asyncio.Task[None]], grace_s: float) -> None:

@@ -24,6 +24,7 @@ from edgeprint.dispatch import formats
 from edgeprint.documents.capabilities import (
     REQUESTED_ATTRIBUTES,
     PrinterCapabilities,
+    media_ready,
     parse_capabilities,
 )
 from edgeprint.epochs import Clock, Epoch, Reading, advance
@@ -34,6 +35,7 @@ from edgeprint.printers.health import Health, HealthChange, HealthSettings, Prin
 from edgeprint.printers.ipp import IppClient, PrinterStatus
 from edgeprint.service import JobService
 from edgeprint.service.leases import Ownership
+from edgeprint.stock import StockView, configured, stock
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +89,11 @@ class Monitor:
         self._clock = clock
         self._clocks = clocks
         self.capabilities: PrinterCapabilities | None = None
+        #: The stock it has ready, from every probe (None: not probed yet)
+        self.stock: StockView | None = None
+        #: Where ``stock`` came from: "printer" (it reported it), "config" ([[printers]]
+        #: media, for one that reports none), None (unknown)
+        self.stock_from: str | None = None
         self._caps_from: dict[str, Any] | None = None
         self._described: PrinterStatus | None = None
         self._described_at = 0.0
@@ -136,6 +143,7 @@ class Monitor:
             Usability(
                 healthy=self.health.healthy, sends=self.sends,
                 takes=caps.formats if caps is not None else (), probed=caps is not None,
+                stock=self.stock,
             ),
         )  # fmt: skip
 
@@ -274,10 +282,33 @@ class Monitor:
         if self.sends is None and self.capabilities is not None:
             unusable = formats.unusable(self.capabilities)
         self.status = status
+        self._read_stock(status)
         await self.health_changed(self.health.on_probe(status, now, unusable))
         self.publish()
         self.metrics.printer_healthy.labels(printer=self.name).set(int(self.health.healthy))
         return status, new_epoch
+
+    def _read_stock(self, status: PrinterStatus) -> None:
+        """The stock it has ready, from this answer (media-col-ready, media-ready), else
+        from the config's ``media``; a change is logged (a roll change, the wrong stock)."""
+        ready = media_ready(status.attributes)
+        found = tuple(
+            stock(m.width_hmm, m.height_hmm, name=m.name, media_type=m.media_type,
+                  source=m.source)
+            for m in ready
+        )  # fmt: skip
+        source: str | None = "printer" if found else None
+        if not found and self.config.media:
+            found, source = configured(self.config.media), "config"
+        view = StockView(found, self.config.fit)
+        if self.stock is not None and view != self.stock:
+            log.info(
+                "printer stock changed",
+                extra={"event": "printer_stock_changed", "printer": self.name,
+                       "was": [s.describe() for s in self.stock.stocks],
+                       "now": [s.describe() for s in found]},
+            )  # fmt: skip
+        self.stock, self.stock_from = view, source
 
     async def on_unreachable(self, exc: errors.PrinterError) -> float:
         """No answer: count it; returns for how long the printer has been unreachable (s)."""
@@ -415,4 +446,6 @@ class Monitor:
             epoch_began_at=e.began_at if e is not None else None,
             epoch_cause=e.cause if e is not None else None,
             personality=self.traits.as_json(),
+            stock=self.stock,
+            stock_from=self.stock_from,
         )

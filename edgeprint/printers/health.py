@@ -34,6 +34,7 @@ from typing import Any
 
 from edgeprint.printers.ipp import PrinterStatus
 from edgeprint.printers.supplies import Supplies
+from edgeprint.stock import StockView
 
 #: Reasons (any severity) that stop the job in hand while the printer is processing.
 STALL_REASONS = frozenset(
@@ -283,3 +284,5 @@ class PrinterSnapshot:
     epoch_began_at: float | None = None  # unix seconds
     epoch_cause: str | None = None  # why the epoch began, in words
     personality: dict[str, Any] | None = None  # personality.Traits.as_json()
+    stock: StockView | None = None  # the stock it has ready (edgeprint.stock)
+    stock_from: str | None = None  # "printer" (reported), "config" ([[printers]] media)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from edgeprint import errors, pins
 from edgeprint.backoff import retry_delay
@@ -56,6 +56,7 @@ from edgeprint.service.records import (
     job_facts,
     request_digest,
 )
+from edgeprint.service.stock_routing import StockRouting
 from edgeprint.spool import Spool, StagedDocument
 from edgeprint.states import TERMINAL_STATES, Action, JobState, sources
 from edgeprint.store import stats as store_stats
@@ -69,6 +70,10 @@ from edgeprint.store.jobs import (
 )
 from edgeprint.store.outbox import FailedDelivery, Outbox
 from edgeprint.store.printers import PrinterMemory
+from edgeprint.store.waiting import Waiting
+
+if TYPE_CHECKING:
+    from edgeprint.documents.check import PdfFacts
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +130,11 @@ class JobService:
         #: The dispatcher's published printer view, and the bell the service rings.
         self.board = board if board is not None else PrinterBoard()
         self.admission = Admission(config, self.board, metrics, jobs.waiting_depths, clock)
+        #: Which jobs each printer's stock fits, and why released jobs wait (issue 23).
+        self.stock = StockRouting(
+            config, self.board, lambda: self.admission.paused, Waiting(jobs.store), metrics,
+            clock,
+        )  # fmt: skip
         #: The release counter, looked up once (a label lookup per release is measurable).
         self._released_ok = metrics.transitions.labels(action="release", outcome="ok")
         self._pools = config.pools
@@ -211,7 +221,7 @@ class JobService:
                 raise errors.UnsupportedDocument(
                     "the document is not a PDF (no %PDF- header in its first 1024 bytes)"
                 )
-            pages = await self._count_pages(document)
+            facts = await self._inspect(document)
             self.check_target(meta.printer, meta.pool, "metadata")
             if meta.printer is not None:
                 self.admission.check_takes(meta.printer)
@@ -250,7 +260,8 @@ class JobService:
             token_name=caller.name,
             correlation_id=caller.correlation_id,
             release_pin_hash=pin_hash,
-            document_pages=pages,
+            document_pages=facts.pages,
+            **NewJob.edges(facts.sizes),
         )
         try:
             job = await self.jobs.insert(new, self.clock(), caller.name)
@@ -278,7 +289,7 @@ class JobService:
             self.board.wake(job.printer, job.pool)
         return SubmitResult(job, created=True)
 
-    async def _count_pages(self, document: StagedDocument) -> int:
+    async def _inspect(self, document: StagedDocument) -> PdfFacts:
         # pypdf is imported on first use: ~40 ms less from start to ready (crash recovery).
         from edgeprint import documents
 
@@ -286,12 +297,12 @@ class JobService:
         limit = self.config.server.max_document_pages
         try:
             if document.size <= _INLINE_PDF_BYTES:  # one read: pypdf makes hundreds of small ones
-                return documents.count_pages(io.BytesIO(pdf.read()), limit)
+                return documents.inspect_pdf(io.BytesIO(pdf.read()), limit)
             # One thread of its own: a few hostile PDFs (seconds of parsing each) then
             # queue behind each other instead of taking the default pool that spool writes,
             # PIN hashing and the printer workers' document reads use.
             loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._pdf_checks, documents.count_pages, pdf, limit)
+            return await loop.run_in_executor(self._pdf_checks, documents.inspect_pdf, pdf, limit)
         except errors.DocumentRejected as exc:
             self.metrics.documents_rejected.labels(reason=exc.slug).inc()
             log.info(
@@ -687,8 +698,9 @@ class JobService:
         cfg = self.config.printer(printer)
         pool = cfg.pool if cfg is not None else None
         job = await self.jobs.claim_next(
-            printer, pool, now=self.clock(), actor=f"printer:{printer}"
-        )
+            printer, pool, now=self.clock(), actor=f"printer:{printer}",
+            fit=self.stock.condition(printer),
+        )  # fmt: skip
         if job is not None:
             self.admission.admitted(job.printer, job.pool, -1)
         return job
@@ -712,7 +724,9 @@ class JobService:
         cfg = self.config.printer(printer)
         pool = cfg.pool if cfg is not None else None
         now = self.clock()
-        claim = self.jobs.claim_next_sql(printer, pool, now=now, actor=f"printer:{printer}")
+        claim = self.jobs.claim_next_sql(
+            printer, pool, now=now, actor=f"printer:{printer}", fit=self.stock.condition(printer)
+        )
         opened = self.copies.open_claimed_sql(
             printer=printer,
             state=CopyState.SENDING if operation == "Print-Job" else CopyState.CREATING,

@@ -436,4 +436,17 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # issue 23 (stock): the sizes of a job's pages (hundredths of a millimetre, short and
+    # long edge, smallest and largest over its pages; NULL: not known) and why a released
+    # job waits (no printer of its target has fitting stock ready)
+    [
+        "ALTER TABLE jobs ADD COLUMN page_short_min INTEGER",
+        "ALTER TABLE jobs ADD COLUMN page_short_max INTEGER",
+        "ALTER TABLE jobs ADD COLUMN page_long_min INTEGER",
+        "ALTER TABLE jobs ADD COLUMN page_long_max INTEGER",
+        "ALTER TABLE jobs ADD COLUMN waiting_reason TEXT",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
