@@ -28,6 +28,7 @@ from pydantic import (
 
 from edgeprint import errors
 from edgeprint.printers import tls
+from edgeprint.stock import media_name_size
 
 NAME_PATTERN = r"^[a-z0-9-]{1,40}$"
 # Our own validators put the dotted key first: "Value error, printers[2].name: …".
@@ -262,8 +263,9 @@ class PrinterConfig(_Frozen):
     #: queue of every badge of the day, and the printer did take the whole document
     #: without a word of trouble); "ask" — DEAD outcome_unknown, a person decides.
     on_forgotten: Literal["printed", "ask"] = "printed"
-    #: The stock it has ready when it reports none itself (PWG self-describing media names,
-    #: e.g. "oe_4x3-label_4x3in"); what the printer reports wins when it reports any.
+    #: The stock it has ready when it reports none itself: a PWG self-describing media name
+    #: ("oe_4x3-label_4x3in") or a list of them; what the printer reports wins when it
+    #: reports any.
     media: list[MediaName] = Field(default_factory=list, max_length=16)
     #: How pages meet larger or other stock: "exact" (same size only), "center" (at their
     #: own size on stock at least as large), "scale" (any stock). Unset: "exact" for label
@@ -276,6 +278,19 @@ class PrinterConfig(_Frozen):
         if value is None:
             return None
         return tls.parse_fingerprint(value)  # ValueError names the expected form
+
+    @field_validator("media", mode="before")
+    @classmethod
+    def _one_media(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("media")
+    @classmethod
+    def _sized(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if media_name_size(name) is None:
+                raise ValueError(f"{name} states no size (write e.g. oe_4x3-label_4x3in)")
+        return value
 
     @property
     def secure(self) -> bool:

@@ -215,6 +215,11 @@ def _unverified(job: JobRecord) -> str | None:
     return evidence.unverified_words(job.settled_by, job.printed_on)
 
 
+def _waiting(job: JobRecord) -> str | None:
+    """Why a RELEASED job waits for stock (a note left on a job that has moved on is not shown)."""
+    return job.waiting_reason if job.state is JobState.RELEASED else None
+
+
 def _iso(ts: float | None) -> str | None:
     return None if ts is None else rfc3339_ms(ts)
 
@@ -288,7 +293,7 @@ class JobOut(BaseModel):
             settled_by=job.settled_by,
             printed_unverified=_unverified(job),
             pages_printed=job.pages_printed,
-            waiting_reason=job.waiting_reason,
+            waiting_reason=_waiting(job),
             pin_required=job.release_pin_hash is not None,
             document=DocumentOut.model_construct(
                 sha256=job.document_sha256,
@@ -341,7 +346,7 @@ def job_json(job: JobRecord) -> bytes:
         ',"settled_by":', _text(job.settled_by),
         ',"printed_unverified":', _text(_unverified(job)),
         ',"pages_printed":', _number(job.pages_printed),
-        ',"waiting_reason":', _text(job.waiting_reason),
+        ',"waiting_reason":', _text(_waiting(job)),
         ',"pin_required":', "false" if job.release_pin_hash is None else "true",
         ',"document":{"sha256":', _text(job.document_sha256),
         ',"bytes":', _number(job.document_bytes), ',"pages":', _number(job.document_pages),
@@ -499,11 +504,26 @@ class PoolOut(BaseModel):
     oldest_waiting_s: float | None = Field(description="age of the oldest of them, seconds")
 
 
+class StockWaitOut(BaseModel):
+    """Released jobs of one size that no printer of their target has fitting stock for."""
+
+    printer: str | None = Field(description="the printer they are named for (null: a pool)")
+    pool: str | None
+    size: str = Field(description="their page size, as people name it: 3×4 in")
+    jobs: int
+    reason: str = Field(description="why they wait, in words a person can act on")
+
+
 class PrintersOut(BaseModel):
     """``GET /v1/printers``."""
 
     printers: list[PrinterOut]
     pools: list[PoolOut]
+    waiting_for_stock: list[StockWaitOut] = Field(
+        default_factory=list,
+        description="jobs waiting because no printer of their target has fitting stock ready "
+        "(checked every second): load the stock the reason names and they print",
+    )
 
 
 class DrainOut(BaseModel):

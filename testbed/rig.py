@@ -773,6 +773,9 @@ class Rig:
         form = MEDIA_FORMS.get(level)
         if form is None:
             raise ValueError(f"media level must be one of {', '.join(MEDIA_FORMS)}, not {level!r}")
+        self._media_form(name, form, timeout)
+
+    def _media_form(self, name: str, form: dict[str, str], timeout: float) -> None:
         p = self._running(name)
         query = "&".join(f"{k}={v}" for k, v in form.items())
         conn = http.client.HTTPConnection("127.0.0.1", p.port, timeout=timeout)
@@ -786,6 +789,19 @@ class Rig:
             conn.close()
         if resp.status != 200 or b"<form" not in body:
             raise RigError(f"{name}: /media form answered HTTP {resp.status}: {body[:200]!r}")
+
+    def load_media(
+        self, name: str, size: str, media_type: str = "labels", level: int = 100,
+        timeout: float = 5.0,
+    ) -> None:  # fmt: skip
+        """Load ``size`` (a PWG self-describing name, e.g. ``oe_4x3-label_4x3in``) of
+        ``media_type`` in both of the printer's trays (main and by-pass), through
+        ippeveprinter's own /media form: its media-ready and media-col-ready say so from then
+        on. ``level`` is the sheets (labels) in the main tray."""
+        self._media_form(name, {
+            "size1": size, "type1": media_type, "level1": str(level),
+            "size3": size, "type3": media_type, "level3": str(min(level, 25)),
+        }, timeout)  # fmt: skip
 
     def wait_state(self, name: str, state: str, timeout: float = 10.0) -> None:
         """Wait (bounded) until :meth:`state` is ``state``, e.g. ``dead`` after a die-* fault."""

@@ -96,6 +96,11 @@ def _with(**changes: Any) -> dict[str, Any]:
         pytest.param(_with(server={"min_free_bytes": -1}), "server.min_free_bytes: Input should be greater than or equal to 0", id="min-free-negative"),
         pytest.param(_with(release={"max_pin_failures": 0}), "release.max_pin_failures: Input should be greater than or equal to 1", id="pin-failures-zero"),
         pytest.param(_with(release={"pin_lockout": 5}), "release.pin_lockout: unknown key", id="pin-unknown-key"),
+        pytest.param(_with(printers__0__media="a4"), "printers[0].media[0]: String should match pattern", id="media-not-a-size"),
+        pytest.param(_with(printers__0__media="oe_4x3-label_0x3in"), "printers[0].media: oe_4x3-label_0x3in states no size", id="media-zero-size"),
+        pytest.param(_with(printers__0__fit="stretch"), "printers[0].fit: Input should be 'exact', 'center' or 'scale'", id="fit-unknown"),
+        pytest.param(_with(dispatch={"media_tolerance_mm": 25}), "dispatch.media_tolerance_mm: Input should be less than or equal to 20", id="tolerance-range"),
+        pytest.param(_with(dispatch={"media_tolerance_mm": -1}), "dispatch.media_tolerance_mm: Input should be greater than or equal to 0", id="tolerance-negative"),
     ],
 )  # fmt: skip
 def test_bad_config_names_the_key(

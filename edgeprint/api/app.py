@@ -54,6 +54,7 @@ from edgeprint.models import (
     ReleaseRequest,
     ResolveRequest,
     StatsOut,
+    StockWaitOut,
     WebhookDeliveriesOut,
     WebhookDeliveryOut,
     iso_time,
@@ -498,7 +499,13 @@ async def _printers_out(deps: Deps, names: set[str] | None = None) -> PrintersOu
         )
         for pool, members in deps.config.pools.items()
     ]
-    return PrintersOut(printers=printers, pools=pools)
+    waits = [
+        StockWaitOut(printer=w.printer, pool=w.pool, size=w.sizes.describe(), jobs=w.jobs,
+                     reason=w.reason or "")
+        for w in deps.service.stock.waits
+        if names is None or w.printer in names
+    ]  # fmt: skip
+    return PrintersOut(printers=printers, pools=pools, waiting_for_stock=waits)
 
 
 async def list_printers(request: web.Request) -> web.Response:

@@ -67,6 +67,7 @@ def cmd_status(api: client.Api, args: argparse.Namespace, as_json: bool) -> None
             "url": api.base,
             "printers": printers.get("printers", []),
             "pools": printers.get("pools", []),
+            "waiting_for_stock": printers.get("waiting_for_stock", []),
             "jobs_by_state": counts,
             "dead_letter": dead,
         }
@@ -76,6 +77,8 @@ def cmd_status(api: client.Api, args: argparse.Namespace, as_json: bool) -> None
     lines = [f"edgeprint at {api.base}  {now:%Y-%m-%d %H:%M:%S} UTC", ""]
     lines += render.printer_table(printers.get("printers", []), short_ids=True)
     lines += ["", *render.pool_table(printers.get("pools", []))]
+    waits = render.stock_waits(printers.get("waiting_for_stock", []))
+    lines += ["", *waits] if waits else []
     lines.append("")
     if counts is None:
         lines.append(f"JOBS  counts unavailable: {counts_error}")

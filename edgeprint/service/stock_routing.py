@@ -58,6 +58,8 @@ class StockRouting:
         self._clock = clock
         #: (printer, pool) target → jobs waiting for stock, as last counted
         self.counts: dict[tuple[str | None, str | None], int] = {}
+        #: the groups of released jobs that wait for stock, as last refreshed
+        self.waits: list[WaitingGroup] = []
 
     @property
     def tolerance_hmm(self) -> int:
@@ -127,4 +129,5 @@ class StockRouting:
                 target=key[0] or key[1] or "", kind="printer" if key[0] else "pool"
             ).set(counts.get(key, 0))
         self.counts = counts
+        self.waits = [g for g in groups if g.reason is not None]
         return groups

@@ -233,6 +233,10 @@
     row(dl, "Pool", p.pool || "-");
     row(dl, "Paused", p.paused ? "yes" : "no");
     if (p.last_error) { row(dl, "Last error", p.last_error); }
+    var stock = (p.media_ready || []).map(function (m) {
+      return m.size + (m.label ? " labels" : "") + (m.tray ? " (" + m.tray + ")" : "");
+    });
+    row(dl, "Stock", stock.length ? stock.join(", ") : "not reported");
     card.append(dl, printerActions(p));
     return card;
   }
@@ -318,6 +322,11 @@
       list.forEach(function (p) { grid.append(printerCard(p)); });
     }
     byId("pools").replaceChildren(poolTable(printers.pools || []));
+    var waits = printers.waiting_for_stock || [];
+    byId("stock-waits").hidden = !waits.length;
+    byId("stock-waits").replaceChildren.apply(byId("stock-waits"), waits.map(function (w) {
+      return h("p", null, w.jobs + " job(s) waiting for stock: " + w.reason);
+    }));
     byId("dead-count").textContent = String(dead.count);
     var more = dead.count > dead.jobs.length
       ? h("p", "empty", "Showing the oldest " + dead.jobs.length + " of " + dead.count + ".")
