@@ -133,8 +133,12 @@ async def test_a_pool_prefers_the_printer_whose_stock_fits_exactly(
             )
         badges = [(await kiosk.submit(f"badge-{i:04d}", pool="lobby", hold=False))["id"]
                   for i in range(6)]  # fmt: skip
-        sheet = (await kiosk.submit("letter-0001", doc=_letter_pdf(), pool="lobby", hold=False))["id"]
-        named = await kiosk.submit("letter-0002", doc=_letter_pdf(), printer="printer-02", hold=False)
+        sheet = (await kiosk.submit("letter-0001", doc=_letter_pdf(), pool="lobby", hold=False))[
+            "id"
+        ]
+        named = await kiosk.submit(
+            "letter-0002", doc=_letter_pdf(), printer="printer-02", hold=False
+        )
         done = await kiosk.wait_states([*badges, sheet], {"DONE", "DEAD"}, timeout_s=30)
         assert {j["printed_on"] for j in done if j["id"] in badges} == {"printer-02"}
         assert [j["printed_on"] for j in done if j["id"] == sheet] == ["printer-01"]

@@ -139,7 +139,12 @@ def cmd_printers(api: client.Api, args: argparse.Namespace, as_json: bool) -> No
             ("waiting", f"{p.get('waiting', 0)} (oldest {render.age(p.get('oldest_waiting_s'))})"),
             ("printing", p.get("printing_job") or "-"),
             ("last error", p.get("last_error") or "-"),
-        ]
+            ("stock", ", ".join(
+                f"{m.get('size')} {'labels' if m.get('label') else 'sheets'} ({m.get('fit')})"
+                + (f" in {m['tray']}" if m.get("tray") else "")
+                for m in p.get("media_ready") or []
+            ) or "not reported"),
+        ]  # fmt: skip
         lines += render.wrap(f"{p['name']}  {p.get('uri', '')}", "", "    ")
         for label, value in fields:
             lines += render.wrap(f"{label + ':':<19}{value}", "  ", " " * 21)
@@ -147,6 +152,8 @@ def cmd_printers(api: client.Api, args: argparse.Namespace, as_json: bool) -> No
     if not body.get("printers"):
         lines += ["no printers configured", ""]
     lines += render.pool_table(body.get("pools", []))
+    waits = render.stock_waits(body.get("waiting_for_stock", []))
+    lines += ["", *waits] if waits else []
     render.out(lines)
 
 
