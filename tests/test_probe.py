@@ -34,8 +34,8 @@ async def test_a_state_probe_asks_for_the_state_only(tmp_path: Path) -> None:
     assert not state.described
     assert full.described
     assert state.config_change_time == full.config_change_time is not None
-    assert "pwg-raster-document-resolution-supported" in full.attributes
-    assert "pwg-raster-document-resolution-supported" not in state.attributes
+    assert "color-supported" in full.attributes
+    assert "color-supported" not in state.attributes
     assert state.attributes["media-ready"] == full.attributes["media-ready"]
     assert state.state == full.state
     assert state.formats == full.formats

@@ -18,8 +18,8 @@ import pytest
 from testbed.config import TECH_TOKEN
 from testbed.rig import Rig
 from tests.polling import eventually
-from tests.test_cli_tech import run_cli
 from tests.printing import Client, appliance, assert_each_printed_once, rig_config
+from tests.test_cli_tech import run_cli
 
 pytestmark = pytest.mark.slow
 
