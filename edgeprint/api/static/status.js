@@ -329,7 +329,8 @@
       tr.setAttribute("data-state", j.state);
       body.append(tr);
     });
-    return h("table", null, h("thead", null, head), body);
+    // wider than a phone: the table scrolls in its own box, never the page
+    return h("div", "scroll", h("table", null, h("thead", null, head), body));
   }
 
   function render(stats, printers, dead, jobs) {
