@@ -427,6 +427,21 @@ class ReadyMediaOut(BaseModel):
         ]  # fmt: skip
 
 
+class PrinterReasonOut(BaseModel):
+    """One ``printer-state-reasons`` value (RFC 8011 §5.4.12) with its severity."""
+
+    value: str = Field(description="as the printer sent it, e.g. media-empty-error or other")
+    keyword: str = Field(description="the value without its severity suffix")
+    severity: Literal["error", "warning", "report"] = Field(
+        description="from the suffix; a value without one is an error (RFC 8011 §5.4.12)"
+    )
+    known: bool = Field(description="a registered keyword (RFC 8011, PWG 5100.x) edgeprint knows")
+    words: str = Field(description="what it means, in plain words")
+    since: datetime | None = Field(
+        default=None, description="since when edgeprint has seen it (this run of probes)"
+    )
+
+
 class PrinterOut(BaseModel):
     """A printer as technicians see it (``GET /v1/printers``). IPP names as in RFC 8011."""
 
@@ -442,6 +457,11 @@ class PrinterOut(BaseModel):
     )
     printer_state_reasons: list[str]
     printer_state_message: str
+    reasons: list[PrinterReasonOut] = Field(
+        default_factory=list,
+        description="each printer-state-reasons value (but none) with its severity; an error "
+        "one, known or not, keeps the printer from new work",
+    )
     queued_job_count: int | None = Field(description="jobs queued in the printer itself")
     waiting: int = Field(description="RELEASED jobs waiting for this printer by name")
     oldest_waiting_s: float | None = Field(description="age of the oldest of them, seconds")

@@ -89,7 +89,12 @@ Job-level faults (:meth:`Rig.fault`): the print command reads the first line of
                           in the job-name it hands the print command)
 
 REASON is one of the printer-state-reasons ippeveprinter knows (:data:`PRINTER_REASONS`);
-it shows the suffix -warning while processing and -report while idle, never -error.
+it shows the suffix -warning while processing and -report while idle, never -error:
+ippeveprinter 2.4's printer-state is only ever idle or processing, and the suffix follows
+it (tools/ippeveprinter.c). A device that stops on a jam or an open cover says
+printer-state stopped and REASON-error; testbed/adversary/proxy.py with
+``Knobs(error_stop=True)`` in front of the printer reports a held job's jam so
+(tests/test_reasons_printers.py).
 Without ``once`` a fault applies to every (matching) job until cleared, also after a
 restart; a die-* fault therefore kills a restarted printer again at its next job.
 

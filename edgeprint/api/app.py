@@ -48,6 +48,7 @@ from edgeprint.models import (
     PoolOut,
     PrinterCapabilitiesOut,
     PrinterOut,
+    PrinterReasonOut,
     PrintersOut,
     PrinterSummaryOut,
     ReadyMediaOut,
@@ -60,6 +61,7 @@ from edgeprint.models import (
     iso_time,
     job_json,
 )
+from edgeprint.printers import reasons
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.service import Caller, Identified, Identify, JobRecord, JobService
 from edgeprint.states import JobState
@@ -453,6 +455,7 @@ def _printer_out(
         health_reason=snap.health_reason, reachable=snap.reachable, paused=snap.paused,
         printer_state=snap.printer_state, printer_state_reasons=list(snap.printer_state_reasons),
         printer_state_message=snap.printer_state_message,
+        reasons=[_reason_out(r) for r in snap.reasons],
         queued_job_count=snap.queued_job_count, waiting=depths.get(key, 0),
         oldest_waiting_s=_age(oldest.get(key), now),
         printing_job=snap.printing_job, last_error=snap.last_error,
@@ -475,6 +478,14 @@ def _printer_out(
             if snap.unreachable_since is not None
             else None
         ),
+    )  # fmt: skip
+
+
+def _reason_out(r: reasons.Reason) -> PrinterReasonOut:
+    since = datetime.fromtimestamp(r.since, UTC) if r.since is not None else None
+    return PrinterReasonOut(
+        value=r.value, keyword=r.keyword, severity=r.severity,
+        known=r.known, words=r.words, since=since,
     )  # fmt: skip
 
 

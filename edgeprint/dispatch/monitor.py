@@ -30,7 +30,7 @@ from edgeprint.documents.capabilities import (
 from edgeprint.epochs import Clock, Epoch, Reading, advance
 from edgeprint.metrics import Metrics
 from edgeprint.personality import JobAnswer, Traits, learn_forgotten, learn_job, learn_printer
-from edgeprint.printers import supplies, tls
+from edgeprint.printers import reasons, supplies, tls
 from edgeprint.printers.health import Health, HealthChange, HealthSettings, PrinterSnapshot
 from edgeprint.printers.ipp import IppClient, PrinterStatus
 from edgeprint.service import JobService
@@ -100,6 +100,8 @@ class Monitor:
         #: The format a (PDF) job is sent to this printer in; None: none edgeprint can make.
         self.sends: str | None = formats.PDF
         self.status: PrinterStatus | None = None
+        #: since when each printer-state-reasons value now shown has shown (unix seconds)
+        self.reasons_since: dict[str, float] = {}
         self.reachable = False
         self.unreachable_since: float | None = None
         self._trusted = False
@@ -283,6 +285,7 @@ class Monitor:
             unusable = formats.unusable(self.capabilities)
         self.status = status
         self._read_stock(status)
+        self.reasons_since = reasons.first_seen(self.reasons_since, status.reasons, now)
         await self.health_changed(self.health.on_probe(status, now, unusable))
         self.publish()
         self.metrics.printer_healthy.labels(printer=self.name).set(int(self.health.healthy))
@@ -314,6 +317,7 @@ class Monitor:
         """No answer: count it; returns for how long the printer has been unreachable (s)."""
         now = self._clock()
         self._described = None  # it may come back another printer: describe it again
+        self.reasons_since = {}  # what it shows when back is seen anew
         if isinstance(exc, errors.PrinterUnreachable | errors.PrinterTimedOut):
             self._after_outage = True  # it may have been off (a reset of one request is not)
         if self.reachable or self.unreachable_since is None:
@@ -448,4 +452,5 @@ class Monitor:
             personality=self.traits.as_json(),
             stock=self.stock,
             stock_from=self.stock_from,
+            reasons=reasons.describe(st.reasons, self.reasons_since) if st else (),
         )

@@ -41,7 +41,8 @@ from edgeprint.printers import codec
 from edgeprint.printers.codec import AttributeGroup, GroupTag, Operation, Status, Tag, attr
 
 _TERMINAL = {7, 8, 9}
-_COMPLETED, _ABORTED, _CANCELED, _PROCESSING, _HELD = 9, 8, 7, 5, 4
+_COMPLETED, _ABORTED, _CANCELED, _PROCESSING, _HELD = 9, 8, 7, 5, 4  # job-state
+_PRINTER_PROCESSING, _PRINTER_STOPPED = 4, 5  # printer-state
 _ACTING = {Operation.CREATE_JOB, Operation.PRINT_JOB, Operation.SEND_DOCUMENT}
 _UPLOADS = {Operation.PRINT_JOB, Operation.SEND_DOCUMENT}
 _MAKES = {Operation.CREATE_JOB, Operation.PRINT_JOB}
@@ -579,10 +580,11 @@ class AdversaryProxy:
         reasons_attr = g.get("printer-state-reasons")
         reasons = [] if reasons_attr is None else [str(v.value) for v in reasons_attr.values]
         reasons = [r for r in reasons if r != "none"]
-        suffix = "-warning" if state == _PROCESSING else "-report"
-        if k.error_stop and state == _PROCESSING and any(r.startswith(_STALLS) for r in reasons):
+        suffix = "-warning" if state == _PRINTER_PROCESSING else "-report"
+        stalled = any(r.startswith(_STALLS) for r in reasons)
+        if k.error_stop and state == _PRINTER_PROCESSING and stalled:
             reasons = [_as_error(r) if r.startswith(_STALLS) else r for r in reasons]
-            g.set(attr("printer-state", Tag.ENUM, 5))
+            g.set(attr("printer-state", Tag.ENUM, _PRINTER_STOPPED))
         if k.bypass_empty:
             reasons.append("media-empty" + suffix)
             trays = g.get("printer-input-tray")

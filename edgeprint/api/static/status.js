@@ -213,6 +213,27 @@
 
   // --- rendering ---------------------------------------------------------------------------------
 
+  // Each printer-state-reasons value: its severity in words, what it means, since when.
+  var SEVERITY_TEXT = { error: "Error", warning: "Warning", report: "Note" };
+  function reasonList(p) {
+    var list = p.reasons;
+    if (!list) {  // an appliance without the reasons field: the bare values
+      var bare = (p.printer_state_reasons || []).filter(function (r) { return r !== "none"; });
+      return bare.length ? bare.join(", ") : "none";
+    }
+    if (!list.length) { return "none"; }
+    var ul = h("ul", "reasons");
+    list.forEach(function (r) {
+      var li = h("li", null, h("span", "sev " + r.severity, SEVERITY_TEXT[r.severity] || r.severity),
+                 " " + r.words + " ", h("span", "mono", "(" + r.value + ")"),
+                 r.since ? ", since " + when(r.since) : null);
+      li.setAttribute("data-reason", r.value);
+      li.setAttribute("data-severity", r.severity);
+      ul.append(li);
+    });
+    return ul;
+  }
+
   function printerCard(p) {
     var hl = health(p);
     var card = h("article", "card " + (p.paused ? "paused" : hl));
@@ -222,11 +243,10 @@
     if (p.paused) { title.append(h("span", "badge paused", "paused")); }
     card.append(title);
     var dl = h("dl");
-    var reasons = (p.printer_state_reasons || []).filter(function (r) { return r !== "none"; });
     row(dl, "Health", HEALTH_TEXT[hl] + (p.health_reason ? " (" + p.health_reason + ")" : ""));
     row(dl, "State", p.printer_state || "-");
-    row(dl, "Reasons", reasons.length ? reasons.join(", ") : "none");
-    if (p.printer_state_message) { row(dl, "Message", p.printer_state_message); }
+    row(dl, "Reasons", reasonList(p));
+    if (p.printer_state_message) { row(dl, "Printer says", "\u201c" + p.printer_state_message + "\u201d"); }
     row(dl, "Queued in printer", p.queued_job_count === null ? "-" : p.queued_job_count);
     row(dl, "Waiting", p.waiting + (p.waiting ? " (oldest " + age(p.oldest_waiting_s) + ")" : ""));
     row(dl, "Printing", p.printing_job || "-", p.printing_job ? "mono" : null);
@@ -309,7 +329,8 @@
       tr.setAttribute("data-state", j.state);
       body.append(tr);
     });
-    return h("table", null, h("thead", null, head), body);
+    // wider than a phone: the table scrolls in its own box, never the page
+    return h("div", "scroll", h("table", null, h("thead", null, head), body));
   }
 
   function render(stats, printers, dead, jobs) {
