@@ -58,6 +58,7 @@ class JobRecord(NamedTuple):
     settled_by: str | None  # the evidence (edgeprint.evidence.Evidence) that settled it last
     pages_printed: int | None  # impressions that came out of a copy that stopped part-way
     from_page: int | None  # a person asked for the rest only: print from this page on
+    rehearsal: bool  # made while the event was in rehearsal (issue 23): never a live figure
     # computed from its copies (not columns of jobs; see ROW):
     cancel_requested: bool  # a person asked to cancel it while a printer holds a copy
     truncated_copies: int  # copies that completed without being verifiably whole
@@ -69,6 +70,7 @@ class JobRecord(NamedTuple):
         state = values[_STATE_INDEX]
         values[_STATE_INDEX] = _STATES.get(state) or JobState(state)
         values[_CANCEL_INDEX] = bool(values[_CANCEL_INDEX])
+        values[_REHEARSAL_INDEX] = bool(values[_REHEARSAL_INDEX])
         return cls._make(values)
 
 
@@ -76,3 +78,4 @@ _STATE_INDEX = JobRecord._fields.index("state")
 #: State text → JobState without the Enum call (twice per release).
 _STATES = {s.value: s for s in JobState}
 _CANCEL_INDEX = JobRecord._fields.index("cancel_requested")
+_REHEARSAL_INDEX = JobRecord._fields.index("rehearsal")
