@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from edgeprint.cli import client, render
+from edgeprint.cli import client, event, preflight, render
 from edgeprint.cli.errors import (
     EXIT_API_ERROR,
     EXIT_CONNECT,
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
             client.base_url(args), client.bearer_token(args),
             getattr(args, "timeout", client.DEFAULT_TIMEOUT_S),
         )  # fmt: skip
-        COMMANDS[args.command](api, args, as_json)
+        code = COMMANDS[args.command](api, args, as_json)
     except UsageError as exc:
         print(f"edgeprint: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     except KeyboardInterrupt:
         return 130
-    return EXIT_OK
+    return EXIT_OK if code is None else code
 
 
 def cmd_status(api: client.Api, args: argparse.Namespace, as_json: bool) -> None:
@@ -317,7 +317,7 @@ def _printer_action(verb: str) -> Callable[[client.Api, argparse.Namespace, bool
     return action
 
 
-COMMANDS: dict[str, Callable[[client.Api, argparse.Namespace, bool], None]] = {
+COMMANDS: dict[str, Callable[[client.Api, argparse.Namespace, bool], int | None]] = {
     "status": cmd_status,
     "printers": cmd_printers,
     "jobs": cmd_jobs,
@@ -329,4 +329,9 @@ COMMANDS: dict[str, Callable[[client.Api, argparse.Namespace, bool], None]] = {
     "pause": _printer_action("pause"),
     "resume": _printer_action("resume"),
     "drain": _printer_action("drain"),
+    # issue 23 (preflight)
+    "preflight": preflight.run,
+    "event": event.cmd_event,
+    "rehearsal": event.cmd_rehearsal,
+    "go-live": event.cmd_go_live,
 }
