@@ -404,7 +404,7 @@ def _facts(v: Verdict) -> str:
         facts.append(v.printer_state)
     if v.media_ready:
         fit = {True: " (fits)", False: " (does not fit)", None: ""}[v.stock_fits]
-        facts.append(f"ready: {', '.join(v.media_ready)}{fit}")
+        facts.append(f"stock ready: {', '.join(v.media_ready)}{fit}")
     if v.tls and v.tls.get("matches"):
         facts.append("certificate matches its pin")
     tp = v.test_print
