@@ -3,14 +3,17 @@
 Preflight's own small rule, kept apart so that the stock-aware routing's
 ``edgeprint.stock`` can replace it: a page fits ready media of the same size
 within :data:`TOLERANCE_HMM` (1.5 mm) on each side, either way round (a 4x3 in
-badge fits 3x4 in labels: the printer rotates it). Sizes are in hundredths of a
-millimetre, as IPP's media-size.
+badge fits 3x4 in labels: the printer rotates it). Larger cut-sheet stock
+(letter, A4) takes a smaller page scaled or centred, as the routing's default
+``fit`` for sheet stock says: preflight warns of it rather than failing. Sizes
+are in hundredths of a millimetre, as IPP's media-size.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 #: Hundredths of millimetre per inch, and per PostScript point (PDF page sizes).
 HMM_PER_INCH = 2540
@@ -82,6 +85,36 @@ def fits(page: Size, media: Size, tolerance_hmm: int = TOLERANCE_HMM) -> bool:
     return same or turned
 
 
+#: PWG media classes of cut-sheet stock (letter, A4, envelopes…): an office printer scales
+#: or centres a smaller page on them (the routing's default ``fit`` for sheet stock).
+SHEET_CLASSES = frozenset({"na", "iso", "jis", "jpn", "prc", "roc", "om"})
+
+
+def is_sheet(media: Size) -> bool:
+    """Cut-sheet stock by its PWG name (``na_letter_…``, ``iso_a4_…``); unnamed sizes and
+    labels or rolls (``oe_4x3-label_…``, ``roll_…``) are not."""
+    if not media.name:
+        return False
+    klass, _, rest = media.name.partition("_")
+    return klass in SHEET_CLASSES and "label" not in rest and "roll" not in rest
+
+
+def larger(page: Size, media: Size) -> bool:
+    """The page fits inside the media, either way round."""
+    pw, ph, mw, mh = page.width_hmm, page.height_hmm, media.width_hmm, media.height_hmm
+    return (pw <= mw and ph <= mh) or (pw <= mh and ph <= mw)
+
+
+def sheet_fitting(page: Size, ready: list[str]) -> list[str]:
+    """Those of ``ready`` that are sheet stock larger than the page (scaled or centred)."""
+    out = []
+    for text in ready:
+        media = from_shown(text)
+        if media is not None and is_sheet(media) and larger(page, media):
+            out.append(text)
+    return out
+
+
 def fitting(page: Size, ready: list[str]) -> list[str]:
     """Those of ``ready`` (as GET /v1/printers shows them) the page fits."""
     out = []
@@ -90,3 +123,14 @@ def fitting(page: Size, ready: list[str]) -> list[str]:
         if media is not None and fits(page, media):
             out.append(text)
     return out
+
+
+Fit = Literal["exact", "sheet", "none"]
+
+
+def judge(page: Size, ready: list[str]) -> Fit:
+    """``exact``: stock of the page's size is ready; ``sheet``: only larger cut-sheet stock
+    (the page is scaled or centred on it); ``none``: wrong stock."""
+    if fitting(page, ready):
+        return "exact"
+    return "sheet" if sheet_fitting(page, ready) else "none"

@@ -593,9 +593,10 @@ class PrinterCheckOut(BaseModel):
     accepting_jobs: bool | None = Field(description="printer-is-accepting-jobs")
     media_ready: list[str] = Field(description="ready media, as GET /v1/printers shows it")
     badge_media: str | None = Field(description="[event] badge_media (null: not set)")
-    stock_fits: bool | None = Field(
-        description="the badge_media fits a ready medium (same size within 1.5 mm, either way "
-        "round); null when badge_media is not set or the printer reports no ready media"
+    stock_fit: Literal["exact", "sheet", "none"] | None = Field(
+        description="badge_media against the ready media: exact (the same size within 1.5 mm, "
+        "either way round), sheet (only larger cut-sheet stock: scaled or centred), none (wrong "
+        "stock); null when badge_media is not set or the printer reports no ready media"
     )
     error: str | None = Field(description="why the request failed, in words")
     tls: TlsCheckOut | None = Field(description="ipps printers: the certificate and its pin")

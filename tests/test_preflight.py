@@ -14,9 +14,12 @@ from pypdf import PdfWriter
 
 from edgeprint import cli
 from edgeprint.cli.preflight import EXIT_NOT_READY
+from testbed import pdfs
+from testbed.adversary.proxy import AdversaryProxy, Knobs
 from testbed.pdfs import make_pdf
 from testbed.rig import Rig
 from tests.conftest import TECH_TOKEN, Appliance, config_dict, to_toml
+from tests.lprint_rig import LPrintRig
 from tests.printing import appliance, printed_names, rig_config
 
 
@@ -82,9 +85,10 @@ async def test_preflight_prints_a_test_badge_on_each_printer_and_times_it(
         assert body["event"]["mode"] == "rehearsal"
         ids = []
         for p in body["printers"]:
-            assert (p["ready"], p["problems"], p["reachable"], p["stock_fits"]) == (
-                True, [], True, True
+            assert (p["ready"], p["problems"], p["warnings"], p["reachable"]) == (
+                True, [], [], True
             )  # fmt: skip
+            assert p["stock_fit"] == "exact"
             assert 0 < p["round_trip_s"] < 2
             assert p["printer_state"] == "idle"
             assert p["test_print"]["state"] == "DONE"
@@ -103,10 +107,10 @@ async def test_preflight_prints_a_test_badge_on_each_printer_and_times_it(
 async def test_preflight_says_wrong_stock_and_prints_nothing_there(
     printers: Rig, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A 4x3 in badge where the printers have letter and #10 envelopes ready: each printer
+    """An 11x17 in badge where the printers have letter and #10 envelopes ready: each printer
     WOULD FAIL with the stock named, exit 4, and no test badge is sent to a failing printer."""
-    badge = tmp_path / "badge.pdf"
-    badge.write_bytes(make_pdf())
+    badge = tmp_path / "tabloid.pdf"
+    badge.write_bytes(_pdf(792, 1224))
     cfg = rig_config(tmp_path / "data", printers)
     async with appliance(cfg) as (_, client):
         code, out, err = await run_cli(
@@ -114,16 +118,37 @@ async def test_preflight_says_wrong_stock_and_prints_nothing_there(
         )
     assert (code, err) == (EXIT_NOT_READY, "")
     lines = out.splitlines()
-    assert lines[1] == "badge 4x3 in (from badge.pdf)"
+    assert lines[1] == "badge 11x17 in (from tabloid.pdf)"
     for p in printers:
-        assert f"{p.name}  WOULD FAIL  {p.uri}" in lines
         assert _said(lines, f"{p.name}  WOULD FAIL  {p.uri}") == [
             "FAIL wrong stock: na_letter_8.5x11in (215.9x279.4mm), na_number-10_4.125x9.5in "
-            "(104.77x241.3mm) ready, not the badge's 4x3 in",
+            "(104.77x241.3mm) ready, not the badge's 11x17 in",
             "answers in",
         ]
     assert lines[-1] == "0 of 2 printer(s) ready; would fail the morning: printer-01, printer-02"
     assert printed_names(printers) == {}
+
+
+async def test_preflight_warns_of_a_small_badge_on_sheet_stock(
+    printers: Rig, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 4x3 in badge on office printers with letter ready: ready, with a warning that it
+    comes out on letter, scaled or centred (the routing's default fit for sheet stock)."""
+    badge = tmp_path / "badge.pdf"
+    badge.write_bytes(make_pdf())
+    cfg = rig_config(tmp_path / "data", printers)
+    async with appliance(cfg) as (_, client):
+        code, out, err = await run_cli(
+            capsys, "preflight", "--url", client.url, "--badge", str(badge), "--no-print"
+        )
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    for p in printers:
+        assert _said(lines, f"{p.name}  ready  {p.uri}") == [
+            "warn no 4x3 in stock ready: the badge comes out on na_letter_8.5x11in, scaled or "
+            "centred (sheet stock)",
+            "answers in",
+        ]
 
 
 async def test_preflight_against_unreachable_printers(
@@ -218,8 +243,8 @@ async def test_check_endpoint(printers: Rig, tmp_path: Path) -> None:
         assert body["media_ready"] == [
             "na_letter_8.5x11in (215.9x279.4mm)", "na_number-10_4.125x9.5in (104.77x241.3mm)"
         ]  # fmt: skip
-        assert (body["badge_media"], body["stock_fits"], body["tls"]) == (
-            "oe_4x3-label_4x3in", False, None
+        assert (body["badge_media"], body["stock_fit"], body["tls"]) == (
+            "oe_4x3-label_4x3in", "sheet", None
         )  # fmt: skip
         status, body = await client.post("/v1/printers/printer-99/check", tech=True)
         assert (status, body["type"]) == (404, "urn:edgeprint:problem:printer-not-found")
@@ -274,3 +299,42 @@ def test_check_config_names_event_keys(tmp_path: Path, capsys: pytest.CaptureFix
         err = capsys.readouterr().err
         assert code == 2, name
         assert f"  {said}" in err.splitlines() or said in err, (name, err)
+
+
+async def test_preflight_on_a_label_printer(
+    tmp_path: Path, lprint: LPrintRig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """LPrint (a Zebra with 4x3 in labels loaded): a 4x3 in badge fits and its test badge
+    comes out as one label; a letter badge is wrong stock there (labels take no larger
+    page), exit 4, and nothing more is printed."""
+    bridge = AdversaryProxy(
+        lprint.printer_uri, Knobs(k_octets="exact"), unix_socket=lprint.socket_path
+    )
+    badge = tmp_path / "badge.pdf"
+    badge.write_bytes(pdfs.make_badge_pdf("Hedy Lamarr"))
+    with bridge:
+        cfg = rig_config(
+            tmp_path / "data",
+            [],
+            pool=None,
+            request_timeout_s=5,
+            upload_timeout_s=60,  # type: ignore[arg-type]
+        )
+        cfg["printers"] = [{"name": "label-01", "uri": bridge.uri}]
+        async with appliance(cfg) as (_, client):
+            code, out, err = await run_cli(
+                capsys, "preflight", "--url", client.url, "--badge", str(badge), "--json"
+            )
+            assert (code, err) == (0, "")
+            [p] = json.loads(out)["printers"]
+            assert (p["ready"], p["stock_fit"], p["test_print"]["state"]) == (True, "exact", "DONE")
+            assert p["media_ready"] == ["oe_4x3-label_4x3in (101.6x76.2mm)"]
+            lprint.wait_labels(1)
+            code, out, err = await run_cli(
+                capsys, "preflight", "--url", client.url, "--badge", str(_letter_badge(tmp_path))
+            )
+    assert (code, err) == (EXIT_NOT_READY, "")
+    assert _said(out.splitlines(), f"label-01  WOULD FAIL  {bridge.uri}")[0] == (
+        "FAIL wrong stock: oe_4x3-label_4x3in (101.6x76.2mm) ready, not the badge's 8.5x11 in"
+    )
+    assert len(lprint.labels()) == 1

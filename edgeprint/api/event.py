@@ -70,10 +70,10 @@ def check_out(
     name: str, found: PrinterCheck, badge_media: str | None, at: float
 ) -> PrinterCheckOut:
     """The API's view of a check, with the badge's stock held against the ready media."""
-    fits: bool | None = None
+    fit: media_fit.Fit | None = None
     badge = media_fit.from_media_name(badge_media) if badge_media else None
     if badge is not None and found.media_ready:
-        fits = bool(media_fit.fitting(badge, list(found.media_ready)))
+        fit = media_fit.judge(badge, list(found.media_ready))
     tls = found.tls
     return PrinterCheckOut(
         printer=name, checked_at=rfc3339_ms(at), reachable=found.reachable,
@@ -81,7 +81,7 @@ def check_out(
         printer_state_reasons=list(found.printer_state_reasons),
         printer_state_message=found.printer_state_message,
         accepting_jobs=found.accepting_jobs, media_ready=list(found.media_ready),
-        badge_media=badge_media, stock_fits=fits, error=found.error,
+        badge_media=badge_media, stock_fit=fit, error=found.error,
         tls=None if tls is None else TlsCheckOut(
             mode=tls.mode, pinned=tls.pinned, presented=tls.presented, matches=tls.matches,
             error=tls.error,

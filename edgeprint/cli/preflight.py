@@ -77,7 +77,7 @@ class Verdict:
     printer_state_reasons: list[str] = field(default_factory=list)
     printer_state_message: str = ""
     media_ready: list[str] = field(default_factory=list)
-    stock_fits: bool | None = None
+    stock_fit: str | None = None  # exact, sheet or none (media_fit.judge); None: not checked
     supplies: Any = None
     runway: Any = None
     tls: dict[str, Any] | None = None
@@ -207,7 +207,7 @@ def _judge(p: dict[str, Any], check: dict[str, Any] | str, badge: Badge | None) 
     _state(v, check)
     if not p.get("healthy", True) and not v.problems:
         v.problems.append(f"edgeprint gives it no work: {p.get('health_reason') or 'unhealthy'}")
-    _stock(v, badge)
+    _stock(v, badge, p.get("fit"))
     _supplies(v)
     _runway(v)
     _tls(v)
@@ -237,7 +237,9 @@ def _severity(reason: str) -> str:
     return "error"
 
 
-def _stock(v: Verdict, badge: Badge | None) -> None:
+def _stock(v: Verdict, badge: Badge | None, fit: object) -> None:
+    """The badge against the ready stock; ``fit`` is the printer's ``[[printers]] fit`` when
+    GET /v1/printers shows it (``exact`` never takes a larger sheet)."""
     if badge is None:
         return
     if not v.media_ready:
@@ -246,11 +248,20 @@ def _stock(v: Verdict, badge: Badge | None) -> None:
             "(look at the printer)"
         )
         return
-    v.stock_fits = bool(media_fit.fitting(badge.size, v.media_ready))
-    if not v.stock_fits:
-        v.problems.append(
-            f"wrong stock: {', '.join(v.media_ready)} ready, not the badge's {badge.size.inches()}"
+    v.stock_fit = media_fit.judge(badge.size, v.media_ready)
+    if v.stock_fit == "exact":
+        return
+    if v.stock_fit == "sheet" and fit != "exact":
+        sheet = media_fit.sheet_fitting(badge.size, v.media_ready)[0].split(" (")[0]
+        v.warnings.append(
+            f"no {badge.size.inches()} stock ready: the badge comes out on {sheet}, scaled or "
+            "centred (sheet stock)"
         )
+        return
+    v.stock_fit = "none"
+    v.problems.append(
+        f"wrong stock: {', '.join(v.media_ready)} ready, not the badge's {badge.size.inches()}"
+    )
 
 
 def _supplies(v: Verdict) -> None:
@@ -403,7 +414,9 @@ def _facts(v: Verdict) -> str:
     if v.printer_state:
         facts.append(v.printer_state)
     if v.media_ready:
-        fit = {True: " (fits)", False: " (does not fit)", None: ""}[v.stock_fits]
+        fit = {"exact": " (fits)", "sheet": " (larger sheets)", "none": " (wrong stock)"}.get(
+            v.stock_fit or "", ""
+        )
         facts.append(f"stock ready: {', '.join(v.media_ready)}{fit}")
     if v.tls and v.tls.get("matches"):
         facts.append("certificate matches its pin")

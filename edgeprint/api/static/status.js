@@ -272,8 +272,10 @@
       } else if (bad.length) { fail.push("reports " + bad.join(", ")); }
       if (watch.length) { warn.push("reports " + watch.join(", ")); }
       if (c.accepting_jobs === false) { fail.push("not accepting jobs"); }
-      if (c.stock_fits === false) {
+      if (c.stock_fit === "none") {
         fail.push("wrong stock: " + c.media_ready.join(", ") + " ready, not " + c.badge_media);
+      } else if (c.stock_fit === "sheet") {
+        warn.push("no " + c.badge_media + " ready: the badge comes out on larger sheets");
       } else if (c.badge_media && !c.media_ready.length) {
         warn.push("reports no ready media: look at the printer");
       }
