@@ -3,6 +3,8 @@ restart, and against a real printer while a job is in flight."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -239,3 +241,43 @@ async def test_go_live_during_a_run_lets_the_job_in_hand_finish_as_rehearsal(
             "edgeprint_jobs_printed_total", {"printer": name}
         )
         assert printed == 1
+
+
+async def test_cli_rehearsal_go_live_and_event(
+    app: Appliance, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """edgeprint rehearsal / event / go-live print what happened; go-live when live exits 1
+    with the appliance's words; --json is the API's answer."""
+    from edgeprint import cli
+
+    async def run(*argv: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = await asyncio.to_thread(cli.main, [*argv, "--url", app.url, "--token", TECH_TOKEN])
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    code, out, err = await run("rehearsal")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0] == "rehearsal started: every new job is a test until edgeprint go-live"
+    assert lines[1].startswith("event: rehearsal since 20")
+    assert lines[1].endswith(" (set by tech-1)")
+    assert lines[2] == "rehearsal jobs: none"
+    held = await _job(app, "cli-reh-0001")
+    code, out, _ = await run("event")
+    assert (code, out.splitlines()[1]) == (0, "rehearsal jobs: HELD 1")
+    code, out, err = await run("go-live")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[:2] == [
+        "live: the rehearsal is over; 1 rehearsal job(s) cancelled",
+        f"  {held['id']}",
+    ]
+    code, out, err = await run("go-live")
+    assert (code, out) == (1, "")
+    assert err.startswith(
+        "edgeprint: 409 Conflict: the event is not in rehearsal, so there is nothing to end: "
+        "it is live since 20"
+    )
+    code, out, _ = await run("event", "--json")
+    assert code == 0
+    assert json.loads(out)["mode"] == "live"
