@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from testbed.rig import Rig
 from tests.conftest import TECH_TOKEN, Appliance, config_dict, to_toml
 from tests.lprint_rig import LPrintRig
 from tests.printing import appliance, printed_names, rig_config
+from tests.test_printing_tls import file_fingerprint
 
 
 def _pdf(width_pt: float, height_pt: float) -> bytes:
@@ -254,20 +256,33 @@ async def test_check_endpoint(printers: Rig, tmp_path: Path) -> None:
         assert (status, body["type"]) == (403, "urn:edgeprint:problem:forbidden")
 
 
-async def test_check_endpoint_ipps_pin(ipps_printer: Rig, tmp_path: Path) -> None:
-    """An ipps printer: the check reads the certificate it presents and holds it against
-    the pin stored at first contact."""
+async def test_check_endpoint_and_preflight_on_an_ipps_pin(
+    ipps_printer: Rig, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An ipps printer: the check holds the certificate it presents against the pin stored at
+    first contact; after a factory reset (a new certificate) preflight says it would fail and
+    how to re-trust it, exit 4."""
     p = ipps_printer.printers[0]
     cfg = rig_config(tmp_path / "data", ipps_printer)
     cfg["printers"][0]["uri"] = p.uri.replace("ipp://", "ipps://")
     async with appliance(cfg) as (run, client):
         pin = await _eventually_pinned(run, p.name)
         status, body = await client.post(f"/v1/printers/{p.name}/check", tech=True)
-    assert status == 200
-    assert body["reachable"] is True
-    assert body["tls"] == {
-        "mode": "pin", "pinned": pin, "presented": pin, "matches": True, "error": None
-    }  # fmt: skip
+        assert status == 200
+        assert body["reachable"] is True
+        assert body["tls"] == {
+            "mode": "pin", "pinned": pin, "presented": pin, "matches": True, "error": None
+        }  # fmt: skip
+        shutil.rmtree(p.dir / "ssl")  # a factory reset: a new self-signed certificate
+        ipps_printer.restart(p.name)
+        code, out, err = await run_cli(capsys, "preflight", "--url", client.url, "--no-print")
+        now = file_fingerprint(p.dir / "ssl" / "localhost.crt")
+    assert (code, err) == (EXIT_NOT_READY, "")
+    said = _said(out.splitlines(), f"{p.name}  WOULD FAIL  {cfg['printers'][0]['uri']}")
+    assert (
+        f"FAIL presents another certificate ({now}) than the pinned one ({pin}): nothing "
+        f"is sent to it; if the printer was reset, edgeprint printers trust {p.name}" in said
+    )
 
 
 async def _eventually_pinned(run: Any, name: str) -> str:
@@ -338,3 +353,38 @@ async def test_preflight_on_a_label_printer(
         "FAIL wrong stock: oe_4x3-label_4x3in (101.6x76.2mm) ready, not the badge's 8.5x11 in"
     )
     assert len(lprint.labels()) == 1
+
+
+def test_supplies_and_runway_are_read_when_the_appliance_has_them() -> None:
+    """GET /v1/printers' supplies and runway (when present) become problems and warnings;
+    without them preflight says nothing of them (pure: the verdict over the API's JSON)."""
+    from edgeprint.cli.preflight import _judge
+
+    check = {
+        "reachable": True, "round_trip_s": 0.01, "printer_state": "idle",
+        "printer_state_reasons": ["media-low-report"], "printer_state_message": "",
+        "accepting_jobs": True, "media_ready": [], "error": None, "tls": None,
+    }  # fmt: skip
+    plain = _judge({"name": "p", "uri": "ipp://x", "healthy": True}, check, None)
+    assert (plain.problems, plain.warnings) == ([], [])
+    empty = _judge(
+        {"name": "p", "uri": "ipp://x", "healthy": True,
+         "supplies": [{"name": "black toner", "level": 0}, {"name": "drum", "level": 7},
+                      {"name": "waste", "level": -2}],
+         "runway": {"labels_left": 0, "labels_per_roll": 500, "per_minute": 2.0,
+                    "minutes_left": 0}},
+        check, None,
+    )  # fmt: skip
+    assert empty.problems == ["black toner is empty", "the roll is used up (runway: 0 labels left)"]
+    assert empty.warnings == ["drum is low (7%)"]
+    short = _judge(
+        {"name": "p", "uri": "ipp://x", "healthy": True,
+         "runway": {"labels_left": 40, "labels_per_roll": 500, "per_minute": 2.0,
+                    "minutes_left": 20}},
+        {**check, "printer_state_reasons": ["media-jam-warning"], "printer_state_message": "Jam"},
+        None,
+    )  # fmt: skip
+    assert short.problems == []
+    assert short.warnings == [
+        "reports media-jam-warning (Jam)", "the roll runs out in about 20 min at the current rate"
+    ]  # fmt: skip
