@@ -281,3 +281,21 @@ async def test_cli_rehearsal_go_live_and_event(
     code, out, _ = await run("event", "--json")
     assert code == 0
     assert json.loads(out)["mode"] == "live"
+
+
+async def test_status_says_rehearsal(app: Appliance, capsys: pytest.CaptureFixture[str]) -> None:
+    """edgeprint status shows a REHEARSAL line while in one (its counts are live jobs only)."""
+    from edgeprint import cli
+
+    await app.post("/v1/event/rehearsal", token=TECH_TOKEN)
+    await _job(app, "status-reh-0001")
+    capsys.readouterr()
+    code = await asyncio.to_thread(cli.main, ["status", "--url", app.url, "--token", TECH_TOKEN])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "HELD 0" in out
+    lines = out.splitlines()
+    [at] = [i for i, x in enumerate(lines) if x.startswith("REHEARSAL")]
+    line = lines[at] + " " + lines[at + 1].strip()  # folded at 80 columns
+    assert line.startswith("REHEARSAL since 20")
+    assert line.endswith(": 1 test job(s), counted apart; edgeprint go-live ends it")

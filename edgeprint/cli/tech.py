@@ -82,6 +82,7 @@ def cmd_status(api: client.Api, args: argparse.Namespace, as_json: bool) -> None
     else:
         text = "  ".join(f"{s} {counts.get(s, 0)}" for s in (st.value for st in JobState))
         lines += render.wrap(text, "JOBS  ", "      ")
+    lines += _rehearsal_line(api)
     n = int(dead.get("count", 0))
     lines.append(f"DEAD LETTER  {n} job(s)" + ("" if n == 0 else "  (edgeprint dead-letter)"))
     for job in dead.get("jobs", [])[:STATUS_DEAD_SHOWN]:
@@ -93,6 +94,23 @@ def cmd_status(api: client.Api, args: argparse.Namespace, as_json: bool) -> None
     if n > STATUS_DEAD_SHOWN:
         lines.append(f"  … and {n - STATUS_DEAD_SHOWN} more")
     render.out(lines)
+
+
+def _rehearsal_line(api: client.Api) -> list[str]:
+    """A line while the event is in rehearsal (the job counts above are live jobs only)."""
+    try:
+        _, event = api.json("GET", "/v1/event")
+    except (ApiFailed, ConnectFailed):
+        return []
+    if not isinstance(event, dict) or event.get("mode") != "rehearsal":
+        return []
+    made = sum(int(n) for n in (event.get("rehearsal_jobs_by_state") or {}).values())
+    return render.wrap(
+        f"REHEARSAL since {event.get('since')}: {made} test job(s), counted apart; "
+        "edgeprint go-live ends it",
+        "",
+        "  ",
+    )
 
 
 def _job_counts(api: client.Api) -> tuple[dict[str, int] | None, str]:
