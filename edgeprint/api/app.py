@@ -441,6 +441,8 @@ async def metrics(request: web.Request) -> web.Response:
     deps = _deps(request)
     deps.metrics.set_job_counts(await deps.service.jobs_by_state())
     deps.metrics.set_rehearsal_counts(await deps.service.jobs_by_state(rehearsal=True))
+    mode = await deps.service.event.current()  # read here: another appliance may change it
+    deps.metrics.event_rehearsal.set(int(mode.mode == "rehearsal"))
     queues = await deps.service.queues()
     deps.metrics.set_queues(
         {p.name: p.pool for p in deps.config.printers},

@@ -8,8 +8,9 @@ as what it was made as. What restarts at go-live: the live figures never count a
 rehearsal job (``jobs_by_state`` in GET /v1/stats, ``edgeprint_jobs``,
 ``edgeprint_jobs_accepted_total``, ``edgeprint_jobs_printed_total`` and
 ``edgeprint_release_to_completed_seconds`` see live jobs only; rehearsal jobs are
-counted apart, in GET /v1/event and ``edgeprint_rehearsal_jobs``); forecasts that
-take a rate (labels per minute) start again from ``since`` of the live mode.
+counted apart, in GET /v1/event and ``edgeprint_rehearsal_jobs``). The rule for a
+forecast made from a rate (a roll's labels per minute): it counts live jobs only, so it
+starts again at go-live; labels left on a roll count every label (the paper is used).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import logging
 from collections.abc import Callable
 
 from edgeprint import errors, timefmt
-from edgeprint.metrics import Metrics
 from edgeprint.service.admission import Admission
 from edgeprint.service.records import Caller
 from edgeprint.store.event import EventMode, EventModes, Mode, WentLive
@@ -33,11 +33,8 @@ GO_LIVE_WHY = "cancelled at go-live: a rehearsal job that had not printed"
 class EventService:
     """Start a rehearsal, go live, read the mode (through the store's named operations)."""
 
-    def __init__(
-        self, store: Store, metrics: Metrics, admission: Admission, clock: Callable[[], float]
-    ) -> None:
+    def __init__(self, store: Store, admission: Admission, clock: Callable[[], float]) -> None:
         self._modes = EventModes(store)
-        self._metrics = metrics
         self._admission = admission
         self._clock = clock
 
@@ -54,7 +51,6 @@ class EventService:
                 "the event is already in rehearsal; end it with POST /v1/event/live "
                 "(edgeprint go-live)",
             )  # fmt: skip
-        self._metrics.event_rehearsal.set(1)
         log.info(
             "rehearsal started",
             extra={"event": "rehearsal_started", "actor": caller.name,
@@ -76,7 +72,6 @@ class EventService:
                 "the event is not in rehearsal, so there is nothing to end: it is live"
                 + (" already" if now.since is None else f" since {timefmt.rfc3339_ms(now.since)}"),
             )
-        self._metrics.event_rehearsal.set(0)
         self._admission.forget_depths()  # cancelled jobs left their queues
         log.info(
             "event live",
@@ -91,7 +86,6 @@ class EventService:
         change to ``rehearsal`` starts one (if not in one); a change to ``live`` ends one.
         Returns the new mode when it changed anything."""
         if await self._modes.config_mode() == mode:
-            self._metrics.event_rehearsal.set(int((await self.current()).mode == "rehearsal"))
             return None
         caller = Caller("config", "tech")
         changed: EventMode | None = None
@@ -103,7 +97,6 @@ class EventService:
         except errors.EventModeConflict:
             pass  # already in the mode the config asks for
         await self._modes.note_config_mode(mode)
-        self._metrics.event_rehearsal.set(int((await self.current()).mode == "rehearsal"))
         return changed
 
 

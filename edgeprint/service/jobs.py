@@ -129,7 +129,7 @@ class JobService:
         self.board = board if board is not None else PrinterBoard()
         self.admission = Admission(config, self.board, metrics, jobs.waiting_depths, clock)
         #: The event's mode: rehearsal or live (issue 23).
-        self.event = EventService(jobs.store, metrics, self.admission, clock)
+        self.event = EventService(jobs.store, self.admission, clock)
         #: The release counter, looked up once (a label lookup per release is measurable).
         self._released_ok = metrics.transitions.labels(action="release", outcome="ok")
         self._pools = config.pools
