@@ -26,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from edgeprint import errors
+from edgeprint import errors, media_fit
 from edgeprint.printers import tls
 from edgeprint.stock import media_name_size
 
@@ -410,6 +410,41 @@ class IppConfig(_Frozen):
         return value
 
 
+#: The smallest and largest badge side ``[event] badge_media`` may state (hundredths of mm).
+BADGE_SIDE_HMM = (1000, 120_000)
+
+
+class EventConfig(_Frozen):
+    """``[event]`` (issue 23): the mode the appliance starts in, and the badge's stock."""
+
+    #: "rehearsal": start a rehearsal at the next start (acts only when this value changes
+    #: from the one the last start applied: a go-live through the API is not undone by a
+    #: restart). "live": end one, likewise.
+    mode: Literal["live", "rehearsal"] = "live"
+    #: The badge's stock as a PWG self-describing media name (``oe_4x3-label_4x3in``):
+    #: what ``edgeprint preflight`` checks each printer's ready media against.
+    badge_media: str | None = Field(default=None, min_length=1, max_length=255)
+
+    @field_validator("badge_media")
+    @classmethod
+    def _badge_media(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        size = media_fit.from_media_name(value)
+        if size is None:
+            raise ValueError(
+                f"event.badge_media: {value!r} is not a PWG self-describing media name "
+                "(class_name_WxHunit, e.g. oe_4x3-label_4x3in or na_letter_8.5x11in)"
+            )
+        low, high = BADGE_SIDE_HMM
+        if not all(low <= side <= high for side in (size.width_hmm, size.height_hmm)):
+            raise ValueError(
+                f"event.badge_media: {value!r} states {size.inches()}; each side must be "
+                f"{low // 100} to {high // 100} mm"
+            )
+        return value
+
+
 class Config(_Frozen):
     """The whole configuration file."""
 
@@ -423,6 +458,7 @@ class Config(_Frozen):
     printers: list[PrinterConfig] = Field(default_factory=list)
     tokens: list[TokenConfig] = Field(default_factory=list)
     webhooks: list[WebhookConfig] = Field(default_factory=list)
+    event: EventConfig = EventConfig()
 
     @model_validator(mode="after")
     def _unique(self) -> Config:

@@ -285,6 +285,18 @@ class IdentifyUnsupported(EdgeprintError):
         )
 
 
+class EventModeConflict(EdgeprintError):
+    """The event is not in the mode this change starts from (HTTP 409): going live when not
+    in rehearsal (``not-in-rehearsal``), or starting a rehearsal during one
+    (``already-in-rehearsal``). ``mode`` is the mode it is in, ``since`` since when."""
+
+    def __init__(self, slug: str, mode: str, since: float | None, detail: str) -> None:
+        self.slug = slug
+        self.mode = mode
+        self.since = since
+        super().__init__(detail)
+
+
 # --- auth -------------------------------------------------------------------
 
 

@@ -86,6 +86,18 @@ class Metrics:
         self.jobs = Gauge(
             "edgeprint_jobs", "Stored jobs by state (refreshed on scrape)", ["state"], registry=r
         )
+        # issue 23 (preflight): the event's mode and the rehearsal's jobs, apart from the live
+        self.event_rehearsal = Gauge(
+            "edgeprint_event_rehearsal",
+            "1 while the event is in rehearsal (POST /v1/event/rehearsal), 0 when live",
+            registry=r,
+        )
+        self.rehearsal_jobs = Gauge(
+            "edgeprint_rehearsal_jobs",
+            "Stored rehearsal jobs by state (refreshed on scrape; edgeprint_jobs counts only "
+            "live ones)",
+            ["state"], registry=r,
+        )  # fmt: skip
         self.http_request_duration = Histogram(
             "edgeprint_http_request_duration_seconds",
             "API request handling time, by route and status class",
@@ -227,6 +239,13 @@ class Metrics:
         for state, n in counts.items():
             self.jobs.labels(state=state.value).set(n)
         self.dead_letter.set(counts.get(JobState.DEAD, 0))
+
+    def set_rehearsal_counts(self, counts: dict[JobState, int]) -> None:
+        """Refresh the rehearsal jobs gauge (after :meth:`set_job_counts`: the dead-letter
+        queue holds rehearsal jobs too)."""
+        for state, n in counts.items():
+            self.rehearsal_jobs.labels(state=state.value).set(n)
+        self.dead_letter.inc(counts.get(JobState.DEAD, 0))
 
     def set_queues(
         self,

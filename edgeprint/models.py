@@ -267,6 +267,11 @@ class JobOut(BaseModel):
         "why, in words a person can act on (it prints as soon as fitting stock is loaded)",
     )
     pin_required: bool = Field(description="the release must present the job's PIN")
+    rehearsal: bool = Field(
+        default=False,
+        description="made while the event was in rehearsal (POST /v1/event/rehearsal): a test, "
+        "never counted in the live figures; cancelled by go-live while still waiting",
+    )
     document: DocumentOut
 
     @classmethod
@@ -295,6 +300,7 @@ class JobOut(BaseModel):
             pages_printed=job.pages_printed,
             waiting_reason=_waiting(job),
             pin_required=job.release_pin_hash is not None,
+            rehearsal=bool(job.rehearsal),
             document=DocumentOut.model_construct(
                 sha256=job.document_sha256,
                 bytes=job.document_bytes,
@@ -348,6 +354,7 @@ def job_json(job: JobRecord) -> bytes:
         ',"pages_printed":', _number(job.pages_printed),
         ',"waiting_reason":', _text(_waiting(job)),
         ',"pin_required":', "false" if job.release_pin_hash is None else "true",
+        ',"rehearsal":', "true" if job.rehearsal else "false",
         ',"document":{"sha256":', _text(job.document_sha256),
         ',"bytes":', _number(job.document_bytes), ',"pages":', _number(job.document_pages),
         ',"page_size":', _page_size_json(job.page_sizes), "}}",
@@ -381,6 +388,9 @@ class Problem(BaseModel):
     takes: list[str] | None = Field(
         default=None,
         description="unsupported-document: the document formats the printer lists",
+    )
+    mode: Literal["live", "rehearsal"] | None = Field(
+        default=None, description="not-in-rehearsal / already-in-rehearsal: the event's mode"
     )
 
 
@@ -592,8 +602,11 @@ class PrinterSummaryOut(BaseModel):
 class StatsOut(BaseModel):
     """``GET /v1/stats``: the numbers a technician's screen shows."""
 
-    jobs_by_state: dict[str, int] = Field(description="every state, zero included")
-    dead_letters: int = Field(description="DEAD jobs in all")
+    jobs_by_state: dict[str, int] = Field(
+        description="live jobs by state, every state, zero included (never a rehearsal job: "
+        "those are in GET /v1/event)"
+    )
+    dead_letters: int = Field(description="DEAD jobs in all (rehearsal ones too)")
     dead_letters_by_reason: dict[str, int] = Field(
         description="DEAD jobs by dead_reason (outcome_unknown, poison, attempts_exhausted, …)"
     )
@@ -644,3 +657,62 @@ class IdentifyOut(BaseModel):
     printer: str
     action: Literal["identify-printer", "test-page"]
     printer_job_id: int | None = Field(description="the test page's IPP job-id at the printer")
+
+
+# --- issue 23 (preflight): the event's mode and a printer checked now ----------------------
+
+
+class EventOut(BaseModel):
+    """``GET /v1/event``: rehearsal or live, since when, and the rehearsal's jobs."""
+
+    mode: Literal["live", "rehearsal"]
+    since: str | None = Field(
+        description="when this mode began (RFC 3339 UTC); null: live since the store began"
+    )
+    actor: str = Field(description="who set it: a token's name, `config`, or `install`")
+    badge_media: str | None = Field(
+        description="[event] badge_media: the badge's stock, a PWG media name (null: not set)"
+    )
+    rehearsal_jobs_by_state: dict[str, int] = Field(
+        description="rehearsal jobs by state, every state (the live figures of GET /v1/stats "
+        "never count them)"
+    )
+    cancelled: list[str] = Field(
+        default_factory=list,
+        description="POST /v1/event/live: the ids of the rehearsal jobs it cancelled (HELD, "
+        "RELEASED or DEAD then); empty otherwise",
+    )
+
+
+class TlsCheckOut(BaseModel):
+    """An ipps printer's certificate against its pin."""
+
+    mode: Literal["pin", "verify"]
+    pinned: str | None = Field(description="the fingerprint in force (null: none pinned yet)")
+    presented: str | None = Field(description="the fingerprint the printer presents now")
+    matches: bool | None = Field(description="pinned = presented (null: cannot tell)")
+    error: str | None = Field(default=None, description="why no certificate was read")
+
+
+class PrinterCheckOut(BaseModel):
+    """``POST /v1/printers/{name}/check``: one Get-Printer-Attributes made now, timed."""
+
+    printer: str
+    checked_at: str
+    reachable: bool
+    round_trip_s: float | None = Field(
+        description="Get-Printer-Attributes' round trip, seconds (null: it failed)"
+    )
+    printer_state: str | None = Field(description="idle, processing or stopped (RFC 8011)")
+    printer_state_reasons: list[str]
+    printer_state_message: str
+    accepting_jobs: bool | None = Field(description="printer-is-accepting-jobs")
+    media_ready: list[str] = Field(description="ready media, as GET /v1/printers shows it")
+    badge_media: str | None = Field(description="[event] badge_media (null: not set)")
+    stock_fit: Literal["exact", "sheet", "none"] | None = Field(
+        description="badge_media against the ready media: exact (the same size within 1.5 mm, "
+        "either way round), sheet (only larger cut-sheet stock: scaled or centred), none (wrong "
+        "stock); null when badge_media is not set or the printer reports no ready media"
+    )
+    error: str | None = Field(description="why the request failed, in words")
+    tls: TlsCheckOut | None = Field(description="ipps printers: the certificate and its pin")

@@ -64,6 +64,7 @@ class JobRecord(NamedTuple):
     page_long_min: int | None
     page_long_max: int | None
     waiting_reason: str | None  # RELEASED, and no printer of its target has fitting stock
+    rehearsal: bool  # made while the event was in rehearsal (issue 23): never a live figure
     # computed from its copies (not columns of jobs; see ROW):
     cancel_requested: bool  # a person asked to cancel it while a printer holds a copy
     truncated_copies: int  # copies that completed without being verifiably whole
@@ -86,6 +87,7 @@ class JobRecord(NamedTuple):
         state = values[_STATE_INDEX]
         values[_STATE_INDEX] = _STATES.get(state) or JobState(state)
         values[_CANCEL_INDEX] = bool(values[_CANCEL_INDEX])
+        values[_REHEARSAL_INDEX] = bool(values[_REHEARSAL_INDEX])
         return cls._make(values)
 
 
@@ -93,3 +95,4 @@ _STATE_INDEX = JobRecord._fields.index("state")
 #: State text → JobState without the Enum call (twice per release).
 _STATES = {s.value: s for s in JobState}
 _CANCEL_INDEX = JobRecord._fields.index("cancel_requested")
+_REHEARSAL_INDEX = JobRecord._fields.index("rehearsal")

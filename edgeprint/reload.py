@@ -30,6 +30,7 @@ LIVE_KEYS = frozenset(
         "release.pin_lockout_s",
         "retention.hold_ttl_s",
         "retention.document_retention_s",
+        "event.badge_media",  # read per preflight (issue 23)
     }
 )
 

@@ -63,7 +63,15 @@ from edgeprint.models import (
 )
 from edgeprint.printers import reasons
 from edgeprint.printers.health import PrinterSnapshot
-from edgeprint.service import Caller, Identified, Identify, JobRecord, JobService
+from edgeprint.service import (
+    Caller,
+    CheckPrinter,
+    Identified,
+    Identify,
+    JobRecord,
+    JobService,
+    PrinterCheck,
+)
 from edgeprint.states import JobState
 
 log = logging.getLogger(__name__)
@@ -91,6 +99,10 @@ async def _no_identify(printer: str, how: str, by: str) -> Identified:
     raise errors.PrinterNotFound(printer)
 
 
+async def _no_check(printer: str) -> PrinterCheck:
+    raise errors.PrinterNotFound(printer)
+
+
 @dataclass
 class Deps:
     """What the handlers use; stored on the app under :data:`DEPS`. ``config`` is replaced
@@ -107,6 +119,8 @@ class Deps:
     rate_limiter: TokenRateLimiter = field(
         default_factory=lambda: TokenRateLimiter(ServerConfig().rate_limit)
     )
+    #: The dispatcher's way to ask a printer now, timed (preflight, issue 23).
+    check: CheckPrinter = _no_check
 
 
 DEPS = web.AppKey("deps", Deps)
@@ -430,6 +444,9 @@ async def metrics(request: web.Request) -> web.Response:
     """GET /metrics: Prometheus text format."""
     deps = _deps(request)
     deps.metrics.set_job_counts(await deps.service.jobs_by_state())
+    deps.metrics.set_rehearsal_counts(await deps.service.jobs_by_state(rehearsal=True))
+    mode = await deps.service.event.current()  # read here: another appliance may change it
+    deps.metrics.event_rehearsal.set(int(mode.mode == "rehearsal"))
     queues = await deps.service.queues()
     deps.metrics.set_queues(
         {p.name: p.pool for p in deps.config.printers},
@@ -587,10 +604,11 @@ async def dead_letter(request: web.Request) -> web.Response:
     service = _deps(request).service
     dead = await service.dead_letters(after_seq=after, limit=limit)
     counts = await service.jobs_by_state()
+    rehearsal = await service.jobs_by_state(rehearsal=True)  # a person acts on those too
     return _json(
         DeadLetterOut(
             jobs=[JobOut.from_record(j) for j in dead],
-            count=counts[JobState.DEAD],
+            count=counts[JobState.DEAD] + rehearsal[JobState.DEAD],
             next_cursor=str(dead[-1].seq) if len(dead) == limit else None,
         )
     )
@@ -620,7 +638,8 @@ async def stats(request: web.Request) -> web.Response:
     return _json(
         StatsOut(
             jobs_by_state={s.value: n for s, n in st.jobs_by_state.items()},
-            dead_letters=st.jobs_by_state.get(JobState.DEAD, 0),
+            dead_letters=st.jobs_by_state.get(JobState.DEAD, 0)
+            + (await deps.service.jobs_by_state(rehearsal=True))[JobState.DEAD],
             dead_letters_by_reason=st.dead_by_reason,
             printers=printers,
             pools=pools,

@@ -32,11 +32,13 @@ from edgeprint.models import (
     CancelRequest,
     DeadLetterOut,
     DrainOut,
+    EventOut,
     Health,
     IdentifyOut,
     IdentifyRequest,
     JobListOut,
     JobOut,
+    PrinterCheckOut,
     PrinterOut,
     PrintersOut,
     Problem,
@@ -59,7 +61,7 @@ _REQUEST_MODELS: tuple[type[BaseModel], ...] = (
 )  # fmt: skip
 _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     JobOut, JobListOut, PrinterOut, PrintersOut, DrainOut, DeadLetterOut, Health, Problem,
-    StatsOut, WebhookDeliveriesOut, IdentifyOut,
+    StatsOut, WebhookDeliveriesOut, IdentifyOut, EventOut, PrinterCheckOut,
 )  # fmt: skip
 
 Body = Literal["multipart", "release", "cancel", "resolve", "identify"]

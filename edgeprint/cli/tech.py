@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from edgeprint.cli import client, render
+from edgeprint.cli import client, event, preflight, render
 from edgeprint.cli.errors import (
     EXIT_API_ERROR,
     EXIT_CONNECT,
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
             client.base_url(args), client.bearer_token(args),
             getattr(args, "timeout", client.DEFAULT_TIMEOUT_S),
         )  # fmt: skip
-        COMMANDS[args.command](api, args, as_json)
+        code = COMMANDS[args.command](api, args, as_json)
     except UsageError as exc:
         print(f"edgeprint: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     except KeyboardInterrupt:
         return 130
-    return EXIT_OK
+    return EXIT_OK if code is None else code
 
 
 def cmd_status(api: client.Api, args: argparse.Namespace, as_json: bool) -> None:
@@ -85,6 +85,7 @@ def cmd_status(api: client.Api, args: argparse.Namespace, as_json: bool) -> None
     else:
         text = "  ".join(f"{s} {counts.get(s, 0)}" for s in (st.value for st in JobState))
         lines += render.wrap(text, "JOBS  ", "      ")
+    lines += _rehearsal_line(api)
     n = int(dead.get("count", 0))
     lines.append(f"DEAD LETTER  {n} job(s)" + ("" if n == 0 else "  (edgeprint dead-letter)"))
     for job in dead.get("jobs", [])[:STATUS_DEAD_SHOWN]:
@@ -96,6 +97,23 @@ def cmd_status(api: client.Api, args: argparse.Namespace, as_json: bool) -> None
     if n > STATUS_DEAD_SHOWN:
         lines.append(f"  … and {n - STATUS_DEAD_SHOWN} more")
     render.out(lines)
+
+
+def _rehearsal_line(api: client.Api) -> list[str]:
+    """A line while the event is in rehearsal (the job counts above are live jobs only)."""
+    try:
+        _, event = api.json("GET", "/v1/event")
+    except (ApiFailed, ConnectFailed):
+        return []
+    if not isinstance(event, dict) or event.get("mode") != "rehearsal":
+        return []
+    made = sum(int(n) for n in (event.get("rehearsal_jobs_by_state") or {}).values())
+    return render.wrap(
+        f"REHEARSAL since {event.get('since')}: {made} test job(s), counted apart; "
+        "edgeprint go-live ends it",
+        "",
+        "  ",
+    )
 
 
 def _job_counts(api: client.Api) -> tuple[dict[str, int] | None, str]:
@@ -327,7 +345,7 @@ def _printer_action(verb: str) -> Callable[[client.Api, argparse.Namespace, bool
     return action
 
 
-COMMANDS: dict[str, Callable[[client.Api, argparse.Namespace, bool], None]] = {
+COMMANDS: dict[str, Callable[[client.Api, argparse.Namespace, bool], int | None]] = {
     "status": cmd_status,
     "printers": cmd_printers,
     "jobs": cmd_jobs,
@@ -339,4 +357,9 @@ COMMANDS: dict[str, Callable[[client.Api, argparse.Namespace, bool], None]] = {
     "pause": _printer_action("pause"),
     "resume": _printer_action("resume"),
     "drain": _printer_action("drain"),
+    # issue 23 (preflight)
+    "preflight": preflight.run,
+    "event": event.cmd_event,
+    "rehearsal": event.cmd_rehearsal,
+    "go-live": event.cmd_go_live,
 }

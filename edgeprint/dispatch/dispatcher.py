@@ -12,6 +12,7 @@ import aiohttp
 from edgeprint import errors
 from edgeprint.board import PrinterBoard
 from edgeprint.config import Config, PrinterConfig
+from edgeprint.dispatch import check
 from edgeprint.dispatch.worker import PrinterWorker
 from edgeprint.documents.cache import RenditionCache
 from edgeprint.documents.capabilities import REQUESTED_ATTRIBUTES
@@ -21,7 +22,7 @@ from edgeprint.printers import supplies
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.printers.ipp import IppClient
 from edgeprint.printers.testpage import render_test_page
-from edgeprint.service import Identified, JobService
+from edgeprint.service import Identified, JobService, PrinterCheck
 from edgeprint.service.leases import Ownership, SoleOwner
 
 log = logging.getLogger(__name__)
@@ -290,3 +291,12 @@ class Dispatcher:
             f"test-page-{printer}", by, document, "application/pdf"
         )
         return Identified("test-page", made.job_id)
+
+    async def check(self, printer: str) -> PrinterCheck:
+        """Ask ``printer`` now and time it (preflight). Raises errors.PrinterNotFound."""
+        worker = self.workers.get(printer)
+        if worker is None or printer in self.retired:
+            raise errors.PrinterNotFound(printer)
+        return await check.check_printer(
+            worker.config, worker.client, self.service, self.config.dispatch.request_timeout_s
+        )

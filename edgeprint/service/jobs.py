@@ -43,13 +43,16 @@ from edgeprint.epochs import Epoch
 from edgeprint.metrics import Metrics
 from edgeprint.personality import Traits
 from edgeprint.service.admission import Admission
+from edgeprint.service.event import EventService
 from edgeprint.service.records import (
     Caller,
+    CheckPrinter,
     Identified,
     Identify,
     JobRecord,
     JobRequest,
     JobStats,
+    PrinterCheck,
     PrinterJobMade,
     PrinterJobReport,
     SubmitResult,
@@ -135,6 +138,8 @@ class JobService:
             config, self.board, lambda: self.admission.paused, Waiting(jobs.store), metrics,
             clock,
         )  # fmt: skip
+        #: The event's mode: rehearsal or live (issue 23).
+        self.event = EventService(jobs.store, self.admission, clock)
         #: The release counter, looked up once (a label lookup per release is measurable).
         self._released_ok = metrics.transitions.labels(action="release", outcome="ok")
         self._pools = config.pools
@@ -274,7 +279,8 @@ class JobService:
             if winner is None:  # pragma: no cover - keys are never deleted
                 raise errors.StoreUnavailable("idempotency key vanished")
             return await self._replayed(winner, idempotency_key, digest, meta, caller)
-        self.metrics.jobs_accepted.labels(state=job.state.value).inc()
+        if not job.rehearsal:  # the live figures never count a rehearsal job
+            self.metrics.jobs_accepted.labels(state=job.state.value).inc()
         if job.state is JobState.RELEASED:
             self.admission.admitted(job.printer, job.pool)
         log.info(
@@ -1132,9 +1138,10 @@ class JobService:
         return done
 
     def _printed(self, done: JobRecord, printer: str, now: float) -> None:
-        self.metrics.jobs_printed.labels(printer=printer).inc()
-        if done.released_at is not None:
-            self.metrics.release_to_completed.observe(max(0.0, now - done.released_at))
+        if not done.rehearsal:  # the live figures never count a rehearsal job
+            self.metrics.jobs_printed.labels(printer=printer).inc()
+            if done.released_at is not None:
+                self.metrics.release_to_completed.observe(max(0.0, now - done.released_at))
         log.info(
             "job printed",
             extra={
@@ -1363,9 +1370,9 @@ class JobService:
         """DEAD jobs, oldest first, after the cursor ``after_seq``."""
         return await self.jobs.dead_letters(after_seq=after_seq, limit=limit)
 
-    async def jobs_by_state(self) -> dict[JobState, int]:
-        """How many jobs are in each state now."""
-        return await self.jobs.count_by_state()
+    async def jobs_by_state(self, *, rehearsal: bool = False) -> dict[JobState, int]:
+        """How many live jobs (with ``rehearsal``: rehearsal jobs) are in each state now."""
+        return await self.jobs.count_by_state(rehearsal=rehearsal)
 
     async def queues(self) -> Queues:
         """The waiting queues, keyed by (printer, None) and (None, pool), read now."""
@@ -1424,6 +1431,19 @@ class JobService:
                    "actor": caller.name, "correlation_id": caller.correlation_id},
         )  # fmt: skip
         return done
+
+    async def check_printer(self, name: str, caller: Caller, check: CheckPrinter) -> PrinterCheck:
+        """Ask a configured printer now, timed, through ``check`` (the dispatcher's; issue 23).
+        Raises errors.PrinterNotFound."""
+        self.printer_config(name)
+        out = await check(name)
+        log.info(
+            "printer checked",
+            extra={"event": "printer_checked", "printer": name, "reachable": out.reachable,
+                   "round_trip_s": out.round_trip_s, "actor": caller.name,
+                   "correlation_id": caller.correlation_id},
+        )  # fmt: skip
+        return out
 
     # --- the IPP server's reads (edgeprint.ipp_server) ---------------------------------
 

@@ -176,8 +176,10 @@ _INSERT = (
 INSERT INTO jobs (id, idempotency_key, request_sha256, state, owner, printer, pool, priority,
                   copies, document_sha256, document_bytes, created_at, updated_at, released_at,
                   token_name, correlation_id, actor, reason, release_pin_hash,
-                  document_pages, page_short_min, page_short_max, page_long_min, page_long_max)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'submit', ?, ?, ?, ?, ?, ?)
+                  document_pages, page_short_min, page_short_max, page_long_min, page_long_max,
+                  rehearsal)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'submit', ?, ?, ?, ?, ?, ?,
+        (SELECT CASE WHEN mode = 'rehearsal' THEN 1 ELSE 0 END FROM event_mode WHERE id = 1))
 ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING """
     + ROW
@@ -497,9 +499,13 @@ class Jobs:
             out.append(EventRecord(**d))
         return out
 
-    async def count_by_state(self) -> dict[JobState, int]:
-        """Number of jobs in each state (every state present, zero if none)."""
-        rows = await self._store.read("SELECT state, count(*) FROM jobs GROUP BY state")
+    async def count_by_state(self, *, rehearsal: bool = False) -> dict[JobState, int]:
+        """Number of live jobs (or, with ``rehearsal``, rehearsal jobs) in each state (every
+        state present, zero if none)."""
+        rows = await self._store.read(
+            "SELECT state, count(*) FROM jobs WHERE rehearsal = ? GROUP BY state",
+            (int(rehearsal),),
+        )
         counts = dict.fromkeys(JobState, 0)
         for r in rows:
             counts[JobState(r[0])] = int(r[1])

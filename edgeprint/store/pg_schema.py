@@ -469,4 +469,21 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # issue 23 (preflight): rehearsal jobs and the event mode
+    [
+        "ALTER TABLE jobs ADD COLUMN rehearsal bigint NOT NULL DEFAULT 0",
+        """
+        CREATE TABLE event_mode (
+            id           bigint PRIMARY KEY CHECK (id = 1),
+            mode         text   NOT NULL CHECK (mode IN ('live', 'rehearsal')),
+            since        double precision,
+            actor        text   NOT NULL,
+            config_mode  text
+        )
+        """,
+        "INSERT INTO event_mode (id, mode, since, actor) VALUES (1, 'live', NULL, 'install')",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -449,4 +449,24 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # issue 23 (preflight): rehearsal. A job made while the event is in rehearsal says so for
+    # ever (``rehearsal``, set by the INSERT from ``event_mode`` in the same statement); the
+    # one-row ``event_mode`` holds the mode, since when, who set it, and the config's
+    # ``[event] mode`` last applied (the config acts only when that value changes).
+    [
+        "ALTER TABLE jobs ADD COLUMN rehearsal INTEGER NOT NULL DEFAULT 0",
+        """
+        CREATE TABLE event_mode (
+            id           INTEGER PRIMARY KEY CHECK (id = 1),
+            mode         TEXT    NOT NULL CHECK (mode IN ('live', 'rehearsal')),
+            since        REAL,              -- unix seconds; NULL: live since the store began
+            actor        TEXT    NOT NULL,
+            config_mode  TEXT               -- the [event] mode last applied at a start
+        )
+        """,
+        "INSERT INTO event_mode (id, mode, since, actor) VALUES (1, 'live', NULL, 'install')",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)

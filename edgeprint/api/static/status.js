@@ -211,6 +211,132 @@
     return box;
   }
 
+  // --- the event: rehearsal, go-live (issue 23) ----------------------------------------------
+
+  function waitingTests(ev) {
+    var c = ev.rehearsal_jobs_by_state || {};
+    return (c.HELD || 0) + (c.RELEASED || 0) + (c.DEAD || 0);
+  }
+
+  function eventBox(ev) {
+    var box = h("div", "event " + ev.mode);
+    box.setAttribute("data-mode", ev.mode);
+    var since = ev.since ? " since " + when(ev.since) : "";
+    var made = 0;
+    var counts = ev.rehearsal_jobs_by_state || {};
+    Object.keys(counts).forEach(function (s) { made += counts[s]; });
+    if (ev.mode === "rehearsal") {
+      box.append(h("p", null, h("strong", null, "Rehearsal"), since +
+        ": every new job is a test, counted apart from the live figures (" + made +
+        " test job(s) so far)."));
+      var waiting = waitingTests(ev);
+      box.append(h("div", "actions", button("Go live", "go-live", "event", {
+        question: "Go live? The rehearsal ends; its " + waiting + " test job(s) still " +
+          "waiting (held, released or dead) are cancelled, and the live figures start now.",
+        yes: "Go live", path: "v1/event/live",
+        done: function (b) {
+          return "Live: the rehearsal is over; " + (b.cancelled || []).length +
+            " rehearsal job(s) cancelled";
+        } }, "primary")));
+    } else {
+      box.append(h("p", null, h("strong", null, "Live"), since + "."));
+      box.append(h("div", "actions", button("Start rehearsal", "rehearsal", "event", {
+        question: "Start a rehearsal? Every new job is a test until you go live; go-live " +
+          "cancels the tests still waiting.",
+        yes: "Start rehearsal", path: "v1/event/rehearsal",
+        done: function () { return "Rehearsal started: new jobs are tests until go-live"; }
+      })));
+    }
+    if (ev.badge_media) { box.append(h("p", "empty", "Badge stock: " + ev.badge_media)); }
+    return box;
+  }
+
+  function severity(reason) {
+    var m = /-(error|warning|report)$/.exec(reason);
+    return m ? m[1] : "error";
+  }
+
+  // One printer's check in words: [verdict, text]; "fail" when it would fail the morning.
+  function checkVerdict(p, c) {
+    var fail = [], warn = [], facts = [];
+    if (p.paused) { fail.push("paused: it takes no work"); }
+    if (!c.reachable) {
+      fail.push("does not answer: " + (c.error || "no answer"));
+    } else {
+      if (c.error) { fail.push("answers, but not usably: " + c.error); }
+      var reasons = (c.printer_state_reasons || []).filter(function (r) { return r !== "none"; });
+      var bad = reasons.filter(function (r) { return severity(r) === "error"; });
+      var watch = reasons.filter(function (r) { return severity(r) === "warning"; });
+      if (c.printer_state === "stopped") {
+        fail.push("stopped: " + (reasons.join(", ") || "no reason given"));
+      } else if (bad.length) { fail.push("reports " + bad.join(", ")); }
+      if (watch.length) { warn.push("reports " + watch.join(", ")); }
+      if (c.accepting_jobs === false) { fail.push("not accepting jobs"); }
+      if (c.stock_fit === "none") {
+        fail.push("wrong stock: " + c.media_ready.join(", ") + " ready, not " + c.badge_media);
+      } else if (c.stock_fit === "sheet") {
+        warn.push("no " + c.badge_media + " ready: the badge comes out on larger sheets");
+      } else if (c.badge_media && !c.media_ready.length) {
+        warn.push("reports no ready media: look at the printer");
+      }
+      if (c.tls && c.tls.mode === "pin") {
+        if (c.tls.error) { fail.push("no TLS session: " + c.tls.error); }
+        else if (c.tls.matches === false) {
+          fail.push("presents another certificate than the pinned one");
+        }
+      }
+      if (c.round_trip_s !== null) {
+        facts.push("answers in " + Math.round(c.round_trip_s * 1000) + " ms");
+      }
+      if (c.printer_state) { facts.push(c.printer_state); }
+      if (c.media_ready.length) { facts.push("stock ready: " + c.media_ready.join(", ")); }
+    }
+    if (!c.badge_media) { warn.push("stock not checked: [event] badge_media is not set"); }
+    var verdict = fail.length ? "fail" : (warn.length ? "warn" : "ok");
+    var words = fail.concat(warn).concat(facts);
+    return [verdict, (fail.length ? "would fail the morning: " : "ready: ") + words.join("; ")];
+  }
+
+  var lastPrinters = [];
+
+  function runPreflight() {
+    var token = readToken();
+    if (!token) { showLogin(null); return; }
+    var list = byId("preflight");
+    list.replaceChildren(h("li", null, "Asking " + lastPrinters.length + " printer(s)..."));
+    document.body.setAttribute("data-preflight", "running");
+    var init = { method: "POST", cache: "no-store", credentials: "omit",
+                 headers: { "Authorization": "Bearer " + token, "Accept": "application/json" } };
+    Promise.all(lastPrinters.map(function (p) {
+      return fetch("v1/printers/" + encodeURIComponent(p.name) + "/check", init)
+        .then(function (r) {
+          return r.json().then(function (b) { return [p, r, b]; },
+                               function () { return [p, r, null]; });
+        }, function () { return [p, null, null]; });
+    })).then(function (answers) {
+      var failed = 0;
+      list.replaceChildren();
+      answers.forEach(function (a) {
+        var p = a[0], r = a[1], b = a[2], v;
+        if (r && r.ok && b) { v = checkVerdict(p, b); }
+        else {
+          v = ["fail", "would fail the morning: could not be checked (" +
+               (r ? r.status + " " + (b && b.detail ? b.detail : r.statusText)
+                  : "no answer from the appliance") + ")"];
+        }
+        if (v[0] === "fail") { failed += 1; }
+        var li = h("li", v[0], h("strong", null, p.name), ": " + v[1]);
+        li.setAttribute("data-printer", p.name);
+        li.setAttribute("data-verdict", v[0]);
+        list.append(li);
+      });
+      showAnswer("Preflight: " + (answers.length - failed) + " of " + answers.length +
+                 " printer(s) ready" + (failed ? "; " + failed + " would fail the morning" : ""),
+                 failed > 0);
+      document.body.setAttribute("data-preflight", "done");
+    });
+  }
+
   // --- rendering ---------------------------------------------------------------------------------
 
   // Each printer-state-reasons value: its severity in words, what it means, since when.
@@ -333,9 +459,11 @@
     return h("div", "scroll", h("table", null, h("thead", null, head), body));
   }
 
-  function render(stats, printers, dead, jobs) {
+  function render(stats, printers, dead, jobs, ev) {
     counts(stats);
+    byId("event").replaceChildren(eventBox(ev));
     var list = printers.printers || [];
+    lastPrinters = list;
     byId("printers").replaceChildren(list.length
       ? h("div", "grid") : h("p", "empty", "No printers configured."));
     if (list.length) {
@@ -422,7 +550,7 @@
     var query = jobsQuery();
     Promise.all([get("v1/stats", token, ctl.signal), get("v1/printers", token, ctl.signal),
                  get("v1/dead-letter?limit=" + DEAD_SHOWN, token, ctl.signal),
-                 get(query, token, ctl.signal)])
+                 get(query, token, ctl.signal), get("v1/event", token, ctl.signal)])
       .then(function (rs) {
         var denied = rs.filter(function (r) { return r.status === 401 || r.status === 403; });
         if (denied.length) { authFailure(denied[0]); return; }
@@ -434,7 +562,7 @@
           });
         }
         return Promise.all(rs.map(function (r) { return r.json(); })).then(function (b) {
-          render(b[0], b[1], b[2], b[3]);
+          render(b[0], b[1], b[2], b[3], b[4]);
           byId("data").hidden = false;
           byId("login").hidden = true;
           byId("forget").hidden = false;
@@ -472,6 +600,7 @@
     tick();
   });
   byId("job-state").addEventListener("change", function () { tick(); });
+  byId("preflight-run").addEventListener("click", runPreflight);
   byId("confirm-no").addEventListener("click", function () {
     var spec = pending;
     closeDialog();
