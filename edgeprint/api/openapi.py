@@ -37,6 +37,7 @@ from edgeprint.models import (
     IdentifyRequest,
     JobListOut,
     JobOut,
+    MediaLoadedOut,
     PrinterOut,
     PrintersOut,
     Problem,
@@ -60,6 +61,7 @@ _REQUEST_MODELS: tuple[type[BaseModel], ...] = (
 _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     JobOut, JobListOut, PrinterOut, PrintersOut, DrainOut, DeadLetterOut, Health, Problem,
     StatsOut, WebhookDeliveriesOut, IdentifyOut,
+    MediaLoadedOut,  # issue 23 (supplies)
 )  # fmt: skip
 
 Body = Literal["multipart", "release", "cancel", "resolve", "identify"]

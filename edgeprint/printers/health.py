@@ -33,7 +33,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgeprint.printers.ipp import PrinterStatus
+from edgeprint.printers.levels import MediaLevel, SupplyLevel
 from edgeprint.printers.supplies import Supplies
+from edgeprint.runway import RunwayView
 from edgeprint.stock import StockView
 
 #: Reasons (any severity) that stop the job in hand while the printer is processing.
@@ -286,3 +288,7 @@ class PrinterSnapshot:
     personality: dict[str, Any] | None = None  # personality.Traits.as_json()
     stock: StockView | None = None  # the stock it has ready (edgeprint.stock)
     stock_from: str | None = None  # "printer" (reported), "config" ([[printers]] media)
+    # issue 23 (supplies): levels from the last probe, and the label roll's runway
+    supply_levels: tuple[SupplyLevel, ...] = ()
+    media_levels: tuple[MediaLevel, ...] = ()
+    runway: RunwayView | None = None  # None: no labels_per_roll
