@@ -264,6 +264,8 @@ async def test_new_media_loaded_is_a_roll_change(tmp_path: Path, printers: Rig) 
         await eventually(
             lambda: _left_is(kiosk, PER_ROLL), "the new media-ready seen as a roll change"
         )
+        trays = (await _printers(kiosk))["printer-01"]["media_levels"]
+        assert {"tray": "main", "media": "na_index-4x6_4x6in", "level_percent": 100} in trays
         m = await _metrics(kiosk)
         assert m[("edgeprint_printer_roll_changes_total", (("printer", "printer-01"),))] == 1
 
