@@ -6,7 +6,6 @@ The printers are ippeveprinters (testbed/rig.py); their paper is set through the
 
 from __future__ import annotations
 
-import http.client
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -236,20 +235,6 @@ async def test_media_loaded_unknown_printer_changes_nothing(tmp_path: Path) -> N
         assert db.execute("SELECT count(*) FROM printer_rolls").fetchone() == (0,)
 
 
-def _load_stock(rig: Rig, name: str, size: str) -> None:
-    """Load ``size`` in the main tray through the printer's own /media form (as rig.media does
-    for levels; the form also takes the size: tray 1 is main, tray 3 the by-pass tray)."""
-    query = f"size1={size}&level1=250&size3=na_number-10_4.125x9.5in&level3=25"
-    conn = http.client.HTTPConnection("127.0.0.1", rig[name].port, timeout=5)
-    try:
-        conn.request("GET", f"/media?{query}")
-        resp = conn.getresponse()
-        assert resp.status == 200
-        assert b"<form" in resp.read()
-    finally:
-        conn.close()
-
-
 async def test_new_media_loaded_is_a_roll_change(tmp_path: Path, printers: Rig) -> None:
     """Other media in a tray (media-ready changes) starts a full roll without a technician;
     the same media again does not."""
@@ -260,7 +245,7 @@ async def test_new_media_loaded_is_a_roll_change(tmp_path: Path, printers: Rig) 
         assert await _left_is(kiosk, PER_ROLL - 2)
         printers.media("printer-01", "loaded")  # the same letter paper again: no change
 
-        _load_stock(printers, "printer-01", "na_index-4x6_4x6in")
+        printers.load_media("printer-01", "na_index-4x6_4x6in", "stationery", 250)
         await eventually(
             lambda: _left_is(kiosk, PER_ROLL), "the new media-ready seen as a roll change"
         )
