@@ -22,6 +22,7 @@ from testbed.rig import Rig
 from tests.conftest import config_dict, to_toml
 from tests.polling import eventually
 from tests.printing import Client, appliance, printed_names, rig_config
+from tests.test_cli_tech import run_cli
 
 PER_ROLL = 10
 
@@ -285,8 +286,11 @@ async def _probes(proxy: AdversaryProxy, n: int) -> bool:
     return proxy.count("Get-Printer-Attributes") >= n
 
 
-async def test_a_test_page_is_a_label_off_the_roll(tmp_path: Path, printers: Rig) -> None:
-    """The technician's test page (printed directly, not as a job) takes one label too."""
+async def test_a_test_page_is_a_label_off_the_roll(
+    tmp_path: Path, printers: Rig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The technician's test page (printed directly, not as a job) takes one label too;
+    ``edgeprint status`` shows the count."""
     async with appliance(_config(tmp_path, printers)) as (_, kiosk):
         await eventually(lambda: _probed(kiosk), "the printers probed")
         status, body = await kiosk.post(
@@ -294,3 +298,6 @@ async def test_a_test_page_is_a_label_off_the_roll(tmp_path: Path, printers: Rig
         )
         assert (status, body["action"]) == (200, "test-page")
         assert await _left_is(kiosk, PER_ROLL - 1)
+        code, out, _ = await run_cli(capsys, "status", "--url", kiosk.url)
+    assert code == 0, out
+    assert "labels: 9 of 10 left, about 9 min at 1.0/min" in " ".join(out.split())
