@@ -271,6 +271,10 @@ class PrinterConfig(_Frozen):
     #: own size on stock at least as large), "scale" (any stock). Unset: "exact" for label
     #: and roll stock, "scale" for sheet stock.
     fit: Literal["exact", "center", "scale"] | None = None
+    #: Labels on a full roll (issue 23): edgeprint counts the labels printed since the roll
+    #: was changed and forecasts when it runs out (GET /v1/printers ``runway``). Unset: no
+    #: count (a sheet printer, or one that reports its own media level).
+    labels_per_roll: int | None = Field(default=None, ge=1, le=100_000)
 
     @field_validator("tls_fingerprint")
     @classmethod

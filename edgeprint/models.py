@@ -452,6 +452,33 @@ class PrinterReasonOut(BaseModel):
     )
 
 
+class SupplyOut(BaseModel):
+    """One supply of a printer (``printer-supply`` or ``marker-*``, issue 23)."""
+
+    name: str = Field(description="printer-supply-description (or marker-names)")
+    kind: str = Field(description="the PWG 5100.13 supply type (toner, ink, …) or marker-types")
+    level_percent: int | None = Field(description="0–100; null when the printer does not say")
+
+
+class MediaLevelOut(BaseModel):
+    """One input tray (``printer-input-tray``) and the media it holds (``media-col-ready``)."""
+
+    tray: str
+    media: str | None = Field(description="the PWG media name it holds; null when not said")
+    level_percent: int | None = Field(description="0–100; null when the printer does not say")
+
+
+class RunwayOut(BaseModel):
+    """A label roll's runway: labels counted since the roll was changed (issue 23)."""
+
+    labels_left: int = Field(description="labels_per_roll less the labels printed since")
+    labels_per_roll: int
+    per_minute: float = Field(description="labels a minute over the last 15 minutes")
+    minutes_left: float | None = Field(
+        description="when the roll runs out at that rate; null when nothing printed lately"
+    )
+
+
 class PrinterOut(BaseModel):
     """A printer as technicians see it (``GET /v1/printers``). IPP names as in RFC 8011."""
 
@@ -523,6 +550,23 @@ class PrinterOut(BaseModel):
         "name_length, job_uuid, k_octets, impressions, time_at_creation (reported or not), "
         "history (unknown, none, kept), gja_unreliable, lists_live_only, up_time_moves",
     )
+    # issue 23 (supplies)
+    supplies: list[SupplyOut] = Field(
+        default_factory=list, description="supply levels from the last probe"
+    )
+    media_levels: list[MediaLevelOut] = Field(
+        default_factory=list, description="input tray levels from the last probe"
+    )
+    runway: RunwayOut | None = Field(
+        default=None, description="the label roll's runway; null without labels_per_roll"
+    )
+
+
+class MediaLoadedOut(BaseModel):
+    """``POST /v1/printers/{name}/media-loaded``: the printer's runway from a full roll."""
+
+    printer: str
+    runway: RunwayOut | None = Field(description="null when the printer has no labels_per_roll")
 
 
 class PoolOut(BaseModel):

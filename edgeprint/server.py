@@ -304,7 +304,14 @@ async def _api(
     auth = TokenAuth(list(config.tokens))
     limiter = TokenRateLimiter(config.server.rate_limit)
     deps = Deps(
-        config, service, metrics, auth, ready, dispatcher.snapshots, dispatcher.identify, limiter,
+        config,
+        service,
+        metrics,
+        auth,
+        ready,
+        dispatcher.snapshots,
+        dispatcher.identify,
+        limiter,
         check=dispatcher.check,
     )
     app = build_app(deps)

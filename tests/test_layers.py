@@ -32,6 +32,7 @@ LEAVES = (
     "edgeprint.epochs",
     # page sizes against ready media (pure)
     "edgeprint.stock",
+    "edgeprint.runway",  # a label roll's count and forecast (pure)
     "edgeprint.records",
     "edgeprint.board",
     "edgeprint.backoff",

@@ -34,9 +34,11 @@ async def test_a_state_probe_asks_for_the_state_only(tmp_path: Path) -> None:
     assert not state.described
     assert full.described
     assert state.config_change_time == full.config_change_time is not None
-    assert "color-supported" in full.attributes
-    assert "color-supported" not in state.attributes
+    assert "printer-supply" in full.attributes
+    assert "printer-supply" not in state.attributes
+    # issue 23: the stock ready (a roll change) is seen within one probe
     assert state.attributes["media-ready"] == full.attributes["media-ready"]
+    assert state.attributes["media-col-ready"] == full.attributes["media-col-ready"]
     assert state.state == full.state
     assert state.formats == full.formats
 

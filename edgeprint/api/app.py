@@ -13,7 +13,7 @@ import secrets
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -45,6 +45,8 @@ from edgeprint.models import (
     IdentifyRequest,
     JobListOut,
     JobOut,
+    MediaLevelOut,
+    MediaLoadedOut,
     PoolOut,
     PrinterCapabilitiesOut,
     PrinterOut,
@@ -54,8 +56,10 @@ from edgeprint.models import (
     ReadyMediaOut,
     ReleaseRequest,
     ResolveRequest,
+    RunwayOut,
     StatsOut,
     StockWaitOut,
+    SupplyOut,
     WebhookDeliveriesOut,
     WebhookDeliveryOut,
     iso_time,
@@ -456,6 +460,12 @@ async def metrics(request: web.Request) -> web.Response:
     )
     for snap in deps.printers():
         deps.metrics.set_printer(snap.name, snap.printer_state_reasons, snap.queued_job_count)
+        deps.metrics.set_supplies(
+            snap.name,
+            {x.name: x.level_percent for x in snap.supply_levels},
+            {x.tray: x.level_percent for x in snap.media_levels},
+            (snap.runway.labels_left, snap.runway.minutes_left) if snap.runway else None,
+        )
     return web.Response(body=deps.metrics.render(), headers={"Content-Type": METRICS_CONTENT_TYPE})
 
 
@@ -490,6 +500,9 @@ def _printer_out(
         media_from="config" if snap.stock_from == "config" else (
             "printer" if snap.stock_from == "printer" else None
         ),
+        supplies=[SupplyOut(**asdict(x)) for x in snap.supply_levels],
+        media_levels=[MediaLevelOut(**asdict(x)) for x in snap.media_levels],
+        runway=RunwayOut(**asdict(snap.runway)) if snap.runway is not None else None,
         unreachable_since=(
             datetime.fromtimestamp(snap.unreachable_since, UTC)
             if snap.unreachable_since is not None
@@ -572,6 +585,16 @@ async def trust_printer(request: web.Request) -> web.Response:
     deps = _deps(request)
     await deps.service.trust_printer(name, caller)
     return _json(await _one_printer(deps, name))
+
+
+async def media_loaded(request: web.Request) -> web.Response:
+    """POST /v1/printers/{name}/media-loaded (tech): a new roll is in; its runway from full."""
+    caller = request[CALLER]
+    name = request.match_info["name"]
+    deps = _deps(request)
+    await deps.service.media_loaded(name, caller)
+    printer = await _one_printer(deps, name)
+    return _json(MediaLoadedOut(printer=name, runway=printer.runway))
 
 
 async def drain_printer(request: web.Request) -> web.Response:

@@ -38,6 +38,7 @@ from edgeprint.models import (
     IdentifyRequest,
     JobListOut,
     JobOut,
+    MediaLoadedOut,
     PrinterCheckOut,
     PrinterOut,
     PrintersOut,
@@ -62,6 +63,7 @@ _REQUEST_MODELS: tuple[type[BaseModel], ...] = (
 _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     JobOut, JobListOut, PrinterOut, PrintersOut, DrainOut, DeadLetterOut, Health, Problem,
     StatsOut, WebhookDeliveriesOut, IdentifyOut, EventOut, PrinterCheckOut,
+    MediaLoadedOut,  # issue 23 (supplies)
 )  # fmt: skip
 
 Body = Literal["multipart", "release", "cancel", "resolve", "identify"]

@@ -23,6 +23,7 @@ from edgeprint.models import (
     IdentifyOut,
     JobListOut,
     JobOut,
+    MediaLoadedOut,
     PrinterCheckOut,
     PrinterOut,
     PrintersOut,
@@ -232,6 +233,22 @@ ROUTES: tuple[Operation, ...] = (
             200: Answer("the printer", PrinterOut), 404: _404_PRINTER,
             422: _problem("`invalid-request`: not an ipps printer, or pinned in the config"),
             503: _503_STORE, 507: _507, **_TECH,
+        },
+    ),
+    Operation(
+        app.media_loaded,
+        "post", "/v1/printers/{name}/media-loaded", "mediaLoaded",
+        "Say a new label roll is in: the runway counts from a full roll (tech)", "printers",
+        "tech",
+        description=(
+            "For printers with `labels_per_roll`: edgeprint counts the labels printed since "
+            "the roll was changed. A change is also seen by itself when the printer goes from "
+            "media-empty to ready or its media-ready changes; this says so when it cannot see "
+            "it (a roll swapped before it ran out)."
+        ),
+        answers={
+            200: Answer("the printer's runway (null without labels_per_roll)", MediaLoadedOut),
+            404: _404_PRINTER, 503: _503_STORE, 507: _507, **_TECH,
         },
     ),
     Operation(

@@ -70,6 +70,12 @@ def printer_table(printers: list[dict[str, Any]], *, short_ids: bool) -> list[st
         stock = sorted({m.get("size", "") for m in p.get("media_ready") or []})
         if stock:
             notes.append("stock: " + ", ".join(stock))
+        runway = p.get("runway")  # issue 23: the label roll's count
+        if runway:
+            left = f"labels: {runway['labels_left']} of {runway['labels_per_roll']} left"
+            if runway.get("minutes_left") is not None:
+                left += f", about {runway['minutes_left']:.0f} min at {runway['per_minute']}/min"
+            notes.append(left)
         if notes:
             lines += wrap(f"{p['name']}: " + "; ".join(notes))
     return lines

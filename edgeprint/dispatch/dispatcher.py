@@ -36,7 +36,7 @@ class Dispatcher:
     """Owns the printer workers; :meth:`run` until :meth:`request_stop`.
 
     It listens on the ``board`` for the service's rings (``wake``, ``control``,
-    ``resumed``) and its workers publish their printers' usability there: the
+    ``resumed``, ``media_loaded``) and its workers publish their printers' usability there: the
     service never imports this module nor calls into it.
     """
 
@@ -182,6 +182,13 @@ class Dispatcher:
         if printer is not None and printer in self.workers:
             self.workers[printer].resumed()
 
+    def media_loaded(self, printer: str) -> None:
+        """A technician loaded a new roll in ``printer``: its runway starts again."""
+        worker = self.workers.get(printer)
+        if worker is not None:
+            worker.monitor.rolls.media_loaded()
+            worker.monitor.publish()
+
     def snapshot(self, printer: str) -> PrinterSnapshot | None:
         """The live view of ``printer`` (None when no such printer)."""
         worker = self.workers.get(printer)
@@ -290,6 +297,7 @@ class Dispatcher:
         made = await worker.client.print_job(
             f"test-page-{printer}", by, document, "application/pdf"
         )
+        await worker.monitor.rolls.printed(1)  # a label off the roll too
         return Identified("test-page", made.job_id)
 
     async def check(self, printer: str) -> PrinterCheck:

@@ -21,6 +21,7 @@ from edgeprint import errors
 from edgeprint.board import PrinterBoard, Usability
 from edgeprint.config import DispatchConfig, PrinterConfig
 from edgeprint.dispatch import formats
+from edgeprint.dispatch.rolls import RollCounter
 from edgeprint.documents.capabilities import (
     REQUESTED_ATTRIBUTES,
     PrinterCapabilities,
@@ -30,7 +31,7 @@ from edgeprint.documents.capabilities import (
 from edgeprint.epochs import Clock, Epoch, Reading, advance
 from edgeprint.metrics import Metrics
 from edgeprint.personality import JobAnswer, Traits, learn_forgotten, learn_job, learn_printer
-from edgeprint.printers import reasons, supplies, tls
+from edgeprint.printers import levels, reasons, supplies, tls
 from edgeprint.printers.health import Health, HealthChange, HealthSettings, PrinterSnapshot
 from edgeprint.printers.ipp import IppClient, PrinterStatus
 from edgeprint.service import JobService
@@ -124,6 +125,8 @@ class Monitor:
         self._epoch_saved_at = 0.0
         self._up_ref: tuple[int | None, float] | None = None  # (up-time, boot seconds)
         self._traits_saved = Traits()
+        #: The label roll's runway (issue 23; nothing without labels_per_roll).
+        self.rolls = RollCounter(printer, service, metrics, clock)
 
     # --- what the rest of the worker reads ------------------------------------------
 
@@ -146,6 +149,7 @@ class Monitor:
                 healthy=self.health.healthy, sends=self.sends,
                 takes=caps.formats if caps is not None else (), probed=caps is not None,
                 stock=self.stock,
+                labels_left=self.rolls.labels_left,
             ),
         )  # fmt: skip
 
@@ -286,6 +290,7 @@ class Monitor:
         self.status = status
         self._read_stock(status)
         self.reasons_since = reasons.first_seen(self.reasons_since, status.reasons, now)
+        await self.rolls.on_probe(status)
         await self.health_changed(self.health.on_probe(status, now, unusable))
         self.publish()
         self.metrics.printer_healthy.labels(printer=self.name).set(int(self.health.healthy))
@@ -422,6 +427,7 @@ class Monitor:
         st = self.status if self.reachable else None
         owner, lease_epoch = self.ownership.owner(self.name)
         e = self.epoch
+        said = self._described.attributes if self._described is not None else None
         return PrinterSnapshot(
             name=self.name,
             uri=self.config.uri,
@@ -453,4 +459,7 @@ class Monitor:
             stock=self.stock,
             stock_from=self.stock_from,
             reasons=reasons.describe(st.reasons, self.reasons_since) if st else (),
+            supply_levels=levels.supply_levels(said) if st and said else (),
+            media_levels=levels.media_levels({**(said or {}), **st.attributes}) if st else (),
+            runway=self.rolls.view(),
         )

@@ -210,6 +210,7 @@ class PrinterWorker:
         if lease_epoch != self._lease_epoch:
             self._lease_epoch = lease_epoch
             self._needs_reconcile = True
+            self.monitor.rolls.reload()  # another appliance may have counted its roll meanwhile
         if self.ownership.may_send(self.name):
             return True
         self._needs_reconcile = True

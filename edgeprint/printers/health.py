@@ -34,7 +34,9 @@ from typing import Any
 
 from edgeprint.printers import reasons
 from edgeprint.printers.ipp import PrinterStatus
+from edgeprint.printers.levels import MediaLevel, SupplyLevel
 from edgeprint.printers.supplies import Supplies
+from edgeprint.runway import RunwayView
 from edgeprint.stock import StockView
 
 #: Reasons (any severity) that stop the job in hand while the printer is processing.
@@ -284,3 +286,7 @@ class PrinterSnapshot:
     stock_from: str | None = None  # "printer" (reported), "config" ([[printers]] media)
     #: each printer-state-reasons value with its severity, words and since when it shows
     reasons: tuple[reasons.Reason, ...] = ()
+    # issue 23 (supplies): levels from the last probe, and the label roll's runway
+    supply_levels: tuple[SupplyLevel, ...] = ()
+    media_levels: tuple[MediaLevel, ...] = ()
+    runway: RunwayView | None = None  # None: no labels_per_roll

@@ -63,12 +63,16 @@ class Admission:
         return printer not in self.paused and (seen is None or seen.healthy)
 
     async def admit(
-        self, printer: str | None, pool: str | None, caller: Caller
+        self, printer: str | None, pool: str | None, caller: Caller, *, labels: int = 1
     ) -> tuple[str | None, str | None]:
-        """Where a newly printable job goes: (printer, pool), maybe a less loaded peer.
+        """Where a newly printable job of ``labels`` impressions goes: (printer, pool), maybe a
+        less loaded peer.
 
         A job for a full or unusable printer goes to the least-loaded usable
-        peer of its pool with room; a pool is full when its waiting jobs reach
+        peer of its pool with room; so does one for a printer whose label roll runs out
+        before it (its runway, issue 23, is shorter than the labels waiting for it: each
+        waiting job at least one, this one ``labels``) when a peer's runway is not; a
+        pool is full when its waiting jobs reach
         the sum of its unpaused printers' ``high_water``. Raises
         errors.Backpressure (nothing is stored; HTTP 503 with Retry-After).
         The limit is soft: concurrent admissions may pass it by a few jobs.
@@ -83,27 +87,39 @@ class Admission:
         def room(p: str) -> bool:
             return p in high_water and depth(p) < high_water[p]
 
+        def short(p: str) -> bool:
+            seen = self.board.usability(p)
+            left = seen.labels_left if seen is not None else None
+            return left is not None and left < depth(p) + labels
+
         if printer is not None:
             self.check_takes(printer)
-            if room(printer) and self.usable(printer):
+            runs_out = short(printer)
+            if room(printer) and self.usable(printer) and not runs_out:
                 return printer, None
             cfg = self.config.printer(printer)
             peers = [
                 p for p in pools.get(cfg.pool or "", ()) if p != printer
                 and self.usable(p) and room(p)
             ] if cfg is not None else []  # fmt: skip
+            lasting = [p for p in peers if not short(p)]
+            # only the runway speaks against it: a peer whose roll lasts, or it stays here
+            peers = lasting if room(printer) and self.usable(printer) else lasting or peers
             if peers:
                 best = min(peers, key=depth)
                 self.metrics.failovers.labels(printer=printer).inc()
+                why = "full" if not room(printer) else "unusable"
+                if room(printer) and self.usable(printer):
+                    why = "runway"
                 log.info(
                     "job redirected to a peer",
                     extra={"event": "job_failed_over", "printer": printer, "to_printer": best,
-                           "why": "full" if not room(printer) else "unusable",
-                           "correlation_id": caller.correlation_id},
+                           "why": why, "correlation_id": caller.correlation_id},
                 )  # fmt: skip
                 return best, None
             if room(printer):
-                return printer, None  # not usable now, but nowhere better: it waits there
+                # not usable now (or its roll short), but nowhere better: it waits there
+                return printer, None
             self._backpressure(f"printer {printer}", caller)
             raise errors.Backpressure(f"printer {printer}", retry_after)
         if pool is not None:

@@ -42,6 +42,7 @@ from edgeprint.documents.render import RenderPool
 from edgeprint.epochs import Epoch
 from edgeprint.metrics import Metrics
 from edgeprint.personality import Traits
+from edgeprint.runway import Roll, labels_of
 from edgeprint.service.admission import Admission
 from edgeprint.service.event import EventService
 from edgeprint.service.records import (
@@ -246,7 +247,9 @@ class JobService:
         printer, pool = meta.printer, meta.pool
         if state is JobState.RELEASED:
             try:
-                printer, pool = await self.admission.admit(printer, pool, caller)
+                printer, pool = await self.admission.admit(
+                    printer, pool, caller, labels=labels_of(facts.pages, meta.copies)
+                )
             except errors.Backpressure:
                 self.spool.remove(job_id)
                 raise
@@ -378,7 +381,10 @@ class JobService:
                 "the job names no printer or pool; give one in the release body",
                 [errors.FieldProblem("body", "printer or pool required")],
             )
-        printer, pool = await self.admission.admit(printer, pool, caller)
+        printer, pool = await self.admission.admit(
+            printer, pool, caller,
+            labels=labels_of(current.document_pages, current.copies, current.from_page),
+        )  # fmt: skip
         now = self.clock()
         job = await self.jobs.transition(
             job_id, Action.RELEASE, now=now, actor=caller.name,
@@ -645,6 +651,21 @@ class JobService:
         self.board.resumed(name)
         return cfg
 
+    async def media_loaded(self, name: str, caller: Caller) -> None:
+        """A technician loaded a new roll in ``name`` (issue 23): its runway counts from a full
+        roll. The worker hears it first (the board), then the count is stored reset, so a save
+        of the old count already under way cannot outlast it. Raises errors.PrinterNotFound."""
+        self.printer_config(name)
+        self.board.media_loaded(name)
+        kept = await self.printer_memory.roll(name) or Roll()
+        now = self.clock()
+        await self.printer_memory.save_roll(name, Roll(0, now, kept.media, False), now=now)
+        log.info(
+            "printer media loaded",
+            extra={"event": "printer_media_loaded", "printer": name, "actor": caller.name,
+                   "correlation_id": caller.correlation_id},
+        )  # fmt: skip
+
     async def notified(
         self, kind: str, printer: str | None, pool: str | None, paused: bool | None
     ) -> None:
@@ -788,6 +809,13 @@ class JobService:
 
     async def save_printer_traits(self, printer: str, traits: Traits) -> None:
         await self.printer_memory.save_traits(printer, traits, now=self.clock())
+
+    async def printer_roll(self, printer: str) -> Roll | None:
+        """The printer's label roll as last stored (issue 23; None: never counted)."""
+        return await self.printer_memory.roll(printer)
+
+    async def save_printer_roll(self, printer: str, roll: Roll) -> None:
+        await self.printer_memory.save_roll(printer, roll, now=self.clock())
 
     async def copy(self, copy_id: int) -> Copy | None:
         """The copy as stored now."""

@@ -486,4 +486,20 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # issue 23 (supplies; SQLite's printer_rolls): each label printer's roll (runway)
+    [
+        """
+        CREATE TABLE printer_rolls (
+            printer     text PRIMARY KEY,
+            printed     bigint NOT NULL CHECK (printed >= 0),
+            changed_at  double precision,
+            media       text,
+            empty       smallint NOT NULL CHECK (empty IN (0, 1)),
+            updated_at  double precision NOT NULL
+        )
+        """,
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -469,4 +469,20 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # issue 23 (supplies): each label printer's roll, counted since it was changed (runway)
+    [
+        """
+        CREATE TABLE printer_rolls (
+            printer     TEXT PRIMARY KEY,
+            printed     INTEGER NOT NULL CHECK (printed >= 0), -- labels since the change
+            changed_at  REAL,             -- when the roll was changed; NULL: not seen yet
+            media       TEXT,             -- JSON list: the media-ready last seen
+            empty       INTEGER NOT NULL CHECK (empty IN (0, 1)), -- said media-empty last
+            updated_at  REAL NOT NULL
+        )
+        """,
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)

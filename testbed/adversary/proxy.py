@@ -108,6 +108,9 @@ class Knobs:
     error_stop: bool = False  # a stalled job's reasons shown as -error, printer-state stopped
     bypass_empty: bool = False  # the by-pass tray shown empty (main stays loaded)
     supplies_low: bool = False  # marker-supply-low and a low marker level
+    #: issue 23: printer-supply, marker-*, printer-input-tray and media-ready answered with
+    #: nonsense (wrong value types, malformed fields, control characters)
+    garbage_supplies: bool = False
     up_time: Literal["frozen", "absent"] | None = None
     uuid_per_life: bool = False  # printer-uuid changes at every restart (a replaced printer)
 
@@ -597,6 +600,9 @@ class AdversaryProxy:
             reasons.append("marker-supply-low" + suffix)
             if g.get("marker-levels") is not None:
                 g.set(attr("marker-levels", Tag.INTEGER, 4))
+        if k.garbage_supplies:
+            for junk in _JUNK_SUPPLIES:
+                g.set(junk)
         reasons.extend(k.extra_reasons)
         if reasons_attr is not None or reasons:
             g.set(attr("printer-state-reasons", Tag.KEYWORD, *(reasons or ["none"])))
@@ -624,6 +630,19 @@ class AdversaryProxy:
             url, data=body, headers={"Content-Type": "application/ipp"}
         ) as resp:
             return await resp.read()
+
+
+#: What a printer answering nonsense about its supplies and trays sends (Knobs.garbage_supplies).
+_JUNK_SUPPLIES = (
+    codec.Attribute("printer-supply", [codec.Value(Tag.OCTET_STRING, b"\xff\x00;level=lots;type="),
+                                       codec.Value(Tag.INTEGER, 42)]),
+    attr("printer-supply-description", Tag.INTEGER, 7),
+    attr("marker-names", Tag.NAME, "\x07" * 300),
+    attr("marker-levels", Tag.TEXT, "full"),
+    attr("printer-input-tray", Tag.OCTET_STRING, b"name=;level=-9;maxcapacity=0", b"\x00\x01\x02"),
+    codec.Attribute("media-ready", [codec.Value(Tag.KEYWORD, "\x1b\x07"),
+                                    codec.Value(Tag.INTEGER, -1)]),
+)  # fmt: skip
 
 
 def _abort(request: web.Request) -> None:

@@ -185,6 +185,50 @@
       : body.printer + ": test page sent (printer job " + body.printer_job_id + ")";
   }
 
+  // --- supplies and label runway (issue 23) ---------------------------------------------------
+
+  var LOW_TEXT = { "media-low": "Paper or labels low", "marker-supply-low": "Supply low",
+                   "toner-low": "Toner low", "ink-low": "Ink low" };
+  var RUNWAY_WARN_MIN = 10;
+  function keyword(r) { return r.replace(/-(report|warning|error)$/, ""); }
+  function pct(v) { return v === null || v === undefined ? "?" : v + " %"; }
+  function minutes(m) {
+    if (m === null || m === undefined) { return "no labels printed lately"; }
+    return m < 1 ? "under a minute" : "about " + Math.round(m) + " min";
+  }
+  // What should make a technician look: low reasons the printer reports, a short runway.
+  function supplyWarnings(p) {
+    var out = [];
+    (p.printer_state_reasons || []).forEach(function (r) {
+      var text = LOW_TEXT[keyword(r)];
+      if (text) { out.push(text + " (" + r + ")"); }
+    });
+    var w = p.runway;
+    if (w && w.labels_left === 0) {
+      out.push("Label roll counted empty: load a new roll");
+    } else if (w && w.minutes_left !== null && w.minutes_left < RUNWAY_WARN_MIN) {
+      out.push("Labels run out in " + minutes(w.minutes_left) + " (" + w.labels_left + " left)");
+    }
+    return out;
+  }
+  function supplyRows(dl, p) {
+    var sup = (p.supplies || []).map(function (x) { return x.name + " " + pct(x.level_percent); });
+    if (sup.length) { row(dl, "Supplies", sup.join(", ")); }
+    var trays = (p.media_levels || []).filter(function (t) { return t.level_percent !== null; })
+      .map(function (t) { return t.tray + " " + pct(t.level_percent) + (t.media ? " (" + t.media + ")" : ""); });
+    if (trays.length) { row(dl, "Trays", trays.join(", ")); }
+    var w = p.runway;
+    if (w) {
+      row(dl, "Labels", w.labels_left + " of " + w.labels_per_roll + " left; " +
+        w.per_minute + " a minute; " +
+        (w.labels_left === 0 ? "counted empty" : "runs out in " + minutes(w.minutes_left)));
+    }
+  }
+  function rollLoaded(body) {
+    return body.printer + ": new roll, " + (body.runway ? body.runway.labels_left +
+      " labels left" : "no labels_per_roll counted");
+  }
+
   function printerActions(p) {
     var box = h("div", "actions");
     var base = "v1/printers/" + encodeURIComponent(p.name);
@@ -201,6 +245,12 @@
       question: "Drain " + p.name + "? It is paused and the jobs waiting for it move to " +
         (p.pool ? "the other printers of pool " + p.pool : "its pool") + ".",
       yes: "Drain", path: base + "/drain", done: printerDone }));
+    if (p.runway) {
+      box.append(button("Roll loaded", "media-loaded", p.name, {
+        question: "A new roll of " + p.runway.labels_per_roll + " labels is in " + p.name +
+          "? Its count starts again from a full roll.", yes: "Roll loaded",
+        path: base + "/media-loaded", done: rollLoaded }));
+    }
     box.append(button("Identify", "identify", p.name, {
       question: "Make " + p.name + " show itself? (IPP Identify-Printer when it supports it, " +
         "else a one-page test print.)", yes: "Identify", path: base + "/identify",
@@ -367,13 +417,21 @@
     var title = h("h3", null, h("span", null, p.name),
                   h("span", "badge " + hl, HEALTH_TEXT[hl]));
     if (p.paused) { title.append(h("span", "badge paused", "paused")); }
+    var warnings = supplyWarnings(p);
+    if (warnings.length) { title.append(h("span", "badge low", "supplies low")); }
     card.append(title);
+    warnings.forEach(function (w) {
+      var el = h("p", "warn", w);
+      el.setAttribute("data-warning", p.name);
+      card.append(el);
+    });
     var dl = h("dl");
     row(dl, "Health", HEALTH_TEXT[hl] + (p.health_reason ? " (" + p.health_reason + ")" : ""));
     row(dl, "State", p.printer_state || "-");
     row(dl, "Reasons", reasonList(p));
     if (p.printer_state_message) { row(dl, "Printer says", "\u201c" + p.printer_state_message + "\u201d"); }
     row(dl, "Queued in printer", p.queued_job_count === null ? "-" : p.queued_job_count);
+    supplyRows(dl, p);
     row(dl, "Waiting", p.waiting + (p.waiting ? " (oldest " + age(p.oldest_waiting_s) + ")" : ""));
     row(dl, "Printing", p.printing_job || "-", p.printing_job ? "mono" : null);
     row(dl, "Pool", p.pool || "-");
