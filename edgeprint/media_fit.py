@@ -1,31 +1,39 @@
-"""Does a badge fit the stock a printer has ready? (pure; a leaf)
+"""Preflight's questions to the stock rule (pure; a leaf over :mod:`edgeprint.stock`).
 
-Preflight's own small rule, kept apart so that the stock-aware routing's
-``edgeprint.stock`` can replace it: a page fits ready media of the same size
-within :data:`TOLERANCE_HMM` (1.5 mm) on each side, either way round (a 4x3 in
-badge fits 3x4 in labels: the printer rotates it). Larger cut-sheet stock
-(letter, A4) takes a smaller page scaled or centred, as the routing's default
-``fit`` for sheet stock says: preflight warns of it rather than failing. Sizes
-are in hundredths of a millimetre, as IPP's media-size.
+Preflight holds a badge's size against what a printer has ready, as the routing does: it
+asks :meth:`edgeprint.stock.StockView.match` (the claim's own rule, with its default
+tolerance), and answers in preflight's words: ``exact`` (stock of the badge's size is
+ready), ``sheet`` (only other stock the printer may scale or centre the badge on: a
+warning), ``none`` (the wrong stock: the routing would make the badge wait). Sizes are in
+hundredths of a millimetre, as IPP's media-size.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-#: Hundredths of millimetre per inch, and per PostScript point (PDF page sizes).
-HMM_PER_INCH = 2540
-HMM_PER_POINT = 2540 / 72
-#: How far a page may differ from the ready stock, per side, and still fit it.
-TOLERANCE_HMM = 150
+from edgeprint.stock import (
+    DEFAULT_TOLERANCE_HMM,
+    HMM_PER_INCH,
+    PageSizes,
+    Stock,
+    StockView,
+    media_name_size,
+    size_words,
+    stock,
+)
 
-#: PWG 5101.1 self-describing media name: ``class_name_WxHunit`` (``oe_4x3-label_4x3in``).
-MEDIA_NAME = re.compile(r"^[a-z0-9-]+_[a-z0-9.-]+_(\d+(?:\.\d+)?)x(\d+(?:\.\d+)?)(in|mm)$")
-#: A size as GET /v1/printers shows ready media: ``101.6x76.2mm``, alone or in brackets
-#: after the name (``oe_4x3-label_4x3in (101.6x76.2mm)``).
+#: Hundredths of millimetre per PostScript point (PDF page sizes).
+HMM_PER_POINT = HMM_PER_INCH / 72
+
+#: A size as a printer's capabilities show ready media: ``101.6x76.2mm``, alone or in
+#: brackets after the name (``oe_4x3-label_4x3in (101.6x76.2mm)``).
 _SHOWN_SIZE = re.compile(r"(?:^|\()(\d+(?:\.\d+)?)x(\d+(?:\.\d+)?)mm\)?$")
+
+Fit = Literal["exact", "sheet", "none"]
 
 
 @dataclass(frozen=True)
@@ -37,9 +45,13 @@ class Size:
     name: str | None = None
 
     def inches(self) -> str:
-        """``4x3 in`` (as a person at a badge desk says it)."""
-        w, h = (round(v / HMM_PER_INCH, 2) for v in (self.width_hmm, self.height_hmm))
-        return f"{w:g}x{h:g} in"
+        """``4×3 in`` (as a person at a badge desk says it)."""
+        return size_words(self.width_hmm, self.height_hmm)
+
+    def pages(self) -> PageSizes:
+        page = PageSizes.of([(self.width_hmm, self.height_hmm)])
+        assert page is not None  # sizes here are positive
+        return page
 
     def __str__(self) -> str:
         return f"{self.name} ({self.inches()})" if self.name else self.inches()
@@ -47,14 +59,8 @@ class Size:
 
 def from_media_name(name: str) -> Size | None:
     """The size a PWG self-describing media name states, or None for any other text."""
-    m = MEDIA_NAME.match(name)
-    if m is None:
-        return None
-    per_unit = HMM_PER_INCH if m.group(3) == "in" else 100
-    w, h = (round(float(m.group(i)) * per_unit) for i in (1, 2))
-    if w <= 0 or h <= 0:
-        return None
-    return Size(w, h, name)
+    size = media_name_size(name)
+    return Size(size[0], size[1], name) if size is not None else None
 
 
 def from_points(width_pt: float, height_pt: float) -> Size:
@@ -63,8 +69,8 @@ def from_points(width_pt: float, height_pt: float) -> Size:
 
 
 def from_shown(text: str) -> Size | None:
-    """A ready medium as GET /v1/printers shows it (``name (WxHmm)``, ``WxHmm`` or a PWG
-    name); None when no size can be read from it (a printer's garbage name)."""
+    """A ready medium as a printer's capabilities show it (``name (WxHmm)``, ``WxHmm`` or a
+    PWG name); None when no size can be read from it (a printer's garbage name)."""
     m = _SHOWN_SIZE.search(text.strip())
     name = text.split(" (", 1)[0].strip() if " (" in text else None
     if m is not None:
@@ -74,63 +80,64 @@ def from_shown(text: str) -> Size | None:
     return from_media_name(text.strip())
 
 
-def fits(page: Size, media: Size, tolerance_hmm: int = TOLERANCE_HMM) -> bool:
-    """The page is the media's size within the tolerance, either way round."""
-
-    def close(a: int, b: int) -> bool:
-        return abs(a - b) <= tolerance_hmm
-
-    same = close(page.width_hmm, media.width_hmm) and close(page.height_hmm, media.height_hmm)
-    turned = close(page.width_hmm, media.height_hmm) and close(page.height_hmm, media.width_hmm)
-    return same or turned
-
-
-#: PWG media classes of cut-sheet stock (letter, A4, envelopes…): an office printer scales
-#: or centres a smaller page on them (the routing's default ``fit`` for sheet stock).
-SHEET_CLASSES = frozenset({"na", "iso", "jis", "jpn", "prc", "roc", "om"})
-
-
-def is_sheet(media: Size) -> bool:
-    """Cut-sheet stock by its PWG name (``na_letter_…``, ``iso_a4_…``); unnamed sizes and
-    labels or rolls (``oe_4x3-label_…``, ``roll_…``) are not."""
-    if not media.name:
-        return False
-    klass, _, rest = media.name.partition("_")
-    return klass in SHEET_CLASSES and "label" not in rest and "roll" not in rest
-
-
-def larger(page: Size, media: Size) -> bool:
-    """The page fits inside the media, either way round."""
-    pw, ph, mw, mh = page.width_hmm, page.height_hmm, media.width_hmm, media.height_hmm
-    return (pw <= mw and ph <= mh) or (pw <= mh and ph <= mw)
+def view_of(ready: Sequence[Mapping[str, Any] | str], fit: str | None = None) -> StockView:
+    """The printer's stock from GET /v1/printers' ``media_ready`` (objects with
+    ``width_mm``, ``length_mm``, ``label``, ``fit``) or capabilities' strings."""
+    stocks: list[Stock] = []
+    fits: set[str] = set()
+    for item in ready:
+        if isinstance(item, Mapping):
+            try:
+                short = round(float(item["width_mm"]) * 100)
+                long = round(float(item["length_mm"]) * 100)
+            except (KeyError, TypeError, ValueError):
+                continue
+            if short > 0 and long > 0:
+                stocks.append(Stock(min(short, long), max(short, long), bool(item.get("label")),
+                                    item.get("name")))  # fmt: skip
+                if item.get("fit") in ("exact", "center", "scale"):
+                    fits.add(str(item["fit"]))
+        else:
+            size = from_shown(item)
+            if size is not None:
+                stocks.append(stock(size.width_hmm, size.height_hmm, name=size.name))
+    chosen = fit if fit in ("exact", "center", "scale") else None
+    if chosen is None and len(fits) == 1:  # [[printers]] fit set, or one kind of stock
+        chosen = fits.pop()
+    return StockView(tuple(stocks), chosen)  # type: ignore[arg-type]
 
 
-def sheet_fitting(page: Size, ready: list[str]) -> list[str]:
-    """Those of ``ready`` that are sheet stock larger than the page (scaled or centred)."""
+def judge(page: Size, ready: Sequence[Mapping[str, Any] | str], fit: str | None = None) -> Fit:
+    """``exact``: stock of the page's size is ready; ``sheet``: only other stock the printer
+    may scale or centre it on; ``none``: the wrong stock (nothing ready counts as none)."""
+    return judge_view(page, view_of(ready, fit))
+
+
+def judge_view(page: Size, view: StockView) -> Fit:
+    """:func:`judge` against a printer's stock as the routing reads it."""
+    if not view.known:
+        return "none"
+    match = view.match(page.pages(), DEFAULT_TOLERANCE_HMM)
+    return "exact" if match == "exact" else ("sheet" if match == "other" else "none")
+
+
+def fitting(page: Size, ready: Sequence[Mapping[str, Any] | str]) -> list[str]:
+    """Those of ``ready`` the page fits exactly (their names or sizes, as shown)."""
     out = []
-    for text in ready:
-        media = from_shown(text)
-        if media is not None and is_sheet(media) and larger(page, media):
-            out.append(text)
+    for item in ready:
+        if judge(page, [item], "exact") == "exact":
+            out.append(_shown(item))
     return out
 
 
-def fitting(page: Size, ready: list[str]) -> list[str]:
-    """Those of ``ready`` (as GET /v1/printers shows them) the page fits."""
-    out = []
-    for text in ready:
-        media = from_shown(text)
-        if media is not None and fits(page, media):
-            out.append(text)
-    return out
+def sheet_fitting(
+    page: Size, ready: Sequence[Mapping[str, Any] | str], fit: str | None = None
+) -> list[str]:
+    """Those of ``ready`` the printer would scale or centre the page on."""
+    return [_shown(i) for i in ready if judge(page, [i], fit) == "sheet"]
 
 
-Fit = Literal["exact", "sheet", "none"]
-
-
-def judge(page: Size, ready: list[str]) -> Fit:
-    """``exact``: stock of the page's size is ready; ``sheet``: only larger cut-sheet stock
-    (the page is scaled or centred on it); ``none``: wrong stock."""
-    if fitting(page, ready):
-        return "exact"
-    return "sheet" if sheet_fitting(page, ready) else "none"
+def _shown(item: Mapping[str, Any] | str) -> str:
+    if isinstance(item, Mapping):
+        return str(item.get("name") or item.get("size") or "?")
+    return item

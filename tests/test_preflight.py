@@ -109,10 +109,13 @@ async def test_preflight_prints_a_test_badge_on_each_printer_and_times_it(
 async def test_preflight_says_wrong_stock_and_prints_nothing_there(
     printers: Rig, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """An 11x17 in badge where the printers have letter and #10 envelopes ready: each printer
-    WOULD FAIL with the stock named, exit 4, and no test badge is sent to a failing printer."""
-    badge = tmp_path / "tabloid.pdf"
-    badge.write_bytes(_pdf(792, 1224))
+    """A 4x3 in badge where the printers have 4x6 in labels ready (loaded through their own
+    /media form): each printer WOULD FAIL with the stock named, exit 4, and no test badge is
+    sent to a failing printer (the routing would hold it: label stock fits exactly only)."""
+    badge = tmp_path / "badge.pdf"
+    badge.write_bytes(_pdf(288, 216))
+    for p in printers:
+        printers.load_media(p.name, "na_index-4x6_4x6in")
     cfg = rig_config(tmp_path / "data", printers)
     async with appliance(cfg) as (_, client):
         code, out, err = await run_cli(
@@ -120,11 +123,10 @@ async def test_preflight_says_wrong_stock_and_prints_nothing_there(
         )
     assert (code, err) == (EXIT_NOT_READY, "")
     lines = out.splitlines()
-    assert lines[1] == "badge 11x17 in (from tabloid.pdf)"
+    assert lines[1] == "badge 4×3 in (from badge.pdf)"
     for p in printers:
         assert _said(lines, f"{p.name}  WOULD FAIL  {p.uri}") == [
-            "FAIL wrong stock: na_letter_8.5x11in (215.9x279.4mm), na_number-10_4.125x9.5in "
-            "(104.77x241.3mm) ready, not the badge's 11x17 in",
+            "FAIL wrong stock: na_index-4x6_4x6in (101.6x152.4mm) ready, not the badge's 4×3 in",
             "answers in",
         ]
     assert lines[-1] == "0 of 2 printer(s) ready; would fail the morning: printer-01, printer-02"
@@ -147,7 +149,7 @@ async def test_preflight_warns_of_a_small_badge_on_sheet_stock(
     lines = out.splitlines()
     for p in printers:
         assert _said(lines, f"{p.name}  ready  {p.uri}") == [
-            "warn no 4x3 in stock ready: the badge comes out on na_letter_8.5x11in, scaled or "
+            "warn no 4×3 in stock ready: the badge comes out on na_letter_8.5x11in, scaled or "
             "centred (sheet stock)",
             "answers in",
         ]
@@ -219,7 +221,7 @@ async def test_preflight_takes_badge_media_from_config_and_the_url_from_config(
     assert (code, err) == (0, "")
     lines = out.splitlines()
     assert lines[1:3] == [
-        "badge 8.5x11 in ([event] na_letter_8.5x11in)",
+        "badge 8.5×11 in ([event] na_letter_8.5x11in)",
         "no test badge printed (--no-print)",
     ]
     for p in printers:
@@ -302,7 +304,7 @@ def test_check_config_names_event_keys(tmp_path: Path, capsys: pytest.CaptureFix
         ),
         "too_big": (
             {"badge_media": "oe_huge_100x3in"},
-            "event.badge_media: 'oe_huge_100x3in' states 100x3 in; each side must be 10 to 1200 mm",
+            "event.badge_media: 'oe_huge_100x3in' states 100×3 in; each side must be 10 to 1200 mm",
         ),
         "mode": ({"mode": "dress"}, "event.mode: Input should be 'live' or 'rehearsal'"),
         "unknown": ({"badge": "x"}, "event.badge: unknown key"),
@@ -350,7 +352,7 @@ async def test_preflight_on_a_label_printer(
             )
     assert (code, err) == (EXIT_NOT_READY, "")
     assert _said(out.splitlines(), f"label-01  WOULD FAIL  {bridge.uri}")[0] == (
-        "FAIL wrong stock: oe_4x3-label_4x3in (101.6x76.2mm) ready, not the badge's 8.5x11 in"
+        "FAIL wrong stock: oe_4x3-label_4x3in (101.6x76.2mm) ready, not the badge's 8.5×11 in"
     )
     assert len(lprint.labels()) == 1
 

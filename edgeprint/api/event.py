@@ -72,8 +72,8 @@ def check_out(
     """The API's view of a check, with the badge's stock held against the ready media."""
     fit: media_fit.Fit | None = None
     badge = media_fit.from_media_name(badge_media) if badge_media else None
-    if badge is not None and found.media_ready:
-        fit = media_fit.judge(badge, list(found.media_ready))
+    if badge is not None and found.stock is not None and found.stock.known:
+        fit = media_fit.judge_view(badge, found.stock)
     tls = found.tls
     return PrinterCheckOut(
         printer=name, checked_at=rfc3339_ms(at), reachable=found.reachable,

@@ -207,7 +207,7 @@ def _judge(p: dict[str, Any], check: dict[str, Any] | str, badge: Badge | None) 
     _state(v, check)
     if not p.get("healthy", True) and not v.problems:
         v.problems.append(f"edgeprint gives it no work: {p.get('health_reason') or 'unhealthy'}")
-    _stock(v, badge, p.get("fit"))
+    _stock(v, badge, p.get("media_ready"))
     _supplies(v)
     _runway(v)
     _tls(v)
@@ -237,9 +237,10 @@ def _severity(reason: str) -> str:
     return "error"
 
 
-def _stock(v: Verdict, badge: Badge | None, fit: object) -> None:
-    """The badge against the ready stock; ``fit`` is the printer's ``[[printers]] fit`` when
-    GET /v1/printers shows it (``exact`` never takes a larger sheet)."""
+def _stock(v: Verdict, badge: Badge | None, routed: object) -> None:
+    """The badge against the ready stock, by the routing's own rule: ``routed`` is the
+    printer's ``media_ready`` in GET /v1/printers (each stock with its size, kind and fit),
+    else the check's ready media are judged by their names."""
     if badge is None:
         return
     if not v.media_ready:
@@ -248,11 +249,12 @@ def _stock(v: Verdict, badge: Badge | None, fit: object) -> None:
             "(look at the printer)"
         )
         return
-    v.stock_fit = media_fit.judge(badge.size, v.media_ready)
+    ready: list[Any] = routed if isinstance(routed, list) and routed else list(v.media_ready)
+    v.stock_fit = media_fit.judge(badge.size, ready)
     if v.stock_fit == "exact":
         return
-    if v.stock_fit == "sheet" and fit != "exact":
-        sheet = media_fit.sheet_fitting(badge.size, v.media_ready)[0].split(" (")[0]
+    if v.stock_fit == "sheet":
+        sheet = media_fit.sheet_fitting(badge.size, ready)[0].split(" (")[0]
         v.warnings.append(
             f"no {badge.size.inches()} stock ready: the badge comes out on {sheet}, scaled or "
             "centred (sheet stock)"

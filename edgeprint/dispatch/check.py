@@ -15,6 +15,7 @@ from yarl import URL
 
 from edgeprint import errors
 from edgeprint.config import PrinterConfig
+from edgeprint.dispatch.ready import ready_stock
 from edgeprint.documents.capabilities import parse_capabilities
 from edgeprint.printers import tls
 from edgeprint.printers.ipp import IppClient
@@ -42,12 +43,13 @@ async def check_printer(
         )  # fmt: skip
     elapsed = time.perf_counter() - started
     media = parse_capabilities(status.attributes).media_ready
+    view, _ = ready_stock(status.attributes, printer)
     return PrinterCheck(
         reachable=True, round_trip_s=round(elapsed, 4),
         printer_state=_STATES.get(status.state, str(status.state)),
         printer_state_reasons=status.reasons, printer_state_message=status.message,
         accepting_jobs=status.accepting_jobs, media_ready=tuple(str(m) for m in media),
-        error=None, tls=tls_check,
+        error=None, tls=tls_check, stock=view,
     )  # fmt: skip
 
 

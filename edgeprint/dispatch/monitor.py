@@ -21,11 +21,11 @@ from edgeprint import errors
 from edgeprint.board import PrinterBoard, Usability
 from edgeprint.config import DispatchConfig, PrinterConfig
 from edgeprint.dispatch import formats
+from edgeprint.dispatch.ready import ready_stock
 from edgeprint.dispatch.rolls import RollCounter
 from edgeprint.documents.capabilities import (
     REQUESTED_ATTRIBUTES,
     PrinterCapabilities,
-    media_ready,
     parse_capabilities,
 )
 from edgeprint.epochs import Clock, Epoch, Reading, advance
@@ -36,7 +36,7 @@ from edgeprint.printers.health import Health, HealthChange, HealthSettings, Prin
 from edgeprint.printers.ipp import IppClient, PrinterStatus
 from edgeprint.service import JobService
 from edgeprint.service.leases import Ownership
-from edgeprint.stock import StockView, configured, stock
+from edgeprint.stock import StockView
 
 log = logging.getLogger(__name__)
 
@@ -299,16 +299,8 @@ class Monitor:
     def _read_stock(self, status: PrinterStatus) -> None:
         """The stock it has ready, from this answer (media-col-ready, media-ready), else
         from the config's ``media``; a change is logged (a roll change, the wrong stock)."""
-        ready = media_ready(status.attributes)
-        found = tuple(
-            stock(m.width_hmm, m.height_hmm, name=m.name, media_type=m.media_type,
-                  source=m.source)
-            for m in ready
-        )  # fmt: skip
-        source: str | None = "printer" if found else None
-        if not found and self.config.media:
-            found, source = configured(self.config.media), "config"
-        view = StockView(found, self.config.fit)
+        view, source = ready_stock(status.attributes, self.config)
+        found = view.stocks
         if self.stock is not None and view != self.stock:
             log.info(
                 "printer stock changed",

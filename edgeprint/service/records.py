@@ -16,6 +16,7 @@ from typing import Literal, Protocol
 from edgeprint.copies import JobFacts
 from edgeprint.records import JobRecord as JobRecord
 from edgeprint.states import JobState
+from edgeprint.stock import StockView
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,8 @@ class PrinterCheck:
     media_ready: tuple[str, ...]
     error: str | None
     tls: TlsCheck | None
+    #: the ready stock as the routing reads it (None: the printer did not answer)
+    stock: StockView | None = None
 
 
 #: ``check(printer)``: the dispatcher's way to ask a printer now (it owns the IPP clients).
