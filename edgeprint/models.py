@@ -170,9 +170,15 @@ class CancelRequest(_Strict):
 class DocumentOut(BaseModel):
     """The stored document of a job."""
 
-    sha256: str = Field(description="hex SHA-256 of the PDF")
+    sha256: str = Field(description="hex SHA-256 of the document")
     bytes: int = Field(description="size in bytes")
-    pages: int | None = Field(description="pages, as counted at submission")
+    pages: int | None = Field(
+        description="pages, as counted at submission (for ZPL: the labels it makes)"
+    )
+    format: str = Field(
+        default="application/pdf",
+        description="application/pdf, or application/vnd.zebra-zpl (sent unchanged)",
+    )  # issue 23 (zpl)
 
 
 def _unverified(job: JobRecord) -> str | None:
@@ -252,7 +258,10 @@ class JobOut(BaseModel):
             pages_printed=job.pages_printed,
             pin_required=job.release_pin_hash is not None,
             document=DocumentOut.model_construct(
-                sha256=job.document_sha256, bytes=job.document_bytes, pages=job.document_pages
+                sha256=job.document_sha256,
+                bytes=job.document_bytes,
+                pages=job.document_pages,
+                format=job.document_format,
             ),
         )
 
@@ -301,7 +310,8 @@ def job_json(job: JobRecord) -> bytes:
         ',"pages_printed":', _number(job.pages_printed),
         ',"pin_required":', "false" if job.release_pin_hash is None else "true",
         ',"document":{"sha256":', _text(job.document_sha256),
-        ',"bytes":', _number(job.document_bytes), ',"pages":', _number(job.document_pages), "}}",
+        ',"bytes":', _number(job.document_bytes), ',"pages":', _number(job.document_pages),
+        ',"format":', _text(job.document_format), "}}",
     )).encode()  # fmt: skip
 
 

@@ -58,6 +58,7 @@ class JobRecord(NamedTuple):
     settled_by: str | None  # the evidence (edgeprint.evidence.Evidence) that settled it last
     pages_printed: int | None  # impressions that came out of a copy that stopped part-way
     from_page: int | None  # a person asked for the rest only: print from this page on
+    document_format: str  # as accepted: application/pdf, or a raw language sent unchanged
     # computed from its copies (not columns of jobs; see ROW):
     cancel_requested: bool  # a person asked to cancel it while a printer holds a copy
     truncated_copies: int  # copies that completed without being verifiably whole

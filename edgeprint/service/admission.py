@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from edgeprint import errors
 from edgeprint.board import PrinterBoard
 from edgeprint.config import Config
+from edgeprint.documents import ladder
 from edgeprint.metrics import Metrics
 from edgeprint.service.records import Caller
 
@@ -142,6 +143,37 @@ class Admission:
             f"printer {printer} takes {', '.join(takes) or 'no format it names'}: none of "
             "application/pdf, image/pwg-raster, image/urf, image/jpeg, which edgeprint sends",
             takes=takes,
+        )
+
+    def check_format(self, printer: str | None, pool: str | None, document_format: str) -> None:
+        """A document in a raw label language (ZPL) needs a printer of its target that takes
+        it; a PDF can be made into what any printer takes. issue 23 (zpl)
+
+        Raises errors.DocumentUnprintable (``unsupported-document``, ``takes``: what the
+        target's printers list) when every printer of the target was probed and none lists
+        ``document_format``. While one is not probed yet the job is accepted: a pool job then
+        waits for a printer that takes it (no other printer claims it); a printer named
+        that turns out not to take it refuses the job unsent (DEAD unsupported_document).
+        """
+        if document_format == ladder.PDF:
+            return
+        if printer is not None:
+            members: tuple[str, ...] = (printer,)
+            target = f"printer {printer} does not take {document_format}"
+        else:
+            members = self._layout()[0].get(pool or "", ())
+            target = f"no printer of pool {pool} takes {document_format}"
+        takes: set[str] = set()
+        for name in members:
+            seen = self.board.usability(name)
+            if seen is None or not seen.probed or document_format in seen.takes:
+                return
+            takes.update(seen.takes)
+        raise errors.DocumentUnprintable(
+            "unsupported-document",
+            f"{target} (listed: {', '.join(sorted(takes)) or 'none'}); send the badge as a PDF, "
+            "or to a printer whose document-format-supported lists it",
+            takes=sorted(takes),
         )
 
     async def _waiting_depths(self) -> Depths:

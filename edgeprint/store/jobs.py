@@ -68,6 +68,7 @@ class NewJob:
     correlation_id: str | None
     release_pin_hash: str | None = None
     document_pages: int | None = None
+    document_format: str = "application/pdf"
 
 
 #: Guard for resolving an unknown outcome: only a job parked DEAD ``outcome_unknown``.
@@ -156,8 +157,8 @@ _INSERT = (
 INSERT INTO jobs (id, idempotency_key, request_sha256, state, owner, printer, pool, priority,
                   copies, document_sha256, document_bytes, created_at, updated_at, released_at,
                   token_name, correlation_id, actor, reason, release_pin_hash,
-                  document_pages)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'submit', ?, ?)
+                  document_pages, document_format)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'submit', ?, ?, ?)
 ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING """
     + ROW
@@ -185,6 +186,11 @@ RETURNING pin_failures, pin_locked_until
 #: (a printer that aborts every job must not burn one job's attempts while a peer idles).
 PEER_FIRST_S = 5.0
 
+#: issue 23 (zpl): a pool job in a raw label language (ZPL) is claimed only by a printer
+#: that takes it; its one parameter says whether the claiming printer does. A job naming a
+#: printer is not filtered: that printer claims it and refuses it unsent if it cannot take it.
+FORMAT_FITS = "(document_format = 'application/pdf' OR ?)"
+
 _READY = """
     SELECT id, priority, 0 AS own, seq FROM jobs
     WHERE state IN ({waiting}) AND printer = ? AND not_before <= ?
@@ -192,7 +198,8 @@ _READY = """
     SELECT id, priority, 1 AS own, seq FROM jobs
     WHERE state IN ({waiting}) AND printer IS NULL AND pool = ? AND not_before <= ?
       AND (failure_printer IS DISTINCT FROM ? OR not_before <= ?)
-""".format(waiting=in_list(WAITING))
+      AND {format_fits}
+""".format(waiting=in_list(WAITING), format_fits=FORMAT_FITS)
 
 #: The claimed job on SQLite: one writer, so the first ready job is free to take.
 _NEXT_SQLITE = f"SELECT id FROM ({_READY}) AS ready ORDER BY priority, own, seq LIMIT 1"
@@ -268,7 +275,7 @@ class Jobs:
                 job.id, job.idempotency_key, job.request_sha256, job.state.value, job.owner,
                 job.printer, job.pool, job.priority, job.copies, job.document_sha256,
                 job.document_bytes, now, now, released_at, job.token_name, job.correlation_id,
-                actor, job.release_pin_hash, job.document_pages,
+                actor, job.release_pin_hash, job.document_pages, job.document_format,
             ),
         )  # fmt: skip
         return JobRecord.from_row(rows[0]) if rows else None
@@ -344,21 +351,26 @@ class Jobs:
         return JobRecord.from_row(rows[0]) if rows else None
 
     async def claim_next(
-        self, printer: str, pool: str | None, *, now: float, actor: str
+        self, printer: str, pool: str | None, *, now: float, actor: str, takes_zpl: bool = False
     ) -> JobRecord | None:
         """Move the next claimable job for ``printer`` to PRINTING; ``None`` if there is none.
 
         Raises errors.StoreError.
         """
-        rows = await self._store.write(*self.claim_next_sql(printer, pool, now=now, actor=actor))
+        claim = self.claim_next_sql(printer, pool, now=now, actor=actor, takes_zpl=takes_zpl)
+        rows = await self._store.write(*claim)
         return JobRecord.from_row(rows[0]) if rows else None
 
     def claim_next_sql(
-        self, printer: str, pool: str | None, *, now: float, actor: str
+        self, printer: str, pool: str | None, *, now: float, actor: str, takes_zpl: bool = False
     ) -> tuple[str, tuple[Any, ...]]:
         """The claim of :meth:`claim_next` (to run with other statements); fenced by the
-        printer's lease when leases are on."""
-        params = (printer, now, now, actor, printer, now, pool, now, printer, now - PEER_FIRST_S)
+        printer's lease when leases are on. ``takes_zpl``: the printer takes ZPL, so its
+        pool's ZPL jobs are its to claim (:data:`FORMAT_FITS`)."""
+        params = (
+            printer, now, now, actor, printer, now, pool, now, printer, now - PEER_FIRST_S,
+            takes_zpl,
+        )  # fmt: skip
         if self.fence is None:
             return _CLAIM_NEXT[self._store.dialect], params
         return _CLAIM_NEXT_FENCED[self._store.dialect], (
