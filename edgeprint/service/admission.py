@@ -64,12 +64,18 @@ class Admission:
         return printer not in self.paused and (seen is None or seen.healthy)
 
     async def admit(
-        self, printer: str | None, pool: str | None, caller: Caller
+        self,
+        printer: str | None,
+        pool: str | None,
+        caller: Caller,
+        *,
+        document_format: str = ladder.PDF,
     ) -> tuple[str | None, str | None]:
         """Where a newly printable job goes: (printer, pool), maybe a less loaded peer.
 
         A job for a full or unusable printer goes to the least-loaded usable
-        peer of its pool with room; a pool is full when its waiting jobs reach
+        peer of its pool with room (for a raw document, one that may take its
+        format: :meth:`may_take`); a pool is full when its waiting jobs reach
         the sum of its unpaused printers' ``high_water``. Raises
         errors.Backpressure (nothing is stored; HTTP 503 with Retry-After).
         The limit is soft: concurrent admissions may pass it by a few jobs.
@@ -91,7 +97,7 @@ class Admission:
             cfg = self.config.printer(printer)
             peers = [
                 p for p in pools.get(cfg.pool or "", ()) if p != printer
-                and self.usable(p) and room(p)
+                and self.usable(p) and room(p) and self.may_take(p, document_format)
             ] if cfg is not None else []  # fmt: skip
             if peers:
                 best = min(peers, key=depth)
@@ -163,18 +169,27 @@ class Admission:
         else:
             members = self._layout()[0].get(pool or "", ())
             target = f"no printer of pool {pool} takes {document_format}"
-        takes: set[str] = set()
-        for name in members:
-            seen = self.board.usability(name)
-            if seen is None or not seen.probed or document_format in seen.takes:
-                return
-            takes.update(seen.takes)
+        if any(self.may_take(name, document_format) for name in members):
+            return
+        takes = {f for name in members for f in self._takes(name)}
         raise errors.DocumentUnprintable(
             "unsupported-document",
             f"{target} (listed: {', '.join(sorted(takes)) or 'none'}); send the badge as a PDF, "
             "or to a printer whose document-format-supported lists it",
             takes=sorted(takes),
         )
+
+    def may_take(self, printer: str, document_format: str) -> bool:
+        """``printer`` may print ``document_format``: a PDF anywhere; a raw language where
+        the printer lists it, or has not been probed yet."""
+        if document_format == ladder.PDF:
+            return True
+        seen = self.board.usability(printer)
+        return seen is None or not seen.probed or document_format in seen.takes
+
+    def _takes(self, printer: str) -> tuple[str, ...]:
+        seen = self.board.usability(printer)
+        return seen.takes if seen is not None else ()
 
     async def _waiting_depths(self) -> Depths:
         """The waiting depths: a snapshot read at most ``DEPTH_SNAPSHOT_S`` ago, or the one

@@ -240,7 +240,9 @@ class JobService:
         printer, pool = meta.printer, meta.pool
         if state is JobState.RELEASED:
             try:
-                printer, pool = await self.admission.admit(printer, pool, caller)
+                printer, pool = await self.admission.admit(
+                    printer, pool, caller, document_format=document_format
+                )
             except errors.Backpressure:
                 self.spool.remove(job_id)
                 raise
@@ -399,7 +401,9 @@ class JobService:
                 [errors.FieldProblem("body", "printer or pool required")],
             )
         self.admission.check_format(printer, pool, current.document_format)
-        printer, pool = await self.admission.admit(printer, pool, caller)
+        printer, pool = await self.admission.admit(
+            printer, pool, caller, document_format=current.document_format
+        )
         now = self.clock()
         job = await self.jobs.transition(
             job_id, Action.RELEASE, now=now, actor=caller.name,
