@@ -46,6 +46,12 @@ def pdf_printer(tmp_path: Path) -> Iterator[Rig]:
     yield from one_printer(tmp_path / "pdf", "application/pdf")
 
 
+@pytest.fixture
+def pdf_zpl_printer(tmp_path: Path) -> Iterator[Rig]:
+    """One ippeveprinter listing PDF and ZPL (a Zebra with PDF Direct, say)."""
+    yield from one_printer(tmp_path / "both", f"application/pdf,{ZPL}")
+
+
 async def submit_zpl(
     kiosk: Client, key: str, doc: bytes, **meta: Any
 ) -> tuple[int, dict[str, Any]]:
@@ -113,6 +119,33 @@ async def test_a_zpl_badge_reaches_the_zebra_unchanged_once_per_copy(
             assert copy.impressions_expected == 3 * 2
     assert lprint.wait_labels(1) == [doc + doc]
     assert lprint.labels() == [doc + doc]
+
+
+async def test_a_printer_that_takes_pdf_and_zpl_gets_the_zpl_unchanged(
+    tmp_path: Path, pdf_zpl_printer: Rig
+) -> None:
+    """A printer sent PDF by default that also lists ZPL: the ZPL job's copy (opened as for
+    a PDF) is redescribed as ZPL and the printer receives the document three times over in one
+    job, without an IPP copies attribute."""
+    doc = badge("Mary Jackson")
+    cfg = rig_config(tmp_path / "data", pdf_zpl_printer, pool=None)
+    async with appliance(cfg) as (run, kiosk):
+        await probed(kiosk, "printer-01")
+        status, job = await submit_zpl(
+            kiosk, "zpl-both-0001", doc, printer="printer-01", hold=False, copies=3
+        )
+        assert status == 201, job
+        [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"}, timeout_s=60)
+        [copy] = await run.service.copies_of(job["id"])
+        assert final["state"] == "DONE", (final, copy)
+        assert (copy.document_format, copy.document_bytes) == (ZPL, 3 * len(doc))
+    [printed] = pdf_zpl_printer.printed("printer-01")
+    assert (printed.job_name, printed.copies, printed.bytes) == (
+        f"edgeprint-{job['id']}", 1, 3 * len(doc),
+    )  # fmt: skip
+    spool = pdf_zpl_printer["printer-01"].spool
+    [received] = [f for f in spool.iterdir() if f.is_file() and f.suffix != ".prn"]
+    assert received.read_bytes() == doc * 3
 
 
 async def test_a_zpl_print_job_through_the_ipp_queue_reaches_the_zebra(
