@@ -110,6 +110,17 @@ def test_ten_thousand_labels_are_too_many() -> None:
     assert zpl.count_labels(b"^XA^FO0,0^FDa^FS^PQ1000^XZ", 1000) == 1000
 
 
+def test_a_document_of_too_many_commands_is_refused_unread() -> None:
+    """The work is bounded by the label limit: a format of more commands than 200 per
+    label allowed (and 10,000 more) is refused; one of exactly that many is read."""
+    limit = zpl.COMMANDS_PER_LABEL * 2 + zpl.SPARE_COMMANDS
+    fields = limit - 2  # each ^FD is a command, ^XA and ^XZ are two more
+    assert zpl.count_labels(b"^XA" + b"^FD" * fields + b"^XZ", 2) == 1
+    exc = _rejected(b"^XA" + b"^FD" * (fields + 1) + b"^XZ", 2)
+    assert exc.slug == "document-unreadable"
+    assert f"it holds more than {limit} commands (200 per label" in exc.detail
+
+
 def test_a_pq_past_the_zpl_range_is_capped() -> None:
     assert zpl.count_labels(b"^XA^FDa^FS^PQ999999999^XZ", 10**9) == zpl.MAX_PQ
 
