@@ -232,6 +232,14 @@ async def test_a_pool_without_a_zpl_printer_refuses_zpl_at_submission_and_releas
         )  # fmt: skip
         assert answer.status_code == Status.CLIENT_ERROR_DOCUMENT_FORMAT_NOT_SUPPORTED
         assert status_message(answer) == body["detail"]
+        validated = await queue.send(
+            queue.request(
+                Operation.VALIDATE_JOB, attr("document-format", Tag.MIME_MEDIA_TYPE, ZPL)
+            ),
+            Authorization=f"Bearer {KIOSK_TOKEN}",
+        )
+        assert validated.status_code == Status.CLIENT_ERROR_DOCUMENT_FORMAT_NOT_SUPPORTED
+        assert status_message(validated) == body["detail"]
         assert await run.service.jobs.list_jobs() == []
         # label-99 never answers (not probed): a held ZPL job for it is accepted …
         status, held = await submit_zpl(kiosk, "zpl-held-0001", badge("Hedy"), printer="label-99")

@@ -664,7 +664,13 @@ class IppServer:
 
     async def _validate_job(self, message: IppMessage, ctx: Context, response: IppMessage) -> None:
         self._check_target(message, ctx)
-        self._format(message)
+        fmt = self._format(message)
+        if fmt in A.RAW_FORMATS:
+            queue = ctx.queue
+            on_printer = queue.kind == "printer"
+            self.service.check_format(
+                queue.name if on_printer else None, None if on_printer else queue.name, fmt
+            )
         self._meta(ctx, self._owner(message, ctx), self._hold(message, ctx), self._copies(message))
         self._page_ranges(message)
         self._check_overrides(message)

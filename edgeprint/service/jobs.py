@@ -190,6 +190,11 @@ class JobService:
                 [errors.FieldProblem(f"{where}.pool", "not a configured pool")],
             )
 
+    def check_format(self, printer: str | None, pool: str | None, document_format: str) -> None:
+        """Raise errors.DocumentUnprintable when the target cannot take ``document_format``
+        (a raw language no printer of it lists; see Admission.check_format)."""
+        self.admission.check_format(printer, pool, document_format)
+
     # --- kiosk use cases -------------------------------------------------------
 
     async def submit(
