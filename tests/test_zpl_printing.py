@@ -117,7 +117,7 @@ async def test_a_zpl_badge_reaches_the_zebra_unchanged_once_per_copy(
             [copy] = copies
             assert (copy.document_format, copy.document_bytes) == (ZPL, 2 * len(doc))
             assert copy.impressions_expected == 3 * 2
-    assert lprint.wait_labels(1) == [doc + doc]
+    assert lprint.wait_labels(1) == [doc + doc], lprint.received()
     assert lprint.labels() == [doc + doc]
 
 
@@ -169,8 +169,9 @@ async def test_a_zpl_print_job_through_the_ipp_queue_reaches_the_zebra(
             [job] = await run.service.jobs.list_jobs()
             assert (job.document_format, job.document_pages) == (ZPL, 1)
             [final] = await kiosk.wait_states([job.id], {"DONE", "DEAD"}, timeout_s=60)
-            assert final["state"] == "DONE", final
-    assert lprint.wait_labels(1) == [doc]
+            copies = await run.service.copies_of(job.id)
+            assert final["state"] == "DONE", (final["last_error"], copies)
+    assert lprint.wait_labels(1) == [doc], lprint.received()
 
 
 async def test_only_the_printer_that_takes_zpl_claims_a_pool_zpl_job(
