@@ -56,6 +56,9 @@ class ServerConfig(_Frozen):
     shutdown_grace_s: float = Field(default=10.0, ge=0, le=300)
     #: Pages per document, counted by pypdf; more → 422 too-many-pages.
     max_document_pages: int = Field(default=200, ge=1, le=100_000)
+    #: Labels per ZPL document (each format's ^PQ quantity, summed); more → 422
+    #: too-many-labels. issue 23 (zpl)
+    max_zpl_labels: int = Field(default=1000, ge=1, le=100_000)
     #: Longest request line / header field (bytes); longer → 400.
     max_header_bytes: int = Field(default=8190, ge=1024, le=65_536)
     #: Most header fields per request; more → 400.

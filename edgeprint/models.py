@@ -171,9 +171,15 @@ class CancelRequest(_Strict):
 class DocumentOut(BaseModel):
     """The stored document of a job."""
 
-    sha256: str = Field(description="hex SHA-256 of the PDF")
+    sha256: str = Field(description="hex SHA-256 of the document")
     bytes: int = Field(description="size in bytes")
-    pages: int | None = Field(description="pages, as counted at submission")
+    pages: int | None = Field(
+        description="pages, as counted at submission (for ZPL: the labels it makes)"
+    )
+    format: str = Field(
+        default="application/pdf",
+        description="application/pdf, or application/vnd.zebra-zpl (sent unchanged)",
+    )  # issue 23 (zpl)
     page_size: PageSizeOut | None = Field(
         default=None, description="its pages' size, read at submission (null: not known)"
     )
@@ -305,6 +311,7 @@ class JobOut(BaseModel):
                 sha256=job.document_sha256,
                 bytes=job.document_bytes,
                 pages=job.document_pages,
+                format=job.document_format,
                 page_size=PageSizeOut.of(job.page_sizes),
             ),
         )
@@ -357,6 +364,7 @@ def job_json(job: JobRecord) -> bytes:
         ',"rehearsal":', "true" if job.rehearsal else "false",
         ',"document":{"sha256":', _text(job.document_sha256),
         ',"bytes":', _number(job.document_bytes), ',"pages":', _number(job.document_pages),
+        ',"format":', _text(job.document_format),
         ',"page_size":', _page_size_json(job.page_sizes), "}}",
     )).encode()  # fmt: skip
 

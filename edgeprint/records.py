@@ -65,6 +65,7 @@ class JobRecord(NamedTuple):
     page_long_max: int | None
     waiting_reason: str | None  # RELEASED, and no printer of its target has fitting stock
     rehearsal: bool  # made while the event was in rehearsal (issue 23): never a live figure
+    document_format: str  # as accepted: application/pdf, or a raw language sent unchanged
     # computed from its copies (not columns of jobs; see ROW):
     cancel_requested: bool  # a person asked to cancel it while a printer holds a copy
     truncated_copies: int  # copies that completed without being verifiably whole

@@ -25,6 +25,7 @@ LIVE_KEYS = frozenset(
         "server.max_document_bytes",
         "server.max_metadata_bytes",
         "server.max_document_pages",
+        "server.max_zpl_labels",
         "server.body_timeout_s",
         "release.max_pin_failures",
         "release.pin_lockout_s",

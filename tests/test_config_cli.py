@@ -93,6 +93,8 @@ def _with(**changes: Any) -> dict[str, Any]:
         pytest.param(_with(server={"rate_limit": "0/second"}), "server.rate_limit: '0/second' allows no request at all", id="rate-limit-zero"),
         pytest.param(_with(server={"rate_limit": "5/second;0/minute"}), "server.rate_limit: '5/second;0/minute' allows no request at all", id="rate-limit-zero-second"),
         pytest.param(_with(server={"max_document_pages": 0}), "server.max_document_pages: Input should be greater than or equal to 1", id="pages-zero"),
+        pytest.param(_with(server={"max_zpl_labels": 0}), "server.max_zpl_labels: Input should be greater than or equal to 1", id="zpl-labels-zero"),
+        pytest.param(_with(server={"max_zpl_labels": 100_001}), "server.max_zpl_labels: Input should be less than or equal to 100000", id="zpl-labels-over"),
         pytest.param(_with(server={"min_free_bytes": -1}), "server.min_free_bytes: Input should be greater than or equal to 0", id="min-free-negative"),
         pytest.param(_with(release={"max_pin_failures": 0}), "release.max_pin_failures: Input should be greater than or equal to 1", id="pin-failures-zero"),
         pytest.param(_with(release={"pin_lockout": 5}), "release.pin_lockout: unknown key", id="pin-unknown-key"),

@@ -260,7 +260,9 @@ async def submit_job(request: web.Request) -> web.Response:
             )
     except TimeoutError:
         raise errors.BodyTimeout(server.body_timeout_s) from None
-    result = await deps.service.submit(upload.metadata, upload.document, key, caller)
+    result = await deps.service.submit(
+        upload.metadata, upload.document, key, caller, document_format=upload.document_format
+    )
     job = result.job
     if result.created:
         return _job_json(job, 201, Location=f"/v1/jobs/{job.id}")

@@ -248,13 +248,14 @@ def _request_body(body: Body, refs: dict[type[BaseModel], dict[str, Any]]) -> di
                                 "type": "string",
                                 "format": "binary",
                                 "contentMediaType": "application/pdf",
-                                "description": "the PDF to print (starts with `%PDF-`)",
+                                "description": "the PDF to print (starts with `%PDF-`), or a "
+                                "label in ZPL sent as Content-Type application/vnd.zebra-zpl",
                             },
                         },
                     },
                     "encoding": {
                         "metadata": {"contentType": "application/json"},
-                        "document": {"contentType": "application/pdf"},
+                        "document": {"contentType": "application/pdf, application/vnd.zebra-zpl"},
                     },
                 }
             },

@@ -92,13 +92,15 @@ ROUTES: tuple[Operation, ...] = (
             413: _problem("`payload-too-large`: the document, the metadata or the whole body"),
             415: _problem(
                 "`unsupported-media-type`: not multipart/form-data, a document part that is "
-                "not application/pdf, or a document without a `%PDF-` header"
+                "not application/pdf (or application/vnd.zebra-zpl), or a PDF without a `%PDF-` "
+                "header"
             ),
             422: _problem(
                 "`invalid-request` (metadata invalid, parts missing or unknown; `errors` lists "
                 "the fields), `unknown-target` (printer or pool not configured), "
-                "`idempotency-key-reused`, `document-encrypted`, `document-unreadable`, "
-                "`too-many-pages`"
+                "`idempotency-key-reused`, `document-encrypted`, `document-unreadable` (also a "
+                "ZPL document that is not `^XA…^XZ` labels), `too-many-pages`, `too-many-labels` "
+                "(ZPL), `unsupported-document` (no printer of the target takes ZPL)"
             ),
             503: _503_WRITE, 507: _507, **_AUTH,
         },
@@ -139,7 +141,8 @@ ROUTES: tuple[Operation, ...] = (
             415: _problem("`unsupported-media-type`: a body that is not application/json"),
             422: _problem(
                 "`invalid-request` (bad body; `errors`), `unknown-target` (printer or pool not "
-                "configured), `missing-target` (the job names no printer or pool)"
+                "configured), `missing-target` (the job names no printer or pool), "
+                "`unsupported-document` (no printer of the target takes the job's format)"
             ),
             423: _problem("`release-locked`: too many wrong PINs; retry later", "Retry-After"),
             503: _503_WRITE, 507: _507, **_AUTH,

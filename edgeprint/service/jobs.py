@@ -36,7 +36,7 @@ from edgeprint.copies import (
     judge,
     on_failure,
 )
-from edgeprint.documents import pages
+from edgeprint.documents import ladder, pages, zpl
 from edgeprint.documents.cache import RenditionCache
 from edgeprint.documents.render import RenderPool
 from edgeprint.epochs import Epoch
@@ -63,6 +63,7 @@ from edgeprint.service.records import (
 from edgeprint.service.stock_routing import StockRouting
 from edgeprint.spool import Spool, StagedDocument
 from edgeprint.states import TERMINAL_STATES, Action, JobState, sources
+from edgeprint.stock import PageSizes
 from edgeprint.store import stats as store_stats
 from edgeprint.store.copies import Copies, copy_from_row
 from edgeprint.store.jobs import (
@@ -206,6 +207,11 @@ class JobService:
                 [errors.FieldProblem(f"{where}.pool", "not a configured pool")],
             )
 
+    def check_format(self, printer: str | None, pool: str | None, document_format: str) -> None:
+        """Raise errors.DocumentUnprintable when the target cannot take ``document_format``
+        (a raw language no printer of it lists; see Admission.check_format)."""
+        self.admission.check_format(printer, pool, document_format)
+
     # --- kiosk use cases -------------------------------------------------------
 
     async def submit(
@@ -214,23 +220,34 @@ class JobService:
         document: StagedDocument,
         idempotency_key: str,
         caller: Caller,
+        *,
+        document_format: str = ladder.PDF,
     ) -> SubmitResult:
         """Accept a job whose document has been staged; durable when it returns.
 
         Same key + same payload → the earlier job (``created=False``). Raises
-        errors.UnsupportedDocument, errors.UnknownTarget,
-        errors.IdempotencyKeyReused, errors.StoreError. The staged document is
-        committed or discarded in every case.
+        errors.UnsupportedDocument, errors.DocumentRejected, errors.UnknownTarget,
+        errors.DocumentUnprintable (a target that cannot take the format),
+        errors.PayloadTooLarge, errors.IdempotencyKeyReused, errors.StoreError. The
+        staged document is committed or discarded in every case.
+        ``document_format``: ``application/pdf`` or ``application/vnd.zebra-zpl``
+        (counted in labels, sent unchanged).
         """
         try:
-            if not document.looks_like_pdf():
-                raise errors.UnsupportedDocument(
-                    "the document is not a PDF (no %PDF- header in its first 1024 bytes)"
-                )
-            facts = await self._inspect(document)
+            sizes: PageSizes | None = None
+            if document_format == zpl.ZPL:
+                pages = await self._count_labels(document, meta.copies)
+            else:
+                if not document.looks_like_pdf():
+                    raise errors.UnsupportedDocument(
+                        "the document is not a PDF (no %PDF- header in its first 1024 bytes)"
+                    )
+                facts = await self._inspect(document)
+                pages, sizes = facts.pages, facts.sizes
             self.check_target(meta.printer, meta.pool, "metadata")
             if meta.printer is not None:
                 self.admission.check_takes(meta.printer)
+            self.admission.check_format(meta.printer, meta.pool, document_format)
             digest = request_digest(meta, document.sha256)
             existing = await self.jobs.get_by_key(idempotency_key)
             if existing is not None:
@@ -248,7 +265,11 @@ class JobService:
         if state is JobState.RELEASED:
             try:
                 printer, pool = await self.admission.admit(
-                    printer, pool, caller, labels=labels_of(facts.pages, meta.copies)
+                    printer,
+                    pool,
+                    caller,
+                    labels=labels_of(pages, meta.copies),
+                    document_format=document_format,
                 )
             except errors.Backpressure:
                 self.spool.remove(job_id)
@@ -268,8 +289,9 @@ class JobService:
             token_name=caller.name,
             correlation_id=caller.correlation_id,
             release_pin_hash=pin_hash,
-            document_pages=facts.pages,
-            **NewJob.edges(facts.sizes),
+            document_pages=pages,
+            **NewJob.edges(sizes),
+            document_format=document_format,
         )
         try:
             job = await self.jobs.insert(new, self.clock(), caller.name)
@@ -318,6 +340,33 @@ class JobService:
                 "document rejected",
                 extra={"event": "document_rejected", "reason": exc.slug, "bytes": document.size},
             )
+            raise
+
+    async def _count_labels(self, document: StagedDocument, copies: int) -> int:
+        """Labels of a staged ZPL document (:func:`zpl.count_labels`), checked against
+        ``server.max_zpl_labels``; its size sent ``copies`` times (a raw document's copies
+        are its bytes repeated, DESIGN §11) against ``server.max_document_bytes``."""
+        server = self.config.server
+        if document.size * copies > server.max_document_bytes:
+            raise errors.PayloadTooLarge(
+                f"the ZPL document sent once per copy ({copies} × {document.size} bytes)",
+                server.max_document_bytes,
+            )
+        data = document.contents().read()
+        try:
+            if document.size <= _INLINE_PDF_BYTES:
+                return zpl.count_labels(data, server.max_zpl_labels)
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(
+                self._pdf_checks, zpl.count_labels, data, server.max_zpl_labels
+            )
+        except errors.DocumentRejected as exc:
+            self.metrics.documents_rejected.labels(reason=exc.slug).inc()
+            log.info(
+                "document rejected",
+                extra={"event": "document_rejected", "reason": exc.slug, "bytes": document.size,
+                       "format": zpl.ZPL},
+            )  # fmt: skip
             raise
 
     async def _replayed(
@@ -381,9 +430,11 @@ class JobService:
                 "the job names no printer or pool; give one in the release body",
                 [errors.FieldProblem("body", "printer or pool required")],
             )
+        self.admission.check_format(printer, pool, current.document_format)
         printer, pool = await self.admission.admit(
             printer, pool, caller,
             labels=labels_of(current.document_pages, current.copies, current.from_page),
+            document_format=current.document_format,
         )  # fmt: skip
         now = self.clock()
         job = await self.jobs.transition(
@@ -720,13 +771,14 @@ class JobService:
 
     # --- dispatcher use cases (DESIGN §3) ----------------------------------------
 
-    async def claim_next(self, printer: str) -> JobRecord | None:
-        """RELEASED → PRINTING for the next job ``printer`` should print, or None."""
+    async def claim_next(self, printer: str, *, takes_zpl: bool = False) -> JobRecord | None:
+        """RELEASED → PRINTING for the next job ``printer`` should print, or None (a pool's
+        ZPL jobs only when ``takes_zpl``)."""
         cfg = self.config.printer(printer)
         pool = cfg.pool if cfg is not None else None
         job = await self.jobs.claim_next(
             printer, pool, now=self.clock(), actor=f"printer:{printer}",
-            fit=self.stock.condition(printer),
+            fit=self.stock.condition(printer), takes_zpl=takes_zpl,
         )  # fmt: skip
         if job is not None:
             self.admission.admitted(job.printer, job.pool, -1)
@@ -740,6 +792,7 @@ class JobService:
         document_format: str,
         printer_up_s: int | None,
         epoch: int | None = None,
+        takes_zpl: bool = False,
     ) -> tuple[JobRecord, Copy | None] | None:
         """Claim the next job for ``printer`` and open its copy, in one transaction.
 
@@ -752,7 +805,12 @@ class JobService:
         pool = cfg.pool if cfg is not None else None
         now = self.clock()
         claim = self.jobs.claim_next_sql(
-            printer, pool, now=now, actor=f"printer:{printer}", fit=self.stock.condition(printer)
+            printer,
+            pool,
+            now=now,
+            actor=f"printer:{printer}",
+            fit=self.stock.condition(printer),
+            takes_zpl=takes_zpl,
         )
         opened = self.copies.open_claimed_sql(
             printer=printer,
@@ -1355,6 +1413,12 @@ class JobService:
             if current.state is not JobState.DEAD or current.dead_reason != "outcome_unknown":
                 raise errors.OutcomeNotUnknown(job_id, current.state.value, current.dead_reason)
             raise errors.CannotPrintRest(job_id, current.state.value, out, total, current.copies)
+        if current.document_format != ladder.PDF:  # a raw language is sent whole or not at all
+            raise errors.CannotPrintRest(
+                job_id, current.state.value, out, total, current.copies,
+                why=f"its document is {current.document_format}, which is sent unchanged: "
+                "print it again whole, or mark it printed",
+            )  # fmt: skip
         now = self.clock()
         first = done_before + out + 1
         job = await self.jobs.transition(

@@ -89,6 +89,8 @@ class NewJob:
             "page_long_max": s.long_max if s else None,
         }
 
+    document_format: str = "application/pdf"
+
 
 #: Guard for resolving an unknown outcome: only a job parked DEAD ``outcome_unknown``.
 GUARD_OUTCOME_UNKNOWN = "dead_reason = 'outcome_unknown'"
@@ -177,9 +179,10 @@ INSERT INTO jobs (id, idempotency_key, request_sha256, state, owner, printer, po
                   copies, document_sha256, document_bytes, created_at, updated_at, released_at,
                   token_name, correlation_id, actor, reason, release_pin_hash,
                   document_pages, page_short_min, page_short_max, page_long_min, page_long_max,
-                  rehearsal)
+                  rehearsal, document_format)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'submit', ?, ?, ?, ?, ?, ?,
-        (SELECT CASE WHEN mode = 'rehearsal' THEN 1 ELSE 0 END FROM event_mode WHERE id = 1))
+        (SELECT CASE WHEN mode = 'rehearsal' THEN 1 ELSE 0 END FROM event_mode WHERE id = 1),
+        ?)
 ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING """
     + ROW
@@ -207,6 +210,11 @@ RETURNING pin_failures, pin_locked_until
 #: (a printer that aborts every job must not burn one job's attempts while a peer idles).
 PEER_FIRST_S = 5.0
 
+#: issue 23 (zpl): a pool job in a raw label language (ZPL) is claimed only by a printer
+#: that takes it; its one parameter says whether the claiming printer does. A job naming a
+#: printer is not filtered: that printer claims it and refuses it unsent if it cannot take it.
+FORMAT_FITS = "(document_format = 'application/pdf' OR ?)"
+
 _READY = """
     SELECT id, priority, 0 AS own, seq FROM jobs
     WHERE state IN ({waiting}) AND printer = ? AND not_before <= ? AND {{own_fit}}
@@ -214,7 +222,8 @@ _READY = """
     SELECT id, priority, 1 AS own, seq FROM jobs
     WHERE state IN ({waiting}) AND printer IS NULL AND pool = ? AND not_before <= ?
       AND (failure_printer IS DISTINCT FROM ? OR not_before <= ?) AND {{pool_fit}}
-""".format(waiting=in_list(WAITING))
+      AND {format_fits}
+""".format(waiting=in_list(WAITING), format_fits=FORMAT_FITS)
 
 #: The claimed job on SQLite: one writer, so the first ready job is free to take.
 _NEXT_SQLITE = f"SELECT id FROM ({_READY}) AS ready ORDER BY priority, own, seq LIMIT 1"
@@ -292,7 +301,7 @@ class Jobs:
                 job.printer, job.pool, job.priority, job.copies, job.document_sha256,
                 job.document_bytes, now, now, released_at, job.token_name, job.correlation_id,
                 actor, job.release_pin_hash, job.document_pages, job.page_short_min,
-                job.page_short_max, job.page_long_min, job.page_long_max,
+                job.page_short_max, job.page_long_min, job.page_long_max, job.document_format,
             ),
         )  # fmt: skip
         return JobRecord.from_row(rows[0]) if rows else None
@@ -369,24 +378,29 @@ class Jobs:
 
     async def claim_next(
         self, printer: str, pool: str | None, *, now: float, actor: str,
-        fit: StockCondition | None = None,
+        fit: StockCondition | None = None, takes_zpl: bool = False,
     ) -> JobRecord | None:  # fmt: skip
         """Move the next claimable job for ``printer`` (whose pages ``fit`` its stock) to
         PRINTING; ``None`` if there is none. Raises errors.StoreError.
         """
-        rows = await self._store.write(
-            *self.claim_next_sql(printer, pool, now=now, actor=actor, fit=fit)
+        claim = self.claim_next_sql(
+            printer, pool, now=now, actor=actor, fit=fit, takes_zpl=takes_zpl
         )
+        rows = await self._store.write(*claim)
         return JobRecord.from_row(rows[0]) if rows else None
 
     def claim_next_sql(
         self, printer: str, pool: str | None, *, now: float, actor: str,
-        fit: StockCondition | None = None,
+        fit: StockCondition | None = None, takes_zpl: bool = False,
     ) -> tuple[str, tuple[Any, ...]]:  # fmt: skip
         """The claim of :meth:`claim_next` (to run with other statements): only a job whose
         pages ``fit`` this printer's stock (None: any job); fenced by the printer's lease
-        when leases are on."""
-        params = (printer, now, now, actor, printer, now, pool, now, printer, now - PEER_FIRST_S)
+        when leases are on. ``takes_zpl``: the printer takes ZPL, so its pool's ZPL jobs
+        are its to claim (:data:`FORMAT_FITS`)."""
+        params = (
+            printer, now, now, actor, printer, now, pool, now, printer, now - PEER_FIRST_S,
+            takes_zpl,
+        )  # fmt: skip
         fit = fit or _ANY_FIT
         if self.fence is None:
             return _claim_next(self._store.dialect, fit, False), params

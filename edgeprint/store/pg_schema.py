@@ -502,4 +502,11 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # issue 23 (zpl; SQLite's the same): the format a job's document was accepted in
+    [
+        "ALTER TABLE jobs ADD COLUMN document_format text NOT NULL DEFAULT 'application/pdf'",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -485,4 +485,12 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # issue 23 (zpl): the format a job's document was accepted in. A raw label language
+    # (ZPL) is sent unchanged, and only printers that take it may claim the job.
+    [
+        "ALTER TABLE jobs ADD COLUMN document_format TEXT NOT NULL DEFAULT 'application/pdf'",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
