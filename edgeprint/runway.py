@@ -89,14 +89,17 @@ class Runway:
     def labels_left(self) -> int:
         return max(0, self.labels_per_roll - self.roll.printed)
 
-    def printed(self, labels: int, now: float) -> None:
-        """``labels`` came out of the printer at ``now`` (a job settled DONE)."""
+    def printed(self, labels: int, now: float, *, live: bool = True) -> None:
+        """``labels`` came out of the printer at ``now`` (a job settled DONE). Every label
+        comes off the roll; only a live job's count in the rate (a rehearsal's do not
+        forecast the morning: the rate starts again at go-live)."""
         if labels <= 0:
             return
         self.roll = Roll(self.roll.printed + labels, self.roll.changed_at, self.roll.media,
                          self.roll.empty)  # fmt: skip
-        self._recent.append((now, labels))
-        self._recent_total += labels
+        if live:
+            self._recent.append((now, labels))
+            self._recent_total += labels
 
     def roll_changed(self, now: float) -> None:
         """A full roll was loaded at ``now``: the count starts again."""

@@ -47,6 +47,16 @@ def test_rate_over_time_seen_when_up_less_than_the_window() -> None:
     assert r.view(T0 + 10 + runway.RATE_WINDOW_S).minutes_left is None
 
 
+def test_rehearsal_labels_come_off_the_roll_but_do_not_forecast_the_morning() -> None:
+    """A rehearsal's test badges use labels (labels left falls) but leave the rate alone, so
+    the forecast after go-live is the live rate only (DESIGN §8)."""
+    r = Runway(100, started_at=T0)
+    r.printed(20, T0 + 10, live=False)
+    assert r.view(T0 + 60) == RunwayView(80, 100, 0.0, None)
+    r.printed(5, T0 + 70)
+    assert r.view(T0 + 120) == RunwayView(75, 100, 2.5, 30.0)
+
+
 def test_roll_change_seen_from_empty_to_ready_and_new_media() -> None:
     """media-empty → ready, and a change of media-ready, start a full roll; the first answer
     and an answer without media-ready only remember."""

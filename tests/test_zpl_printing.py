@@ -110,6 +110,7 @@ async def test_a_zpl_badge_reaches_the_zebra_unchanged_once_per_copy(
             assert status == 201, job
             assert job["document"] == {
                 "sha256": job["document"]["sha256"], "bytes": len(doc), "pages": 3, "format": ZPL,
+                "page_size": None,
             }  # fmt: skip
             [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"}, timeout_s=60)
             copies = await run.service.copies_of(job["id"])

@@ -78,13 +78,14 @@ class RollCounter:
         if runway.roll != before:
             await self.service.save_printer_roll(self.name, runway.roll)
 
-    async def printed(self, labels: int) -> None:
-        """``labels`` came out of the printer (a job settled DONE here)."""
+    async def printed(self, labels: int, *, live: bool = True) -> None:
+        """``labels`` came out of the printer (a job settled DONE here; ``live``: not a
+        rehearsal job, whose labels leave the rate alone)."""
         runway = self.runway
         if runway is None or labels <= 0:
             return
         await self._load()
-        runway.printed(labels, self._clock())
+        runway.printed(labels, self._clock(), live=live)
         await self.service.save_printer_roll(self.name, runway.roll)
 
     def media_loaded(self) -> None:

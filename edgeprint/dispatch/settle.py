@@ -173,7 +173,8 @@ class Settlement:
             self.monitor.health.on_job_printed()
             if copy is not None and copy.printer == self.name:  # its labels came off this roll
                 await self.monitor.rolls.printed(
-                    labels_of(job.document_pages, job.copies, job.from_page)
+                    labels_of(job.document_pages, job.copies, job.from_page),
+                    live=not job.rehearsal,
                 )
         elif copy is not None and copy.printer == self.name and copy.state is CopyState.ABORTED:
             await self.monitor.health_changed(
@@ -184,7 +185,9 @@ class Settlement:
         """A job printed here: the run of failures is broken, and its labels came off the
         roll (issue 23: pages × copies)."""
         self.monitor.health.on_job_printed()
-        await self.monitor.rolls.printed(labels_of(job.document_pages, job.copies, job.from_page))
+        await self.monitor.rolls.printed(
+            labels_of(job.document_pages, job.copies, job.from_page), live=not job.rehearsal
+        )
 
     async def refused(self, job: JobRecord, copy: Copy, exc: errors.PrinterError) -> Next:
         """The printer answered a Create-Job/Send-Document/Print-Job with an error.
@@ -357,6 +360,7 @@ class Settlement:
             stale = await self.service.find(copy.job_id)  # its labels came off the roll too
             if stale is not None:
                 await self.monitor.rolls.printed(
-                    labels_of(stale.document_pages, stale.copies, stale.from_page)
+                    labels_of(stale.document_pages, stale.copies, stale.from_page),
+                    live=not stale.rehearsal,
                 )
         return True
