@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 
@@ -226,38 +227,33 @@ class Dispatcher:
         self._group = None
 
     async def _housekeeping(self) -> None:
-        """Expire held jobs and delete old documents every ``retention.interval_s``.
-
-        A lost database connection (PostgreSQL reconnects) skips a round; other store
-        failures end the dispatcher (the process exits and systemd restarts it).
-        """
-        interval = self.config.retention.interval_s
-        while not self.stop.is_set():
-            try:
-                await self.service.housekeeping()
-            except errors.StoreReconnecting as exc:
-                log.warning(
-                    "store reconnecting: housekeeping skips a round",
-                    extra={"event": "housekeeping_store_lost", "error": str(exc)},
-                )
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(interval):
-                    await self.stop.wait()
+        """Expire held jobs and delete old documents every ``retention.interval_s``."""
+        await self._every(
+            self.config.retention.interval_s, self.service.housekeeping, "housekeeping"
+        )
 
     async def _stock_watch(self) -> None:
         """Every ``STOCK_WATCH_S``: mark released jobs no printer of their target has fitting
         stock for (``waiting_reason``, a ``job.waiting`` webhook), and clear the mark once
-        one has. A lost database connection skips a round."""
+        one has."""
+        await self._every(STOCK_WATCH_S, self.service.stock.refresh, "stock_watch")
+
+    async def _every(
+        self, interval_s: float, work: Callable[[], Awaitable[object]], name: str
+    ) -> None:
+        """``work`` every ``interval_s`` until stopped. A lost database connection
+        (PostgreSQL reconnects) skips a round; other store failures end the dispatcher (the
+        process exits and systemd restarts it)."""
         while not self.stop.is_set():
             try:
-                await self.service.stock.refresh()
+                await work()
             except errors.StoreReconnecting as exc:
                 log.warning(
-                    "store reconnecting: stock watch skips a round",
-                    extra={"event": "stock_watch_store_lost", "error": str(exc)},
+                    f"store reconnecting: {name.replace('_', ' ')} skips a round",
+                    extra={"event": f"{name}_store_lost", "error": str(exc)},
                 )
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(STOCK_WATCH_S):
+                async with asyncio.timeout(interval_s):
                     await self.stop.wait()
 
     async def _enforce_grace(self, tasks: list[asyncio.Task[None]], grace_s: float) -> None:
