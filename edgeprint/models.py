@@ -760,6 +760,11 @@ class PrinterCheckOut(BaseModel):
     printer_state_message: str
     accepting_jobs: bool | None = Field(description="printer-is-accepting-jobs")
     media_ready: list[str] = Field(description="ready media, as GET /v1/printers shows it")
+    stock: list[ReadyMediaOut] | None = Field(
+        default=None,
+        description="the ready stock as the routing reads it from this answer (size, label "
+        "or sheet, tray, fit); null when the printer did not answer",
+    )
     badge_media: str | None = Field(description="[event] badge_media (null: not set)")
     stock_fit: Literal["exact", "sheet", "none"] | None = Field(
         description="badge_media against the ready media: exact (the same size within 1.5 mm, "

@@ -13,7 +13,7 @@ from aiohttp import web
 
 from edgeprint import errors, media_fit
 from edgeprint.api.app import CALLER, DEPS, Deps, _json
-from edgeprint.models import EventOut, PrinterCheckOut, TlsCheckOut
+from edgeprint.models import EventOut, PrinterCheckOut, ReadyMediaOut, TlsCheckOut
 from edgeprint.service import PrinterCheck
 from edgeprint.service.event import EventMode
 from edgeprint.timefmt import rfc3339_ms
@@ -82,6 +82,7 @@ def check_out(
         printer_state_message=found.printer_state_message,
         accepting_jobs=found.accepting_jobs, media_ready=list(found.media_ready),
         badge_media=badge_media, stock_fit=fit, error=found.error,
+        stock=ReadyMediaOut.of(found.stock) if found.stock is not None else None,
         tls=None if tls is None else TlsCheckOut(
             mode=tls.mode, pinned=tls.pinned, presented=tls.presented, matches=tls.matches,
             error=tls.error,

@@ -207,7 +207,7 @@ def _judge(p: dict[str, Any], check: dict[str, Any] | str, badge: Badge | None) 
     _state(v, check)
     if not p.get("healthy", True) and not v.problems:
         v.problems.append(f"edgeprint gives it no work: {p.get('health_reason') or 'unhealthy'}")
-    _stock(v, badge, p.get("media_ready"))
+    _stock(v, badge, check.get("stock") or p.get("media_ready"))
     _supplies(v)
     _runway(v)
     _tls(v)
@@ -238,9 +238,10 @@ def _severity(reason: str) -> str:
 
 
 def _stock(v: Verdict, badge: Badge | None, routed: object) -> None:
-    """The badge against the ready stock, by the routing's own rule: ``routed`` is the
-    printer's ``media_ready`` in GET /v1/printers (each stock with its size, kind and fit),
-    else the check's ready media are judged by their names."""
+    """The badge against the ready stock, by the routing's own rule: ``routed`` is the stock
+    as the routing reads it (the check's ``stock``, else ``media_ready`` in GET
+    /v1/printers: each with its size, label or sheet, and fit), else the check's ready media
+    are judged by their names."""
     if badge is None:
         return
     if not v.media_ready:

@@ -291,6 +291,9 @@ class PostgresStore:
         self._reader_conns = []
         if self._writer is not None:
             with contextlib.suppress(psycopg.Error):
+                # the appliance and appliance-id locks go now, not when the server notices
+                # the connection gone (a restart, or the next appliance, would race that)
+                await self._writer.execute("SELECT pg_advisory_unlock_all()")
                 await self._writer.close()
             self._writer = None
 
