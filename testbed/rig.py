@@ -19,6 +19,7 @@ Python API::
     rig.fault("printer-02", "abort", match="poison")           # only jobs named *poison*
     rig.clear_fault("printer-01")
     rig.media("printer-01", "empty")                           # paper out ("low", "loaded")
+    rig.media("printer-01", "loaded", size="na_index-4x6_4x6in") # other stock in every tray
     rig.stop()
 
 Command line (from the project root)::
@@ -29,7 +30,7 @@ Command line (from the project root)::
     python -m testbed.rig speed DIR NAME SECONDS_PER_PAGE
     python -m testbed.rig fault DIR NAME [--once] [--match SUBSTRING] MODE [ARG...]
     python -m testbed.rig clear-fault DIR NAME
-    python -m testbed.rig media DIR NAME empty|low|loaded
+    python -m testbed.rig media DIR NAME empty|low|loaded [--size PWG-MEDIA-NAME]
 
 How each printer runs (all flags matter)::
 
@@ -98,7 +99,17 @@ that sets every tray's paper level): ``empty`` gives printer-state-reasons
 media-empty-report while idle, and a job sent then stays processing (job-printing) with
 media-empty-warning and media-needed-warning, its print command not even started, until
 ``loaded`` (ippeveprinter re-checks once a second); ``low`` gives media-low-report. A
-restart brings the default trays back (paper loaded).
+restart brings the default trays back (paper loaded). ``size=`` (a PWG self-describing
+name such as ``oe_4x3-label_4x3in``) puts that stock in every tray instead of letter and
+#10 envelopes: the printer's media-ready and media-col-ready say so, as a label printer
+does after a roll change. A printer given a stock keeps it across :meth:`Rig.restart`
+(a power cycle does not unload a roll; the level comes back "loaded").
+
+What each document printed on (``Rig(record_media=True)``): the print command asks its
+printer for media-ready (Get-Printer-Attributes, ipptool) right after the document came
+out and appends ``<UTC time> <job-id> <job-name> <media-ready, comma-separated>`` to
+``printer-NN/media.log`` (:meth:`Rig.media_printed`); "?" when the printer did not answer.
+Off by default: it costs an ipptool run per document.
 
 Behaviour worth knowing (ippeveprinter 2.4): one job at a time (a second
 Print-Job while one is pending/processing gets server-error-busy 0x0507); job
@@ -118,6 +129,7 @@ import contextlib
 import http.client
 import math
 import os
+import re
 import shutil
 import signal
 import socket
@@ -179,6 +191,13 @@ PRINTER_REASONS = frozenset(
 FAULT_MODES = ("hold", "abort", "abort-at", "docerror", "slow", "die-before", "die-after")
 FAULT_FILE = "fault"
 LEFT_REASON_FILE = "left-reason"
+#: The stock every tray holds when set with ``media(..., size=…)``; kept across restart().
+STOCK_FILE = "stock"
+#: In the rig folder: the print command records media-ready per document (media.log).
+RECORD_MEDIA_FILE = "record-media"
+MEDIA_READY_TEST = HERE / "rig_media_ready.test"
+#: A PWG 5101.1 self-describing media name: class_name_WxHin or _WxHmm.
+_PWG_MEDIA_RE = re.compile(r"^[a-z0-9]+_[a-z0-9.-]+_[0-9]+(\.[0-9]+)?x[0-9]+(\.[0-9]+)?(in|mm)$")
 
 #: ``/media`` form values per paper level. The form numbers the trays by their place in
 #: media-source-supported (auto, main, manual, by-pass-tray) and skips auto and manual,
@@ -265,6 +284,42 @@ class Printed:
             raise ValueError(f"not a prints.log line (want 8 tab-separated fields): {line!r}")
         out = int(f[7]) if len(f) == 8 else int(f[4]) * int(f[5])
         return cls(f[0], int(f[1]), f[2], f[3], int(f[4]), int(f[5]), int(f[6]), out)
+
+
+@dataclass(frozen=True)
+class MediaPrinted:
+    """One line of ``media.log``: the media a printer had ready when a document came out."""
+
+    time: str
+    job_id: int
+    job_name: str
+    #: media-ready as the printer answered right after printing (() when it did not answer)
+    media_ready: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, line: str) -> MediaPrinted:
+        f = line.rstrip("\n").split("\t")
+        if len(f) != 4:
+            raise ValueError(f"not a media.log line (want 4 tab-separated fields): {line!r}")
+        ready = () if f[3] in ("", "?") else tuple(m for m in f[3].split(",") if m)
+        return cls(f[0], int(f[1]), f[2], ready)
+
+
+def media_form(level: str, size: str | None = None) -> dict[str, str]:
+    """The ``/media`` form values for ``level`` with ``size`` in every tray (None: the
+    printer's own letter and #10 envelopes). ValueError for an unknown level or a size
+    that is no PWG self-describing media name."""
+    form = MEDIA_FORMS.get(level)
+    if form is None:
+        raise ValueError(f"media level must be one of {', '.join(MEDIA_FORMS)}, not {level!r}")
+    if size is None:
+        return dict(form)
+    if not _PWG_MEDIA_RE.match(size):
+        raise ValueError(
+            f"size must be a PWG self-describing media name such as oe_4x3-label_4x3in, "
+            f"not {size!r}"
+        )
+    return {k: size if k.startswith("size") else v for k, v in form.items()}
 
 
 # --- job-level faults -------------------------------------------------------------
@@ -521,6 +576,7 @@ class Rig:
         stop_timeout: float = 5.0,
         own_certificates: bool = False,
         engine: str = "full",
+        record_media: bool = False,
     ) -> None:
         if seconds_per_page < 0:
             raise ValueError("seconds_per_page must be >= 0")
@@ -541,6 +597,8 @@ class Rig:
         # own_certificates each printer keeps its own in printer-NN/ssl: delete that folder
         # and restart() to make the printer present a new certificate.
         self.own_certificates = own_certificates
+        #: the full print command logs each document's media-ready in media.log
+        self.record_media = record_media
         # Children started by this process, by pid, so they can be reaped (no zombies).
         self._children: dict[int, subprocess.Popen[bytes]] = {}
         self._finished: dict[int, subprocess.Popen[bytes]] = {}
@@ -594,6 +652,15 @@ class Rig:
             return []
         return [Printed.parse(line) for line in text.splitlines() if line.strip()]
 
+    def media_printed(self, name: str) -> list[MediaPrinted]:
+        """What each document came out on (``record_media``): one entry per printed document,
+        oldest first."""
+        try:
+            text = (self.printer(name).dir / "media.log").read_text()
+        except FileNotFoundError:
+            return []
+        return [MediaPrinted.parse(line) for line in text.splitlines() if line.strip()]
+
     def count(self) -> dict[str, int]:
         """Printed documents per printer."""
         return {p.name: len(self.printed(p.name)) for p in self.printers}
@@ -639,6 +706,11 @@ class Rig:
         self._install_bin(tools)
         (self.root / "formats").write_text(self.formats + "\n")
         (self.root / "engine").write_text(self.engine + "\n")
+        record = self.root / RECORD_MEDIA_FILE
+        if self.record_media:
+            record.write_text("media-ready of each printed document in printer-NN/media.log\n")
+        else:
+            record.unlink(missing_ok=True)
         names = [f"printer-{i:02d}" for i in range(1, n + 1)]
         try:
             self._start_dbus(tools["dbus-daemon"])
@@ -724,6 +796,10 @@ class Rig:
         if err is not None:
             self._stop_pid(self.printer(name).pid, "ippeveprinter")
             raise RigError(err)
+        with contextlib.suppress(FileNotFoundError):
+            stock = (p.dir / STOCK_FILE).read_text().strip()
+            if stock:  # a power cycle does not unload the roll
+                self.media(name, "loaded", size=stock)
         self._write_tsv()
         return self.printer(name)
 
@@ -764,16 +840,23 @@ class Rig:
             return None
         return text.splitlines()[0] if text.strip() else None
 
-    def media(self, name: str, level: str, timeout: float = 5.0) -> None:
-        """Paper in every tray: ``empty``, ``low`` or ``loaded`` (ippeveprinter's /media form).
+    def media(
+        self, name: str, level: str, timeout: float = 5.0, *, size: str | None = None
+    ) -> None:
+        """Paper in every tray: ``empty``, ``low`` or ``loaded`` (ippeveprinter's /media form);
+        with ``size`` (a PWG self-describing name, e.g. ``na_index-4x6_4x6in``) every tray
+        holds that stock, which restart() keeps. Without ``size`` a printer given a stock
+        keeps it (an empty roll is still that roll); letter and #10 envelopes otherwise.
 
         Returns once the printer has applied it: it renders the page after the change,
         so the whole answer having been read means Get-Printer-Attributes shows it.
         """
-        form = MEDIA_FORMS.get(level)
-        if form is None:
-            raise ValueError(f"media level must be one of {', '.join(MEDIA_FORMS)}, not {level!r}")
+        media_form(level, size)  # ValueError before anything is touched
         p = self._running(name)
+        stock_file = p.dir / STOCK_FILE
+        if size is None and stock_file.exists():
+            size = stock_file.read_text().strip() or None
+        form = media_form(level, size)
         query = "&".join(f"{k}={v}" for k, v in form.items())
         conn = http.client.HTTPConnection("127.0.0.1", p.port, timeout=timeout)
         try:
@@ -786,6 +869,8 @@ class Rig:
             conn.close()
         if resp.status != 200 or b"<form" not in body:
             raise RigError(f"{name}: /media form answered HTTP {resp.status}: {body[:200]!r}")
+        if size is not None:
+            stock_file.write_text(size + "\n")
 
     def wait_state(self, name: str, state: str, timeout: float = 10.0) -> None:
         """Wait (bounded) until :meth:`state` is ``state``, e.g. ``dead`` after a die-* fault."""
@@ -814,6 +899,7 @@ class Rig:
             (PRINT_COMMAND, bin_dir / ENGINES["full"], 0o755),  # even if the checkout lost +x
             (LEAN_PRINT_COMMAND, bin_dir / ENGINES["lean"], 0o755),
             (CANCEL_TEST, bin_dir / "job-canceled.test", 0o644),
+            (MEDIA_READY_TEST, bin_dir / "media-ready.test", 0o644),
         ):
             tmp = dst.with_name(dst.name + ".new")
             shutil.copyfile(src, tmp)
@@ -882,6 +968,7 @@ class Rig:
             "RIG_SECONDS_PER_PAGE": f"{self.seconds_per_page:g}",
             "RIG_IPPTOOL": self._tools["ipptool"],
             "RIG_CANCEL_TEST": str(self.root / "bin" / "job-canceled.test"),
+            "RIG_MEDIA_TEST": str(self.root / "bin" / "media-ready.test"),
         }
         formats_file = self.root / "formats"
         formats = formats_file.read_text().strip() if formats_file.exists() else self.formats
@@ -1069,6 +1156,7 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("dir", metavar="DIR")
     m.add_argument("name", metavar="NAME")
     m.add_argument("level", choices=tuple(MEDIA_FORMS))
+    m.add_argument("--size", help="PWG media name in every tray, e.g. oe_4x3-label_4x3in")
     args = ap.parse_args(argv)
 
     try:
@@ -1106,8 +1194,8 @@ def main(argv: list[str] | None = None) -> int:
             rig.clear_fault(args.name)
             print(f"{args.name} fault cleared")
         elif args.cmd == "media":
-            rig.media(args.name, args.level)
-            print(f"{args.name} media {args.level}: ok")
+            rig.media(args.name, args.level, size=args.size)
+            print(f"{args.name} media {args.level}{f' {args.size}' if args.size else ''}: ok")
         else:
             getattr(rig, args.cmd)(args.name)
             print(f"{args.name} {args.cmd}: ok")
