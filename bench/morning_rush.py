@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import random
 import sys
@@ -37,15 +38,16 @@ from bench.harness import (
     tree_cpu_s,
     until,
 )
-from bench.morning_ideal import (
+from edgeprint.documents.capabilities import media_from_name
+from testbed.config import KIOSK_TOKEN, TECH_TOKEN
+from testbed.morning_ideal import (
     IdealPrinter,
     capacity_used,
     ideal_schedule,
+    inside,
     percentiles,
     windows_by_printer,
 )
-from edgeprint.documents.capabilities import media_from_name
-from testbed.config import KIOSK_TOKEN, TECH_TOKEN
 from testbed.pdfs import make_badge_pdf
 
 #: The badge stock every printer is loaded with, and the wrong stock of the stock fault.
@@ -411,6 +413,7 @@ def ground(stand: Stand, m: Morning) -> dict[str, Any]:
     waits = [min(t for _, t in ours[b.job_id]) - b.arrival
              for b in m.badges if b.job_id in ours]  # fmt: skip
     use = capacity_used(arrivals, [x for v in ours.values() for x in v], printers)
+    gaps = idle_gaps(stand, use.periods)
     store = read_store(stand.data_dir)
     states = Counter(str(r["state"]) for j, r in store.jobs.items() if j in by_job)
     lag = [b.first_try - b.arrival for b in m.badges if b.first_try is not None]
@@ -431,6 +434,8 @@ def ground(stand: Stand, m: Morning) -> dict[str, Any]:
         "badges_per_min_while_waiting": _r(use.per_minute(use.printed_badges)),
         "capacity_per_min_while_waiting": _r(use.per_minute(use.capacity_badges)),
         "capacity_per_min_all_up": round(capacity_per_min, 1),
+        "idle_gap_while_waiting_s": {k: round(v, 3) for k, v in percentiles(gaps).items()},
+        "idle_gaps_while_waiting": len(gaps),
         "wait_s": {k: round(v, 2) for k, v in percentiles(waits).items()},
         "ideal_wait_s": {k: round(v, 2) for k, v in percentiles([s.wait for s in ideal]).items()},
         "kiosk_lag_s": {k: round(v, 3) for k, v in percentiles(lag).items()},
@@ -463,6 +468,23 @@ def ground(stand: Stand, m: Morning) -> dict[str, Any]:
         "technician_resolved": len(m.resolved),
         "technician_found_printed": sum(m.resolved.values()),
     }
+
+
+def idle_gaps(stand: Stand, periods: tuple[tuple[float, float], ...]) -> list[float]:
+    """Per printer, seconds from one badge out to the print engine starting the next
+    (ippeveprinter's Processing time before the next prints.log line), where the next
+    began while work waited: the appliance's part of the lost capacity."""
+    out = []
+    for p in stand.rig:
+        proc = processing_times(p.server_log)
+        lines = sorted(stand.rig.printed(p.name), key=printed_at)
+        for prev, nxt in itertools.pairwise(lines):
+            if nxt.job_id not in proc:
+                continue
+            start = printed_at(nxt) - proc[nxt.job_id]
+            if start > printed_at(prev) and inside(start, periods):
+                out.append(start - printed_at(prev))
+    return out
 
 
 def _r(v: float | None) -> float | None:

@@ -1,4 +1,4 @@
-"""bench.morning_ideal: the zero-overhead schedule, the doors-open arrivals and the capacity
+"""testbed.morning_ideal: the zero-overhead schedule, the doors-open arrivals and the capacity
 measure bench.morning_bench compares edgeprint with (pure functions, in memory)."""
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.morning_ideal import (
+from testbed.morning_ideal import (
     IdealPrinter,
     capacity_used,
     doors_open_arrivals,
     ideal_schedule,
+    inside,
     merge,
     peak_rate,
     percentiles,
@@ -146,6 +147,11 @@ def test_capacity_used_counts_only_while_work_waits() -> None:
     # three badges at once printed back to back: all of the capacity used
     full = capacity_used([0, 0, 0], [("p", 1), ("p", 2), ("p", 3)], [p])
     assert (full.waiting_s, full.capacity_badges, full.printed_badges) == (3, 3, 3)
+    assert full.periods == ((0, 3),)
+    assert inside(0, full.periods)
+    assert inside(2.9, full.periods)
+    assert not inside(3, full.periods)
+    assert not inside(-1, full.periods)
     assert (full.ratio, full.per_minute(full.printed_badges)) == (1.0, 60.0)
     # half a second lost between badges: two thirds
     gappy = capacity_used([0, 0, 0], [("p", 1.5), ("p", 3), ("p", 4.5)], [p])

@@ -1,4 +1,5 @@
-"""The yardsticks of bench.morning_bench, as pure functions (no I/O, no clock).
+"""The yardsticks of bench.morning_bench, as pure functions (no I/O, no clock; in testbed/
+so that tests may check them: tests never import bench/).
 
 * :func:`doors_open_arrivals` — when each badge is asked for on a doors-open morning: a
   short ramp to a steep peak just after opening, then exponential decay.
@@ -154,6 +155,8 @@ class CapacityUse:
     #: [printed - seconds, printed], that fell in those periods and outside its printer's
     #: down windows)
     printed_badges: float
+    #: the periods when work waited
+    periods: tuple[Window, ...] = ()
 
     @property
     def ratio(self) -> float | None:
@@ -213,7 +216,13 @@ def capacity_used(
         # wrong stock is spoiled, and the ideal has that printer down then
         useful = overlap(lo, hi) - sum(overlap(max(lo, a), min(hi, b)) for a, b in p.down)
         printed += useful / p.seconds
-    return CapacityUse(sum(b - a for a, b in periods), capacity, printed)
+    return CapacityUse(sum(b - a for a, b in periods), capacity, printed, periods)
+
+
+def inside(t: float, periods: Sequence[Window]) -> bool:
+    """Whether ``t`` falls in one of the merged, sorted ``periods``."""
+    j = bisect.bisect_right([a for a, _ in periods], t) - 1
+    return j >= 0 and periods[j][0] <= t < periods[j][1]
 
 
 def percentiles(values: Sequence[float], qs: Sequence[int] = (50, 95, 99)) -> dict[str, float]:
