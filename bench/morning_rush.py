@@ -221,15 +221,15 @@ async def fault(stand: Stand, life: Life, m: Morning, f: Fault) -> None:
     name = f.printer or ""
     t0 = time.time()
     if f.kind == "roll":
-        await asyncio.to_thread(rig.media, name, "empty")
+        await asyncio.to_thread(rig.load_media, name, LABEL, level=0)  # media-empty
         t0 = time.time()
         await asyncio.sleep(f.for_s)
-        await asyncio.to_thread(rig.media, name, "loaded")
+        await asyncio.to_thread(rig.load_media, name, LABEL)
     elif f.kind == "stock":
-        await asyncio.to_thread(rig.media, name, "loaded", size=WRONG_STOCK)
+        await asyncio.to_thread(rig.load_media, name, WRONG_STOCK)
         t0 = time.time()
         await asyncio.sleep(f.for_s)
-        await asyncio.to_thread(rig.media, name, "loaded", size=LABEL)
+        await asyncio.to_thread(rig.load_media, name, LABEL)
     elif f.kind == "power":
         await asyncio.to_thread(rig.kill, name)
         t0 = time.time()
@@ -308,7 +308,7 @@ async def all_settled(http: aiohttp.ClientSession, stand: Stand, m: Morning) -> 
 def load_labels(stand: Stand) -> None:
     """Every printer's trays hold the badge labels (before the appliance first looks)."""
     for p in stand.rig:
-        stand.rig.media(p.name, "loaded", size=LABEL)
+        stand.rig.load_media(p.name, LABEL)
 
 
 async def rush(stand: Stand, plan: Plan, arrivals: list[float]) -> Morning:

@@ -4,7 +4,7 @@ A leaf both sides hold from construction (the composition root makes it first):
 the dispatcher's workers *publish* each printer's usability here whenever their
 view of it changes, and admission (``edgeprint.service.admission``) *reads* it
 — no call from the service into a worker. The other way, the service rings the
-board (``wake``, ``control``, ``resumed``) and whoever listens (the dispatcher)
+board (``wake``, ``control``, ``resumed``, ``media_loaded``) and whoever listens (the dispatcher)
 acts on it; with no listener (tests, a service without a dispatcher) a ring is
 a no-op.
 """
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Protocol
+
+from edgeprint.stock import StockView
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +28,10 @@ class Usability:
     takes: tuple[str, ...] = ()
     #: Whether its capabilities were read (a printer not probed yet takes anything).
     probed: bool = False
+    #: The stock it has ready, read on every probe (None: not probed yet).
+    stock: StockView | None = None
+    #: Labels left on its roll (issue 23, edgeprint.runway); None: not counted.
+    labels_left: int | None = None
 
 
 class Listener(Protocol):
@@ -36,6 +42,8 @@ class Listener(Protocol):
     def control(self, printer: str | None) -> None: ...
 
     def resumed(self, printer: str | None) -> None: ...
+
+    def media_loaded(self, printer: str) -> None: ...
 
 
 class PrinterBoard:
@@ -79,3 +87,8 @@ class PrinterBoard:
         """A technician resumed ``printer`` (clears what only a person may clear)."""
         if self._listener is not None:
             self._listener.resumed(printer)
+
+    def media_loaded(self, printer: str) -> None:
+        """A technician loaded a new roll in ``printer`` (its runway starts again)."""
+        if self._listener is not None:
+            self._listener.media_loaded(printer)

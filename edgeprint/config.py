@@ -26,13 +26,19 @@ from pydantic import (
     model_validator,
 )
 
-from edgeprint import errors
+from edgeprint import errors, media_fit
 from edgeprint.printers import tls
+from edgeprint.stock import media_name_size
 
 NAME_PATTERN = r"^[a-z0-9-]{1,40}$"
 # Our own validators put the dotted key first: "Value error, printers[2].name: …".
 _KEY_FIRST = re.compile(r"^[a-z_][a-z0-9_.\[\]]*: ")
 Name = Annotated[str, Field(pattern=NAME_PATTERN)]
+#: A PWG 5101.1 self-describing media name that states its size (``oe_4x3-label_4x3in``).
+MediaName = Annotated[
+    str, Field(pattern=r"^[a-z0-9-]+_[a-z0-9.-]+_[0-9]+(\.[0-9]+)?x[0-9]+(\.[0-9]+)?(in|mm)$",
+               max_length=80),
+]  # fmt: skip
 
 
 class _Frozen(BaseModel):
@@ -50,6 +56,9 @@ class ServerConfig(_Frozen):
     shutdown_grace_s: float = Field(default=10.0, ge=0, le=300)
     #: Pages per document, counted by pypdf; more → 422 too-many-pages.
     max_document_pages: int = Field(default=200, ge=1, le=100_000)
+    #: Labels per ZPL document (each format's ^PQ quantity, summed); more → 422
+    #: too-many-labels. issue 23 (zpl)
+    max_zpl_labels: int = Field(default=1000, ge=1, le=100_000)
     #: Longest request line / header field (bytes); longer → 400.
     max_header_bytes: int = Field(default=8190, ge=1024, le=65_536)
     #: Most header fields per request; more → 400.
@@ -162,6 +171,8 @@ class DispatchConfig(_Frozen):
     #: no paper in any tray) this long: its copy is cancelled there and, once the printer
     #: accepted the cancel with nothing of it out, the job moves to a peer (DESIGN §4).
     blocked_grace_s: float = Field(default=5.0, ge=0, le=86400)
+    #: How far a page's size may be from its stock's and still be that size (millimetres).
+    media_tolerance_mm: float = Field(default=2.0, ge=0, le=20)
     #: Retry-After of a 503 when a printer's or pool's queue is full.
     retry_after_s: int = Field(default=5, ge=1, le=3600)
     #: Processes that render PDF pages to raster for printers without PDF (started on first
@@ -255,6 +266,18 @@ class PrinterConfig(_Frozen):
     #: queue of every badge of the day, and the printer did take the whole document
     #: without a word of trouble); "ask" — DEAD outcome_unknown, a person decides.
     on_forgotten: Literal["printed", "ask"] = "printed"
+    #: The stock it has ready when it reports none itself: a PWG self-describing media name
+    #: ("oe_4x3-label_4x3in") or a list of them; what the printer reports wins when it
+    #: reports any.
+    media: list[MediaName] = Field(default_factory=list, max_length=16)
+    #: How pages meet larger or other stock: "exact" (same size only), "center" (at their
+    #: own size on stock at least as large), "scale" (any stock). Unset: "exact" for label
+    #: and roll stock, "scale" for sheet stock.
+    fit: Literal["exact", "center", "scale"] | None = None
+    #: Labels on a full roll (issue 23): edgeprint counts the labels printed since the roll
+    #: was changed and forecasts when it runs out (GET /v1/printers ``runway``). Unset: no
+    #: count (a sheet printer, or one that reports its own media level).
+    labels_per_roll: int | None = Field(default=None, ge=1, le=100_000)
 
     @field_validator("tls_fingerprint")
     @classmethod
@@ -262,6 +285,19 @@ class PrinterConfig(_Frozen):
         if value is None:
             return None
         return tls.parse_fingerprint(value)  # ValueError names the expected form
+
+    @field_validator("media", mode="before")
+    @classmethod
+    def _one_media(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("media")
+    @classmethod
+    def _sized(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if media_name_size(name) is None:
+                raise ValueError(f"{name} states no size (write e.g. oe_4x3-label_4x3in)")
+        return value
 
     @property
     def secure(self) -> bool:
@@ -279,8 +315,8 @@ class TokenConfig(_Frozen):
 
 #: What a webhook may subscribe to (``[[webhooks]].events``).
 WebhookEvent = Literal[
-    "job.done", "job.dead", "job.cancelled", "job.expired", "printer.unhealthy",
-    "printer.healthy",
+    "job.done", "job.dead", "job.cancelled", "job.expired", "job.waiting",
+    "printer.unhealthy", "printer.healthy",
 ]  # fmt: skip
 _WEBHOOK_SECRET_BYTES = (24, 64)
 
@@ -381,6 +417,41 @@ class IppConfig(_Frozen):
         return value
 
 
+#: The smallest and largest badge side ``[event] badge_media`` may state (hundredths of mm).
+BADGE_SIDE_HMM = (1000, 120_000)
+
+
+class EventConfig(_Frozen):
+    """``[event]`` (issue 23): the mode the appliance starts in, and the badge's stock."""
+
+    #: "rehearsal": start a rehearsal at the next start (acts only when this value changes
+    #: from the one the last start applied: a go-live through the API is not undone by a
+    #: restart). "live": end one, likewise.
+    mode: Literal["live", "rehearsal"] = "live"
+    #: The badge's stock as a PWG self-describing media name (``oe_4x3-label_4x3in``):
+    #: what ``edgeprint preflight`` checks each printer's ready media against.
+    badge_media: str | None = Field(default=None, min_length=1, max_length=255)
+
+    @field_validator("badge_media")
+    @classmethod
+    def _badge_media(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        size = media_fit.from_media_name(value)
+        if size is None:
+            raise ValueError(
+                f"event.badge_media: {value!r} is not a PWG self-describing media name "
+                "(class_name_WxHunit, e.g. oe_4x3-label_4x3in or na_letter_8.5x11in)"
+            )
+        low, high = BADGE_SIDE_HMM
+        if not all(low <= side <= high for side in (size.width_hmm, size.height_hmm)):
+            raise ValueError(
+                f"event.badge_media: {value!r} states {size.inches()}; each side must be "
+                f"{low // 100} to {high // 100} mm"
+            )
+        return value
+
+
 class Config(_Frozen):
     """The whole configuration file."""
 
@@ -394,6 +465,7 @@ class Config(_Frozen):
     printers: list[PrinterConfig] = Field(default_factory=list)
     tokens: list[TokenConfig] = Field(default_factory=list)
     webhooks: list[WebhookConfig] = Field(default_factory=list)
+    event: EventConfig = EventConfig()
 
     @model_validator(mode="after")
     def _unique(self) -> Config:

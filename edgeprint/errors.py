@@ -80,14 +80,21 @@ class CannotPrintRest(StateConflict):
     its pages came out (HTTP 409)."""
 
     def __init__(
-        self, job_id: str, state: str, pages_out: int | None, pages: int | None, copies: int
+        self,
+        job_id: str,
+        state: str,
+        pages_out: int | None,
+        pages: int | None,
+        copies: int,
+        *,
+        why: str | None = None,
     ) -> None:
         super().__init__(job_id, "resolve", state)
-        if copies != 1:
+        if why is None and copies != 1:
             why = f"it has {copies} copies (the rest of which?)"
-        elif not pages_out:
+        elif why is None and not pages_out:
             why = "no count of pages that came out is known"
-        else:
+        elif why is None:
             why = f"{pages_out} of {pages} pages came out: nothing is left"
         self.args = (f"cannot print the rest of job {job_id}: {why}",)
 
@@ -283,6 +290,18 @@ class IdentifyUnsupported(EdgeprintError):
         super().__init__(
             f"printer {name!r} does not support Identify-Printer; ask for a test page instead"
         )
+
+
+class EventModeConflict(EdgeprintError):
+    """The event is not in the mode this change starts from (HTTP 409): going live when not
+    in rehearsal (``not-in-rehearsal``), or starting a rehearsal during one
+    (``already-in-rehearsal``). ``mode`` is the mode it is in, ``since`` since when."""
+
+    def __init__(self, slug: str, mode: str, since: float | None, detail: str) -> None:
+        self.slug = slug
+        self.mode = mode
+        self.since = since
+        super().__init__(detail)
 
 
 # --- auth -------------------------------------------------------------------

@@ -7,6 +7,7 @@ observes something. Labels are bounded (state, outcome, printer); never a job id
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -86,6 +87,18 @@ class Metrics:
         self.jobs = Gauge(
             "edgeprint_jobs", "Stored jobs by state (refreshed on scrape)", ["state"], registry=r
         )
+        # issue 23 (preflight): the event's mode and the rehearsal's jobs, apart from the live
+        self.event_rehearsal = Gauge(
+            "edgeprint_event_rehearsal",
+            "1 while the event is in rehearsal (POST /v1/event/rehearsal), 0 when live",
+            registry=r,
+        )
+        self.rehearsal_jobs = Gauge(
+            "edgeprint_rehearsal_jobs",
+            "Stored rehearsal jobs by state (refreshed on scrape; edgeprint_jobs counts only "
+            "live ones)",
+            ["state"], registry=r,
+        )  # fmt: skip
         self.http_request_duration = Histogram(
             "edgeprint_http_request_duration_seconds",
             "API request handling time, by route and status class",
@@ -167,6 +180,12 @@ class Metrics:
             "edgeprint_pool_waiting_jobs", "RELEASED jobs waiting for any printer of the pool",
             ["pool"], registry=r,
         )  # fmt: skip
+        self.jobs_waiting_for_stock = Gauge(
+            "edgeprint_jobs_waiting_for_stock",
+            "RELEASED jobs no printer of their target has fitting stock ready for, by target "
+            "(a printer or pool name; kind: printer or pool)",
+            ["target", "kind"], registry=r,
+        )  # fmt: skip
         self.oldest_waiting = Gauge(
             "edgeprint_oldest_waiting_seconds",
             "Age of the oldest job this printer could take (its own or its pool's); 0 if none",
@@ -188,6 +207,33 @@ class Metrics:
             "edgeprint_printer_up", "1 when the printer answered its last request", ["printer"],
             registry=r,
         )  # fmt: skip
+        # issue 23 (supplies): levels from the probes, and each label roll's runway
+        self.supply_level = Gauge(
+            "edgeprint_printer_supply_level",
+            "A supply's level in percent (printer-supply, marker-levels), as last probed",
+            ["printer", "supply"], registry=r,
+        )  # fmt: skip
+        self.media_level = Gauge(
+            "edgeprint_printer_media_level",
+            "An input tray's media level in percent (printer-input-tray), as last probed",
+            ["printer", "tray"], registry=r,
+        )  # fmt: skip
+        self.labels_left = Gauge(
+            "edgeprint_printer_labels_left",
+            "Labels left on the roll: labels_per_roll less those printed since it was changed",
+            ["printer"], registry=r,
+        )  # fmt: skip
+        self.runway_seconds = Gauge(
+            "edgeprint_printer_runway_seconds",
+            "When the roll runs out at the last 15 minutes' rate (+Inf: nothing printed lately)",
+            ["printer"], registry=r,
+        )  # fmt: skip
+        self.roll_changes = Counter(
+            "edgeprint_printer_roll_changes_total",
+            "Label roll changes seen (media-empty → ready, new media-ready) or told "
+            "(POST /v1/printers/{name}/media-loaded)",
+            ["printer"], registry=r,
+        )  # fmt: skip
         self.webhook_deliveries = Counter(
             "edgeprint_webhook_deliveries_total",
             "Webhook delivery attempts by outcome: delivered (2xx), retried (failed, tried "
@@ -203,6 +249,7 @@ class Metrics:
         )
         self.event_loop_tasks.set_function(_tasks_alive)
         self._reason_labels: dict[str, set[str]] = {}
+        self._level_labels: dict[tuple[str, str], set[str]] = {}
         self._http_children: dict[tuple[str, int], Any] = {}
         for s in JobState:
             self.jobs.labels(state=s.value)
@@ -221,6 +268,13 @@ class Metrics:
         for state, n in counts.items():
             self.jobs.labels(state=state.value).set(n)
         self.dead_letter.set(counts.get(JobState.DEAD, 0))
+
+    def set_rehearsal_counts(self, counts: dict[JobState, int]) -> None:
+        """Refresh the rehearsal jobs gauge (after :meth:`set_job_counts`: the dead-letter
+        queue holds rehearsal jobs too)."""
+        for state, n in counts.items():
+            self.rehearsal_jobs.labels(state=state.value).set(n)
+        self.dead_letter.inc(counts.get(JobState.DEAD, 0))
 
     def set_queues(
         self,
@@ -248,6 +302,37 @@ class Metrics:
         self._reason_labels[name] = current
         if queued is not None:
             self.queued_job_count.labels(printer=name).set(queued)
+
+    def _levels(self, gauge: Gauge, kind: str, name: str, levels: dict[str, int | None]) -> None:
+        """Set ``name``'s gauges to ``levels`` (unknown ones are left out, gone ones removed)."""
+        known = {k: v for k, v in levels.items() if v is not None}
+        for label in self._level_labels.get((kind, name), set()) - set(known):
+            gauge.remove(name, label)
+        for label, value in known.items():
+            gauge.labels(name, label).set(value)
+        self._level_labels[(kind, name)] = set(known)
+
+    def set_supplies(
+        self,
+        name: str,
+        supplies: dict[str, int | None],
+        trays: dict[str, int | None],
+        runway: tuple[int, float | None] | None,
+    ) -> None:
+        """Refresh a printer's supply and tray levels (percent) and its runway
+        (labels left, minutes left; None: not counted)."""
+        self._levels(self.supply_level, "supply", name, supplies)
+        self._levels(self.media_level, "tray", name, trays)
+        if runway is None:
+            for gauge in (self.labels_left, self.runway_seconds):
+                with contextlib.suppress(KeyError):  # not counted before either
+                    gauge.remove(name)
+            return
+        left, minutes = runway
+        self.labels_left.labels(printer=name).set(left)
+        self.runway_seconds.labels(printer=name).set(
+            float("inf") if minutes is None else minutes * 60.0
+        )
 
     def render(self) -> bytes:
         """The Prometheus text exposition of the registry."""

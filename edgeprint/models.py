@@ -27,6 +27,7 @@ from edgeprint import evidence
 from edgeprint.config import NAME_PATTERN
 from edgeprint.records import JobRecord
 from edgeprint.states import JobState
+from edgeprint.stock import PageSizes, StockView
 from edgeprint.timefmt import rfc3339_ms
 
 TargetName = Annotated[str, Field(pattern=NAME_PATTERN, description="[a-z0-9-]{1,40}")]
@@ -170,9 +171,47 @@ class CancelRequest(_Strict):
 class DocumentOut(BaseModel):
     """The stored document of a job."""
 
-    sha256: str = Field(description="hex SHA-256 of the PDF")
+    sha256: str = Field(description="hex SHA-256 of the document")
     bytes: int = Field(description="size in bytes")
-    pages: int | None = Field(description="pages, as counted at submission")
+    pages: int | None = Field(
+        description="pages, as counted at submission (for ZPL: the labels it makes)"
+    )
+    format: str = Field(
+        default="application/pdf",
+        description="application/pdf, or application/vnd.zebra-zpl (sent unchanged)",
+    )  # issue 23 (zpl)
+    page_size: PageSizeOut | None = Field(
+        default=None, description="its pages' size, read at submission (null: not known)"
+    )
+
+
+class PageSizeOut(BaseModel):
+    """The size of a document's pages (its largest page when they differ)."""
+
+    size: str = Field(description="as people name it: 4×3 in, 210×297 mm")
+    width_mm: float = Field(description="short edge")
+    length_mm: float = Field(description="long edge")
+    uniform: bool = Field(description="every page has this size")
+
+    @classmethod
+    def of(cls, sizes: PageSizes | None) -> PageSizeOut | None:
+        if sizes is None:
+            return None
+        return cls.model_construct(
+            size=sizes.describe(), width_mm=sizes.short_max / 100,
+            length_mm=sizes.long_max / 100, uniform=sizes.uniform,
+        )  # fmt: skip
+
+
+def _page_size_json(sizes: PageSizes | None) -> str:
+    if sizes is None:
+        return "null"
+    return "".join((
+        '{"size":', _quote(sizes.describe()),
+        ',"width_mm":', _encode_compact(sizes.short_max / 100),
+        ',"length_mm":', _encode_compact(sizes.long_max / 100),
+        ',"uniform":', "true" if sizes.uniform else "false", "}",
+    ))  # fmt: skip
 
 
 def _unverified(job: JobRecord) -> str | None:
@@ -180,6 +219,11 @@ def _unverified(job: JobRecord) -> str | None:
     if job.state is not JobState.DONE or job.settled_by is None:
         return None
     return evidence.unverified_words(job.settled_by, job.printed_on)
+
+
+def _waiting(job: JobRecord) -> str | None:
+    """Why a RELEASED job waits for stock (a note left on a job that has moved on is not shown)."""
+    return job.waiting_reason if job.state is JobState.RELEASED else None
 
 
 def _iso(ts: float | None) -> str | None:
@@ -223,7 +267,17 @@ class JobOut(BaseModel):
     pages_printed: int | None = Field(
         description="impressions that came out of a copy that stopped part-way (null: none)"
     )
+    waiting_reason: str | None = Field(
+        default=None,
+        description="RELEASED, and no printer of its target has stock its pages fit ready: "
+        "why, in words a person can act on (it prints as soon as fitting stock is loaded)",
+    )
     pin_required: bool = Field(description="the release must present the job's PIN")
+    rehearsal: bool = Field(
+        default=False,
+        description="made while the event was in rehearsal (POST /v1/event/rehearsal): a test, "
+        "never counted in the live figures; cancelled by go-live while still waiting",
+    )
     document: DocumentOut
 
     @classmethod
@@ -250,9 +304,15 @@ class JobOut(BaseModel):
             settled_by=job.settled_by,
             printed_unverified=_unverified(job),
             pages_printed=job.pages_printed,
+            waiting_reason=_waiting(job),
             pin_required=job.release_pin_hash is not None,
+            rehearsal=bool(job.rehearsal),
             document=DocumentOut.model_construct(
-                sha256=job.document_sha256, bytes=job.document_bytes, pages=job.document_pages
+                sha256=job.document_sha256,
+                bytes=job.document_bytes,
+                pages=job.document_pages,
+                format=job.document_format,
+                page_size=PageSizeOut.of(job.page_sizes),
             ),
         )
 
@@ -299,9 +359,13 @@ def job_json(job: JobRecord) -> bytes:
         ',"settled_by":', _text(job.settled_by),
         ',"printed_unverified":', _text(_unverified(job)),
         ',"pages_printed":', _number(job.pages_printed),
+        ',"waiting_reason":', _text(_waiting(job)),
         ',"pin_required":', "false" if job.release_pin_hash is None else "true",
+        ',"rehearsal":', "true" if job.rehearsal else "false",
         ',"document":{"sha256":', _text(job.document_sha256),
-        ',"bytes":', _number(job.document_bytes), ',"pages":', _number(job.document_pages), "}}",
+        ',"bytes":', _number(job.document_bytes), ',"pages":', _number(job.document_pages),
+        ',"format":', _text(job.document_format),
+        ',"page_size":', _page_size_json(job.page_sizes), "}}",
     )).encode()  # fmt: skip
 
 
@@ -333,6 +397,9 @@ class Problem(BaseModel):
         default=None,
         description="unsupported-document: the document formats the printer lists",
     )
+    mode: Literal["live", "rehearsal"] | None = Field(
+        default=None, description="not-in-rehearsal / already-in-rehearsal: the event's mode"
+    )
 
 
 class Health(BaseModel):
@@ -356,6 +423,70 @@ class PrinterCapabilitiesOut(BaseModel):
     color: bool
 
 
+class ReadyMediaOut(BaseModel):
+    """One stock a printer has ready (media-col-ready / media-ready, or [[printers]] media)."""
+
+    name: str | None = Field(description="PWG media name, e.g. oe_4x3-label_4x3in")
+    size: str = Field(description="as people name it: 4×3 in, 210×297 mm")
+    width_mm: float = Field(description="short edge")
+    length_mm: float = Field(description="long edge")
+    label: bool = Field(description="label or roll stock (its default fit is exact)")
+    tray: str | None = Field(description="media-source: the tray it is in")
+    fit: Literal["exact", "center", "scale"] = Field(
+        description="how pages meet it: exact (same size only), center, scale (any size)"
+    )
+
+    @classmethod
+    def of(cls, view: StockView) -> list[ReadyMediaOut]:
+        return [
+            cls(name=s.name, size=s.describe(), width_mm=s.short / 100, length_mm=s.long / 100,
+                label=s.label, tray=s.source, fit=view.fit_of(s))
+            for s in view.stocks
+        ]  # fmt: skip
+
+
+class PrinterReasonOut(BaseModel):
+    """One ``printer-state-reasons`` value (RFC 8011 §5.4.12) with its severity."""
+
+    value: str = Field(description="as the printer sent it, e.g. media-empty-error or other")
+    keyword: str = Field(description="the value without its severity suffix")
+    severity: Literal["error", "warning", "report"] = Field(
+        description="from the suffix; a value without one is an error (RFC 8011 §5.4.12)"
+    )
+    known: bool = Field(description="a registered keyword (RFC 8011, PWG 5100.x) edgeprint knows")
+    words: str = Field(description="what it means, in plain words")
+    since: datetime | None = Field(
+        default=None, description="since when edgeprint has seen it (this run of probes)"
+    )
+
+
+class SupplyOut(BaseModel):
+    """One supply of a printer (``printer-supply`` or ``marker-*``, issue 23)."""
+
+    name: str = Field(description="printer-supply-description (or marker-names)")
+    kind: str = Field(description="the PWG 5100.13 supply type (toner, ink, …) or marker-types")
+    level_percent: int | None = Field(description="0–100; null when the printer does not say")
+
+
+class MediaLevelOut(BaseModel):
+    """One input tray (``printer-input-tray``) and the media it holds (``media-col-ready``)."""
+
+    tray: str
+    media: str | None = Field(description="the PWG media name it holds; null when not said")
+    level_percent: int | None = Field(description="0–100; null when the printer does not say")
+
+
+class RunwayOut(BaseModel):
+    """A label roll's runway: labels counted since the roll was changed (issue 23)."""
+
+    labels_left: int = Field(description="labels_per_roll less the labels printed since")
+    labels_per_roll: int
+    per_minute: float = Field(description="labels a minute over the last 15 minutes")
+    minutes_left: float | None = Field(
+        description="when the roll runs out at that rate; null when nothing printed lately"
+    )
+
+
 class PrinterOut(BaseModel):
     """A printer as technicians see it (``GET /v1/printers``). IPP names as in RFC 8011."""
 
@@ -371,6 +502,11 @@ class PrinterOut(BaseModel):
     )
     printer_state_reasons: list[str]
     printer_state_message: str
+    reasons: list[PrinterReasonOut] = Field(
+        default_factory=list,
+        description="each printer-state-reasons value (but none) with its severity; an error "
+        "one, known or not, keeps the printer from new work",
+    )
     queued_job_count: int | None = Field(description="jobs queued in the printer itself")
     waiting: int = Field(description="RELEASED jobs waiting for this printer by name")
     oldest_waiting_s: float | None = Field(description="age of the oldest of them, seconds")
@@ -405,6 +541,16 @@ class PrinterOut(BaseModel):
     )
     epoch_began_at: datetime | None = Field(default=None, description="when this epoch began")
     epoch_cause: str | None = Field(default=None, description="why it began, in words")
+    media_ready: list[ReadyMediaOut] | None = Field(
+        default=None,
+        description="the stock it has ready, read on every probe (null before the first); "
+        "pool jobs are claimed only by a printer whose stock fits their pages",
+    )
+    media_from: Literal["printer", "config"] | None = Field(
+        default=None,
+        description="printer: it reported its ready media; config: it reports none, so "
+        "[[printers]] media is used; null: not known (it takes any size)",
+    )
     personality: dict[str, Any] | None = Field(
         default=None,
         description="what this printer is known to keep and echo, learnt from its answers: "
@@ -412,6 +558,23 @@ class PrinterOut(BaseModel):
         "name_length, job_uuid, k_octets, impressions, time_at_creation (reported or not), "
         "history (unknown, none, kept), gja_unreliable, lists_live_only, up_time_moves",
     )
+    # issue 23 (supplies)
+    supplies: list[SupplyOut] = Field(
+        default_factory=list, description="supply levels from the last probe"
+    )
+    media_levels: list[MediaLevelOut] = Field(
+        default_factory=list, description="input tray levels from the last probe"
+    )
+    runway: RunwayOut | None = Field(
+        default=None, description="the label roll's runway; null without labels_per_roll"
+    )
+
+
+class MediaLoadedOut(BaseModel):
+    """``POST /v1/printers/{name}/media-loaded``: the printer's runway from a full roll."""
+
+    printer: str
+    runway: RunwayOut | None = Field(description="null when the printer has no labels_per_roll")
 
 
 class PoolOut(BaseModel):
@@ -423,11 +586,26 @@ class PoolOut(BaseModel):
     oldest_waiting_s: float | None = Field(description="age of the oldest of them, seconds")
 
 
+class StockWaitOut(BaseModel):
+    """Released jobs of one size that no printer of their target has fitting stock for."""
+
+    printer: str | None = Field(description="the printer they are named for (null: a pool)")
+    pool: str | None
+    size: str = Field(description="their page size, as people name it: 3×4 in")
+    jobs: int
+    reason: str = Field(description="why they wait, in words a person can act on")
+
+
 class PrintersOut(BaseModel):
     """``GET /v1/printers``."""
 
     printers: list[PrinterOut]
     pools: list[PoolOut]
+    waiting_for_stock: list[StockWaitOut] = Field(
+        default_factory=list,
+        description="jobs waiting because no printer of their target has fitting stock ready "
+        "(checked every second): load the stock the reason names and they print",
+    )
 
 
 class DrainOut(BaseModel):
@@ -476,8 +654,11 @@ class PrinterSummaryOut(BaseModel):
 class StatsOut(BaseModel):
     """``GET /v1/stats``: the numbers a technician's screen shows."""
 
-    jobs_by_state: dict[str, int] = Field(description="every state, zero included")
-    dead_letters: int = Field(description="DEAD jobs in all")
+    jobs_by_state: dict[str, int] = Field(
+        description="live jobs by state, every state, zero included (never a rehearsal job: "
+        "those are in GET /v1/event)"
+    )
+    dead_letters: int = Field(description="DEAD jobs in all (rehearsal ones too)")
     dead_letters_by_reason: dict[str, int] = Field(
         description="DEAD jobs by dead_reason (outcome_unknown, poison, attempts_exhausted, …)"
     )
@@ -528,3 +709,62 @@ class IdentifyOut(BaseModel):
     printer: str
     action: Literal["identify-printer", "test-page"]
     printer_job_id: int | None = Field(description="the test page's IPP job-id at the printer")
+
+
+# --- issue 23 (preflight): the event's mode and a printer checked now ----------------------
+
+
+class EventOut(BaseModel):
+    """``GET /v1/event``: rehearsal or live, since when, and the rehearsal's jobs."""
+
+    mode: Literal["live", "rehearsal"]
+    since: str | None = Field(
+        description="when this mode began (RFC 3339 UTC); null: live since the store began"
+    )
+    actor: str = Field(description="who set it: a token's name, `config`, or `install`")
+    badge_media: str | None = Field(
+        description="[event] badge_media: the badge's stock, a PWG media name (null: not set)"
+    )
+    rehearsal_jobs_by_state: dict[str, int] = Field(
+        description="rehearsal jobs by state, every state (the live figures of GET /v1/stats "
+        "never count them)"
+    )
+    cancelled: list[str] = Field(
+        default_factory=list,
+        description="POST /v1/event/live: the ids of the rehearsal jobs it cancelled (HELD, "
+        "RELEASED or DEAD then); empty otherwise",
+    )
+
+
+class TlsCheckOut(BaseModel):
+    """An ipps printer's certificate against its pin."""
+
+    mode: Literal["pin", "verify"]
+    pinned: str | None = Field(description="the fingerprint in force (null: none pinned yet)")
+    presented: str | None = Field(description="the fingerprint the printer presents now")
+    matches: bool | None = Field(description="pinned = presented (null: cannot tell)")
+    error: str | None = Field(default=None, description="why no certificate was read")
+
+
+class PrinterCheckOut(BaseModel):
+    """``POST /v1/printers/{name}/check``: one Get-Printer-Attributes made now, timed."""
+
+    printer: str
+    checked_at: str
+    reachable: bool
+    round_trip_s: float | None = Field(
+        description="Get-Printer-Attributes' round trip, seconds (null: it failed)"
+    )
+    printer_state: str | None = Field(description="idle, processing or stopped (RFC 8011)")
+    printer_state_reasons: list[str]
+    printer_state_message: str
+    accepting_jobs: bool | None = Field(description="printer-is-accepting-jobs")
+    media_ready: list[str] = Field(description="ready media, as GET /v1/printers shows it")
+    badge_media: str | None = Field(description="[event] badge_media (null: not set)")
+    stock_fit: Literal["exact", "sheet", "none"] | None = Field(
+        description="badge_media against the ready media: exact (the same size within 1.5 mm, "
+        "either way round), sheet (only larger cut-sheet stock: scaled or centred), none (wrong "
+        "stock); null when badge_media is not set or the printer reports no ready media"
+    )
+    error: str | None = Field(description="why the request failed, in words")
+    tls: TlsCheckOut | None = Field(description="ipps printers: the certificate and its pin")

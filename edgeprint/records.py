@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from edgeprint.states import JobState
+from edgeprint.stock import PageSizes
 
 
 class JobRecord(NamedTuple):
@@ -58,9 +59,27 @@ class JobRecord(NamedTuple):
     settled_by: str | None  # the evidence (edgeprint.evidence.Evidence) that settled it last
     pages_printed: int | None  # impressions that came out of a copy that stopped part-way
     from_page: int | None  # a person asked for the rest only: print from this page on
+    page_short_min: int | None  # its pages' edges, hundredths of a mm (stock.PageSizes)
+    page_short_max: int | None
+    page_long_min: int | None
+    page_long_max: int | None
+    waiting_reason: str | None  # RELEASED, and no printer of its target has fitting stock
+    rehearsal: bool  # made while the event was in rehearsal (issue 23): never a live figure
+    document_format: str  # as accepted: application/pdf, or a raw language sent unchanged
     # computed from its copies (not columns of jobs; see ROW):
     cancel_requested: bool  # a person asked to cancel it while a printer holds a copy
     truncated_copies: int  # copies that completed without being verifiably whole
+
+    @property
+    def page_sizes(self) -> PageSizes | None:
+        """Its pages' sizes (None: not known, e.g. a job stored before they were read)."""
+        if self.page_short_min is None or self.page_short_max is None:
+            return None
+        if self.page_long_min is None or self.page_long_max is None:
+            return None
+        return PageSizes(
+            self.page_short_min, self.page_short_max, self.page_long_min, self.page_long_max
+        )
 
     @classmethod
     def from_row(cls, row: Iterable[Any]) -> JobRecord:
@@ -69,6 +88,7 @@ class JobRecord(NamedTuple):
         state = values[_STATE_INDEX]
         values[_STATE_INDEX] = _STATES.get(state) or JobState(state)
         values[_CANCEL_INDEX] = bool(values[_CANCEL_INDEX])
+        values[_REHEARSAL_INDEX] = bool(values[_REHEARSAL_INDEX])
         return cls._make(values)
 
 
@@ -76,3 +96,4 @@ _STATE_INDEX = JobRecord._fields.index("state")
 #: State text → JobState without the Enum call (twice per release).
 _STATES = {s.value: s for s in JobState}
 _CANCEL_INDEX = JobRecord._fields.index("cancel_requested")
+_REHEARSAL_INDEX = JobRecord._fields.index("rehearsal")

@@ -25,11 +25,13 @@ LIVE_KEYS = frozenset(
         "server.max_document_bytes",
         "server.max_metadata_bytes",
         "server.max_document_pages",
+        "server.max_zpl_labels",
         "server.body_timeout_s",
         "release.max_pin_failures",
         "release.pin_lockout_s",
         "retention.hold_ttl_s",
         "retention.document_retention_s",
+        "event.badge_media",  # read per preflight (issue 23)
     }
 )
 

@@ -220,6 +220,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                 keeper.on_change = dispatcher.lease_changed
                 keeper.after_beat = service.load_paused  # a pause made on another appliance
             await service.load_paused()
+            await service.event.apply_config(config.event.mode)  # issue 23: [event] mode
             _listen_to_other_appliances(store, service)
             dispatch_task = asyncio.create_task(
                 dispatcher.run(config.server.shutdown_grace_s), name="dispatcher"
@@ -303,7 +304,15 @@ async def _api(
     auth = TokenAuth(list(config.tokens))
     limiter = TokenRateLimiter(config.server.rate_limit)
     deps = Deps(
-        config, service, metrics, auth, ready, dispatcher.snapshots, dispatcher.identify, limiter
+        config,
+        service,
+        metrics,
+        auth,
+        ready,
+        dispatcher.snapshots,
+        dispatcher.identify,
+        limiter,
+        check=dispatcher.check,
     )
     app = build_app(deps)
 

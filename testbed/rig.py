@@ -19,7 +19,7 @@ Python API::
     rig.fault("printer-02", "abort", match="poison")           # only jobs named *poison*
     rig.clear_fault("printer-01")
     rig.media("printer-01", "empty")                           # paper out ("low", "loaded")
-    rig.media("printer-01", "loaded", size="na_index-4x6_4x6in") # other stock in every tray
+    rig.load_media("printer-01", "na_index-4x6_4x6in")          # 4x6 in labels, every tray
     rig.stop()
 
 Command line (from the project root)::
@@ -90,7 +90,12 @@ Job-level faults (:meth:`Rig.fault`): the print command reads the first line of
                           in the job-name it hands the print command)
 
 REASON is one of the printer-state-reasons ippeveprinter knows (:data:`PRINTER_REASONS`);
-it shows the suffix -warning while processing and -report while idle, never -error.
+it shows the suffix -warning while processing and -report while idle, never -error:
+ippeveprinter 2.4's printer-state is only ever idle or processing, and the suffix follows
+it (tools/ippeveprinter.c). A device that stops on a jam or an open cover says
+printer-state stopped and REASON-error; testbed/adversary/proxy.py with
+``Knobs(error_stop=True)`` in front of the printer reports a held job's jam so
+(tests/test_reasons_printers.py).
 Without ``once`` a fault applies to every (matching) job until cleared, also after a
 restart; a die-* fault therefore kills a restarted printer again at its next job.
 
@@ -99,11 +104,10 @@ that sets every tray's paper level): ``empty`` gives printer-state-reasons
 media-empty-report while idle, and a job sent then stays processing (job-printing) with
 media-empty-warning and media-needed-warning, its print command not even started, until
 ``loaded`` (ippeveprinter re-checks once a second); ``low`` gives media-low-report. A
-restart brings the default trays back (paper loaded). ``size=`` (a PWG self-describing
-name such as ``oe_4x3-label_4x3in``) puts that stock in every tray instead of letter and
-#10 envelopes: the printer's media-ready and media-col-ready say so, as a label printer
-does after a roll change. A printer given a stock keeps it across :meth:`Rig.restart`
-(a power cycle does not unload a roll; the level comes back "loaded").
+restart brings the default trays back (paper loaded), except on a printer given a stock
+with :meth:`Rig.load_media` (a PWG self-describing size such as ``oe_4x3-label_4x3in`` and
+a media-type in every tray, as a label printer after a roll change): restart() loads that
+stock again, full (a power cycle does not unload a roll).
 
 What each document printed on (``Rig(record_media=True)``): the print command asks its
 printer for media-ready (Get-Printer-Attributes, ipptool) right after the document came
@@ -191,7 +195,7 @@ PRINTER_REASONS = frozenset(
 FAULT_MODES = ("hold", "abort", "abort-at", "docerror", "slow", "die-before", "die-after")
 FAULT_FILE = "fault"
 LEFT_REASON_FILE = "left-reason"
-#: The stock every tray holds when set with ``media(..., size=…)``; kept across restart().
+#: The stock (size, media-type) load_media() put in every tray; loaded again by restart().
 STOCK_FILE = "stock"
 #: In the rig folder: the print command records media-ready per document (media.log).
 RECORD_MEDIA_FILE = "record-media"
@@ -224,6 +228,8 @@ MEDIA_FORMS = {
         "level3": "25",
     },
 }
+#: ``media --size``: labels in the main tray per level (0 is media-empty, < 25 media-low).
+LOAD_LEVELS = {"empty": 0, "low": 10, "loaded": 100}
 _MATCH_FORBIDDEN = ("\\", '"', "[")
 
 
@@ -303,23 +309,6 @@ class MediaPrinted:
             raise ValueError(f"not a media.log line (want 4 tab-separated fields): {line!r}")
         ready = () if f[3] in ("", "?") else tuple(m for m in f[3].split(",") if m)
         return cls(f[0], int(f[1]), f[2], ready)
-
-
-def media_form(level: str, size: str | None = None) -> dict[str, str]:
-    """The ``/media`` form values for ``level`` with ``size`` in every tray (None: the
-    printer's own letter and #10 envelopes). ValueError for an unknown level or a size
-    that is no PWG self-describing media name."""
-    form = MEDIA_FORMS.get(level)
-    if form is None:
-        raise ValueError(f"media level must be one of {', '.join(MEDIA_FORMS)}, not {level!r}")
-    if size is None:
-        return dict(form)
-    if not _PWG_MEDIA_RE.match(size):
-        raise ValueError(
-            f"size must be a PWG self-describing media name such as oe_4x3-label_4x3in, "
-            f"not {size!r}"
-        )
-    return {k: size if k.startswith("size") else v for k, v in form.items()}
 
 
 # --- job-level faults -------------------------------------------------------------
@@ -797,9 +786,9 @@ class Rig:
             self._stop_pid(self.printer(name).pid, "ippeveprinter")
             raise RigError(err)
         with contextlib.suppress(FileNotFoundError):
-            stock = (p.dir / STOCK_FILE).read_text().strip()
-            if stock:  # a power cycle does not unload the roll
-                self.media(name, "loaded", size=stock)
+            stock = (p.dir / STOCK_FILE).read_text().split()
+            if len(stock) == 2:  # a power cycle does not unload the roll
+                self.load_media(name, stock[0], stock[1])
         self._write_tsv()
         return self.printer(name)
 
@@ -840,23 +829,19 @@ class Rig:
             return None
         return text.splitlines()[0] if text.strip() else None
 
-    def media(
-        self, name: str, level: str, timeout: float = 5.0, *, size: str | None = None
-    ) -> None:
-        """Paper in every tray: ``empty``, ``low`` or ``loaded`` (ippeveprinter's /media form);
-        with ``size`` (a PWG self-describing name, e.g. ``na_index-4x6_4x6in``) every tray
-        holds that stock, which restart() keeps. Without ``size`` a printer given a stock
-        keeps it (an empty roll is still that roll); letter and #10 envelopes otherwise.
+    def media(self, name: str, level: str, timeout: float = 5.0) -> None:
+        """Paper in every tray: ``empty``, ``low`` or ``loaded`` (ippeveprinter's /media form).
 
         Returns once the printer has applied it: it renders the page after the change,
         so the whole answer having been read means Get-Printer-Attributes shows it.
         """
-        media_form(level, size)  # ValueError before anything is touched
+        form = MEDIA_FORMS.get(level)
+        if form is None:
+            raise ValueError(f"media level must be one of {', '.join(MEDIA_FORMS)}, not {level!r}")
+        self._media_form(name, form, timeout)
+
+    def _media_form(self, name: str, form: dict[str, str], timeout: float) -> None:
         p = self._running(name)
-        stock_file = p.dir / STOCK_FILE
-        if size is None and stock_file.exists():
-            size = stock_file.read_text().strip() or None
-        form = media_form(level, size)
         query = "&".join(f"{k}={v}" for k, v in form.items())
         conn = http.client.HTTPConnection("127.0.0.1", p.port, timeout=timeout)
         try:
@@ -869,8 +854,32 @@ class Rig:
             conn.close()
         if resp.status != 200 or b"<form" not in body:
             raise RigError(f"{name}: /media form answered HTTP {resp.status}: {body[:200]!r}")
-        if size is not None:
-            stock_file.write_text(size + "\n")
+
+    def load_media(
+        self, name: str, size: str, media_type: str = "labels", level: int = 100,
+        timeout: float = 5.0,
+    ) -> None:  # fmt: skip
+        """Load ``size`` (a PWG self-describing name, e.g. ``oe_4x3-label_4x3in``) of
+        ``media_type`` in both of the printer's trays (main and by-pass), through
+        ippeveprinter's own /media form: its media-ready and media-col-ready say so from then
+        on. ``level`` is the sheets (labels) in the main tray (0: that roll ran out).
+        ``size`` "": no size in either tray (media-ready empty). The stock stays in across
+        :meth:`restart` (a power cycle does not unload a roll). ValueError for a size that
+        is no PWG self-describing name, before anything is sent."""
+        if size and not _PWG_MEDIA_RE.match(size):
+            raise ValueError(
+                f"size must be a PWG self-describing media name such as oe_4x3-label_4x3in, "
+                f"not {size!r}"
+            )
+        self._media_form(name, {
+            "size1": size, "type1": media_type, "level1": str(level),
+            "size3": size, "type3": media_type, "level3": str(min(level, 25)),
+        }, timeout)  # fmt: skip
+        stock = self.printer(name).dir / STOCK_FILE
+        if size:
+            stock.write_text(f"{size}\t{media_type}\n")
+        else:
+            stock.unlink(missing_ok=True)
 
     def wait_state(self, name: str, state: str, timeout: float = 10.0) -> None:
         """Wait (bounded) until :meth:`state` is ``state``, e.g. ``dead`` after a die-* fault."""
@@ -1156,7 +1165,9 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("dir", metavar="DIR")
     m.add_argument("name", metavar="NAME")
     m.add_argument("level", choices=tuple(MEDIA_FORMS))
-    m.add_argument("--size", help="PWG media name in every tray, e.g. oe_4x3-label_4x3in")
+    m.add_argument(
+        "--size", help="that stock (labels) in every tray, e.g. oe_4x3-label_4x3in: load_media"
+    )
     args = ap.parse_args(argv)
 
     try:
@@ -1194,7 +1205,10 @@ def main(argv: list[str] | None = None) -> int:
             rig.clear_fault(args.name)
             print(f"{args.name} fault cleared")
         elif args.cmd == "media":
-            rig.media(args.name, args.level, size=args.size)
+            if args.size:
+                rig.load_media(args.name, args.size, level=LOAD_LEVELS[args.level])
+            else:
+                rig.media(args.name, args.level)
             print(f"{args.name} media {args.level}{f' {args.size}' if args.size else ''}: ok")
         else:
             getattr(rig, args.cmd)(args.name)

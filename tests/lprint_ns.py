@@ -12,8 +12,10 @@ In the namespace, this process:
 1. brings ``lo`` up;
 2. listens on 127.0.0.1:9100 as the printer's device (``socket://`` — the
    JetDirect protocol), answers the ``~HQES`` and ``~HS`` status queries as a
-   Zebra with no error would, and writes what each connection sent to
-   ``ROOT/device/NNNN.bin`` once it closes (written then renamed: never half);
+   Zebra would — with no error, or with its head open, out of media, … as the
+   file ``ROOT/zebra`` says (:data:`ZEBRA_FAULTS`) — and writes what each
+   connection sent to ``ROOT/device/NNNN.bin`` once it closes (written then
+   renamed: never half);
 3. starts ``lprint server`` as user nobody (as root LPrint would use the shared
    ``/run/lprint.sock``), with its state, spool, log and socket under STATE
    (a Unix socket path must stay under 108 bytes; pytest's folders can be longer,
@@ -52,24 +54,60 @@ def loopback_up() -> None:
         fcntl.ioctl(s, _SIOCSIFFLAGS, struct.pack("16sh", b"lo", flags | _IFF_UP))
 
 
-#: What a Zebra answers to ``~HQES`` (host query, extended status): no error, no warning.
-#: LPrint's ZPL driver asks when the printer's status is requested, and waits 10 s for it.
-HQES_OK = (
-    b"\x02\r\n  PRINTER STATUS\r\n"
-    b"   ERRORS:         0 00000000 00000000\r\n"
-    b"   WARNINGS:       0 00000000 00000000\r\n\x03\r\n"
-)
-#: ... and to ``~HS`` (host status): three strings; label length 0 leaves the loaded
-#: media as configured (LPrint would otherwise match a size to the length).
-HS_OK = (
-    b"\x02030,0,0,0000,000,0,0,0,000,0,0,0\x03\r\n"
-    b"\x02000,0,0,0,1,2,6,0,00000000,1,000\x03\r\n"
-    b"\x021234,0\x03\r\n"
-)
+#: What the Zebra has wrong, as ``ROOT/zebra`` says (read at every status query; no file:
+#: "ok"): the ``~HQES`` error bits and the ``~HS`` flags a real one sets (Zebra's ZPL manual;
+#: LPrint 1.1's lprint_zpl_status reads the error bits of ``~HQES`` and, of ``~HS``, only the
+#: label length). name → (error bits, ~HS paper out, pause, head up, ribbon out).
+ZEBRA_FAULTS = {
+    "ok": (0x0, 0, 0, 0, 0),
+    "head-open": (0x4, 0, 0, 1, 0),
+    "media-out": (0x1, 1, 0, 0, 0),
+    "ribbon-out": (0x2, 0, 0, 0, 1),
+    "paused": (0x10000, 0, 1, 0, 0),
+}
+ZEBRA_FILE = "zebra"
+
+
+def hqes(errors: int) -> bytes:
+    """``~HQES`` (host query, extended status): the error flag, then two 8-digit hex groups
+    (LPrint reads the second). LPrint asks when the printer's status is requested, and waits
+    10 s for it."""
+    return (
+        b"\x02\r\n  PRINTER STATUS\r\n"
+        + f"   ERRORS:         {int(errors != 0)} 00000000 {errors:08X}\r\n".encode()
+        + b"   WARNINGS:       0 00000000 00000000\r\n\x03\r\n"
+    )
+
+
+def hs(paper_out: int, pause: int, head_up: int, ribbon_out: int) -> bytes:
+    """``~HS`` (host status): three strings. String 1 is aaa,b(paper out),c(pause),dddd(label
+    length),…; string 2 is mmm,n,o(head up),p(ribbon out),…. Label length 0 leaves the loaded
+    media as configured (LPrint would otherwise match a size to the length)."""
+    return (
+        f"\x02030,{paper_out},{pause},0000,000,0,0,0,000,0,0,0\x03\r\n"
+        f"\x02000,0,{head_up},{ribbon_out},1,2,6,0,00000000,1,000\x03\r\n"
+        "\x021234,0\x03\r\n"
+    ).encode()
+
+
+#: The answers of a Zebra with no error and no warning.
+HQES_OK = hqes(0)
+HS_OK = hs(0, 0, 0, 0)
+
+
+def zebra_now(root: Path) -> tuple[bytes, bytes]:
+    """The answers to ``~HQES`` and ``~HS`` for what ``ROOT/zebra`` says now."""
+    try:
+        name = (root / ZEBRA_FILE).read_text().strip() or "ok"
+    except FileNotFoundError:
+        name = "ok"
+    errors, paper_out, pause, head_up, ribbon_out = ZEBRA_FAULTS[name]
+    return hqes(errors), hs(paper_out, pause, head_up, ribbon_out)
 
 
 def serve_device(listener: socket.socket, out: Path) -> None:
-    """One connection at a time, as a JetDirect port: record it, answer status queries."""
+    """One connection at a time, as a JetDirect port: record it, answer status queries as
+    ``ROOT/zebra`` (the folder above ``out``) says."""
     n = 0
     while True:
         conn, _ = listener.accept()
@@ -79,7 +117,8 @@ def serve_device(listener: socket.socket, out: Path) -> None:
             answered = {b"~HQES": 0, b"~HS\n": 0}
             while chunk := conn.recv(65536):
                 data += chunk
-                for query, reply in ((b"~HQES", HQES_OK), (b"~HS\n", HS_OK)):
+                replies = dict(zip((b"~HQES", b"~HS\n"), zebra_now(out.parent), strict=True))
+                for query, reply in replies.items():
                     while data.count(query) > answered[query]:
                         conn.sendall(reply)
                         answered[query] += 1

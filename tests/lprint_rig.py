@@ -12,6 +12,7 @@ loopback only, so it gets a loopback of its own) and why it runs as nobody.
     rig.start()
     await print_job(rig.printer_uri, data, "image/pwg-raster", unix_socket=rig.socket_path)
     rig.wait_labels(1)              # [b"...^XA...^XZ..."]
+    rig.zebra("head-open")          # the Zebra answers LPrint's status queries so ("ok")
     rig.stop()
 
 Processes are stopped by the pids the rig recorded, checked against their
@@ -31,6 +32,7 @@ import time
 from pathlib import Path
 
 from testbed.rig import RigError, _pid_is, _read_int, _tail
+from tests.lprint_ns import ZEBRA_FAULTS, ZEBRA_FILE
 
 HERE = Path(__file__).resolve().parent
 PRINTER_URI = "ipp://localhost/ipp/print"
@@ -107,6 +109,17 @@ class LPrintRig:
                     f"{_tail(self.root / 'helper.log')}\n{_tail(self.log)}"
                 )
             time.sleep(0.05)
+
+    def zebra(self, fault: str) -> None:
+        """What the Zebra answers LPrint's status queries from now on: ``ok``, ``head-open``,
+        ``media-out``, ``ribbon-out`` or ``paused`` (tests/lprint_ns.py ZEBRA_FAULTS). LPrint
+        asks when it is asked for its printer's attributes while idle (at most once a
+        second: PAPPL 1.3's ipp_get_printer_attributes)."""
+        if fault not in ZEBRA_FAULTS:
+            raise ValueError(f"zebra fault must be one of {', '.join(ZEBRA_FAULTS)}, not {fault!r}")
+        tmp = self.root / f".{ZEBRA_FILE}.part"
+        tmp.write_text(f"{fault}\n")
+        tmp.rename(self.root / ZEBRA_FILE)
 
     def received(self) -> list[bytes]:
         """What the label printer received, one entry per connection, oldest first."""

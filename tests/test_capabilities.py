@@ -14,8 +14,10 @@ from tests.ipp_helpers import printer_attributes
 from tests.lprint_rig import LPrintRig
 from tests.rig_fixtures import one_printer
 
-LETTER = Media("na_letter_8.5x11in", 21590, 27940, 635, 635, 635, 635)
-ENVELOPE = Media("na_number-10_4.125x9.5in", 10477, 24130, 635, 635, 635, 635)
+LETTER = Media("na_letter_8.5x11in", 21590, 27940, 635, 635, 635, 635, "stationery", "main")
+ENVELOPE = Media(
+    "na_number-10_4.125x9.5in", 10477, 24130, 635, 635, 635, 635, "envelope", "by-pass-tray"
+)
 
 
 async def test_raster_only_ippeveprinter(pwg_printer: Rig) -> None:

@@ -111,7 +111,7 @@ async def test_printers_lists_every_field(
     _width_ok(out)
     code, out, _ = await run_cli(capsys, "printers", "--url", app.url, "--json")
     assert code == 0
-    assert set(json.loads(out)) == {"printers", "pools"}
+    assert set(json.loads(out)) == {"printers", "pools", "waiting_for_stock"}
 
 
 async def test_jobs_filters_and_paging(app: Appliance, capsys: pytest.CaptureFixture[str]) -> None:

@@ -93,9 +93,16 @@ def _with(**changes: Any) -> dict[str, Any]:
         pytest.param(_with(server={"rate_limit": "0/second"}), "server.rate_limit: '0/second' allows no request at all", id="rate-limit-zero"),
         pytest.param(_with(server={"rate_limit": "5/second;0/minute"}), "server.rate_limit: '5/second;0/minute' allows no request at all", id="rate-limit-zero-second"),
         pytest.param(_with(server={"max_document_pages": 0}), "server.max_document_pages: Input should be greater than or equal to 1", id="pages-zero"),
+        pytest.param(_with(server={"max_zpl_labels": 0}), "server.max_zpl_labels: Input should be greater than or equal to 1", id="zpl-labels-zero"),
+        pytest.param(_with(server={"max_zpl_labels": 100_001}), "server.max_zpl_labels: Input should be less than or equal to 100000", id="zpl-labels-over"),
         pytest.param(_with(server={"min_free_bytes": -1}), "server.min_free_bytes: Input should be greater than or equal to 0", id="min-free-negative"),
         pytest.param(_with(release={"max_pin_failures": 0}), "release.max_pin_failures: Input should be greater than or equal to 1", id="pin-failures-zero"),
         pytest.param(_with(release={"pin_lockout": 5}), "release.pin_lockout: unknown key", id="pin-unknown-key"),
+        pytest.param(_with(printers__0__media="a4"), "printers[0].media[0]: String should match pattern", id="media-not-a-size"),
+        pytest.param(_with(printers__0__media="oe_4x3-label_0x3in"), "printers[0].media: oe_4x3-label_0x3in states no size", id="media-zero-size"),
+        pytest.param(_with(printers__0__fit="stretch"), "printers[0].fit: Input should be 'exact', 'center' or 'scale'", id="fit-unknown"),
+        pytest.param(_with(dispatch={"media_tolerance_mm": 25}), "dispatch.media_tolerance_mm: Input should be less than or equal to 20", id="tolerance-range"),
+        pytest.param(_with(dispatch={"media_tolerance_mm": -1}), "dispatch.media_tolerance_mm: Input should be greater than or equal to 0", id="tolerance-negative"),
     ],
 )  # fmt: skip
 def test_bad_config_names_the_key(

@@ -115,7 +115,7 @@ def test_stopped_is_unhealthy_only_after_the_grace() -> None:
     assert h.on_probe(status(state=5), now=109) is None
     assert h.healthy
     h.on_probe(status(state=5), now=110)
-    assert (h.healthy, h.reason) == (False, "printer-state: stopped")
+    assert (h.healthy, h.reason) == (False, "printer-state: stopped")  # no message said
     h.on_probe(status(state=3), now=111)
     assert h.healthy
 
@@ -200,4 +200,7 @@ async def test_stopped_queue_from_recorded_answer(stopped_printer: str) -> None:
     assert (st.state, st.reasons, st.message) == (5, ("paused",), "paper jam")
     h = Health(SETTINGS)
     h.on_probe(st, now=0)
-    assert (h.healthy, h.reason) == (False, "printer-state-reasons: paused")
+    assert (h.healthy, h.reason) == (
+        False,
+        'printer-state-reasons: the printer is paused (paused); the printer says "paper jam"',
+    )

@@ -567,7 +567,7 @@ async def test_printer_attributes_describe_the_queue(ipp_app: tuple[Appliance, I
     formats = codec.strings(attrs.get(printer, "document-format-supported"))
     assert list(formats) == [
         "application/pdf", "image/pwg-raster", "image/urf", "image/jpeg",
-        "application/octet-stream",
+        "application/vnd.zebra-zpl", "application/octet-stream",
     ]  # fmt: skip
     assert attrs.value(printer, "printer-uri-supported") == queue.uri
     assert (

@@ -30,6 +30,9 @@ LEAVES = (
     "edgeprint.evidence",
     "edgeprint.personality",
     "edgeprint.epochs",
+    # page sizes against ready media (pure)
+    "edgeprint.stock",
+    "edgeprint.runway",  # a label roll's count and forecast (pure)
     "edgeprint.records",
     "edgeprint.board",
     "edgeprint.backoff",
@@ -40,6 +43,8 @@ LEAVES = (
     "edgeprint.spool",
     # pure certificate-fingerprint parsing, which the config validates with
     "edgeprint.printers.tls",
+    # issue 23 (preflight): does a badge fit the ready stock (pure; the config validates with it)
+    "edgeprint.media_fit",
 )
 
 #: layer → (its module prefixes, the layers it may import besides its own and the leaves).

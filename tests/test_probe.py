@@ -19,8 +19,8 @@ from tests.rig_fixtures import require_ippeveprinter
 
 
 async def test_a_state_probe_asks_for_the_state_only(tmp_path: Path) -> None:
-    """Without ``describe`` the answer holds the state and printer-config-change-time, not
-    the capabilities; with it, both."""
+    """Without ``describe`` the answer holds the state, printer-config-change-time and the
+    ready media (a roll change is seen on every probe), not the capabilities; with it, all."""
     require_ippeveprinter()
     with Rig(tmp_path / "rig") as rig:
         rig.start(1)
@@ -34,8 +34,11 @@ async def test_a_state_probe_asks_for_the_state_only(tmp_path: Path) -> None:
     assert not state.described
     assert full.described
     assert state.config_change_time == full.config_change_time is not None
-    assert "media-ready" in full.attributes
-    assert "media-ready" not in state.attributes
+    assert "printer-supply" in full.attributes
+    assert "printer-supply" not in state.attributes
+    # issue 23: the stock ready (a roll change) is seen within one probe
+    assert state.attributes["media-ready"] == full.attributes["media-ready"]
+    assert state.attributes["media-col-ready"] == full.attributes["media-col-ready"]
     assert state.state == full.state
     assert state.formats == full.formats
 

@@ -364,12 +364,13 @@ def test_live_and_restart_keys() -> None:
     """changed_keys names every dotted key that differs; restart_keys keeps the ones a reload
     cannot apply."""
     a = parse_config(config_dict(Path("/tmp/x")))
-    data = config_dict(Path("/tmp/x"), max_document_pages=5)
+    data = config_dict(Path("/tmp/x"), max_document_pages=5, max_zpl_labels=5)
     data["dispatch"] = {"max_attempts": 9}
     data["release"] = {"max_pin_failures": 2}
     b = parse_config(data)
     assert changed_keys(a, b) == [
         "dispatch.max_attempts", "release.max_pin_failures", "server.max_document_pages",
+        "server.max_zpl_labels",
     ]  # fmt: skip
     assert restart_keys(a, b) == ["dispatch.max_attempts"]
     assert changed_keys(a, a) == []

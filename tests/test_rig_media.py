@@ -1,4 +1,4 @@
-"""The rig's label stock against real ippeveprinter processes: ``media(..., size=…)`` puts a
+"""The rig's label stock against real ippeveprinter processes: ``load_media`` puts a
 stock in every tray (what media-ready shows), a power cycle keeps it, and with
 ``record_media`` each printed document's media is in ``media.log`` as the printer answered.
 
@@ -20,7 +20,7 @@ from pyipp.enums import IppOperation
 from pyipp.exceptions import IPPError
 
 from testbed.pdfs import make_pdf
-from testbed.rig import MediaPrinted, Rig, media_form
+from testbed.rig import MediaPrinted, Rig
 from tests.polling import eventually
 from tests.rig_fixtures import require_ippeveprinter
 
@@ -89,10 +89,10 @@ async def print_one(rig: Rig, name: str) -> None:
 async def test_size_puts_the_stock_in_every_tray_and_each_print_records_it(labels: Rig) -> None:
     assert await media_ready(labels) == DEFAULT_READY
     await print_one(labels, "on-letter")
-    labels.media("printer-01", "loaded", size=LABEL)
+    labels.load_media("printer-01", LABEL)
     assert await media_ready(labels) == [LABEL, LABEL]
     await print_one(labels, "on-label")
-    labels.media("printer-01", "loaded", size=CARD)
+    labels.load_media("printer-01", CARD)
     assert await media_ready(labels) == [CARD, CARD]
     await print_one(labels, "on-card")
     got = [(m.job_name, m.media_ready) for m in labels.media_printed("printer-01")]
@@ -107,8 +107,8 @@ async def test_size_puts_the_stock_in_every_tray_and_each_print_records_it(label
 
 
 async def test_an_empty_roll_stays_that_roll_and_a_power_cycle_keeps_it(labels: Rig) -> None:
-    labels.media("printer-01", "loaded", size=LABEL)
-    labels.media("printer-01", "empty")  # no size: the roll in the printer ran out
+    labels.load_media("printer-01", LABEL)
+    labels.load_media("printer-01", LABEL, level=0)  # the roll in the printer ran out
     assert await media_ready(labels) == [LABEL, LABEL]
     labels.kill("printer-01")
     labels.restart("printer-01")
@@ -130,32 +130,12 @@ def test_without_record_media_nothing_is_asked_or_logged(tmp_path: Path) -> None
         rig.stop()
 
 
-@pytest.mark.parametrize(
-    ("level", "size", "message"),
-    [
-        ("full", None, "media level must be one of empty, low, loaded, not 'full'"),
-        ("loaded", "4x3", "size must be a PWG self-describing media name"),
-        ("loaded", "oe_4x3-label_4x3", "size must be a PWG self-describing media name"),
-        ("loaded", "OE_4x3-label_4x3in", "size must be a PWG self-describing media name"),
-    ],
-)
-def test_a_bad_level_or_size_is_refused_before_the_printer_is_touched(
-    tmp_path: Path, level: str, size: str | None, message: str
-) -> None:
-    rig = Rig(tmp_path / "never-started")  # no printer: a ValueError comes first
-    with pytest.raises(ValueError, match=message):
-        rig.media("printer-01", level, size=size)
+@pytest.mark.parametrize("size", ["4x3", "oe_4x3-label_4x3", "OE_4x3-label_4x3in", "a b"])
+def test_a_bad_size_is_refused_before_the_printer_is_touched(tmp_path: Path, size: str) -> None:
+    rig = Rig(tmp_path / "never-started")  # no printer: the ValueError comes first
+    with pytest.raises(ValueError, match="size must be a PWG self-describing media name"):
+        rig.load_media("printer-01", size)
     assert not (tmp_path / "never-started").exists()
-
-
-def test_media_form_keeps_the_levels_and_sets_every_tray() -> None:
-    assert media_form("empty", LABEL) == {
-        "size1": LABEL,
-        "level1": "0",
-        "size3": LABEL,
-        "level3": "0",
-    }
-    assert media_form("loaded")["size1"] == "na_letter_8.5x11in"
 
 
 def test_media_log_lines_parse() -> None:

@@ -179,6 +179,10 @@ async def test_page_shows_printers_health_and_dead_jobs_in_chromium(
     assert 'class="badge healthy">healthy<' in dom
     assert 'class="badge unhealthy">unhealthy<' in dom
     assert "media-empty" in text
+    # each reason with its severity in words, what it means and since when; the message verbatim
+    assert 'data-reason="media-empty-report" data-severity="report"' in dom
+    assert re.search(r"Note out of paper or labels \(media-empty-report\) , since \S", text), text
+    assert "Printer says \u201cIdle.\u201d" in text
     assert f'data-job="{ids["dead"]}"' in dom
     assert 'class="badge dead">DEAD<' in dom
     assert "attempts_exhausted" in text

@@ -13,7 +13,7 @@ import secrets
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -45,21 +45,37 @@ from edgeprint.models import (
     IdentifyRequest,
     JobListOut,
     JobOut,
+    MediaLevelOut,
+    MediaLoadedOut,
     PoolOut,
     PrinterCapabilitiesOut,
     PrinterOut,
+    PrinterReasonOut,
     PrintersOut,
     PrinterSummaryOut,
+    ReadyMediaOut,
     ReleaseRequest,
     ResolveRequest,
+    RunwayOut,
     StatsOut,
+    StockWaitOut,
+    SupplyOut,
     WebhookDeliveriesOut,
     WebhookDeliveryOut,
     iso_time,
     job_json,
 )
+from edgeprint.printers import reasons
 from edgeprint.printers.health import PrinterSnapshot
-from edgeprint.service import Caller, Identified, Identify, JobRecord, JobService
+from edgeprint.service import (
+    Caller,
+    CheckPrinter,
+    Identified,
+    Identify,
+    JobRecord,
+    JobService,
+    PrinterCheck,
+)
 from edgeprint.states import JobState
 
 log = logging.getLogger(__name__)
@@ -87,6 +103,10 @@ async def _no_identify(printer: str, how: str, by: str) -> Identified:
     raise errors.PrinterNotFound(printer)
 
 
+async def _no_check(printer: str) -> PrinterCheck:
+    raise errors.PrinterNotFound(printer)
+
+
 @dataclass
 class Deps:
     """What the handlers use; stored on the app under :data:`DEPS`. ``config`` is replaced
@@ -103,6 +123,8 @@ class Deps:
     rate_limiter: TokenRateLimiter = field(
         default_factory=lambda: TokenRateLimiter(ServerConfig().rate_limit)
     )
+    #: The dispatcher's way to ask a printer now, timed (preflight, issue 23).
+    check: CheckPrinter = _no_check
 
 
 DEPS = web.AppKey("deps", Deps)
@@ -238,7 +260,9 @@ async def submit_job(request: web.Request) -> web.Response:
             )
     except TimeoutError:
         raise errors.BodyTimeout(server.body_timeout_s) from None
-    result = await deps.service.submit(upload.metadata, upload.document, key, caller)
+    result = await deps.service.submit(
+        upload.metadata, upload.document, key, caller, document_format=upload.document_format
+    )
     job = result.job
     if result.created:
         return _job_json(job, 201, Location=f"/v1/jobs/{job.id}")
@@ -426,6 +450,9 @@ async def metrics(request: web.Request) -> web.Response:
     """GET /metrics: Prometheus text format."""
     deps = _deps(request)
     deps.metrics.set_job_counts(await deps.service.jobs_by_state())
+    deps.metrics.set_rehearsal_counts(await deps.service.jobs_by_state(rehearsal=True))
+    mode = await deps.service.event.current()  # read here: another appliance may change it
+    deps.metrics.event_rehearsal.set(int(mode.mode == "rehearsal"))
     queues = await deps.service.queues()
     deps.metrics.set_queues(
         {p.name: p.pool for p in deps.config.printers},
@@ -435,6 +462,12 @@ async def metrics(request: web.Request) -> web.Response:
     )
     for snap in deps.printers():
         deps.metrics.set_printer(snap.name, snap.printer_state_reasons, snap.queued_job_count)
+        deps.metrics.set_supplies(
+            snap.name,
+            {x.name: x.level_percent for x in snap.supply_levels},
+            {x.tray: x.level_percent for x in snap.media_levels},
+            (snap.runway.labels_left, snap.runway.minutes_left) if snap.runway else None,
+        )
     return web.Response(body=deps.metrics.render(), headers={"Content-Type": METRICS_CONTENT_TYPE})
 
 
@@ -451,6 +484,7 @@ def _printer_out(
         health_reason=snap.health_reason, reachable=snap.reachable, paused=snap.paused,
         printer_state=snap.printer_state, printer_state_reasons=list(snap.printer_state_reasons),
         printer_state_message=snap.printer_state_message,
+        reasons=[_reason_out(r) for r in snap.reasons],
         queued_job_count=snap.queued_job_count, waiting=depths.get(key, 0),
         oldest_waiting_s=_age(oldest.get(key), now),
         printing_job=snap.printing_job, last_error=snap.last_error,
@@ -464,11 +498,26 @@ def _printer_out(
             else None
         ),
         epoch_cause=snap.epoch_cause, personality=snap.personality,
+        media_ready=ReadyMediaOut.of(snap.stock) if snap.stock is not None else None,
+        media_from="config" if snap.stock_from == "config" else (
+            "printer" if snap.stock_from == "printer" else None
+        ),
+        supplies=[SupplyOut(**asdict(x)) for x in snap.supply_levels],
+        media_levels=[MediaLevelOut(**asdict(x)) for x in snap.media_levels],
+        runway=RunwayOut(**asdict(snap.runway)) if snap.runway is not None else None,
         unreachable_since=(
             datetime.fromtimestamp(snap.unreachable_since, UTC)
             if snap.unreachable_since is not None
             else None
         ),
+    )  # fmt: skip
+
+
+def _reason_out(r: reasons.Reason) -> PrinterReasonOut:
+    since = datetime.fromtimestamp(r.since, UTC) if r.since is not None else None
+    return PrinterReasonOut(
+        value=r.value, keyword=r.keyword, severity=r.severity,
+        known=r.known, words=r.words, since=since,
     )  # fmt: skip
 
 
@@ -493,7 +542,13 @@ async def _printers_out(deps: Deps, names: set[str] | None = None) -> PrintersOu
         )
         for pool, members in deps.config.pools.items()
     ]
-    return PrintersOut(printers=printers, pools=pools)
+    waits = [
+        StockWaitOut(printer=w.printer, pool=w.pool, size=w.sizes.describe(), jobs=w.jobs,
+                     reason=w.reason or "")
+        for w in deps.service.stock.waits
+        if names is None or w.printer in names
+    ]  # fmt: skip
+    return PrintersOut(printers=printers, pools=pools, waiting_for_stock=waits)
 
 
 async def list_printers(request: web.Request) -> web.Response:
@@ -534,6 +589,16 @@ async def trust_printer(request: web.Request) -> web.Response:
     return _json(await _one_printer(deps, name))
 
 
+async def media_loaded(request: web.Request) -> web.Response:
+    """POST /v1/printers/{name}/media-loaded (tech): a new roll is in; its runway from full."""
+    caller = request[CALLER]
+    name = request.match_info["name"]
+    deps = _deps(request)
+    await deps.service.media_loaded(name, caller)
+    printer = await _one_printer(deps, name)
+    return _json(MediaLoadedOut(printer=name, runway=printer.runway))
+
+
 async def drain_printer(request: web.Request) -> web.Response:
     """POST /v1/printers/{name}/drain (tech): pause it and move its waiting jobs to its pool."""
     caller = request[CALLER]
@@ -564,10 +629,11 @@ async def dead_letter(request: web.Request) -> web.Response:
     service = _deps(request).service
     dead = await service.dead_letters(after_seq=after, limit=limit)
     counts = await service.jobs_by_state()
+    rehearsal = await service.jobs_by_state(rehearsal=True)  # a person acts on those too
     return _json(
         DeadLetterOut(
             jobs=[JobOut.from_record(j) for j in dead],
-            count=counts[JobState.DEAD],
+            count=counts[JobState.DEAD] + rehearsal[JobState.DEAD],
             next_cursor=str(dead[-1].seq) if len(dead) == limit else None,
         )
     )
@@ -597,7 +663,8 @@ async def stats(request: web.Request) -> web.Response:
     return _json(
         StatsOut(
             jobs_by_state={s.value: n for s, n in st.jobs_by_state.items()},
-            dead_letters=st.jobs_by_state.get(JobState.DEAD, 0),
+            dead_letters=st.jobs_by_state.get(JobState.DEAD, 0)
+            + (await deps.service.jobs_by_state(rehearsal=True))[JobState.DEAD],
             dead_letters_by_reason=st.dead_by_reason,
             printers=printers,
             pools=pools,

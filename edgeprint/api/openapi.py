@@ -32,11 +32,14 @@ from edgeprint.models import (
     CancelRequest,
     DeadLetterOut,
     DrainOut,
+    EventOut,
     Health,
     IdentifyOut,
     IdentifyRequest,
     JobListOut,
     JobOut,
+    MediaLoadedOut,
+    PrinterCheckOut,
     PrinterOut,
     PrintersOut,
     Problem,
@@ -59,7 +62,8 @@ _REQUEST_MODELS: tuple[type[BaseModel], ...] = (
 )  # fmt: skip
 _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     JobOut, JobListOut, PrinterOut, PrintersOut, DrainOut, DeadLetterOut, Health, Problem,
-    StatsOut, WebhookDeliveriesOut, IdentifyOut,
+    StatsOut, WebhookDeliveriesOut, IdentifyOut, EventOut, PrinterCheckOut,
+    MediaLoadedOut,  # issue 23 (supplies)
 )  # fmt: skip
 
 Body = Literal["multipart", "release", "cancel", "resolve", "identify"]
@@ -244,13 +248,14 @@ def _request_body(body: Body, refs: dict[type[BaseModel], dict[str, Any]]) -> di
                                 "type": "string",
                                 "format": "binary",
                                 "contentMediaType": "application/pdf",
-                                "description": "the PDF to print (starts with `%PDF-`)",
+                                "description": "the PDF to print (starts with `%PDF-`), or a "
+                                "label in ZPL sent as Content-Type application/vnd.zebra-zpl",
                             },
                         },
                     },
                     "encoding": {
                         "metadata": {"contentType": "application/json"},
-                        "document": {"contentType": "application/pdf"},
+                        "document": {"contentType": "application/pdf, application/vnd.zebra-zpl"},
                     },
                 }
             },

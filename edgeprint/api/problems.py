@@ -117,6 +117,8 @@ def from_error(exc: errors.EdgeprintError) -> web.Response:
             return problem(404, "printer-not-found", str(exc))
         case errors.IdentifyUnsupported():
             return problem(409, "identify-unsupported", str(exc))
+        case errors.EventModeConflict():
+            return problem(409, exc.slug, str(exc), mode=exc.mode)
         case errors.PrinterError():
             return problem(502, "printer-error", f"the printer did not do it: {exc}")
         case errors.Backpressure():

@@ -12,16 +12,19 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from edgeprint.api import app, ipp, openapi, status_page
+from edgeprint.api import app, event, ipp, openapi, status_page
 from edgeprint.api.openapi import PATH, Answer, Handler, Operation, Role
 from edgeprint.ipp_server.attributes import ICON_SIZES
 from edgeprint.models import (
     DeadLetterOut,
     DrainOut,
+    EventOut,
     Health,
     IdentifyOut,
     JobListOut,
     JobOut,
+    MediaLoadedOut,
+    PrinterCheckOut,
     PrinterOut,
     PrintersOut,
     Problem,
@@ -89,13 +92,15 @@ ROUTES: tuple[Operation, ...] = (
             413: _problem("`payload-too-large`: the document, the metadata or the whole body"),
             415: _problem(
                 "`unsupported-media-type`: not multipart/form-data, a document part that is "
-                "not application/pdf, or a document without a `%PDF-` header"
+                "not application/pdf (or application/vnd.zebra-zpl), or a PDF without a `%PDF-` "
+                "header"
             ),
             422: _problem(
                 "`invalid-request` (metadata invalid, parts missing or unknown; `errors` lists "
                 "the fields), `unknown-target` (printer or pool not configured), "
-                "`idempotency-key-reused`, `document-encrypted`, `document-unreadable`, "
-                "`too-many-pages`"
+                "`idempotency-key-reused`, `document-encrypted`, `document-unreadable` (also a "
+                "ZPL document that is not `^XA…^XZ` labels), `too-many-pages`, `too-many-labels` "
+                "(ZPL), `unsupported-document` (no printer of the target takes ZPL)"
             ),
             503: _503_WRITE, 507: _507, **_AUTH,
         },
@@ -136,7 +141,8 @@ ROUTES: tuple[Operation, ...] = (
             415: _problem("`unsupported-media-type`: a body that is not application/json"),
             422: _problem(
                 "`invalid-request` (bad body; `errors`), `unknown-target` (printer or pool not "
-                "configured), `missing-target` (the job names no printer or pool)"
+                "configured), `missing-target` (the job names no printer or pool), "
+                "`unsupported-document` (no printer of the target takes the job's format)"
             ),
             423: _problem("`release-locked`: too many wrong PINs; retry later", "Retry-After"),
             503: _503_WRITE, 507: _507, **_AUTH,
@@ -233,6 +239,22 @@ ROUTES: tuple[Operation, ...] = (
         },
     ),
     Operation(
+        app.media_loaded,
+        "post", "/v1/printers/{name}/media-loaded", "mediaLoaded",
+        "Say a new label roll is in: the runway counts from a full roll (tech)", "printers",
+        "tech",
+        description=(
+            "For printers with `labels_per_roll`: edgeprint counts the labels printed since "
+            "the roll was changed. A change is also seen by itself when the printer goes from "
+            "media-empty to ready or its media-ready changes; this says so when it cannot see "
+            "it (a roll swapped before it ran out)."
+        ),
+        answers={
+            200: Answer("the printer's runway (null without labels_per_roll)", MediaLoadedOut),
+            404: _404_PRINTER, 503: _503_STORE, 507: _507, **_TECH,
+        },
+    ),
+    Operation(
         app.drain_printer,
         "post", "/v1/printers/{name}/drain", "drainPrinter",
         "Pause a printer and move its waiting jobs to its pool (tech)", "printers", "tech",
@@ -262,6 +284,63 @@ ROUTES: tuple[Operation, ...] = (
             422: _problem("`invalid-request`: a bad `how` (`errors`)"),
             502: _problem("`printer-error`: the printer failed or did not answer"),
             **_TECH,
+        },
+    ),
+    # issue 23 (preflight): a printer asked now, and the event's mode
+    Operation(
+        event.check_printer,
+        "post", "/v1/printers/{name}/check", "checkPrinter",
+        "Ask a printer now and time it: state, reasons, ready media, TLS pin (tech)",
+        "printers", "tech",
+        description=(
+            "One Get-Printer-Attributes made now (not the last probe's view), its round trip "
+            "timed; for an ipps printer, the certificate it presents against its pin; the "
+            "badge's stock (`[event] badge_media`) against the ready media. An unreachable "
+            "printer is a 200 with `reachable` false and `error` saying why. No body."
+        ),
+        answers={
+            200: Answer("what the printer answered now", PrinterCheckOut),
+            404: _404_PRINTER,
+            422: _problem("`invalid-request`: a body was sent (this request takes none)"),
+            **_TECH,
+        },
+    ),
+    Operation(
+        event.get_event,
+        "get", "/v1/event", "getEvent", "The event's mode: live or rehearsal (tech)",
+        "operations", "tech",
+        answers={200: Answer("the mode, since when, the rehearsal's jobs", EventOut),
+                 503: _503_STORE, **_TECH},
+    ),
+    Operation(
+        event.start_rehearsal,
+        "post", "/v1/event/rehearsal", "startRehearsal", "Start a rehearsal (tech)",
+        "operations", "tech",
+        description=(
+            "From now on every new job is a rehearsal job (`rehearsal: true`), counted apart "
+            "from the live figures, until POST /v1/event/live. Survives a restart. No body."
+        ),
+        answers={
+            200: Answer("the event, now in rehearsal", EventOut),
+            409: _problem("`already-in-rehearsal`: `mode` is `rehearsal`"),
+            422: _problem("`invalid-request`: a body was sent (this request takes none)"),
+            503: _503_STORE, 507: _507, **_TECH,
+        },
+    ),
+    Operation(
+        event.go_live,
+        "post", "/v1/event/live", "goLive", "End the rehearsal: go live (tech)", "operations",
+        "tech",
+        description=(
+            "In one transaction: the event goes live and the rehearsal's jobs still HELD, "
+            "RELEASED or DEAD are CANCELLED (reason `rehearsal_ended`, listed in `cancelled`); "
+            "a rehearsal job a printer holds finishes as a rehearsal job. No body."
+        ),
+        answers={
+            200: Answer("the event, now live, and the jobs cancelled", EventOut),
+            409: _problem("`not-in-rehearsal`: `mode` is `live`"),
+            422: _problem("`invalid-request`: a body was sent (this request takes none)"),
+            503: _503_STORE, 507: _507, **_TECH,
         },
     ),
     Operation(

@@ -23,7 +23,9 @@ from edgeprint.models import PATTERN_HINTS, SubmitMetadata
 from edgeprint.spool import StagedDocument
 
 _CHUNK = 64 * 1024
-_DOCUMENT_TYPES = {"application/pdf", "application/octet-stream", "application/x-pdf"}
+_PDF_TYPES = {"application/pdf", "application/octet-stream", "application/x-pdf"}
+#: issue 23 (zpl): a label in Zebra's language, declared as such (never guessed).
+ZPL = "application/vnd.zebra-zpl"
 #: multipart framing, part headers and the metadata part fit in this much extra.
 _FRAMING_BYTES = 64 * 1024
 #: A problem's ``detail`` names at most this many invalid fields (all are in ``errors``).
@@ -48,6 +50,8 @@ class Upload:
 
     metadata: SubmitMetadata
     document: StagedDocument
+    #: ``application/pdf``, or ``application/vnd.zebra-zpl`` (the document part's type).
+    document_format: str = "application/pdf"
 
 
 def validation_problems(exc: ValidationError, prefix: str) -> list[errors.FieldProblem]:
@@ -145,15 +149,27 @@ async def _read_metadata(part: BodyPartReader, limit: int) -> bytes:
     return bytes(buf)
 
 
+def document_format(part: BodyPartReader) -> str:
+    """The format the document part declares: ``application/pdf`` (also for
+    ``application/octet-stream`` and ``application/x-pdf``, or no Content-Type) or ZPL.
+
+    Raises errors.UnsupportedDocument (415) for any other type.
+    """
+    ctype = part.headers.get(aiohttp.hdrs.CONTENT_TYPE, "application/pdf")
+    media = ctype.split(";", 1)[0].strip().lower()
+    if media == ZPL:
+        return ZPL
+    if media not in _PDF_TYPES:
+        raise errors.UnsupportedDocument(
+            f"the document part has Content-Type {media[:_LOC_CHARS]!r}; send application/pdf "
+            f"(or {ZPL} for a label in Zebra's language)"
+        )
+    return "application/pdf"
+
+
 async def _read_document(
     part: BodyPartReader, stage: Callable[[], StagedDocument], limit: int
 ) -> StagedDocument:
-    ctype = part.headers.get(aiohttp.hdrs.CONTENT_TYPE, "application/pdf")
-    media = ctype.split(";", 1)[0].strip().lower()
-    if media not in _DOCUMENT_TYPES:
-        raise errors.UnsupportedDocument(
-            f"the document part has Content-Type {media!r}; send application/pdf"
-        )
     staged = stage()
     try:
         while chunk := await part.read_chunk(_CHUNK):
@@ -193,6 +209,7 @@ async def read_upload(
         )
     raw_meta: bytes | None = None
     staged: StagedDocument | None = None
+    fmt = "application/pdf"
     try:
         try:
             reader = await request.multipart()
@@ -207,6 +224,7 @@ async def read_upload(
                 elif name == "document":
                     if staged is not None:
                         raise errors.MalformedRequest("more than one 'document' part")
+                    fmt = document_format(part)
                     staged = await _read_document(part, stage, max_document_bytes)
                 elif name is None:
                     raise errors.InvalidRequest(
@@ -241,7 +259,7 @@ async def read_upload(
             )
         assert raw_meta is not None
         assert staged is not None
-        return Upload(parse_metadata(raw_meta), staged)
+        return Upload(parse_metadata(raw_meta), staged, fmt)
     except BaseException:
         if staged is not None:
             staged.discard()

@@ -13,6 +13,8 @@ Technician commands (DESIGN §8)::
     edgeprint dead-letter [--limit N] [--cursor C]
     edgeprint replay JOB_ID               DEAD → RELEASED (once)
     edgeprint pause|resume|drain PRINTER
+    edgeprint preflight [--badge FILE] [--no-print] [--wait S]   every printer, before the doors
+    edgeprint rehearsal|go-live|event     the event's mode (new jobs are tests until go-live)
 
 They take ``--url URL`` (default ``$EDGEPRINT_URL`` or http://127.0.0.1:8631) or
 ``--config PATH`` (the URL from its ``[server]`` host and port), ``--token TOKEN``
@@ -22,7 +24,8 @@ library's, so the command starts fast and needs no event loop.
 
 Exit codes: 0 ok; 1 the appliance answered with an error (its ``detail`` is
 printed), or a runtime failure of ``serve``; 2 bad usage or bad config; 3 the
-appliance cannot be reached (the URL is named).
+appliance cannot be reached (the URL is named); 4 preflight: a printer would fail
+the morning.
 """
 
 from edgeprint.cli import client, render

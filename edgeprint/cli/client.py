@@ -15,6 +15,7 @@ import socket
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from dataclasses import dataclass
 from http.client import HTTPException
 from typing import IO, Any
@@ -56,7 +57,8 @@ class Api:
 
     def call(
         self, method: str, path: str, query: dict[str, str] | None = None, *, auth: bool = True,
-        json_body: object = None,
+        json_body: object = None, body: tuple[bytes, str] | None = None,
+        extra_headers: dict[str, str] | None = None,
     ) -> bytes:  # fmt: skip
         """The response body of a 2xx; raises ApiFailed, ConnectFailed or UsageError."""
         url = self.base + path
@@ -74,11 +76,14 @@ class Api:
         if json_body is not None:
             data = json.dumps(json_body).encode()
             headers["Content-Type"] = "application/json"
+        if body is not None:
+            data, headers["Content-Type"] = body
+        headers.update(extra_headers or {})
         req = urllib.request.Request(url, data=data, headers=headers, method=method)
         try:
             with self._opener.open(req, timeout=self.timeout_s) as resp:
-                body: bytes = resp.read()
-                return body
+                answer: bytes = resp.read()
+                return answer
         except urllib.error.HTTPError as exc:
             with exc:
                 raw = _read_quietly(exc)
@@ -100,6 +105,33 @@ class Api:
             raise ApiFailed(
                 200, f"the answer from {self.base}{path} is not JSON: is this an edgeprint?", raw
             ) from None
+
+    def submit(self, metadata: dict[str, Any], pdf: bytes, key: str) -> Any:
+        """POST /v1/jobs (multipart: ``metadata`` JSON and the PDF ``document``); the job."""
+        boundary = f"edgeprint-{uuid.uuid4().hex}"
+        parts = [
+            ("metadata", "application/json", None, json.dumps(metadata).encode()),
+            ("document", "application/pdf", "badge.pdf", pdf),
+        ]
+        out = bytearray()
+        for name, ctype, filename, value in parts:
+            disposition = f'form-data; name="{name}"' + (
+                f'; filename="{filename}"' if filename else ""
+            )
+            out += (
+                f"--{boundary}\r\nContent-Disposition: {disposition}\r\n"
+                f"Content-Type: {ctype}\r\n\r\n"
+            ).encode()
+            out += value + b"\r\n"
+        out += f"--{boundary}--\r\n".encode()
+        raw = self.call(
+            "POST", "/v1/jobs", body=(bytes(out), f"multipart/form-data; boundary={boundary}"),
+            extra_headers={"Idempotency-Key": key},
+        )  # fmt: skip
+        try:
+            return json.loads(raw)
+        except ValueError:
+            raise ApiFailed(200, "the answer to POST /v1/jobs is not JSON", raw) from None
 
     def _cannot(self, reason: object) -> str:
         if isinstance(reason, TimeoutError | socket.timeout):

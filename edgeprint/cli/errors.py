@@ -2,7 +2,8 @@
 
 0 ok; 1 the appliance answered with an error (its ``detail`` is printed), a
 runtime failure of ``serve``, or ``discover`` found nothing; 2 bad usage or
-bad config; 3 the appliance cannot be reached (the URL is named).
+bad config; 3 the appliance cannot be reached (the URL is named); 4 ``preflight``
+found a printer that would fail the morning (each reason is printed).
 """
 
 from __future__ import annotations

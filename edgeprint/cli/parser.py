@@ -123,7 +123,8 @@ def parser() -> argparse.ArgumentParser:
         prog="edgeprint",
         description="edgeprint print-job appliance",
         parents=[common],
-        epilog="exit codes: 0 ok, 1 the appliance answered an error, 2 bad usage, 3 cannot connect",
+        epilog="exit codes: 0 ok, 1 the appliance answered an error, 2 bad usage, 3 cannot "
+        "connect, 4 preflight: a printer would fail the morning",
     )
     p.add_argument("--version", action=_VersionAction, help="print version and commit, then exit")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -175,6 +176,27 @@ def parser() -> argparse.ArgumentParser:
     how.add_argument("--printed", dest="printed", action="store_true", help="it came out: DONE")
     how.add_argument(
         "--not-printed", dest="printed", action="store_false", help="it did not: print once more"
+    )
+    pf = tech(
+        "preflight",
+        "will every printer get through the morning? reachable, round trip, state, stock, "
+        "supplies, TLS pin, and a test badge each (tech); exit 4 when one would fail",
+    )
+    pf.add_argument(
+        "--badge", metavar="FILE",
+        help="the badge PDF: its first page's size is checked against each printer's ready "
+        "stock, and it is the test badge (default: [event] badge_media, a generated badge)",
+    )  # fmt: skip
+    pf.add_argument("--no-print", action="store_true", help="check only; print no test badge")
+    pf.add_argument(
+        "--wait", type=_positive_float, metavar="SECONDS", default=60.0,
+        help="how long to wait for the test badges to print (default 60)",
+    )  # fmt: skip
+    tech("event", "the event's mode: live or rehearsal, since when, the rehearsal's jobs (tech)")
+    tech("rehearsal", "start a rehearsal: new jobs are tests until go-live (tech)")
+    tech(
+        "go-live",
+        "end the rehearsal: its jobs still waiting are cancelled, the live figures start (tech)",
     )
     for verb, what in (
         ("pause", "stop giving a printer new work; the job in hand finishes (tech)"),

@@ -67,8 +67,26 @@ def printer_table(printers: list[dict[str, Any]], *, short_ids: bool) -> list[st
             notes.append("reasons: " + ", ".join(reasons(p)))
         if p.get("last_error") and health(p) != "ok":
             notes.append(f"last error: {p['last_error']}")
+        stock = sorted({m.get("size", "") for m in p.get("media_ready") or []})
+        if stock:
+            notes.append("stock: " + ", ".join(stock))
+        runway = p.get("runway")  # issue 23: the label roll's count
+        if runway:
+            left = f"labels: {runway['labels_left']} of {runway['labels_per_roll']} left"
+            if runway.get("minutes_left") is not None:
+                left += f", about {runway['minutes_left']:.0f} min at {runway['per_minute']}/min"
+            notes.append(left)
         if notes:
             lines += wrap(f"{p['name']}: " + "; ".join(notes))
+    return lines
+
+
+def stock_waits(waits: list[dict[str, Any]]) -> list[str]:
+    """``waiting_for_stock`` of GET /v1/printers: what to load where (nothing when none)."""
+    lines: list[str] = []
+    for w in waits:
+        lines += wrap(f"WAITING FOR STOCK  {w.get('jobs', 0)} job(s): {w.get('reason', '')}",
+                      "", "    ")  # fmt: skip
     return lines
 
 

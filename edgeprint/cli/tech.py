@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from edgeprint.cli import client, render
+from edgeprint.cli import client, event, preflight, render
 from edgeprint.cli.errors import (
     EXIT_API_ERROR,
     EXIT_CONNECT,
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
             client.base_url(args), client.bearer_token(args),
             getattr(args, "timeout", client.DEFAULT_TIMEOUT_S),
         )  # fmt: skip
-        COMMANDS[args.command](api, args, as_json)
+        code = COMMANDS[args.command](api, args, as_json)
     except UsageError as exc:
         print(f"edgeprint: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     except KeyboardInterrupt:
         return 130
-    return EXIT_OK
+    return EXIT_OK if code is None else code
 
 
 def cmd_status(api: client.Api, args: argparse.Namespace, as_json: bool) -> None:
@@ -67,6 +67,7 @@ def cmd_status(api: client.Api, args: argparse.Namespace, as_json: bool) -> None
             "url": api.base,
             "printers": printers.get("printers", []),
             "pools": printers.get("pools", []),
+            "waiting_for_stock": printers.get("waiting_for_stock", []),
             "jobs_by_state": counts,
             "dead_letter": dead,
         }
@@ -76,12 +77,15 @@ def cmd_status(api: client.Api, args: argparse.Namespace, as_json: bool) -> None
     lines = [f"edgeprint at {api.base}  {now:%Y-%m-%d %H:%M:%S} UTC", ""]
     lines += render.printer_table(printers.get("printers", []), short_ids=True)
     lines += ["", *render.pool_table(printers.get("pools", []))]
+    waits = render.stock_waits(printers.get("waiting_for_stock", []))
+    lines += ["", *waits] if waits else []
     lines.append("")
     if counts is None:
         lines.append(f"JOBS  counts unavailable: {counts_error}")
     else:
         text = "  ".join(f"{s} {counts.get(s, 0)}" for s in (st.value for st in JobState))
         lines += render.wrap(text, "JOBS  ", "      ")
+    lines += _rehearsal_line(api)
     n = int(dead.get("count", 0))
     lines.append(f"DEAD LETTER  {n} job(s)" + ("" if n == 0 else "  (edgeprint dead-letter)"))
     for job in dead.get("jobs", [])[:STATUS_DEAD_SHOWN]:
@@ -93,6 +97,23 @@ def cmd_status(api: client.Api, args: argparse.Namespace, as_json: bool) -> None
     if n > STATUS_DEAD_SHOWN:
         lines.append(f"  … and {n - STATUS_DEAD_SHOWN} more")
     render.out(lines)
+
+
+def _rehearsal_line(api: client.Api) -> list[str]:
+    """A line while the event is in rehearsal (the job counts above are live jobs only)."""
+    try:
+        _, event = api.json("GET", "/v1/event")
+    except (ApiFailed, ConnectFailed):
+        return []
+    if not isinstance(event, dict) or event.get("mode") != "rehearsal":
+        return []
+    made = sum(int(n) for n in (event.get("rehearsal_jobs_by_state") or {}).values())
+    return render.wrap(
+        f"REHEARSAL since {event.get('since')}: {made} test job(s), counted apart; "
+        "edgeprint go-live ends it",
+        "",
+        "  ",
+    )
 
 
 def _job_counts(api: client.Api) -> tuple[dict[str, int] | None, str]:
@@ -136,7 +157,12 @@ def cmd_printers(api: client.Api, args: argparse.Namespace, as_json: bool) -> No
             ("waiting", f"{p.get('waiting', 0)} (oldest {render.age(p.get('oldest_waiting_s'))})"),
             ("printing", p.get("printing_job") or "-"),
             ("last error", p.get("last_error") or "-"),
-        ]
+            ("stock", ", ".join(
+                f"{m.get('size')} {'labels' if m.get('label') else 'sheets'} ({m.get('fit')})"
+                + (f" in {m['tray']}" if m.get("tray") else "")
+                for m in p.get("media_ready") or []
+            ) or "not reported"),
+        ]  # fmt: skip
         lines += render.wrap(f"{p['name']}  {p.get('uri', '')}", "", "    ")
         for label, value in fields:
             lines += render.wrap(f"{label + ':':<19}{value}", "  ", " " * 21)
@@ -144,6 +170,8 @@ def cmd_printers(api: client.Api, args: argparse.Namespace, as_json: bool) -> No
     if not body.get("printers"):
         lines += ["no printers configured", ""]
     lines += render.pool_table(body.get("pools", []))
+    waits = render.stock_waits(body.get("waiting_for_stock", []))
+    lines += ["", *waits] if waits else []
     render.out(lines)
 
 
@@ -317,7 +345,7 @@ def _printer_action(verb: str) -> Callable[[client.Api, argparse.Namespace, bool
     return action
 
 
-COMMANDS: dict[str, Callable[[client.Api, argparse.Namespace, bool], None]] = {
+COMMANDS: dict[str, Callable[[client.Api, argparse.Namespace, bool], int | None]] = {
     "status": cmd_status,
     "printers": cmd_printers,
     "jobs": cmd_jobs,
@@ -329,4 +357,9 @@ COMMANDS: dict[str, Callable[[client.Api, argparse.Namespace, bool], None]] = {
     "pause": _printer_action("pause"),
     "resume": _printer_action("resume"),
     "drain": _printer_action("drain"),
+    # issue 23 (preflight)
+    "preflight": preflight.run,
+    "event": event.cmd_event,
+    "rehearsal": event.cmd_rehearsal,
+    "go-live": event.cmd_go_live,
 }

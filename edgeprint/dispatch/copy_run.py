@@ -19,6 +19,7 @@ from enum import StrEnum
 from edgeprint import errors
 from edgeprint.config import DispatchConfig
 from edgeprint.copies import Copy, CopyState
+from edgeprint.dispatch import formats
 from edgeprint.dispatch.monitor import Monitor
 from edgeprint.dispatch.observer import MonitoringFailed, Observer, Unsettled
 from edgeprint.evidence import Evidence, Observation, printer_job_name
@@ -103,6 +104,8 @@ class CopyRun:
         """
         name = printer_job_name(job.id)
         copies = job.copies if job.copies > 1 and status.copies_supported else None
+        if formats.is_raw(copy.document_format):
+            copies = None  # a raw document carries its copies as its bytes repeated
         if copy.operation == "Create-Job":
             self._check_lease()
             try:

@@ -6,12 +6,14 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 
 import aiohttp
 
 from edgeprint import errors
 from edgeprint.board import PrinterBoard
 from edgeprint.config import Config, PrinterConfig
+from edgeprint.dispatch import check
 from edgeprint.dispatch.worker import PrinterWorker
 from edgeprint.documents.cache import RenditionCache
 from edgeprint.documents.capabilities import REQUESTED_ATTRIBUTES
@@ -21,17 +23,21 @@ from edgeprint.printers import supplies
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.printers.ipp import IppClient
 from edgeprint.printers.testpage import render_test_page
-from edgeprint.service import Identified, JobService
+from edgeprint.service import Identified, JobService, PrinterCheck
 from edgeprint.service.leases import Ownership, SoleOwner
 
 log = logging.getLogger(__name__)
+
+#: How often released jobs are checked against the printers' ready stock (seconds): a job
+#: that begins to wait for stock says so within this, and a roll change clears it.
+STOCK_WATCH_S = 1.0
 
 
 class Dispatcher:
     """Owns the printer workers; :meth:`run` until :meth:`request_stop`.
 
     It listens on the ``board`` for the service's rings (``wake``, ``control``,
-    ``resumed``) and its workers publish their printers' usability there: the
+    ``resumed``, ``media_loaded``) and its workers publish their printers' usability there: the
     service never imports this module nor calls into it.
     """
 
@@ -177,6 +183,13 @@ class Dispatcher:
         if printer is not None and printer in self.workers:
             self.workers[printer].resumed()
 
+    def media_loaded(self, printer: str) -> None:
+        """A technician loaded a new roll in ``printer``: its runway starts again."""
+        worker = self.workers.get(printer)
+        if worker is not None:
+            worker.monitor.rolls.media_loaded()
+            worker.monitor.publish()
+
     def snapshot(self, printer: str) -> PrinterSnapshot | None:
         """The live view of ``printer`` (None when no such printer)."""
         worker = self.workers.get(printer)
@@ -209,26 +222,38 @@ class Dispatcher:
             for name in self.workers:
                 self._start(name)
             tasks.append(group.create_task(self._housekeeping(), name="housekeeping"))
+            tasks.append(group.create_task(self._stock_watch(), name="stock-watch"))
             group.create_task(self._enforce_grace(tasks, grace_s), name="dispatcher:grace")
         self._group = None
 
     async def _housekeeping(self) -> None:
-        """Expire held jobs and delete old documents every ``retention.interval_s``.
+        """Expire held jobs and delete old documents every ``retention.interval_s``."""
+        await self._every(
+            self.config.retention.interval_s, self.service.housekeeping, "housekeeping"
+        )
 
-        A lost database connection (PostgreSQL reconnects) skips a round; other store
-        failures end the dispatcher (the process exits and systemd restarts it).
-        """
-        interval = self.config.retention.interval_s
+    async def _stock_watch(self) -> None:
+        """Every ``STOCK_WATCH_S``: mark released jobs no printer of their target has fitting
+        stock for (``waiting_reason``, a ``job.waiting`` webhook), and clear the mark once
+        one has."""
+        await self._every(STOCK_WATCH_S, self.service.stock.refresh, "stock_watch")
+
+    async def _every(
+        self, interval_s: float, work: Callable[[], Awaitable[object]], name: str
+    ) -> None:
+        """``work`` every ``interval_s`` until stopped. A lost database connection
+        (PostgreSQL reconnects) skips a round; other store failures end the dispatcher (the
+        process exits and systemd restarts it)."""
         while not self.stop.is_set():
             try:
-                await self.service.housekeeping()
+                await work()
             except errors.StoreReconnecting as exc:
                 log.warning(
-                    "store reconnecting: housekeeping skips a round",
-                    extra={"event": "housekeeping_store_lost", "error": str(exc)},
+                    f"store reconnecting: {name.replace('_', ' ')} skips a round",
+                    extra={"event": f"{name}_store_lost", "error": str(exc)},
                 )
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(interval):
+                async with asyncio.timeout(interval_s):
                     await self.stop.wait()
 
     async def _enforce_grace(self, tasks: list[asyncio.Task[None]], grace_s: float) -> None:
@@ -268,4 +293,14 @@ class Dispatcher:
         made = await worker.client.print_job(
             f"test-page-{printer}", by, document, "application/pdf"
         )
+        await worker.monitor.rolls.printed(1)  # a label off the roll too
         return Identified("test-page", made.job_id)
+
+    async def check(self, printer: str) -> PrinterCheck:
+        """Ask ``printer`` now and time it (preflight). Raises errors.PrinterNotFound."""
+        worker = self.workers.get(printer)
+        if worker is None or printer in self.retired:
+            raise errors.PrinterNotFound(printer)
+        return await check.check_printer(
+            worker.config, worker.client, self.service, self.config.dispatch.request_timeout_s
+        )

@@ -5,7 +5,9 @@ before capabilities were read) gets the document as submitted. One that does
 not gets a raster (PWG raster, Apple raster, or a JPEG for a one-page
 document) rendered off the event loop by :class:`RenderPool` and kept in the
 rendition cache, so a retry or a failover to an identical printer does not
-render again (DESIGN §11, printers without PDF).
+render again (DESIGN §11, printers without PDF). A document in a raw label
+language (ZPL) is never rendered: it goes unchanged, and only to a printer that
+lists its format (:func:`takes_raw`).
 """
 
 from __future__ import annotations
@@ -15,13 +17,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from edgeprint import errors
-from edgeprint.documents import ladder
+from edgeprint.documents import ladder, zpl
 from edgeprint.documents.cache import RenditionCache, RenditionKey
 from edgeprint.documents.capabilities import PrinterCapabilities
 from edgeprint.documents.ladder import DocumentFacts
 from edgeprint.documents.render import RenderPool
 
 PDF = ladder.PDF
+#: issue 23 (zpl): raw languages, sent unchanged (once per copy) to printers that list them.
+ZPL = zpl.ZPL
+RAW = (ZPL,)
 #: A 4×3 in badge: what "can this printer take our documents at all" is judged on.
 _BADGE = DocumentFacts(((288.0, 216.0),))
 
@@ -48,6 +53,17 @@ def generic(caps: PrinterCapabilities, *, raster: bool) -> str | None:
         return ladder.choose(replace(caps, media_ready=()), _BADGE).format
     except errors.DocumentUnprintable:
         return None
+
+
+def takes_raw(caps: PrinterCapabilities | None, document_format: str) -> bool:
+    """The printer lists the raw language ``document_format`` in document-format-supported
+    (``application/octet-stream`` does not count: it promises nothing of what is inside)."""
+    return caps is not None and document_format in caps.formats
+
+
+def is_raw(document_format: str) -> bool:
+    """A raw language: sent as it is, its copies as its bytes repeated (never IPP copies)."""
+    return document_format in RAW
 
 
 def unusable(caps: PrinterCapabilities) -> str:

@@ -21,6 +21,8 @@ from edgeprint import errors
 from edgeprint.board import PrinterBoard, Usability
 from edgeprint.config import DispatchConfig, PrinterConfig
 from edgeprint.dispatch import formats
+from edgeprint.dispatch.ready import ready_stock
+from edgeprint.dispatch.rolls import RollCounter
 from edgeprint.documents.capabilities import (
     REQUESTED_ATTRIBUTES,
     PrinterCapabilities,
@@ -29,11 +31,12 @@ from edgeprint.documents.capabilities import (
 from edgeprint.epochs import Clock, Epoch, Reading, advance
 from edgeprint.metrics import Metrics
 from edgeprint.personality import JobAnswer, Traits, learn_forgotten, learn_job, learn_printer
-from edgeprint.printers import supplies, tls
+from edgeprint.printers import levels, reasons, supplies, tls
 from edgeprint.printers.health import Health, HealthChange, HealthSettings, PrinterSnapshot
 from edgeprint.printers.ipp import IppClient, PrinterStatus
 from edgeprint.service import JobService
 from edgeprint.service.leases import Ownership
+from edgeprint.stock import StockView
 
 log = logging.getLogger(__name__)
 
@@ -87,12 +90,19 @@ class Monitor:
         self._clock = clock
         self._clocks = clocks
         self.capabilities: PrinterCapabilities | None = None
+        #: The stock it has ready, from every probe (None: not probed yet)
+        self.stock: StockView | None = None
+        #: Where ``stock`` came from: "printer" (it reported it), "config" ([[printers]]
+        #: media, for one that reports none), None (unknown)
+        self.stock_from: str | None = None
         self._caps_from: dict[str, Any] | None = None
         self._described: PrinterStatus | None = None
         self._described_at = 0.0
         #: The format a (PDF) job is sent to this printer in; None: none edgeprint can make.
         self.sends: str | None = formats.PDF
         self.status: PrinterStatus | None = None
+        #: since when each printer-state-reasons value now shown has shown (unix seconds)
+        self.reasons_since: dict[str, float] = {}
         self.reachable = False
         self.unreachable_since: float | None = None
         self._trusted = False
@@ -115,6 +125,8 @@ class Monitor:
         self._epoch_saved_at = 0.0
         self._up_ref: tuple[int | None, float] | None = None  # (up-time, boot seconds)
         self._traits_saved = Traits()
+        #: The label roll's runway (issue 23; nothing without labels_per_roll).
+        self.rolls = RollCounter(printer, service, metrics, clock)
 
     # --- what the rest of the worker reads ------------------------------------------
 
@@ -136,6 +148,8 @@ class Monitor:
             Usability(
                 healthy=self.health.healthy, sends=self.sends,
                 takes=caps.formats if caps is not None else (), probed=caps is not None,
+                stock=self.stock,
+                labels_left=self.rolls.labels_left,
             ),
         )  # fmt: skip
 
@@ -274,15 +288,33 @@ class Monitor:
         if self.sends is None and self.capabilities is not None:
             unusable = formats.unusable(self.capabilities)
         self.status = status
+        self._read_stock(status)
+        self.reasons_since = reasons.first_seen(self.reasons_since, status.reasons, now)
+        await self.rolls.on_probe(status)
         await self.health_changed(self.health.on_probe(status, now, unusable))
         self.publish()
         self.metrics.printer_healthy.labels(printer=self.name).set(int(self.health.healthy))
         return status, new_epoch
 
+    def _read_stock(self, status: PrinterStatus) -> None:
+        """The stock it has ready, from this answer (media-col-ready, media-ready), else
+        from the config's ``media``; a change is logged (a roll change, the wrong stock)."""
+        view, source = ready_stock(status.attributes, self.config)
+        found = view.stocks
+        if self.stock is not None and view != self.stock:
+            log.info(
+                "printer stock changed",
+                extra={"event": "printer_stock_changed", "printer": self.name,
+                       "was": [s.describe() for s in self.stock.stocks],
+                       "now": [s.describe() for s in found]},
+            )  # fmt: skip
+        self.stock, self.stock_from = view, source
+
     async def on_unreachable(self, exc: errors.PrinterError) -> float:
         """No answer: count it; returns for how long the printer has been unreachable (s)."""
         now = self._clock()
         self._described = None  # it may come back another printer: describe it again
+        self.reasons_since = {}  # what it shows when back is seen anew
         if isinstance(exc, errors.PrinterUnreachable | errors.PrinterTimedOut):
             self._after_outage = True  # it may have been off (a reset of one request is not)
         if self.reachable or self.unreachable_since is None:
@@ -387,6 +419,7 @@ class Monitor:
         st = self.status if self.reachable else None
         owner, lease_epoch = self.ownership.owner(self.name)
         e = self.epoch
+        said = self._described.attributes if self._described is not None else None
         return PrinterSnapshot(
             name=self.name,
             uri=self.config.uri,
@@ -415,4 +448,10 @@ class Monitor:
             epoch_began_at=e.began_at if e is not None else None,
             epoch_cause=e.cause if e is not None else None,
             personality=self.traits.as_json(),
+            stock=self.stock,
+            stock_from=self.stock_from,
+            reasons=reasons.describe(st.reasons, self.reasons_since) if st else (),
+            supply_levels=levels.supply_levels(said) if st and said else (),
+            media_levels=levels.media_levels({**(said or {}), **st.attributes}) if st else (),
+            runway=self.rolls.view(),
         )

@@ -1,4 +1,5 @@
-"""The document a claimed job is sent as: its PDF, or a raster made for this printer.
+"""The document a claimed job is sent as: its PDF, a raster made for this printer, or
+(ZPL) its document unchanged, once per copy.
 
 A printer that takes PDF gets the stored document; one that does not (or that
 blamed this job's PDF before) gets a raster rendered by the render pool and
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from edgeprint import errors
 from edgeprint.config import DispatchConfig
@@ -50,6 +52,14 @@ class Preparer:
     async def for_copy(self, job: JobRecord, copy: Copy) -> tuple[Copy, bytes] | None:
         """The copy (perhaps redescribed) and the bytes it carries; None when the job was
         failed or put back instead (nothing was asked of the printer)."""
+        if formats.is_raw(job.document_format):
+            made = await self.raw(job, copy)
+            if made is None:
+                return None
+            fmt, data = made
+            redescribed = await self.service.redescribe_copy(copy, fmt, len(data))
+            # not redescribed: a person cancelled it meanwhile; the run stops before the upload
+            return redescribed or replace(copy, document_format=fmt, document_bytes=len(data)), data
         if job.claims > 1 and await self._pdf_failed_here(job):
             # The printer lists PDF but could not print this one: once more, in raster.
             rendered = await self._rendition(job, raster_only=True)
@@ -78,6 +88,36 @@ class Preparer:
             await self._unreadable(job, exc)
             return None
         return copy, document
+
+    async def raw(self, job: JobRecord, copy: Copy | None = None) -> tuple[str, bytes] | None:
+        """For a job in a raw label language (ZPL): its document unchanged, once per copy
+        (one printer job; a raw path such as PAPPL's ignores IPP ``copies``). None when this
+        printer does not list the language (the job is refused unsent: DEAD
+        ``unsupported_document``) or the document cannot be read; ``copy``, when already
+        opened, is settled refused first."""
+        fmt = job.document_format
+        if not formats.takes_raw(self.monitor.capabilities, fmt):
+            why = (
+                f"{self.name} does not take {fmt} (its document-format-supported does not list "
+                "it); nothing was sent"
+            )
+            if copy is not None:
+                await self.service.settle_copy(
+                    copy, CopyState.REFUSED, why, evidence=Evidence.NO_DOCUMENT.value
+                )
+            await self.service.fail(job, self.name, "unsupported_document", why)
+            return None
+        try:
+            document = await self.service.read_document(job)
+        except OSError as exc:
+            if copy is not None:
+                await self.service.settle_copy(
+                    copy, CopyState.REFUSED, f"document unreadable: {exc}",
+                    evidence=Evidence.NO_DOCUMENT.value,
+                )  # fmt: skip
+            await self._unreadable(job, exc)
+            return None
+        return fmt, document * job.copies
 
     async def raster(self, job: JobRecord) -> tuple[str, bytes] | None:
         """For a printer that takes no PDF: the job rendered for it (None: it could not be)."""

@@ -36,6 +36,7 @@ from edgeprint.dispatch.monitor import Monitor
 from edgeprint.dispatch.observer import MonitoringFailed, Observer, Unsettled
 from edgeprint.evidence import Evidence
 from edgeprint.metrics import Metrics
+from edgeprint.runway import labels_of
 from edgeprint.service import JobRecord, JobService
 from edgeprint.service.records import job_facts
 from edgeprint.states import JobState
@@ -94,7 +95,7 @@ class Settlement:
                     job, outcome.copy, obs.pj, evidence=obs.evidence.value
                 )
                 if done is not None:
-                    self.monitor.health.on_job_printed()
+                    await self._printed_here(job)
                     return True
                 return await self.conclude(job)
             case Ended.SETTLED | Ended.CHANGED:
@@ -170,10 +171,23 @@ class Settlement:
         copy = verdict.copy
         if verdict.kind is Kind.DONE:
             self.monitor.health.on_job_printed()
+            if copy is not None and copy.printer == self.name:  # its labels came off this roll
+                await self.monitor.rolls.printed(
+                    labels_of(job.document_pages, job.copies, job.from_page),
+                    live=not job.rehearsal,
+                )
         elif copy is not None and copy.printer == self.name and copy.state is CopyState.ABORTED:
             await self.monitor.health_changed(
                 self.monitor.health.on_job_failed(job.id, self._clock())
             )
+
+    async def _printed_here(self, job: JobRecord) -> None:
+        """A job printed here: the run of failures is broken, and its labels came off the
+        roll (issue 23: pages × copies)."""
+        self.monitor.health.on_job_printed()
+        await self.monitor.rolls.printed(
+            labels_of(job.document_pages, job.copies, job.from_page), live=not job.rehearsal
+        )
 
     async def refused(self, job: JobRecord, copy: Copy, exc: errors.PrinterError) -> Next:
         """The printer answered a Create-Job/Send-Document/Print-Job with an error.
@@ -343,4 +357,10 @@ class Settlement:
         settled = await self.observer.record(copy, obs)
         if settled is not None and settled.state is CopyState.PRINTED:
             await self.service.stale_copy_printed(settled)
+            stale = await self.service.find(copy.job_id)  # its labels came off the roll too
+            if stale is not None:
+                await self.monitor.rolls.printed(
+                    labels_of(stale.document_pages, stale.copies, stale.from_page),
+                    live=not stale.rehearsal,
+                )
         return True

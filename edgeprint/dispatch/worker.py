@@ -210,6 +210,7 @@ class PrinterWorker:
         if lease_epoch != self._lease_epoch:
             self._lease_epoch = lease_epoch
             self._needs_reconcile = True
+            self.monitor.rolls.reload()  # another appliance may have counted its roll meanwhile
         if self.ownership.may_send(self.name):
             return True
         self._needs_reconcile = True
@@ -224,12 +225,16 @@ class PrinterWorker:
         """Claim the next job with its copy, make what the printer is sent, run the copy."""
         operation = "Create-Job" if status.supports_create_job else "Print-Job"
         epoch = self.monitor.epoch_number
+        takes_zpl = formats.takes_raw(self.monitor.capabilities, formats.ZPL)
         if self.monitor.sends != formats.PDF:
-            job = await self.service.claim_next(self.name)
+            job = await self.service.claim_next(self.name, takes_zpl=takes_zpl)
             if job is None:
                 await self._idle()
                 return
-            rendered = await self.prepare.raster(job)
+            if formats.is_raw(job.document_format):
+                rendered = await self.prepare.raw(job)
+            else:
+                rendered = await self.prepare.raster(job)
             if rendered is None:
                 return
             fmt, data = rendered
@@ -244,7 +249,7 @@ class PrinterWorker:
             return
         claimed = await self.service.claim_and_open(
             self.name, operation=operation, document_format=DOCUMENT_FORMAT,
-            printer_up_s=status.up_time_s, epoch=epoch,
+            printer_up_s=status.up_time_s, epoch=epoch, takes_zpl=takes_zpl,
         )  # fmt: skip
         if claimed is None:
             await self._idle()

@@ -10,6 +10,6 @@ cached on the way).
 The names of ``check`` are re-exported so ``documents.count_pages`` keeps working.
 """
 
-from edgeprint.documents.check import MAX_TREE_DEPTH, count_pages
+from edgeprint.documents.check import MAX_TREE_DEPTH, PdfFacts, count_pages, inspect_pdf
 
-__all__ = ["MAX_TREE_DEPTH", "count_pages"]
+__all__ = ["MAX_TREE_DEPTH", "PdfFacts", "count_pages", "inspect_pdf"]

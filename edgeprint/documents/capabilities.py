@@ -62,6 +62,8 @@ class Media:
     right_hmm: int = 0
     top_hmm: int = 0
     bottom_hmm: int = 0
+    media_type: str | None = None  # media-type (PWG 5100.7): labels, stationery, …
+    source: str | None = None  # media-source: the tray it is in
 
     def __str__(self) -> str:
         size = f"{self.width_hmm / 100:g}x{self.height_hmm / 100:g}mm"
@@ -182,14 +184,19 @@ def _media_col(col: Any) -> Media | None:
     if w is None or h is None or w <= 0 or h <= 0:  # a range (roll media) is not a ready size
         return None
     name = col.get("media-size-name")
-    margins = [_int(col.get(f"media-{side}-margin")) or 0 for side in _SIDES]
-    return Media(name if isinstance(name, str) else None, w, h, *margins)
+    left, right, top, bottom = (_int(col.get(f"media-{side}-margin")) or 0 for side in _SIDES)
+    kind, source = col.get("media-type"), col.get("media-source")
+    return Media(
+        name if isinstance(name, str) else None, w, h, left, right, top, bottom,
+        media_type=kind if isinstance(kind, str) else None,
+        source=source if isinstance(source, str) else None,
+    )  # fmt: skip
 
 
 _SIDES = ("left", "right", "top", "bottom")
 
 
-def _media_ready(attrs: Mapping[str, Any]) -> tuple[Media, ...]:
+def media_ready(attrs: Mapping[str, Any]) -> tuple[Media, ...]:
     """media-col-ready (sizes and margins) first; media-ready names fill in what it lacks."""
     out: list[Media] = []
     seen: set[object] = set()
@@ -222,7 +229,7 @@ def parse_capabilities(attrs: Mapping[str, Any]) -> PrinterCapabilities:
         pwg_raster_resolutions=_resolutions(attrs.get("pwg-raster-document-resolution-supported")),
         pwg_raster_types=_strings(attrs.get("pwg-raster-document-type-supported")),
         urf=_strings(attrs.get("urf-supported")),
-        media_ready=_media_ready(attrs),
+        media_ready=media_ready(attrs),
         copies_max=_copies_max(attrs.get("copies-supported")),
         operations=frozenset(
             int(op)

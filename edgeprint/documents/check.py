@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import BinaryIO
 
 import pypdf
 from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject, NullObject, PdfObject
 
 from edgeprint import errors
+from edgeprint.stock import PageSizes
 
 # pypdf logs every repair it makes to a broken file; a hostile upload must not flood
 # the appliance log (the 422 answer carries the reason).
@@ -35,8 +37,28 @@ MAX_TREE_DEPTH = 64
 _SPARE_ENTRIES = 1000
 
 
+#: hundredths of a millimetre per PostScript point (a PDF's user-space unit)
+_HMM_PER_POINT = 2540 / 72
+
+
+@dataclass(frozen=True, slots=True)
+class PdfFacts:
+    """What the submission check learnt of a PDF: its pages and their sizes."""
+
+    pages: int
+    #: every page's visible size (its /CropBox, else /MediaBox, inherited as ISO 32000
+    #: §7.7.3.4 says, times /UserUnit); None when no page states a readable one
+    sizes: PageSizes | None
+
+
 def count_pages(pdf: BinaryIO, max_pages: int) -> int:
-    """Pages of the PDF in the readable binary file ``pdf`` (ISO 32000 page tree, via pypdf).
+    """Pages of the PDF in the readable binary file ``pdf`` (see :func:`inspect_pdf`)."""
+    return inspect_pdf(pdf, max_pages).pages
+
+
+def inspect_pdf(pdf: BinaryIO, max_pages: int) -> PdfFacts:
+    """Pages of the PDF in the readable binary file ``pdf`` (ISO 32000 page tree, via pypdf),
+    and the sizes of those pages.
 
     Raises errors.DocumentRejected: ``document-encrypted`` (needs a password
     or is encrypted at all: printers cannot be given the password),
@@ -47,7 +69,8 @@ def count_pages(pdf: BinaryIO, max_pages: int) -> int:
     try:
         reader = pypdf.PdfReader(pdf, strict=False)
         encrypted = reader.is_encrypted
-        pages = 0 if encrypted else _count_leaves(reader, max_pages)
+        sizes: list[tuple[int, int]] = []
+        pages = 0 if encrypted else _count_leaves(reader, max_pages, sizes)
     except errors.DocumentRejected:
         raise
     except Exception as exc:  # pypdf raises many kinds on hostile input; all mean "broken"
@@ -62,7 +85,24 @@ def count_pages(pdf: BinaryIO, max_pages: int) -> int:
         )
     if pages == 0:
         raise errors.DocumentRejected("document-unreadable", "the PDF has no pages")
-    return pages
+    return PdfFacts(pages, PageSizes.of(sizes))
+
+
+def _box_size(node: DictionaryObject, inherited: tuple[int, int] | None) -> tuple[int, int] | None:
+    """A page-tree node's visible size in hundredths of a millimetre (its own /CropBox or
+    /MediaBox, else the inherited one); a box that is not four numbers is not a size."""
+    for key in ("/CropBox", "/MediaBox"):
+        box = _resolved(node.get(key))
+        if isinstance(box, ArrayObject) and len(box) == 4:
+            try:
+                x0, y0, x1, y1 = (float(_resolved(v)) for v in box)  # type: ignore[arg-type]
+                unit = float(_resolved(node.get("/UserUnit")) or 1.0)  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                continue
+            w, h = abs(x1 - x0) * unit, abs(y1 - y0) * unit
+            if 0 < w < 1e6 and 0 < h < 1e6:
+                return round(w * _HMM_PER_POINT), round(h * _HMM_PER_POINT)
+    return inherited
 
 
 def _malformed(why: str) -> errors.DocumentRejected:
@@ -82,13 +122,14 @@ def _identity(ref: PdfObject, obj: PdfObject) -> object:
     return id(obj)
 
 
-def _count_leaves(reader: pypdf.PdfReader, max_pages: int) -> int:
+def _count_leaves(reader: pypdf.PdfReader, max_pages: int, sizes: list[tuple[int, int]]) -> int:
     """Leaves of the page tree, walked as pypdf's own flattening does, with bounds.
 
     As in pypdf (``strict=False``), a node is ``/Type /Pages`` or, without a
     ``/Type``, has ``/Kids``; a leaf is ``/Type /Page`` or has neither; kids that
     are not dictionaries, or empty ones, are skipped (damaged files have them),
-    entries of any other ``/Type`` are ignored. ``/Count`` is never trusted.
+    entries of any other ``/Type`` are ignored. ``/Count`` is never trusted. Each leaf's
+    size is appended to ``sizes`` (boxes are inherited down the tree).
     """
     root = reader.trailer["/Root"]
     if not isinstance(root, DictionaryObject):
@@ -99,9 +140,9 @@ def _count_leaves(reader: pypdf.PdfReader, max_pages: int) -> int:
     # A frame per /Pages node on the path from the root: what is left of its /Kids,
     # and their depth. The root's frame holds only the catalog's /Pages entry.
     top = root.raw_get("/Pages") if "/Pages" in root else NullObject()
-    stack: list[tuple[Iterator[PdfObject], int]] = [(iter([top]), 0)]
+    stack: list[tuple[Iterator[PdfObject], int, tuple[int, int] | None]] = [(iter([top]), 0, None)]
     while stack:
-        kids, depth = stack[-1]
+        kids, depth, box = stack[-1]
         ref = next(kids, None)
         if ref is None:
             stack.pop()
@@ -125,9 +166,12 @@ def _count_leaves(reader: pypdf.PdfReader, max_pages: int) -> int:
                 node_kids = ArrayObject()
             if not isinstance(node_kids, ArrayObject):
                 raise _malformed("/Kids is not an array")
-            stack.append((iter(node_kids), depth + 1))
+            stack.append((iter(node_kids), depth + 1, _box_size(node, box)))
         elif kind == "/Page" or kind is None:
             leaves += 1
+            size = _box_size(node, box)
+            if size is not None:
+                sizes.append(size)
             if leaves > max_pages:
                 raise errors.DocumentRejected(
                     "too-many-pages",

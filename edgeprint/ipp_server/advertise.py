@@ -56,7 +56,12 @@ def service_info(config: Config, queue: str, host: str, port: int, server: str) 
         "ty": f"edgeprint {queue}",
         "note": "",
         "product": "(edgeprint)",
-        "pdl": ",".join(f for f in A.DOCUMENT_FORMATS if f != "application/octet-stream"),
+        # raw languages are left out: a driverless client picks its format from pdl
+        "pdl": ",".join(
+            f
+            for f in A.DOCUMENT_FORMATS
+            if f != "application/octet-stream" and f not in A.RAW_FORMATS
+        ),
         "URF": ",".join(A.URF_SUPPORTED),  # AirPrint clients look for it
         "UUID": uuid,
         "Color": "F",

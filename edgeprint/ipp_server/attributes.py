@@ -67,8 +67,13 @@ URF_SUPPORTED = ("V1.4", "CP1", "W8", "SRGB24", "RS300-600", "DM1")
 #: The PWG raster a queue takes (pwg-raster-document-resolution-supported, -type-supported).
 PWG_RASTER_DPI = (300, 600)
 PWG_RASTER_TYPES = ("black_1", "sgray_8", "srgb_8")
+#: issue 23 (zpl): raw label languages a queue takes as they are (checked, sent unchanged to
+#: a printer that lists them; never converted, never sniffed).
+RAW_FORMATS = ("application/vnd.zebra-zpl",)
 #: Formats a queue takes (octet-stream: sniffed).
-DOCUMENT_FORMATS = ("application/pdf", *CONVERTED_FORMATS, "application/octet-stream")
+DOCUMENT_FORMATS = (
+    "application/pdf", *CONVERTED_FORMATS, *RAW_FORMATS, "application/octet-stream"
+)  # fmt: skip
 MAX_COPIES = 99
 #: printer-icons sizes in pixels (square PNGs in ipp_server/icons/).
 ICON_SIZES = (48, 128, 512)

@@ -144,8 +144,10 @@ def status_for(exc: errors.EdgeprintError) -> tuple[int, str]:
         (errors.Forbidden, Status.CLIENT_ERROR_FORBIDDEN),
         (errors.BodyTimeout, Status.CLIENT_ERROR_TIMEOUT),
     ]
+    if isinstance(exc, errors.DocumentUnprintable):  # no printer of the queue takes the format
+        return Status.CLIENT_ERROR_DOCUMENT_FORMAT_NOT_SUPPORTED, detail
     if isinstance(exc, errors.DocumentRejected):
-        if exc.slug == "too-many-pages":
+        if exc.slug in ("too-many-pages", "too-many-labels"):
             return Status.CLIENT_ERROR_REQUEST_ENTITY_TOO_LARGE, detail
         if exc.slug == "document-encrypted":
             return 0x0418, detail  # client-error-document-password-error (PWG 5100.13)
@@ -574,12 +576,22 @@ class IppServer:
                 raise
         if staged.size > 0 and (fmt in A.CONVERTED_FORMATS or fmt == "application/octet-stream"):
             staged = await self._as_pdf(staged, fmt)
+        raw = fmt in A.RAW_FORMATS
+        if raw and page_ranges is not None:
+            staged.discard()
+            raise _refuse(
+                Status.CLIENT_ERROR_ATTRIBUTES_OR_VALUES_NOT_SUPPORTED,
+                f"page-ranges select pages of a PDF; a {fmt} document is sent whole",
+                "page-ranges",
+            )
         if staged.size > 0 and page_ranges is not None:
             staged = await self._cut(staged, page_ranges)
         if staged.size == 0:
             staged.discard()
             raise _refuse(Status.CLIENT_ERROR_BAD_REQUEST, "the request carries no document")
-        result = await self.service.submit(meta, staged, key, ctx.caller)
+        result = await self.service.submit(
+            meta, staged, key, ctx.caller, document_format=fmt if raw else "application/pdf"
+        )
         crash_point("ipp_after_store")
         return result.job
 
@@ -652,7 +664,13 @@ class IppServer:
 
     async def _validate_job(self, message: IppMessage, ctx: Context, response: IppMessage) -> None:
         self._check_target(message, ctx)
-        self._format(message)
+        fmt = self._format(message)
+        if fmt in A.RAW_FORMATS:
+            queue = ctx.queue
+            on_printer = queue.kind == "printer"
+            self.service.check_format(
+                queue.name if on_printer else None, None if on_printer else queue.name, fmt
+            )
         self._meta(ctx, self._owner(message, ctx), self._hold(message, ctx), self._copies(message))
         self._page_ranges(message)
         self._check_overrides(message)

@@ -32,8 +32,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from edgeprint.printers import reasons
 from edgeprint.printers.ipp import PrinterStatus
+from edgeprint.printers.levels import MediaLevel, SupplyLevel
 from edgeprint.printers.supplies import Supplies
+from edgeprint.runway import RunwayView
+from edgeprint.stock import StockView
 
 #: Reasons (any severity) that stop the job in hand while the printer is processing.
 STALL_REASONS = frozenset(
@@ -47,25 +51,12 @@ STALL_REASONS = frozenset(
 #: Reasons about paper in one input: another input with media may print instead.
 #: (media-needed is not one: it says the job in hand needs media the printer lacks.)
 MEDIA_REASONS = frozenset({"media-empty", "input-tray-missing", "media-low"})
-_SUFFIXES = ("-report", "-warning", "-error")
 PRINTER_IDLE, PRINTER_PROCESSING, PRINTER_STOPPED = 3, 4, 5
 
 
-def reason_keyword(reason: str) -> str:
-    """``media-jam-warning`` → ``media-jam`` (strip the severity suffix)."""
-    for suffix in _SUFFIXES:
-        if reason.endswith(suffix):
-            return reason[: -len(suffix)]
-    return reason
-
-
-def severity(reason: str) -> str:
-    """``error``, ``warning`` or ``report``; a keyword without a suffix is an error
-    (RFC 8011 §5.4.12)."""
-    for suffix in _SUFFIXES:
-        if reason.endswith(suffix):
-            return suffix[1:]
-    return "error"
+#: ``media-jam-warning`` → ``media-jam``; a value's severity (a bare keyword is an error).
+reason_keyword = reasons.keyword
+severity = reasons.severity
 
 
 @dataclass(frozen=True)
@@ -109,11 +100,12 @@ def media_elsewhere(trays: Sequence[Tray]) -> bool | None:
 
 
 def blocking(status: PrinterStatus, trays: Sequence[Tray]) -> list[str]:
-    """What keeps the printer from new work, in words (empty: nothing).
+    """What keeps the printer from new work, in plain words (empty: nothing).
 
-    Error-severity reasons (media ones only when no other input has media), no input
-    with media at all, and a stalled job in hand (any severity of a stall reason while
-    processing or stopped).
+    Error-severity reasons, known or not (media ones only when no other input has
+    media), no input with media at all, and a stalled job in hand (any severity of a
+    stall reason while processing or stopped). Each names the value as the printer sent
+    it: ``a fault the printer does not name (other)``.
     """
     elsewhere = media_elsewhere(trays)
     out: list[str] = []
@@ -126,15 +118,21 @@ def blocking(status: PrinterStatus, trays: Sequence[Tray]) -> list[str]:
         if kw in MEDIA_REASONS and elsewhere:
             continue
         if kw in MEDIA_REASONS and elsewhere is False and kw != "media-low":
-            out.append(f"{r} (no input tray has media)")
+            out.append(f"{reasons.words(r)} ({r}; no input tray has media)")
             empty_said = True
         elif severity(r) == "error":
-            out.append(r)
+            out.append(f"{reasons.words(r)} ({r})")
         elif busy and kw in STALL_REASONS:
-            out.append(f"{r} (stalled)")
+            out.append(f"{reasons.words(r)} ({r}; the job in hand is stalled)")
     if elsewhere is False and not empty_said:
         out.append("no input tray has media")
     return out
+
+
+def said(message: str) -> str:
+    """``printer-state-message`` verbatim, to follow a health reason (empty: nothing)."""
+    text = message.strip()
+    return f'; the printer says "{text}"' if text else ""
 
 
 @dataclass(frozen=True)
@@ -204,12 +202,13 @@ class Health:
             return self._set(False, "quarantined: several different jobs failed here", now)
         self.quarantined_until = None
         if blocked:
-            return self._set(False, f"printer-state-reasons: {', '.join(blocked)}", now)
+            why = f"printer-state-reasons: {'; '.join(blocked)}{said(status.message)}"
+            return self._set(False, why, now)
         if (
             self.stopped_since is not None
             and now - self.stopped_since >= self.settings.stopped_grace_s
         ):
-            return self._set(False, "printer-state: stopped", now)
+            return self._set(False, f"printer-state: stopped{said(status.message)}", now)
         if not status.accepting_jobs:
             return self._set(False, "printer-is-accepting-jobs: false", now)
         return self._set(True, None, now)
@@ -283,3 +282,11 @@ class PrinterSnapshot:
     epoch_began_at: float | None = None  # unix seconds
     epoch_cause: str | None = None  # why the epoch began, in words
     personality: dict[str, Any] | None = None  # personality.Traits.as_json()
+    stock: StockView | None = None  # the stock it has ready (edgeprint.stock)
+    stock_from: str | None = None  # "printer" (reported), "config" ([[printers]] media)
+    #: each printer-state-reasons value with its severity, words and since when it shows
+    reasons: tuple[reasons.Reason, ...] = ()
+    # issue 23 (supplies): levels from the last probe, and the label roll's runway
+    supply_levels: tuple[SupplyLevel, ...] = ()
+    media_levels: tuple[MediaLevel, ...] = ()
+    runway: RunwayView | None = None  # None: no labels_per_roll

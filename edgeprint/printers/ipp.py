@@ -94,6 +94,10 @@ _PRINTER_ATTRS = [
     "printer-uuid",
     "printer-input-tray",
     "printer-config-change-date-time",
+    # the stock it has ready, on every probe: a roll change is seen within one interval
+    # even where printer-config-change-time does not move (issue 23)
+    "media-ready",
+    "media-col-ready",
 ]
 _JOB_ATTRS = [
     "job-id",

@@ -11,17 +11,26 @@ def _text(value: str) -> str:
     return ascii_only.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
 
 
-def render_test_page(printer: str, by: str, now: float) -> bytes:
-    """A valid one-page A6-ish PDF saying which printer this is, who asked and when."""
+def render_test_page(
+    printer: str,
+    by: str,
+    now: float,
+    size_pt: tuple[int, int] = (297, 420),
+    title: str = "edgeprint test page",
+) -> bytes:
+    """A valid one-page PDF (A6-ish, or ``size_pt`` points) saying which printer this is,
+    who asked and when."""
     stamp = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    lines = ["edgeprint test page", f"printer: {printer}", f"asked by: {by}", stamp]
-    ops = " ".join(f"({_text(line)}) Tj 0 -24 Td" for line in lines)
-    stream = f"BT /F1 16 Tf 24 260 Td {ops} ET".encode()
+    lines = [title, f"printer: {printer}", f"asked by: {by}", stamp]
+    width, height = size_pt
+    font = 16 if height >= 200 else 10
+    ops = " ".join(f"({_text(line)}) Tj 0 -{font + 4} Td" for line in lines)
+    stream = f"BT /F1 {font} Tf 12 {height - font - 12} Td {ops} ET".encode()
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 297 420] "
-        b"/Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
+        f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {width} {height}] ".encode()
+        + b"/Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
         b"<< /Length " + str(len(stream)).encode() + b" >>\nstream\n" + stream + b"\nendstream",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]

@@ -9,11 +9,13 @@ what the service takes and returns.
 from edgeprint.service.jobs import JobService, Queues
 from edgeprint.service.records import (
     Caller,
+    CheckPrinter,
     Identified,
     Identify,
     JobRecord,
     JobRequest,
     JobStats,
+    PrinterCheck,
     PrinterJobReport,
     SubmitResult,
     request_digest,
@@ -21,12 +23,14 @@ from edgeprint.service.records import (
 
 __all__ = [
     "Caller",
+    "CheckPrinter",
     "Identified",
     "Identify",
     "JobRecord",
     "JobRequest",
     "JobService",
     "JobStats",
+    "PrinterCheck",
     "PrinterJobReport",
     "Queues",
     "SubmitResult",

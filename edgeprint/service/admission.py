@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from edgeprint import errors
 from edgeprint.board import PrinterBoard
 from edgeprint.config import Config
+from edgeprint.documents import ladder
 from edgeprint.metrics import Metrics
 from edgeprint.service.records import Caller
 
@@ -63,12 +64,23 @@ class Admission:
         return printer not in self.paused and (seen is None or seen.healthy)
 
     async def admit(
-        self, printer: str | None, pool: str | None, caller: Caller
+        self,
+        printer: str | None,
+        pool: str | None,
+        caller: Caller,
+        *,
+        labels: int = 1,
+        document_format: str = ladder.PDF,
     ) -> tuple[str | None, str | None]:
-        """Where a newly printable job goes: (printer, pool), maybe a less loaded peer.
+        """Where a newly printable job of ``labels`` impressions goes: (printer, pool), maybe a
+        less loaded peer.
 
         A job for a full or unusable printer goes to the least-loaded usable
-        peer of its pool with room; a pool is full when its waiting jobs reach
+        peer of its pool with room (for a raw document, one that may take its
+        format: :meth:`may_take`); so does one for a printer whose label roll runs out
+        before it (its runway, issue 23, is shorter than the labels waiting for it: each
+        waiting job at least one, this one ``labels``) when a peer's runway is not; a
+        pool is full when its waiting jobs reach
         the sum of its unpaused printers' ``high_water``. Raises
         errors.Backpressure (nothing is stored; HTTP 503 with Retry-After).
         The limit is soft: concurrent admissions may pass it by a few jobs.
@@ -83,27 +95,39 @@ class Admission:
         def room(p: str) -> bool:
             return p in high_water and depth(p) < high_water[p]
 
+        def short(p: str) -> bool:
+            seen = self.board.usability(p)
+            left = seen.labels_left if seen is not None else None
+            return left is not None and left < depth(p) + labels
+
         if printer is not None:
             self.check_takes(printer)
-            if room(printer) and self.usable(printer):
+            runs_out = short(printer)
+            if room(printer) and self.usable(printer) and not runs_out:
                 return printer, None
             cfg = self.config.printer(printer)
             peers = [
                 p for p in pools.get(cfg.pool or "", ()) if p != printer
-                and self.usable(p) and room(p)
+                and self.usable(p) and room(p) and self.may_take(p, document_format)
             ] if cfg is not None else []  # fmt: skip
+            lasting = [p for p in peers if not short(p)]
+            # only the runway speaks against it: a peer whose roll lasts, or it stays here
+            peers = lasting if room(printer) and self.usable(printer) else lasting or peers
             if peers:
                 best = min(peers, key=depth)
                 self.metrics.failovers.labels(printer=printer).inc()
+                why = "full" if not room(printer) else "unusable"
+                if room(printer) and self.usable(printer):
+                    why = "runway"
                 log.info(
                     "job redirected to a peer",
                     extra={"event": "job_failed_over", "printer": printer, "to_printer": best,
-                           "why": "full" if not room(printer) else "unusable",
-                           "correlation_id": caller.correlation_id},
+                           "why": why, "correlation_id": caller.correlation_id},
                 )  # fmt: skip
                 return best, None
             if room(printer):
-                return printer, None  # not usable now, but nowhere better: it waits there
+                # not usable now (or its roll short), but nowhere better: it waits there
+                return printer, None
             self._backpressure(f"printer {printer}", caller)
             raise errors.Backpressure(f"printer {printer}", retry_after)
         if pool is not None:
@@ -143,6 +167,46 @@ class Admission:
             "application/pdf, image/pwg-raster, image/urf, image/jpeg, which edgeprint sends",
             takes=takes,
         )
+
+    def check_format(self, printer: str | None, pool: str | None, document_format: str) -> None:
+        """A document in a raw label language (ZPL) needs a printer of its target that takes
+        it; a PDF can be made into what any printer takes. issue 23 (zpl)
+
+        Raises errors.DocumentUnprintable (``unsupported-document``, ``takes``: what the
+        target's printers list) when every printer of the target was probed and none lists
+        ``document_format``. While one is not probed yet the job is accepted: a pool job then
+        waits for a printer that takes it (no other printer claims it); a printer named
+        that turns out not to take it refuses the job unsent (DEAD unsupported_document).
+        """
+        if document_format == ladder.PDF:
+            return
+        if printer is not None:
+            members: tuple[str, ...] = (printer,)
+            target = f"printer {printer} does not take {document_format}"
+        else:
+            members = self._layout()[0].get(pool or "", ())
+            target = f"no printer of pool {pool} takes {document_format}"
+        if any(self.may_take(name, document_format) for name in members):
+            return
+        takes = {f for name in members for f in self._takes(name)}
+        raise errors.DocumentUnprintable(
+            "unsupported-document",
+            f"{target} (listed: {', '.join(sorted(takes)) or 'none'}); send the badge as a PDF, "
+            "or to a printer whose document-format-supported lists it",
+            takes=sorted(takes),
+        )
+
+    def may_take(self, printer: str, document_format: str) -> bool:
+        """``printer`` may print ``document_format``: a PDF anywhere; a raw language where
+        the printer lists it, or has not been probed yet."""
+        if document_format == ladder.PDF:
+            return True
+        seen = self.board.usability(printer)
+        return seen is None or not seen.probed or document_format in seen.takes
+
+    def _takes(self, printer: str) -> tuple[str, ...]:
+        seen = self.board.usability(printer)
+        return seen.takes if seen is not None else ()
 
     async def _waiting_depths(self) -> Depths:
         """The waiting depths: a snapshot read at most ``DEPTH_SNAPSHOT_S`` ago, or the one

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from edgeprint import errors, pins
 from edgeprint.backoff import retry_delay
@@ -36,28 +36,34 @@ from edgeprint.copies import (
     judge,
     on_failure,
 )
-from edgeprint.documents import pages
+from edgeprint.documents import ladder, pages, zpl
 from edgeprint.documents.cache import RenditionCache
 from edgeprint.documents.render import RenderPool
 from edgeprint.epochs import Epoch
 from edgeprint.metrics import Metrics
 from edgeprint.personality import Traits
+from edgeprint.runway import Roll, labels_of
 from edgeprint.service.admission import Admission
+from edgeprint.service.event import EventService
 from edgeprint.service.records import (
     Caller,
+    CheckPrinter,
     Identified,
     Identify,
     JobRecord,
     JobRequest,
     JobStats,
+    PrinterCheck,
     PrinterJobMade,
     PrinterJobReport,
     SubmitResult,
     job_facts,
     request_digest,
 )
+from edgeprint.service.stock_routing import StockRouting
 from edgeprint.spool import Spool, StagedDocument
 from edgeprint.states import TERMINAL_STATES, Action, JobState, sources
+from edgeprint.stock import PageSizes
 from edgeprint.store import stats as store_stats
 from edgeprint.store.copies import Copies, copy_from_row
 from edgeprint.store.jobs import (
@@ -69,6 +75,10 @@ from edgeprint.store.jobs import (
 )
 from edgeprint.store.outbox import FailedDelivery, Outbox
 from edgeprint.store.printers import PrinterMemory
+from edgeprint.store.waiting import Waiting
+
+if TYPE_CHECKING:
+    from edgeprint.documents.check import PdfFacts
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +135,13 @@ class JobService:
         #: The dispatcher's published printer view, and the bell the service rings.
         self.board = board if board is not None else PrinterBoard()
         self.admission = Admission(config, self.board, metrics, jobs.waiting_depths, clock)
+        #: Which jobs each printer's stock fits, and why released jobs wait (issue 23).
+        self.stock = StockRouting(
+            config, self.board, lambda: self.admission.paused, Waiting(jobs.store), metrics,
+            clock,
+        )  # fmt: skip
+        #: The event's mode: rehearsal or live (issue 23).
+        self.event = EventService(jobs.store, self.admission, clock)
         #: The release counter, looked up once (a label lookup per release is measurable).
         self._released_ok = metrics.transitions.labels(action="release", outcome="ok")
         self._pools = config.pools
@@ -190,6 +207,11 @@ class JobService:
                 [errors.FieldProblem(f"{where}.pool", "not a configured pool")],
             )
 
+    def check_format(self, printer: str | None, pool: str | None, document_format: str) -> None:
+        """Raise errors.DocumentUnprintable when the target cannot take ``document_format``
+        (a raw language no printer of it lists; see Admission.check_format)."""
+        self.admission.check_format(printer, pool, document_format)
+
     # --- kiosk use cases -------------------------------------------------------
 
     async def submit(
@@ -198,23 +220,34 @@ class JobService:
         document: StagedDocument,
         idempotency_key: str,
         caller: Caller,
+        *,
+        document_format: str = ladder.PDF,
     ) -> SubmitResult:
         """Accept a job whose document has been staged; durable when it returns.
 
         Same key + same payload → the earlier job (``created=False``). Raises
-        errors.UnsupportedDocument, errors.UnknownTarget,
-        errors.IdempotencyKeyReused, errors.StoreError. The staged document is
-        committed or discarded in every case.
+        errors.UnsupportedDocument, errors.DocumentRejected, errors.UnknownTarget,
+        errors.DocumentUnprintable (a target that cannot take the format),
+        errors.PayloadTooLarge, errors.IdempotencyKeyReused, errors.StoreError. The
+        staged document is committed or discarded in every case.
+        ``document_format``: ``application/pdf`` or ``application/vnd.zebra-zpl``
+        (counted in labels, sent unchanged).
         """
         try:
-            if not document.looks_like_pdf():
-                raise errors.UnsupportedDocument(
-                    "the document is not a PDF (no %PDF- header in its first 1024 bytes)"
-                )
-            pages = await self._count_pages(document)
+            sizes: PageSizes | None = None
+            if document_format == zpl.ZPL:
+                pages = await self._count_labels(document, meta.copies)
+            else:
+                if not document.looks_like_pdf():
+                    raise errors.UnsupportedDocument(
+                        "the document is not a PDF (no %PDF- header in its first 1024 bytes)"
+                    )
+                facts = await self._inspect(document)
+                pages, sizes = facts.pages, facts.sizes
             self.check_target(meta.printer, meta.pool, "metadata")
             if meta.printer is not None:
                 self.admission.check_takes(meta.printer)
+            self.admission.check_format(meta.printer, meta.pool, document_format)
             digest = request_digest(meta, document.sha256)
             existing = await self.jobs.get_by_key(idempotency_key)
             if existing is not None:
@@ -231,7 +264,13 @@ class JobService:
         printer, pool = meta.printer, meta.pool
         if state is JobState.RELEASED:
             try:
-                printer, pool = await self.admission.admit(printer, pool, caller)
+                printer, pool = await self.admission.admit(
+                    printer,
+                    pool,
+                    caller,
+                    labels=labels_of(pages, meta.copies),
+                    document_format=document_format,
+                )
             except errors.Backpressure:
                 self.spool.remove(job_id)
                 raise
@@ -251,6 +290,8 @@ class JobService:
             correlation_id=caller.correlation_id,
             release_pin_hash=pin_hash,
             document_pages=pages,
+            **NewJob.edges(sizes),
+            document_format=document_format,
         )
         try:
             job = await self.jobs.insert(new, self.clock(), caller.name)
@@ -263,7 +304,8 @@ class JobService:
             if winner is None:  # pragma: no cover - keys are never deleted
                 raise errors.StoreUnavailable("idempotency key vanished")
             return await self._replayed(winner, idempotency_key, digest, meta, caller)
-        self.metrics.jobs_accepted.labels(state=job.state.value).inc()
+        if not job.rehearsal:  # the live figures never count a rehearsal job
+            self.metrics.jobs_accepted.labels(state=job.state.value).inc()
         if job.state is JobState.RELEASED:
             self.admission.admitted(job.printer, job.pool)
         log.info(
@@ -278,7 +320,7 @@ class JobService:
             self.board.wake(job.printer, job.pool)
         return SubmitResult(job, created=True)
 
-    async def _count_pages(self, document: StagedDocument) -> int:
+    async def _inspect(self, document: StagedDocument) -> PdfFacts:
         # pypdf is imported on first use: ~40 ms less from start to ready (crash recovery).
         from edgeprint import documents
 
@@ -286,18 +328,45 @@ class JobService:
         limit = self.config.server.max_document_pages
         try:
             if document.size <= _INLINE_PDF_BYTES:  # one read: pypdf makes hundreds of small ones
-                return documents.count_pages(io.BytesIO(pdf.read()), limit)
+                return documents.inspect_pdf(io.BytesIO(pdf.read()), limit)
             # One thread of its own: a few hostile PDFs (seconds of parsing each) then
             # queue behind each other instead of taking the default pool that spool writes,
             # PIN hashing and the printer workers' document reads use.
             loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._pdf_checks, documents.count_pages, pdf, limit)
+            return await loop.run_in_executor(self._pdf_checks, documents.inspect_pdf, pdf, limit)
         except errors.DocumentRejected as exc:
             self.metrics.documents_rejected.labels(reason=exc.slug).inc()
             log.info(
                 "document rejected",
                 extra={"event": "document_rejected", "reason": exc.slug, "bytes": document.size},
             )
+            raise
+
+    async def _count_labels(self, document: StagedDocument, copies: int) -> int:
+        """Labels of a staged ZPL document (:func:`zpl.count_labels`), checked against
+        ``server.max_zpl_labels``; its size sent ``copies`` times (a raw document's copies
+        are its bytes repeated, DESIGN §11) against ``server.max_document_bytes``."""
+        server = self.config.server
+        if document.size * copies > server.max_document_bytes:
+            raise errors.PayloadTooLarge(
+                f"the ZPL document sent once per copy ({copies} × {document.size} bytes)",
+                server.max_document_bytes,
+            )
+        data = document.contents().read()
+        try:
+            if document.size <= _INLINE_PDF_BYTES:
+                return zpl.count_labels(data, server.max_zpl_labels)
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(
+                self._pdf_checks, zpl.count_labels, data, server.max_zpl_labels
+            )
+        except errors.DocumentRejected as exc:
+            self.metrics.documents_rejected.labels(reason=exc.slug).inc()
+            log.info(
+                "document rejected",
+                extra={"event": "document_rejected", "reason": exc.slug, "bytes": document.size,
+                       "format": zpl.ZPL},
+            )  # fmt: skip
             raise
 
     async def _replayed(
@@ -361,7 +430,12 @@ class JobService:
                 "the job names no printer or pool; give one in the release body",
                 [errors.FieldProblem("body", "printer or pool required")],
             )
-        printer, pool = await self.admission.admit(printer, pool, caller)
+        self.admission.check_format(printer, pool, current.document_format)
+        printer, pool = await self.admission.admit(
+            printer, pool, caller,
+            labels=labels_of(current.document_pages, current.copies, current.from_page),
+            document_format=current.document_format,
+        )  # fmt: skip
         now = self.clock()
         job = await self.jobs.transition(
             job_id, Action.RELEASE, now=now, actor=caller.name,
@@ -628,6 +702,21 @@ class JobService:
         self.board.resumed(name)
         return cfg
 
+    async def media_loaded(self, name: str, caller: Caller) -> None:
+        """A technician loaded a new roll in ``name`` (issue 23): its runway counts from a full
+        roll. The worker hears it first (the board), then the count is stored reset, so a save
+        of the old count already under way cannot outlast it. Raises errors.PrinterNotFound."""
+        self.printer_config(name)
+        self.board.media_loaded(name)
+        kept = await self.printer_memory.roll(name) or Roll()
+        now = self.clock()
+        await self.printer_memory.save_roll(name, Roll(0, now, kept.media, False), now=now)
+        log.info(
+            "printer media loaded",
+            extra={"event": "printer_media_loaded", "printer": name, "actor": caller.name,
+                   "correlation_id": caller.correlation_id},
+        )  # fmt: skip
+
     async def notified(
         self, kind: str, printer: str | None, pool: str | None, paused: bool | None
     ) -> None:
@@ -682,13 +771,15 @@ class JobService:
 
     # --- dispatcher use cases (DESIGN §3) ----------------------------------------
 
-    async def claim_next(self, printer: str) -> JobRecord | None:
-        """RELEASED → PRINTING for the next job ``printer`` should print, or None."""
+    async def claim_next(self, printer: str, *, takes_zpl: bool = False) -> JobRecord | None:
+        """RELEASED → PRINTING for the next job ``printer`` should print, or None (a pool's
+        ZPL jobs only when ``takes_zpl``)."""
         cfg = self.config.printer(printer)
         pool = cfg.pool if cfg is not None else None
         job = await self.jobs.claim_next(
-            printer, pool, now=self.clock(), actor=f"printer:{printer}"
-        )
+            printer, pool, now=self.clock(), actor=f"printer:{printer}",
+            fit=self.stock.condition(printer), takes_zpl=takes_zpl,
+        )  # fmt: skip
         if job is not None:
             self.admission.admitted(job.printer, job.pool, -1)
         return job
@@ -701,6 +792,7 @@ class JobService:
         document_format: str,
         printer_up_s: int | None,
         epoch: int | None = None,
+        takes_zpl: bool = False,
     ) -> tuple[JobRecord, Copy | None] | None:
         """Claim the next job for ``printer`` and open its copy, in one transaction.
 
@@ -712,7 +804,14 @@ class JobService:
         cfg = self.config.printer(printer)
         pool = cfg.pool if cfg is not None else None
         now = self.clock()
-        claim = self.jobs.claim_next_sql(printer, pool, now=now, actor=f"printer:{printer}")
+        claim = self.jobs.claim_next_sql(
+            printer,
+            pool,
+            now=now,
+            actor=f"printer:{printer}",
+            fit=self.stock.condition(printer),
+            takes_zpl=takes_zpl,
+        )
         opened = self.copies.open_claimed_sql(
             printer=printer,
             state=CopyState.SENDING if operation == "Print-Job" else CopyState.CREATING,
@@ -768,6 +867,13 @@ class JobService:
 
     async def save_printer_traits(self, printer: str, traits: Traits) -> None:
         await self.printer_memory.save_traits(printer, traits, now=self.clock())
+
+    async def printer_roll(self, printer: str) -> Roll | None:
+        """The printer's label roll as last stored (issue 23; None: never counted)."""
+        return await self.printer_memory.roll(printer)
+
+    async def save_printer_roll(self, printer: str, roll: Roll) -> None:
+        await self.printer_memory.save_roll(printer, roll, now=self.clock())
 
     async def copy(self, copy_id: int) -> Copy | None:
         """The copy as stored now."""
@@ -1118,9 +1224,10 @@ class JobService:
         return done
 
     def _printed(self, done: JobRecord, printer: str, now: float) -> None:
-        self.metrics.jobs_printed.labels(printer=printer).inc()
-        if done.released_at is not None:
-            self.metrics.release_to_completed.observe(max(0.0, now - done.released_at))
+        if not done.rehearsal:  # the live figures never count a rehearsal job
+            self.metrics.jobs_printed.labels(printer=printer).inc()
+            if done.released_at is not None:
+                self.metrics.release_to_completed.observe(max(0.0, now - done.released_at))
         log.info(
             "job printed",
             extra={
@@ -1306,6 +1413,12 @@ class JobService:
             if current.state is not JobState.DEAD or current.dead_reason != "outcome_unknown":
                 raise errors.OutcomeNotUnknown(job_id, current.state.value, current.dead_reason)
             raise errors.CannotPrintRest(job_id, current.state.value, out, total, current.copies)
+        if current.document_format != ladder.PDF:  # a raw language is sent whole or not at all
+            raise errors.CannotPrintRest(
+                job_id, current.state.value, out, total, current.copies,
+                why=f"its document is {current.document_format}, which is sent unchanged: "
+                "print it again whole, or mark it printed",
+            )  # fmt: skip
         now = self.clock()
         first = done_before + out + 1
         job = await self.jobs.transition(
@@ -1349,9 +1462,9 @@ class JobService:
         """DEAD jobs, oldest first, after the cursor ``after_seq``."""
         return await self.jobs.dead_letters(after_seq=after_seq, limit=limit)
 
-    async def jobs_by_state(self) -> dict[JobState, int]:
-        """How many jobs are in each state now."""
-        return await self.jobs.count_by_state()
+    async def jobs_by_state(self, *, rehearsal: bool = False) -> dict[JobState, int]:
+        """How many live jobs (with ``rehearsal``: rehearsal jobs) are in each state now."""
+        return await self.jobs.count_by_state(rehearsal=rehearsal)
 
     async def queues(self) -> Queues:
         """The waiting queues, keyed by (printer, None) and (None, pool), read now."""
@@ -1410,6 +1523,19 @@ class JobService:
                    "actor": caller.name, "correlation_id": caller.correlation_id},
         )  # fmt: skip
         return done
+
+    async def check_printer(self, name: str, caller: Caller, check: CheckPrinter) -> PrinterCheck:
+        """Ask a configured printer now, timed, through ``check`` (the dispatcher's; issue 23).
+        Raises errors.PrinterNotFound."""
+        self.printer_config(name)
+        out = await check(name)
+        log.info(
+            "printer checked",
+            extra={"event": "printer_checked", "printer": name, "reachable": out.reachable,
+                   "round_trip_s": out.round_trip_s, "actor": caller.name,
+                   "correlation_id": caller.correlation_id},
+        )  # fmt: skip
+        return out
 
     # --- the IPP server's reads (edgeprint.ipp_server) ---------------------------------
 

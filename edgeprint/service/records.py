@@ -16,6 +16,7 @@ from typing import Literal, Protocol
 from edgeprint.copies import JobFacts
 from edgeprint.records import JobRecord as JobRecord
 from edgeprint.states import JobState
+from edgeprint.stock import StockView
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,47 @@ class Identified:
 
 #: ``identify(printer, how, by)``: the dispatcher's way to make a printer show itself.
 Identify = Callable[[str, str, str], Awaitable[Identified]]
+
+
+@dataclass(frozen=True)
+class TlsCheck:
+    """An ipps printer's certificate against its pin, as a check found it (issue 23).
+
+    ``mode`` is ``[[printers]] tls``; ``pinned`` the fingerprint in force (the config's
+    ``tls_fingerprint`` or the one stored at first contact; None: none yet),
+    ``presented`` the one the printer shows now (None: no TLS session, ``error`` says
+    why), ``matches`` whether they agree (None when either is missing or ``verify``)."""
+
+    mode: Literal["pin", "verify"]
+    pinned: str | None
+    presented: str | None
+    matches: bool | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class PrinterCheck:
+    """One Get-Printer-Attributes made now, and timed (issue 23: preflight).
+
+    ``round_trip_s`` is the request's wall time (None when it failed); the state is
+    RFC 8011's (``idle``, ``processing``, ``stopped``); ``media_ready`` as
+    ``GET /v1/printers`` shows ready media; ``error`` the failure in words."""
+
+    reachable: bool
+    round_trip_s: float | None
+    printer_state: str | None
+    printer_state_reasons: tuple[str, ...]
+    printer_state_message: str
+    accepting_jobs: bool | None
+    media_ready: tuple[str, ...]
+    error: str | None
+    tls: TlsCheck | None
+    #: the ready stock as the routing reads it (None: the printer did not answer)
+    stock: StockView | None = None
+
+
+#: ``check(printer)``: the dispatcher's way to ask a printer now (it owns the IPP clients).
+CheckPrinter = Callable[[str], Awaitable[PrinterCheck]]
 
 
 class PrinterJobReport(Protocol):

@@ -7,6 +7,7 @@ RETURNING *``; the allowed source states come from :data:`states.TRANSITIONS`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from edgeprint.copies import ORIGIN_REQUESTED, PRINTED_COPY_STATES, CopyState
 from edgeprint.records import JobRecord as JobRecord
 from edgeprint.states import Action, JobState, sources, target
+from edgeprint.stock import PageSizes
 from edgeprint.store.guards import (
     CANCELLING,
     CLAIMED,
@@ -32,6 +34,9 @@ from edgeprint.store.guards import (
 )
 from edgeprint.store.interface import Dialect, Store
 from edgeprint.store.leases import Fence
+from edgeprint.store.stock_sql import StockCondition
+
+_ANY_FIT = StockCondition.anything()
 
 #: What every read of a job selects (and every write returns): its columns, then the
 #: facts computed from its copies (the last two fields of :class:`JobRecord`). The job's id
@@ -68,6 +73,23 @@ class NewJob:
     correlation_id: str | None
     release_pin_hash: str | None = None
     document_pages: int | None = None
+    page_short_min: int | None = None  # its pages' edges (stock.PageSizes), hundredths of mm
+    page_short_max: int | None = None
+    page_long_min: int | None = None
+    page_long_max: int | None = None
+
+    @staticmethod
+    def edges(sizes: PageSizes | None) -> dict[str, int | None]:
+        """The ``page_*`` fields for ``sizes`` (all None when not known)."""
+        s = sizes
+        return {
+            "page_short_min": s.short_min if s else None,
+            "page_short_max": s.short_max if s else None,
+            "page_long_min": s.long_min if s else None,
+            "page_long_max": s.long_max if s else None,
+        }
+
+    document_format: str = "application/pdf"
 
 
 #: Guard for resolving an unknown outcome: only a job parked DEAD ``outcome_unknown``.
@@ -156,8 +178,11 @@ _INSERT = (
 INSERT INTO jobs (id, idempotency_key, request_sha256, state, owner, printer, pool, priority,
                   copies, document_sha256, document_bytes, created_at, updated_at, released_at,
                   token_name, correlation_id, actor, reason, release_pin_hash,
-                  document_pages)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'submit', ?, ?)
+                  document_pages, page_short_min, page_short_max, page_long_min, page_long_max,
+                  rehearsal, document_format)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'submit', ?, ?, ?, ?, ?, ?,
+        (SELECT CASE WHEN mode = 'rehearsal' THEN 1 ELSE 0 END FROM event_mode WHERE id = 1),
+        ?)
 ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING """
     + ROW
@@ -185,14 +210,20 @@ RETURNING pin_failures, pin_locked_until
 #: (a printer that aborts every job must not burn one job's attempts while a peer idles).
 PEER_FIRST_S = 5.0
 
+#: issue 23 (zpl): a pool job in a raw label language (ZPL) is claimed only by a printer
+#: that takes it; its one parameter says whether the claiming printer does. A job naming a
+#: printer is not filtered: that printer claims it and refuses it unsent if it cannot take it.
+FORMAT_FITS = "(document_format = 'application/pdf' OR ?)"
+
 _READY = """
     SELECT id, priority, 0 AS own, seq FROM jobs
-    WHERE state IN ({waiting}) AND printer = ? AND not_before <= ?
+    WHERE state IN ({waiting}) AND printer = ? AND not_before <= ? AND {{own_fit}}
     UNION ALL
     SELECT id, priority, 1 AS own, seq FROM jobs
     WHERE state IN ({waiting}) AND printer IS NULL AND pool = ? AND not_before <= ?
-      AND (failure_printer IS DISTINCT FROM ? OR not_before <= ?)
-""".format(waiting=in_list(WAITING))
+      AND (failure_printer IS DISTINCT FROM ? OR not_before <= ?) AND {{pool_fit}}
+      AND {format_fits}
+""".format(waiting=in_list(WAITING), format_fits=FORMAT_FITS)
 
 #: The claimed job on SQLite: one writer, so the first ready job is free to take.
 _NEXT_SQLITE = f"SELECT id FROM ({_READY}) AS ready ORDER BY priority, own, seq LIMIT 1"
@@ -203,22 +234,26 @@ _NEXT_POSTGRESQL = (
     f"SELECT j.id FROM jobs j JOIN ({_READY}) AS ready ON ready.id = j.id "
     "ORDER BY ready.priority, ready.own, ready.seq LIMIT 1 FOR UPDATE OF j SKIP LOCKED"
 )
+_NEXT: dict[Dialect, str] = {"sqlite": _NEXT_SQLITE, "postgresql": _NEXT_POSTGRESQL}
 
 _CLAIM_NEXT_TEMPLATE = (
     f"""
 UPDATE jobs
 SET state = '{CLAIMED.value}', printed_on = ?, printer_job_id = NULL, claimed_at = ?,
     attempts = attempts + 1, claims = claims + 1, updated_at = ?, actor = ?,
-    reason = '{Action.CLAIM.value}'
+    reason = '{Action.CLAIM.value}', waiting_reason = NULL
 WHERE id = ({{next}}) AND state IN ({in_list(WAITING)})
 RETURNING """
     + ROW
 )
-#: The claim per dialect: the same statement but for how the next job is picked.
-_CLAIM_NEXT: dict[Dialect, str] = {
-    "sqlite": _CLAIM_NEXT_TEMPLATE.format(next=_NEXT_SQLITE),
-    "postgresql": _CLAIM_NEXT_TEMPLATE.format(next=_NEXT_POSTGRESQL),
-}
+
+
+@functools.lru_cache(maxsize=256)
+def _claim_next(dialect: Dialect, fit: StockCondition, fenced_: bool) -> str:
+    """The claim per dialect and stock condition (printers' stock changes seldom: cached)."""
+    ready = _NEXT[dialect].format(own_fit=fit.own, pool_fit=fit.pool)
+    sql = _CLAIM_NEXT_TEMPLATE.format(next=ready)
+    return fenced(sql, LEASED_PRINTER) if fenced_ else sql
 
 
 #: Guard for a release that keeps the job's stored target: it must have one.
@@ -237,9 +272,6 @@ GUARD_PRINTED = (
     f"AND c.state IN ({in_list(PRINTED_COPY_STATES)}))"
 )
 
-_CLAIM_NEXT_FENCED: dict[Dialect, str] = {
-    dialect: fenced(sql, LEASED_PRINTER) for dialect, sql in _CLAIM_NEXT.items()
-}
 _ON_PRINTER_FENCED = f"{GUARD_ON_PRINTER} AND {LEASED_JOB}"
 
 
@@ -268,7 +300,8 @@ class Jobs:
                 job.id, job.idempotency_key, job.request_sha256, job.state.value, job.owner,
                 job.printer, job.pool, job.priority, job.copies, job.document_sha256,
                 job.document_bytes, now, now, released_at, job.token_name, job.correlation_id,
-                actor, job.release_pin_hash, job.document_pages,
+                actor, job.release_pin_hash, job.document_pages, job.page_short_min,
+                job.page_short_max, job.page_long_min, job.page_long_max, job.document_format,
             ),
         )  # fmt: skip
         return JobRecord.from_row(rows[0]) if rows else None
@@ -344,24 +377,34 @@ class Jobs:
         return JobRecord.from_row(rows[0]) if rows else None
 
     async def claim_next(
-        self, printer: str, pool: str | None, *, now: float, actor: str
-    ) -> JobRecord | None:
-        """Move the next claimable job for ``printer`` to PRINTING; ``None`` if there is none.
-
-        Raises errors.StoreError.
+        self, printer: str, pool: str | None, *, now: float, actor: str,
+        fit: StockCondition | None = None, takes_zpl: bool = False,
+    ) -> JobRecord | None:  # fmt: skip
+        """Move the next claimable job for ``printer`` (whose pages ``fit`` its stock) to
+        PRINTING; ``None`` if there is none. Raises errors.StoreError.
         """
-        rows = await self._store.write(*self.claim_next_sql(printer, pool, now=now, actor=actor))
+        claim = self.claim_next_sql(
+            printer, pool, now=now, actor=actor, fit=fit, takes_zpl=takes_zpl
+        )
+        rows = await self._store.write(*claim)
         return JobRecord.from_row(rows[0]) if rows else None
 
     def claim_next_sql(
-        self, printer: str, pool: str | None, *, now: float, actor: str
-    ) -> tuple[str, tuple[Any, ...]]:
-        """The claim of :meth:`claim_next` (to run with other statements); fenced by the
-        printer's lease when leases are on."""
-        params = (printer, now, now, actor, printer, now, pool, now, printer, now - PEER_FIRST_S)
+        self, printer: str, pool: str | None, *, now: float, actor: str,
+        fit: StockCondition | None = None, takes_zpl: bool = False,
+    ) -> tuple[str, tuple[Any, ...]]:  # fmt: skip
+        """The claim of :meth:`claim_next` (to run with other statements): only a job whose
+        pages ``fit`` this printer's stock (None: any job); fenced by the printer's lease
+        when leases are on. ``takes_zpl``: the printer takes ZPL, so its pool's ZPL jobs
+        are its to claim (:data:`FORMAT_FITS`)."""
+        params = (
+            printer, now, now, actor, printer, now, pool, now, printer, now - PEER_FIRST_S,
+            takes_zpl,
+        )  # fmt: skip
+        fit = fit or _ANY_FIT
         if self.fence is None:
-            return _CLAIM_NEXT[self._store.dialect], params
-        return _CLAIM_NEXT_FENCED[self._store.dialect], (
+            return _claim_next(self._store.dialect, fit, False), params
+        return _claim_next(self._store.dialect, fit, True), (
             *params,
             printer,
             *self.fence.params(printer),
@@ -470,9 +513,13 @@ class Jobs:
             out.append(EventRecord(**d))
         return out
 
-    async def count_by_state(self) -> dict[JobState, int]:
-        """Number of jobs in each state (every state present, zero if none)."""
-        rows = await self._store.read("SELECT state, count(*) FROM jobs GROUP BY state")
+    async def count_by_state(self, *, rehearsal: bool = False) -> dict[JobState, int]:
+        """Number of live jobs (or, with ``rehearsal``, rehearsal jobs) in each state (every
+        state present, zero if none)."""
+        rows = await self._store.read(
+            "SELECT state, count(*) FROM jobs WHERE rehearsal = ? GROUP BY state",
+            (int(rehearsal),),
+        )
         counts = dict.fromkeys(JobState, 0)
         for r in rows:
             counts[JobState(r[0])] = int(r[1])

@@ -456,4 +456,57 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # issue 23 (stock): the sizes of a job's pages (hundredths of a millimetre, short and
+    # long edge, smallest and largest over its pages; NULL: not known) and why a released
+    # job waits (no printer of its target has fitting stock ready)
+    [
+        "ALTER TABLE jobs ADD COLUMN page_short_min bigint",
+        "ALTER TABLE jobs ADD COLUMN page_short_max bigint",
+        "ALTER TABLE jobs ADD COLUMN page_long_min bigint",
+        "ALTER TABLE jobs ADD COLUMN page_long_max bigint",
+        "ALTER TABLE jobs ADD COLUMN waiting_reason text",
+    ]
+)
+
+MIGRATIONS.append(
+    # issue 23 (preflight): rehearsal jobs and the event mode
+    [
+        "ALTER TABLE jobs ADD COLUMN rehearsal bigint NOT NULL DEFAULT 0",
+        """
+        CREATE TABLE event_mode (
+            id           bigint PRIMARY KEY CHECK (id = 1),
+            mode         text   NOT NULL CHECK (mode IN ('live', 'rehearsal')),
+            since        double precision,
+            actor        text   NOT NULL,
+            config_mode  text
+        )
+        """,
+        "INSERT INTO event_mode (id, mode, since, actor) VALUES (1, 'live', NULL, 'install')",
+    ]
+)
+
+MIGRATIONS.append(
+    # issue 23 (supplies; SQLite's printer_rolls): each label printer's roll (runway)
+    [
+        """
+        CREATE TABLE printer_rolls (
+            printer     text PRIMARY KEY,
+            printed     bigint NOT NULL CHECK (printed >= 0),
+            changed_at  double precision,
+            media       text,
+            empty       smallint NOT NULL CHECK (empty IN (0, 1)),
+            updated_at  double precision NOT NULL
+        )
+        """,
+    ]
+)
+
+MIGRATIONS.append(
+    # issue 23 (zpl; SQLite's the same): the format a job's document was accepted in
+    [
+        "ALTER TABLE jobs ADD COLUMN document_format text NOT NULL DEFAULT 'application/pdf'",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)

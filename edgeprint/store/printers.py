@@ -1,4 +1,5 @@
-"""Printer rows: what edgeprint remembers of each printer's life (epoch) and personality.
+"""Printer rows: what edgeprint remembers of each printer's life (epoch), personality and
+label roll (issue 23: the count since the roll was changed, edgeprint.runway).
 
 Both are written by the printer's worker (after a probe, after an answer that taught
 it something) and read when the worker starts, so that an appliance restart does
@@ -11,6 +12,7 @@ import json
 
 from edgeprint.epochs import Epoch
 from edgeprint.personality import Traits
+from edgeprint.runway import Roll
 from edgeprint.store.interface import Store
 
 _EPOCH_COLUMNS = (
@@ -70,3 +72,31 @@ class PrinterMemory:
             "updated_at = excluded.updated_at",
             (printer, json.dumps(traits.as_json(), sort_keys=True), now),
         )
+
+    async def roll(self, printer: str) -> Roll | None:
+        """The printer's label roll as last stored (None: never counted)."""
+        rows = await self._store.read(
+            "SELECT printed, changed_at, media, empty FROM printer_rolls WHERE printer = ?",
+            (printer,),
+        )
+        if not rows:
+            return None
+        r = rows[0]
+        media = json.loads(r[2]) if r[2] is not None else None
+        return Roll(
+            printed=int(r[0]), changed_at=None if r[1] is None else float(r[1]),
+            media=tuple(str(m) for m in media) if isinstance(media, list) else None,
+            empty=bool(r[3]),
+        )  # fmt: skip
+
+    async def save_roll(self, printer: str, roll: Roll, *, now: float) -> None:
+        await self._store.write(
+            "INSERT INTO printer_rolls (printer, printed, changed_at, media, empty, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (printer) DO UPDATE SET printed = excluded.printed, "
+            "changed_at = excluded.changed_at, media = excluded.media, "
+            "empty = excluded.empty, updated_at = excluded.updated_at",
+            (printer, roll.printed, roll.changed_at,
+             None if roll.media is None else json.dumps(list(roll.media)),
+             int(roll.empty), now),
+        )  # fmt: skip

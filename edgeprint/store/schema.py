@@ -436,4 +436,61 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # issue 23 (stock): the sizes of a job's pages (hundredths of a millimetre, short and
+    # long edge, smallest and largest over its pages; NULL: not known) and why a released
+    # job waits (no printer of its target has fitting stock ready)
+    [
+        "ALTER TABLE jobs ADD COLUMN page_short_min INTEGER",
+        "ALTER TABLE jobs ADD COLUMN page_short_max INTEGER",
+        "ALTER TABLE jobs ADD COLUMN page_long_min INTEGER",
+        "ALTER TABLE jobs ADD COLUMN page_long_max INTEGER",
+        "ALTER TABLE jobs ADD COLUMN waiting_reason TEXT",
+    ]
+)
+
+MIGRATIONS.append(
+    # issue 23 (preflight): rehearsal. A job made while the event is in rehearsal says so for
+    # ever (``rehearsal``, set by the INSERT from ``event_mode`` in the same statement); the
+    # one-row ``event_mode`` holds the mode, since when, who set it, and the config's
+    # ``[event] mode`` last applied (the config acts only when that value changes).
+    [
+        "ALTER TABLE jobs ADD COLUMN rehearsal INTEGER NOT NULL DEFAULT 0",
+        """
+        CREATE TABLE event_mode (
+            id           INTEGER PRIMARY KEY CHECK (id = 1),
+            mode         TEXT    NOT NULL CHECK (mode IN ('live', 'rehearsal')),
+            since        REAL,              -- unix seconds; NULL: live since the store began
+            actor        TEXT    NOT NULL,
+            config_mode  TEXT               -- the [event] mode last applied at a start
+        )
+        """,
+        "INSERT INTO event_mode (id, mode, since, actor) VALUES (1, 'live', NULL, 'install')",
+    ]
+)
+
+MIGRATIONS.append(
+    # issue 23 (supplies): each label printer's roll, counted since it was changed (runway)
+    [
+        """
+        CREATE TABLE printer_rolls (
+            printer     TEXT PRIMARY KEY,
+            printed     INTEGER NOT NULL CHECK (printed >= 0), -- labels since the change
+            changed_at  REAL,             -- when the roll was changed; NULL: not seen yet
+            media       TEXT,             -- JSON list: the media-ready last seen
+            empty       INTEGER NOT NULL CHECK (empty IN (0, 1)), -- said media-empty last
+            updated_at  REAL NOT NULL
+        )
+        """,
+    ]
+)
+
+MIGRATIONS.append(
+    # issue 23 (zpl): the format a job's document was accepted in. A raw label language
+    # (ZPL) is sent unchanged, and only printers that take it may claim the job.
+    [
+        "ALTER TABLE jobs ADD COLUMN document_format TEXT NOT NULL DEFAULT 'application/pdf'",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -41,7 +41,8 @@ from edgeprint.printers import codec
 from edgeprint.printers.codec import AttributeGroup, GroupTag, Operation, Status, Tag, attr
 
 _TERMINAL = {7, 8, 9}
-_COMPLETED, _ABORTED, _CANCELED, _PROCESSING, _HELD = 9, 8, 7, 5, 4
+_COMPLETED, _ABORTED, _CANCELED, _PROCESSING, _HELD = 9, 8, 7, 5, 4  # job-state
+_PRINTER_PROCESSING, _PRINTER_STOPPED = 4, 5  # printer-state
 _ACTING = {Operation.CREATE_JOB, Operation.PRINT_JOB, Operation.SEND_DOCUMENT}
 _UPLOADS = {Operation.PRINT_JOB, Operation.SEND_DOCUMENT}
 _MAKES = {Operation.CREATE_JOB, Operation.PRINT_JOB}
@@ -107,6 +108,9 @@ class Knobs:
     error_stop: bool = False  # a stalled job's reasons shown as -error, printer-state stopped
     bypass_empty: bool = False  # the by-pass tray shown empty (main stays loaded)
     supplies_low: bool = False  # marker-supply-low and a low marker level
+    #: issue 23: printer-supply, marker-*, printer-input-tray and media-ready answered with
+    #: nonsense (wrong value types, malformed fields, control characters)
+    garbage_supplies: bool = False
     up_time: Literal["frozen", "absent"] | None = None
     uuid_per_life: bool = False  # printer-uuid changes at every restart (a replaced printer)
 
@@ -579,10 +583,11 @@ class AdversaryProxy:
         reasons_attr = g.get("printer-state-reasons")
         reasons = [] if reasons_attr is None else [str(v.value) for v in reasons_attr.values]
         reasons = [r for r in reasons if r != "none"]
-        suffix = "-warning" if state == _PROCESSING else "-report"
-        if k.error_stop and state == _PROCESSING and any(r.startswith(_STALLS) for r in reasons):
+        suffix = "-warning" if state == _PRINTER_PROCESSING else "-report"
+        stalled = any(r.startswith(_STALLS) for r in reasons)
+        if k.error_stop and state == _PRINTER_PROCESSING and stalled:
             reasons = [_as_error(r) if r.startswith(_STALLS) else r for r in reasons]
-            g.set(attr("printer-state", Tag.ENUM, 5))
+            g.set(attr("printer-state", Tag.ENUM, _PRINTER_STOPPED))
         if k.bypass_empty:
             reasons.append("media-empty" + suffix)
             trays = g.get("printer-input-tray")
@@ -595,6 +600,9 @@ class AdversaryProxy:
             reasons.append("marker-supply-low" + suffix)
             if g.get("marker-levels") is not None:
                 g.set(attr("marker-levels", Tag.INTEGER, 4))
+        if k.garbage_supplies:
+            for junk in _JUNK_SUPPLIES:
+                g.set(junk)
         reasons.extend(k.extra_reasons)
         if reasons_attr is not None or reasons:
             g.set(attr("printer-state-reasons", Tag.KEYWORD, *(reasons or ["none"])))
@@ -622,6 +630,19 @@ class AdversaryProxy:
             url, data=body, headers={"Content-Type": "application/ipp"}
         ) as resp:
             return await resp.read()
+
+
+#: What a printer answering nonsense about its supplies and trays sends (Knobs.garbage_supplies).
+_JUNK_SUPPLIES = (
+    codec.Attribute("printer-supply", [codec.Value(Tag.OCTET_STRING, b"\xff\x00;level=lots;type="),
+                                       codec.Value(Tag.INTEGER, 42)]),
+    attr("printer-supply-description", Tag.INTEGER, 7),
+    attr("marker-names", Tag.NAME, "\x07" * 300),
+    attr("marker-levels", Tag.TEXT, "full"),
+    attr("printer-input-tray", Tag.OCTET_STRING, b"name=;level=-9;maxcapacity=0", b"\x00\x01\x02"),
+    codec.Attribute("media-ready", [codec.Value(Tag.KEYWORD, "\x1b\x07"),
+                                    codec.Value(Tag.INTEGER, -1)]),
+)  # fmt: skip
 
 
 def _abort(request: web.Request) -> None:

@@ -302,8 +302,10 @@ async def _timeline(
             rig.clear_fault(p)
         elif action == "panel_cancel":
             jid = await job_id(args["job"])
-            if jid is not None:
-                await _panel_cancel(rig[p].uri, jid)
+            # nobody cancels at the panel of a printer that is off (or goes off meanwhile)
+            if jid is not None and rig.state(p) == "running":
+                with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError):
+                    await _panel_cancel(rig[p].uri, jid)
         elif action == "media":
             if rig.state(p) == "running":
                 await asyncio.to_thread(rig.media, p, args["level"])

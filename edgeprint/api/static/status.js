@@ -185,6 +185,50 @@
       : body.printer + ": test page sent (printer job " + body.printer_job_id + ")";
   }
 
+  // --- supplies and label runway (issue 23) ---------------------------------------------------
+
+  var LOW_TEXT = { "media-low": "Paper or labels low", "marker-supply-low": "Supply low",
+                   "toner-low": "Toner low", "ink-low": "Ink low" };
+  var RUNWAY_WARN_MIN = 10;
+  function keyword(r) { return r.replace(/-(report|warning|error)$/, ""); }
+  function pct(v) { return v === null || v === undefined ? "?" : v + " %"; }
+  function minutes(m) {
+    if (m === null || m === undefined) { return "no labels printed lately"; }
+    return m < 1 ? "under a minute" : "about " + Math.round(m) + " min";
+  }
+  // What should make a technician look: low reasons the printer reports, a short runway.
+  function supplyWarnings(p) {
+    var out = [];
+    (p.printer_state_reasons || []).forEach(function (r) {
+      var text = LOW_TEXT[keyword(r)];
+      if (text) { out.push(text + " (" + r + ")"); }
+    });
+    var w = p.runway;
+    if (w && w.labels_left === 0) {
+      out.push("Label roll counted empty: load a new roll");
+    } else if (w && w.minutes_left !== null && w.minutes_left < RUNWAY_WARN_MIN) {
+      out.push("Labels run out in " + minutes(w.minutes_left) + " (" + w.labels_left + " left)");
+    }
+    return out;
+  }
+  function supplyRows(dl, p) {
+    var sup = (p.supplies || []).map(function (x) { return x.name + " " + pct(x.level_percent); });
+    if (sup.length) { row(dl, "Supplies", sup.join(", ")); }
+    var trays = (p.media_levels || []).filter(function (t) { return t.level_percent !== null; })
+      .map(function (t) { return t.tray + " " + pct(t.level_percent) + (t.media ? " (" + t.media + ")" : ""); });
+    if (trays.length) { row(dl, "Trays", trays.join(", ")); }
+    var w = p.runway;
+    if (w) {
+      row(dl, "Labels", w.labels_left + " of " + w.labels_per_roll + " left; " +
+        w.per_minute + " a minute; " +
+        (w.labels_left === 0 ? "counted empty" : "runs out in " + minutes(w.minutes_left)));
+    }
+  }
+  function rollLoaded(body) {
+    return body.printer + ": new roll, " + (body.runway ? body.runway.labels_left +
+      " labels left" : "no labels_per_roll counted");
+  }
+
   function printerActions(p) {
     var box = h("div", "actions");
     var base = "v1/printers/" + encodeURIComponent(p.name);
@@ -201,6 +245,12 @@
       question: "Drain " + p.name + "? It is paused and the jobs waiting for it move to " +
         (p.pool ? "the other printers of pool " + p.pool : "its pool") + ".",
       yes: "Drain", path: base + "/drain", done: printerDone }));
+    if (p.runway) {
+      box.append(button("Roll loaded", "media-loaded", p.name, {
+        question: "A new roll of " + p.runway.labels_per_roll + " labels is in " + p.name +
+          "? Its count starts again from a full roll.", yes: "Roll loaded",
+        path: base + "/media-loaded", done: rollLoaded }));
+    }
     box.append(button("Identify", "identify", p.name, {
       question: "Make " + p.name + " show itself? (IPP Identify-Printer when it supports it, " +
         "else a one-page test print.)", yes: "Identify", path: base + "/identify",
@@ -211,7 +261,154 @@
     return box;
   }
 
+  // --- the event: rehearsal, go-live (issue 23) ----------------------------------------------
+
+  function waitingTests(ev) {
+    var c = ev.rehearsal_jobs_by_state || {};
+    return (c.HELD || 0) + (c.RELEASED || 0) + (c.DEAD || 0);
+  }
+
+  function eventBox(ev) {
+    var box = h("div", "event " + ev.mode);
+    box.setAttribute("data-mode", ev.mode);
+    var since = ev.since ? " since " + when(ev.since) : "";
+    var made = 0;
+    var counts = ev.rehearsal_jobs_by_state || {};
+    Object.keys(counts).forEach(function (s) { made += counts[s]; });
+    if (ev.mode === "rehearsal") {
+      box.append(h("p", null, h("strong", null, "Rehearsal"), since +
+        ": every new job is a test, counted apart from the live figures (" + made +
+        " test job(s) so far)."));
+      var waiting = waitingTests(ev);
+      box.append(h("div", "actions", button("Go live", "go-live", "event", {
+        question: "Go live? The rehearsal ends; its " + waiting + " test job(s) still " +
+          "waiting (held, released or dead) are cancelled, and the live figures start now.",
+        yes: "Go live", path: "v1/event/live",
+        done: function (b) {
+          return "Live: the rehearsal is over; " + (b.cancelled || []).length +
+            " rehearsal job(s) cancelled";
+        } }, "primary")));
+    } else {
+      box.append(h("p", null, h("strong", null, "Live"), since + "."));
+      box.append(h("div", "actions", button("Start rehearsal", "rehearsal", "event", {
+        question: "Start a rehearsal? Every new job is a test until you go live; go-live " +
+          "cancels the tests still waiting.",
+        yes: "Start rehearsal", path: "v1/event/rehearsal",
+        done: function () { return "Rehearsal started: new jobs are tests until go-live"; }
+      })));
+    }
+    if (ev.badge_media) { box.append(h("p", "empty", "Badge stock: " + ev.badge_media)); }
+    return box;
+  }
+
+  function severity(reason) {
+    var m = /-(error|warning|report)$/.exec(reason);
+    return m ? m[1] : "error";
+  }
+
+  // One printer's check in words: [verdict, text]; "fail" when it would fail the morning.
+  function checkVerdict(p, c) {
+    var fail = [], warn = [], facts = [];
+    if (p.paused) { fail.push("paused: it takes no work"); }
+    if (!c.reachable) {
+      fail.push("does not answer: " + (c.error || "no answer"));
+    } else {
+      if (c.error) { fail.push("answers, but not usably: " + c.error); }
+      var reasons = (c.printer_state_reasons || []).filter(function (r) { return r !== "none"; });
+      var bad = reasons.filter(function (r) { return severity(r) === "error"; });
+      var watch = reasons.filter(function (r) { return severity(r) === "warning"; });
+      if (c.printer_state === "stopped") {
+        fail.push("stopped: " + (reasons.join(", ") || "no reason given"));
+      } else if (bad.length) { fail.push("reports " + bad.join(", ")); }
+      if (watch.length) { warn.push("reports " + watch.join(", ")); }
+      if (c.accepting_jobs === false) { fail.push("not accepting jobs"); }
+      if (c.stock_fit === "none") {
+        fail.push("wrong stock: " + c.media_ready.join(", ") + " ready, not " + c.badge_media);
+      } else if (c.stock_fit === "sheet") {
+        warn.push("no " + c.badge_media + " ready: the badge comes out on larger sheets");
+      } else if (c.badge_media && !c.media_ready.length) {
+        warn.push("reports no ready media: look at the printer");
+      }
+      if (c.tls && c.tls.mode === "pin") {
+        if (c.tls.error) { fail.push("no TLS session: " + c.tls.error); }
+        else if (c.tls.matches === false) {
+          fail.push("presents another certificate than the pinned one");
+        }
+      }
+      if (c.round_trip_s !== null) {
+        facts.push("answers in " + Math.round(c.round_trip_s * 1000) + " ms");
+      }
+      if (c.printer_state) { facts.push(c.printer_state); }
+      if (c.media_ready.length) { facts.push("stock ready: " + c.media_ready.join(", ")); }
+    }
+    if (!c.badge_media) { warn.push("stock not checked: [event] badge_media is not set"); }
+    var verdict = fail.length ? "fail" : (warn.length ? "warn" : "ok");
+    var words = fail.concat(warn).concat(facts);
+    return [verdict, (fail.length ? "would fail the morning: " : "ready: ") + words.join("; ")];
+  }
+
+  var lastPrinters = [];
+
+  function runPreflight() {
+    var token = readToken();
+    if (!token) { showLogin(null); return; }
+    var list = byId("preflight");
+    list.replaceChildren(h("li", null, "Asking " + lastPrinters.length + " printer(s)..."));
+    document.body.setAttribute("data-preflight", "running");
+    var init = { method: "POST", cache: "no-store", credentials: "omit",
+                 headers: { "Authorization": "Bearer " + token, "Accept": "application/json" } };
+    Promise.all(lastPrinters.map(function (p) {
+      return fetch("v1/printers/" + encodeURIComponent(p.name) + "/check", init)
+        .then(function (r) {
+          return r.json().then(function (b) { return [p, r, b]; },
+                               function () { return [p, r, null]; });
+        }, function () { return [p, null, null]; });
+    })).then(function (answers) {
+      var failed = 0;
+      list.replaceChildren();
+      answers.forEach(function (a) {
+        var p = a[0], r = a[1], b = a[2], v;
+        if (r && r.ok && b) { v = checkVerdict(p, b); }
+        else {
+          v = ["fail", "would fail the morning: could not be checked (" +
+               (r ? r.status + " " + (b && b.detail ? b.detail : r.statusText)
+                  : "no answer from the appliance") + ")"];
+        }
+        if (v[0] === "fail") { failed += 1; }
+        var li = h("li", v[0], h("strong", null, p.name), ": " + v[1]);
+        li.setAttribute("data-printer", p.name);
+        li.setAttribute("data-verdict", v[0]);
+        list.append(li);
+      });
+      showAnswer("Preflight: " + (answers.length - failed) + " of " + answers.length +
+                 " printer(s) ready" + (failed ? "; " + failed + " would fail the morning" : ""),
+                 failed > 0);
+      document.body.setAttribute("data-preflight", "done");
+    });
+  }
+
   // --- rendering ---------------------------------------------------------------------------------
+
+  // Each printer-state-reasons value: its severity in words, what it means, since when.
+  var SEVERITY_TEXT = { error: "Error", warning: "Warning", report: "Note" };
+  function reasonList(p) {
+    var list = p.reasons;
+    if (!list) {  // an appliance without the reasons field: the bare values
+      var bare = (p.printer_state_reasons || []).filter(function (r) { return r !== "none"; });
+      return bare.length ? bare.join(", ") : "none";
+    }
+    if (!list.length) { return "none"; }
+    var ul = h("ul", "reasons");
+    list.forEach(function (r) {
+      var li = h("li", null, h("span", "sev " + r.severity, SEVERITY_TEXT[r.severity] || r.severity),
+                 " " + r.words + " ", h("span", "mono", "(" + r.value + ")"),
+                 r.since ? ", since " + when(r.since) : null);
+      li.setAttribute("data-reason", r.value);
+      li.setAttribute("data-severity", r.severity);
+      ul.append(li);
+    });
+    return ul;
+  }
 
   function printerCard(p) {
     var hl = health(p);
@@ -220,19 +417,30 @@
     var title = h("h3", null, h("span", null, p.name),
                   h("span", "badge " + hl, HEALTH_TEXT[hl]));
     if (p.paused) { title.append(h("span", "badge paused", "paused")); }
+    var warnings = supplyWarnings(p);
+    if (warnings.length) { title.append(h("span", "badge low", "supplies low")); }
     card.append(title);
+    warnings.forEach(function (w) {
+      var el = h("p", "warn", w);
+      el.setAttribute("data-warning", p.name);
+      card.append(el);
+    });
     var dl = h("dl");
-    var reasons = (p.printer_state_reasons || []).filter(function (r) { return r !== "none"; });
     row(dl, "Health", HEALTH_TEXT[hl] + (p.health_reason ? " (" + p.health_reason + ")" : ""));
     row(dl, "State", p.printer_state || "-");
-    row(dl, "Reasons", reasons.length ? reasons.join(", ") : "none");
-    if (p.printer_state_message) { row(dl, "Message", p.printer_state_message); }
+    row(dl, "Reasons", reasonList(p));
+    if (p.printer_state_message) { row(dl, "Printer says", "\u201c" + p.printer_state_message + "\u201d"); }
     row(dl, "Queued in printer", p.queued_job_count === null ? "-" : p.queued_job_count);
+    supplyRows(dl, p);
     row(dl, "Waiting", p.waiting + (p.waiting ? " (oldest " + age(p.oldest_waiting_s) + ")" : ""));
     row(dl, "Printing", p.printing_job || "-", p.printing_job ? "mono" : null);
     row(dl, "Pool", p.pool || "-");
     row(dl, "Paused", p.paused ? "yes" : "no");
     if (p.last_error) { row(dl, "Last error", p.last_error); }
+    var stock = (p.media_ready || []).map(function (m) {
+      return m.size + (m.label ? " labels" : "") + (m.tray ? " (" + m.tray + ")" : "");
+    });
+    row(dl, "Stock", stock.length ? stock.join(", ") : "not reported");
     card.append(dl, printerActions(p));
     return card;
   }
@@ -305,12 +513,15 @@
       tr.setAttribute("data-state", j.state);
       body.append(tr);
     });
-    return h("table", null, h("thead", null, head), body);
+    // wider than a phone: the table scrolls in its own box, never the page
+    return h("div", "scroll", h("table", null, h("thead", null, head), body));
   }
 
-  function render(stats, printers, dead, jobs) {
+  function render(stats, printers, dead, jobs, ev) {
     counts(stats);
+    byId("event").replaceChildren(eventBox(ev));
     var list = printers.printers || [];
+    lastPrinters = list;
     byId("printers").replaceChildren(list.length
       ? h("div", "grid") : h("p", "empty", "No printers configured."));
     if (list.length) {
@@ -318,6 +529,11 @@
       list.forEach(function (p) { grid.append(printerCard(p)); });
     }
     byId("pools").replaceChildren(poolTable(printers.pools || []));
+    var waits = printers.waiting_for_stock || [];
+    byId("stock-waits").hidden = !waits.length;
+    byId("stock-waits").replaceChildren.apply(byId("stock-waits"), waits.map(function (w) {
+      return h("p", null, w.jobs + " job(s) waiting for stock: " + w.reason);
+    }));
     byId("dead-count").textContent = String(dead.count);
     var more = dead.count > dead.jobs.length
       ? h("p", "empty", "Showing the oldest " + dead.jobs.length + " of " + dead.count + ".")
@@ -392,7 +608,7 @@
     var query = jobsQuery();
     Promise.all([get("v1/stats", token, ctl.signal), get("v1/printers", token, ctl.signal),
                  get("v1/dead-letter?limit=" + DEAD_SHOWN, token, ctl.signal),
-                 get(query, token, ctl.signal)])
+                 get(query, token, ctl.signal), get("v1/event", token, ctl.signal)])
       .then(function (rs) {
         var denied = rs.filter(function (r) { return r.status === 401 || r.status === 403; });
         if (denied.length) { authFailure(denied[0]); return; }
@@ -404,7 +620,7 @@
           });
         }
         return Promise.all(rs.map(function (r) { return r.json(); })).then(function (b) {
-          render(b[0], b[1], b[2], b[3]);
+          render(b[0], b[1], b[2], b[3], b[4]);
           byId("data").hidden = false;
           byId("login").hidden = true;
           byId("forget").hidden = false;
@@ -442,6 +658,7 @@
     tick();
   });
   byId("job-state").addEventListener("change", function () { tick(); });
+  byId("preflight-run").addEventListener("click", runPreflight);
   byId("confirm-no").addEventListener("click", function () {
     var spec = pending;
     closeDialog();
