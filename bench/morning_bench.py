@@ -149,7 +149,7 @@ def table(r: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
                f"p50 {w['p50']} s / p95 {w['p95']} s; ideal (zero overhead, same arrivals, "
                f"printers and fault windows) p50 {i['p50']} s / p95 {i['p95']} s / p99 "
                f"{i['p99']} s; goal {WAIT_GOAL}"),
-        versus("badges on the wrong stock (the printer's media-ready as each came out)",
+        versus("badges on the wrong stock (the printer's media-ready as each began printing)",
                "badges", r["wrong_stock"], "goal", 0,
                ", ".join(f"{p}: {n}" for p, n in stock.items()) or "none"),
         versus("duplicates / losses on the printers' logs", "badges",

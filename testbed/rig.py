@@ -110,8 +110,8 @@ a media-type in every tray, as a label printer after a roll change): restart() l
 stock again, full (a power cycle does not unload a roll).
 
 What each document printed on (``Rig(record_media=True)``): the print command asks its
-printer for media-ready (Get-Printer-Attributes, ipptool) right after the document came
-out and appends ``<UTC time> <job-id> <job-name> <media-ready, comma-separated>`` to
+printer for media-ready (Get-Printer-Attributes, ipptool) as it begins printing (the stock
+it feeds) and, once the document is out, appends ``<UTC time> <job-id> <job-name> <media-ready, comma-separated>`` to
 ``printer-NN/media.log`` (:meth:`Rig.media_printed`); "?" when the printer did not answer.
 Off by default: it costs an ipptool run per document.
 
@@ -294,12 +294,12 @@ class Printed:
 
 @dataclass(frozen=True)
 class MediaPrinted:
-    """One line of ``media.log``: the media a printer had ready when a document came out."""
+    """One line of ``media.log``: the media a printer had ready as it began a document."""
 
     time: str
     job_id: int
     job_name: str
-    #: media-ready as the printer answered right after printing (() when it did not answer)
+    #: media-ready as the printer answered when printing began (() when it did not answer)
     media_ready: tuple[str, ...]
 
     @classmethod

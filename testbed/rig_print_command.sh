@@ -221,13 +221,20 @@ log_printed() {
 }
 
 # With the rig's record-media file (Rig(record_media=True)): what this printer had ready
-# when the document came out, asked of the printer itself, one line in media.log:
+# when it began printing the document (the stock it fed), asked of the printer itself,
+# logged with the printed document as one line in media.log:
 #   <UTC timestamp>  <job-id>  <job-name>  <media-ready, comma-separated; ? if no answer>
-log_media() {
+ready=""
+read_media() {
     [ -e "$dir/../record-media" ] && [ -s "$dir/port" ] || return 0
     ready=$("${RIG_IPPTOOL:-ipptool}" -c -T 2 "ipp://127.0.0.1:$(cat "$dir/port")/ipp/print" \
         "${RIG_MEDIA_TEST:-$(dirname "$0")/rig_media_ready.test}" 2>/dev/null |
         sed -n '2{s/"//g;p;}')
+    [ -n "$ready" ] || ready="?"
+}
+log_media() {
+    [ -e "$dir/../record-media" ] || return 0
+    [ -n "$ready" ] || read_media
     printf '%s\t%s\t%s\t%s\n' "$printed_time" "$job_id" "$job_name" "${ready:-?}" \
         >>"$dir/media.log"
 }
@@ -245,6 +252,7 @@ cancel_pending() {
 
 print_document() {
     clear_left_reason
+    read_media
     seconds=$(awk -v s="$spp" -v p="$want" -v c="$copies" 'BEGIN { printf "%.3f", s * p * c }')
     case $seconds in 0 | 0.000) ;; *) sleep "$seconds" ;; esac
 
