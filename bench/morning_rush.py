@@ -387,6 +387,8 @@ def ground(stand: Stand, m: Morning) -> dict[str, Any]:
     outs: dict[str, list[tuple[str, float]]] = {}
     wrong: Counter[str] = Counter()
     unknown_stock = 0
+    #: (printer, seconds after doors open it came out) of each badge on the wrong stock
+    spoiled: list[tuple[str, float]] = []
     for name in names:
         for line in rig.printed(name):
             outs.setdefault(edgeprint_id(line.job_name), []).append((name, printed_at(line)))
@@ -398,6 +400,7 @@ def ground(stand: Stand, m: Morning) -> dict[str, Any]:
                 unknown_stock += 1
             elif not ok:
                 wrong[name] += 1
+                spoiled.append((name, round(iso_to_unix(rec.time) - m.doors_open, 2)))
     ours = {j: v for j, v in outs.items() if j in by_job}
     nominal = dict(zip(names, plan.speeds, strict=True))
     measured = {}
@@ -428,6 +431,7 @@ def ground(stand: Stand, m: Morning) -> dict[str, Any]:
         "not_accepted": plan.badges - len(by_job),
         "wrong_stock": sum(wrong.values()),
         "wrong_stock_by_printer": dict(wrong),
+        "wrong_stock_out_at_s": spoiled,
         "stock_unknown": unknown_stock,
         "capacity_used": None if use.ratio is None else round(use.ratio, 3),
         "work_waited_s": round(use.waiting_s, 1),
