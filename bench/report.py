@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
 BENCHMARKS = (
     "api", "print", "failover", "cups", "chaos", "resources", "render", "fleet",
-    "soak", "ipp", "pg", "adversary", "dist",
+    "soak", "ipp", "pg", "adversary", "morning", "dist",
 )  # fmt: skip
 
 
@@ -272,6 +272,7 @@ _ROWS: dict[str, Callable[[Mapping[str, Any]], list[Row]]] = {
     "ipp": _ipp,
     "pg": _generic("PostgreSQL, two boxes"),
     "adversary": _adversary,
+    "morning": _generic("opening morning"),
     "dist": _dist,
 }
 

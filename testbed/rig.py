@@ -19,6 +19,7 @@ Python API::
     rig.fault("printer-02", "abort", match="poison")           # only jobs named *poison*
     rig.clear_fault("printer-01")
     rig.media("printer-01", "empty")                           # paper out ("low", "loaded")
+    rig.load_media("printer-01", "na_index-4x6_4x6in")          # 4x6 in labels, every tray
     rig.stop()
 
 Command line (from the project root)::
@@ -29,7 +30,7 @@ Command line (from the project root)::
     python -m testbed.rig speed DIR NAME SECONDS_PER_PAGE
     python -m testbed.rig fault DIR NAME [--once] [--match SUBSTRING] MODE [ARG...]
     python -m testbed.rig clear-fault DIR NAME
-    python -m testbed.rig media DIR NAME empty|low|loaded
+    python -m testbed.rig media DIR NAME empty|low|loaded [--size PWG-MEDIA-NAME]
 
 How each printer runs (all flags matter)::
 
@@ -103,7 +104,16 @@ that sets every tray's paper level): ``empty`` gives printer-state-reasons
 media-empty-report while idle, and a job sent then stays processing (job-printing) with
 media-empty-warning and media-needed-warning, its print command not even started, until
 ``loaded`` (ippeveprinter re-checks once a second); ``low`` gives media-low-report. A
-restart brings the default trays back (paper loaded).
+restart brings the default trays back (paper loaded), except on a printer given a stock
+with :meth:`Rig.load_media` (a PWG self-describing size such as ``oe_4x3-label_4x3in`` and
+a media-type in every tray, as a label printer after a roll change): restart() loads that
+stock again, full (a power cycle does not unload a roll).
+
+What each document printed on (``Rig(record_media=True)``): the print command asks its
+printer for media-ready (Get-Printer-Attributes, ipptool) as it begins printing (the stock
+it feeds) and, once the document is out, appends ``<UTC time> <job-id> <job-name> <media-ready, comma-separated>`` to
+``printer-NN/media.log`` (:meth:`Rig.media_printed`); "?" when the printer did not answer.
+Off by default: it costs an ipptool run per document.
 
 Behaviour worth knowing (ippeveprinter 2.4): one job at a time (a second
 Print-Job while one is pending/processing gets server-error-busy 0x0507); job
@@ -123,6 +133,7 @@ import contextlib
 import http.client
 import math
 import os
+import re
 import shutil
 import signal
 import socket
@@ -184,6 +195,13 @@ PRINTER_REASONS = frozenset(
 FAULT_MODES = ("hold", "abort", "abort-at", "docerror", "slow", "die-before", "die-after")
 FAULT_FILE = "fault"
 LEFT_REASON_FILE = "left-reason"
+#: The stock (size, media-type) load_media() put in every tray; loaded again by restart().
+STOCK_FILE = "stock"
+#: In the rig folder: the print command records media-ready per document (media.log).
+RECORD_MEDIA_FILE = "record-media"
+MEDIA_READY_TEST = HERE / "rig_media_ready.test"
+#: A PWG 5101.1 self-describing media name: class_name_WxHin or _WxHmm.
+_PWG_MEDIA_RE = re.compile(r"^[a-z0-9]+_[a-z0-9.-]+_[0-9]+(\.[0-9]+)?x[0-9]+(\.[0-9]+)?(in|mm)$")
 
 #: ``/media`` form values per paper level. The form numbers the trays by their place in
 #: media-source-supported (auto, main, manual, by-pass-tray) and skips auto and manual,
@@ -210,6 +228,8 @@ MEDIA_FORMS = {
         "level3": "25",
     },
 }
+#: ``media --size``: labels in the main tray per level (0 is media-empty, < 25 media-low).
+LOAD_LEVELS = {"empty": 0, "low": 10, "loaded": 100}
 _MATCH_FORBIDDEN = ("\\", '"', "[")
 
 
@@ -270,6 +290,25 @@ class Printed:
             raise ValueError(f"not a prints.log line (want 8 tab-separated fields): {line!r}")
         out = int(f[7]) if len(f) == 8 else int(f[4]) * int(f[5])
         return cls(f[0], int(f[1]), f[2], f[3], int(f[4]), int(f[5]), int(f[6]), out)
+
+
+@dataclass(frozen=True)
+class MediaPrinted:
+    """One line of ``media.log``: the media a printer had ready as it began a document."""
+
+    time: str
+    job_id: int
+    job_name: str
+    #: media-ready as the printer answered when printing began (() when it did not answer)
+    media_ready: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, line: str) -> MediaPrinted:
+        f = line.rstrip("\n").split("\t")
+        if len(f) != 4:
+            raise ValueError(f"not a media.log line (want 4 tab-separated fields): {line!r}")
+        ready = () if f[3] in ("", "?") else tuple(m for m in f[3].split(",") if m)
+        return cls(f[0], int(f[1]), f[2], ready)
 
 
 # --- job-level faults -------------------------------------------------------------
@@ -526,6 +565,7 @@ class Rig:
         stop_timeout: float = 5.0,
         own_certificates: bool = False,
         engine: str = "full",
+        record_media: bool = False,
     ) -> None:
         if seconds_per_page < 0:
             raise ValueError("seconds_per_page must be >= 0")
@@ -546,6 +586,8 @@ class Rig:
         # own_certificates each printer keeps its own in printer-NN/ssl: delete that folder
         # and restart() to make the printer present a new certificate.
         self.own_certificates = own_certificates
+        #: the full print command logs each document's media-ready in media.log
+        self.record_media = record_media
         # Children started by this process, by pid, so they can be reaped (no zombies).
         self._children: dict[int, subprocess.Popen[bytes]] = {}
         self._finished: dict[int, subprocess.Popen[bytes]] = {}
@@ -599,6 +641,15 @@ class Rig:
             return []
         return [Printed.parse(line) for line in text.splitlines() if line.strip()]
 
+    def media_printed(self, name: str) -> list[MediaPrinted]:
+        """What each document came out on (``record_media``): one entry per printed document,
+        oldest first."""
+        try:
+            text = (self.printer(name).dir / "media.log").read_text()
+        except FileNotFoundError:
+            return []
+        return [MediaPrinted.parse(line) for line in text.splitlines() if line.strip()]
+
     def count(self) -> dict[str, int]:
         """Printed documents per printer."""
         return {p.name: len(self.printed(p.name)) for p in self.printers}
@@ -644,6 +695,11 @@ class Rig:
         self._install_bin(tools)
         (self.root / "formats").write_text(self.formats + "\n")
         (self.root / "engine").write_text(self.engine + "\n")
+        record = self.root / RECORD_MEDIA_FILE
+        if self.record_media:
+            record.write_text("media-ready of each printed document in printer-NN/media.log\n")
+        else:
+            record.unlink(missing_ok=True)
         names = [f"printer-{i:02d}" for i in range(1, n + 1)]
         try:
             self._start_dbus(tools["dbus-daemon"])
@@ -729,6 +785,10 @@ class Rig:
         if err is not None:
             self._stop_pid(self.printer(name).pid, "ippeveprinter")
             raise RigError(err)
+        with contextlib.suppress(FileNotFoundError):
+            stock = (p.dir / STOCK_FILE).read_text().split()
+            if len(stock) == 2:  # a power cycle does not unload the roll
+                self.load_media(name, stock[0], stock[1])
         self._write_tsv()
         return self.printer(name)
 
@@ -802,11 +862,24 @@ class Rig:
         """Load ``size`` (a PWG self-describing name, e.g. ``oe_4x3-label_4x3in``) of
         ``media_type`` in both of the printer's trays (main and by-pass), through
         ippeveprinter's own /media form: its media-ready and media-col-ready say so from then
-        on. ``level`` is the sheets (labels) in the main tray."""
+        on. ``level`` is the sheets (labels) in the main tray (0: that roll ran out).
+        ``size`` "": no size in either tray (media-ready empty). The stock stays in across
+        :meth:`restart` (a power cycle does not unload a roll). ValueError for a size that
+        is no PWG self-describing name, before anything is sent."""
+        if size and not _PWG_MEDIA_RE.match(size):
+            raise ValueError(
+                f"size must be a PWG self-describing media name such as oe_4x3-label_4x3in, "
+                f"not {size!r}"
+            )
         self._media_form(name, {
             "size1": size, "type1": media_type, "level1": str(level),
             "size3": size, "type3": media_type, "level3": str(min(level, 25)),
         }, timeout)  # fmt: skip
+        stock = self.printer(name).dir / STOCK_FILE
+        if size:
+            stock.write_text(f"{size}\t{media_type}\n")
+        else:
+            stock.unlink(missing_ok=True)
 
     def wait_state(self, name: str, state: str, timeout: float = 10.0) -> None:
         """Wait (bounded) until :meth:`state` is ``state``, e.g. ``dead`` after a die-* fault."""
@@ -835,6 +908,7 @@ class Rig:
             (PRINT_COMMAND, bin_dir / ENGINES["full"], 0o755),  # even if the checkout lost +x
             (LEAN_PRINT_COMMAND, bin_dir / ENGINES["lean"], 0o755),
             (CANCEL_TEST, bin_dir / "job-canceled.test", 0o644),
+            (MEDIA_READY_TEST, bin_dir / "media-ready.test", 0o644),
         ):
             tmp = dst.with_name(dst.name + ".new")
             shutil.copyfile(src, tmp)
@@ -903,6 +977,7 @@ class Rig:
             "RIG_SECONDS_PER_PAGE": f"{self.seconds_per_page:g}",
             "RIG_IPPTOOL": self._tools["ipptool"],
             "RIG_CANCEL_TEST": str(self.root / "bin" / "job-canceled.test"),
+            "RIG_MEDIA_TEST": str(self.root / "bin" / "media-ready.test"),
         }
         formats_file = self.root / "formats"
         formats = formats_file.read_text().strip() if formats_file.exists() else self.formats
@@ -1090,6 +1165,9 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("dir", metavar="DIR")
     m.add_argument("name", metavar="NAME")
     m.add_argument("level", choices=tuple(MEDIA_FORMS))
+    m.add_argument(
+        "--size", help="that stock (labels) in every tray, e.g. oe_4x3-label_4x3in: load_media"
+    )
     args = ap.parse_args(argv)
 
     try:
@@ -1127,8 +1205,11 @@ def main(argv: list[str] | None = None) -> int:
             rig.clear_fault(args.name)
             print(f"{args.name} fault cleared")
         elif args.cmd == "media":
-            rig.media(args.name, args.level)
-            print(f"{args.name} media {args.level}: ok")
+            if args.size:
+                rig.load_media(args.name, args.size, level=LOAD_LEVELS[args.level])
+            else:
+                rig.media(args.name, args.level)
+            print(f"{args.name} media {args.level}{f' {args.size}' if args.size else ''}: ok")
         else:
             getattr(rig, args.cmd)(args.name)
             print(f"{args.name} {args.cmd}: ok")

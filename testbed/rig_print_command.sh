@@ -80,6 +80,8 @@
 #                                             the job was canceled (default: the
 #                                             rig_job_canceled.test next to this file)
 #                       RIG_HOLD_MAX_SECONDS  longest "hold" (default 600)
+#                       RIG_MEDIA_TEST        the ipptool test that reads media-ready
+#                                             (when the rig folder has record-media)
 
 set -u
 
@@ -211,9 +213,30 @@ clear_left_reason() {
 
 # One ground-truth line: what came out of this job ($1: impressions out).
 log_printed() {
+    printed_time=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
-        "$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)" "$job_id" "$job_name" "$user" \
+        "$printed_time" "$job_id" "$job_name" "$user" \
         "$pages" "$copies" "$bytes" "$1" >>"$dir/prints.log"
+    log_media
+}
+
+# With the rig's record-media file (Rig(record_media=True)): what this printer had ready
+# when it began printing the document (the stock it fed), asked of the printer itself,
+# logged with the printed document as one line in media.log:
+#   <UTC timestamp>  <job-id>  <job-name>  <media-ready, comma-separated; ? if no answer>
+ready=""
+read_media() {
+    [ -e "$dir/../record-media" ] && [ -s "$dir/port" ] || return 0
+    ready=$("${RIG_IPPTOOL:-ipptool}" -c -T 2 "ipp://127.0.0.1:$(cat "$dir/port")/ipp/print" \
+        "${RIG_MEDIA_TEST:-$(dirname "$0")/rig_media_ready.test}" 2>/dev/null |
+        sed -n '2{s/"//g;p;}')
+    [ -n "$ready" ] || ready="?"
+}
+log_media() {
+    [ -e "$dir/../record-media" ] || return 0
+    [ -n "$ready" ] || read_media
+    printf '%s\t%s\t%s\t%s\n' "$printed_time" "$job_id" "$job_name" "${ready:-?}" \
+        >>"$dir/media.log"
 }
 
 # True when a client asked to cancel this job (ippeveprinter keeps it processing with
@@ -229,6 +252,7 @@ cancel_pending() {
 
 print_document() {
     clear_left_reason
+    read_media
     seconds=$(awk -v s="$spp" -v p="$want" -v c="$copies" 'BEGIN { printf "%.3f", s * p * c }')
     case $seconds in 0 | 0.000) ;; *) sleep "$seconds" ;; esac
 
