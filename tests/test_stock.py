@@ -223,3 +223,42 @@ def test_a_page_whose_box_is_no_size_leaves_the_size_unknown(box: list[object]) 
     w.write(out)
     facts = inspect_pdf(io.BytesIO(out.getvalue()), 10)
     assert (facts.pages, facts.sizes) == (1, None)
+
+
+# --- a printer's garbage media answers ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {"media-ready": ["not a size", "", "na_letter_0x11in", "x_y_-4x6in"]},
+        {
+            "media-col-ready": [
+                {"media-size": {"x-dimension": -5, "y-dimension": 7620}},
+                {"media-size": {"x-dimension": [100, 200], "y-dimension": 7620}},
+                {"media-size": "garbage"},
+                "garbage",
+                42,
+            ]
+        },
+        {"media-ready": 12, "media-col-ready": None},
+    ],
+)
+def test_garbage_media_answers_are_no_stock_so_the_printer_takes_any_size(
+    attrs: dict[str, object],
+) -> None:
+    """Ready media that name no size are ignored, not guessed: with none left the printer's
+    stock is unknown and every job fits it (as before stock was read), and the configured
+    media stand in when there are some."""
+    from edgeprint.config import PrinterConfig
+    from edgeprint.dispatch.ready import ready_stock
+
+    cfg = PrinterConfig(name="printer-01", uri="ipp://127.0.0.1:631/ipp/print")
+    view, source = ready_stock(attrs, cfg)
+    assert (view.stocks, source) == ((), None)
+    assert view.match(BADGE, TOL) == "other"
+    told = PrinterConfig(name="printer-01", uri="ipp://127.0.0.1:631/ipp/print",
+                         media="oe_4x3-label_4x3in")  # type: ignore[arg-type]  # fmt: skip
+    view, source = ready_stock(attrs, told)
+    assert source == "config"
+    assert view.match(BADGE, TOL) == "exact"
