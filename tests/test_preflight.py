@@ -361,6 +361,14 @@ def test_supplies_and_runway_are_read_when_the_appliance_has_them() -> None:
     """GET /v1/printers' supplies and runway (when present) become problems and warnings;
     without them preflight says nothing of them (pure: the verdict over the API's JSON)."""
     from edgeprint.cli.preflight import _judge
+    from edgeprint.models import RunwayOut, SupplyOut
+
+    def supply(name: str, level: int | None) -> dict[str, object]:  # as GET /v1/printers has it
+        return SupplyOut(name=name, kind="toner", level_percent=level).model_dump()
+
+    def runway(left: int, minutes: float) -> dict[str, object]:
+        out = RunwayOut(labels_left=left, labels_per_roll=500, per_minute=2.0, minutes_left=minutes)
+        return out.model_dump()
 
     check = {
         "reachable": True, "round_trip_s": 0.01, "printer_state": "idle",
@@ -371,18 +379,15 @@ def test_supplies_and_runway_are_read_when_the_appliance_has_them() -> None:
     assert (plain.problems, plain.warnings) == ([], [])
     empty = _judge(
         {"name": "p", "uri": "ipp://x", "healthy": True,
-         "supplies": [{"name": "black toner", "level": 0}, {"name": "drum", "level": 7},
-                      {"name": "waste", "level": -2}],
-         "runway": {"labels_left": 0, "labels_per_roll": 500, "per_minute": 2.0,
-                    "minutes_left": 0}},
+         "supplies": [supply("black toner", 0), supply("drum", 7), supply("waste", None)],
+         "runway": runway(0, 0)},
         check, None,
     )  # fmt: skip
     assert empty.problems == ["black toner is empty", "the roll is used up (runway: 0 labels left)"]
     assert empty.warnings == ["drum is low (7%)"]
     short = _judge(
         {"name": "p", "uri": "ipp://x", "healthy": True,
-         "runway": {"labels_left": 40, "labels_per_roll": 500, "per_minute": 2.0,
-                    "minutes_left": 20}},
+         "runway": runway(40, 20)},
         {**check, "printer_state_reasons": ["media-jam-warning"], "printer_state_message": "Jam"},
         None,
     )  # fmt: skip

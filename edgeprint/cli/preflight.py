@@ -268,14 +268,14 @@ def _stock(v: Verdict, badge: Badge | None, routed: object) -> None:
 
 
 def _supplies(v: Verdict) -> None:
-    """``supplies`` of GET /v1/printers when the appliance has it: items with a ``level``
-    in percent (negative: unknown)."""
+    """``supplies`` of GET /v1/printers (models.SupplyOut): ``level_percent`` 0–100, null
+    when the printer does not say."""
     items = v.supplies if isinstance(v.supplies, list) else []
     for item in items:
         if not isinstance(item, dict):
             continue
-        level = item.get("level")
-        name = item.get("name") or item.get("supply") or item.get("description") or "a supply"
+        level = item.get("level_percent")
+        name = item.get("name") or item.get("kind") or "a supply"
         if not isinstance(level, int | float) or isinstance(level, bool) or level < 0:
             continue
         if level == 0:
