@@ -591,7 +591,7 @@ class StockWaitOut(BaseModel):
 
     printer: str | None = Field(description="the printer they are named for (null: a pool)")
     pool: str | None
-    size: str = Field(description="their page size, as people name it: 3×4 in")
+    size: str = Field(description="their page size, as people name it: 4×3 in")
     jobs: int
     reason: str = Field(description="why they wait, in words a person can act on")
 

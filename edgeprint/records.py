@@ -64,6 +64,7 @@ class JobRecord(NamedTuple):
     page_long_min: int | None
     page_long_max: int | None
     waiting_reason: str | None  # RELEASED, and no printer of its target has fitting stock
+    page_landscape: int | None  # 1: its first page is wider than tall (stock.PageSizes)
     rehearsal: bool  # made while the event was in rehearsal (issue 23): never a live figure
     document_format: str  # as accepted: application/pdf, or a raw language sent unchanged
     # computed from its copies (not columns of jobs; see ROW):
@@ -78,7 +79,11 @@ class JobRecord(NamedTuple):
         if self.page_long_min is None or self.page_long_max is None:
             return None
         return PageSizes(
-            self.page_short_min, self.page_short_max, self.page_long_min, self.page_long_max
+            self.page_short_min,
+            self.page_short_max,
+            self.page_long_min,
+            self.page_long_max,
+            bool(self.page_landscape),
         )
 
     @classmethod

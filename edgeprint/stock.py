@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 Fit = Literal["exact", "center", "scale"]
@@ -52,15 +52,19 @@ class PageSizes:
     short_max: int
     long_min: int
     long_max: int
+    #: the first page is wider than tall (a 4×3 in badge): only how its size is said
+    landscape: bool = field(default=False, compare=False)
 
     @classmethod
     def of(cls, sizes: Iterable[tuple[int, int]]) -> PageSizes | None:
         """From (width, height) pairs in hundredths of a millimetre; None without one."""
-        edges = [(min(w, h), max(w, h)) for w, h in sizes if w > 0 and h > 0]
-        if not edges:
+        pairs = [(w, h) for w, h in sizes if w > 0 and h > 0]
+        if not pairs:
             return None
+        edges = [(min(w, h), max(w, h)) for w, h in pairs]
         shorts, longs = [s for s, _ in edges], [lo for _, lo in edges]
-        return cls(min(shorts), max(shorts), min(longs), max(longs))
+        landscape = pairs[0][0] > pairs[0][1]
+        return cls(min(shorts), max(shorts), min(longs), max(longs), landscape)
 
     @property
     def uniform(self) -> bool:
@@ -68,7 +72,10 @@ class PageSizes:
         return self.short_min == self.short_max and self.long_min == self.long_max
 
     def describe(self) -> str:
-        """``3×4 in`` (the largest page, short edge first, as PWG names sizes)."""
+        """``4×3 in`` (the largest page, width first as its first page is laid out, the way
+        its badge and label stock are named)."""
+        if self.landscape:
+            return size_words(self.long_max, self.short_max)
         return size_words(self.short_max, self.long_max)
 
 

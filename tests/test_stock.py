@@ -84,7 +84,11 @@ def test_sizes_read_as_people_name_them() -> None:
     assert size_words(21000, 29700) == "210×297 mm"
     assert LABEL_4X3.describe() == "4×3 in"  # its name's order
     assert BADGE is not None
-    assert BADGE.describe() == "3×4 in"
+    assert BADGE.describe() == "4×3 in"  # as its first page is laid out: wider than tall
+    turned = PageSizes.of([(3 * IN, 4 * IN)])
+    assert turned is not None
+    assert turned.describe() == "3×4 in"
+    assert turned == BADGE  # the same size to the routing: only the words differ
 
 
 def test_configured_media_reads_pwg_names() -> None:
@@ -100,11 +104,11 @@ def test_the_waiting_reason_names_the_size_and_what_each_printer_has() -> None:
                                        media_type="labels"),)),
     }  # fmt: skip
     assert waiting_reason(BADGE, "lobby", views, TOL) == (
-        "no printer in lobby has 3×4 in stock ready; printer-01 has 4×6 in; printer-02 has 3×5 in"
+        "no printer in lobby has 4×3 in stock ready; printer-01 has 4×6 in; printer-02 has 3×5 in"
     )
     one = {"printer-01": views["printer-01"]}
     assert waiting_reason(BADGE, "printer-01", one, TOL) == (
-        "printer-01 has no 3×4 in stock ready; it has 4×6 in"
+        "printer-01 has no 4×3 in stock ready; it has 4×6 in"
     )
 
 
@@ -199,6 +203,8 @@ def test_a_badge_pdf_measures_4_by_3_inches() -> None:
     facts = inspect_pdf(io.BytesIO(_pdf([(288, 216)])), 10)
     assert facts.pages == 1
     assert facts.sizes == PageSizes(3 * IN, 3 * IN, 4 * IN, 4 * IN)
+    assert facts.sizes is not None
+    assert facts.sizes.describe() == "4×3 in"
 
 
 def test_every_page_is_measured_and_boxes_are_inherited_or_cropped() -> None:

@@ -68,7 +68,7 @@ async def test_a_badge_waits_for_its_stock_and_prints_once_it_is_loaded(
         }
         job = await kiosk.submit("badge-0001", pool="lobby", hold=False)
         assert job["document"]["page_size"] == {
-            "size": "3×4 in", "width_mm": 76.2, "length_mm": 101.6, "uniform": True
+            "size": "4×3 in", "width_mm": 76.2, "length_mm": 101.6, "uniform": True
         }  # fmt: skip
 
         async def waiting() -> dict[str, Any] | None:
@@ -78,14 +78,14 @@ async def test_a_badge_waits_for_its_stock_and_prints_once_it_is_loaded(
         waited = await eventually(waiting, "a waiting reason", timeout_s=10)
         assert waited["state"] == "RELEASED"
         assert waited["waiting_reason"] == (
-            "no printer in lobby has 3×4 in stock ready; printer-01 has 4×6 in; "
+            "no printer in lobby has 4×3 in stock ready; printer-01 has 4×6 in; "
             "printer-02 has 3×5 in"
         )
         metrics = await _get(kiosk, "/metrics")
         assert 'edgeprint_jobs_waiting_for_stock{kind="pool",target="lobby"} 1.0' in metrics
         listed = await _get(kiosk, "/v1/printers")
         assert listed["waiting_for_stock"] == [
-            {"printer": None, "pool": "lobby", "size": "3×4 in", "jobs": 1,
+            {"printer": None, "pool": "lobby", "size": "4×3 in", "jobs": 1,
              "reason": waited["waiting_reason"]}
         ]  # fmt: skip
         code, out, _ = await run_cli(capsys, "status", "--url", kiosk.url)

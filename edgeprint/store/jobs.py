@@ -77,6 +77,7 @@ class NewJob:
     page_short_max: int | None = None
     page_long_min: int | None = None
     page_long_max: int | None = None
+    page_landscape: int | None = None
 
     @staticmethod
     def edges(sizes: PageSizes | None) -> dict[str, int | None]:
@@ -87,6 +88,7 @@ class NewJob:
             "page_short_max": s.short_max if s else None,
             "page_long_min": s.long_min if s else None,
             "page_long_max": s.long_max if s else None,
+            "page_landscape": int(s.landscape) if s else None,
         }
 
     document_format: str = "application/pdf"
@@ -179,8 +181,8 @@ INSERT INTO jobs (id, idempotency_key, request_sha256, state, owner, printer, po
                   copies, document_sha256, document_bytes, created_at, updated_at, released_at,
                   token_name, correlation_id, actor, reason, release_pin_hash,
                   document_pages, page_short_min, page_short_max, page_long_min, page_long_max,
-                  rehearsal, document_format)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'submit', ?, ?, ?, ?, ?, ?,
+                  page_landscape, rehearsal, document_format)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'submit', ?, ?, ?, ?, ?, ?, ?,
         (SELECT CASE WHEN mode = 'rehearsal' THEN 1 ELSE 0 END FROM event_mode WHERE id = 1),
         ?)
 ON CONFLICT (idempotency_key) DO NOTHING
@@ -301,7 +303,8 @@ class Jobs:
                 job.printer, job.pool, job.priority, job.copies, job.document_sha256,
                 job.document_bytes, now, now, released_at, job.token_name, job.correlation_id,
                 actor, job.release_pin_hash, job.document_pages, job.page_short_min,
-                job.page_short_max, job.page_long_min, job.page_long_max, job.document_format,
+                job.page_short_max, job.page_long_min, job.page_long_max, job.page_landscape,
+                job.document_format,
             ),
         )  # fmt: skip
         return JobRecord.from_row(rows[0]) if rows else None

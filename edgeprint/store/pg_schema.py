@@ -466,6 +466,8 @@ MIGRATIONS.append(
         "ALTER TABLE jobs ADD COLUMN page_long_min bigint",
         "ALTER TABLE jobs ADD COLUMN page_long_max bigint",
         "ALTER TABLE jobs ADD COLUMN waiting_reason text",
+        # 1: its first page is wider than tall (how its size is said: a 4×3 in badge)
+        "ALTER TABLE jobs ADD COLUMN page_landscape bigint",
     ]
 )
 

@@ -446,6 +446,8 @@ MIGRATIONS.append(
         "ALTER TABLE jobs ADD COLUMN page_long_min INTEGER",
         "ALTER TABLE jobs ADD COLUMN page_long_max INTEGER",
         "ALTER TABLE jobs ADD COLUMN waiting_reason TEXT",
+        # 1: its first page is wider than tall (how its size is said: a 4×3 in badge)
+        "ALTER TABLE jobs ADD COLUMN page_landscape INTEGER",
     ]
 )
 

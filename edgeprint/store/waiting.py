@@ -17,7 +17,8 @@ from edgeprint.store.interface import Store
 _WAITING = f"'{JobState.RELEASED.value}'"
 _SAME_GROUP = (
     "printer IS NOT DISTINCT FROM ? AND pool IS NOT DISTINCT FROM ? "
-    "AND page_short_min = ? AND page_short_max = ? AND page_long_min = ? AND page_long_max = ?"
+    "AND page_short_min = ? AND page_short_max = ? AND page_long_min = ? AND page_long_max = ? "
+    "AND coalesce(page_landscape, 0) = ?"
 )
 
 
@@ -44,16 +45,17 @@ class Waiting:
         rows = await self._store.read(
             "SELECT printer, pool, page_short_min, page_short_max, page_long_min, "
             "page_long_max, count(*), max(waiting_reason), "
-            "count(DISTINCT coalesce(waiting_reason, '')) FROM jobs "
+            "count(DISTINCT coalesce(waiting_reason, '')), coalesce(page_landscape, 0) FROM jobs "
             f"WHERE state = {_WAITING} AND page_short_min IS NOT NULL "
-            "GROUP BY printer, pool, page_short_min, page_short_max, page_long_min, page_long_max"
+            "GROUP BY printer, pool, page_short_min, page_short_max, page_long_min, page_long_max, "
+            "coalesce(page_landscape, 0)"
         )
         out = []
         for r in rows:
             # jobs of one group with different reasons (some marked, some not yet): the
             # group is marked again
             reason = r[7] if int(r[8]) == 1 else "\0mixed"
-            sizes = PageSizes(int(r[2]), int(r[3]), int(r[4]), int(r[5]))
+            sizes = PageSizes(int(r[2]), int(r[3]), int(r[4]), int(r[5]), bool(r[9]))
             out.append(Group(r[0], r[1], sizes, int(r[6]), reason))
         return out
 
@@ -63,7 +65,10 @@ class Waiting:
     ) -> list[str]:  # fmt: skip
         """Set the group's waiting reason (None clears it); the ids of jobs that had none
         and now have one (they begin to wait)."""
-        key = (printer, pool, sizes.short_min, sizes.short_max, sizes.long_min, sizes.long_max)
+        key = (
+            printer, pool, sizes.short_min, sizes.short_max, sizes.long_min, sizes.long_max,
+            int(sizes.landscape),
+        )  # fmt: skip
         began: list[str] = []
         if reason is not None:
             rows = await self._store.write(
