@@ -102,6 +102,14 @@ async def test_rehearsal_marks_jobs_and_go_live_cancels_what_waits(app: Applianc
     assert (await _get(app, "/v1/event"))["rehearsal_jobs_by_state"]["CANCELLED"] == 3
     metrics = await (await app.http.get(f"{app.url}/metrics")).text()
     assert "edgeprint_event_rehearsal 0.0" in metrics
+    # a second rehearsal counts its own test jobs, not the first one's
+    assert (await app.post("/v1/event/rehearsal", token=TECH_TOKEN)).status == 200
+    again = await _get(app, "/v1/event")
+    assert sum(again["rehearsal_jobs_by_state"].values()) == 0
+    await _job(app, "reh-two-0001")
+    again = await _get(app, "/v1/event")
+    assert again["rehearsal_jobs_by_state"]["HELD"] == 1
+    assert sum(again["rehearsal_jobs_by_state"].values()) == 1
 
 
 async def test_go_live_when_live_is_409_and_changes_nothing(app: Appliance) -> None:

@@ -20,7 +20,9 @@ from edgeprint.timefmt import rfc3339_ms
 
 
 async def _event_out(deps: Deps, mode: EventMode, cancelled: list[str] | None = None) -> EventOut:
-    counts = await deps.service.jobs_by_state(rehearsal=True)
+    # in a rehearsal, its own test jobs (not an earlier rehearsal's); live, every one
+    current = mode.since if mode.mode == "rehearsal" else None
+    counts = await deps.service.jobs_by_state(rehearsal=True, since=current)
     return EventOut(
         mode=mode.mode,
         since=None if mode.since is None else rfc3339_ms(mode.since),

@@ -1462,9 +1462,12 @@ class JobService:
         """DEAD jobs, oldest first, after the cursor ``after_seq``."""
         return await self.jobs.dead_letters(after_seq=after_seq, limit=limit)
 
-    async def jobs_by_state(self, *, rehearsal: bool = False) -> dict[JobState, int]:
-        """How many live jobs (with ``rehearsal``: rehearsal jobs) are in each state now."""
-        return await self.jobs.count_by_state(rehearsal=rehearsal)
+    async def jobs_by_state(
+        self, *, rehearsal: bool = False, since: float | None = None
+    ) -> dict[JobState, int]:
+        """How many live jobs (with ``rehearsal``: rehearsal jobs; ``since``: made from then
+        on) are in each state now."""
+        return await self.jobs.count_by_state(rehearsal=rehearsal, since=since)
 
     async def queues(self) -> Queues:
         """The waiting queues, keyed by (printer, None) and (None, pool), read now."""

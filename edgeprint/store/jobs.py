@@ -516,12 +516,15 @@ class Jobs:
             out.append(EventRecord(**d))
         return out
 
-    async def count_by_state(self, *, rehearsal: bool = False) -> dict[JobState, int]:
+    async def count_by_state(
+        self, *, rehearsal: bool = False, since: float | None = None
+    ) -> dict[JobState, int]:
         """Number of live jobs (or, with ``rehearsal``, rehearsal jobs) in each state (every
-        state present, zero if none)."""
+        state present, zero if none); ``since``: only jobs made from then on."""
         rows = await self._store.read(
-            "SELECT state, count(*) FROM jobs WHERE rehearsal = ? GROUP BY state",
-            (int(rehearsal),),
+            "SELECT state, count(*) FROM jobs WHERE rehearsal = ? AND created_at >= ? "
+            "GROUP BY state",
+            (int(rehearsal), since if since is not None else 0.0),
         )
         counts = dict.fromkeys(JobState, 0)
         for r in rows:
