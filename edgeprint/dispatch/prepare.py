@@ -81,11 +81,7 @@ class Preparer:
                     or copy
                 )
         except OSError as exc:
-            await self.service.settle_copy(
-                copy, CopyState.REFUSED, f"document unreadable: {exc}",
-                evidence=Evidence.NO_DOCUMENT.value,
-            )  # fmt: skip
-            await self._unreadable(job, exc)
+            await self._refuse_unreadable(job, copy, exc)
             return None
         return copy, document
 
@@ -110,14 +106,19 @@ class Preparer:
         try:
             document = await self.service.read_document(job)
         except OSError as exc:
-            if copy is not None:
-                await self.service.settle_copy(
-                    copy, CopyState.REFUSED, f"document unreadable: {exc}",
-                    evidence=Evidence.NO_DOCUMENT.value,
-                )  # fmt: skip
-            await self._unreadable(job, exc)
+            await self._refuse_unreadable(job, copy, exc)
             return None
         return fmt, document * job.copies
+
+    async def _refuse_unreadable(self, job: JobRecord, copy: Copy | None, exc: OSError) -> None:
+        """The document cannot be read: its copy (if opened) is refused unsent, and the job
+        goes where an unreadable document goes."""
+        if copy is not None:
+            await self.service.settle_copy(
+                copy, CopyState.REFUSED, f"document unreadable: {exc}",
+                evidence=Evidence.NO_DOCUMENT.value,
+            )  # fmt: skip
+        await self._unreadable(job, exc)
 
     async def raster(self, job: JobRecord) -> tuple[str, bytes] | None:
         """For a printer that takes no PDF: the job rendered for it (None: it could not be)."""

@@ -317,6 +317,7 @@ class JobService:
             },
         )  # fmt: skip
         if job.state is JobState.RELEASED:
+            job = await self.stock.on_released(job)
             self.board.wake(job.printer, job.pool)
         return SubmitResult(job, created=True)
 
@@ -453,6 +454,7 @@ class JobService:
                 "pool": job.pool, "correlation_id": caller.correlation_id,
             },
         )  # fmt: skip
+        job = await self.stock.on_released(job)
         self.board.wake(job.printer, job.pool)
         return job
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from edgeprint.board import PrinterBoard
 from edgeprint.config import Config
 from edgeprint.metrics import Metrics
+from edgeprint.records import JobRecord
+from edgeprint.states import JobState
 from edgeprint.stock import PageSizes, StockView, waiting_reason
 from edgeprint.store.stock_sql import StockCondition, stock_condition
 from edgeprint.store.waiting import Waiting
@@ -98,10 +100,39 @@ class StockRouting:
         views = {n: self.view(n) for n in names}
         return waiting_reason(sizes, target, views, self.tolerance_hmm)
 
+    async def on_released(self, job: JobRecord) -> JobRecord:
+        """A job just became RELEASED: when no printer of its target fits it, it waits with
+        its reason from now (the kiosk's answer says so), as the stock watch would mark it a
+        moment later (a log line and a ``job.waiting`` webhook)."""
+        sizes = job.page_sizes
+        if sizes is None or job.state is not JobState.RELEASED:
+            return job
+        why = self.reason(sizes, job.printer, job.pool)
+        if why is None:
+            return job
+        await self._mark(job.printer, job.pool, sizes, why)
+        return job._replace(waiting_reason=why)
+
+    async def _mark(
+        self, printer: str | None, pool: str | None, sizes: PageSizes, why: str | None
+    ) -> None:
+        now = self._clock()
+        began = await self._waiting.mark(printer, pool, sizes, why, now=now)
+        for job_id in began:
+            log.info(
+                "job waiting for stock",
+                extra={"event": "job_waiting", "job_id": job_id, "printer": printer,
+                       "pool": pool, "reason": why},
+            )  # fmt: skip
+            await self._waiting.webhook(
+                f"msg_{uuid.uuid4().hex}", job_id, printer, now,
+                json.dumps({"id": job_id, "state": "RELEASED", "printer": printer,
+                            "pool": pool, "waiting_reason": why}, separators=(",", ":")),
+            )  # fmt: skip
+
     async def refresh(self) -> list[WaitingGroup]:
         """Set (or clear) the waiting reason of every released job with known sizes; a
         ``job.waiting`` webhook and log line for each job that begins to wait."""
-        now = self._clock()
         groups: list[WaitingGroup] = []
         counts: dict[tuple[str | None, str | None], int] = {}
         for g in await self._waiting.groups():
@@ -110,20 +141,8 @@ class StockRouting:
             if why is not None:
                 key = (g.printer, g.pool)
                 counts[key] = counts.get(key, 0) + g.jobs
-            if why == g.reason:
-                continue
-            began = await self._waiting.mark(g.printer, g.pool, g.sizes, why, now=now)
-            for job_id in began:
-                log.info(
-                    "job waiting for stock",
-                    extra={"event": "job_waiting", "job_id": job_id, "printer": g.printer,
-                           "pool": g.pool, "reason": why},
-                )  # fmt: skip
-                await self._waiting.webhook(
-                    f"msg_{uuid.uuid4().hex}", job_id, g.printer, now,
-                    json.dumps({"id": job_id, "state": "RELEASED", "printer": g.printer,
-                                "pool": g.pool, "waiting_reason": why}, separators=(",", ":")),
-                )  # fmt: skip
+            if why != g.reason:
+                await self._mark(g.printer, g.pool, g.sizes, why)
         for key in set(self.counts) | set(counts):
             self.metrics.jobs_waiting_for_stock.labels(
                 target=key[0] or key[1] or "", kind="printer" if key[0] else "pool"
