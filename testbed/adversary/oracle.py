@@ -117,7 +117,7 @@ def judge(outcome: RunOutcome) -> Verdict:
         p: [x for x in lines if x.job_name.startswith("edgeprint-")]
         for p, lines in outcome.paper.items()
     }
-    for index, job_id in sorted(outcome.accepted.items()):
+    for _index, job_id in sorted(outcome.accepted.items()):
         name = _name(job_id)
         whole = [
             (p, x) for p, lines in papers.items() for x in lines if x.job_name == name and x.whole
