@@ -146,6 +146,16 @@ _HEADER_DEFS: dict[str, dict[str, Any]] = {
         "required": True,
         "schema": {"type": "string", "pattern": r"^/v1/jobs/[0-9a-f]{32}$"},
     },
+    "ETag": {
+        "description": "names the document, page and width: the same tag, the same bytes",
+        "required": True,
+        "schema": {"type": "string"},
+    },
+    "Cache-Control": {
+        "description": "private (it shows someone's document), kept for an hour",
+        "required": True,
+        "schema": {"type": "string"},
+    },
     "Idempotent-Replayed": {
         "description": "the answer is the job an earlier request with this key made",
         "required": True,
@@ -199,6 +209,16 @@ _PARAMETER_DEFS: dict[str, dict[str, Any]] = {
         "name": "limit", "in": "query", "required": False,
         "description": "page size, 1–500 (default 50; 100 for the dead-letter queue)",
         "schema": _LIMIT,
+    },
+    "page": {
+        "name": "page", "in": "query", "required": False,
+        "description": "the page to draw, from 1 (default 1)",
+        "schema": {"type": "integer", "minimum": 1},
+    },
+    "width": {
+        "name": "width", "in": "query", "required": False,
+        "description": "pixels, 50–1200 (default 300)",
+        "schema": {"type": "integer", "minimum": 50, "maximum": 1200},
     },
     "delivery_state": {
         "name": "state", "in": "query", "required": False,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from edgeprint.api import app, event, ipp, openapi, status_page
+from edgeprint.api import app, event, ipp, openapi, previews, status_page
 from edgeprint.api.openapi import PATH, Answer, Handler, Operation, Role
 from edgeprint.ipp_server.attributes import ICON_SIZES
 from edgeprint.models import (
@@ -202,6 +202,30 @@ ROUTES: tuple[Operation, ...] = (
             415: _problem("`unsupported-media-type`: a body that is not application/json"),
             422: _problem("`invalid-request`: `printed` missing or not a boolean (`errors`)"),
             503: _503_STORE, 507: _507, **_TECH,
+        },
+    ),
+    Operation(
+        previews.job_preview,
+        "get", "/v1/jobs/{job_id}/preview.png", "previewJob",
+        "A page of a job's document as a PNG", "jobs", "kiosk", query=("page", "width"),
+        description=(
+            "Drawn by the render workers and kept with the document's renditions (the same "
+            "document, page and width are drawn once); `page` 1 and `width` 300 px by default. "
+            "`ETag` names the document, page and width; `If-None-Match` with it answers 304."
+        ),
+        answers={
+            200: Answer("the page, `width` pixels wide, its height in proportion",
+                        media="image/png", headers=("ETag", "Cache-Control")),
+            304: Answer("the preview the client holds is this one", headers=("ETag",)),
+            404: _404_JOB,
+            410: _problem("`document-gone`: retention deleted the job's document"),
+            415: _problem("`unsupported-media-type`: the job is not a PDF (a ZPL label is sent "
+                          "as it came; it has no pages to draw)"),
+            422: _problem("`invalid-request`: `width` outside 50–1200, `page` below 1 or past "
+                          "the document's last page, or an unknown query parameter (`errors`)"),
+            503: _problem("`render-failed` (the workers could not draw it now) or "
+                          "`store-unavailable`", "Retry-After"),
+            **_AUTH,
         },
     ),
     Operation(
