@@ -820,6 +820,12 @@ class _BulkRequest(_Strict):
         "oldest first",
     )  # fmt: skip
 
+    dry_run: StrictBool = Field(
+        default=False,
+        description="true: act on nothing; the answer lists the jobs the call would take "
+        "(outcome `selected`), e.g. to show the count in a confirmation first",
+    )
+
     @model_validator(mode="after")
     def _ids_or_filter(self) -> _BulkRequest:
         if (self.ids is None) == (self.filter is None):
@@ -854,7 +860,7 @@ class BulkResolveRequest(_BulkRequest):
 BulkOutcome = Literal[
     "released", "cancelled", "cancel-requested", "replayed", "resolved", "conflict",
     "not-found", "pin-required", "queue-full", "unsupported-document", "missing-target",
-    "storage-full", "store-unavailable", "error",
+    "storage-full", "store-unavailable", "error", "selected",
 ]  # fmt: skip
 
 

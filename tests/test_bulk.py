@@ -281,3 +281,23 @@ async def test_concurrent_bulk_and_single_releases_release_each_job_once(app: Ap
     for i in ids:
         events = await app.running.service.jobs.events(i)
         assert [e.to_state for e in events] == ["HELD", "RELEASED"]
+
+
+async def test_a_dry_run_acts_on_nothing(app: Appliance) -> None:
+    """`dry_run`: the jobs the call would take (`selected`), the ones it could not, and
+    nothing stored changes."""
+    ids = await held(app, 3, "dry")
+    assert (await app.post(f"/v1/jobs/{ids[2]}/cancel")).status == 200
+    before = app.snapshot()
+    status, answer = await bulk(
+        app, "release", {"ids": [*ids, "0" * 32], "limit": 4, "dry_run": True}
+    )
+    assert status == 200
+    assert [(r["outcome"], r["state"]) for r in answer["results"]] == [
+        ("selected", "HELD"), ("selected", "HELD"), ("conflict", "CANCELLED"), ("not-found", None),
+    ]  # fmt: skip
+    status, answer = await bulk(
+        app, "release", {"filter": {"owner": "ann"}, "limit": 1, "dry_run": True}
+    )
+    assert (status, answer["matched"], answer["more"]) == (200, 1, True)
+    assert app.snapshot() == before

@@ -66,13 +66,13 @@ def _selector(body: BulkReleaseRequest | BulkCancelRequest | BulkReplayRequest
               | BulkResolveRequest) -> Selector:  # fmt: skip
     f = body.filter
     if f is None:
-        return Selector(limit=body.limit, ids=body.ids)
+        return Selector(limit=body.limit, ids=body.ids, dry_run=body.dry_run)
     where = BulkFilter(
         state=f.state, owner=f.owner, pool=f.pool, printer=f.printer, dead_reason=f.dead_reason,
         created_after=None if f.created_after is None else f.created_after.timestamp(),
         created_before=None if f.created_before is None else f.created_before.timestamp(),
     )  # fmt: skip
-    return Selector(limit=body.limit, where=where)
+    return Selector(limit=body.limit, where=where, dry_run=body.dry_run)
 
 
 def _answer(result: BulkAnswer) -> web.Response:

@@ -48,6 +48,8 @@ class Selector:
     limit: int
     ids: Sequence[str] | None = None
     where: BulkFilter | None = None
+    #: Act on nothing: answer what would be taken (outcome ``selected``, the state now).
+    dry_run: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +157,8 @@ class BulkActions:
         self, action: Action, selector: Selector, one: Callable[[str], Awaitable[JobRecord]]
     ) -> BulkAnswer:
         ids, more = await self._select(action, selector)
+        if selector.dry_run:
+            return BulkAnswer(len(ids), more, [await self._dry(action, i) for i in ids])
         gate = asyncio.Semaphore(_IN_FLIGHT)
 
         async def act(job_id: str) -> BulkResult:
@@ -178,6 +182,16 @@ class BulkActions:
         if action is Action.CANCEL and job.state is JobState.PRINTING:
             word = "cancel-requested"
         return BulkResult(job_id, word, job.state)
+
+    async def _dry(self, action: Action, job_id: str) -> BulkResult:
+        """What a dry run says of one job: ``selected`` when its state now is one the action
+        applies to (the real call may still find it moved on), else why not."""
+        state = await self._state_now(job_id)
+        if state is None:
+            return BulkResult(job_id, "not-found", None)
+        if state not in _SOURCES[action]:
+            return BulkResult(job_id, "conflict", state, f"it is {state.value}")
+        return BulkResult(job_id, "selected", state)
 
     async def _state_now(self, job_id: str) -> JobState | None:
         try:
