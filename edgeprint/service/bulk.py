@@ -11,6 +11,8 @@ the answer lists them all (DESIGN §5, "Many jobs at once").
 from __future__ import annotations
 
 import asyncio
+import collections
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
@@ -19,6 +21,8 @@ from edgeprint.service.jobs import JobService
 from edgeprint.service.records import Caller, JobRecord
 from edgeprint.states import Action, JobState, sources
 from edgeprint.store.selection import JobFilter, Selection
+
+log = logging.getLogger(__name__)
 
 #: Jobs acted on at once within one bulk call: enough to fill the store's group commit,
 #: few enough that one call does not crowd out single calls and the printers' workers.
@@ -125,7 +129,7 @@ class BulkActions:
         async def one(job_id: str) -> JobRecord:
             return await self._service.release(job_id, caller, printer=printer, pool=pool)
 
-        return await self._run(Action.RELEASE, selector, one)
+        return await self._run(Action.RELEASE, selector, caller, one)
 
     async def cancel(self, selector: Selector, caller: Caller) -> BulkAnswer:
         """→ CANCELLED for each selected job (a PRINTING one: ``cancel-requested``)."""
@@ -133,7 +137,7 @@ class BulkActions:
         async def one(job_id: str) -> JobRecord:
             return await self._service.cancel(job_id, caller)
 
-        return await self._run(Action.CANCEL, selector, one)
+        return await self._run(Action.CANCEL, selector, caller, one)
 
     async def replay(self, selector: Selector, caller: Caller) -> BulkAnswer:
         """DEAD → RELEASED once for each selected job."""
@@ -141,7 +145,7 @@ class BulkActions:
         async def one(job_id: str) -> JobRecord:
             return await self._service.replay(job_id, caller)
 
-        return await self._run(Action.REPLAY, selector, one)
+        return await self._run(Action.REPLAY, selector, caller, one)
 
     async def resolve(self, selector: Selector, caller: Caller, *, printed: bool) -> BulkAnswer:
         """Each selected DEAD ``outcome_unknown`` job: printed → DONE, else RELEASED."""
@@ -149,12 +153,16 @@ class BulkActions:
         async def one(job_id: str) -> JobRecord:
             return await self._service.resolve(job_id, caller, printed=printed)
 
-        return await self._run(Action.RESOLVE, selector, one)
+        return await self._run(Action.RESOLVE, selector, caller, one)
 
     # --- the common part ---------------------------------------------------------------
 
     async def _run(
-        self, action: Action, selector: Selector, one: Callable[[str], Awaitable[JobRecord]]
+        self,
+        action: Action,
+        selector: Selector,
+        caller: Caller,
+        one: Callable[[str], Awaitable[JobRecord]],
     ) -> BulkAnswer:
         ids, more = await self._select(action, selector)
         if selector.dry_run:
@@ -166,6 +174,15 @@ class BulkActions:
                 return await self._one(action, job_id, one)
 
         results = list(await asyncio.gather(*(act(i) for i in ids)))
+        outcomes = collections.Counter(r.outcome for r in results)
+        log.info(
+            f"bulk {action.value}",
+            extra={
+                "event": f"bulk_{action.value}", "matched": len(ids), "more": more,
+                "by_filter": selector.where is not None, "outcomes": dict(outcomes),
+                "actor": caller.name, "correlation_id": caller.correlation_id,
+            },
+        )  # fmt: skip
         return BulkAnswer(matched=len(ids), more=more, results=results)
 
     async def _one(
