@@ -29,6 +29,11 @@ from edgeprint.config import NAME_PATTERN
 from edgeprint.models import (
     IDEMPOTENCY_KEY_PATTERN,
     JOB_ID_PATTERN,
+    BulkCancelRequest,
+    BulkOut,
+    BulkReleaseRequest,
+    BulkReplayRequest,
+    BulkResolveRequest,
     CancelRequest,
     DeadLetterOut,
     DrainOut,
@@ -59,14 +64,33 @@ _PROBLEM_TYPE = "application/problem+json"
 
 _REQUEST_MODELS: tuple[type[BaseModel], ...] = (
     SubmitMetadata, ReleaseRequest, CancelRequest, ResolveRequest, IdentifyRequest,
+    BulkReleaseRequest, BulkCancelRequest, BulkReplayRequest, BulkResolveRequest,  # issue 24
 )  # fmt: skip
 _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     JobOut, JobListOut, PrinterOut, PrintersOut, DrainOut, DeadLetterOut, Health, Problem,
     StatsOut, WebhookDeliveriesOut, IdentifyOut, EventOut, PrinterCheckOut,
     MediaLoadedOut,  # issue 23 (supplies)
+    BulkOut,  # issue 24 (many jobs at once)
 )  # fmt: skip
 
-Body = Literal["multipart", "release", "cancel", "resolve", "identify"]
+Body = Literal[
+    "multipart",
+    "release",
+    "cancel",
+    "resolve",
+    "identify",
+    "bulk-release",
+    "bulk-cancel",
+    "bulk-replay",
+    "bulk-resolve",
+]
+#: The bulk calls' bodies (issue 24): required JSON, `limit` always.
+_BULK_BODIES: dict[str, type[BaseModel]] = {
+    "bulk-release": BulkReleaseRequest,
+    "bulk-cancel": BulkCancelRequest,
+    "bulk-replay": BulkReplayRequest,
+    "bulk-resolve": BulkResolveRequest,
+}
 Role = Literal["kiosk", "tech"]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -279,6 +303,12 @@ def _request_body(body: Body, refs: dict[type[BaseModel], dict[str, Any]]) -> di
                     },
                 }
             },
+        }
+    if body in _BULK_BODIES:
+        return {
+            "required": True,
+            "description": '`{"ids": [...], "limit": N}` or `{"filter": {...}, "limit": N}`',
+            "content": {"application/json": {"schema": refs[_BULK_BODIES[body]]}},
         }
     if body == "identify":
         return {

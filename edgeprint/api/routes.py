@@ -9,13 +9,16 @@ reads the same rows).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 from aiohttp import web
 
-from edgeprint.api import app, event, ipp, openapi, previews, status_page
-from edgeprint.api.openapi import PATH, Answer, Handler, Operation, Role
+from edgeprint.api import app, bulk, event, ipp, openapi, previews, status_page
+from edgeprint.api.openapi import PATH, Answer, Body, Handler, Operation, Role
 from edgeprint.ipp_server.attributes import ICON_SIZES
 from edgeprint.models import (
+    MAX_BULK,
+    BulkOut,
     DeadLetterOut,
     DrainOut,
     EventOut,
@@ -63,6 +66,37 @@ def _icon(size: int) -> Callable[[ipp.IppEndpoint], Handler]:
 
 def _job(description: str) -> Answer:
     return Answer(description, JobOut)
+
+
+def _bulk(verb: str, summary: str, role: Role, single: str, handler: Handler) -> Operation:
+    """The row of a bulk call (issue 24): ``POST /v1/jobs/{verb}`` acting as ``single`` does."""
+    target = ", `unknown-target` (printer or pool not configured)" if verb == "release" else ""
+    return Operation(
+        handler, "post", f"/v1/jobs/{verb}", f"{verb}Jobs", summary, "jobs", role,
+        body=cast(Body, f"bulk-{verb}"),
+        description=(
+            f'`{{"ids": [...], "limit": N}}` or `{{"filter": {{...}}, "limit": N}}`; `limit` is '
+            f"required (1–{MAX_BULK}). A filter takes the oldest matching jobs in the states "
+            f"{verb} applies to. Each job goes through {single} (same rules, exactly once under "
+            "concurrent calls); the answer lists each job's outcome. Ids that are not 32 "
+            "lowercase hex characters are refused (422); well-formed ids of no job answer "
+            "`not-found` among the results."
+        ),
+        answers={
+            200: Answer("one outcome per selected job (a filter matching nothing: none)", BulkOut),
+            400: _problem("`malformed-json`: the body is not JSON"),
+            408: _problem("`request-timeout`: the body did not arrive within the time limit"),
+            413: _problem("`payload-too-large`: the body is over 64 KiB"),
+            415: _problem("`unsupported-media-type`: a body that is not application/json"),
+            422: _problem(
+                "`invalid-request` (no or a bad `limit`, both or neither of `ids` and `filter`, "
+                "an unknown field, a bad state or one the action does not apply to; `errors`)"
+                + target
+            ),
+            503: _503_STORE,
+            **(_TECH if role == "tech" else _AUTH),
+        },
+    )  # fmt: skip
 
 
 # --- the table: every route, its handler and role, every status it can give ---------------
@@ -204,6 +238,12 @@ ROUTES: tuple[Operation, ...] = (
             503: _503_STORE, 507: _507, **_TECH,
         },
     ),
+    # issue 24 (many jobs at once): the single calls above, for jobs chosen by id or filter
+    _bulk("release", "Release many HELD jobs", "kiosk", "releaseJob", bulk.release_jobs),
+    _bulk("cancel", "Cancel many jobs", "kiosk", "cancelJob", bulk.cancel_jobs),
+    _bulk("replay", "Replay many DEAD jobs (tech)", "tech", "replayJob", bulk.replay_jobs),
+    _bulk("resolve", "Settle many DEAD outcome_unknown jobs (tech)", "tech", "resolveJob",
+          bulk.resolve_jobs),
     Operation(
         previews.job_preview,
         "get", "/v1/jobs/{job_id}/preview.png", "previewJob",
