@@ -22,6 +22,7 @@ _TITLES = {
     405: "Method Not Allowed",
     408: "Request Timeout",
     409: "Conflict",
+    410: "Gone",
     413: "Content Too Large",
     415: "Unsupported Media Type",
     422: "Unprocessable Content",
@@ -80,6 +81,11 @@ def from_error(exc: errors.EdgeprintError) -> web.Response:
             return problem(409, "cannot-print-rest", str(exc), state=exc.state, job_id=exc.job_id)
         case errors.OutcomeNotUnknown():
             return problem(409, "outcome-not-unknown", str(exc), state=exc.state, job_id=exc.job_id)
+        case errors.ReprintLimit():
+            return problem(
+                409, "reprint-limit", str(exc), state=exc.state, job_id=exc.job_id,
+                count=exc.count, limit=exc.limit,
+            )  # fmt: skip
         case errors.StateConflict():
             return problem(409, "state-conflict", str(exc), state=exc.state, job_id=exc.job_id)
         case errors.IdempotencyKeyReused():
@@ -113,6 +119,8 @@ def from_error(exc: errors.EdgeprintError) -> web.Response:
                 423, "release-locked", str(exc), job_id=exc.job_id,
                 headers={"Retry-After": str(exc.retry_after_s)},
             )  # fmt: skip
+        case errors.DocumentGone():
+            return problem(410, "document-gone", str(exc), job_id=exc.job_id)
         case errors.PrinterNotFound():
             return problem(404, "printer-not-found", str(exc))
         case errors.IdentifyUnsupported():
