@@ -8,6 +8,7 @@ A DONE job is made the way a technician makes one (a DEAD ``outcome_unknown`` jo
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sqlite3
 from collections.abc import Callable
@@ -17,6 +18,7 @@ import pytest
 
 from edgeprint.server import DB_FILE
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance
+from tests.test_cli_tech import run_cli
 from tests.test_resolve import dead_job
 
 PROBLEM = "urn:edgeprint:problem:"
@@ -320,3 +322,40 @@ async def test_bad_search_values_are_422(app: Appliance, query: str, loc: str) -
     body = await resp.json()
     assert (resp.status, body["type"]) == (422, PROBLEM + "invalid-request")
     assert [e["loc"] for e in body["errors"]] == [loc]
+
+
+async def test_the_cli_reprints_once_per_key_and_says_the_key(
+    app: Appliance, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``edgeprint reprint ID --reason …`` with a kiosk token: a new reprint each run, the
+    same one again with ``--key``; a job that is not DONE: exit 1 and the API's words."""
+    original = await done_job(app, "orig-key-0012")
+    url = ["--url", app.url]
+    code, out, err = await run_cli(
+        capsys, "reprint", original["id"], "--reason", "badge lost", *url, token=KIOSK_TOKEN
+    )
+    assert (code, err) == (0, "")
+    [new_id] = [r[0] for r in db_rows(app, "SELECT id FROM jobs WHERE reprint_of = ?",
+                                      (original["id"],))]  # fmt: skip
+    lines = out.splitlines()
+    assert lines[0] == f"reprint of {original['id']}: job {new_id}, RELEASED, for printer-03"
+    key = lines[1].rsplit(" ", 1)[1]
+    assert db_rows(app, "SELECT idempotency_key FROM jobs WHERE id = ?", (new_id,)) == [(key,)]
+    code, out, _ = await run_cli(
+        capsys, "reprint", original["id"], "--reason", "badge lost", "--key", key, "--json", *url,
+        token=KIOSK_TOKEN,
+    )  # fmt: skip
+    assert code == 0
+    assert json.loads(out)["id"] == new_id
+    assert db_rows(app, "SELECT count(*) FROM jobs WHERE reprint_of = ?", (original["id"],)) == [
+        (1,)
+    ]
+    held = await (await app.submit(key="cli-held-key")).json()
+    code, out, err = await run_cli(
+        capsys, "reprint", held["id"], "--reason", "lost", *url, token=KIOSK_TOKEN
+    )
+    assert (code, out) == (1, "")
+    assert f"cannot reprint job {held['id']}: it is HELD" in err
+    code, _, err = await run_cli(capsys, "reprint", original["id"], "--reason", " ", *url)
+    assert code == 2
+    assert "1-200 characters, not blank" in err

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from edgeprint.cli import client, event, preflight, render
+from edgeprint.cli import client, desk, event, preflight, render
 from edgeprint.cli.errors import (
     EXIT_API_ERROR,
     EXIT_CONNECT,
@@ -362,4 +362,6 @@ COMMANDS: dict[str, Callable[[client.Api, argparse.Namespace, bool], int | None]
     "event": event.cmd_event,
     "rehearsal": event.cmd_rehearsal,
     "go-live": event.cmd_go_live,
+    # issue 24 (the badge desk)
+    "reprint": desk.cmd_reprint,
 }
