@@ -7,6 +7,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from testbed.config import KIOSK_TOKEN
 from testbed.rig import Rig
 from tests.polling import eventually
@@ -81,3 +83,35 @@ async def test_a_reprint_prints_once_per_key_on_real_printers(
         assert kinds.index("copy-made") < kinds.index("copy-settled") < len(kinds) - 1
         times = [e["at"] for e in entries]
         assert times == sorted(times)
+
+
+async def test_a_reprint_with_the_store_in_postgresql(
+    tmp_path: Path, printers: Rig, pg_url: str
+) -> None:
+    """On PostgreSQL: the reprint's document is stored in the database under its own id (a
+    replacement appliance has it), its events and link are there, and it prints once."""
+    cfg = rig_config(tmp_path / "data", printers)
+    cfg["store"] = {"url": pg_url}
+    async with appliance(cfg) as (_run, kiosk):
+        original = await kiosk.submit("pg-badge-0001", pool="lobby", hold=False)
+        await kiosk.wait_states([original["id"]], {"DONE"})
+        status, new = await _reprint(kiosk, original["id"], "pg-reprint-0001", "damaged")
+        assert status == 201
+        await kiosk.wait_states([new["id"]], {"DONE"})
+        assert (await kiosk.job(original["id"]))["reprints"] == [new["id"]]
+    with psycopg.connect(pg_url) as conn:
+        chunks = dict(
+            conn.execute(
+                "SELECT job_id, string_agg(encode(chunk, 'hex'), '' ORDER BY seq) "
+                "FROM documents GROUP BY job_id"
+            ).fetchall()
+        )
+        notes = conn.execute(
+            "SELECT reason FROM job_events WHERE job_id = %s AND from_state = 'DONE'",
+            (original["id"],),
+        ).fetchall()
+    assert chunks[new["id"]] == chunks[original["id"]]
+    assert notes == [(f"reprinted as {new['id']}: damaged",)]
+    names = printed_names(printers)
+    for job_id in (original["id"], new["id"]):
+        assert len(names[f"edgeprint-{job_id}"]) == 1
