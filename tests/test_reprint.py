@@ -359,3 +359,17 @@ async def test_the_cli_reprints_once_per_key_and_says_the_key(
     code, _, err = await run_cli(capsys, "reprint", original["id"], "--reason", " ", *url)
     assert code == 2
     assert "1-200 characters, not blank" in err
+
+
+async def test_the_cli_searches_jobs(app: Appliance, capsys: pytest.CaptureFixture[str]) -> None:
+    ann = await (await app.submit({"owner": "Ann Lee", "pool": "lobby"}, key="cli-find-ann")).json()
+    await app.submit({"owner": "Bob", "pool": "lobby"}, key="cli-find-bob")
+    url = ["--url", app.url, "--json"]
+    for option in (["--key", "cli-find-ann"], ["--id-prefix", ann["id"][:6]],
+                   ["--owner-contains", "ANN"]):  # fmt: skip
+        code, out, err = await run_cli(capsys, "jobs", *option, *url, token=KIOSK_TOKEN)
+        assert (code, err) == (0, "")
+        assert [j["id"] for j in json.loads(out)["jobs"]] == [ann["id"]], option
+    code, _, err = await run_cli(capsys, "jobs", "--id-prefix", "ABC", *url)
+    assert code == 2
+    assert "4-32 lowercase hex" in err

@@ -87,6 +87,12 @@ def _reason(text: str) -> str:
     return text
 
 
+def _id_prefix(text: str) -> str:
+    if not re.fullmatch(r"[0-9a-f]{4,32}", text):
+        raise argparse.ArgumentTypeError(f"4-32 lowercase hex characters, not {text!r}")
+    return text
+
+
 def _idempotency_key(text: str) -> str:
     if not _KEY_RE.fullmatch(text):
         raise argparse.ArgumentTypeError(
@@ -177,6 +183,9 @@ def parser() -> argparse.ArgumentParser:
     j.add_argument("--printer", type=_printer)
     j.add_argument("--limit", type=_limit, help="1-500 (default 50)")
     j.add_argument("--cursor", type=_cursor, help="next page, as printed after a full page")
+    j.add_argument("--key", type=_idempotency_key, help="the job made with this Idempotency-Key")
+    j.add_argument("--id-prefix", type=_id_prefix, help="jobs whose id starts with these 4-32 hex")
+    j.add_argument("--owner-contains", help="jobs whose owner contains this, any case")
     d = tech("dead-letter", "the dead-letter queue, oldest first (tech)")
     d.add_argument("--limit", type=_limit, help="1-500 (default 100)")
     d.add_argument("--cursor", type=_cursor, help="next page, as printed after a full page")

@@ -182,6 +182,9 @@ def cmd_jobs(api: client.Api, args: argparse.Namespace, as_json: bool) -> None:
         for k, v in (
             ("state", args.state), ("owner", args.owner), ("printer", args.printer),
             ("limit", None if args.limit is None else str(args.limit)), ("cursor", args.cursor),
+            # issue 24: search
+            ("idempotency_key", args.key), ("id_prefix", args.id_prefix),
+            ("owner_contains", args.owner_contains),
         )
         if v is not None
     }  # fmt: skip
