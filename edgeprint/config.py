@@ -101,6 +101,8 @@ class ReleaseConfig(_Frozen):
     max_pin_failures: int = Field(default=5, ge=1, le=100)
     #: Seconds a job's release stays locked after max_pin_failures wrong PINs.
     pin_lockout_s: float = Field(default=300.0, gt=0, le=86_400)
+    #: Reprints of one DONE job (POST /v1/jobs/{id}/reprint, issue 24); 0: none allowed.
+    max_reprints: int = Field(default=3, ge=0, le=1000)
 
 
 class StoreConfig(_Frozen):
@@ -315,7 +317,7 @@ class TokenConfig(_Frozen):
 
 #: What a webhook may subscribe to (``[[webhooks]].events``).
 WebhookEvent = Literal[
-    "job.done", "job.dead", "job.cancelled", "job.expired", "job.waiting",
+    "job.done", "job.dead", "job.cancelled", "job.expired", "job.waiting", "job.reprinted",
     "printer.unhealthy", "printer.healthy",
 ]  # fmt: skip
 _WEBHOOK_SECRET_BYTES = (24, 64)

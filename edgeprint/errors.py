@@ -115,6 +115,21 @@ class OutcomeNotUnknown(StateConflict):
         )
 
 
+class ReprintLimit(StateConflict):
+    """The job was reprinted ``[release] max_reprints`` times already (HTTP 409, issue 24)."""
+
+    def __init__(self, job_id: str, original_id: str, count: int, limit: int) -> None:
+        super().__init__(job_id, "reprint", "DONE")
+        self.original_id = original_id
+        self.count = count
+        self.limit = limit
+        of = "it" if original_id == job_id else f"its original {original_id}"
+        self.args = (
+            f"cannot reprint job {job_id}: {of} was reprinted {count} time(s) and "
+            f"release.max_reprints allows {limit}",
+        )
+
+
 @dataclass(frozen=True)
 class FieldProblem:
     """One invalid field of a request: where (``loc``, dotted) and why."""
@@ -189,10 +204,13 @@ class UnsupportedDocument(EdgeprintError):
 class DocumentGone(EdgeprintError):
     """The job's document was deleted (retention) or is nowhere to be found (HTTP 410)."""
 
-    def __init__(self, job_id: str, detail: str) -> None:
+    def __init__(self, job_id: str, detail: str | None = None) -> None:
         self.job_id = job_id
-        self.detail = detail
-        super().__init__(detail)
+        self.detail = detail or (
+            f"the document of job {job_id} was deleted (retention.document_retention_s): "
+            "submit it anew"
+        )
+        super().__init__(self.detail)
 
 
 class NoPageSelected(EdgeprintError):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from collections.abc import Sequence
 from datetime import datetime
 from json.encoder import encode_basestring as _quote
 from typing import Annotated, Any, Literal
@@ -280,9 +281,18 @@ class JobOut(BaseModel):
         "never counted in the live figures; cancelled by go-live while still waiting",
     )
     document: DocumentOut
+    reprint_of: str | None = Field(
+        default=None,
+        description="a reprint (POST /v1/jobs/{id}/reprint): the DONE job it was made from "
+        "(a reprint of a reprint names the first original)",
+    )
+    reprints: list[str] = Field(
+        default=[],
+        description="the reprints made from this job, oldest first (only a DONE job has any)",
+    )
 
     @classmethod
-    def from_record(cls, job: JobRecord) -> JobOut:
+    def from_record(cls, job: JobRecord, reprints: Sequence[str] = ()) -> JobOut:
         # Trusted data from the store: build without re-validating (the hot path).
         return cls.model_construct(
             id=job.id,
@@ -315,6 +325,8 @@ class JobOut(BaseModel):
                 format=job.document_format,
                 page_size=PageSizeOut.of(job.page_sizes),
             ),
+            reprint_of=job.reprint_of,
+            reprints=list(reprints),
         )
 
 
@@ -338,7 +350,7 @@ def _time(ts: float | None) -> str:
     return "null" if ts is None else f'"{rfc3339_ms(ts)}"'
 
 
-def job_json(job: JobRecord) -> bytes:
+def job_json(job: JobRecord, reprints: Sequence[str] = ()) -> bytes:
     """``JobOut.from_record(job).model_dump_json()``, byte for byte, without building the model.
 
     A job is the answer of every job request; building the pydantic model to
@@ -366,7 +378,9 @@ def job_json(job: JobRecord) -> bytes:
         ',"document":{"sha256":', _text(job.document_sha256),
         ',"bytes":', _number(job.document_bytes), ',"pages":', _number(job.document_pages),
         ',"format":', _text(job.document_format),
-        ',"page_size":', _page_size_json(job.page_sizes), "}}",
+        ',"page_size":', _page_size_json(job.page_sizes), "}",
+        ',"reprint_of":', _text(job.reprint_of),
+        ',"reprints":[', ",".join(_quote(r) for r in reprints), "]}",
     )).encode()  # fmt: skip
 
 
@@ -400,6 +414,12 @@ class Problem(BaseModel):
     )
     mode: Literal["live", "rehearsal"] | None = Field(
         default=None, description="not-in-rehearsal / already-in-rehearsal: the event's mode"
+    )
+    count: int | None = Field(
+        default=None, description="reprint-limit: how many times the job was reprinted"
+    )
+    limit: int | None = Field(
+        default=None, description="reprint-limit: release.max_reprints, the most allowed"
     )
 
 
@@ -882,3 +902,54 @@ class BulkOut(BaseModel):
     matched: int = Field(description="jobs selected (ids given, or the filter's up to limit)")
     more: bool = Field(description="the filter matches more jobs than limit (call again)")
     results: list[BulkResultOut]
+
+
+# --- issue 24: reprints and a job's story -------------------------------------------------
+
+#: A reprint's reason: 1–200 characters, no control characters, not only spaces.
+REASON_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+PATTERN_HINTS[REASON_PATTERN] = "must be 1–200 characters, no control characters, not blank"
+
+
+class ReprintRequest(_Strict):
+    """JSON body of ``POST /v1/jobs/{id}/reprint``."""
+
+    reason: StrictStr = Field(
+        min_length=1, max_length=200, pattern=REASON_PATTERN,
+        description="why it is printed again (lost, damaged, misspelt then fixed upstream): "
+        "recorded in both jobs' events",
+    )  # fmt: skip
+
+
+class StoryEntryOut(BaseModel):
+    """One line of a job's story, in time order."""
+
+    at: str = Field(description="when (RFC 3339 UTC)")
+    kind: Literal["state", "note", "copy-made", "copy-settled"] = Field(
+        description="state: a state change (job_events); note: an event that changed no state "
+        "(a reprint made from this job); copy-made: a copy handed to a printer; copy-settled: "
+        "what the printer's answers settled that copy as"
+    )
+    words: str = Field(description="the entry in words, for a person")
+    actor: str | None = Field(description="who acted (a token's name, a printer worker, …)")
+    reason: str | None = Field(description="why, as recorded")
+    from_state: JobState | None = None
+    to_state: JobState | None = None
+    printer: str | None = Field(default=None, description="copies: the printer")
+    printer_job_id: int | None = Field(default=None, description="copies: its IPP job-id")
+    copy_id: int | None = None
+    copy_state: str | None = Field(default=None, description="copies: the copy's state")
+    outcome: str | None = Field(default=None, description="copy-settled: why, in words")
+    settled_by: str | None = Field(
+        default=None, description="copy-settled: the printer's answer that settled it (evidence)"
+    )
+    job_state_reasons: list[str] = Field(
+        default=[], description="copy-settled: the printer's job-state-reasons, last reported"
+    )
+
+
+class JobStoryOut(BaseModel):
+    """``GET /v1/jobs/{id}/events``: the job and everything that happened to it, oldest first."""
+
+    job: JobOut
+    entries: list[StoryEntryOut]

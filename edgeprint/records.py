@@ -67,6 +67,7 @@ class JobRecord(NamedTuple):
     page_landscape: int | None  # 1: its first page is wider than tall (stock.PageSizes)
     rehearsal: bool  # made while the event was in rehearsal (issue 23): never a live figure
     document_format: str  # as accepted: application/pdf, or a raw language sent unchanged
+    reprint_of: str | None  # issue 24: a reprint names the DONE job it was made from
     # computed from its copies (not columns of jobs; see ROW):
     cancel_requested: bool  # a person asked to cancel it while a printer holds a copy
     truncated_copies: int  # copies that completed without being verifiably whole

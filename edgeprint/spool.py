@@ -28,6 +28,7 @@ import errno
 import hashlib
 import os
 import secrets
+import shutil
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
@@ -274,6 +275,51 @@ class Spool:
         finally:
             await asyncio.to_thread(_unlink, tmp)
         return final
+
+    async def duplicate(self, src_id: str, sha256: str, dest_id: str) -> Path:
+        """Make ``dest_id``'s document the same bytes as ``src_id``'s (a reprint, issue 24);
+        its path, durable (and in the mirror) when it returns.
+
+        A hard link where the filesystem allows it: the bytes are stored once, yet each job
+        still has its own file, so retention removes one without asking about the other.
+        Else a copy. Raises FileNotFoundError when ``src_id``'s document is gone, OSError
+        (EIO) when the mirror cannot be read now, errors.StoreError as :meth:`stage` does.
+        """
+        src = await self.local(src_id, sha256)
+        final = self.path_for(dest_id)
+        tmp = self.tmp_dir / f"{dest_id}.dup-{secrets.token_hex(4)}"
+        try:
+            await asyncio.to_thread(self._link_or_copy, src, tmp)
+            await asyncio.to_thread(os.replace, tmp, final)
+            await asyncio.to_thread(_fsync_dir, self.dir)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            _unlink(final)
+            raise _os_error(exc) from exc
+        finally:
+            _unlink(tmp)
+        if self.mirror is not None:
+            try:
+                await self.mirror.put(dest_id, final)
+            except errors.StoreError:
+                _unlink(final)
+                raise
+        return final
+
+    def _link_or_copy(self, src: Path, dest: Path) -> None:
+        try:
+            os.link(src, dest)
+            return
+        except FileNotFoundError:
+            raise
+        except OSError:
+            pass  # no hard links here (another filesystem, a FAT stick): copy
+        self.check_room()
+        with open(src, "rb") as fin, open(dest, "xb") as fout:
+            shutil.copyfileobj(fin, fout, 1024 * 1024)
+            fout.flush()
+            os.fsync(fout.fileno())
 
     def check_ready(self) -> None:
         """For /readyz: can a document be staged now? One statvfs, one empty file made and removed.

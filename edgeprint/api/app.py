@@ -77,19 +77,28 @@ from edgeprint.service import (
     PrinterCheck,
 )
 from edgeprint.service.previews import Previews
+from edgeprint.service.reprints import ReprintService
+from edgeprint.service.search import JobSearch, search_jobs
 from edgeprint.states import JobState
 
 log = logging.getLogger(__name__)
 
 #: The optional JSON body of a release or a cancel.
 _Body = TypeVar("_Body", ReleaseRequest, CancelRequest, ResolveRequest, IdentifyRequest)
+#: A JSON body that must be there.
+_Model = TypeVar("_Model", bound=BaseModel)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 _KEY_RE = re.compile(IDEMPOTENCY_KEY_PATTERN)
 _JOB_ID_RE = re.compile(JOB_ID_PATTERN)
 _CORRELATION_RE = re.compile(r"^[\x21-\x7e]{1,128}$")
-_LIST_PARAMS = {"state", "owner", "printer", "limit", "cursor"}
+_LIST_PARAMS = {
+    "state", "owner", "printer", "limit", "cursor", "idempotency_key", "id_prefix",
+    "owner_contains",
+}  # fmt: skip
+_ID_PREFIX_RE = re.compile(r"^[0-9a-f]{4,32}$")
+_PRINTABLE_RE = re.compile(r"^[^\x00-\x1f\x7f-\x9f]+$")
 # ASCII digits only: str.isdigit() also accepts "²" or "١", which int() refuses or misreads.
 _LIMIT_RE = re.compile(r"^[0-9]{1,3}$")
 _CURSOR_RE = re.compile(r"^[0-9]{1,18}$")
@@ -185,6 +194,28 @@ def _job_id(request: web.Request) -> str:
     return job_id
 
 
+def idempotency_key(request: web.Request) -> str:
+    """The request's one Idempotency-Key header; raises errors.MalformedRequest (400)
+    ``idempotency-key-missing`` or ``idempotency-key-invalid``."""
+    keys = request.headers.getall("Idempotency-Key", [])
+    if len(keys) > 1:
+        raise errors.MalformedRequest(
+            f"send one Idempotency-Key header, not {len(keys)}", slug="idempotency-key-invalid"
+        )
+    key = keys[0] if keys else None
+    if key is None:
+        raise errors.MalformedRequest(
+            "the Idempotency-Key header is required (8–80 printable ASCII characters)",
+            slug="idempotency-key-missing",
+        )
+    if not _KEY_RE.match(key):
+        raise errors.MalformedRequest(
+            "the Idempotency-Key header must be 8–80 printable ASCII characters, no spaces",
+            slug="idempotency-key-invalid",
+        )
+    return key
+
+
 # --- middleware ------------------------------------------------------------------
 
 
@@ -242,22 +273,7 @@ async def submit_job(request: web.Request) -> web.Response:
     """POST /v1/jobs: multipart metadata + document, Idempotency-Key required."""
     deps = _deps(request)
     caller = request[CALLER]
-    keys = request.headers.getall("Idempotency-Key", [])
-    if len(keys) > 1:
-        raise errors.MalformedRequest(
-            f"send one Idempotency-Key header, not {len(keys)}", slug="idempotency-key-invalid"
-        )
-    key = keys[0] if keys else None
-    if key is None:
-        raise errors.MalformedRequest(
-            "the Idempotency-Key header is required (8–80 printable ASCII characters)",
-            slug="idempotency-key-missing",
-        )
-    if not _KEY_RE.match(key):
-        raise errors.MalformedRequest(
-            "the Idempotency-Key header must be 8–80 printable ASCII characters, no spaces",
-            slug="idempotency-key-invalid",
-        )
+    key = idempotency_key(request)
     server = deps.config.server
     try:
         # The whole upload within body_timeout_s (a slow client cannot hold the connection
@@ -281,9 +297,14 @@ async def submit_job(request: web.Request) -> web.Response:
 
 
 async def get_job(request: web.Request) -> web.Response:
-    """GET /v1/jobs/{id}."""
-    job = await _deps(request).service.get(_job_id(request))
-    return _job_json(job)
+    """GET /v1/jobs/{id} (with its reprints: only a DONE job has any)."""
+    service = _deps(request).service
+    job = await service.get(_job_id(request))
+    if job.state is not JobState.DONE:
+        return _job_json(job)
+    reprints = await ReprintService(service).reprints_of([job.id])
+    body = job_json(job, reprints.get(job.id, ()))
+    return web.Response(body=body, content_type="application/json")
 
 
 def _query(
@@ -319,10 +340,40 @@ def _paging(
     return limit, cursor
 
 
+def _search(q: Mapping[str, str], problems_: list[errors.FieldProblem]) -> dict[str, str]:
+    """The search parameters of ``GET /v1/jobs`` (issue 24); bad ones go to ``problems_``."""
+    out: dict[str, str] = {}
+    if "idempotency_key" in q:
+        if _KEY_RE.match(q["idempotency_key"]):
+            out["idempotency_key"] = q["idempotency_key"]
+        else:
+            problems_.append(errors.FieldProblem(
+                "query.idempotency_key", "8–80 printable ASCII characters, no spaces"
+            ))  # fmt: skip
+    if "id_prefix" in q:
+        if _ID_PREFIX_RE.match(q["id_prefix"]):
+            out["id_prefix"] = q["id_prefix"]
+        else:
+            problems_.append(
+                errors.FieldProblem("query.id_prefix", "4–32 lowercase hex characters (0-9, a-f)")
+            )
+    if "owner_contains" in q:
+        text = q["owner_contains"]
+        if 1 <= len(text) <= 255 and _PRINTABLE_RE.match(text):
+            out["owner_contains"] = text
+        else:
+            problems_.append(errors.FieldProblem(
+                "query.owner_contains", "1–255 characters, no control characters"
+            ))  # fmt: skip
+    return out
+
+
 async def list_jobs(request: web.Request) -> web.Response:
-    """GET /v1/jobs?state=&owner=&printer=&limit=&cursor= (newest first)."""
+    """GET /v1/jobs?state=&owner=&printer=&idempotency_key=&id_prefix=&owner_contains=
+    &limit=&cursor= (newest first; every filter given must match)."""
     problems_: list[errors.FieldProblem] = []
     q = _query(request, _LIST_PARAMS, problems_)
+    found = _search(q, problems_)
     state = None
     if "state" in q:
         try:
@@ -334,12 +385,16 @@ async def list_jobs(request: web.Request) -> web.Response:
     limit, before = _paging(q, 50, problems_)
     if problems_:
         raise invalid("invalid query parameters", problems_, "query")
-    jobs = await _deps(request).service.list_jobs(
-        state=state, owner=q.get("owner"), printer=q.get("printer"), before_seq=before,
-        limit=limit,
-    )  # fmt: skip
+    service = _deps(request).service
+    search = JobSearch(state=state, owner=q.get("owner"), printer=q.get("printer"), **found)
+    jobs = await search_jobs(service, search, before_seq=before, limit=limit)
+    done = [j.id for j in jobs if j.state is JobState.DONE]
+    reprints = await ReprintService(service).reprints_of(done)
     next_cursor = str(jobs[-1].seq) if len(jobs) == limit else None
-    return _json(JobListOut(jobs=[JobOut.from_record(j) for j in jobs], next_cursor=next_cursor))
+    return _json(JobListOut(
+        jobs=[JobOut.from_record(j, reprints.get(j.id, ())) for j in jobs],
+        next_cursor=next_cursor,
+    ))  # fmt: skip
 
 
 #: Each body model with no field given (the models are frozen: one instance serves all).
@@ -354,9 +409,26 @@ def _empty(model: type[_Body]) -> _Body:
     return empty
 
 
+async def required_json(request: web.Request, model: type[_Model], example: str) -> _Model:
+    """The request's JSON body as ``model``; no body is 422 ``invalid-request`` saying
+    ``example`` (raises as the optional bodies do otherwise)."""
+    raw = await _json_body(request)
+    if raw is None:
+        raise errors.InvalidRequest(
+            f"a JSON body is required, e.g. {example}", [errors.FieldProblem("body", "required")]
+        )
+    return _parse_body(raw, model)
+
+
 async def _optional_json(request: web.Request, model: type[_Body]) -> _Body:
+    raw = await _json_body(request)
+    return _empty(model) if raw is None else _parse_body(raw, model)
+
+
+async def _json_body(request: web.Request) -> bytearray | None:
+    """The body's bytes (None: no body, or only whitespace), read within body_timeout_s."""
     if not request.can_read_body:  # no body at all (Content-Length: 0): nothing to wait for
-        return _empty(model)
+        return None
     if request.content_length is not None and request.content_length > MAX_JSON_BODY:
         raise errors.PayloadTooLarge("the request body", MAX_JSON_BODY)
     timeout_s = _deps(request).config.server.body_timeout_s
@@ -371,9 +443,13 @@ async def _optional_json(request: web.Request, model: type[_Body]) -> _Body:
     except TimeoutError:
         raise errors.BodyTimeout(timeout_s) from None
     if not raw.strip():
-        return _empty(model)
+        return None
     if request.content_type not in ("application/json", "application/octet-stream"):
         raise errors.UnsupportedDocument("send the body as application/json")
+    return raw
+
+
+def _parse_body(raw: bytearray, model: type[_Model]) -> _Model:
     if (key := duplicate_key(raw)) is not None:
         raise duplicate_key_problem(key, "the body")
     try:

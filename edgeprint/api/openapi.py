@@ -43,12 +43,14 @@ from edgeprint.models import (
     IdentifyRequest,
     JobListOut,
     JobOut,
+    JobStoryOut,
     MediaLoadedOut,
     PrinterCheckOut,
     PrinterOut,
     PrintersOut,
     Problem,
     ReleaseRequest,
+    ReprintRequest,
     ResolveRequest,
     StatsOut,
     SubmitMetadata,
@@ -65,12 +67,14 @@ _PROBLEM_TYPE = "application/problem+json"
 _REQUEST_MODELS: tuple[type[BaseModel], ...] = (
     SubmitMetadata, ReleaseRequest, CancelRequest, ResolveRequest, IdentifyRequest,
     BulkReleaseRequest, BulkCancelRequest, BulkReplayRequest, BulkResolveRequest,  # issue 24
+    ReprintRequest,  # issue 24
 )  # fmt: skip
 _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     JobOut, JobListOut, PrinterOut, PrintersOut, DrainOut, DeadLetterOut, Health, Problem,
     StatsOut, WebhookDeliveriesOut, IdentifyOut, EventOut, PrinterCheckOut,
     MediaLoadedOut,  # issue 23 (supplies)
     BulkOut,  # issue 24 (many jobs at once)
+    JobStoryOut,  # issue 24
 )  # fmt: skip
 
 Body = Literal[
@@ -83,6 +87,7 @@ Body = Literal[
     "bulk-cancel",
     "bulk-replay",
     "bulk-resolve",
+    "reprint",
 ]
 #: The bulk calls' bodies (issue 24): required JSON, `limit` always.
 _BULK_BODIES: dict[str, type[BaseModel]] = {
@@ -229,6 +234,23 @@ _PARAMETER_DEFS: dict[str, dict[str, Any]] = {
         "description": "only jobs for this printer (requested or assigned)",
         "schema": {"type": "string"},
     },
+    "idempotency_key": {
+        "name": "idempotency_key", "in": "query", "required": False,
+        "description": "only the job made with this Idempotency-Key (exact)",
+        "schema": {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN},
+    },
+    "id_prefix": {
+        "name": "id_prefix", "in": "query", "required": False,
+        "description": "only jobs whose id starts with these 4–32 lowercase hex characters",
+        "schema": {"type": "string", "pattern": r"^[0-9a-f]{4,32}$"},
+    },
+    "owner_contains": {
+        "name": "owner_contains", "in": "query", "required": False,
+        "description": "only jobs whose owner contains this text, case-insensitive (`%` and "
+        "`_` match themselves)",
+        "schema": {"type": "string", "minLength": 1, "maxLength": 255,
+                   "pattern": r"^[^\x00-\x1f\x7f-\x9f]+$"},
+    },
     "limit": {
         "name": "limit", "in": "query", "required": False,
         "description": "page size, 1–500 (default 50; 100 for the dead-letter queue)",
@@ -315,6 +337,12 @@ def _request_body(body: Body, refs: dict[type[BaseModel], dict[str, Any]]) -> di
             "required": False,
             "description": 'optional; `{"how": "auto"}` is the default',
             "content": {"application/json": {"schema": refs[IdentifyRequest]}},
+        }
+    if body == "reprint":
+        return {
+            "required": True,
+            "description": '`{"reason": "badge lost"}`: why it is printed again',
+            "content": {"application/json": {"schema": refs[ReprintRequest]}},
         }
     if body == "resolve":
         return {

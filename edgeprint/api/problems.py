@@ -81,6 +81,11 @@ def from_error(exc: errors.EdgeprintError) -> web.Response:
             return problem(409, "cannot-print-rest", str(exc), state=exc.state, job_id=exc.job_id)
         case errors.OutcomeNotUnknown():
             return problem(409, "outcome-not-unknown", str(exc), state=exc.state, job_id=exc.job_id)
+        case errors.ReprintLimit():
+            return problem(
+                409, "reprint-limit", str(exc), state=exc.state, job_id=exc.job_id,
+                count=exc.count, limit=exc.limit,
+            )  # fmt: skip
         case errors.StateConflict():
             return problem(409, "state-conflict", str(exc), state=exc.state, job_id=exc.job_id)
         case errors.IdempotencyKeyReused():

@@ -13,7 +13,7 @@ from typing import cast
 
 from aiohttp import web
 
-from edgeprint.api import app, bulk, event, ipp, openapi, previews, status_page
+from edgeprint.api import app, bulk, desk, event, ipp, openapi, previews, status_page
 from edgeprint.api.openapi import PATH, Answer, Body, Handler, Operation, Role
 from edgeprint.ipp_server.attributes import ICON_SIZES
 from edgeprint.models import (
@@ -26,6 +26,7 @@ from edgeprint.models import (
     IdentifyOut,
     JobListOut,
     JobOut,
+    JobStoryOut,
     MediaLoadedOut,
     PrinterCheckOut,
     PrinterOut,
@@ -143,11 +144,70 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         app.list_jobs,
         "get", "/v1/jobs", "listJobs", "List jobs, newest first", "jobs", "kiosk",
-        query=("state", "owner", "printer", "limit", "cursor"),
+        query=("state", "owner", "printer", "idempotency_key", "id_prefix", "owner_contains",
+               "limit", "cursor"),
+        description=(
+            "Filters combine (every one given must match). Search: `idempotency_key` (exact), "
+            "`id_prefix` (the id's first 4–32 hex characters), `owner_contains` (part of the "
+            "owner, case-insensitive; `%` and `_` match themselves)."
+        ),
         answers={
             200: Answer("a page of jobs; pass `next_cursor` as `cursor` for the next", JobListOut),
             422: _problem("`invalid-request`: a bad or unknown query parameter (`errors`)"),
             503: _503_STORE, **_AUTH,
+        },
+    ),
+    Operation(
+        desk.reprint_job,
+        "post", "/v1/jobs/{job_id}/reprint", "reprintJob",
+        "Print a DONE job again, on purpose, with a record", "jobs", "kiosk",
+        headers=("Idempotency-Key",), body="reprint",
+        description=(
+            "A new job with the same document, owner, target and copies, RELEASED at once, "
+            "naming the original in `reprint_of` (the original lists it in `reprints`; a "
+            "reprint of a reprint names the first original). The reason and who asked are in "
+            "both jobs' events; a `job.reprinted` webhook. The same Idempotency-Key again "
+            "answers the same reprint (200, `Idempotent-Replayed: true`); another key makes "
+            "another reprint, up to `[release] max_reprints` per original."
+        ),
+        answers={
+            201: Answer("the reprint, RELEASED", JobOut, headers=("Location",)),
+            200: Answer("the reprint this Idempotency-Key already made", JobOut,
+                        headers=("Location", "Idempotent-Replayed")),
+            400: _problem(
+                "`idempotency-key-missing`, `idempotency-key-invalid`, `malformed-json`"
+            ),
+            404: _404_JOB,
+            408: _problem("`request-timeout`: the body did not arrive within the time limit"),
+            409: _problem(
+                "`state-conflict`: the job is not DONE (`state` names its state); "
+                "`reprint-limit`: it was reprinted `max_reprints` times (`count`, `limit`)"
+            ),
+            410: _problem("`document-gone`: retention deleted the job's document"),
+            413: _problem("`payload-too-large`: the body is over 64 KiB"),
+            415: _problem("`unsupported-media-type`: a body that is not application/json"),
+            422: _problem(
+                "`invalid-request` (`reason` missing, empty, over 200 characters or with "
+                "control characters; `errors`), `idempotency-key-reused` (the key made another "
+                "job or another reprint), `unknown-target` (its printer or pool is no longer "
+                "configured)"
+            ),
+            503: _503_WRITE, 507: _507, **_AUTH,
+        },
+        links={201: ("getJob", "cancelJob")},
+    ),
+    Operation(
+        desk.job_story,
+        "get", "/v1/jobs/{job_id}/events", "jobStory",
+        "A job's story: state changes, copies, who and why", "jobs", "kiosk",
+        description=(
+            "Every state change (who made it and why), every event that changed no state (a "
+            "reprint made from it), every copy handed to a printer (which printer, its IPP "
+            "job-id) and the printer's answer that settled it, oldest first, each in words."
+        ),
+        answers={
+            200: Answer("the job and its story", JobStoryOut),
+            404: _404_JOB, 503: _503_STORE, **_AUTH,
         },
     ),
     Operation(

@@ -11,6 +11,8 @@ from edgeprint.states import JobState
 
 _JOB_ID_RE = re.compile(r"^[0-9a-f]{32}$")
 _PRINTER_RE = re.compile(r"^[a-z0-9-]{1,40}$")
+_KEY_RE = re.compile(r"^[\x21-\x7e]{8,80}$")
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def _common_options() -> argparse.ArgumentParser:
@@ -76,6 +78,26 @@ def _state(text: str) -> str:
 def _job_id(text: str) -> str:
     if not _JOB_ID_RE.fullmatch(text):
         raise argparse.ArgumentTypeError(f"a job id is 32 lowercase hex characters, not {text!r}")
+    return text
+
+
+def _reason(text: str) -> str:
+    if not 1 <= len(text) <= 200 or not text.strip() or _CONTROL_RE.search(text):
+        raise argparse.ArgumentTypeError("1-200 characters, not blank, no control characters")
+    return text
+
+
+def _id_prefix(text: str) -> str:
+    if not re.fullmatch(r"[0-9a-f]{4,32}", text):
+        raise argparse.ArgumentTypeError(f"4-32 lowercase hex characters, not {text!r}")
+    return text
+
+
+def _idempotency_key(text: str) -> str:
+    if not _KEY_RE.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"an Idempotency-Key is 8-80 printable ASCII characters, no spaces, not {text!r}"
+        )
     return text
 
 
@@ -173,6 +195,9 @@ def parser() -> argparse.ArgumentParser:
     j.add_argument("--printer", type=_printer)
     j.add_argument("--limit", type=_limit, help="1-500 (default 50)")
     j.add_argument("--cursor", type=_cursor, help="next page, as printed after a full page")
+    j.add_argument("--key", type=_idempotency_key, help="the job made with this Idempotency-Key")
+    j.add_argument("--id-prefix", type=_id_prefix, help="jobs whose id starts with these 4-32 hex")
+    j.add_argument("--owner-contains", help="jobs whose owner contains this, any case")
     d = tech("dead-letter", "the dead-letter queue, oldest first (tech)")
     d.add_argument("--limit", type=_limit, help="1-500 (default 100)")
     d.add_argument("--cursor", type=_cursor, help="next page, as printed after a full page")
@@ -204,6 +229,16 @@ def parser() -> argparse.ArgumentParser:
     how.add_argument(
         "--not-printed", dest="printed", action="store_false", help="it did not: print once more"
     )
+    rp = tech("reprint", "print a DONE job again, on purpose, with a reason (kiosk or tech)")
+    rp.add_argument("job_id", metavar="JOB_ID", type=_job_id)
+    rp.add_argument(
+        "--reason", required=True, type=_reason,
+        help="why (lost, damaged, misspelt then fixed): recorded in both jobs' events",
+    )  # fmt: skip
+    rp.add_argument(
+        "--key", metavar="KEY", type=_idempotency_key,
+        help="the Idempotency-Key of an earlier run that got no answer (default: a new one)",
+    )  # fmt: skip
     pf = tech(
         "preflight",
         "will every printer get through the morning? reachable, round trip, state, stock, "

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from edgeprint.cli import bulk, client, event, preflight, render
+from edgeprint.cli import bulk, client, desk, event, preflight, render
 from edgeprint.cli.errors import (
     EXIT_API_ERROR,
     EXIT_CONNECT,
@@ -182,6 +182,9 @@ def cmd_jobs(api: client.Api, args: argparse.Namespace, as_json: bool) -> None:
         for k, v in (
             ("state", args.state), ("owner", args.owner), ("printer", args.printer),
             ("limit", None if args.limit is None else str(args.limit)), ("cursor", args.cursor),
+            # issue 24: search
+            ("idempotency_key", args.key), ("id_prefix", args.id_prefix),
+            ("owner_contains", args.owner_contains),
         )
         if v is not None
     }  # fmt: skip
@@ -368,4 +371,6 @@ COMMANDS: dict[str, Callable[[client.Api, argparse.Namespace, bool], int | None]
     "event": event.cmd_event,
     "rehearsal": event.cmd_rehearsal,
     "go-live": event.cmd_go_live,
+    # issue 24 (the badge desk)
+    "reprint": desk.cmd_reprint,
 }

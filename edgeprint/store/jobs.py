@@ -277,6 +277,11 @@ GUARD_PRINTED = (
 _ON_PRINTER_FENCED = f"{GUARD_ON_PRINTER} AND {LEASED_JOB}"
 
 
+def like_escape(text: str) -> str:
+    """``text`` as a LIKE pattern that matches itself (escape character ``\\``)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 class Jobs:
     """Queries on the ``jobs`` and ``job_events`` tables of one :class:`Store`."""
 
@@ -480,10 +485,28 @@ class Jobs:
         printer: str | None = None,
         before_seq: int | None = None,
         limit: int = 50,
+        idempotency_key: str | None = None,
+        id_prefix: str | None = None,
+        owner_contains: str | None = None,
     ) -> list[JobRecord]:
-        """Jobs newest first, filtered; ``before_seq`` pages (exclusive)."""
+        """Jobs newest first, filtered; ``before_seq`` pages (exclusive).
+
+        Search (issue 24): ``idempotency_key`` exact; ``id_prefix`` the id's first hex
+        characters (checked by the caller: lowercase hex only); ``owner_contains`` a
+        substring of the owner, case-insensitive (LIKE wildcards in it are matched as
+        themselves).
+        """
         where: list[str] = []
         params: list[Any] = []
+        if idempotency_key is not None:
+            where.append("idempotency_key = ?")
+            params.append(idempotency_key)
+        if id_prefix is not None:
+            where.append("id LIKE ?")
+            params.append(id_prefix + "%")
+        if owner_contains is not None:
+            where.append("lower(owner) LIKE ? ESCAPE '\\'")
+            params.append("%" + like_escape(owner_contains.lower()) + "%")
         if state is not None:
             where.append("state = ?")
             params.append(state.value)

@@ -511,4 +511,12 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # issue 24 (reprints; SQLite's the same): the original a reprint was made from
+    [
+        "ALTER TABLE jobs ADD COLUMN reprint_of text",
+        "CREATE INDEX jobs_reprints ON jobs (reprint_of, seq) WHERE reprint_of IS NOT NULL",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -495,4 +495,14 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # issue 24 (reprints): a reprint is a new job made from a DONE one, on purpose; it names
+    # its original (the original's ``reprints`` are the jobs naming it: the index below).
+    # Counting them is how ``[release] max_reprints`` is held, in the insert's own statement.
+    [
+        "ALTER TABLE jobs ADD COLUMN reprint_of TEXT",
+        "CREATE INDEX jobs_reprints ON jobs (reprint_of, seq) WHERE reprint_of IS NOT NULL",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)

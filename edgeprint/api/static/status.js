@@ -119,6 +119,8 @@
       init.headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(spec.body);
     }
+    Object.keys(spec.headers || {}).forEach(function (k) { init.headers[k] = spec.headers[k]; });
+    var answered = false;
     document.body.setAttribute("data-busy", "1");
     showAnswer(spec.yes + ": sending...", false);
     fetch(spec.path, init).then(function (resp) {
@@ -126,6 +128,7 @@
                               function () { return [resp, null]; });
     }).then(function (pair) {
       var resp = pair[0], body = pair[1];
+      answered = true;
       if (resp.ok && body) {
         showAnswer(spec.done(body) + " (" + resp.status + " " + resp.statusText + ")", false);
       } else {
@@ -139,6 +142,7 @@
     }).then(function () {
       clearTimeout(cut);
       document.body.removeAttribute("data-busy");
+      if (spec.after) { spec.after(answered); }
       tick();
     });
   }
@@ -649,7 +653,7 @@
     jobs.forEach(function (j) {
       var where = j.printed_on || j.printer || (j.pool ? "pool " + j.pool : "-");
       var tr = h("tr", null, h("td", null, selectBox(j)),
-                 h("td", "mono", short(j.id)), h("td", null, j.state),
+                 h("td", "mono", storyButton(j)), h("td", null, j.state),
                  h("td", null, j.owner), h("td", null, where), h("td", null, when(j.updated_at)),
                  h("td", null, jobActions(j, false)));
       tr.setAttribute("data-job", j.id);
@@ -685,6 +689,188 @@
     byId("jobs").replaceChildren(jobTable(jobs));
     bulkRender(stats);
   }
+
+  // --- a job's story, reprint with a reason, search (issue 24) ------------------------------
+
+  var openStory = null;     // the job whose story is shown
+  var reprintFor = null;    // the DONE job the reprint dialog is about
+  var reprintKeys = {};     // job id -> the Idempotency-Key of a reprint that got no answer
+
+  function storyButton(j) {
+    var b = h("button", "link mono", short(j.id));
+    b.type = "button";
+    b.setAttribute("data-action", "open-story");
+    b.setAttribute("data-target", j.id);
+    b.setAttribute("aria-label", "Job " + short(j.id) + ": open its story");
+    b.addEventListener("click", function () { showStory(j.id); });
+    return b;
+  }
+
+  function showStory(id) {
+    var token = readToken();
+    if (!token) { showLogin(null); return; }
+    openStory = id;
+    document.body.setAttribute("data-story", "loading");
+    get("v1/jobs/" + encodeURIComponent(id) + "/events", token).then(function (r) {
+      return r.json().then(function (b) { return [r, b]; }, function () { return [r, null]; });
+    }).then(function (pair) {
+      if (openStory !== id) { return; }
+      var r = pair[0], b = pair[1];
+      if (r.ok && b) { renderStory(b); return; }
+      storyText("Job " + short(id), "The story could not be read (" + r.status + " " +
+        (b && b.detail ? b.detail : r.statusText) + ").");
+    }, function () {
+      storyText("Job " + short(id), "No answer from the appliance: the story could not be read.");
+    });
+  }
+
+  function storyText(title, text) {
+    byId("story-title").textContent = title;
+    byId("story-body").replaceChildren(h("p", "empty", text));
+    byId("story").hidden = false;
+    document.body.setAttribute("data-story", "failed");
+  }
+
+  function jobLinks(ids) {
+    var span = h("span");
+    ids.forEach(function (id, i) {
+      if (i) { span.append(", "); }
+      span.append(storyButton({ id: id }));
+    });
+    return span;
+  }
+
+  function renderStory(s) {
+    var j = s.job;
+    var where = j.printed_on || j.printer || (j.pool ? "pool " + j.pool : "-");
+    byId("story-title").textContent = "Job " + short(j.id) + " (" + j.owner + "): " + j.state;
+    var body = [h("p", "mono", j.id),
+                h("p", null, j.copies + " copy(ies), " + where + "; document " +
+                  (j.document.pages === null ? "?" : j.document.pages) + " page(s)")];
+    if (j.reprint_of) { body.push(h("p", null, "A reprint of job ", jobLinks([j.reprint_of]))); }
+    if (j.reprints.length) {
+      body.push(h("p", null, "Reprinted " + j.reprints.length + " time(s): ", jobLinks(j.reprints)));
+    }
+    var ol = h("ol", "story");
+    s.entries.forEach(function (e) {
+      var t = h("time", null, when(e.at));
+      t.setAttribute("datetime", e.at);
+      var li = h("li", null, t, e.words);
+      li.setAttribute("data-kind", e.kind);
+      ol.append(li);
+    });
+    if (!s.entries.length) { ol.append(h("li", "empty", "Nothing recorded yet.")); }
+    body.push(ol);
+    var actions = h("div", "actions");
+    if (j.state === "DONE") {
+      var b = h("button", "primary", "Reprint\u2026");
+      b.type = "button";
+      b.setAttribute("data-action", "reprint");
+      b.setAttribute("data-target", j.id);
+      b.addEventListener("click", function () { askReprint(j); });
+      actions.append(b);
+    }
+    var close = h("button", null, "Close");
+    close.type = "button";
+    close.setAttribute("data-action", "close-story");
+    close.addEventListener("click", function () {
+      openStory = null;
+      byId("story").hidden = true;
+      document.body.removeAttribute("data-story");
+    });
+    actions.append(close);
+    body.push(actions);
+    byId("story-body").replaceChildren.apply(byId("story-body"), body);
+    byId("story").hidden = false;
+    document.body.setAttribute("data-story", j.id);
+  }
+
+  function randomKey() {
+    var bytes = new Uint8Array(16);
+    window.crypto.getRandomValues(bytes);
+    return "status-page-" + Array.from(bytes).map(function (x) {
+      return (x + 256).toString(16).slice(1);
+    }).join("");
+  }
+
+  function askReprint(j) {
+    reprintFor = j;
+    var where = j.printer || (j.pool ? "pool " + j.pool : "its printer");
+    byId("reprint-text").textContent = "Print job " + short(j.id) + " (" + j.owner +
+      ") again? A new job goes to " + where + " at once (" + j.copies + " copy(ies)); " +
+      "both jobs record who asked and why.";
+    byId("reprint-reason").value = "";
+    byId("reprint-error").hidden = true;
+    byId("reprint").hidden = false;
+    byId("reprint-reason").focus();
+  }
+
+  function closeReprint() {
+    reprintFor = null;
+    byId("reprint").hidden = true;
+  }
+
+  function sendReprint() {
+    var j = reprintFor;
+    if (!j) { return; }
+    var reason = byId("reprint-reason").value.trim();
+    if (!reason) {
+      byId("reprint-error").textContent = "Say why it is printed again (1 to 200 characters).";
+      byId("reprint-error").hidden = false;
+      byId("reprint-reason").focus();
+      return;
+    }
+    // a reprint that got no answer keeps its key: trying again cannot print it twice
+    var key = reprintKeys[j.id] || randomKey();
+    reprintKeys[j.id] = key;
+    closeReprint();
+    run({ yes: "Reprint", path: "v1/jobs/" + j.id + "/reprint", body: { reason: reason },
+          headers: { "Idempotency-Key": key },
+          done: function (b) {
+            return "Reprint of job " + short(b.reprint_of) + " made: job " + short(b.id) +
+              " is " + b.state;
+          },
+          after: function (answered) {
+            if (answered) { delete reprintKeys[j.id]; }
+            showStory(j.id);
+          } });
+  }
+
+  var SEARCH_RULES = {
+    id_prefix: [/^[0-9a-f]{4,32}$/, "A job id prefix is 4 to 32 characters from 0-9 and a-f."],
+    idempotency_key: [/^[\x21-\x7e]{8,80}$/,
+                      "An Idempotency-Key is 8 to 80 printable characters, no spaces."],
+    owner_contains: [/^[^\x00-\x1f\x7f-\x9f]{1,255}$/, "Type part of an owner's name."]
+  };
+
+  function searchQuery() {
+    var by = byId("job-search-by").value;
+    var text = byId("job-search").value.trim();
+    if (by === "id_prefix") { text = text.toLowerCase(); }
+    var hint = byId("search-hint");
+    if (!text) { hint.hidden = true; return ""; }
+    var rule = SEARCH_RULES[by];
+    if (!rule || !rule[0].test(text)) {
+      hint.textContent = (rule ? rule[1] : "Unknown search.") + " Not searched.";
+      hint.hidden = false;
+      return "";
+    }
+    hint.hidden = true;
+    return "&" + by + "=" + encodeURIComponent(text);
+  }
+
+  byId("reprint-form").addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    sendReprint();
+  });
+  byId("reprint-no").addEventListener("click", function () {
+    var j = reprintFor;
+    closeReprint();
+    if (j) { showAnswer("Reprint: not done (you cancelled).", false); }
+  });
+  document.addEventListener("keydown", function (ev) {
+    if (ev.key === "Escape" && !byId("reprint").hidden) { byId("reprint-no").click(); }
+  });
 
   // --- polling -----------------------------------------------------------------------------------
 
@@ -739,7 +925,7 @@
     var owner = byId("job-owner").value.trim();
     if (state) { q += "&state=" + encodeURIComponent(state); }
     if (owner) { q += "&owner=" + encodeURIComponent(owner); }
-    return q;
+    return q + searchQuery();
   }
 
   function tick() {

@@ -1,0 +1,175 @@
+"""The status page at the badge desk (issue 24), in real headless chromium at a phone's width
+(390 px) on real printers, with real input events (mouse presses and typed text, not
+``element.click()``): search the job list, open a job's story, reprint it with a reason; the
+reprint prints once (the printers' logs); axe-core finds nothing; no sideways scroll."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+from testbed.rig import Rig
+from tests.cdp import Page, browser
+from tests.conftest import TECH_TOKEN
+from tests.polling import eventually
+from tests.printing import appliance, printed_names, rig_config
+from tests.test_status_page import require_chromium
+from tests.test_status_page_event import (
+    ARTIFACTS,
+    PHONE_WIDTH,
+    _axe_violations,
+    _no_sideways_scroll,
+)
+
+
+@pytest.fixture
+def chromium_path() -> str:
+    return require_chromium()
+
+
+def _js(value: str) -> str:
+    return json.dumps(value)
+
+
+async def press(page: Page, selector: str) -> None:
+    """A person's click: the element scrolled into view, then a mouse press and release at its
+    centre (checked to be the element there, not something covering it)."""
+    sel = _js(selector)
+    await page.wait(f"!!document.querySelector({sel}) && !document.body.hasAttribute('data-busy')")
+    x, y = await page.eval(
+        f"(function () {{ var e = document.querySelector({sel});"
+        " e.scrollIntoView({block: 'center'}); var r = e.getBoundingClientRect();"
+        " return [r.left + r.width / 2, r.top + r.height / 2]; })()"
+    )
+    hit = await page.eval(
+        f"(function () {{ var e = document.elementFromPoint({x}, {y});"
+        f" return !!e && document.querySelector({sel}).contains(e); }})()"
+    )
+    assert hit, f"{selector} is covered at ({x}, {y})"
+    for kind in ("mousePressed", "mouseReleased"):
+        await page.call(
+            "Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1
+        )
+
+
+async def type_text(page: Page, selector: str, text: str) -> None:
+    """Click into the field and type ``text`` as keyboard input."""
+    await press(page, selector)
+    await page.wait(f"document.activeElement === document.querySelector({_js(selector)})")
+    await page.call("Input.insertText", text=text)
+
+
+async def enter(page: Page) -> None:
+    for kind in ("keyDown", "keyUp"):
+        await page.call(
+            "Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter",
+            windowsVirtualKeyCode=13, text="\r" if kind == "keyDown" else "",
+        )  # fmt: skip
+
+
+async def test_search_story_and_reprint_from_the_page(
+    chromium_path: str, tmp_path: Path, printers: Rig
+) -> None:
+    async with appliance(rig_config(tmp_path / "data", printers)) as (run, kiosk):
+        badge = await kiosk.submit("desk-badge-0001", pool="lobby", hold=False, owner="Zoë Desk")
+        other = await kiosk.submit("desk-badge-0002", pool="lobby", hold=False, owner="Bob")
+        await kiosk.wait_states([badge["id"], other["id"]], {"DONE"})
+
+        async with browser(tmp_path) as page:
+            await page.call(
+                "Emulation.setDeviceMetricsOverride", width=PHONE_WIDTH, height=844,
+                deviceScaleFactor=1, mobile=True,
+            )  # fmt: skip
+            await page.goto(f"{kiosk.url}/#token={TECH_TOKEN}")
+            await page.wait("document.body && document.body.getAttribute('data-loaded') === '1'")
+
+            # search: owner contains "zoë" (typed, Enter), then a bad id prefix is said, not sent
+            await type_text(page, "#job-search", "zoë")
+            await enter(page)
+            query = await page.wait(
+                "(document.body.getAttribute('data-jobs-query') || '').indexOf('owner_contains')"
+                " > 0 && document.body.getAttribute('data-jobs-query')"
+            )
+            assert query == "v1/jobs?limit=20&owner_contains=zo%C3%AB"
+            rows = await page.wait(
+                "Array.from(document.querySelectorAll('#jobs tr[data-job]')).map("
+                "function (tr) { return tr.getAttribute('data-job'); })"
+            )
+            assert rows == [badge["id"]]
+
+            # open the job's story: in words, with times, its copy on a printer and DONE
+            await press(page, f'[data-action="open-story"][data-target="{badge["id"]}"]')
+            await page.wait(f"document.body.getAttribute('data-story') === {_js(badge['id'])}")
+            title = await page.eval("document.getElementById('story-title').textContent")
+            assert title == f"Job {badge['id'][:8]} (Zoë Desk): DONE"
+            story = await page.eval(
+                "Array.from(document.querySelectorAll('#story ol.story li')).map(function (li) {"
+                " return [li.getAttribute('data-kind'), li.querySelector('time').textContent,"
+                " li.textContent]; })"
+            )
+            kinds = [k for k, _, _ in story]
+            assert kinds[0] == "state"
+            assert "Accepted as RELEASED from kiosk-1" in story[0][2]
+            assert "copy-made" in kinds
+            assert "copy-settled" in kinds
+            assert "→ DONE" in story[-1][2]
+            assert all(t for _, t, _ in story)
+            assert await _axe_violations(page) == []
+            await _no_sideways_scroll(page)
+
+            # "Reprint…": the page asks for a reason; an empty one is refused in the page
+            await press(page, f'[data-action="reprint"][data-target="{badge["id"]}"]')
+            await page.wait("!document.getElementById('reprint').hidden")
+            question = await page.eval("document.getElementById('reprint-text').textContent")
+            assert question.startswith(f"Print job {badge['id'][:8]} (Zoë Desk) again?")
+            assert await _axe_violations(page) == []
+            await press(page, "#reprint-yes")
+            error = await page.wait(
+                "!document.getElementById('reprint-error').hidden && "
+                "document.getElementById('reprint-error').textContent"
+            )
+            assert error.startswith("Say why it is printed again")
+            assert (await kiosk.job(badge["id"]))["reprints"] == []
+
+            await type_text(page, "#reprint-reason", "badge lost at the door")
+            await press(page, "#reprint-yes")
+            answer = await page.wait(
+                "(function () { var a = document.getElementById('answer');"
+                " return !document.body.hasAttribute('data-busy') && !a.hidden"
+                " && a.textContent.indexOf('Reprint of') === 0 && a.textContent; })()"
+            )
+            [new_id] = (await kiosk.job(badge["id"]))["reprints"]
+            assert answer.startswith(f"Reprint of job {badge['id'][:8]} made: job {new_id[:8]} is ")
+            # the story, read again, lists the reprint and the note who asked and why
+            await page.wait(
+                '!!document.querySelector(\'#story [data-action="open-story"]'
+                f"[data-target={_js(new_id)}]')"
+            )
+            note = await page.eval(
+                "document.querySelector('#story ol.story li[data-kind=\"note\"]').textContent"
+            )
+            assert note.endswith(f"tech-1: reprinted as {new_id}: badge lost at the door")
+            await _no_sideways_scroll(page)
+            ARTIFACTS.mkdir(exist_ok=True)
+            shot = await page.call("Page.captureScreenshot", format="png")
+            (ARTIFACTS / "status-page-story-reprint.png").write_bytes(
+                base64.b64decode(shot["data"])
+            )
+
+        # the reprint prints once, on paper; the original was not printed again
+        await kiosk.wait_states([new_id], {"DONE"})
+        expected = {f"edgeprint-{i}" for i in (badge["id"], other["id"], new_id)}
+
+        def logged() -> dict[str, list[str]] | None:
+            names = printed_names(printers)
+            return names if expected <= set(names) else None
+
+        names = await eventually(logged, "the printers' logs show the reprint")
+        assert set(names) == expected
+        assert all(len(names[n]) == 1 for n in expected), names
+        events = await run.service.jobs.events(new_id)
+        assert events[0].actor == "tech-1"
+        assert events[0].reason == f"reprint of {badge['id']}: badge lost at the door"
