@@ -101,6 +101,20 @@ class ReleaseConfig(_Frozen):
     max_pin_failures: int = Field(default=5, ge=1, le=100)
     #: Seconds a job's release stays locked after max_pin_failures wrong PINs.
     pin_lockout_s: float = Field(default=300.0, gt=0, le=86_400)
+    #: The address people's phones reach the appliance at, e.g. ``http://print.example.org:8631``:
+    #: printer stickers' QR codes point at ``{public_url}/release/{name}`` (issue 24). None: the
+    #: address the sticker was asked at (or the box's own).
+    public_url: str | None = Field(default=None, max_length=200)
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = urllib.parse.urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query:
+            raise ValueError(f"{value[:80]!r} is not an http:// or https:// URL with a host")
+        return value.rstrip("/")
 
 
 class StoreConfig(_Frozen):

@@ -156,6 +156,11 @@ _HEADER_DEFS: dict[str, dict[str, Any]] = {
         "required": True,
         "schema": {"type": "string"},
     },
+    "Content-Disposition": {
+        "description": "`attachment` with a file name",
+        "required": True,
+        "schema": {"type": "string"},
+    },
     "Idempotent-Replayed": {
         "description": "the answer is the job an earlier request with this key made",
         "required": True,
@@ -219,6 +224,11 @@ _PARAMETER_DEFS: dict[str, dict[str, Any]] = {
         "name": "width", "in": "query", "required": False,
         "description": "pixels, 50–1200 (default 300)",
         "schema": {"type": "integer", "minimum": 50, "maximum": 1200},
+    },
+    "base": {
+        "name": "base", "in": "query", "required": False,
+        "description": "the release pages' base URL, e.g. `http://print.example.org:8631`",
+        "schema": {"type": "string", "maxLength": 200},
     },
     "delivery_state": {
         "name": "state", "in": "query", "required": False,

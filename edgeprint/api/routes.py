@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from edgeprint.api import app, event, ipp, openapi, previews, status_page
+from edgeprint.api import app, event, ipp, openapi, previews, status_page, stickers
 from edgeprint.api.openapi import PATH, Answer, Handler, Operation, Role
 from edgeprint.ipp_server.attributes import ICON_SIZES
 from edgeprint.models import (
@@ -307,6 +307,26 @@ ROUTES: tuple[Operation, ...] = (
             415: _problem("`unsupported-media-type`: a body that is not application/json"),
             422: _problem("`invalid-request`: a bad `how` (`errors`)"),
             502: _problem("`printer-error`: the printer failed or did not answer"),
+            **_TECH,
+        },
+    ),
+    Operation(
+        stickers.printer_sticker,
+        "get", "/v1/printers/{name}/sticker.pdf", "printerSticker",
+        "A sticker for the printer: its name and a QR code of its release page (tech)",
+        "printers", "tech", query=("base",),
+        description=(
+            "A one-page vector PDF sized for the printer's label stock (else 4×6 in): the "
+            "printer's name, a QR code of `{base}/release/{name}` and that URL. `base`: the "
+            "query parameter, else `[release] public_url`, else the address this request "
+            "reached the appliance at (unless loopback), else the box's own address."
+        ),
+        answers={
+            200: Answer("the sticker", media="application/pdf",
+                        headers=("Content-Disposition",)),
+            404: _404_PRINTER,
+            422: _problem("`invalid-request`: `base` is not an http(s) URL with a host (no "
+                          "user, query or fragment), or an unknown query parameter (`errors`)"),
             **_TECH,
         },
     ),
