@@ -66,7 +66,7 @@ _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     MediaLoadedOut,  # issue 23 (supplies)
 )  # fmt: skip
 
-Body = Literal["multipart", "release", "cancel", "resolve", "identify"]
+Body = Literal["multipart", "release", "cancel", "resolve", "identify", "upload"]
 Role = Literal["kiosk", "tech"]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -287,6 +287,34 @@ def _request_body(body: Body, refs: dict[type[BaseModel], dict[str, Any]]) -> di
                         "metadata": {"contentType": "application/json"},
                         "document": {"contentType": "application/pdf, application/vnd.zebra-zpl"},
                     },
+                }
+            },
+        }
+    if body == "upload":
+        return {
+            "required": True,
+            "content": {
+                "multipart/form-data": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["owner", "target", "form_key", "document"],
+                        "properties": {
+                            "owner": {"type": "string", "description": "the person's name"},
+                            "target": {
+                                "type": "string",
+                                "description": "`printer:NAME` or `pool:NAME`",
+                            },
+                            "form_key": {
+                                "type": "string",
+                                "description": "the one-time key of the form GET /upload gave",
+                            },
+                            "document": {
+                                "type": "string",
+                                "format": "binary",
+                                "contentMediaType": "application/pdf",
+                            },
+                        },
+                    }
                 }
             },
         }

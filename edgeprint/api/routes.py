@@ -12,7 +12,16 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from edgeprint.api import app, event, ipp, openapi, previews, status_page, stickers
+from edgeprint.api import (
+    app,
+    event,
+    ipp,
+    openapi,
+    previews,
+    status_page,
+    stickers,
+    upload_page,
+)
 from edgeprint.api.openapi import PATH, Answer, Handler, Operation, Role
 from edgeprint.ipp_server.attributes import ICON_SIZES
 from edgeprint.models import (
@@ -452,6 +461,49 @@ ROUTES: tuple[Operation, ...] = (
         answers={200: Answer("the page", media="text/html")},
     ),
     Operation(
+        upload_page.upload_form,
+        "get", "/upload", "uploadPage",
+        "Print from any browser: the upload form (`[release] web_upload`)", "jobs", None,
+        description="HTML: a name, a printer or pool, a PDF; from `[ipp] allowed_networks`.",
+        answers={
+            200: Answer("the form, with a one-time form key", media="text/html"),
+            403: Answer("the client's address is outside `[ipp] allowed_networks`",
+                        media="text/html"),
+            404: _problem("`not-found`: `[release] web_upload` is false"),
+        },
+    ),
+    Operation(
+        upload_page.upload_submit,
+        "post", "/upload", "uploadJob",
+        "Print from any browser: upload a PDF as a HELD job with a one-time PIN", "jobs", None,
+        body="upload",
+        description=(
+            "The form of GET /upload. The same document checks and limits as POST /v1/jobs; "
+            "the job is HELD under `owner` with a PIN the server makes, shown once in the "
+            "answer page. The same `form_key` again (a double tap) answers the same job and "
+            "PIN. Every answer is an HTML page; a refusal says why in words, with the form."
+        ),
+        answers={
+            201: Answer("the PIN page: a new HELD job", media="text/html"),
+            200: Answer("the PIN page of the job this form key already made", media="text/html"),
+            400: Answer("a malformed body, or a form key that is not the form's",
+                        media="text/html"),
+            403: Answer("the client's address is outside `[ipp] allowed_networks`",
+                        media="text/html"),
+            404: _problem("`not-found`: `[release] web_upload` is false"),
+            408: Answer("the file did not arrive within the time limit", media="text/html"),
+            413: Answer("the file (or a field) is too large", media="text/html"),
+            415: Answer("not a PDF, or not a form", media="text/html"),
+            422: Answer("a bad name or printer, a PDF that cannot be printed, or a form used "
+                        "for another file", media="text/html"),
+            429: Answer("`[release] upload_rate_limit` reached for this address",
+                        media="text/html", headers=("Retry-After",)),
+            503: Answer("the store cannot take it now", media="text/html",
+                        headers=("Retry-After",)),
+            507: Answer("the appliance's disk is full", media="text/html"),
+        },
+    ),
+    Operation(
         None,
         "post", "/ipp/print/{name}", "ippQueue",
         "IPP queue of a printer or pool (edgeprint as an IPP Everywhere printer)", "ipp", None,
@@ -527,6 +579,7 @@ def build_app(deps: app.Deps) -> web.Application:
     application = web.Application(middlewares=[app.middleware], client_max_size=app.MAX_JSON_BODY)
     application[app.DEPS] = deps
     endpoint = application[ipp.ENDPOINT] = ipp.IppEndpoint(deps, app.CORRELATION_ID)
+    application[upload_page.DOOR] = upload_page.UploadDoor(deps)
     openapi.document_bytes()  # built now, not on the first request
     for route in ROUTES:
         handler = route.handler if route.bind is None else route.bind(endpoint)
