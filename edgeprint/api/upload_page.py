@@ -160,16 +160,16 @@ def _targets(request: web.Request) -> list[tuple[str, str]]:
     """(value, label) of every printer and pool a person may pick."""
     config = _deps(request).config
     out = [
-        (f"pool:{name}", f"Pool {name}: any of {', '.join(members)}")
+        (f"pool:{name}", f"{name}: the first free of {len(members)} printers")
         for name, members in config.pools.items()
     ]
-    out += [(f"printer:{p.name}", f"Printer {p.name}") for p in config.printers]
+    out += [(f"printer:{p.name}", p.name) for p in config.printers]
     return out
 
 
 def _form(request: web.Request, owner: str = "", target: str = "") -> str:
     """The upload form with a fresh one-time key (a problem page offers a new try)."""
-    max_mb = _deps(request).config.server.max_document_bytes / 1_000_000
+    max_mb = _deps(request).config.server.max_document_bytes / (1 << 20)
     options = "".join(
         f'<option value="{html.escape(value)}"{" selected" if value == target else ""}>'
         f"{html.escape(label)}</option>"
@@ -187,7 +187,7 @@ def _form(request: web.Request, owner: str = "", target: str = "") -> str:
         '<label for="document">PDF file</label>\n'
         '<input type="file" id="document" name="document" required '
         'accept="application/pdf,.pdf">\n'
-        f'<p class="hint">A PDF of at most {max_mb:g} MB.</p>\n'
+        f'<p class="hint">A PDF of at most {max_mb:.3g} MB.</p>\n'
         '<button type="submit" id="send">Upload</button>\n</form>'
     )
 
