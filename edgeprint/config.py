@@ -103,6 +103,36 @@ class ReleaseConfig(_Frozen):
     pin_lockout_s: float = Field(default=300.0, gt=0, le=86_400)
     #: Reprints of one DONE job (POST /v1/jobs/{id}/reprint, issue 24); 0: none allowed.
     max_reprints: int = Field(default=3, ge=0, le=1000)
+    #: The address people's phones reach the appliance at, e.g. ``http://print.example.org:8631``:
+    #: printer stickers' QR codes point at ``{public_url}/release/{name}`` (issue 24). None: the
+    #: address the sticker was asked at (or the box's own).
+    public_url: str | None = Field(default=None, max_length=200)
+    #: ``GET /upload``: a page where anyone on the allowed networks ([ipp] allowed_networks)
+    #: uploads a PDF as a HELD job under their name and is shown its one-time PIN (issue 24).
+    web_upload: bool = False
+    #: Uploads from that page per client address, in the ``limits`` notation; more → 429.
+    upload_rate_limit: str = Field(default="10/minute;60/hour", min_length=1, max_length=200)
+
+    @field_validator("upload_rate_limit")
+    @classmethod
+    def _upload_rate_limit(cls, value: str) -> str:
+        try:
+            parsed = limits.parse_many(value)
+        except ValueError:
+            raise ValueError(f'{value!r} is not a rate limit; write e.g. "10/minute"') from None
+        if any(item.amount < 1 for item in parsed):
+            raise ValueError(f"{value!r} allows no upload; set web_upload = false instead")
+        return value
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = urllib.parse.urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query:
+            raise ValueError(f"{value[:80]!r} is not an http:// or https:// URL with a host")
+        return value.rstrip("/")
 
 
 class StoreConfig(_Frozen):

@@ -29,6 +29,9 @@ LIVE_KEYS = frozenset(
         "server.body_timeout_s",
         "release.max_pin_failures",
         "release.pin_lockout_s",
+        "release.public_url",  # read per sticker (issue 24)
+        "release.web_upload",  # read per request of /upload (issue 24)
+        "release.upload_rate_limit",
         "retention.hold_ttl_s",
         "retention.document_retention_s",
         "event.badge_media",  # read per preflight (issue 23)

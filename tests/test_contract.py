@@ -76,7 +76,10 @@ def _real_targets_sometimes(ctx: Any, params: Any) -> Any:
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     data_dir: Path = tmp_path_factory.mktemp("contract") / "data"
-    with live_appliance(unlimited_config(data_dir)) as running:
+    cfg = unlimited_config(data_dir)
+    # the upload page on (issue 24), with no per-address limit in the way
+    cfg["release"] = {"web_upload": True, "upload_rate_limit": "1000000/second"}
+    with live_appliance(cfg) as running:
         app = running.appliance
         metas = [
             {"owner": "held", "pool": "lobby"},

@@ -88,6 +88,7 @@ Body = Literal[
     "bulk-replay",
     "bulk-resolve",
     "reprint",
+    "upload",
 ]
 #: The bulk calls' bodies (issue 24): required JSON, `limit` always.
 _BULK_BODIES: dict[str, type[BaseModel]] = {
@@ -185,6 +186,11 @@ _HEADER_DEFS: dict[str, dict[str, Any]] = {
         "required": True,
         "schema": {"type": "string"},
     },
+    "Content-Disposition": {
+        "description": "`attachment` with a file name",
+        "required": True,
+        "schema": {"type": "string"},
+    },
     "Idempotent-Replayed": {
         "description": "the answer is the job an earlier request with this key made",
         "required": True,
@@ -266,6 +272,11 @@ _PARAMETER_DEFS: dict[str, dict[str, Any]] = {
         "description": "pixels, 50–1200 (default 300)",
         "schema": {"type": "integer", "minimum": 50, "maximum": 1200},
     },
+    "base": {
+        "name": "base", "in": "query", "required": False,
+        "description": "the release pages' base URL, e.g. `http://print.example.org:8631`",
+        "schema": {"type": "string", "maxLength": 200},
+    },
     "delivery_state": {
         "name": "state", "in": "query", "required": False,
         "description": "only `failed` (the default): deliveries given up",
@@ -331,6 +342,34 @@ def _request_body(body: Body, refs: dict[type[BaseModel], dict[str, Any]]) -> di
             "required": True,
             "description": '`{"ids": [...], "limit": N}` or `{"filter": {...}, "limit": N}`',
             "content": {"application/json": {"schema": refs[_BULK_BODIES[body]]}},
+        }
+    if body == "upload":
+        return {
+            "required": True,
+            "content": {
+                "multipart/form-data": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["owner", "target", "form_key", "document"],
+                        "properties": {
+                            "owner": {"type": "string", "description": "the person's name"},
+                            "target": {
+                                "type": "string",
+                                "description": "`printer:NAME` or `pool:NAME`",
+                            },
+                            "form_key": {
+                                "type": "string",
+                                "description": "the one-time key of the form GET /upload gave",
+                            },
+                            "document": {
+                                "type": "string",
+                                "format": "binary",
+                                "contentMediaType": "application/pdf",
+                            },
+                        },
+                    }
+                }
+            },
         }
     if body == "identify":
         return {

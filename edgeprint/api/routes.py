@@ -13,7 +13,18 @@ from typing import cast
 
 from aiohttp import web
 
-from edgeprint.api import app, bulk, desk, event, ipp, openapi, previews, status_page
+from edgeprint.api import (
+    app,
+    bulk,
+    desk,
+    event,
+    ipp,
+    openapi,
+    previews,
+    status_page,
+    stickers,
+    upload_page,
+)
 from edgeprint.api.openapi import PATH, Answer, Body, Handler, Operation, Role
 from edgeprint.ipp_server.attributes import ICON_SIZES
 from edgeprint.models import (
@@ -410,6 +421,26 @@ ROUTES: tuple[Operation, ...] = (
             **_TECH,
         },
     ),
+    Operation(
+        stickers.printer_sticker,
+        "get", "/v1/printers/{name}/sticker.pdf", "printerSticker",
+        "A sticker for the printer: its name and a QR code of its release page (tech)",
+        "printers", "tech", query=("base",),
+        description=(
+            "A one-page vector PDF sized for the printer's label stock (else 4×6 in): the "
+            "printer's name, a QR code of `{base}/release/{name}` and that URL. `base`: the "
+            "query parameter, else `[release] public_url`, else the address this request "
+            "reached the appliance at (unless loopback), else the box's own address."
+        ),
+        answers={
+            200: Answer("the sticker", media="application/pdf",
+                        headers=("Content-Disposition",)),
+            404: _404_PRINTER,
+            422: _problem("`invalid-request`: `base` is not an http(s) URL with a host (no "
+                          "user, query or fragment), or an unknown query parameter (`errors`)"),
+            **_TECH,
+        },
+    ),
     # issue 23 (preflight): a printer asked now, and the event's mode
     Operation(
         event.check_printer,
@@ -532,6 +563,49 @@ ROUTES: tuple[Operation, ...] = (
         answers={200: Answer("the page", media="text/html")},
     ),
     Operation(
+        upload_page.upload_form,
+        "get", "/upload", "uploadPage",
+        "Print from any browser: the upload form (`[release] web_upload`)", "jobs", None,
+        description="HTML: a name, a printer or pool, a PDF; from `[ipp] allowed_networks`.",
+        answers={
+            200: Answer("the form, with a one-time form key", media="text/html"),
+            403: Answer("the client's address is outside `[ipp] allowed_networks`",
+                        media="text/html"),
+            404: _problem("`not-found`: `[release] web_upload` is false"),
+        },
+    ),
+    Operation(
+        upload_page.upload_submit,
+        "post", "/upload", "uploadJob",
+        "Print from any browser: upload a PDF as a HELD job with a one-time PIN", "jobs", None,
+        body="upload",
+        description=(
+            "The form of GET /upload. The same document checks and limits as POST /v1/jobs; "
+            "the job is HELD under `owner` with a PIN the server makes, shown once in the "
+            "answer page. The same `form_key` again (a double tap) answers the same job and "
+            "PIN. Every answer is an HTML page; a refusal says why in words, with the form."
+        ),
+        answers={
+            201: Answer("the PIN page: a new HELD job", media="text/html"),
+            200: Answer("the PIN page of the job this form key already made", media="text/html"),
+            400: Answer("a malformed body, or a form key that is not the form's",
+                        media="text/html"),
+            403: Answer("the client's address is outside `[ipp] allowed_networks`",
+                        media="text/html"),
+            404: _problem("`not-found`: `[release] web_upload` is false"),
+            408: Answer("the file did not arrive within the time limit", media="text/html"),
+            413: Answer("the file (or a field) is too large", media="text/html"),
+            415: Answer("not a PDF, or not a form", media="text/html"),
+            422: Answer("a bad name or printer, a PDF that cannot be printed, or a form used "
+                        "for another file", media="text/html"),
+            429: Answer("`[release] upload_rate_limit` reached for this address",
+                        media="text/html", headers=("Retry-After",)),
+            503: Answer("the store cannot take it now", media="text/html",
+                        headers=("Retry-After",)),
+            507: Answer("the appliance's disk is full", media="text/html"),
+        },
+    ),
+    Operation(
         None,
         "post", "/ipp/print/{name}", "ippQueue",
         "IPP queue of a printer or pool (edgeprint as an IPP Everywhere printer)", "ipp", None,
@@ -607,6 +681,7 @@ def build_app(deps: app.Deps) -> web.Application:
     application = web.Application(middlewares=[app.middleware], client_max_size=app.MAX_JSON_BODY)
     application[app.DEPS] = deps
     endpoint = application[ipp.ENDPOINT] = ipp.IppEndpoint(deps, app.CORRELATION_ID)
+    application[upload_page.DOOR] = upload_page.UploadDoor(deps)
     openapi.document_bytes()  # built now, not on the first request
     for route in ROUTES:
         handler = route.handler if route.bind is None else route.bind(endpoint)

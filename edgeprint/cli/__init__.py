@@ -9,6 +9,7 @@ Technician commands (DESIGN §8)::
 
     edgeprint status                      one screen: printers, pools, jobs by state, dead letter
     edgeprint printers                    every printer in full, and the pools
+    edgeprint printers sticker PRINTER [--out FILE] [--print] [--base URL]   its QR sticker
     edgeprint jobs [--state S] [--owner O] [--printer P] [--limit N] [--cursor C]
     edgeprint dead-letter [--limit N] [--cursor C]
     edgeprint replay JOB_ID               DEAD → RELEASED (once)

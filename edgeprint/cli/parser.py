@@ -133,8 +133,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     prints the usage and exits 2 (SystemExit), as argparse does."""
     p = parser()
     args = p.parse_args(argv)
-    if args.command == "printers" and args.action == "trust" and args.printer is None:
-        p.error("printers trust: name the printer: edgeprint printers trust PRINTER")
+    if args.command == "printers" and args.action in ("trust", "sticker") and not args.printer:
+        p.error(f"printers {args.action}: name the printer: edgeprint printers {args.action} "
+                "PRINTER")  # fmt: skip
+    if (
+        args.command == "printers"
+        and args.action != "sticker"
+        and (args.out or args.print or args.base)
+    ):
+        p.error("--out, --print and --base go with: edgeprint printers sticker PRINTER")
     if args.command == "replay":
         many = args.filter is not None or args.ids is not None
         if (args.job_id is None) == (not many):
@@ -185,10 +192,21 @@ def parser() -> argparse.ArgumentParser:
     tech("status", "one screen: printers, pools, jobs by state, dead-letter queue (tech)")
     pr = tech("printers", "every printer in full: IPP state, reasons, queues, errors (tech)")
     pr.add_argument(
-        "action", nargs="?", choices=["trust"],
-        help="trust: accept the certificate an ipps printer presents now (after a reset)",
+        "action", nargs="?", choices=["trust", "sticker"],
+        help="trust: accept the certificate an ipps printer presents now (after a reset); "
+        "sticker: a PDF label with its name and a QR code of its release page",
     )  # fmt: skip
     pr.add_argument("printer", nargs="?", metavar="PRINTER", type=_printer)
+    sticker = pr.add_argument_group("sticker")
+    sticker.add_argument("--out", metavar="FILE", help="write the sticker here "
+                         "(default sticker-PRINTER.pdf, none with --print alone)")  # fmt: skip
+    sticker.add_argument("--print", action="store_true",
+                         help="print the sticker on that printer through edgeprint")  # fmt: skip
+    sticker.add_argument(
+        "--base", metavar="URL",
+        help="the release pages' base URL in the QR code (default [release] public_url, else "
+        "the address --url reaches, unless loopback)",
+    )  # fmt: skip
     j = tech("jobs", "list jobs, newest first (kiosk or tech)")
     j.add_argument("--state", type=_state, help="HELD, RELEASED, PRINTING, DONE, DEAD, …")
     j.add_argument("--owner")

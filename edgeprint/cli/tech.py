@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from edgeprint.cli import bulk, client, desk, event, preflight, render
+from edgeprint.cli import bulk, client, desk, event, preflight, render, sticker
 from edgeprint.cli.errors import (
     EXIT_API_ERROR,
     EXIT_CONNECT,
@@ -131,12 +131,16 @@ def _job_counts(api: client.Api) -> tuple[dict[str, int] | None, str]:
 def cmd_printers(api: client.Api, args: argparse.Namespace, as_json: bool) -> None:
     """``edgeprint printers``: every printer in full, then the pools.
 
-    ``edgeprint printers trust PRINTER``: re-trust an ipps printer's certificate.
+    ``edgeprint printers trust PRINTER``: re-trust an ipps printer's certificate;
+    ``edgeprint printers sticker PRINTER``: its sticker (edgeprint.cli.sticker).
     """
     if getattr(args, "action", None) == "trust":
         if not args.printer:
             raise UsageError("printers trust: name the printer: edgeprint printers trust PRINTER")
         _printer_action("trust")(api, args, as_json)
+        return
+    if getattr(args, "action", None) == "sticker":
+        sticker.cmd_sticker(api, args, as_json)
         return
     raw, body = api.json("GET", "/v1/printers")
     if as_json:

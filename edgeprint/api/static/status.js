@@ -262,7 +262,52 @@
     box.append(button("Test page", "test-page", p.name, {
       question: "Print a one-page test page on " + p.name + "?", yes: "Print test page",
       path: base + "/identify", body: { how: "test-page" }, done: identified }));
+    box.append(stickerButton(p));
     return box;
+  }
+
+  // A printer's sticker (issue 24): the PDF is fetched with the token (a plain link could not
+  // send it) and handed to the browser as a download. Its QR code points at this page's
+  // address unless the appliance has [release] public_url.
+  function stickerButton(p) {
+    var b = h("button", null, "Sticker");
+    b.type = "button";
+    b.setAttribute("data-action", "sticker");
+    b.setAttribute("data-target", p.name);
+    b.addEventListener("click", function () {
+      var token = readToken();
+      if (!token) { showLogin(null); return; }
+      var file = "sticker-" + p.name + ".pdf";
+      showAnswer("Sticker for " + p.name + ": making it...", false);
+      fetch("v1/printers/" + encodeURIComponent(p.name) + "/sticker.pdf", {
+        cache: "no-store", credentials: "omit",
+        headers: { "Authorization": "Bearer " + token, "Accept": "application/pdf" }
+      }).then(function (resp) {
+        if (!resp.ok) {
+          return resp.json().then(function (body) { return body && body.detail; },
+                                  function () { return null; }).then(function (detail) {
+            showAnswer("Sticker refused (" + resp.status + " " + resp.statusText + "): " +
+                       (detail ? String(detail) : resp.statusText), true);
+          });
+        }
+        return resp.blob().then(function (blob) {
+          var url = URL.createObjectURL(blob);
+          var a = h("a", null);
+          a.setAttribute("href", url); // a blob: of this page, not an external asset
+          a.download = file;
+          a.hidden = true;
+          document.body.append(a);
+          a.click();
+          a.remove();
+          setTimeout(function () { URL.revokeObjectURL(url); }, 60000);
+          showAnswer("Sticker for " + p.name + " downloaded: " + file +
+                     " (print it and put it on the printer)", false);
+        });
+      }, function () {
+        showAnswer("Sticker for " + p.name + ": no answer from the appliance.", true);
+      });
+    });
+    return b;
   }
 
   // --- the event: rehearsal, go-live (issue 23) ----------------------------------------------

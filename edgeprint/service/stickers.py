@@ -1,0 +1,70 @@
+"""A sticker for a printer (issue 24): its name, a QR code of its release page, the short URL.
+
+A person scans it with a phone at the printer and lands on ``{base}/release/{name}``.
+The page is sized for what the printer has ready, so ``edgeprint printers sticker
+NAME --print`` prints on that printer without a stock mismatch: its label or roll
+stock (or any stock it must fit exactly or centre on), laid out wider than tall as
+badge labels are; else (sheets the printer scales to, or stock not known) 4×6 in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import urllib.parse
+
+from edgeprint import errors
+from edgeprint.documents.sticker import sticker_pdf
+from edgeprint.stock import StockView
+
+#: A page for a printer whose stock is unknown or scaled to: 4×6 in, portrait (hmm).
+DEFAULT_SIZE_HMM = (10160, 15240)
+#: The longest base URL a sticker takes (a QR code of a longer URL is dense to scan).
+MAX_BASE_CHARS = 200
+_HOST_CHARS = re.compile(r"^[A-Za-z0-9.:\[\]-]+$")
+
+
+def page_size(stock: StockView | None) -> tuple[int, int]:
+    """(width, height) in hundredths of a millimetre: the first stock the printer must fit a
+    page to (label or roll stock, or a configured ``exact``/``center`` fit), wider than
+    tall; else DEFAULT_SIZE_HMM."""
+    for s in stock.stocks if stock is not None else ():
+        if stock is not None and stock.fit_of(s) != "scale":
+            return (s.long, s.short)
+    return DEFAULT_SIZE_HMM
+
+
+def check_base(base: str) -> str:
+    """``base`` as an http(s) origin (and path) without a trailing slash; raises
+    errors.InvalidRequest when it is not one (no user info, query or fragment)."""
+    why = None
+    try:
+        parts = urllib.parse.urlsplit(base)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        why = "not a URL"
+    else:
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            why = "an http:// or https:// URL with a host, e.g. http://print.example.org:8631"
+        elif "@" in parts.netloc or parts.query or parts.fragment:
+            why = "no user, password, query or fragment"
+        elif not _HOST_CHARS.match(parts.netloc) or len(base) > MAX_BASE_CHARS:
+            why = f"a host of letters, digits, '.', '-' and a port; at most {MAX_BASE_CHARS} chars"
+    if why is not None:
+        raise errors.InvalidRequest(
+            f"the base URL {base[:80]!r} cannot be put on a sticker: {why}",
+            [errors.FieldProblem("query.base", why)],
+        )
+    return base.rstrip("/")
+
+
+def release_url(base: str, name: str) -> str:
+    """The printer's release page: ``{base}/release/{name}``."""
+    return f"{base.rstrip('/')}/release/{name}"
+
+
+async def sticker(name: str, base: str, stock: StockView | None) -> bytes:
+    """The sticker of printer ``name`` as a one-page PDF (made in a thread: a few ms)."""
+    return await asyncio.to_thread(
+        sticker_pdf, name, release_url(check_base(base), name), page_size(stock)
+    )

@@ -1,0 +1,268 @@
+"""Upload from any browser (issue 24 part 4): ``[release] web_upload``, ``GET/POST /upload``.
+
+A person at a phone (headless chromium at 390×844) types a name, picks a PDF and taps
+Upload with real input events; the answer page shows a PIN, and releasing the job with
+that PIN prints it on a real ippeveprinter. Bad files, floods, double taps, the switch
+and the allowed networks are each checked against the stored state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from testbed.pdfs import make_pdf
+from testbed.rig import Rig
+from tests.cdp import Page, browser
+from tests.conftest import KIOSK_TOKEN, Appliance
+from tests.polling import eventually
+from tests.printing import appliance, rig_config
+from tests.test_status_page import require_chromium
+from tests.test_status_page_event import _axe_violations, _no_sideways_scroll
+
+ON = {"release": {"web_upload": True}}
+PROBLEM = "urn:edgeprint:problem:"
+_FORM_KEY = re.compile(r'name="form_key" value="([0-9a-f]{32})"')
+_PIN = re.compile(r'<p class="pin" id="pin">([0-9]{6})</p>')
+
+
+async def _form_key(app: Appliance) -> str:
+    async with app.http.get(f"{app.url}/upload") as r:
+        assert r.status == 200
+        found = _FORM_KEY.search(await r.text())
+    assert found is not None
+    return found.group(1)
+
+
+async def _post(
+    app: Appliance, form_key: str, doc: bytes, *, owner: str = "ann", target: str = "pool:lobby",
+    content_type: str = "application/pdf", filename: str = "paper.pdf",
+) -> tuple[int, str, Any]:  # fmt: skip
+    form = aiohttp.FormData()
+    form.add_field("form_key", form_key)
+    form.add_field("owner", owner)
+    form.add_field("target", target)
+    form.add_field("document", doc, content_type=content_type, filename=filename)
+    async with app.http.post(f"{app.url}/upload", data=form) as r:
+        return r.status, await r.text(), r.headers
+
+
+def _jobs_and_spool(app: Appliance) -> tuple[Any, Any]:
+    snap = app.snapshot()
+    return snap["jobs"], snap["spool"]
+
+
+async def test_off_by_default_404(make_appliance: Callable[..., Any]) -> None:
+    async with make_appliance() as app:
+        before = app.snapshot()
+        async with app.http.get(f"{app.url}/upload") as r:
+            assert r.status == 404
+            assert (await r.json())["type"] == PROBLEM + "not-found"
+        status, _, _ = await _post(app, "0" * 32, make_pdf())
+        assert status == 404
+        assert app.snapshot() == before
+
+
+async def test_double_tap_is_one_job_with_one_pin(make_appliance: Callable[..., Any]) -> None:
+    async with make_appliance(sections=ON) as app:
+        key = await _form_key(app)
+        doc = make_pdf("double tap", pages=2)
+        (s1, page1, _), (s2, page2, _) = await asyncio.gather(
+            _post(app, key, doc), _post(app, key, doc)
+        )
+        assert sorted((s1, s2)) == [200, 201]
+        pins = {m.group(1) for m in (_PIN.search(page1), _PIN.search(page2)) if m}
+        assert len(pins) == 1  # both answers show the same PIN
+        (pin,) = pins
+        jobs = await app.running.service.list_jobs(owner="ann", limit=10)
+        assert len(jobs) == 1
+        (job,) = jobs
+        assert (job.state.value, job.pool, job.document_pages) == ("HELD", "lobby", 2)
+        assert job.token_name == "web-upload"
+        assert job.release_pin_hash is not None
+        assert "2 page(s)" in page1
+        assert "pool lobby" in page1
+        # the PIN is needed, and it is this one
+        async with app.http.post(
+            f"{app.url}/v1/jobs/{job.id}/release", json={"pin": "000000" if pin != "000000"
+                                                         else "111111"},
+            headers=app.headers(KIOSK_TOKEN),
+        ) as r:  # fmt: skip
+            assert (r.status, (await r.json())["type"]) == (403, PROBLEM + "pin-mismatch")
+        # another file with the same form: refused in words, still one job
+        status, page, _ = await _post(app, key, make_pdf("another"))
+        assert status == 422
+        assert "This form was already used" in page
+        assert len(await app.running.service.list_jobs(owner="ann", limit=10)) == 1
+
+
+@pytest.mark.parametrize(
+    ("doc", "ctype", "name", "status", "words"),
+    [
+        (b"just some notes\n", "text/plain", "notes.txt", 415, "That file is not a PDF"),
+        (b"just some notes\n", "application/pdf", "fake.pdf", 415, "That file is not a PDF"),
+        (b"%PDF-1.4\ngarbage\n", "application/pdf", "broken.pdf", 422,
+         "That PDF cannot be printed here"),
+    ],
+)  # fmt: skip
+async def test_bad_file_is_refused_in_words_and_nothing_stored(
+    make_appliance: Callable[..., Any], doc: bytes, ctype: str, name: str, status: int, words: str
+) -> None:
+    async with make_appliance(sections=ON) as app:
+        before = _jobs_and_spool(app)
+        key = await _form_key(app)
+        got, page, headers = await _post(app, key, doc, content_type=ctype, filename=name)
+        assert got == status, page
+        assert headers["Content-Type"].startswith("text/html")
+        assert words in page
+        assert 'role="alert"' in page
+        assert 'name="form_key"' in page
+        assert _FORM_KEY.search(page).group(1) != key  # type: ignore[union-attr]
+        assert _jobs_and_spool(app) == before
+        assert not list((app.data_dir / "spool" / "tmp").iterdir())  # nothing staged left
+
+
+async def test_bad_name_or_target_is_refused_in_words(make_appliance: Callable[..., Any]) -> None:
+    async with make_appliance(sections=ON) as app:
+        before = _jobs_and_spool(app)
+        status, page, _ = await _post(app, await _form_key(app), make_pdf(), owner="")
+        assert status == 422
+        assert "Your name:" in page
+        status, page, _ = await _post(app, await _form_key(app), make_pdf(), target="pool:nope")
+        assert status == 422
+        assert "That printer is not here any more" in page
+        status, page, _ = await _post(app, "not-a-key", make_pdf())
+        assert status == 400
+        assert "reload the page" in page
+        assert _jobs_and_spool(app) == before
+
+
+async def test_flood_is_429_with_retry_after(make_appliance: Callable[..., Any]) -> None:
+    sections = {"release": {"web_upload": True, "upload_rate_limit": "2/minute"}}
+    async with make_appliance(sections=sections) as app:
+        for i in range(2):
+            status, _, _ = await _post(app, await _form_key(app), make_pdf(f"flood {i}"))
+            assert status == 201
+        before = app.snapshot()
+        status, page, headers = await _post(app, await _form_key(app), make_pdf("flood 3"))
+        assert status == 429
+        assert 1 <= int(headers["Retry-After"]) <= 60
+        assert "Too many uploads from your address" in page
+        assert app.snapshot() == before
+
+
+async def test_outside_allowed_networks_is_403(make_appliance: Callable[..., Any]) -> None:
+    sections = {**ON, "ipp": {"advertise": False, "allowed_networks": ["10.0.0.0/8"]}}
+    async with make_appliance(sections=sections) as app:
+        before = app.snapshot()
+        async with app.http.get(f"{app.url}/upload") as r:
+            assert r.status == 403
+            assert "allowed_networks" in await r.text()
+        status, _, _ = await _post(app, "0" * 32, make_pdf())
+        assert status == 403
+        assert app.snapshot() == before
+
+
+async def _tap(page: Page, selector: str) -> None:
+    """A real tap (mouse press and release) in the middle of the element."""
+    box = await page.wait(
+        f"(function () {{ var e = document.querySelector('{selector}'); if (!e) return null;"
+        " e.scrollIntoView({block: 'center'}); var r = e.getBoundingClientRect();"
+        " var x = r.x + r.width / 2, y = r.y + r.height / 2;"
+        " return document.elementFromPoint(x, y) === e ? [x, y] : null; })()"
+    )
+    for kind in ("mousePressed", "mouseReleased"):
+        await page.call(
+            "Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left",
+            clickCount=1,
+        )  # fmt: skip
+
+
+async def test_phone_uploads_and_the_pin_releases_it_on_a_real_printer(
+    tmp_path: Path, printers: Rig
+) -> None:
+    require_chromium()
+    pdf = tmp_path / "homework.pdf"
+    pdf.write_bytes(make_pdf("homework", pages=1))
+    notes = tmp_path / "notes.txt"
+    notes.write_bytes(b"not a pdf\n")
+    cfg = {**rig_config(tmp_path / "data", printers), **ON}
+    async with appliance(cfg) as (run, kiosk), browser(tmp_path) as page:
+        await page.call(
+            "Emulation.setDeviceMetricsOverride", width=390, height=844, deviceScaleFactor=1,
+            mobile=True,
+        )  # fmt: skip
+        await page.call("DOM.enable")
+
+        async def fill(file: Path) -> None:
+            await page.wait("document.readyState === 'complete' && !!document.getElementById"
+                            "('upload')")  # fmt: skip
+            await _tap(page, "#owner")
+            await page.wait("document.activeElement && document.activeElement.id === 'owner'")
+            await page.eval("document.getElementById('owner').value = ''")
+            await page.call("Input.insertText", text="Ada Lovelace")
+            doc = await page.call("DOM.getDocument")
+            node = await page.call(
+                "DOM.querySelector", nodeId=doc["root"]["nodeId"], selector="#document"
+            )
+            await page.call("DOM.setFileInputFiles", files=[str(file)], nodeId=node["nodeId"])
+
+        await page.goto(f"{kiosk.url}/upload")
+        await page.wait("document.readyState === 'complete' && !!document.getElementById('upload')")
+        assert await _axe_violations(page) == []
+        await _no_sideways_scroll(page)
+        assert await page.eval("document.getElementById('target').value") == "pool:lobby"
+
+        # a file that is not a PDF: the page says so, nothing is stored
+        await fill(notes)
+        await _tap(page, "#send")
+        problem = await page.wait(
+            "(function () { var p = document.querySelector('.problem');"
+            " return p && p.textContent; })()"
+        )
+        assert problem.startswith("That file is not a PDF")
+        assert await page.eval("document.getElementById('owner').value") == "Ada Lovelace"
+        assert await run.service.list_jobs(limit=10) == []
+        assert await _axe_violations(page) == []
+        await _no_sideways_scroll(page)
+
+        # the PDF: a PIN
+        await fill(pdf)
+        await _tap(page, "#send")
+        pin = await page.wait(
+            "(function () { var p = document.getElementById('pin'); return p && p.textContent; })()"
+        )
+        assert re.fullmatch(r"[0-9]{6}", pin)
+        said = await page.eval("document.querySelector('.done').textContent")
+        assert "Release it at the printer" in said
+        assert "Ada Lovelace" in said
+        assert await _axe_violations(page) == []
+        await _no_sideways_scroll(page)
+
+        (job,) = await run.service.list_jobs(owner="Ada Lovelace", limit=10)
+        assert job.state.value == "HELD"
+        # released with that PIN through the API: printed once, on a real printer
+        async with kiosk.http.post(
+            f"{kiosk.url}/v1/jobs/{job.id}/release", json={"pin": pin},
+            headers={"Authorization": f"Bearer {KIOSK_TOKEN}"},
+        ) as r:  # fmt: skip
+            assert r.status == 200, await r.text()
+        name = f"edgeprint-{job.id}"
+        await eventually(
+            lambda: any(p.job_name == name for q in printers for p in printers.printed(q.name)),
+            "the uploaded PDF printed",
+            timeout_s=20,
+        )
+
+        async def done() -> bool:
+            return (await run.service.get(job.id)).state.value == "DONE"
+
+        await eventually(done, "the uploaded job DONE", timeout_s=20)
+        printed = [p for q in printers for p in printers.printed(q.name) if p.job_name == name]
+        assert len(printed) == 1
