@@ -117,6 +117,12 @@ async def test_search_story_and_reprint_from_the_page(
             assert "copy-settled" in kinds
             assert "→ DONE" in story[-1][2]
             assert all(t for _, t, _ in story)
+            # its first page, drawn by the render workers, decoded by the browser at 300 px
+            width = await page.wait(
+                "(function () { var i = document.querySelector('#story p.preview img');"
+                " return i && i.complete && i.naturalWidth; })()"
+            )
+            assert width == 300
             assert await _axe_violations(page) == []
             await _no_sideways_scroll(page)
 

@@ -56,7 +56,7 @@ PAGE, _SCRIPT, _STYLE = _load()
 #: Only this page's own script and style (by hash); requests only to the appliance itself.
 CONTENT_SECURITY_POLICY = (
     f"default-src 'none'; script-src {_sha256_source(_SCRIPT)}; "
-    f"style-src {_sha256_source(_STYLE)}; connect-src 'self'; img-src data:; "
+    f"style-src {_sha256_source(_STYLE)}; connect-src 'self'; img-src data: blob:; "
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 

@@ -796,6 +796,7 @@
     if (j.reprints.length) {
       body.push(h("p", null, "Reprinted " + j.reprints.length + " time(s): ", jobLinks(j.reprints)));
     }
+    if (j.document.format !== "application/vnd.zebra-zpl") { body.push(storyPreview(j)); }
     var ol = h("ol", "story");
     s.entries.forEach(function (e) {
       var t = h("time", null, when(e.at));
@@ -828,6 +829,31 @@
     byId("story-body").replaceChildren.apply(byId("story-body"), body);
     byId("story").hidden = false;
     document.body.setAttribute("data-story", j.id);
+  }
+
+  // the first page, drawn by the appliance's render workers (GET /v1/jobs/{id}/preview.png)
+  var previewUrl = null;    // the object URL shown now (revoked when another replaces it)
+
+  function storyPreview(j) {
+    var box = h("p", "preview");
+    var token = readToken();
+    if (!token) { return box; }
+    get("v1/jobs/" + encodeURIComponent(j.id) + "/preview.png?page=1&width=300", token)
+      .then(function (r) {
+        if (r.status === 410) { box.append("The document was deleted: no preview."); return; }
+        if (!r.ok) { box.append("No preview (" + r.status + ")."); return; }
+        return r.blob().then(function (blob) {
+          if (openStory !== j.id) { return; }
+          if (previewUrl) { URL.revokeObjectURL(previewUrl); }
+          previewUrl = URL.createObjectURL(blob);
+          var img = h("img");
+          img.alt = "First page of job " + short(j.id);
+          img.width = 150;
+          img.setAttribute("src", previewUrl);  // a blob: of the appliance's own answer
+          box.append(img);
+        });
+      }, function () { box.append("No preview: no answer from the appliance."); });
+    return box;
   }
 
   function randomKey() {
