@@ -47,6 +47,7 @@ from edgeprint.models import (
     JobOut,
     MediaLevelOut,
     MediaLoadedOut,
+    OwnerCredentialsIn,
     PoolOut,
     PrinterCapabilitiesOut,
     PrinterOut,
@@ -54,6 +55,8 @@ from edgeprint.models import (
     PrintersOut,
     PrinterSummaryOut,
     ReadyMediaOut,
+    ReleaseLookupIn,
+    ReleasePrintIn,
     ReleaseRequest,
     ResolveRequest,
     RunwayOut,
@@ -81,7 +84,10 @@ from edgeprint.states import JobState
 log = logging.getLogger(__name__)
 
 #: The optional JSON body of a release or a cancel.
-_Body = TypeVar("_Body", ReleaseRequest, CancelRequest, ResolveRequest, IdentifyRequest)
+_Body = TypeVar(
+    "_Body", ReleaseRequest, CancelRequest, ResolveRequest, IdentifyRequest,
+    OwnerCredentialsIn, ReleaseLookupIn, ReleasePrintIn,  # issue 24 (edgeprint.api.release)
+)  # fmt: skip
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

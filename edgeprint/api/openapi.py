@@ -39,10 +39,16 @@ from edgeprint.models import (
     JobListOut,
     JobOut,
     MediaLoadedOut,
+    OwnerCredentialsIn,
+    OwnerCredentialsOut,
     PrinterCheckOut,
     PrinterOut,
     PrintersOut,
     Problem,
+    ReleaseLookupIn,
+    ReleaseLookupOut,
+    ReleasePrintIn,
+    ReleasePrintOut,
     ReleaseRequest,
     ResolveRequest,
     StatsOut,
@@ -59,14 +65,19 @@ _PROBLEM_TYPE = "application/problem+json"
 
 _REQUEST_MODELS: tuple[type[BaseModel], ...] = (
     SubmitMetadata, ReleaseRequest, CancelRequest, ResolveRequest, IdentifyRequest,
+    OwnerCredentialsIn, ReleaseLookupIn, ReleasePrintIn,  # issue 24 (release)
 )  # fmt: skip
 _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     JobOut, JobListOut, PrinterOut, PrintersOut, DrainOut, DeadLetterOut, Health, Problem,
     StatsOut, WebhookDeliveriesOut, IdentifyOut, EventOut, PrinterCheckOut,
     MediaLoadedOut,  # issue 23 (supplies)
+    OwnerCredentialsOut, ReleaseLookupOut, ReleasePrintOut,  # issue 24 (release)
 )  # fmt: skip
 
-Body = Literal["multipart", "release", "cancel", "resolve", "identify"]
+Body = Literal[
+    "multipart", "release", "cancel", "resolve", "identify",
+    "owner-credentials", "release-lookup", "release-print",
+]  # fmt: skip
 Role = Literal["kiosk", "tech"]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -165,6 +176,11 @@ _PARAMETER_DEFS: dict[str, dict[str, Any]] = {
         "description": "a configured printer's name",
         "schema": {"type": "string", "pattern": NAME_PATTERN},
     },
+    "owner_path": {
+        "name": "owner", "in": "path", "required": True,
+        "description": "an owner, as jobs name it (1–128 printable characters)",
+        "schema": {"type": "string", "minLength": 1, "maxLength": 128},
+    },
     "ipp_job_id": {
         "name": "job", "in": "path", "required": True,
         "description": "an IPP job-id (the last segment of the job-uri a queue answered)",
@@ -232,6 +248,13 @@ def _response(ans: Answer, refs: dict[type[BaseModel], dict[str, Any]]) -> dict[
     return out
 
 
+_JSON_BODIES: dict[str, tuple[type[BaseModel], str]] = {
+    "owner-credentials": (OwnerCredentialsIn, "`release_code`, `card` or both"),
+    "release-lookup": (ReleaseLookupIn, '`{"code"}`, `{"card"}` or `{"pin", "job"}`'),
+    "release-print": (ReleasePrintIn, 'the credential and `{"jobs": [ids]}` or `{"all": true}`'),
+}
+
+
 def _request_body(body: Body, refs: dict[type[BaseModel], dict[str, Any]]) -> dict[str, Any]:
     if body == "multipart":
         return {
@@ -259,6 +282,13 @@ def _request_body(body: Body, refs: dict[type[BaseModel], dict[str, Any]]) -> di
                     },
                 }
             },
+        }
+    if body in _JSON_BODIES:
+        model, description = _JSON_BODIES[body]
+        return {
+            "required": True,
+            "description": description,
+            "content": {"application/json": {"schema": refs[model]}},
         }
     if body == "identify":
         return {
@@ -294,6 +324,8 @@ def _operation(op: Operation, refs: dict[type[BaseModel], dict[str, Any]]) -> di
         params.append(_param_ref("job_id"))
     if "{name}" in op.path:
         params.append(_param_ref("printer_name"))
+    if "{owner}" in op.path:
+        params.append(_param_ref("owner_path"))
     if "{job}" in op.path:
         params.append(_param_ref("ipp_job_id"))
     params += [_param_ref(h) for h in op.headers]
@@ -362,6 +394,11 @@ def document() -> dict[str, Any]:
             {"name": "printers", "description": "technicians: health, pause, resume, drain"},
             {"name": "operations", "description": "health, readiness, metrics, this document"},
             {
+                "name": "release",
+                "description": "release where you stand: owners' codes and cards, the "
+                "release page of each printer and pool and its two calls",
+            },
+            {
                 "name": "ipp",
                 "description": "edgeprint as a printer: one IPP queue per printer and pool",
             },
@@ -376,7 +413,8 @@ def document() -> dict[str, Any]:
                     "type": "http",
                     "scheme": "bearer",
                     "description": "a token from the config's [[tokens]]; role kiosk (submit, "
-                    "release, cancel, read jobs) or tech (everything)",
+                    "release, cancel, read jobs), tech (everything) or station (only the "
+                    "release pages of its printers)",
                 }
             },
         },
