@@ -103,9 +103,16 @@ class ReleaseDesk:
 
     def __init__(self, service: JobService) -> None:
         self.service = service
-        self.owners = Owners(service.jobs.store)
+        self._owners: Owners | None = None
         self._key: bytes | None = None
         self._key_lock = asyncio.Lock()
+
+    @property
+    def owners(self) -> Owners:
+        """The credentials' queries (made at first use: the app is built before it serves)."""
+        if self._owners is None:
+            self._owners = Owners(self.service.jobs.store)
+        return self._owners
 
     # --- credentials -------------------------------------------------------------------
 
