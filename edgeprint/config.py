@@ -322,11 +322,11 @@ class TokenConfig(_Frozen):
     def _station_printers(self) -> TokenConfig:
         if self.role == "station" and not self.printers:
             raise ValueError(
-                "printers: a station token names the printers or pools it stands at, "
+                "a station token names the printers or pools it stands at in `printers`, "
                 'e.g. printers = ["printer-01"]'
             )
         if self.role != "station" and self.printers:
-            raise ValueError(f"printers: only a station token has printers, not a {self.role}")
+            raise ValueError(f"only a station token has `printers`, not a {self.role} token")
         return self
 
 

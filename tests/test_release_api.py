@@ -8,14 +8,20 @@ import asyncio
 import collections
 import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 
+from edgeprint import errors
 from edgeprint.api.auth import token_digest
+from edgeprint.config import parse_config
 from edgeprint.server import DB_FILE
 from testbed.pdfs import make_pdf
+from testbed.rig import Rig
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance, config_dict
+from tests.printing import appliance, assert_each_printed_once, printed_names, rig_config
 
 PROBLEM = "urn:edgeprint:problem:"
 CODE = "48213907"
@@ -463,3 +469,59 @@ async def test_the_page_is_served_with_a_strict_policy(app: Appliance) -> None:
         assert "Release code or card" in text
         assert "<script>\n" in text
         assert "innerHTML" not in text
+
+
+async def test_double_taps_on_real_printers_print_each_job_once(
+    tmp_path: Path, printers: Rig
+) -> None:
+    """Ten concurrent /print taps with the same jobs (a person tapping twice, two phones):
+    each job is printed exactly once, on this printer, by the printers' own logs."""
+    cfg = rig_config(tmp_path / "data", printers)
+    cfg["release"] = {"max_pin_failures": 20, "pin_lockout_s": 300}
+    async with appliance(cfg) as (_, kiosk):
+        headers = {"Authorization": f"Bearer {KIOSK_TOKEN}"}
+        url = f"{kiosk.url}/v1/owners/ann"
+        async with kiosk.http.put(url, json={"release_code": CODE}, headers=headers) as r:
+            assert r.status == 200
+        mine = [(await kiosk.submit(f"rig-tap-{i:04d}", pool="lobby"))["id"] for i in range(4)]
+
+        async def tap(body: dict[str, Any]) -> dict[str, Any]:
+            async with kiosk.http.post(
+                f"{kiosk.url}/release/printer-02/print", json={"code": CODE, **body}
+            ) as resp:
+                assert resp.status == 200
+                out: dict[str, Any] = await resp.json()
+                return out
+
+        taps = await asyncio.gather(
+            *(tap({"all": True}) for _ in range(5)), *(tap({"jobs": mine}) for _ in range(5))
+        )
+        released = collections.Counter(
+            o["job"] for out in taps for o in out["outcomes"] if o["outcome"] == "released"
+        )
+        assert released == dict.fromkeys(mine, 1)
+        await kiosk.wait_states(mine, {"DONE"})
+        assert_each_printed_once(printers, mine)
+        names = printed_names(printers)
+        assert {names[f"edgeprint-{i}"][0] for i in mine} == {"printer-02"}
+
+
+def test_station_tokens_name_configured_printers(tmp_path: Path) -> None:
+    def tokens(*extra: dict[str, Any]) -> dict[str, Any]:
+        cfg = config_dict(tmp_path / "data")
+        cfg["tokens"] = [*cfg["tokens"], *extra]
+        return cfg
+
+    station = {"name": "st", "role": "station", "sha256": "a" * 64}
+    parse_config(tokens({**station, "printers": ["printer-03", "lobby"]}))
+    bad = [
+        ({**station, "printers": ["printer-09"]}, "tokens[2].printers[0]", "no configured"),
+        (station, "tokens[2]", "names the printers"),
+        ({**station, "role": "kiosk", "printers": ["lobby"]}, "tokens[2]", "only a station"),
+    ]
+    for token, key, words in bad:
+        with pytest.raises(errors.ConfigError) as caught:
+            parse_config(tokens(token))
+        assert any(k.startswith(key) and words in m for k, m in caught.value.problems), (
+            caught.value.problems
+        )
