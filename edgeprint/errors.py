@@ -186,6 +186,15 @@ class UnsupportedDocument(EdgeprintError):
         super().__init__(detail)
 
 
+class DocumentGone(EdgeprintError):
+    """The job's document was deleted (retention) or is nowhere to be found (HTTP 410)."""
+
+    def __init__(self, job_id: str, detail: str) -> None:
+        self.job_id = job_id
+        self.detail = detail
+        super().__init__(detail)
+
+
 class NoPageSelected(EdgeprintError):
     """Page ranges (IPP ``page-ranges``) that select no page of the document."""
 

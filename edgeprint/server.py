@@ -33,6 +33,7 @@ from edgeprint.ipp_server import advertise
 from edgeprint.metrics import Metrics
 from edgeprint.service import JobService
 from edgeprint.service.leases import LeaseKeeper
+from edgeprint.service.previews import Previews
 from edgeprint.spool import Spool
 from edgeprint.store import backends, documents
 from edgeprint.store.interface import Store
@@ -313,6 +314,7 @@ async def _api(
         dispatcher.identify,
         limiter,
         check=dispatcher.check,
+        previews=Previews(service),
     )
     app = build_app(deps)
 

@@ -15,7 +15,7 @@ import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
@@ -79,6 +79,7 @@ from edgeprint.service import (
     JobService,
     PrinterCheck,
 )
+from edgeprint.service.previews import Previews
 from edgeprint.states import JobState
 
 log = logging.getLogger(__name__)
@@ -113,6 +114,10 @@ async def _no_check(printer: str) -> PrinterCheck:
     raise errors.PrinterNotFound(printer)
 
 
+#: Deps.previews not given: made from the service (the sentinel is never used as one).
+_NO_PREVIEWS = cast(Previews, None)
+
+
 @dataclass
 class Deps:
     """What the handlers use; stored on the app under :data:`DEPS`. ``config`` is replaced
@@ -131,6 +136,12 @@ class Deps:
     )
     #: The dispatcher's way to ask a printer now, timed (preflight, issue 23).
     check: CheckPrinter = _no_check
+    #: A job's page as a PNG (issue 24); made from ``service`` when not given.
+    previews: Previews = _NO_PREVIEWS
+
+    def __post_init__(self) -> None:
+        if self.previews is None:
+            self.previews = Previews(self.service)
 
 
 DEPS = web.AppKey("deps", Deps)

@@ -29,6 +29,11 @@ from edgeprint.config import NAME_PATTERN
 from edgeprint.models import (
     IDEMPOTENCY_KEY_PATTERN,
     JOB_ID_PATTERN,
+    BulkCancelRequest,
+    BulkOut,
+    BulkReleaseRequest,
+    BulkReplayRequest,
+    BulkResolveRequest,
     CancelRequest,
     DeadLetterOut,
     DrainOut,
@@ -66,18 +71,37 @@ _PROBLEM_TYPE = "application/problem+json"
 _REQUEST_MODELS: tuple[type[BaseModel], ...] = (
     SubmitMetadata, ReleaseRequest, CancelRequest, ResolveRequest, IdentifyRequest,
     OwnerCredentialsIn, ReleaseLookupIn, ReleasePrintIn,  # issue 24 (release)
+    BulkReleaseRequest, BulkCancelRequest, BulkReplayRequest, BulkResolveRequest,  # issue 24
 )  # fmt: skip
 _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     JobOut, JobListOut, PrinterOut, PrintersOut, DrainOut, DeadLetterOut, Health, Problem,
     StatsOut, WebhookDeliveriesOut, IdentifyOut, EventOut, PrinterCheckOut,
     MediaLoadedOut,  # issue 23 (supplies)
     OwnerCredentialsOut, ReleaseLookupOut, ReleasePrintOut,  # issue 24 (release)
+    BulkOut,  # issue 24 (many jobs at once)
 )  # fmt: skip
 
 Body = Literal[
-    "multipart", "release", "cancel", "resolve", "identify",
-    "owner-credentials", "release-lookup", "release-print",
-]  # fmt: skip
+    "multipart",
+    "release",
+    "cancel",
+    "resolve",
+    "identify",
+    "bulk-release",
+    "bulk-cancel",
+    "bulk-replay",
+    "bulk-resolve",
+    "owner-credentials",
+    "release-lookup",
+    "release-print",
+]
+#: The bulk calls' bodies (issue 24): required JSON, `limit` always.
+_BULK_BODIES: dict[str, type[BaseModel]] = {
+    "bulk-release": BulkReleaseRequest,
+    "bulk-cancel": BulkCancelRequest,
+    "bulk-replay": BulkReplayRequest,
+    "bulk-resolve": BulkResolveRequest,
+}
 Role = Literal["kiosk", "tech"]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -157,6 +181,16 @@ _HEADER_DEFS: dict[str, dict[str, Any]] = {
         "required": True,
         "schema": {"type": "string", "pattern": r"^/v1/jobs/[0-9a-f]{32}$"},
     },
+    "ETag": {
+        "description": "names the document, page and width: the same tag, the same bytes",
+        "required": True,
+        "schema": {"type": "string"},
+    },
+    "Cache-Control": {
+        "description": "private (it shows someone's document), kept for an hour",
+        "required": True,
+        "schema": {"type": "string"},
+    },
     "Idempotent-Replayed": {
         "description": "the answer is the job an earlier request with this key made",
         "required": True,
@@ -215,6 +249,16 @@ _PARAMETER_DEFS: dict[str, dict[str, Any]] = {
         "name": "limit", "in": "query", "required": False,
         "description": "page size, 1–500 (default 50; 100 for the dead-letter queue)",
         "schema": _LIMIT,
+    },
+    "page": {
+        "name": "page", "in": "query", "required": False,
+        "description": "the page to draw, from 1 (default 1)",
+        "schema": {"type": "integer", "minimum": 1},
+    },
+    "width": {
+        "name": "width", "in": "query", "required": False,
+        "description": "pixels, 50–1200 (default 300)",
+        "schema": {"type": "integer", "minimum": 50, "maximum": 1200},
     },
     "delivery_state": {
         "name": "state", "in": "query", "required": False,
@@ -289,6 +333,12 @@ def _request_body(body: Body, refs: dict[type[BaseModel], dict[str, Any]]) -> di
             "required": True,
             "description": description,
             "content": {"application/json": {"schema": refs[model]}},
+        }
+    if body in _BULK_BODIES:
+        return {
+            "required": True,
+            "description": '`{"ids": [...], "limit": N}` or `{"filter": {...}, "limit": N}`',
+            "content": {"application/json": {"schema": refs[_BULK_BODIES[body]]}},
         }
     if body == "identify":
         return {

@@ -22,6 +22,7 @@ _TITLES = {
     405: "Method Not Allowed",
     408: "Request Timeout",
     409: "Conflict",
+    410: "Gone",
     413: "Content Too Large",
     415: "Unsupported Media Type",
     422: "Unprocessable Content",
@@ -123,6 +124,13 @@ def from_error(exc: errors.EdgeprintError) -> web.Response:
             return problem(
                 429, "release-locked", str(exc), headers={"Retry-After": str(exc.retry_after_s)}
             )
+        case errors.DocumentGone():
+            return problem(410, "document-gone", exc.detail, job_id=exc.job_id)
+        case errors.RenderFailed():
+            return problem(
+                503, "render-failed", f"the page could not be drawn now: {exc.detail}",
+                headers={"Retry-After": "5"},
+            )  # fmt: skip
         case errors.PrinterNotFound():
             return problem(404, "printer-not-found", str(exc))
         case errors.IdentifyUnsupported():

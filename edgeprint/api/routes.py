@@ -9,13 +9,26 @@ reads the same rows).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 from aiohttp import web
 
-from edgeprint.api import app, event, ipp, openapi, release, release_page, status_page
-from edgeprint.api.openapi import PATH, Answer, Handler, Operation, Role
+from edgeprint.api import (
+    app,
+    bulk,
+    event,
+    ipp,
+    openapi,
+    previews,
+    release,
+    release_page,
+    status_page,
+)  # fmt: skip
+from edgeprint.api.openapi import PATH, Answer, Body, Handler, Operation, Role
 from edgeprint.ipp_server.attributes import ICON_SIZES
 from edgeprint.models import (
+    MAX_BULK,
+    BulkOut,
     DeadLetterOut,
     DrainOut,
     EventOut,
@@ -100,6 +113,37 @@ def _icon(size: int) -> Callable[[ipp.IppEndpoint], Handler]:
 
 def _job(description: str) -> Answer:
     return Answer(description, JobOut)
+
+
+def _bulk(verb: str, summary: str, role: Role, single: str, handler: Handler) -> Operation:
+    """The row of a bulk call (issue 24): ``POST /v1/jobs/{verb}`` acting as ``single`` does."""
+    target = ", `unknown-target` (printer or pool not configured)" if verb == "release" else ""
+    return Operation(
+        handler, "post", f"/v1/jobs/{verb}", f"{verb}Jobs", summary, "jobs", role,
+        body=cast(Body, f"bulk-{verb}"),
+        description=(
+            f'`{{"ids": [...], "limit": N}}` or `{{"filter": {{...}}, "limit": N}}`; `limit` is '
+            f"required (1–{MAX_BULK}). A filter takes the oldest matching jobs in the states "
+            f"{verb} applies to. Each job goes through {single} (same rules, exactly once under "
+            "concurrent calls); the answer lists each job's outcome. Ids that are not 32 "
+            "lowercase hex characters are refused (422); well-formed ids of no job answer "
+            "`not-found` among the results."
+        ),
+        answers={
+            200: Answer("one outcome per selected job (a filter matching nothing: none)", BulkOut),
+            400: _problem("`malformed-json`: the body is not JSON"),
+            408: _problem("`request-timeout`: the body did not arrive within the time limit"),
+            413: _problem("`payload-too-large`: the body is over 64 KiB"),
+            415: _problem("`unsupported-media-type`: a body that is not application/json"),
+            422: _problem(
+                "`invalid-request` (no or a bad `limit`, both or neither of `ids` and `filter`, "
+                "an unknown field, a bad state or one the action does not apply to; `errors`)"
+                + target
+            ),
+            503: _503_STORE,
+            **(_TECH if role == "tech" else _AUTH),
+        },
+    )  # fmt: skip
 
 
 # --- the table: every route, its handler and role, every status it can give ---------------
@@ -326,6 +370,36 @@ ROUTES: tuple[Operation, ...] = (
                 "or a `printer` not of this pool (`errors`)"
             ),
             **_AT_PLACE,
+        },
+    ),
+    # issue 24 (many jobs at once): the single calls above, for jobs chosen by id or filter
+    _bulk("release", "Release many HELD jobs", "kiosk", "releaseJob", bulk.release_jobs),
+    _bulk("cancel", "Cancel many jobs", "kiosk", "cancelJob", bulk.cancel_jobs),
+    _bulk("replay", "Replay many DEAD jobs (tech)", "tech", "replayJob", bulk.replay_jobs),
+    _bulk("resolve", "Settle many DEAD outcome_unknown jobs (tech)", "tech", "resolveJob",
+          bulk.resolve_jobs),
+    Operation(
+        previews.job_preview,
+        "get", "/v1/jobs/{job_id}/preview.png", "previewJob",
+        "A page of a job's document as a PNG", "jobs", "kiosk", query=("page", "width"),
+        description=(
+            "Drawn by the render workers and kept with the document's renditions (the same "
+            "document, page and width are drawn once); `page` 1 and `width` 300 px by default. "
+            "`ETag` names the document, page and width; `If-None-Match` with it answers 304."
+        ),
+        answers={
+            200: Answer("the page, `width` pixels wide, its height in proportion",
+                        media="image/png", headers=("ETag", "Cache-Control")),
+            304: Answer("the preview the client holds is this one", headers=("ETag",)),
+            404: _404_JOB,
+            410: _problem("`document-gone`: retention deleted the job's document"),
+            415: _problem("`unsupported-media-type`: the job is not a PDF (a ZPL label is sent "
+                          "as it came; it has no pages to draw)"),
+            422: _problem("`invalid-request`: `width` outside 50–1200, `page` below 1 or past "
+                          "the document's last page, or an unknown query parameter (`errors`)"),
+            503: _problem("`render-failed` (the workers could not draw it now) or "
+                          "`store-unavailable`", "Retry-After"),
+            **_AUTH,
         },
     ),
     Operation(

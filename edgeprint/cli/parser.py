@@ -6,7 +6,7 @@ import argparse
 import re
 from collections.abc import Sequence
 
-from edgeprint.cli import client, discover, setup
+from edgeprint.cli import bulk, client, discover, setup
 from edgeprint.states import JobState
 
 _JOB_ID_RE = re.compile(r"^[0-9a-f]{32}$")
@@ -113,6 +113,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.command == "printers" and args.action == "trust" and args.printer is None:
         p.error("printers trust: name the printer: edgeprint printers trust PRINTER")
+    if args.command == "replay":
+        many = args.filter is not None or args.ids is not None
+        if (args.job_id is None) == (not many):
+            p.error("replay: give JOB_ID, or --filter … or --ids … with --limit N")
+        if args.job_id is not None and (args.limit is not None or args.yes):
+            p.error("replay JOB_ID replays one job: --limit and --yes go with --filter or --ids")
+    if args.command in ("release", "cancel", "replay") and (
+        args.filter is not None or args.ids is not None
+    ):
+        why = bulk.check(args)
+        if why is not None:
+            p.error(why)
     return args
 
 
@@ -164,8 +176,23 @@ def parser() -> argparse.ArgumentParser:
     d = tech("dead-letter", "the dead-letter queue, oldest first (tech)")
     d.add_argument("--limit", type=_limit, help="1-500 (default 100)")
     d.add_argument("--cursor", type=_cursor, help="next page, as printed after a full page")
-    r = tech("replay", "send a DEAD job back to its printer or pool, once (tech)")
-    r.add_argument("job_id", metavar="JOB_ID", type=_job_id)
+    r = tech(
+        "replay",
+        "send a DEAD job back to its printer or pool, once; or many: --filter/--ids (tech)",
+    )
+    r.add_argument("job_id", metavar="JOB_ID", type=_job_id, nargs="?")
+    bulk.add_options(r, required=False)
+    rel = tech("release", "release many HELD jobs: --filter or --ids, and --limit (kiosk or tech)")
+    bulk.add_options(rel, required=True)
+    to = rel.add_mutually_exclusive_group()
+    to.add_argument(
+        "--printer", dest="to_printer", type=_printer, metavar="PRINTER",
+        help="release to this printer (default: each job's own printer or pool)",
+    )  # fmt: skip
+    to.add_argument("--pool", dest="to_pool", type=_printer, metavar="POOL",
+                    help="release to this pool")  # fmt: skip
+    can = tech("cancel", "cancel many jobs: --filter or --ids, and --limit (kiosk or tech)")
+    bulk.add_options(can, required=True)
     idf = tech("identify", "make a printer show itself: IPP Identify-Printer or a test page (tech)")
     idf.add_argument("printer", metavar="PRINTER", type=_printer)
     idf.add_argument("--test-page", action="store_true", help="print a one-page test print instead")

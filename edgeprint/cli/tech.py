@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from edgeprint.cli import client, event, preflight, render
+from edgeprint.cli import bulk, client, event, preflight, render
 from edgeprint.cli.errors import (
     EXIT_API_ERROR,
     EXIT_CONNECT,
@@ -252,14 +252,17 @@ def cmd_dead_letter(api: client.Api, args: argparse.Namespace, as_json: bool) ->
     render.out(lines)
 
 
-def cmd_replay(api: client.Api, args: argparse.Namespace, as_json: bool) -> None:
-    """``edgeprint replay JOB_ID``: DEAD → RELEASED."""
+def cmd_replay(api: client.Api, args: argparse.Namespace, as_json: bool) -> int | None:
+    """``edgeprint replay JOB_ID``: DEAD → RELEASED (``--filter``/``--ids``: many)."""
+    if args.job_id is None:
+        return bulk.run(api, args, as_json)
     raw, job = api.json("POST", f"/v1/jobs/{args.job_id}/replay")
     if as_json:
         render.emit_raw(raw)
-        return
+        return None
     where = job.get("printer") or (f"pool {job['pool']}" if job.get("pool") else "-")
     render.out([f"replayed {job['id']}: now {job['state']}, waiting for {where}"])
+    return None
 
 
 def cmd_stats(api: client.Api, args: argparse.Namespace, as_json: bool) -> None:
@@ -351,6 +354,9 @@ COMMANDS: dict[str, Callable[[client.Api, argparse.Namespace, bool], int | None]
     "jobs": cmd_jobs,
     "dead-letter": cmd_dead_letter,
     "replay": cmd_replay,
+    # issue 24 (many jobs at once)
+    "release": bulk.run,
+    "cancel": bulk.run,
     "resolve": cmd_resolve,
     "stats": cmd_stats,
     "identify": cmd_identify,

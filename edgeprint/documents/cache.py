@@ -2,6 +2,7 @@
 
 A rendition is keyed by (document SHA-256, format, resolution, colour space,
 media size): the media is part of the key because the raster is drawn on it.
+A page's preview PNG (:class:`PreviewKey`: SHA-256, page, width) lives beside them.
 Files live under the directory the caller gives (``data_dir/renditions``) as
 ``<sha256>/<format>_<dpi>dpi_<colour space>_<W>x<H>.<ext>``; the cache holds at
 most ``max_bytes``, evicting the least recently used renditions (use is the
@@ -55,6 +56,33 @@ class RenditionKey:
         return Path(self.document_sha256) / name
 
 
+@dataclass(frozen=True)
+class PreviewKey:
+    """A page of a document drawn as a PNG ``width`` pixels wide (GET …/preview.png).
+
+    Kept beside the document's renditions (same folder), so a preview is evicted with
+    them by size and removed with them when the document is deleted.
+    """
+
+    document_sha256: str
+    page: int  # 1-based
+    width: int  # pixels
+
+    def __post_init__(self) -> None:
+        if not _SHA256.match(self.document_sha256):
+            raise ValueError(f"not a lower-case hex SHA-256: {self.document_sha256!r}")
+        if self.page < 1 or self.width < 1:
+            raise ValueError(f"bad page or width: {self.page}, {self.width}")
+
+    @property
+    def relative_path(self) -> Path:
+        return Path(self.document_sha256) / f"preview_p{self.page}_w{self.width}.png"
+
+
+#: What the cache keeps: a printer's rendition or a page's preview.
+Key = RenditionKey | PreviewKey
+
+
 class RenditionCache:
     """Renditions under ``root``, at most ``max_bytes`` of them (LRU eviction)."""
 
@@ -73,6 +101,9 @@ class RenditionCache:
                 st = path.stat()
                 self._index[path] = (st.st_size, st.st_mtime)
         self._last = max((used for _, used in self._index.values()), default=0.0)
+        #: Lookups answered from the cache, and those that were not (since it was opened).
+        self.hits = 0
+        self.misses = 0
         self._evict(0)
 
     def _now(self) -> float:
@@ -87,21 +118,24 @@ class RenditionCache:
     def __len__(self) -> int:
         return len(self._index)
 
-    def get(self, key: RenditionKey) -> Path | None:
+    def get(self, key: Key) -> Path | None:
         """The rendition's file, marked as just used; None when not cached."""
         path = self.root / key.relative_path
         if path not in self._index:
+            self.misses += 1
             return None
         now = self._now()
         try:
             os.utime(path, (now, now))
         except FileNotFoundError:  # removed behind our back
             del self._index[path]
+            self.misses += 1
             return None
         self._index[path] = (self._index[path][0], now)
+        self.hits += 1
         return path
 
-    def writer(self, key: RenditionKey) -> Writer:
+    def writer(self, key: Key) -> Writer:
         """A writer for the rendition: write() chunks, then commit(); aborted on error."""
         return Writer(self, key)
 
@@ -121,7 +155,7 @@ class RenditionCache:
             folder.rmdir()
         return freed
 
-    def _admit(self, tmp: Path, key: RenditionKey, size: int) -> Path | None:
+    def _admit(self, tmp: Path, key: Key, size: int) -> Path | None:
         if size > self.max_bytes:
             tmp.unlink(missing_ok=True)
             return None
@@ -150,7 +184,7 @@ class RenditionCache:
 class Writer:
     """Streams one rendition into the cache; see :meth:`RenditionCache.writer`."""
 
-    def __init__(self, cache: RenditionCache, key: RenditionKey) -> None:
+    def __init__(self, cache: RenditionCache, key: Key) -> None:
         self._cache = cache
         self._key = key
         folder = cache.root / key.document_sha256

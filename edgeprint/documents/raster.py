@@ -234,3 +234,26 @@ def to_pdf(data: bytes, document_format: str, max_pages: int) -> bytes:
     out = io.BytesIO()
     images[0].save(out, "PDF", resolution=float(dpi), save_all=True, append_images=images[1:])
     return out.getvalue()
+
+
+def preview_png(pdf_path: str, index: int, width: int) -> bytes:
+    """Page ``index`` (0-based) drawn ``width`` pixels wide in sRGB, as a PNG (a preview).
+
+    The height follows the page's aspect ratio (its /Rotate applied), at least 1 pixel.
+    Raises IndexError for a page the document does not have.
+    """
+    from PIL import Image  # only previews and JPEG printers need Pillow loaded
+
+    doc = _document(pdf_path)
+    if not 0 <= index < len(doc):
+        raise IndexError(f"page {index + 1} of a {len(doc)}-page document")
+    page = doc[index]
+    try:
+        w_pt, h_pt = page.get_width(), page.get_height()
+        size = (width, max(1, round(width * h_pt / w_pt)))
+        px = _render(page, "srgb_8", size, size, turn=False)
+    finally:
+        page.close()
+    out = io.BytesIO()
+    Image.fromarray(px).save(out, "PNG", optimize=False, compress_level=6)
+    return out.getvalue()

@@ -212,6 +212,19 @@ class RenderPool:
             raise errors.UnsupportedDocument(f"{document_format}: {exc.detail}") from None
         return pdf
 
+    async def preview(self, pdf_path: str, index: int, width: int) -> bytes:
+        """Page ``index`` (0-based) as a PNG ``width`` pixels wide (a one-page job's turn:
+        a preview waits behind badges no longer than a badge would).
+
+        Raises errors.RenderFailed (also for a page the document does not have).
+        """
+        png: bytes = await self._run("preview_png", pdf_path, index, width, priority=1)
+        return png
+
+    async def page_count(self, pdf_path: str) -> int:
+        """How many pages the PDF has, by PDFium."""
+        return len(await self._run("page_sizes", pdf_path))
+
     async def facts(self, pdf_path: str) -> DocumentFacts:
         """Page sizes (points), whether it needs colour and whether it is blank, by PDFium."""
         sizes = await self._run("page_sizes", pdf_path)

@@ -387,6 +387,147 @@
     });
   }
 
+  // --- many jobs at once: checkboxes, "all by reason", "all matching" (issue 24) ---------
+  // Kept apart from the rest: the lists only call selectBox(j); render() calls bulkRender().
+
+  var selected = {};  // job id -> {id, owner, state}: kept across the 2 s re-renders
+  var BULK_MAX = 500; // the API's largest limit
+
+  function selectBox(j) {
+    var box = h("input", "pick");
+    box.type = "checkbox";
+    box.checked = !!selected[j.id];
+    box.setAttribute("data-select", j.id);
+    box.setAttribute("aria-label", "Select job " + short(j.id) + " (" + j.owner + ")");
+    box.addEventListener("change", function () {
+      if (box.checked) { selected[j.id] = { id: j.id, owner: j.owner, state: j.state }; }
+      else { delete selected[j.id]; }
+      syncSelection();
+      bulkBar();
+    });
+    return box;
+  }
+
+  // Every box of one job (a job may be in both lists) shows the same choice.
+  function syncSelection() {
+    document.querySelectorAll("input[data-select]").forEach(function (b) {
+      b.checked = !!selected[b.getAttribute("data-select")];
+    });
+  }
+
+  function plural(n, word, many) { return n + " " + (n === 1 ? word : (many || word + "s")); }
+
+  // "14 replayed, 0 conflicts": the API's per-job outcomes counted; the jobs acted on are
+  // no longer selected.
+  function bulkSummary(word) {
+    return function (body) {
+      var n = {};
+      (body.results || []).forEach(function (r) {
+        n[r.outcome] = (n[r.outcome] || 0) + 1;
+        if (r.outcome !== "conflict") { delete selected[r.id]; }
+      });
+      var parts = [(n[word] || 0) + " " + word, plural(n.conflict || 0, "conflict")];
+      Object.keys(n).forEach(function (o) {
+        if (o !== word && o !== "conflict") { parts.push(n[o] + " " + o); }
+      });
+      bulkBar();
+      return parts.join(", ") + (body.more ? "; more match: do it again for the rest" : "");
+    };
+  }
+
+  function bulkBar() {
+    var bar = byId("bulk-bar");
+    var ids = Object.keys(selected);
+    if (!ids.length) { bar.hidden = true; bar.replaceChildren(); return; }
+    var jobs = ids.map(function (id) { return selected[id]; });
+    var owners = jobs.map(function (j) { return j.owner; }).filter(function (o, i, a) {
+      return a.indexOf(o) === i; }).slice(0, 3).join(", ");
+    var box = h("div", "actions");
+    box.append(button("Cancel " + plural(ids.length, "job"), "bulk-cancel", "selected", {
+      question: "Cancel " + plural(ids.length, "selected job") + " (" + owners +
+        (jobs.length > 3 ? ", ..." : "") + ")? They will not be printed.",
+      yes: "Cancel " + plural(ids.length, "job"), path: "v1/jobs/cancel",
+      body: { ids: ids, limit: ids.length }, done: bulkSummary("cancelled") }, "danger"));
+    if (jobs.every(function (j) { return j.state === "DEAD"; })) {
+      box.append(button("Retry " + plural(ids.length, "job"), "bulk-replay", "selected", {
+        question: "Send " + plural(ids.length, "selected dead letter") + " back to their " +
+          "printers to try again? Each is printed once more.",
+        yes: "Retry " + plural(ids.length, "job"), path: "v1/jobs/replay",
+        body: { ids: ids, limit: ids.length }, done: bulkSummary("replayed") }));
+    }
+    var clear = h("button", null, "Clear selection");
+    clear.type = "button";
+    clear.setAttribute("data-action", "bulk-clear");
+    clear.setAttribute("data-target", "selected");
+    clear.addEventListener("click", function () { selected = {}; syncSelection(); bulkBar(); });
+    box.append(clear);
+    bar.replaceChildren(h("p", null, h("strong", null, plural(ids.length, "job")),
+                          " selected"), box);
+    bar.hidden = false;
+  }
+
+  // One button per dead reason that a retry can settle (never outcome_unknown: those may
+  // have printed, and each needs a person to look).
+  function reasonActions(stats) {
+    var box = h("div", "actions");
+    var reasons = stats.dead_letters_by_reason || {};
+    Object.keys(reasons).forEach(function (r) {
+      var n = reasons[r];
+      if (!n || r === "outcome_unknown") { return; }
+      var all = n === 1 ? "the 1 dead letter" : "all " + n + " dead letters";
+      box.append(button("Retry " + all + " with reason " + r, "replay-reason", r, {
+        question: "Send " + all + " with reason " + r + " back to their printers to try " +
+          "again? Each is printed once more.",
+        yes: "Retry " + plural(n, "job"), path: "v1/jobs/replay",
+        body: { filter: { dead_reason: r }, limit: Math.min(n, BULK_MAX) },
+        done: bulkSummary("replayed") }));
+    });
+    return box;
+  }
+
+  function postJson(path, body) {
+    var token = readToken();
+    return fetch(path, { method: "POST", cache: "no-store", credentials: "omit",
+      headers: { "Authorization": "Bearer " + token, "Accept": "application/json",
+                 "Content-Type": "application/json" },
+      body: JSON.stringify(body) }).then(function (resp) {
+      return resp.json().then(function (b) { return [resp, b]; },
+                              function () { return [resp, null]; });
+    });
+  }
+
+  // "Cancel all matching": the jobs list's own filter, counted by a dry run first so the
+  // question names how many; the call takes at most that many (the oldest).
+  function cancelMatching() {
+    var filter = {}, said = [];
+    var state = byId("job-state").value, owner = byId("job-owner").value.trim();
+    if (state) { filter.state = state; said.push("state " + state); }
+    if (owner) { filter.owner = owner; said.push("owner " + owner); }
+    postJson("v1/jobs/cancel", { filter: filter, limit: BULK_MAX, dry_run: true })
+      .then(function (pair) {
+        var resp = pair[0], body = pair[1];
+        if (!resp.ok || !body) {
+          showAnswer("Refused (" + resp.status + "): " + (body && body.detail ? body.detail
+                     : resp.statusText), true);
+          return;
+        }
+        var n = (body.results || []).filter(function (r) {
+          return r.outcome === "selected"; }).length;
+        if (!n) { showAnswer("No job matching " + said.join(", ") + " can be cancelled.", false); return; }
+        ask({ question: "Cancel " + (body.more ? "the oldest " : "all ") + plural(n, "job") +
+                " matching " + said.join(", ") + "? They will not be printed.",
+              yes: "Cancel " + plural(n, "job"), path: "v1/jobs/cancel",
+              body: { filter: filter, limit: n }, done: bulkSummary("cancelled") });
+      }, function () { showAnswer("Cancel all matching: no answer from the appliance.", true); });
+  }
+
+  function bulkRender(stats) {
+    byId("dead-bulk").replaceChildren(reasonActions(stats));
+    var state = byId("job-state").value, owner = byId("job-owner").value.trim();
+    byId("filter-cancel").hidden = !(owner || (state && CANCELLABLE[state]));
+    bulkBar();
+  }
+
   // --- rendering ---------------------------------------------------------------------------------
 
   // Each printer-state-reasons value: its severity in words, what it means, since when.
@@ -471,8 +612,8 @@
       if (j.last_error) { row(info, "Last error", j.last_error); }
       var why = REASON_TEXT[j.dead_reason] || "Parked for a technician (" +
         (j.dead_reason || "no reason given") + ").";
-      var li = h("li", null, h("div", null, h("span", "badge dead", j.state), " ",
-                                h("span", "mono", j.id)),
+      var li = h("li", null, h("div", null, selectBox(j), " ", h("span", "badge dead", j.state),
+                                " ", h("span", "mono", j.id)),
                  h("p", "why", why), info, jobActions(j, true));
       li.setAttribute("data-job", j.id);
       li.setAttribute("data-reason", j.dead_reason || "");
@@ -500,13 +641,15 @@
   function jobTable(list) {
     var jobs = list.jobs || [];
     if (!jobs.length) { return h("p", "empty", "No job matches."); }
-    var head = h("tr", null, h("th", null, "Job"), h("th", null, "State"),
+    var head = h("tr", null, h("th", null, h("span", "sr-only", "Select")),
+                 h("th", null, "Job"), h("th", null, "State"),
                  h("th", null, "Owner"), h("th", null, "Where"), h("th", null, "Changed"),
                  h("th", null, ""));
     var body = h("tbody");
     jobs.forEach(function (j) {
       var where = j.printed_on || j.printer || (j.pool ? "pool " + j.pool : "-");
-      var tr = h("tr", null, h("td", "mono", short(j.id)), h("td", null, j.state),
+      var tr = h("tr", null, h("td", null, selectBox(j)),
+                 h("td", "mono", short(j.id)), h("td", null, j.state),
                  h("td", null, j.owner), h("td", null, where), h("td", null, when(j.updated_at)),
                  h("td", null, jobActions(j, false)));
       tr.setAttribute("data-job", j.id);
@@ -540,6 +683,7 @@
       : null;
     byId("dead").replaceChildren(deadList(dead), more || "");
     byId("jobs").replaceChildren(jobTable(jobs));
+    bulkRender(stats);
   }
 
   // --- polling -----------------------------------------------------------------------------------
@@ -659,6 +803,7 @@
   });
   byId("job-state").addEventListener("change", function () { tick(); });
   byId("preflight-run").addEventListener("click", runPreflight);
+  byId("filter-cancel").addEventListener("click", cancelMatching);
   byId("confirm-no").addEventListener("click", function () {
     var spec = pending;
     closeDialog();

@@ -1,0 +1,123 @@
+"""The bulk handlers: ``POST /v1/jobs/release``, ``/cancel``, ``/replay`` and ``/resolve``.
+
+Each takes ``{"ids": [...], "limit": N}`` or ``{"filter": {...}, "limit": N}`` (the models
+in :mod:`edgeprint.models`) and answers 200 with one outcome per selected job
+(:class:`~edgeprint.models.BulkOut`); the use cases are in :mod:`edgeprint.service.bulk`.
+A bad body is refused whole (422, nothing done); a job that cannot be acted on is one
+result among the others, never the whole call's status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TypeVar
+
+from aiohttp import web
+from pydantic import ValidationError
+
+from edgeprint import errors
+from edgeprint.api import app
+from edgeprint.api.uploads import duplicate_key, duplicate_key_problem, invalid, validation_problems
+from edgeprint.models import (
+    BulkCancelRequest,
+    BulkOut,
+    BulkReleaseRequest,
+    BulkReplayRequest,
+    BulkResolveRequest,
+    BulkResultOut,
+)
+from edgeprint.service.bulk import BulkActions, BulkAnswer, BulkFilter, Selector
+
+_Req = TypeVar("_Req", BulkReleaseRequest, BulkCancelRequest, BulkReplayRequest, BulkResolveRequest)
+
+
+async def _body(request: web.Request, model: type[_Req]) -> _Req:
+    """The required JSON body as ``model``; an empty one is ``{}`` (so: 422, limit missing).
+
+    Raises errors.MalformedRequest (400), errors.UnsupportedDocument (415),
+    errors.BodyTimeout (408), errors.InvalidRequest (422); a body over the app's
+    client_max_size is a 413 from aiohttp."""
+    timeout_s = request.app[app.DEPS].config.server.body_timeout_s
+    try:
+        async with asyncio.timeout(timeout_s):
+            raw = await request.read() if request.can_read_body else b""
+    except TimeoutError:
+        raise errors.BodyTimeout(timeout_s) from None
+    if not raw.strip():
+        raw = b"{}"
+    elif request.content_type not in ("application/json", "application/octet-stream"):
+        raise errors.UnsupportedDocument("send the body as application/json")
+    if (key := duplicate_key(raw)) is not None:
+        raise duplicate_key_problem(key, "the body")
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        if any(e["type"] == "json_invalid" for e in exc.errors()):
+            raise errors.MalformedRequest("the body is not valid JSON", "malformed-json") from None
+        if any(e["type"] == "model_type" and not e["loc"] for e in exc.errors()):
+            raise errors.InvalidRequest(
+                'the body must be a JSON object, e.g. {"ids": ["…"], "limit": 1}',
+                [errors.FieldProblem("body", "expected a JSON object")],
+            ) from None
+        raise invalid("invalid body", validation_problems(exc, "body"), "body") from None
+
+
+def _selector(body: BulkReleaseRequest | BulkCancelRequest | BulkReplayRequest
+              | BulkResolveRequest) -> Selector:  # fmt: skip
+    f = body.filter
+    if f is None:
+        return Selector(limit=body.limit, ids=body.ids, dry_run=body.dry_run)
+    where = BulkFilter(
+        state=f.state, owner=f.owner, pool=f.pool, printer=f.printer, dead_reason=f.dead_reason,
+        created_after=None if f.created_after is None else f.created_after.timestamp(),
+        created_before=None if f.created_before is None else f.created_before.timestamp(),
+    )  # fmt: skip
+    return Selector(limit=body.limit, where=where, dry_run=body.dry_run)
+
+
+def _answer(result: BulkAnswer) -> web.Response:
+    out = BulkOut(
+        matched=result.matched,
+        more=result.more,
+        results=[
+            BulkResultOut.model_construct(
+                id=r.id, outcome=r.outcome, state=r.state, detail=r.detail
+            )
+            for r in result.results
+        ],
+    )
+    return web.Response(body=out.model_dump_json().encode(), content_type="application/json")
+
+
+def _actions(request: web.Request) -> BulkActions:
+    return BulkActions(request.app[app.DEPS].service)
+
+
+async def release_jobs(request: web.Request) -> web.Response:
+    """POST /v1/jobs/release: release each selected HELD job."""
+    body = await _body(request, BulkReleaseRequest)
+    result = await _actions(request).release(
+        _selector(body), request[app.CALLER], printer=body.printer, pool=body.pool
+    )
+    return _answer(result)
+
+
+async def cancel_jobs(request: web.Request) -> web.Response:
+    """POST /v1/jobs/cancel: cancel each selected job."""
+    body = await _body(request, BulkCancelRequest)
+    return _answer(await _actions(request).cancel(_selector(body), request[app.CALLER]))
+
+
+async def replay_jobs(request: web.Request) -> web.Response:
+    """POST /v1/jobs/replay (tech): replay each selected DEAD job."""
+    body = await _body(request, BulkReplayRequest)
+    return _answer(await _actions(request).replay(_selector(body), request[app.CALLER]))
+
+
+async def resolve_jobs(request: web.Request) -> web.Response:
+    """POST /v1/jobs/resolve (tech): settle each selected DEAD outcome_unknown job."""
+    body = await _body(request, BulkResolveRequest)
+    result = await _actions(request).resolve(
+        _selector(body), request[app.CALLER], printed=body.printed
+    )
+    return _answer(result)
