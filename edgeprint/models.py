@@ -850,6 +850,12 @@ class ReleasePrintIn(ReleaseLookupIn):
         return self
 
 
+class ReleasePreviewIn(ReleaseLookupIn):
+    """``POST /release/{name}/preview``: the credential, and one of the person's HELD jobs."""
+
+    job_id: StrictStr = Field(pattern=JOB_ID_PATTERN, description="a job the credential opens")
+
+
 class ReleaseJobOut(BaseModel):
     """One HELD job as a release page shows it."""
 

@@ -180,7 +180,7 @@ async def test_lookup_lists_the_persons_held_jobs_only(make_appliance: Callable[
             assert [(p["name"], p["waiting"]) for p in found["printers"]] == [("printer-03", 1)]
         job = found["jobs"][0]
         assert (job["pages"], job["copies"], job["has_preview"], job["pin_required"]) == (
-            1, 1, False, False,
+            1, 1, True, False,
         )  # fmt: skip
         assert job["created_at"].endswith("Z")
         # a right code with nothing waiting: 200, an empty list, said plainly
@@ -525,3 +525,26 @@ def test_station_tokens_name_configured_printers(tmp_path: Path) -> None:
         assert any(k.startswith(key) and words in m for k, m in caught.value.problems), (
             caught.value.problems
         )
+
+
+async def test_a_preview_of_the_persons_held_job(make_appliance: Callable[..., Any]) -> None:
+    async with make_appliance() as app:
+        await _put(app, "ann", {"release_code": CODE})
+        mine = await _held(app, "ann", "prev-key-001")
+        other = await _held(app, "carl", "prev-key-002")
+        resp = await app.http.post(
+            f"{app.url}/release/printer-03/preview", json={"code": CODE, "job_id": mine}
+        )
+        png = await resp.read()
+        assert (resp.status, resp.content_type) == (200, "image/png")
+        assert png.startswith(b"\x89PNG\r\n\x1a\n")
+        assert int.from_bytes(png[16:20], "big") == 300  # IHDR width
+        for body, status, slug in (
+            ({"code": CODE, "job_id": other}, 404, "job-not-found"),  # not hers
+            ({"code": CODE, "job_id": "0" * 32}, 404, "job-not-found"),
+            ({"code": "31415926", "job_id": mine}, 403, "credential-invalid"),
+            ({"code": CODE}, 422, "invalid-request"),
+            ({"code": CODE, "job_id": "nope"}, 422, "invalid-request"),
+        ):
+            got, problem = await _at(app, "printer-03", "preview", body)
+            assert (got, problem["type"]) == (status, PROBLEM + slug), body

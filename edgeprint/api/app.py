@@ -56,6 +56,7 @@ from edgeprint.models import (
     PrinterSummaryOut,
     ReadyMediaOut,
     ReleaseLookupIn,
+    ReleasePreviewIn,
     ReleasePrintIn,
     ReleaseRequest,
     ResolveRequest,
@@ -87,7 +88,7 @@ log = logging.getLogger(__name__)
 #: The optional JSON body of a release or a cancel.
 _Body = TypeVar(
     "_Body", ReleaseRequest, CancelRequest, ResolveRequest, IdentifyRequest,
-    OwnerCredentialsIn, ReleaseLookupIn, ReleasePrintIn,  # issue 24 (edgeprint.api.release)
+    OwnerCredentialsIn, ReleaseLookupIn, ReleasePrintIn, ReleasePreviewIn,  # issue 24
 )  # fmt: skip
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -355,7 +356,8 @@ _EMPTY: dict[type[BaseModel], BaseModel] = {}
 def _empty(model: type[_Body]) -> _Body:
     empty = _EMPTY.get(model)
     if empty is None:
-        empty = _EMPTY[model] = model()
+        # (a model with required fields raises ValidationError: its callers say "required")
+        empty = _EMPTY[model] = model.model_validate({})
     assert isinstance(empty, model)
     return empty
 

@@ -52,6 +52,7 @@ from edgeprint.models import (
     Problem,
     ReleaseLookupIn,
     ReleaseLookupOut,
+    ReleasePreviewIn,
     ReleasePrintIn,
     ReleasePrintOut,
     ReleaseRequest,
@@ -70,7 +71,7 @@ _PROBLEM_TYPE = "application/problem+json"
 
 _REQUEST_MODELS: tuple[type[BaseModel], ...] = (
     SubmitMetadata, ReleaseRequest, CancelRequest, ResolveRequest, IdentifyRequest,
-    OwnerCredentialsIn, ReleaseLookupIn, ReleasePrintIn,  # issue 24 (release)
+    OwnerCredentialsIn, ReleaseLookupIn, ReleasePrintIn, ReleasePreviewIn,  # issue 24
     BulkReleaseRequest, BulkCancelRequest, BulkReplayRequest, BulkResolveRequest,  # issue 24
 )  # fmt: skip
 _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
@@ -94,6 +95,7 @@ Body = Literal[
     "owner-credentials",
     "release-lookup",
     "release-print",
+    "release-preview",
 ]
 #: The bulk calls' bodies (issue 24): required JSON, `limit` always.
 _BULK_BODIES: dict[str, type[BaseModel]] = {
@@ -295,6 +297,7 @@ def _response(ans: Answer, refs: dict[type[BaseModel], dict[str, Any]]) -> dict[
 _JSON_BODIES: dict[str, tuple[type[BaseModel], str]] = {
     "owner-credentials": (OwnerCredentialsIn, "`release_code`, `card` or both"),
     "release-lookup": (ReleaseLookupIn, '`{"code"}`, `{"card"}` or `{"pin", "job"}`'),
+    "release-preview": (ReleasePreviewIn, "the credential and `job_id`, one of its HELD jobs"),
     "release-print": (ReleasePrintIn, 'the credential and `{"jobs": [ids]}` or `{"all": true}`'),
 }
 

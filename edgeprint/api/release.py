@@ -26,6 +26,7 @@ from edgeprint.models import (
     ReleaseLookupIn,
     ReleaseLookupOut,
     ReleaseOutcomeOut,
+    ReleasePreviewIn,
     ReleasePrinterOut,
     ReleasePrintIn,
     ReleasePrintOut,
@@ -50,7 +51,11 @@ def _owner(request: web.Request) -> str:
         ) from None
 
 
-_M = TypeVar("_M", OwnerCredentialsIn, ReleaseLookupIn, ReleasePrintIn)
+_M = TypeVar("_M", OwnerCredentialsIn, ReleaseLookupIn, ReleasePrintIn, ReleasePreviewIn)
+#: The one format whose pages can be drawn (a ZPL label is sent as it came).
+_PDF = "application/pdf"
+#: A release page's preview: the first page, as wide as a phone shows it sharp.
+PREVIEW_WIDTH = 300
 
 
 async def _body(request: web.Request, model: type[_M]) -> _M:
@@ -124,7 +129,8 @@ def _presented(body: ReleaseLookupIn) -> Presented:
 def _job_out(job: JobRecord) -> ReleaseJobOut:
     return ReleaseJobOut(
         id=job.id, title=f"Job {job.id[:6]}", pages=job.document_pages, copies=job.copies,
-        created_at=iso_time(job.created_at), has_preview=False,
+        created_at=iso_time(job.created_at),
+        has_preview=job.document_format == _PDF and job.document_deleted_at is None,
         pin_required=job.release_pin_hash is not None,
     )  # fmt: skip
 
@@ -179,3 +185,19 @@ async def release_print(request: web.Request) -> web.Response:
             message=summary(outcomes),
         )
     )  # fmt: skip
+
+
+async def release_preview(request: web.Request) -> web.Response:
+    """POST /release/{name}/preview: the first page of one of the person's HELD jobs (PNG).
+    A job that is not theirs, or not HELD, is 404 ``job-not-found`` whoever's it is."""
+    caller, _ = await _at(request)
+    body = await _body(request, ReleasePreviewIn)
+    desk = request.app[DESK]
+    person = await desk.identify(_presented(body), _address(request), caller)
+    job = next((j for j in await desk.held(person) if j.id == body.job_id), None)
+    if job is None:
+        raise errors.JobNotFound(body.job_id)
+    png = await request.app[DEPS].previews.png(job, 1, PREVIEW_WIDTH)
+    return web.Response(
+        body=png, content_type="image/png", headers={"Cache-Control": "private, no-store"}
+    )

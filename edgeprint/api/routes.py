@@ -372,6 +372,29 @@ ROUTES: tuple[Operation, ...] = (
             **_AT_PLACE,
         },
     ),
+    Operation(
+        release.release_preview,
+        "post", "/release/{name}/preview", "releasePreview",
+        "The first page of one of a person's HELD jobs, as a PNG", "release", None,
+        body="release-preview",
+        description=(
+            "The credential as for the look-up, and `job_id`: one of the jobs it opens "
+            "(HELD). Drawn 300 px wide by the render workers and kept with the renditions."
+            + _AT_PLACE_NOTE
+        ),
+        answers={
+            200: Answer("the page", media="image/png"),
+            **_AT_PLACE,
+            404: _problem("`printer-not-found`; `job-not-found`: not a HELD job of the person "
+                          "(whoever's it is)"),
+            410: _problem("`document-gone`: retention deleted the job's document"),
+            415: _problem("`unsupported-media-type`: a body that is not application/json, or a "
+                          "job that is not a PDF (a ZPL label has no pages to draw)"),
+            422: _problem("`invalid-request`: not one credential, or no `job_id` (`errors`)"),
+            503: _problem("`render-failed` (the workers could not draw it now) or "
+                          "`store-unavailable`", "Retry-After"),
+        },
+    ),
     # issue 24 (many jobs at once): the single calls above, for jobs chosen by id or filter
     _bulk("release", "Release many HELD jobs", "kiosk", "releaseJob", bulk.release_jobs),
     _bulk("cancel", "Cancel many jobs", "kiosk", "cancelJob", bulk.cancel_jobs),
