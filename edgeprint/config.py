@@ -338,11 +338,28 @@ class PrinterConfig(_Frozen):
 
 
 class TokenConfig(_Frozen):
-    """One ``[[tokens]]`` entry: only the SHA-256 (hex) of the bearer token is stored."""
+    """One ``[[tokens]]`` entry: only the SHA-256 (hex) of the bearer token is stored.
+
+    A ``station`` (issue 24: a tablet mounted at a printer) may only call the release
+    endpoints of the printers and pools in ``printers``, and nothing else.
+    """
 
     name: str = Field(min_length=1, max_length=80)
-    role: Literal["kiosk", "tech"]
+    role: Literal["kiosk", "tech", "station"]
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    #: station only: the printer and pool names whose release page it may use.
+    printers: list[Name] = Field(default_factory=list, max_length=100)
+
+    @model_validator(mode="after")
+    def _station_printers(self) -> TokenConfig:
+        if self.role == "station" and not self.printers:
+            raise ValueError(
+                "a station token names the printers or pools it stands at in `printers`, "
+                'e.g. printers = ["printer-01"]'
+            )
+        if self.role != "station" and self.printers:
+            raise ValueError(f"only a station token has `printers`, not a {self.role} token")
+        return self
 
 
 #: What a webhook may subscribe to (``[[webhooks]].events``).
@@ -515,6 +532,12 @@ class Config(_Frozen):
         for i, q in enumerate(self.ipp.hold_queues):
             if q not in printer_names and q not in self.pools:
                 raise ValueError(f"ipp.hold_queues[{i}]: {q!r} is no configured printer or pool")
+        for i, t in enumerate(self.tokens):
+            for j, name in enumerate(t.printers):
+                if name not in printer_names and name not in self.pools:
+                    raise ValueError(
+                        f"tokens[{i}].printers[{j}]: {name!r} is no configured printer or pool"
+                    )
         for i, p in enumerate(self.printers):
             if p.pool is not None and p.pool in printer_names:
                 raise ValueError(

@@ -347,6 +347,55 @@ class Forbidden(EdgeprintError):
         super().__init__(f"role {role!r} may not do this; it needs role {needed!r}")
 
 
+class StationForbidden(Forbidden):
+    """A station token used at a printer or pool it is not set up for (HTTP 403)."""
+
+    def __init__(self, token: str, name: str) -> None:
+        self.role = "station"
+        self.needed = "station"
+        EdgeprintError.__init__(self, f"station {token!r} may not release at {name!r}")
+
+
+# --- release where you stand (issue 24) ------------------------------------------
+
+
+class CredentialInvalid(EdgeprintError):
+    """A release code, card or job PIN that opens nothing (HTTP 403).
+
+    One fixed text, whatever was wrong (no such owner, wrong code, no such job):
+    the answer reveals nothing about who exists.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("that code, card or PIN opens nothing here")
+
+
+class CredentialTaken(EdgeprintError):
+    """Another owner holds this release code or card (HTTP 409); says nothing more."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "that release code or card is not available; choose another (codes and cards "
+            "are one namespace, unique across owners)"
+        )
+
+
+class OwnerNotFound(EdgeprintError):
+    """The owner has no release credentials to remove (HTTP 404)."""
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+        super().__init__(f"owner {owner!r} has no release code or card")
+
+
+class AddressLocked(EdgeprintError):
+    """Too many wrong credentials from this client address: locked for a while (HTTP 429)."""
+
+    def __init__(self, retry_after_s: int) -> None:
+        self.retry_after_s = retry_after_s
+        super().__init__(f"too many wrong codes from this address; try again in {retry_after_s} s")
+
+
 # --- printers (classified once, in edgeprint.printers.ipp) ------------------------
 
 

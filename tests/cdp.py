@@ -47,6 +47,23 @@ class Page:
                     result: dict[str, Any] = msg["result"]
                     return result
 
+    async def burst(self, commands: list[tuple[str, dict[str, Any]]]) -> None:
+        """Send DevTools commands back to back, then wait for every answer (input that must
+        arrive as fast as a device sends it: a card reader's keys)."""
+        ids = []
+        for method, params in commands:
+            msg_id = next(self._ids)
+            ids.append(msg_id)
+            await self._ws.send_json({"id": msg_id, "method": method, "params": params})
+        waiting = set(ids)
+        async with asyncio.timeout(CHROMIUM_DEADLINE_S):
+            while waiting:
+                msg = await self._ws.receive_json()
+                if msg.get("id") in waiting:
+                    if "error" in msg:
+                        raise AssertionError(f"burst: {msg['error']}")
+                    waiting.discard(msg["id"])
+
     async def eval(self, expression: str) -> Any:
         """The value of ``expression`` in the page (promises awaited); page errors raise."""
         result = await self.call(

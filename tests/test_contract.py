@@ -154,7 +154,7 @@ def test_every_route_checks_the_role_its_row_names(live: Live, http: requests.Se
     for route in ROUTES:
         if route.operation_id in ("ippQueue", "ippJob", "statusPage"):
             continue  # its own authentication (IPP) / a page
-        url = live.url + route.path.format(job_id=job, name="printer-01")
+        url = live.url + route.path.format(job_id=job, name="printer-01", owner="ann")
         bare = http.request(route.method, url, timeout=10)
         kiosk = http.request(
             route.method, url, headers={"Authorization": f"Bearer {KIOSK_TOKEN}"}, timeout=10

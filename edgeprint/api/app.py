@@ -47,6 +47,7 @@ from edgeprint.models import (
     JobOut,
     MediaLevelOut,
     MediaLoadedOut,
+    OwnerCredentialsIn,
     PoolOut,
     PrinterCapabilitiesOut,
     PrinterOut,
@@ -54,6 +55,9 @@ from edgeprint.models import (
     PrintersOut,
     PrinterSummaryOut,
     ReadyMediaOut,
+    ReleaseLookupIn,
+    ReleasePreviewIn,
+    ReleasePrintIn,
     ReleaseRequest,
     ResolveRequest,
     RunwayOut,
@@ -84,7 +88,10 @@ from edgeprint.states import JobState
 log = logging.getLogger(__name__)
 
 #: The optional JSON body of a release or a cancel.
-_Body = TypeVar("_Body", ReleaseRequest, CancelRequest, ResolveRequest, IdentifyRequest)
+_Body = TypeVar(
+    "_Body", ReleaseRequest, CancelRequest, ResolveRequest, IdentifyRequest,
+    OwnerCredentialsIn, ReleaseLookupIn, ReleasePrintIn, ReleasePreviewIn,  # issue 24
+)  # fmt: skip
 #: A JSON body that must be there.
 _Model = TypeVar("_Model", bound=BaseModel)
 
@@ -404,7 +411,8 @@ _EMPTY: dict[type[BaseModel], BaseModel] = {}
 def _empty(model: type[_Body]) -> _Body:
     empty = _EMPTY.get(model)
     if empty is None:
-        empty = _EMPTY[model] = model()
+        # (a model with required fields raises ValidationError: its callers say "required")
+        empty = _EMPTY[model] = model.model_validate({})
     assert isinstance(empty, model)
     return empty
 

@@ -9,7 +9,13 @@ from edgeprint import errors
 from edgeprint.config import TokenConfig
 
 #: Role → roles it includes. A tech may do everything a kiosk may.
-_GRANTS = {"kiosk": {"kiosk"}, "tech": {"kiosk", "tech"}}
+#: A station (issue 24) may use only the release pages' calls (edgeprint.api.release checks
+#: its printers; no route's role is "station"); a kiosk or a tech token works there too.
+_GRANTS = {
+    "kiosk": {"kiosk", "station"},
+    "tech": {"kiosk", "tech", "station"},
+    "station": {"station"},
+}
 
 
 def token_digest(token: str) -> str:

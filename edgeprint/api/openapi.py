@@ -45,10 +45,17 @@ from edgeprint.models import (
     JobOut,
     JobStoryOut,
     MediaLoadedOut,
+    OwnerCredentialsIn,
+    OwnerCredentialsOut,
     PrinterCheckOut,
     PrinterOut,
     PrintersOut,
     Problem,
+    ReleaseLookupIn,
+    ReleaseLookupOut,
+    ReleasePreviewIn,
+    ReleasePrintIn,
+    ReleasePrintOut,
     ReleaseRequest,
     ReprintRequest,
     ResolveRequest,
@@ -66,6 +73,7 @@ _PROBLEM_TYPE = "application/problem+json"
 
 _REQUEST_MODELS: tuple[type[BaseModel], ...] = (
     SubmitMetadata, ReleaseRequest, CancelRequest, ResolveRequest, IdentifyRequest,
+    OwnerCredentialsIn, ReleaseLookupIn, ReleasePrintIn, ReleasePreviewIn,  # issue 24
     BulkReleaseRequest, BulkCancelRequest, BulkReplayRequest, BulkResolveRequest,  # issue 24
     ReprintRequest,  # issue 24
 )  # fmt: skip
@@ -73,6 +81,7 @@ _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     JobOut, JobListOut, PrinterOut, PrintersOut, DrainOut, DeadLetterOut, Health, Problem,
     StatsOut, WebhookDeliveriesOut, IdentifyOut, EventOut, PrinterCheckOut,
     MediaLoadedOut,  # issue 23 (supplies)
+    OwnerCredentialsOut, ReleaseLookupOut, ReleasePrintOut,  # issue 24 (release)
     BulkOut,  # issue 24 (many jobs at once)
     JobStoryOut,  # issue 24
 )  # fmt: skip
@@ -89,6 +98,10 @@ Body = Literal[
     "bulk-resolve",
     "reprint",
     "upload",
+    "owner-credentials",
+    "release-lookup",
+    "release-print",
+    "release-preview",
 ]
 #: The bulk calls' bodies (issue 24): required JSON, `limit` always.
 _BULK_BODIES: dict[str, type[BaseModel]] = {
@@ -210,6 +223,11 @@ _PARAMETER_DEFS: dict[str, dict[str, Any]] = {
         "description": "a configured printer's name",
         "schema": {"type": "string", "pattern": NAME_PATTERN},
     },
+    "owner_path": {
+        "name": "owner", "in": "path", "required": True,
+        "description": "an owner, as jobs name it (1–128 printable characters)",
+        "schema": {"type": "string", "minLength": 1, "maxLength": 128},
+    },
     "ipp_job_id": {
         "name": "job", "in": "path", "required": True,
         "description": "an IPP job-id (the last segment of the job-uri a queue answered)",
@@ -309,6 +327,14 @@ def _response(ans: Answer, refs: dict[type[BaseModel], dict[str, Any]]) -> dict[
     return out
 
 
+_JSON_BODIES: dict[str, tuple[type[BaseModel], str]] = {
+    "owner-credentials": (OwnerCredentialsIn, "`release_code`, `card` or both"),
+    "release-lookup": (ReleaseLookupIn, '`{"code"}`, `{"card"}` or `{"pin", "job"}`'),
+    "release-preview": (ReleasePreviewIn, "the credential and `job_id`, one of its HELD jobs"),
+    "release-print": (ReleasePrintIn, 'the credential and `{"jobs": [ids]}` or `{"all": true}`'),
+}
+
+
 def _request_body(body: Body, refs: dict[type[BaseModel], dict[str, Any]]) -> dict[str, Any]:
     if body == "multipart":
         return {
@@ -336,6 +362,13 @@ def _request_body(body: Body, refs: dict[type[BaseModel], dict[str, Any]]) -> di
                     },
                 }
             },
+        }
+    if body in _JSON_BODIES:
+        model, description = _JSON_BODIES[body]
+        return {
+            "required": True,
+            "description": description,
+            "content": {"application/json": {"schema": refs[model]}},
         }
     if body in _BULK_BODIES:
         return {
@@ -411,6 +444,8 @@ def _operation(op: Operation, refs: dict[type[BaseModel], dict[str, Any]]) -> di
         params.append(_param_ref("job_id"))
     if "{name}" in op.path:
         params.append(_param_ref("printer_name"))
+    if "{owner}" in op.path:
+        params.append(_param_ref("owner_path"))
     if "{job}" in op.path:
         params.append(_param_ref("ipp_job_id"))
     params += [_param_ref(h) for h in op.headers]
@@ -479,6 +514,11 @@ def document() -> dict[str, Any]:
             {"name": "printers", "description": "technicians: health, pause, resume, drain"},
             {"name": "operations", "description": "health, readiness, metrics, this document"},
             {
+                "name": "release",
+                "description": "release where you stand: owners' codes and cards, the "
+                "release page of each printer and pool and its two calls",
+            },
+            {
                 "name": "ipp",
                 "description": "edgeprint as a printer: one IPP queue per printer and pool",
             },
@@ -493,7 +533,8 @@ def document() -> dict[str, Any]:
                     "type": "http",
                     "scheme": "bearer",
                     "description": "a token from the config's [[tokens]]; role kiosk (submit, "
-                    "release, cancel, read jobs) or tech (everything)",
+                    "release, cancel, read jobs), tech (everything) or station (only the "
+                    "release pages of its printers)",
                 }
             },
         },

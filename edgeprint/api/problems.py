@@ -119,6 +119,16 @@ def from_error(exc: errors.EdgeprintError) -> web.Response:
                 423, "release-locked", str(exc), job_id=exc.job_id,
                 headers={"Retry-After": str(exc.retry_after_s)},
             )  # fmt: skip
+        case errors.CredentialInvalid():
+            return problem(403, "credential-invalid", str(exc))
+        case errors.CredentialTaken():
+            return problem(409, "credential-taken", str(exc))
+        case errors.OwnerNotFound():
+            return problem(404, "owner-not-found", str(exc))
+        case errors.AddressLocked():
+            return problem(
+                429, "release-locked", str(exc), headers={"Retry-After": str(exc.retry_after_s)}
+            )
         case errors.DocumentGone():
             return problem(410, "document-gone", exc.detail, job_id=exc.job_id)
         case errors.RenderFailed():

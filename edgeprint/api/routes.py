@@ -21,10 +21,12 @@ from edgeprint.api import (
     ipp,
     openapi,
     previews,
+    release,
+    release_page,
     status_page,
     stickers,
     upload_page,
-)
+)  # fmt: skip
 from edgeprint.api.openapi import PATH, Answer, Body, Handler, Operation, Role
 from edgeprint.ipp_server.attributes import ICON_SIZES
 from edgeprint.models import (
@@ -39,13 +41,17 @@ from edgeprint.models import (
     JobOut,
     JobStoryOut,
     MediaLoadedOut,
+    OwnerCredentialsOut,
     PrinterCheckOut,
     PrinterOut,
     PrintersOut,
     Problem,
+    ReleaseLookupOut,
+    ReleasePrintOut,
     StatsOut,
     WebhookDeliveriesOut,
 )
+from edgeprint.service.release_desk import ReleaseDesk
 
 # --- answers shared by many operations --------------------------------------------------
 
@@ -68,6 +74,39 @@ _503_WRITE = _problem(
 )
 _507 = _problem("`storage-full`: the appliance's disk is full; nothing was stored")
 _AUTH = {401: _401, 429: _429}
+_JSON_BODY = {
+    400: _problem("`malformed-json`: the body is not JSON"),
+    408: _problem("`request-timeout`: the body did not arrive within the time limit"),
+    413: _problem("`payload-too-large`: the body is over 64 KiB"),
+    415: _problem("`unsupported-media-type`: a body that is not application/json"),
+}
+#: The release page's calls: no token, or a station's (only at its printers).
+_AT_PLACE = {
+    **_JSON_BODY,
+    401: _problem(
+        "`unauthorized`: a bearer token was sent and it is unknown or malformed", "WWW-Authenticate"
+    ),
+    403: _problem(
+        "`credential-invalid`: the code, card or PIN opens nothing (the same answer whether "
+        "or not such an owner or job exists); `forbidden`: a station token used at a printer "
+        "or pool it is not set up for"
+    ),
+    404: _404_PRINTER,
+    423: _problem("`release-locked`: the job's release is locked after wrong PINs", "Retry-After"),
+    429: _problem(
+        "`release-locked`: too many wrong credentials from this address; `rate-limited`: too "
+        "many requests from this address (or station token)",
+        "Retry-After",
+    ),
+    503: _503_STORE,
+    507: _507,
+}
+_AT_PLACE_NOTE = (
+    " No token is needed (the code is the credential); a `station` token may be sent and "
+    "then only works at the printers and pools of its `printers`. Rate limited per client "
+    "address; wrong credentials count per address (`[release] max_pin_failures`, "
+    "`pin_lockout_s`) before they are checked."
+)
 _TECH = {**_AUTH, 403: _403_TECH}
 
 
@@ -307,6 +346,116 @@ ROUTES: tuple[Operation, ...] = (
             415: _problem("`unsupported-media-type`: a body that is not application/json"),
             422: _problem("`invalid-request`: `printed` missing or not a boolean (`errors`)"),
             503: _503_STORE, 507: _507, **_TECH,
+        },
+    ),
+    # issue 24: release where you stand
+    Operation(
+        release.put_owner,
+        "put", "/v1/owners/{owner}", "putOwnerCredentials",
+        "Set an owner's release code and/or card", "release", "kiosk",
+        body="owner-credentials",
+        description=(
+            "Stored only as a salted scrypt hash and a keyed lookup digest. Codes and cards "
+            "are one namespace, unique across owners: a value another owner (or this owner's "
+            "other credential) holds is refused with 409 and nothing changes. A credential "
+            "not given is kept."
+        ),
+        answers={
+            200: Answer("which credentials the owner has now (never their values)",
+                        OwnerCredentialsOut),
+            **_JSON_BODY,
+            409: _problem("`credential-taken`: the value is not available"),
+            422: _problem("`invalid-request`: a bad code (6–12 digits), card or owner (`errors`)"),
+            503: _503_STORE, 507: _507, **_AUTH,
+            403: _problem("`forbidden`: a station token"),
+        },
+    ),
+    Operation(
+        release.delete_owner,
+        "delete", "/v1/owners/{owner}", "deleteOwnerCredentials",
+        "Remove an owner's release code and card", "release", "kiosk",
+        answers={
+            204: Answer("removed"),
+            404: _problem("`owner-not-found`: the owner has no code or card"),
+            422: _problem("`invalid-request`: not a valid owner name"),
+            503: _503_STORE, 507: _507, **_AUTH,
+            403: _problem("`forbidden`: a station token"),
+        },
+    ),
+    Operation(
+        release_page.release_page,
+        "get", "/release/{name}", "releasePage",
+        "The release page of a printer or pool (HTML)", "release", None,
+        description=(
+            "For a phone (from the printer's sticker), a tablet or a station at the printer: "
+            "a release code, card (a keyboard-wedge reader: its number and Enter releases "
+            "everything) or a job's PIN shows and releases the person's HELD jobs here."
+        ),
+        answers={
+            200: Answer("the page", media="text/html"),
+            404: Answer("a page saying there is no such printer or pool", media="text/html"),
+        },
+    ),
+    Operation(
+        release.release_lookup,
+        "post", "/release/{name}/lookup", "releaseLookup",
+        "A person's HELD jobs, by release code, card or a job's PIN", "release", None,
+        body="release-lookup",
+        description=(
+            '`{"code"}` and `{"card"}` are looked up alike (one namespace); `{"pin", "job"}` '
+            "opens that one job. A valid credential with nothing waiting is 200 with no jobs. "
+            "The answer also lists the place's printers and the least loaded ready one."
+            + _AT_PLACE_NOTE
+        ),
+        answers={
+            200: Answer("the person's HELD jobs (maybe none)", ReleaseLookupOut),
+            422: _problem("`invalid-request`: not one credential (`errors`)"),
+            **_AT_PLACE,
+        },
+    ),
+    Operation(
+        release.release_print,
+        "post", "/release/{name}/print", "releasePrint",
+        "Release a person's HELD jobs at this printer or pool", "release", None,
+        body="release-print",
+        description=(
+            "The credential as for the look-up, and `jobs` (ids) or `all`. Each job goes "
+            "through the release of one job (exactly once under double taps; PINs, admission, "
+            "failover as there), to this printer, or on a pool's page to `printer` of the "
+            "pool (else the pool). A job that is not the person's is `not-found`."
+            + _AT_PLACE_NOTE
+        ),
+        answers={
+            200: Answer("each job's outcome and a sentence saying what happened",
+                        ReleasePrintOut),
+            422: _problem(
+                "`invalid-request`: not one credential, neither or both of `jobs` and `all`, "
+                "or a `printer` not of this pool (`errors`)"
+            ),
+            **_AT_PLACE,
+        },
+    ),
+    Operation(
+        release.release_preview,
+        "post", "/release/{name}/preview", "releasePreview",
+        "The first page of one of a person's HELD jobs, as a PNG", "release", None,
+        body="release-preview",
+        description=(
+            "The credential as for the look-up, and `job_id`: one of the jobs it opens "
+            "(HELD). Drawn 300 px wide by the render workers and kept with the renditions."
+            + _AT_PLACE_NOTE
+        ),
+        answers={
+            200: Answer("the page", media="image/png"),
+            **_AT_PLACE,
+            404: _problem("`printer-not-found`; `job-not-found`: not a HELD job of the person "
+                          "(whoever's it is)"),
+            410: _problem("`document-gone`: retention deleted the job's document"),
+            415: _problem("`unsupported-media-type`: a body that is not application/json, or a "
+                          "job that is not a PDF (a ZPL label has no pages to draw)"),
+            422: _problem("`invalid-request`: not one credential, or no `job_id` (`errors`)"),
+            503: _problem("`render-failed` (the workers could not draw it now) or "
+                          "`store-unavailable`", "Retry-After"),
         },
     ),
     # issue 24 (many jobs at once): the single calls above, for jobs chosen by id or filter
@@ -680,6 +829,7 @@ def build_app(deps: app.Deps) -> web.Application:
     """The application with every route of :data:`ROUTES`; ``deps`` is stored under ``DEPS``."""
     application = web.Application(middlewares=[app.middleware], client_max_size=app.MAX_JSON_BODY)
     application[app.DEPS] = deps
+    application[release.DESK] = ReleaseDesk(deps.service)
     endpoint = application[ipp.ENDPOINT] = ipp.IppEndpoint(deps, app.CORRELATION_ID)
     application[upload_page.DOOR] = upload_page.UploadDoor(deps)
     openapi.document_bytes()  # built now, not on the first request

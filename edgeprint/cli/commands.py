@@ -68,6 +68,8 @@ def _token_new(role: str, name: str | None) -> int:
     print(f'name = "{name}"')
     print(f'role = "{role}"')
     print(f'sha256 = "{token_digest(token)}"')
+    if role == "station":
+        print('printers = ["printer-01"]  # the printers and pools this station stands at')
     return EXIT_OK
 
 

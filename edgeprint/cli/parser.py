@@ -180,7 +180,7 @@ def parser() -> argparse.ArgumentParser:
     t = sub.add_parser("token", help="bearer tokens")
     tsub = t.add_subparsers(dest="token_command", required=True, metavar="ACTION")
     tn = tsub.add_parser("new", help="make a new token and print its [[tokens]] lines")
-    tn.add_argument("--role", required=True, choices=["kiosk", "tech"])
+    tn.add_argument("--role", required=True, choices=["kiosk", "tech", "station"])
     tn.add_argument("--name", default=None, help="token name (default: ROLE-<random>)")
 
     discover.add_parser(sub)

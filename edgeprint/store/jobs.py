@@ -331,6 +331,13 @@ class Jobs:
         )
         return (int(rows[0][0]), rows[0][1]) if rows else None
 
+    async def clear_pin_attempts(self, job_id: str) -> None:
+        """A right PIN shown without a release (issue 24: a release page's look-up): its
+        count of tries starts afresh, as a release with it would."""
+        await self._store.write(
+            "UPDATE jobs SET pin_failures = 0, pin_locked_until = NULL WHERE id = ?", (job_id,)
+        )
+
     def transition_sql(
         self,
         job_id: str,

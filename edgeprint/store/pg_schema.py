@@ -519,4 +519,36 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # issue 24 (SQLite's the same): owners' release credentials, the store's lookup key,
+    # wrong credentials per client address
+    [
+        """
+        CREATE TABLE owner_credentials (
+            owner       text NOT NULL,
+            kind        text NOT NULL CHECK (kind IN ('code', 'card')),
+            lookup      text NOT NULL UNIQUE,
+            hash        text NOT NULL,
+            actor       text NOT NULL,
+            updated_at  double precision NOT NULL,
+            PRIMARY KEY (owner, kind)
+        )
+        """,
+        """
+        CREATE TABLE release_key (
+            id          bigint PRIMARY KEY CHECK (id = 1),
+            key         text NOT NULL,
+            created_at  double precision NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE release_attempts (
+            address       text PRIMARY KEY,
+            failures      bigint NOT NULL CHECK (failures >= 0),
+            locked_until  double precision
+        )
+        """,
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)

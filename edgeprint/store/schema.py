@@ -505,4 +505,39 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # issue 24 (release where you stand): owners' release codes and cards, stored only as
+    # hashes. ``lookup`` is HMAC-SHA256 under ``release_key`` (one random key per store),
+    # so a credential alone finds its one row (codes and cards are one namespace, unique
+    # across owners); ``hash`` is the salted scrypt that verifies it (edgeprint.pins).
+    # ``release_attempts``: wrong credentials per client address, counted before the check.
+    [
+        """
+        CREATE TABLE owner_credentials (
+            owner       TEXT NOT NULL,
+            kind        TEXT NOT NULL CHECK (kind IN ('code', 'card')),
+            lookup      TEXT NOT NULL UNIQUE,
+            hash        TEXT NOT NULL,
+            actor       TEXT NOT NULL,
+            updated_at  REAL NOT NULL,
+            PRIMARY KEY (owner, kind)
+        )
+        """,
+        """
+        CREATE TABLE release_key (
+            id          INTEGER PRIMARY KEY CHECK (id = 1),
+            key         TEXT NOT NULL,      -- hex of 32 random bytes
+            created_at  REAL NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE release_attempts (
+            address       TEXT PRIMARY KEY,
+            failures      INTEGER NOT NULL CHECK (failures >= 0),
+            locked_until  REAL
+        )
+        """,
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,80 @@
+"""``GET /release/{name}``: the release page of a printer or pool (issue 24).
+
+Like the status page (edgeprint.api.status_page): package data ``static/release.html``
+and ``static/release.js``, the script inlined when this module is imported, one
+self-contained document under a strict Content-Security-Policy (its own script and
+style by hash, requests to the appliance only, previews as ``blob:`` images). The
+page holds no data, so it needs no token; the code typed into it is the credential.
+A station's token may ride in the fragment (``#token=…``, never sent to the server)
+and is then kept in ``sessionStorage``. An unknown name is a 404 page in words.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from importlib import resources
+
+from aiohttp import web
+
+from edgeprint.api.app import DEPS
+
+__all__ = ["PAGE", "release_page"]
+
+_STATIC = resources.files("edgeprint.api") / "static"
+_SCRIPT_SLOT = "<script>/* release.js */</script>"
+
+
+def _load() -> tuple[str, str, str]:
+    html = (_STATIC / "release.html").read_text(encoding="utf-8")
+    script = "\n" + (_STATIC / "release.js").read_text(encoding="utf-8")
+    if html.count(_SCRIPT_SLOT) != 1:  # pragma: no cover - guarded by the page's tests
+        raise RuntimeError(f"release.html must hold {_SCRIPT_SLOT} once")
+    style = re.search(r"<style>(.*?)</style>", html, re.S)
+    if style is None:  # pragma: no cover - guarded by the page's tests
+        raise RuntimeError("release.html has no <style> block")
+    return html.replace(_SCRIPT_SLOT, f"<script>{script}</script>"), script, style.group(1)
+
+
+def _sha256_source(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+PAGE, _SCRIPT, _STYLE = _load()
+
+CONTENT_SECURITY_POLICY = (
+    f"default-src 'none'; script-src {_sha256_source(_SCRIPT)}; "
+    f"style-src {_sha256_source(_STYLE)}; connect-src 'self'; img-src blob:; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+    "X-Frame-Options": "DENY",
+}
+_NOT_FOUND = (
+    b'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+    b'<meta name="viewport" content="width=device-width, initial-scale=1">'
+    b"<title>No such printer</title></head><body><main><h1>No such printer</h1>"
+    b"<p>There is no printer or pool of that name here. Check the address on the "
+    b"printer's sticker, or ask at the desk.</p></main></body></html>"
+)
+_NOT_FOUND_HEADERS = {**_HEADERS, "Content-Security-Policy": "default-src 'none'"}
+_BODY_BYTES = PAGE.encode()
+
+
+async def release_page(request: web.Request) -> web.Response:
+    """GET /release/{name}: the page (no data in it, so no token); 404 page if unknown."""
+    config = request.app[DEPS].config
+    name = request.match_info["name"]
+    if config.printer(name) is None and name not in config.pools:
+        return web.Response(
+            status=404, body=_NOT_FOUND, content_type="text/html", charset="utf-8",
+            headers=_NOT_FOUND_HEADERS,
+        )  # fmt: skip
+    return web.Response(
+        body=_BODY_BYTES, content_type="text/html", charset="utf-8", headers=_HEADERS
+    )
