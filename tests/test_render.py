@@ -337,13 +337,15 @@ async def test_jpeg_is_one_file_per_page(pool: RenderPool, tmp_path: Path) -> No
 
 
 def test_the_appliance_process_does_not_load_renderers() -> None:
-    """Importing the documents package and the render pool loads neither numpy nor PDFium.
+    """Importing the documents package, the render pool and the sticker use case loads
+    neither numpy, PDFium nor fpdf2 (stickers are drawn in the workers).
 
     (Pillow is loaded anyway: pypdf, which checks PDFs at submission, imports it.)
     """
     code = (
-        "import sys, edgeprint.documents, edgeprint.documents.render, edgeprint.documents.ladder;"
-        "print(sorted(m for m in ('numpy', 'pypdfium2') if m in sys.modules))"
+        "import sys, edgeprint.documents, edgeprint.documents.render, edgeprint.documents.ladder,"
+        " edgeprint.service.stickers, edgeprint.api.stickers;"
+        "print(sorted(m for m in ('numpy', 'pypdfium2', 'fpdf') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -63,7 +63,7 @@ def test_qr_decodes_to_the_exact_url_on_each_page_size(
 ) -> None:
     url = "http://print.example.org:8631/release/printer-01"
     pdf = sticker_pdf("printer-01", url, size_hmm)
-    assert pdf.startswith(b"%PDF-1.4")
+    assert pdf.startswith(b"%PDF-")
     size, codes = read_sticker(pdf)
     assert size == points
     assert codes == [url]
@@ -255,3 +255,14 @@ def test_read_sticker_fails_on_a_page_without_a_code() -> None:
     size, codes = read_sticker(make_pdf("no code here"))
     assert codes == []
     assert size == (288.0, 216.0)
+
+
+async def test_sticker_needs_the_render_workers() -> None:
+    """fpdf2 (Pillow, numpy) never runs in the appliance's process: no pool, no sticker."""
+    from edgeprint import errors
+    from edgeprint.service import stickers
+
+    with pytest.raises(errors.RenderFailed, match="no render workers"):
+        await stickers.sticker("printer-01", "http://print.lan:8631", None, None)
+    with pytest.raises(errors.InvalidRequest):  # a bad base is told first
+        await stickers.sticker("printer-01", "ftp://print.lan", None, None)

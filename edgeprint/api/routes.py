@@ -587,6 +587,8 @@ ROUTES: tuple[Operation, ...] = (
             404: _404_PRINTER,
             422: _problem("`invalid-request`: `base` is not an http(s) URL with a host (no "
                           "user, query or fragment), or an unknown query parameter (`errors`)"),
+            503: _problem("`render-failed`: the render workers could not draw it now",
+                          "Retry-After"),
             **_TECH,
         },
     ),

@@ -71,7 +71,9 @@ async def printer_sticker(request: web.Request) -> web.Response:
     if deps.config.printer(name) is None:
         raise errors.PrinterNotFound(name)
     stock = next((s.stock for s in deps.printers() if s.name == name), None)
-    pdf = await stickers.sticker(name, base_for(request, q.get("base")), stock)
+    pdf = await stickers.sticker(
+        name, base_for(request, q.get("base")), stock, deps.service.renderer
+    )
     return web.Response(
         body=pdf,
         content_type="application/pdf",

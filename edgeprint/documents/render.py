@@ -4,7 +4,8 @@ A :class:`RenderPool` is a small ``ProcessPoolExecutor`` (spawn start method:
 no copy of the appliance's loop, sockets or threads in the workers). A
 CPU-bound render therefore never stalls the API, the watchdog or the other
 printers; the appliance process itself never imports numpy, pypdfium2 or
-Pillow (the workers do, in :mod:`edgeprint.documents.raster`).
+fpdf2 (the workers do, in :mod:`edgeprint.documents.raster` and, for printer
+stickers, :mod:`edgeprint.documents.sticker`).
 
 :meth:`RenderPool.stream` is an async iterator of encoded chunks — the file
 header, then one page at a time — with at most ``pages_ahead`` pages rendered
@@ -39,6 +40,8 @@ from edgeprint.documents import ladder
 from edgeprint.documents.ladder import Choice, DocumentFacts
 
 _RASTER = "edgeprint.documents.raster"
+#: What a worker runs, by name: ``raster`` functions, or ``module.function`` in documents.
+_DOCUMENTS = "edgeprint.documents."
 #: A document of more pages than this is "long": with several workers, long documents
 #: leave one free for short ones.
 SHORT_PAGES = 2
@@ -61,8 +64,12 @@ class PageJob:
 
 
 def _call(name: str, *args: Any) -> Any:
-    """Run ``raster.<name>(*args)`` in a worker (picklable by reference, stdlib only here)."""
-    return getattr(importlib.import_module(_RASTER), name)(*args)
+    """Run ``raster.<name>(*args)`` — or, for a ``module.function`` name, that function of
+    ``edgeprint.documents.<module>`` — in a worker (picklable by reference, stdlib only here)."""
+    module, _, function = name.rpartition(".")
+    return getattr(importlib.import_module(_DOCUMENTS + module if module else _RASTER), function)(
+        *args
+    )
 
 
 def urf_file_header(pages: int) -> bytes:
@@ -220,6 +227,15 @@ class RenderPool:
         """
         png: bytes = await self._run("preview_png", pdf_path, index, width, priority=1)
         return png
+
+    async def sticker(self, name: str, url: str, size_hmm: tuple[int, int]) -> bytes:
+        """Printer ``name``'s sticker (QR code of ``url``) as a one-page PDF of ``size_hmm``,
+        drawn by fpdf2 in a worker (fpdf2 loads Pillow and numpy; a one-page job's turn).
+
+        Raises errors.RenderFailed (the workers could not draw it now).
+        """
+        pdf: bytes = await self._run("sticker.sticker_pdf", name, url, size_hmm, priority=1)
+        return pdf
 
     async def page_count(self, pdf_path: str) -> int:
         """How many pages the PDF has, by PDFium."""

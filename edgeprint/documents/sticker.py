@@ -1,11 +1,15 @@
 """A printer's sticker as a one-page vector PDF: its name, a QR code of its release page, the URL.
 
-Written by hand (pure Python, no Pillow or PDFium in the appliance's process):
-the QR code (segno) is drawn as filled rectangles, one per run of dark modules
-in a row, and the text uses two of the PDF's standard fonts (Helvetica-Bold for
-the name, Courier for the URL), so the file is a few kilobytes, sharp at any
-resolution, and needs no embedded font. Text is fitted with the fonts' Adobe
-AFM widths (Helvetica-Bold below; Courier is 600/1000 em for every character).
+Drawn with fpdf2 (a well-kept PDF writer, not ours): the QR code (segno's
+matrix) is filled rectangles, one per run of dark modules in a row, and the
+text uses two of the PDF's standard fonts (Helvetica-Bold for the name,
+Courier for the URL), so the file is a few kilobytes, sharp at any resolution,
+and needs no embedded font. Text is fitted with fpdf2's own font metrics
+(``get_string_width``).
+
+fpdf2 imports Pillow and numpy, so this module runs only in the render pool's
+workers (:meth:`edgeprint.documents.render.RenderPool.sticker`), never in the
+appliance's process.
 
 A page wider than tall (a 4×3 in label) puts the QR code on the left and the
 words on the right; a taller one (4×6 in, A6) stacks name, code and URL.
@@ -13,57 +17,50 @@ words on the right; a taller one (4×6 in, A6) stacks name, code and URL.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import segno
+from fpdf import FPDF
 
 #: Points per hundredth of a millimetre.
 _PT_PER_HMM = 72 / 2540
-#: Helvetica-Bold advance widths (1/1000 em) of ASCII 32–126 (Adobe Core14 AFM).
-_BOLD_WIDTHS = (
-    278, 333, 474, 556, 556, 889, 722, 278, 333, 333, 389, 584, 278, 333, 278, 278, 556, 556,
-    556, 556, 556, 556, 556, 556, 556, 556, 333, 333, 584, 584, 584, 611, 975, 722, 722, 722,
-    722, 667, 611, 778, 722, 278, 556, 722, 611, 833, 722, 778, 667, 778, 722, 667, 611, 722,
-    667, 944, 667, 667, 611, 333, 278, 333, 584, 556, 333, 556, 611, 556, 611, 556, 333, 611,
-    611, 278, 278, 556, 278, 889, 611, 611, 611, 611, 389, 556, 333, 611, 556, 778, 556, 556,
-    500, 389, 280, 389, 584,
-)  # fmt: skip
-_COURIER_WIDTH = 600
+#: Helvetica-Bold's cap height in ems (its AFM: 718/1000): a name's top to its baseline.
+_CAP_HEIGHT = 0.718
 #: Modules of white around the code (ISO/IEC 18004 asks for 4).
 QUIET_MODULES = 4
 HELP_TEXT = "Scan to release your print jobs here"
+_BOLD = ("helvetica", "B")
+_MONO = ("courier", "")
 
 
 def _ascii(text: str) -> str:
+    """What the standard fonts can show of ``text``: printable ASCII, else ``?``."""
     return "".join(c if 32 <= ord(c) < 127 else "?" for c in text)
 
 
-def _bold_width(text: str, size: float) -> float:
-    return sum(_BOLD_WIDTHS[ord(c) - 32] for c in _ascii(text)) * size / 1000
+def _width(pdf: FPDF, font: tuple[str, str], size: float, text: str) -> float:
+    pdf.set_font(font[0], font[1], size)
+    return pdf.get_string_width(text)
 
 
-def _fit_bold(text: str, width: float, largest: float) -> float:
-    """The largest Helvetica-Bold size (≤ ``largest``) at which ``text`` is ``width`` wide."""
-    return min(largest, width * 1000 / max(1.0, _bold_width(text, 1000)))
+def _fit(pdf: FPDF, font: tuple[str, str], text: str, width: float, largest: float) -> float:
+    """The largest size (≤ ``largest``) at which ``text`` is at most ``width`` wide."""
+    return min(largest, largest * width / max(1e-6, _width(pdf, font, largest, text)))
 
 
-def _literal(text: str) -> str:
-    return "(" + _ascii(text).replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") + ")"
-
-
-def _text(font: str, size: float, x: float, y: float, text: str) -> str:
-    return f"BT /{font} {size:.2f} Tf {x:.2f} {y:.2f} Td {_literal(text)} Tj ET\n"
-
-
-def _url_lines(url: str, width: float, largest: float, smallest: float) -> tuple[float, list[str]]:
+def _url_lines(
+    pdf: FPDF, url: str, width: float, largest: float, smallest: float
+) -> tuple[float, list[str]]:
     """The URL in Courier at the largest size that fits ``width``, on one line, else on two
     (split after a ``/``), else as many as needed at ``smallest``."""
     for lines in ([url], _split_after_slash(url)):
-        size = min(largest, width * 1000 / (_COURIER_WIDTH * max(len(x) for x in lines)))
+        size = min(_fit(pdf, _MONO, line, width, largest) for line in lines)
         if size >= smallest:
             return size, lines
-    per_line = max(1, int(width * 1000 / (_COURIER_WIDTH * smallest)))
-    return smallest, [url[i : i + per_line] for i in range(0, len(url), per_line)]
+    lines = [""]
+    for c in url:
+        if lines[-1] and _width(pdf, _MONO, smallest, lines[-1] + c) > width:
+            lines.append("")
+        lines[-1] += c
+    return smallest, lines
 
 
 def _split_after_slash(url: str) -> list[str]:
@@ -71,15 +68,26 @@ def _split_after_slash(url: str) -> list[str]:
     return [url[: cut + 1], url[cut + 1 :]] if cut > 0 else [url]
 
 
-def _qr(url: str, x: float, y: float, side: float) -> str:
-    """The QR code of ``url`` in a square of ``side`` points at (x, y), quiet zone included."""
+def _text(pdf: FPDF, font: tuple[str, str], size: float, x: float, y: float, text: str) -> None:
+    """``text`` with its baseline at ``y`` (points from the top)."""
+    pdf.set_font(font[0], font[1], size)
+    pdf.text(x, y, text)
+
+
+def _centred(pdf: FPDF, font: tuple[str, str], size: float, w: float, y: float, text: str) -> None:
+    _text(pdf, font, size, (w - _width(pdf, font, size, text)) / 2, y, text)
+
+
+def _qr(pdf: FPDF, url: str, x: float, top: float, side: float) -> None:
+    """The QR code of ``url`` in a square of ``side`` points, its top left corner at
+    (x, top), quiet zone included."""
     code = segno.make_qr(url, error="m")
     rows = [list(r) for r in code.matrix]
     n = len(rows)
     module = side / (n + 2 * QUIET_MODULES)
-    ops = ["0 g\n"]
+    pdf.set_fill_color(0)
     for r, row in enumerate(rows):
-        top = y + side - (QUIET_MODULES + r) * module
+        y = top + (QUIET_MODULES + r) * module
         c = 0
         while c < n:
             if not row[c]:
@@ -89,83 +97,54 @@ def _qr(url: str, x: float, y: float, side: float) -> str:
             while c < n and row[c]:
                 c += 1
             left = x + (QUIET_MODULES + start) * module
-            ops.append(
-                f"{left:.3f} {top - module:.3f} {(c - start) * module:.3f} {module:.3f} re\n"
-            )
-    ops.append("f\n")
-    return "".join(ops)
+            pdf.rect(left, y, (c - start) * module, module, style="F")
 
 
-def _landscape(name: str, url: str, shown: str, w: float, h: float, m: float) -> str:
+def _landscape(pdf: FPDF, name: str, url: str, shown: str, m: float) -> None:
+    w, h = pdf.w, pdf.h
     side = min(h - 2 * m, w * 0.5)
-    ops = [_qr(url, m, (h - side) / 2, side)]
+    _qr(pdf, url, m, (h - side) / 2, side)
     x = m + side + m * 0.5
     col = w - x - m
-    size = _fit_bold(name, col, h * 0.28)
-    ops.append(_text("F1", size, x, h - m - size * 0.718, name))
-    help_size = _fit_bold(HELP_TEXT, col, min(10.0, size * 0.6))
-    ops.append(_text("F1", help_size, x, h - m - size * 0.718 - help_size * 2.0, HELP_TEXT))
-    url_size, lines = _url_lines(shown, col, 11.0, 5.0)
+    size = _fit(pdf, _BOLD, name, col, h * 0.28)
+    name_y = m + size * _CAP_HEIGHT
+    _text(pdf, _BOLD, size, x, name_y, name)
+    help_size = _fit(pdf, _BOLD, HELP_TEXT, col, min(10.0, size * 0.6))
+    _text(pdf, _BOLD, help_size, x, name_y + help_size * 2.0, HELP_TEXT)
+    url_size, lines = _url_lines(pdf, shown, col, 11.0, 5.0)
     for i, line in enumerate(lines):
-        ops.append(_text("F2", url_size, x, m + (len(lines) - 1 - i) * url_size * 1.2, line))
-    return "".join(ops)
+        _text(pdf, _MONO, url_size, x, h - m - (len(lines) - 1 - i) * url_size * 1.2, line)
 
 
-def _portrait(name: str, url: str, shown: str, w: float, h: float, m: float) -> str:
+def _portrait(pdf: FPDF, name: str, url: str, shown: str, m: float) -> None:
+    w, h = pdf.w, pdf.h
     col = w - 2 * m
-    size = _fit_bold(name, col, w * 0.16)
-    name_y = h - m - size * 0.718
-    ops = [_text("F1", size, (w - _bold_width(name, size)) / 2, name_y, name)]
-    url_size, lines = _url_lines(shown, col, 12.0, 5.0)
-    bottom = m + len(lines) * url_size * 1.2
-    help_size = _fit_bold(HELP_TEXT, col, 11.0)
-    help_y = bottom + help_size * 0.8
-    low, high = help_y + help_size * 1.5, name_y - m * 0.5
-    side = min(col, high - low)
-    ops.append(_qr(url, (w - side) / 2, low + (high - low - side) / 2, side))
-    ops.append(_text("F1", help_size, (w - _bold_width(HELP_TEXT, help_size)) / 2, help_y,
-                     HELP_TEXT))  # fmt: skip
+    size = _fit(pdf, _BOLD, name, col, w * 0.16)
+    name_y = m + size * _CAP_HEIGHT
+    _centred(pdf, _BOLD, size, w, name_y, name)
+    url_size, lines = _url_lines(pdf, shown, col, 12.0, 5.0)
+    url_top = h - m - len(lines) * url_size * 1.2  # above the URL's first line
+    help_size = _fit(pdf, _BOLD, HELP_TEXT, col, 11.0)
+    help_y = url_top - help_size * 0.8
+    top, bottom = name_y + m * 0.5, help_y - help_size * 1.5
+    side = min(col, bottom - top)
+    _qr(pdf, url, (w - side) / 2, top + (bottom - top - side) / 2, side)
+    _centred(pdf, _BOLD, help_size, w, help_y, HELP_TEXT)
     for i, line in enumerate(lines):
-        ops.append(_text("F2", url_size, (w - _COURIER_WIDTH * url_size / 1000 * len(line)) / 2,
-                         m + (len(lines) - 1 - i) * url_size * 1.2, line))  # fmt: skip
-    return "".join(ops)
-
-
-def _pdf(objects: Iterable[bytes]) -> bytes:
-    out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
-    offsets = []
-    for i, obj in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += f"{i} 0 obj\n".encode() + obj + b"\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(offsets) + 1}\n0000000000 65535 f \n".encode()
-    out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
-    out += (
-        f"trailer\n<< /Size {len(offsets) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n"
-    ).encode()
-    return bytes(out)
+        _centred(pdf, _MONO, url_size, w, h - m - (len(lines) - 1 - i) * url_size * 1.2, line)
 
 
 def sticker_pdf(name: str, url: str, size_hmm: tuple[int, int]) -> bytes:
     """The sticker of printer ``name`` whose release page is ``url``, on a page of ``size_hmm``
     (width, height in hundredths of a millimetre)."""
     w, h = size_hmm[0] * _PT_PER_HMM, size_hmm[1] * _PT_PER_HMM
+    pdf = FPDF(unit="pt", format=(w, h))  # portrait: the page is (w, h) as given
+    pdf.set_auto_page_break(False)
+    pdf.set_title(f"Sticker of {_ascii(name)}")
+    pdf.set_creator("edgeprint")
+    pdf.add_page()
     margin = max(7.0, min(w, h) * 0.05)
     shown = url.split("://", 1)[-1]
     draw = _landscape if w >= h else _portrait
-    content = draw(name, url, shown, w, h, margin).encode()
-    fonts = "/F1 4 0 R /F2 5 0 R"
-    return _pdf(
-        [
-            b"<< /Type /Catalog /Pages 2 0 R >>",
-            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-            (
-                f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {w:.2f} {h:.2f}] "
-                f"/Resources << /Font << {fonts} >> >> /Contents 6 0 R >>"
-            ).encode(),
-            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold "
-            b"/Encoding /WinAnsiEncoding >>",
-            b"<< /Type /Font /Subtype /Type1 /BaseFont /Courier /Encoding /WinAnsiEncoding >>",
-            f"<< /Length {len(content)} >>\nstream\n".encode() + content + b"\nendstream",
-        ]
-    )
+    draw(pdf, _ascii(name), url, _ascii(shown), margin)
+    return bytes(pdf.output())

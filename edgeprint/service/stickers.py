@@ -5,16 +5,18 @@ The page is sized for what the printer has ready, so ``edgeprint printers sticke
 NAME --print`` prints on that printer without a stock mismatch: its label or roll
 stock (or any stock it must fit exactly or centre on), laid out wider than tall as
 badge labels are; else (sheets the printer scales to, or stock not known) 4×6 in.
+
+The PDF is drawn by fpdf2 in the render pool's workers (it loads Pillow and
+numpy, which the appliance's process does not).
 """
 
 from __future__ import annotations
 
-import asyncio
 import re
 import urllib.parse
 
 from edgeprint import errors
-from edgeprint.documents.sticker import sticker_pdf
+from edgeprint.documents.render import RenderPool
 from edgeprint.stock import StockView
 
 #: A page for a printer whose stock is unknown or scaled to: 4×6 in, portrait (hmm).
@@ -63,8 +65,13 @@ def release_url(base: str, name: str) -> str:
     return f"{base.rstrip('/')}/release/{name}"
 
 
-async def sticker(name: str, base: str, stock: StockView | None) -> bytes:
-    """The sticker of printer ``name`` as a one-page PDF (made in a thread: a few ms)."""
-    return await asyncio.to_thread(
-        sticker_pdf, name, release_url(check_base(base), name), page_size(stock)
-    )
+async def sticker(name: str, base: str, stock: StockView | None, pool: RenderPool | None) -> bytes:
+    """The sticker of printer ``name`` as a one-page PDF, drawn by ``pool``'s workers.
+
+    Raises errors.InvalidRequest (a bad ``base``), errors.RenderFailed (no render pool,
+    or the workers could not draw it now).
+    """
+    url = release_url(check_base(base), name)
+    if pool is None:  # an appliance built without a render pool
+        raise errors.RenderFailed("this appliance has no render workers")
+    return await pool.sticker(name, url, page_size(stock))
