@@ -31,6 +31,7 @@ from edgeprint.records import JobRecord
 from edgeprint.states import JobState
 from edgeprint.stock import PageSizes, StockView
 from edgeprint.timefmt import rfc3339_ms
+from edgeprint.titles import MAX_TITLE_CHARS
 
 TargetName = Annotated[str, Field(pattern=NAME_PATTERN, description="[a-z0-9-]{1,40}")]
 #: No control characters (C0, DEL or C1): the owner ends up in logs and IPP attributes.
@@ -134,10 +135,20 @@ class _Target(_Strict):
         return self
 
 
+#: A job's title (issue 24): 1–200 characters, no control characters, not only spaces.
+TITLE_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+PATTERN_HINTS[TITLE_PATTERN] = "must be 1–200 characters, no control characters, not blank"
+
+
 class SubmitMetadata(_Target):
     """The ``metadata`` part of ``POST /v1/jobs`` (JSON)."""
 
     owner: Owner
+    title: StrictStr | None = Field(
+        default=None, min_length=1, max_length=MAX_TITLE_CHARS, pattern=TITLE_PATTERN,
+        description="what the person knows the job by, shown on the release page (a badge: "
+        "the attendee's name); when absent, the PDF's own /Title if it has one",
+    )  # fmt: skip
     priority: StrictInt = Field(default=100, ge=0, le=1000, description="lower prints first")
     hold: StrictBool = Field(default=True, description="false: printable at once")
     copies: StrictInt = Field(default=1, ge=1, le=99)
@@ -238,6 +249,11 @@ class JobOut(BaseModel):
     id: str
     state: JobState
     owner: str
+    title: str | None = Field(
+        default=None,
+        description="what the person knows the job by: given with it, else its PDF's /Title, "
+        "its IPP job-name or its uploaded file's name (null: none)",
+    )
     printer: str | None = Field(description="requested printer, if any")
     pool: str | None = Field(description="requested pool, if any")
     priority: int
@@ -298,6 +314,7 @@ class JobOut(BaseModel):
             id=job.id,
             state=job.state,
             owner=job.owner,
+            title=job.title,
             printer=job.printer,
             pool=job.pool,
             priority=job.priority,
@@ -360,7 +377,8 @@ def job_json(job: JobRecord, reprints: Sequence[str] = ()) -> bytes:
     """
     return "".join((
         '{"id":', _text(job.id), ',"state":"', job.state.value, '","owner":', _text(job.owner),
-        ',"printer":', _text(job.printer), ',"pool":', _text(job.pool),
+        ',"title":', _text(job.title), ',"printer":', _text(job.printer),
+        ',"pool":', _text(job.pool),
         ',"priority":', _number(job.priority), ',"copies":', _number(job.copies),
         ',"attempts":', _number(job.attempts),
         ',"created_at":"', _iso(job.created_at) or "", '","updated_at":"',
@@ -880,7 +898,7 @@ class ReleaseJobOut(BaseModel):
     """One HELD job as a release page shows it."""
 
     id: str
-    title: str = Field(description="what the page calls it (jobs carry no title of their own)")
+    title: str = Field(description="the job's title, else words that name it (Job and its id)")
     pages: int | None
     copies: int
     created_at: str

@@ -45,6 +45,8 @@ LEAVES = (
     "edgeprint.printers.tls",
     # issue 23 (preflight): does a badge fit the ready stock (pure; the config validates with it)
     "edgeprint.media_fit",
+    # issue 24: a job's title made from a PDF /Title, an IPP job-name, a file name (pure)
+    "edgeprint.titles",
 )
 
 #: layer → (its module prefixes, the layers it may import besides its own and the leaves).
@@ -210,7 +212,8 @@ def test_a_module_outside_every_layer_is_reported() -> None:
 
 def test_the_service_digest_matches_the_api_models_dump() -> None:
     """The service's Idempotency-Key digest, computed without the API models, equals the
-    digest of the model's JSON dump that earlier versions stored (replays still match)."""
+    digest of the model's JSON dump that earlier versions stored (replays still match); a
+    title (issue 24) counts only when one is given, so jobs stored before it still match."""
     import hashlib
     import json
 
@@ -221,8 +224,10 @@ def test_the_service_digest_matches_the_api_models_dump() -> None:
         SubmitMetadata(owner="ada", printer="printer-01"),
         SubmitMetadata(owner="bob", pool="front", priority=7, hold=False, copies=3,
                        release_pin="1234"),
+        SubmitMetadata(owner="cy", printer="printer-01", title="Cy Young"),
     ):  # fmt: skip
-        fields = meta.model_dump(mode="json", exclude={"release_pin"})
+        untitled = set() if meta.title is not None else {"title"}
+        fields = meta.model_dump(mode="json", exclude={"release_pin"} | untitled)
         canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
         stored = hashlib.sha256(f"{canonical}\nabc".encode()).hexdigest()
         assert request_digest(meta, "abc") == stored

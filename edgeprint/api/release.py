@@ -128,8 +128,8 @@ def _presented(body: ReleaseLookupIn) -> Presented:
 
 def _job_out(job: JobRecord) -> ReleaseJobOut:
     return ReleaseJobOut(
-        id=job.id, title=f"Job {job.id[:6]}", pages=job.document_pages, copies=job.copies,
-        created_at=iso_time(job.created_at),
+        id=job.id, title=job.title or f"Job {job.id[:6]}", pages=job.document_pages,
+        copies=job.copies, created_at=iso_time(job.created_at),
         has_preview=job.document_format == _PDF and job.document_deleted_at is None,
         pin_required=job.release_pin_hash is not None,
     )  # fmt: skip

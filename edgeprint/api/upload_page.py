@@ -38,6 +38,7 @@ from edgeprint.api.uploads import _read_document, document_format, validation_pr
 from edgeprint.models import SubmitMetadata
 from edgeprint.service.web_uploads import WebUploads, is_form_key, new_form_key
 from edgeprint.spool import StagedDocument
+from edgeprint.titles import file_title
 
 #: A text field of the form (name, target, form key) is at most this long.
 _FIELD_BYTES = 1024
@@ -222,6 +223,7 @@ class _Fields:
     target: str = ""
     form_key: str = ""
     document: StagedDocument | None = None
+    title: str | None = None  # the uploaded file's name, cleaned
 
 
 async def _read_field(part: BodyPartReader) -> str:
@@ -253,6 +255,7 @@ async def _read_form(request: web.Request, fields: _Fields) -> None:
                     raise errors.MalformedRequest("more than one file")
                 if document_format(part) != "application/pdf":
                     raise errors.UnsupportedDocument("only PDF files are taken here")
+                fields.title = file_title(part.filename)
                 fields.document = await _read_document(
                     part, service.stage_document, server.max_document_bytes
                 )
@@ -285,7 +288,13 @@ def _meta(fields: _Fields, pin: str) -> SubmitMetadata:
         )
     try:
         return SubmitMetadata.model_validate(
-            {"owner": fields.owner, "hold": True, "release_pin": pin, **target}
+            {
+                "owner": fields.owner,
+                "hold": True,
+                "release_pin": pin,
+                "title": fields.title,
+                **target,
+            }
         )
     except ValidationError as exc:
         raise errors.InvalidRequest("invalid form", validation_problems(exc, "form")) from None

@@ -25,6 +25,7 @@ from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject, NullObj
 
 from edgeprint import errors
 from edgeprint.stock import PageSizes
+from edgeprint.titles import clean_title
 
 # pypdf logs every repair it makes to a broken file; a hostile upload must not flood
 # the appliance log (the 422 answer carries the reason).
@@ -43,12 +44,15 @@ _HMM_PER_POINT = 2540 / 72
 
 @dataclass(frozen=True, slots=True)
 class PdfFacts:
-    """What the submission check learnt of a PDF: its pages and their sizes."""
+    """What the submission check learnt of a PDF: its pages and their sizes, its title."""
 
     pages: int
     #: every page's visible size (its /CropBox, else /MediaBox, inherited as ISO 32000
     #: §7.7.3.4 says, times /UserUnit); None when no page states a readable one
     sizes: PageSizes | None
+    #: its document information dictionary's /Title (ISO 32000 §14.3.3), cleaned
+    #: (:func:`edgeprint.titles.clean_title`); None when it has none worth showing
+    title: str | None = None
 
 
 def count_pages(pdf: BinaryIO, max_pages: int) -> int:
@@ -85,7 +89,17 @@ def inspect_pdf(pdf: BinaryIO, max_pages: int) -> PdfFacts:
         )
     if pages == 0:
         raise errors.DocumentRejected("document-unreadable", "the PDF has no pages")
-    return PdfFacts(pages, PageSizes.of(sizes))
+    return PdfFacts(pages, PageSizes.of(sizes), _title(reader))
+
+
+def _title(reader: pypdf.PdfReader) -> str | None:
+    """The PDF's /Title, if it is a text string with something visible in it. A broken or
+    hostile information dictionary is no title, never a refusal: the pages are what print."""
+    try:
+        info = reader.metadata
+        return None if info is None else clean_title(info.title)
+    except Exception:  # pypdf raises many kinds on hostile input; all mean "no title"
+        return None
 
 
 def _box_size(node: DictionaryObject, inherited: tuple[int, int] | None) -> tuple[int, int] | None:

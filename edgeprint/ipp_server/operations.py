@@ -34,6 +34,7 @@ from edgeprint.records import JobRecord
 from edgeprint.service import Caller, JobService
 from edgeprint.spool import StagedDocument
 from edgeprint.states import JobState
+from edgeprint.titles import clean_title
 
 log = logging.getLogger(__name__)
 
@@ -532,12 +533,17 @@ class IppServer:
                     "overrides",
                 )
 
-    def _meta(self, ctx: Context, owner: str, hold: bool, copies: int) -> SubmitMetadata:
+    def _meta(
+        self, ctx: Context, owner: str, hold: bool, copies: int, job_name: str | None = None
+    ) -> SubmitMetadata:
+        """The submission; the job-name, cleaned, is its title (a name too long or with
+        control characters is cut or spaced, never a refusal)."""
         queue = ctx.queue
         target = {"printer": queue.name} if queue.kind == "printer" else {"pool": queue.name}
+        title = clean_title(job_name)
         try:
             return SubmitMetadata.model_validate(
-                {"owner": owner, "hold": hold, "copies": copies, **target}
+                {"owner": owner, "hold": hold, "copies": copies, "title": title, **target}
             )
         except ValidationError as exc:
             raise _refuse(
@@ -639,7 +645,8 @@ class IppServer:
         """The job's attributes; ``ipp_id``: the id the client knows it by, if not the usual."""
         if ipp_id is None:
             ipp_id = self._names.ipp_ids.get(job.id, job.seq)
-        attrs = A.job_attributes(ctx.queue, job, ipp_id, self._names.job_names.get(job.id))
+        name = self._names.job_names.get(job.id) or job.title
+        attrs = A.job_attributes(ctx.queue, job, ipp_id, name)
         response.groups.append(codec.AttributeGroup(GroupTag.JOB, A.select(attrs, requested)))
 
     def _short_job_group(
@@ -651,7 +658,11 @@ class IppServer:
         self._check_target(message, ctx)
         fmt = self._format(message)
         meta = self._meta(
-            ctx, self._owner(message, ctx), self._hold(message, ctx), self._copies(message)
+            ctx,
+            self._owner(message, ctx),
+            self._hold(message, ctx),
+            self._copies(message),
+            self._job_name(message),
         )
         ranges = self._page_ranges(message)
         self._check_overrides(message)
@@ -766,7 +777,7 @@ class IppServer:
                 "one document per job: send it with last-document true",
                 "last-document",
             )
-        meta = self._meta(ctx, pending.owner, pending.hold, pending.copies)
+        meta = self._meta(ctx, pending.owner, pending.hold, pending.copies, pending.name)
         # Without a job-uuid, the Create-Job id is the key: it finds the job after a restart.
         key = f"{_UUID_KEY}{pending.job_uuid}" if pending.job_uuid else _created_key(ipp_id)
         job = await self._submit(ctx, meta, message.data, key, fmt, pending.page_ranges)

@@ -235,6 +235,7 @@ class JobService:
         """
         try:
             sizes: PageSizes | None = None
+            title = meta.title
             if document_format == zpl.ZPL:
                 pages = await self._count_labels(document, meta.copies)
             else:
@@ -243,7 +244,7 @@ class JobService:
                         "the document is not a PDF (no %PDF- header in its first 1024 bytes)"
                     )
                 facts = await self._inspect(document)
-                pages, sizes = facts.pages, facts.sizes
+                pages, sizes, title = facts.pages, facts.sizes, title or facts.title
             self.check_target(meta.printer, meta.pool, "metadata")
             if meta.printer is not None:
                 self.admission.check_takes(meta.printer)
@@ -292,6 +293,7 @@ class JobService:
             document_pages=pages,
             **NewJob.edges(sizes),
             document_format=document_format,
+            title=title,
         )
         try:
             job = await self.jobs.insert(new, self.clock(), caller.name)

@@ -45,9 +45,12 @@ class JobRequest(Protocol):
     def copies(self) -> int: ...
     @property
     def release_pin(self) -> str | None: ...
+    @property
+    def title(self) -> str | None: ...
 
 
-#: The fields of a submission its Idempotency-Key digest covers (all but the PIN).
+#: The fields of a submission its Idempotency-Key digest covers (all but the PIN; and the
+#: title, when one is given).
 DIGEST_FIELDS = ("printer", "pool", "owner", "priority", "hold", "copies")
 
 
@@ -60,6 +63,8 @@ def request_digest(request: JobRequest, document_sha256: str) -> str:
     # The release PIN is left out: this digest is stored, and a 4–12 digit PIN behind a
     # fast hash could be recovered from it. A replay's PIN is checked against the slow hash.
     fields = {name: getattr(request, name) for name in DIGEST_FIELDS}
+    if request.title is not None:  # issue 24: absent from older digests, so only when given
+        fields["title"] = request.title
     canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(f"{canonical}\n{document_sha256}".encode()).hexdigest()
 

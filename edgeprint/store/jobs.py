@@ -92,6 +92,7 @@ class NewJob:
         }
 
     document_format: str = "application/pdf"
+    title: str | None = None
 
 
 #: Guard for resolving an unknown outcome: only a job parked DEAD ``outcome_unknown``.
@@ -181,10 +182,10 @@ INSERT INTO jobs (id, idempotency_key, request_sha256, state, owner, printer, po
                   copies, document_sha256, document_bytes, created_at, updated_at, released_at,
                   token_name, correlation_id, actor, reason, release_pin_hash,
                   document_pages, page_short_min, page_short_max, page_long_min, page_long_max,
-                  page_landscape, rehearsal, document_format)
+                  page_landscape, rehearsal, document_format, title)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'submit', ?, ?, ?, ?, ?, ?, ?,
         (SELECT CASE WHEN mode = 'rehearsal' THEN 1 ELSE 0 END FROM event_mode WHERE id = 1),
-        ?)
+        ?, ?)
 ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING """
     + ROW
@@ -309,7 +310,7 @@ class Jobs:
                 job.document_bytes, now, now, released_at, job.token_name, job.correlation_id,
                 actor, job.release_pin_hash, job.document_pages, job.page_short_min,
                 job.page_short_max, job.page_long_min, job.page_long_max, job.page_landscape,
-                job.document_format,
+                job.document_format, job.title,
             ),
         )  # fmt: skip
         return JobRecord.from_row(rows[0]) if rows else None

@@ -551,4 +551,11 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # issue 24 (titles; SQLite's the same): what a person knows a job by
+    [
+        "ALTER TABLE jobs ADD COLUMN title text",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)

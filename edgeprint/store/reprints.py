@@ -7,8 +7,8 @@ a non-transition event row on the job the person asked for (``job_events`` is
 written by triggers on state changes only; this is the one explicit append, DONE →
 DONE), and a ``job.reprinted`` webhook outbox row when anyone subscribed.
 
-The new job's columns are copied from the job asked for (its document file is a
-link to that job's); a reprint of a reprint names the first original, so the
+The new job's columns are copied from the job asked for (its title too; its document
+file is a link to that job's); a reprint of a reprint names the first original, so the
 limit (``[release] max_reprints``) counts every reprint of one badge. The limit
 is held by the INSERT itself: it selects only while fewer than the limit of jobs
 name the original. On SQLite one
@@ -38,12 +38,12 @@ INSERT INTO jobs (id, idempotency_key, request_sha256, state, owner, printer, po
                   copies, document_sha256, document_bytes, created_at, updated_at, released_at,
                   token_name, correlation_id, actor, reason, document_pages, page_short_min,
                   page_short_max, page_long_min, page_long_max, page_landscape, rehearsal,
-                  document_format, reprint_of)
+                  document_format, reprint_of, title)
 SELECT ?, ?, ?, '{JobState.RELEASED.value}', o.owner, ?, ?, o.priority, o.copies,
        o.document_sha256, o.document_bytes, ?, ?, ?, ?, ?, ?, ?, o.document_pages,
        o.page_short_min, o.page_short_max, o.page_long_min, o.page_long_max, o.page_landscape,
        (SELECT CASE WHEN mode = 'rehearsal' THEN 1 ELSE 0 END FROM event_mode WHERE id = 1),
-       o.document_format, ?
+       o.document_format, ?, o.title
 FROM jobs o
 WHERE o.id = ? AND o.state = '{_DONE}' AND o.document_deleted_at IS NULL
   AND o.document_sha256 = ?

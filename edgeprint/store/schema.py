@@ -540,4 +540,13 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # issue 24 (titles): what a person knows a job by on the release page: given with the
+    # submission, else the PDF's /Title, an IPP job-name or an uploaded file's name; NULL:
+    # none. A reprint keeps its original's.
+    [
+        "ALTER TABLE jobs ADD COLUMN title TEXT",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
