@@ -29,8 +29,15 @@ def clean_title(value: object) -> str | None:
     return text or None
 
 
+#: What a browser escapes in a form's file name (the HTML multipart/form-data encoding).
+_FORM_ESCAPES = {"%22": '"', "%0A": " ", "%0D": " "}
+
+
 def file_title(filename: str | None) -> str | None:
-    """The title of an uploaded file: its name without any folders a browser sent."""
+    """The title of an uploaded file: its name as the person saw it, without any folders
+    a browser sent (old ones send the whole path)."""
     if not filename:
         return None
+    for escaped, char in _FORM_ESCAPES.items():
+        filename = filename.replace(escaped, char)
     return clean_title(filename.replace("\\", "/").rsplit("/", 1)[-1])

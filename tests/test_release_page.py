@@ -129,7 +129,14 @@ async def test_a_typed_code_lists_the_jobs_and_print_all_prints_them_here(
 ) -> None:
     async with appliance(_config(tmp_path, printers)) as (_, kiosk), browser(tmp_path) as page:
         await _set_credentials(kiosk, "ann", {"release_code": CODE})
-        mine = [await _held(kiosk, "ann", f"page-{size}-{i:04d}", pool="lobby") for i in range(2)]
+        titled = await _held(
+            kiosk,
+            "ann",
+            f"page-{size}-0000",
+            pool="lobby",
+            title="Zoë Ann-Marie Lindqvist-Okonkwo, speaker badge",
+        )
+        mine = [titled, await _held(kiosk, "ann", f"page-{size}-0001", pool="lobby")]
         other = await _held(kiosk, "carl", f"page-{size}-carl", pool="lobby")
         await _size(page, size)
         await page.goto(f"{kiosk.url}/release/printer-02")
@@ -147,6 +154,16 @@ async def test_a_typed_code_lists_the_jobs_and_print_all_prints_them_here(
         assert sorted(i[0] for i in items) == sorted(mine)
         for _, text in items:
             assert "1 page · 1 copy · sent " in text
+        # the job's title (issue 24); a job without one is named by its id
+        titles = await page.eval(
+            "Object.fromEntries(Array.from(document.querySelectorAll('#jobs li')).map("
+            "function (li) { return [li.dataset.job,"
+            " li.querySelector('.job-title').textContent]; }))"
+        )
+        assert titles == {
+            titled: "Zoë Ann-Marie Lindqvist-Okonkwo, speaker badge",
+            mine[1]: f"Job {mine[1][:6]}",
+        }
         assert await page.eval("document.getElementById('answer').textContent") == (
             "2 jobs waiting for you"
         )

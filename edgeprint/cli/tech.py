@@ -201,6 +201,7 @@ def cmd_jobs(api: client.Api, args: argparse.Namespace, as_json: bool) -> None:
     rows = [
         [
             j["id"], j["state"], render.trim(j.get("owner") or "-", 14),
+            render.trim(j.get("title") or "-", 16),
             render.trim(j.get("printed_on") or j.get("printer") or j.get("pool") or "-", 14),
             str(j.get("priority", "")), str(j.get("attempts", "")),
             render.ago(j.get("updated_at"), now),
@@ -209,7 +210,9 @@ def cmd_jobs(api: client.Api, args: argparse.Namespace, as_json: bool) -> None:
     ]  # fmt: skip
     lines = (
         render.table(
-            ["ID", "STATE", "OWNER", "WHERE", "PRI", "ATT", "CHANGED"], rows, right={4, 5, 6}
+            ["ID", "STATE", "OWNER", "TITLE", "WHERE", "PRI", "ATT", "CHANGED"],
+            rows,
+            right={5, 6, 7},
         )
         if jobs
         else ["no jobs"]

@@ -43,6 +43,7 @@
     return el;
   }
   function byId(id) { return document.getElementById(id); }
+  function clip(text, n) { return text.length > n ? text.slice(0, n - 1) + "…" : text; }
   function age(s) {
     if (s === null || s === undefined) { return "-"; }
     s = Math.max(0, Math.floor(s));
@@ -655,6 +656,7 @@
       var info = h("dl");
       row(info, "Reason", j.dead_reason || "-");
       row(info, "Owner", j.owner);
+      if (j.title) { row(info, "Title", j.title); }
       row(info, "Printer", where);
       row(info, "Attempts", j.attempts);
       row(info, "Dead since", when(j.updated_at));
@@ -692,14 +694,16 @@
     if (!jobs.length) { return h("p", "empty", "No job matches."); }
     var head = h("tr", null, h("th", null, h("span", "sr-only", "Select")),
                  h("th", null, "Job"), h("th", null, "State"),
-                 h("th", null, "Owner"), h("th", null, "Where"), h("th", null, "Changed"),
+                 h("th", null, "Owner"), h("th", null, "Title"), h("th", null, "Where"),
+                 h("th", null, "Changed"),
                  h("th", null, ""));
     var body = h("tbody");
     jobs.forEach(function (j) {
       var where = j.printed_on || j.printer || (j.pool ? "pool " + j.pool : "-");
       var tr = h("tr", null, h("td", null, selectBox(j)),
                  h("td", "mono", storyButton(j)), h("td", null, j.state),
-                 h("td", null, j.owner), h("td", null, where), h("td", null, when(j.updated_at)),
+                 h("td", null, j.owner), h("td", null, clip(j.title || "-", 40)),
+                 h("td", null, where), h("td", null, when(j.updated_at)),
                  h("td", null, jobActions(j, false)));
       tr.setAttribute("data-job", j.id);
       tr.setAttribute("data-state", j.state);
@@ -792,6 +796,7 @@
     var body = [h("p", "mono", j.id),
                 h("p", null, j.copies + " copy(ies), " + where + "; document " +
                   (j.document.pages === null ? "?" : j.document.pages) + " page(s)")];
+    if (j.title) { body.splice(1, 0, h("p", "story-job-title", "Title: " + j.title)); }
     if (j.reprint_of) { body.push(h("p", null, "A reprint of job ", jobLinks([j.reprint_of]))); }
     if (j.reprints.length) {
       body.push(h("p", null, "Reprinted " + j.reprints.length + " time(s): ", jobLinks(j.reprints)));
