@@ -234,7 +234,10 @@ async def test_an_uploaded_files_name_is_the_title(make_appliance: Callable[...,
         await _upload(app, make_pdf("second"), "C:\\fakepath\\poster %22final%22.pdf")
         jobs = await app.running.service.list_jobs(owner="ann", limit=10)
         titles = {j.id: j.title for j in jobs}
-        assert sorted(t or "" for t in titles.values()) == ["Ann Lee badge.pdf", 'poster "final".pdf']
+        assert sorted(t or "" for t in titles.values()) == [
+            "Ann Lee badge.pdf",
+            'poster "final".pdf',
+        ]
         for job in titles:
             assert (await _job(app, job))["title"] == titles[job]
         assert await _lookup(app) == titles
