@@ -118,9 +118,12 @@ async def test_jobs_filters_and_paging(app: Appliance, capsys: pytest.CaptureFix
     """jobs --state/--owner/--limit pass through; a full page says how to get the next."""
     dead = await _dead_job(app, "dead-key-0003", owner="bob")
     held = [
-        await (await app.submit({"owner": "ann", "pool": "lobby"}, key=f"held-key-{i:04d}")).json()
+        await (
+            await app.submit({"owner": "ann", "pool": "lobby", "title": f"Ann badge {i}"},
+                             key=f"held-key-{i:04d}")
+        ).json()
         for i in range(3)
-    ]
+    ]  # fmt: skip
     code, out, _ = await run_cli(capsys, "jobs", "--url", app.url, "--state", "dead")
     assert code == 0
     assert dead["id"] in out
@@ -135,6 +138,8 @@ async def test_jobs_filters_and_paging(app: Appliance, capsys: pytest.CaptureFix
     )
     assert code == 0
     assert held[0]["id"] in out
+    assert "TITLE" in out
+    assert "Ann badge 0" in out  # issue 24: the job's title
     _width_ok(out)
     # a kiosk token may list jobs
     code, _, _ = await run_cli(capsys, "jobs", "--url", app.url, token=KIOSK_TOKEN)
