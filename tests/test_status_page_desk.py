@@ -74,7 +74,9 @@ async def test_search_story_and_reprint_from_the_page(
     chromium_path: str, tmp_path: Path, printers: Rig
 ) -> None:
     async with appliance(rig_config(tmp_path / "data", printers)) as (run, kiosk):
-        badge = await kiosk.submit("desk-badge-0001", pool="lobby", hold=False, owner="Zoë Desk")
+        badge = await kiosk.submit(
+            "desk-badge-0001", pool="lobby", hold=False, owner="Zoë Desk", title="Zoë's badge"
+        )
         other = await kiosk.submit("desk-badge-0002", pool="lobby", hold=False, owner="Bob")
         await kiosk.wait_states([badge["id"], other["id"]], {"DONE"})
 
@@ -99,12 +101,19 @@ async def test_search_story_and_reprint_from_the_page(
                 "function (tr) { return tr.getAttribute('data-job'); })"
             )
             assert rows == [badge["id"]]
+            cells = await page.eval(
+                f"Array.from(document.querySelectorAll('#jobs tr[data-job={_js(badge['id'])}] td'))"
+                ".map(function (td) { return td.textContent; })"
+            )
+            assert "Zoë's badge" in cells  # issue 24: the job's title in its own column
 
             # open the job's story: in words, with times, its copy on a printer and DONE
             await press(page, f'[data-action="open-story"][data-target="{badge["id"]}"]')
             await page.wait(f"document.body.getAttribute('data-story') === {_js(badge['id'])}")
             title = await page.eval("document.getElementById('story-title').textContent")
             assert title == f"Job {badge['id'][:8]} (Zoë Desk): DONE"
+            shown = await page.eval("document.querySelector('#story .story-job-title').textContent")
+            assert shown == "Title: Zoë's badge"
             story = await page.eval(
                 "Array.from(document.querySelectorAll('#story ol.story li')).map(function (li) {"
                 " return [li.getAttribute('data-kind'), li.querySelector('time').textContent,"
