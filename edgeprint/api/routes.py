@@ -579,14 +579,19 @@ ROUTES: tuple[Operation, ...] = (
             "A one-page vector PDF sized for the printer's label stock (else 4×6 in): the "
             "printer's name, a QR code of `{base}/release/{name}` and that URL. `base`: the "
             "query parameter, else `[release] public_url`, else the address this request "
-            "reached the appliance at (unless loopback), else the box's own address."
+            "reached the appliance at (unless loopback), else the first IPv4 address of the box's "
+            "interfaces that is neither loopback nor link-local, with the port it listens on. "
+            "A base that is loopback anyway is refused (422 `sticker-base-loopback`)."
         ),
         answers={
             200: Answer("the sticker", media="application/pdf",
                         headers=("Content-Disposition",)),
             404: _404_PRINTER,
             422: _problem("`invalid-request`: `base` is not an http(s) URL with a host (no "
-                          "user, query or fragment), or an unknown query parameter (`errors`)"),
+                          "user, query or fragment), or an unknown query parameter (`errors`); "
+                          "`sticker-base-loopback`: the base found is loopback (127.0.0.1), "
+                          "which phones cannot reach: set `[release] public_url` or pass "
+                          "`base`"),
             503: _problem("`render-failed`: the render workers could not draw it now",
                           "Retry-After"),
             **_TECH,
