@@ -220,7 +220,8 @@ def parser() -> argparse.ArgumentParser:
     sticker.add_argument(
         "--base", metavar="URL",
         help="the release pages' base URL in the QR code (default [release] public_url, else "
-        "the address --url reaches, unless loopback)",
+        "the address --url reaches unless loopback, else the box's LAN address and port; a "
+        "loopback base is refused: pass --base http://<box address>:<port>)",
     )  # fmt: skip
     j = tech("jobs", "list jobs, newest first (kiosk or tech)")
     j.add_argument("--state", type=_state, help="HELD, RELEASED, PRINTING, DONE, DEAD, …")
