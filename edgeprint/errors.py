@@ -155,6 +155,19 @@ class UnknownTarget(InvalidRequest):
     slug = "unknown-target"
 
 
+class StickerBaseLoopback(InvalidRequest):
+    """No base URL a phone can reach was found for a sticker (HTTP 422): a QR code of
+    127.0.0.1 scans fine and leads nowhere, so no sticker is made."""
+
+    slug = "sticker-base-loopback"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the sticker would point at 127.0.0.1, which phones cannot reach: "
+            "set [release] public_url or pass base"
+        )
+
+
 class MissingTarget(InvalidRequest):
     """The job would become printable without a printer or pool to print on."""
 

@@ -7,21 +7,23 @@ OpenAPI document is generated from them. Unknown fields are refused.
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, date, datetime
 from json.encoder import encode_basestring as _quote
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
     StrictInt,
     StrictStr,
+    WithJsonSchema,
     model_validator,
 )
 
@@ -951,11 +953,56 @@ DEAD_REASON_PATTERN = r"^[a-z0-9_]{1,64}$"
 JobId = Annotated[StrictStr, Field(pattern=JOB_ID_PATTERN, description="32 lowercase hex")]
 
 
+#: What a bulk filter's ``created_before``/``created_after`` accepts, in the refusal's words.
+WHEN_ACCEPTED = (
+    "a date (2030-01-01, midnight UTC) or an RFC 3339 date-time with an offset "
+    "(2030-01-01T08:30:00+02:00 or 2030-01-01T06:30:00Z)"
+)
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_RFC3339 = re.compile(
+    r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})$"
+)
+
+
+def _when(value: object) -> datetime:
+    """A filter's time: a date is its midnight UTC; a date-time must carry its offset (a
+    naive one could mean any of 24 hours); numbers are refused (seconds or milliseconds?)."""
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return value  # built in Python, not parsed from JSON
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            if _DATE.match(text):
+                return datetime.combine(date.fromisoformat(text), datetime.min.time(), UTC)
+            if _RFC3339.match(text):
+                return datetime.fromisoformat(text.replace("z", "Z").replace("t", "T"))
+        except ValueError:
+            pass  # e.g. 2030-02-30: said below
+    raise ValueError(f"expected {WHEN_ACCEPTED}")
+
+
+#: created_before/created_after: a date or an RFC 3339 date-time with an offset.
+FilterTime = Annotated[
+    datetime,
+    BeforeValidator(_when),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "format": "date"},
+                {"type": "string", "format": "date-time"},
+            ],
+            "description": WHEN_ACCEPTED,
+        }
+    ),
+]
+
+
 class BulkFilter(_Strict):
     """Which jobs a bulk call selects: every given field must match (AND), oldest first.
 
     ``state`` defaults to the states the action applies to; a state it does not apply to is
-    refused (422) rather than silently matching nothing.
+    refused (422) rather than silently matching nothing. An empty filter (every job) and a
+    pool or printer that is not configured (a typo that would match nothing) are refused too.
     """
 
     owner: Owner | None = Field(default=None, description="the job's owner, exactly")
@@ -967,11 +1014,11 @@ class BulkFilter(_Strict):
     dead_reason: Annotated[StrictStr, Field(pattern=DEAD_REASON_PATTERN)] | None = Field(
         default=None, description="a DEAD job's reason, e.g. attempts_exhausted"
     )
-    created_after: AwareDatetime | None = Field(
-        default=None, description="accepted at or after this time (RFC 3339, with offset)"
+    created_after: FilterTime | None = Field(
+        default=None, description=f"accepted at or after this time: {WHEN_ACCEPTED}"
     )
-    created_before: AwareDatetime | None = Field(
-        default=None, description="accepted before this time (RFC 3339, with offset)"
+    created_before: FilterTime | None = Field(
+        default=None, description=f"accepted before this time: {WHEN_ACCEPTED}"
     )
 
 

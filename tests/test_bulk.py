@@ -110,6 +110,91 @@ async def test_other_bad_requests_and_targets(app: Appliance) -> None:
     assert app.snapshot() == before
 
 
+EMPTY_FILTER = (
+    "a filter needs at least one of owner, pool, printer, state, dead_reason, "
+    "created_after, created_before"
+)
+
+
+async def test_an_empty_filter_is_refused_not_every_job(app: Appliance) -> None:
+    """{} would be every job of every owner: 422 invalid-request saying what a filter needs,
+    for each verb and for a dry run; nothing changes."""
+    await held(app, 2, "empty-filter")
+    await held(app, 1, "empty-filter-bob", owner="bob")
+    await dead_job(app, "empty-filter-dead", reason="poison")
+    before = app.snapshot()
+    for verb, extra, token in (
+        ("release", {}, KIOSK_TOKEN),
+        ("cancel", {}, KIOSK_TOKEN),
+        ("cancel", {"dry_run": True}, KIOSK_TOKEN),
+        ("replay", {}, TECH_TOKEN),
+        ("resolve", {"printed": True}, TECH_TOKEN),
+    ):
+        status, problem = await bulk(app, verb, {"filter": {}, "limit": 500, **extra}, token)
+        assert (status, problem["type"]) == (422, PROBLEM + "invalid-request"), verb
+        assert problem["detail"] == EMPTY_FILTER
+        assert [e["loc"] for e in problem["errors"]] == ["body.filter"]
+    assert app.snapshot() == before
+
+
+async def test_a_filter_naming_an_unknown_pool_or_printer_is_refused(app: Appliance) -> None:
+    """A typo ("lobyy") would match nothing and answer 200 as if done: 422 unknown-target,
+    as the single calls answer; nothing changes."""
+    await held(app, 2, "typo")
+    before = app.snapshot()
+    for verb, where, token in (
+        ("cancel", {"pool": "lobyy"}, KIOSK_TOKEN),
+        ("cancel", {"printer": "printer-99", "owner": "ann"}, KIOSK_TOKEN),
+        ("release", {"pool": "lobyy"}, KIOSK_TOKEN),
+        ("replay", {"printer": "printer-99"}, TECH_TOKEN),
+    ):
+        for dry in (False, True):
+            body = {"filter": where, "limit": 5, "dry_run": dry}
+            status, problem = await bulk(app, verb, body, token)
+            assert (status, problem["type"]) == (422, PROBLEM + "unknown-target"), (verb, where)
+            loc = "body.filter.pool" if "pool" in where else "body.filter.printer"
+            assert [e["loc"] for e in problem["errors"]] == [loc]
+    assert app.snapshot() == before
+
+
+WHEN_ACCEPTED = (
+    "expected a date (2030-01-01, midnight UTC) or an RFC 3339 date-time with an offset "
+    "(2030-01-01T08:30:00+02:00 or 2030-01-01T06:30:00Z)"
+)
+
+
+@pytest.mark.parametrize(
+    "when",
+    ["2030-01-01T00:00:00", 1893456000, 1893456000.5, "01/01/2030", "2030-02-30", "", True],
+    ids=["naive", "seconds", "float", "us-date", "no-such-day", "empty", "bool"],
+)
+async def test_created_times_refused_say_what_is_accepted(app: Appliance, when: Any) -> None:
+    await held(app, 1, "when-bad")
+    before = app.snapshot()
+    for key in ("created_before", "created_after"):
+        status, problem = await bulk(app, "cancel", {"filter": {key: when}, "limit": 5})
+        assert (status, problem["type"]) == (422, PROBLEM + "invalid-request")
+        assert [(e["loc"], e["message"]) for e in problem["errors"]] == [
+            (f"body.filter.{key}", WHEN_ACCEPTED)
+        ]
+    assert app.snapshot() == before
+
+
+async def test_created_times_take_a_date_or_a_datetime_with_offset(app: Appliance) -> None:
+    """A date is its midnight UTC; a date-time carries its offset (Z or ±hh:mm)."""
+    ids = await held(app, 2, "when-good")
+    before = app.snapshot()
+    for after in ("2030-01-01", "2030-01-01T02:00:00+02:00", "2029-12-31t23:00:00z"):
+        status, answer = await bulk(app, "cancel", {"filter": {"created_after": after}, "limit": 5})
+        assert (status, answer["results"]) == (200, []), after
+    assert app.snapshot() == before
+    status, answer = await bulk(
+        app, "cancel", {"filter": {"created_before": "2030-01-01", "owner": "ann"}, "limit": 5}
+    )
+    assert status == 200
+    assert [(r["id"], r["outcome"]) for r in answer["results"]] == [(i, "cancelled") for i in ids]
+
+
 async def test_roles(app: Appliance) -> None:
     """Replay and resolve are a technician's, as their single calls: a kiosk gets 403, no
     token 401; nothing changes."""
@@ -137,7 +222,7 @@ async def test_a_filter_matching_nothing_is_200_and_empty(app: Appliance) -> Non
             KIOSK_TOKEN,
         ),
         ("replay", {"filter": {"dead_reason": "attempts_exhausted"}, "limit": 10}, TECH_TOKEN),
-        ("resolve", {"filter": {}, "limit": 10, "printed": False}, TECH_TOKEN),
+        ("resolve", {"filter": {"state": "DEAD"}, "limit": 10, "printed": False}, TECH_TOKEN),
     ):
         status, answer = await bulk(app, verb, body, token=token)
         assert (status, answer) == (200, {"matched": 0, "more": False, "results": []}), verb
@@ -184,6 +269,8 @@ async def test_release_by_ids_says_why_not_for_each(app: Appliance) -> None:
         (ghost, "not-found", None),
     ]
     assert answer["matched"] == 4
+    # what to do, not the single call's 'send {"pin": …}' (a bulk body takes no PIN)
+    assert answer["results"][2]["detail"] == "has a release PIN: release it alone with its PIN"
     job = await app.running.service.get(pinned)
     assert (job.state.value, job.pin_failures) == ("HELD", 0)
 
@@ -246,6 +333,8 @@ async def test_cancel_by_filter_with_a_created_window(app: Appliance) -> None:
     assert status == 200
     outcomes = {r["id"]: r["outcome"] for r in answer["results"]}
     assert outcomes == {**dict.fromkeys(late, "cancelled"), pinned: "pin-required"}
+    details = {r["id"]: r["detail"] for r in answer["results"]}
+    assert details[pinned] == "has a release PIN: cancel it alone with its PIN"
     assert {(await service.get(i)).state.value for i in early} == {"HELD"}
     # a technician's token needs no PIN
     status, answer = await bulk(app, "cancel", {"ids": [pinned], "limit": 1}, token=TECH_TOKEN)

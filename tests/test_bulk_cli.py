@@ -7,7 +7,8 @@ import io
 
 import pytest
 
-from tests.conftest import KIOSK_TOKEN, Appliance
+from edgeprint.cli import parser
+from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance
 from tests.test_bulk import held
 from tests.test_cli_tech import run_cli
 from tests.test_resolve import dead_job
@@ -67,7 +68,7 @@ async def test_cancel_by_ids_and_replay_by_reason_with_yes(
     code, out, _ = await run_cli(
         capsys, "cancel", "--ids", ",".join(ids), "--limit", "2", "--yes", "--url", app.url
     )
-    assert code == 0
+    assert code == 1  # one of the two was not acted on
     assert out.splitlines() == [
         "cancel: 2 job(s): 1 cancelled, 1 conflict",
         f"  {ids[0]}  cancelled, now CANCELLED",
@@ -97,6 +98,81 @@ async def test_nothing_matching_is_said_and_done(
     assert app.snapshot() == before
 
 
+async def test_exit_1_when_a_selected_job_was_not_acted_on(
+    app: Appliance, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Exit 0 only when every selected job was acted on: an id of no job, a DONE job's
+    conflict, a PIN job for a kiosk each exit 1, with and without --yes, nothing done."""
+    ghost = "0" * 32
+    [pinned] = await held(app, 1, "cli-exit-pin", release_pin="4321")
+    before = app.snapshot()
+    # --yes: the real call answers not-found
+    code, out, _ = await run_cli(
+        capsys, "cancel", "--ids", ghost, "--limit", "1", "--yes", "--url", app.url
+    )
+    assert code == 1
+    assert out.splitlines() == [
+        "cancel: 1 job(s): 1 not-found",
+        f"  {ghost}  not done: no such job",
+    ]
+    # asked first: the dry run already says why, nothing is asked or done
+    _answer(monkeypatch, "y\n")
+    code, out, _ = await run_cli(capsys, "cancel", "--ids", ghost, "--limit", "1", "--url", app.url)
+    assert (code, out.splitlines()[0]) == (1, "cancel: 1 job(s): 1 not-found")
+    # a kiosk's cancel of a job with a release PIN: what really works, in words
+    code, out, _ = await run_cli(
+        capsys, "cancel", "--ids", pinned, "--limit", "1", "--yes", "--url", app.url,
+        token=KIOSK_TOKEN,
+    )  # fmt: skip
+    assert code == 1
+    said = " ".join(" ".join(out.splitlines()[1:]).split())
+    assert said == (
+        f"{pinned} not done: it has a release PIN: cancel it with a tech token or its PIN "
+        f"(edgeprint cancel {pinned} --pin PIN), now HELD"
+    )
+    # a release of it: release it alone with its PIN
+    code, out, _ = await run_cli(
+        capsys, "release", "--ids", pinned, "--limit", "1", "--yes", "--url", app.url,
+        token=KIOSK_TOKEN,
+    )  # fmt: skip
+    assert code == 1
+    assert "it has a release PIN: release it alone with its PIN" in " ".join(out.split())
+    assert app.snapshot() == before
+    # the words are true: the single cancel with its PIN cancels it, with a kiosk token
+    code, out, err = await run_cli(
+        capsys, "cancel", pinned, "--pin", "4321", "--url", app.url, token=KIOSK_TOKEN
+    )
+    assert (code, out, err) == (0, f"cancelled {pinned}: now CANCELLED\n", "")
+    # cancelled already: cancelling it again is a conflict (it moved on), exit 1
+    code, out, _ = await run_cli(
+        capsys, "cancel", "--ids", pinned, "--limit", "1", "--yes", "--url", app.url
+    )
+    assert code == 1
+    assert f"  {pinned}  not done: it had moved on, now CANCELLED" in out
+
+
+async def test_single_cancel_without_its_pin_is_refused_and_a_tech_token_needs_none(
+    app: Appliance, capsys: pytest.CaptureFixture[str]
+) -> None:
+    [pinned] = await held(app, 1, "cli-single-pin", release_pin="4321")
+    before = app.snapshot()
+    code, _, err = await run_cli(capsys, "cancel", pinned, "--url", app.url, token=KIOSK_TOKEN)
+    assert code == 1
+    assert "403" in err
+    assert "needs its release PIN" in err
+    assert app.snapshot() == before
+    code, out, _ = await run_cli(capsys, "cancel", pinned, "--url", app.url, token=TECH_TOKEN)
+    assert (code, out) == (0, f"cancelled {pinned}: now CANCELLED\n")
+
+
+def test_help_documents_the_exit_codes() -> None:
+    for verb in ("release", "cancel", "replay"):
+        sub = parser.parser()._subparsers._group_actions[0].choices[verb]  # type: ignore[union-attr]
+        text = " ".join(sub.format_help().split())
+        assert "exit status: 0 every selected job was acted on (or a filter matched none); " in text
+        assert "1 some were not (no such job, moved on, a release PIN, …: each is listed)" in text
+
+
 @pytest.mark.parametrize(
     ("argv", "says"),
     [
@@ -110,9 +186,15 @@ async def test_nothing_matching_is_said_and_done(
         (["replay"], "give JOB_ID, or --filter"),
         (["replay", "a" * 32, "--filter", "owner=ann", "--limit", "1"], "give JOB_ID, or"),
         (["replay", "a" * 32, "--limit", "1"], "replays one job"),
+        (["cancel"], "give JOB_ID, or --filter"),
+        (["cancel", "a" * 32, "--limit", "1"], "cancels one job"),
+        (["cancel", "--filter", "owner=ann", "--limit", "1", "--pin", "4321"],
+         "--pin goes with one JOB_ID"),
+        (["cancel", "a" * 32, "--pin", "12ab"], "4-12 digits"),
     ],
     ids=["no-limit", "limit-over", "neither", "unknown-key", "no-value", "bad-id", "too-many",
-         "replay-nothing", "replay-both", "replay-limit"],
+         "replay-nothing", "replay-both", "replay-limit", "cancel-nothing", "cancel-limit",
+         "cancel-bulk-pin", "cancel-bad-pin"],
 )  # fmt: skip
 async def test_usage_errors_exit_2_and_send_nothing(
     app: Appliance, capsys: pytest.CaptureFixture[str], argv: list[str], says: str

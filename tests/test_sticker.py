@@ -11,18 +11,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import ifaddr
 import pypdfium2 as pdfium
 import pytest
 import zxingcpp
 
-from edgeprint import cli
-from edgeprint.api.stickers import _box_address
+from edgeprint import cli, errors
 from edgeprint.documents.sticker import sticker_pdf
-from edgeprint.service.stickers import DEFAULT_SIZE_HMM, page_size, release_url
+from edgeprint.service.stickers import (
+    DEFAULT_SIZE_HMM,
+    box_address,
+    choose_base,
+    page_size,
+    release_url,
+)
 from edgeprint.stock import Stock, StockView
 from testbed.rig import Rig
 from tests.cdp import browser
@@ -94,9 +101,48 @@ def test_page_size_follows_the_printers_stock() -> None:
 
 def _expected_from_loopback(url: str, name: str) -> str:
     """The release URL a sticker asked for at a loopback ``url`` carries."""
-    box = _box_address()
+    box = box_address()
+    assert box is not None  # this machine has a LAN address (see the test below)
     port = url.rsplit(":", 1)[1]
-    return f"http://{box}:{port}/release/{name}" if box else f"{url}/release/{name}"
+    return f"http://{box}:{port}/release/{name}"
+
+
+LOOPBACK_WORDS = (
+    "the sticker would point at 127.0.0.1, which phones cannot reach: "
+    "set [release] public_url or pass base"
+)
+
+
+def test_box_address_is_an_interface_address_not_loopback() -> None:
+    """Read from the interfaces, not by resolving the host name (127.0.1.1 on many boxes)."""
+    box = box_address()
+    assert box is not None
+    assert not box.startswith("127.")
+    assert not box.startswith("169.254.")
+    assert box in {str(ip.ip) for a in ifaddr.get_adapters() for ip in a.ips if ip.is_IPv4}
+
+
+def test_choose_base_order_and_loopback_refused() -> None:
+    lan = "http://badges.lan:8631"
+    lan_ip = lambda: "192.0.2.9"  # noqa: E731 - an interface address
+    none = lambda: None  # noqa: E731 - a machine with no address but loopback
+    assert choose_base("http://a.lan", "https://b.lan", lan, 8631, lan_ip) == "http://a.lan"
+    assert choose_base(None, "https://b.lan", lan, 8631, lan_ip) == "https://b.lan"
+    assert choose_base(None, None, lan, 8631, lan_ip) == lan
+    # a loopback origin: the interface address and the port the appliance listens on
+    assert choose_base(None, None, "http://127.0.0.1:9000", 8631, lan_ip) == "http://192.0.2.9:8631"
+    # nothing reachable, or a loopback base given or configured: refused, not printed
+    for asked, configured, origin, find in [
+        (None, None, "http://127.0.0.1:8631", none),
+        (None, None, "http://localhost:8631", none),
+        (None, None, "http://[::1]:8631", none),
+        ("http://127.0.0.1:8631", None, lan, lan_ip),
+        (None, "http://localhost:8631/", lan, lan_ip),
+    ]:
+        with pytest.raises(errors.StickerBaseLoopback) as caught:
+            choose_base(asked, configured, origin, 8631, find)
+        assert str(caught.value) == LOOPBACK_WORDS
+        assert caught.value.slug == "sticker-base-loopback"
 
 
 async def _sticker(app: Appliance, name: str, query: str = "", **headers: str) -> Any:
@@ -139,6 +185,13 @@ async def test_api_sticker_base_from_query_config_or_the_address_asked(
             status, _, body = await _sticker(app, "printer-01", query)
             assert status == status_, query
             assert slug in body.decode(), query
+        # a loopback base is refused with words saying what to do, not drawn
+        status, headers, body = await _sticker(app, "printer-01", "?base=http://127.0.0.1:8631")
+        assert status == 422
+        assert headers["Content-Type"] == "application/problem+json"
+        problem = json.loads(body)
+        assert problem["type"] == PROBLEM + "sticker-base-loopback"
+        assert problem["detail"] == LOOPBACK_WORDS
         status, _, body = await _sticker(app, "printer-99")
         assert (status, b"printer-not-found" in body) == (404, True)
         async with app.http.get(
@@ -197,6 +250,24 @@ async def test_cli_sticker_print_prints_once_on_a_real_printer(
         assert len(received) == 1
         _, codes = await asyncio.to_thread(read_sticker, received[0])
         assert codes == ["http://print.lan:8631/release/printer-02"]
+
+
+async def test_cli_sticker_refuses_a_loopback_base(
+    make_appliance: Callable[..., Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with make_appliance() as app:
+        out = tmp_path / "s.pdf"
+        argv = [
+            "printers", "sticker", "printer-01", "--out", str(out),
+            "--base", "http://127.0.0.1:8631", "--url", app.url, "--token", TECH_TOKEN,
+        ]  # fmt: skip
+        before = app.snapshot()
+        assert await asyncio.to_thread(cli.main, argv) == 1
+        err = capsys.readouterr().err
+        assert LOOPBACK_WORDS in err
+        assert "--base http://<box address>:<port>" in err
+        assert not out.exists()
+        assert app.snapshot() == before
 
 
 async def test_cli_sticker_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:

@@ -121,7 +121,9 @@ def _job(description: str) -> Answer:
 
 def _bulk(verb: str, summary: str, role: Role, single: str, handler: Handler) -> Operation:
     """The row of a bulk call (issue 24): ``POST /v1/jobs/{verb}`` acting as ``single`` does."""
-    target = ", `unknown-target` (printer or pool not configured)" if verb == "release" else ""
+    target = (
+        ", `unknown-target` (a printer or pool of the body or the filter that is not configured)"
+    )
     return Operation(
         handler, "post", f"/v1/jobs/{verb}", f"{verb}Jobs", summary, "jobs", role,
         body=cast(Body, f"bulk-{verb}"),
@@ -131,7 +133,8 @@ def _bulk(verb: str, summary: str, role: Role, single: str, handler: Handler) ->
             f"{verb} applies to. Each job goes through {single} (same rules, exactly once under "
             "concurrent calls); the answer lists each job's outcome. Ids that are not 32 "
             "lowercase hex characters are refused (422); well-formed ids of no job answer "
-            "`not-found` among the results."
+            "`not-found` among the results. A filter needs at least one field; its `pool` "
+            "and `printer` must be configured (a typo is refused, not an empty answer)."
         ),
         answers={
             200: Answer("one outcome per selected job (a filter matching nothing: none)", BulkOut),
@@ -141,7 +144,9 @@ def _bulk(verb: str, summary: str, role: Role, single: str, handler: Handler) ->
             415: _problem("`unsupported-media-type`: a body that is not application/json"),
             422: _problem(
                 "`invalid-request` (no or a bad `limit`, both or neither of `ids` and `filter`, "
-                "an unknown field, a bad state or one the action does not apply to; `errors`)"
+                "an empty filter, an unknown field, a bad state or one the action does not "
+                "apply to, a `created_*` that is not a date or an RFC 3339 date-time with an "
+                "offset; `errors`)"
                 + target
             ),
             503: _503_STORE,
@@ -579,14 +584,19 @@ ROUTES: tuple[Operation, ...] = (
             "A one-page vector PDF sized for the printer's label stock (else 4×6 in): the "
             "printer's name, a QR code of `{base}/release/{name}` and that URL. `base`: the "
             "query parameter, else `[release] public_url`, else the address this request "
-            "reached the appliance at (unless loopback), else the box's own address."
+            "reached the appliance at (unless loopback), else the first IPv4 address of the box's "
+            "interfaces that is neither loopback nor link-local, with the port it listens on. "
+            "A base that is loopback anyway is refused (422 `sticker-base-loopback`)."
         ),
         answers={
             200: Answer("the sticker", media="application/pdf",
                         headers=("Content-Disposition",)),
             404: _404_PRINTER,
             422: _problem("`invalid-request`: `base` is not an http(s) URL with a host (no "
-                          "user, query or fragment), or an unknown query parameter (`errors`)"),
+                          "user, query or fragment), or an unknown query parameter (`errors`); "
+                          "`sticker-base-loopback`: the base found is loopback (127.0.0.1), "
+                          "which phones cannot reach: set `[release] public_url` or pass "
+                          "`base`"),
             503: _problem("`render-failed`: the render workers could not draw it now",
                           "Retry-After"),
             **_TECH,

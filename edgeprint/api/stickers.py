@@ -3,15 +3,13 @@
 The QR code points at ``{base}/release/{name}``, where ``base`` is, first found:
 the ``base`` query parameter; ``[release] public_url``; the address the caller
 reached the appliance at (the URL a technician's browser or ``edgeprint --url``
-used), unless that is a loopback address a phone could not reach; the box's own
-first non-loopback IPv4 address and the port the request came in on.
+used), unless that is a loopback address a phone could not reach; the first IPv4
+address of the machine's interfaces that is neither loopback nor link-local, with
+the port the appliance listens on. When what is found is loopback anyway (or
+nothing is), 422 ``sticker-base-loopback``: a QR code of 127.0.0.1 leads nowhere.
 """
 
 from __future__ import annotations
-
-import contextlib
-import ipaddress
-import socket
 
 from aiohttp import web
 
@@ -21,43 +19,23 @@ from edgeprint.api.uploads import invalid
 from edgeprint.service import stickers
 
 
-def _loopback(host: str) -> bool:
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    with contextlib.suppress(ValueError):
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    return False
-
-
-def _box_address() -> str | None:
-    """The first non-loopback IPv4 address of this box's host name (None: none found)."""
-    try:
-        found = socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)
-    except OSError:
-        return None
-    for *_, addr in found:
-        ip = str(addr[0])
-        if not ipaddress.ip_address(ip).is_loopback:
-            return ip
-    return None
+def _listen_port(request: web.Request) -> int | None:
+    """The port the appliance took this request on (its socket's), else the configured one."""
+    sockname = request.transport.get_extra_info("sockname") if request.transport else None
+    if isinstance(sockname, tuple) and len(sockname) >= 2 and isinstance(sockname[1], int):
+        return sockname[1]
+    return _deps(request).config.server.port or None
 
 
 def base_for(request: web.Request, asked: str | None) -> str:
-    """The release pages' base URL for a sticker (see the module docstring)."""
-    if asked is not None:
-        return asked
-    configured = _deps(request).config.release.public_url
-    if configured is not None:
-        return configured
-    origin = f"{request.scheme}://{request.host}"
-    host = request.url.host or ""
-    if not _loopback(host):
-        return origin
-    box = _box_address()
-    if box is None:
-        return origin
-    port = request.url.port
-    return f"{request.scheme}://{box}" + (f":{port}" if port else "")
+    """The release pages' base URL for a sticker (see the module docstring); raises
+    errors.StickerBaseLoopback when a phone could not reach any found."""
+    return stickers.choose_base(
+        asked,
+        _deps(request).config.release.public_url,
+        f"{request.scheme}://{request.host}",
+        _listen_port(request),
+    )
 
 
 async def printer_sticker(request: web.Request) -> web.Response:

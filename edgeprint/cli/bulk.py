@@ -4,6 +4,10 @@ The command first asks the API for a dry run (``"dry_run": true``) and shows how
 jobs the call would take, asks to go on (unless ``--yes``), then makes the real call
 and prints each job's outcome in words. Between the two the jobs may move on: the
 real call's outcomes are what happened.
+
+Exit status (``--help``, README): 0 when every selected job was acted on (or a filter
+matched none); 1 when some were not (not found, moved on, a release PIN, …: each is
+listed), or the question was answered no; 2 bad usage.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ _WORDS = {
     "resolved": "resolved",
     "conflict": "not done: it had moved on",
     "not-found": "not done: no such job",
-    "pin-required": "not done: it has a release PIN (release it with its PIN)",
+    "pin-required": "not done: it has a release PIN: release it alone with its PIN (at the "
+    'printer\'s release page, or POST /v1/jobs/ID/release with {"pin": …})',
     "queue-full": "not done: its printer's queue is full; try again later",
     "unsupported-document": "not done: no printer of its target takes its document",
     "missing-target": "not done: it names no printer or pool (give --printer or --pool)",
@@ -38,6 +43,24 @@ _WORDS = {
     "store-unavailable": "not done: the job store cannot work now",
     "error": "not done: an error (see the appliance log)",
 }
+
+
+#: Per verb, words that differ from _WORDS: what really works for that verb. A
+#: bulk body takes no PIN; a tech token needs none, and the single cancel takes one.
+_VERB_WORDS = {
+    ("cancel", "pin-required"): "not done: it has a release PIN: cancel it with a tech token "
+    "or its PIN (edgeprint cancel ID --pin PIN)",
+}
+
+#: The outcomes that mean the job was acted on (exit 0 when every job's is one).
+DONE = frozenset({"released", "cancelled", "cancel-requested", "replayed", "resolved"})
+
+#: The exit codes, for ``--help``.
+EXIT_HELP = (
+    "exit status: 0 every selected job was acted on (or a filter matched none); 1 some were "
+    "not (no such job, moved on, a release PIN, …: each is listed) or the answer was no; "
+    "2 bad usage; 3 cannot connect"
+)
 
 
 def parse_filter(text: str) -> dict[str, str]:
@@ -72,7 +95,8 @@ def parse_ids(text: str) -> list[str]:
 
 
 def add_options(p: argparse.ArgumentParser, *, required: bool) -> None:
-    """The bulk options of ``release``, ``cancel`` and ``replay``."""
+    """The bulk options of ``release``, ``cancel`` and ``replay``, and their exit codes."""
+    p.epilog = EXIT_HELP
     which = p.add_mutually_exclusive_group(required=required)
     which.add_argument(
         "--filter", type=parse_filter, metavar="KEY=VALUE,…",
@@ -132,6 +156,9 @@ def run(api: client.Api, args: argparse.Namespace, as_json: bool) -> int:
     if not args.yes:
         _, dry = api.json("POST", path, json_body={**body, "dry_run": True})
         n = sum(1 for r in dry.get("results", []) if r.get("outcome") == "selected")
+        if n == 0 and dry.get("results"):  # ids that cannot be acted on: say why each
+            render.out(lines(verb, dry))
+            return EXIT_API_ERROR
         if n == 0:
             render.out([f"no job to {verb} matches {_described(args)}; nothing done"])
             return EXIT_OK
@@ -142,9 +169,15 @@ def run(api: client.Api, args: argparse.Namespace, as_json: bool) -> int:
     raw, answer = api.json("POST", path, json_body=body)
     if as_json:
         render.emit_raw(raw)
-        return EXIT_OK
-    render.out(lines(verb, answer))
-    return EXIT_OK
+    else:
+        render.out(lines(verb, answer))
+    return exit_code(answer)
+
+
+def exit_code(answer: dict[str, Any]) -> int:
+    """0 when every selected job was acted on (none selected: nothing left undone), else 1."""
+    results = answer.get("results", [])
+    return EXIT_OK if all(r.get("outcome") in DONE for r in results) else EXIT_API_ERROR
 
 
 def lines(verb: str, answer: dict[str, Any]) -> list[str]:
@@ -156,7 +189,9 @@ def lines(verb: str, answer: dict[str, Any]) -> list[str]:
     summary = ", ".join(f"{n} {o}" for o, n in counts.most_common())
     out = [f"{verb}: {len(results)} job(s): {summary}"]
     for r in results:
-        word = _WORDS.get(str(r.get("outcome")), str(r.get("outcome")))
+        outcome = str(r.get("outcome"))
+        word = _VERB_WORDS.get((verb, outcome)) or _WORDS.get(outcome, outcome)
+        word = word.replace(" ID ", f" {r.get('id')} ").replace("/ID/", f"/{r.get('id')}/")
         state = f", now {r['state']}" if r.get("state") else ""
         out += render.wrap(f"{r.get('id')}  {word}{state}", "  ", "    ")
     if answer.get("more"):

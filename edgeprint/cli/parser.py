@@ -81,6 +81,12 @@ def _job_id(text: str) -> str:
     return text
 
 
+def _pin(text: str) -> str:
+    if not re.fullmatch(r"[0-9]{4,12}", text):
+        raise argparse.ArgumentTypeError(f"a release PIN is 4-12 digits, not {text!r}")
+    return text
+
+
 def _reason(text: str) -> str:
     if not 1 <= len(text) <= 200 or not text.strip() or _CONTROL_RE.search(text):
         raise argparse.ArgumentTypeError("1-200 characters, not blank, no control characters")
@@ -148,6 +154,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             p.error("replay: give JOB_ID, or --filter … or --ids … with --limit N")
         if args.job_id is not None and (args.limit is not None or args.yes):
             p.error("replay JOB_ID replays one job: --limit and --yes go with --filter or --ids")
+    if args.command == "cancel":
+        many = args.filter is not None or args.ids is not None
+        if (args.job_id is None) == (not many):
+            p.error("cancel: give JOB_ID, or --filter … or --ids … with --limit N")
+        if args.job_id is not None and (args.limit is not None or args.yes):
+            p.error("cancel JOB_ID cancels one job: --limit and --yes go with --filter or --ids")
+        if args.job_id is None and args.pin is not None:
+            p.error("cancel: --pin goes with one JOB_ID (a bulk call takes no PIN)")
     if args.command in ("release", "cancel", "replay") and (
         args.filter is not None or args.ids is not None
     ):
@@ -164,7 +178,8 @@ def parser() -> argparse.ArgumentParser:
         prog="edgeprint",
         description="edgeprint print-job appliance",
         parents=[common],
-        epilog="exit codes: 0 ok, 1 the appliance answered an error, 2 bad usage, 3 cannot "
+        epilog="exit codes: 0 ok, 1 the appliance answered an error (release|cancel|replay "
+        "--filter/--ids: or some selected job was not acted on), 2 bad usage, 3 cannot "
         "connect, 4 preflight: a printer would fail the morning",
     )
     p.add_argument("--version", action=_VersionAction, help="print version and commit, then exit")
@@ -205,7 +220,8 @@ def parser() -> argparse.ArgumentParser:
     sticker.add_argument(
         "--base", metavar="URL",
         help="the release pages' base URL in the QR code (default [release] public_url, else "
-        "the address --url reaches, unless loopback)",
+        "the address --url reaches unless loopback, else the box's LAN address and port; a "
+        "loopback base is refused: pass --base http://<box address>:<port>)",
     )  # fmt: skip
     j = tech("jobs", "list jobs, newest first (kiosk or tech)")
     j.add_argument("--state", type=_state, help="HELD, RELEASED, PRINTING, DONE, DEAD, …")
@@ -234,8 +250,18 @@ def parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     to.add_argument("--pool", dest="to_pool", type=_printer, metavar="POOL",
                     help="release to this pool")  # fmt: skip
-    can = tech("cancel", "cancel many jobs: --filter or --ids, and --limit (kiosk or tech)")
-    bulk.add_options(can, required=True)
+    can = tech(
+        "cancel",
+        "cancel a job (JOB_ID [--pin PIN]), or many: --filter or --ids, and --limit "
+        "(kiosk or tech)",
+    )
+    can.add_argument("job_id", metavar="JOB_ID", type=_job_id, nargs="?")
+    can.add_argument(
+        "--pin", type=_pin, metavar="PIN",
+        help="JOB_ID's release PIN: a kiosk token cancelling a HELD job that has one needs it "
+        "(a tech token does not)",
+    )  # fmt: skip
+    bulk.add_options(can, required=False)
     idf = tech("identify", "make a printer show itself: IPP Identify-Printer or a test page (tech)")
     idf.add_argument("printer", metavar="PRINTER", type=_printer)
     idf.add_argument("--test-page", action="store_true", help="print a one-page test print instead")

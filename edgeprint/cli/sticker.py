@@ -2,7 +2,10 @@
 
 The appliance makes the sticker (``GET /v1/printers/{name}/sticker.pdf``): it knows
 the printer's stock and its own address. Without ``--base`` the QR code points at the
-address this command reached the appliance at (``--url``), unless that is loopback.
+address this command reached the appliance at (``--url``), unless that is loopback;
+then the appliance's own interface address. When that too is loopback the appliance
+refuses (a QR code of 127.0.0.1 leads nowhere) and this command exits 1 saying so,
+with the hint ``--base http://<box address>:<port>``.
 ``--print`` submits it to that printer through edgeprint as a job released at once.
 """
 
@@ -14,7 +17,7 @@ import secrets
 from pathlib import Path
 
 from edgeprint.cli import client, render
-from edgeprint.cli.errors import UsageError
+from edgeprint.cli.errors import ApiFailed, UsageError
 
 #: The owner of a sticker printed with ``--print`` (in the job list and its events).
 OWNER = "edgeprint-sticker"
@@ -25,7 +28,17 @@ def cmd_sticker(api: client.Api, args: argparse.Namespace, as_json: bool) -> Non
     ``--print``); with ``--print``, send it to the printer."""
     name = args.printer
     query = {"base": args.base} if args.base else None
-    pdf = api.call("GET", f"/v1/printers/{name}/sticker.pdf", query)
+    try:
+        pdf = api.call("GET", f"/v1/printers/{name}/sticker.pdf", query)
+    except ApiFailed as exc:
+        if b"sticker-base-loopback" not in exc.body:
+            raise
+        raise ApiFailed(
+            exc.status,
+            f"{exc}; give the address phones reach the appliance at: "
+            "--base http://<box address>:<port>",
+            exc.body,
+        ) from None
     if not pdf.startswith(b"%PDF-"):
         raise UsageError(f"the answer from {api.base} is not a PDF: is this an edgeprint?")
     lines: list[str] = []

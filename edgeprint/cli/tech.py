@@ -275,6 +275,22 @@ def cmd_replay(api: client.Api, args: argparse.Namespace, as_json: bool) -> int 
     return None
 
 
+def cmd_cancel(api: client.Api, args: argparse.Namespace, as_json: bool) -> int | None:
+    """``edgeprint cancel JOB_ID [--pin PIN]`` (``--filter``/``--ids``: many)."""
+    if args.job_id is None:
+        return bulk.run(api, args, as_json)
+    body = {"pin": args.pin} if args.pin is not None else None
+    raw, job = api.json("POST", f"/v1/jobs/{args.job_id}/cancel", json_body=body)
+    if as_json:
+        render.emit_raw(raw)
+        return None
+    if job["state"] == "PRINTING":
+        render.out([f"cancel of {job['id']} sent to the printer (it was printing)"])
+    else:
+        render.out([f"cancelled {job['id']}: now {job['state']}"])
+    return None
+
+
 def cmd_stats(api: client.Api, args: argparse.Namespace, as_json: bool) -> None:
     """``edgeprint stats``: jobs by state, dead letters by reason, printers in short."""
     raw, body = api.json("GET", "/v1/stats")
@@ -366,7 +382,7 @@ COMMANDS: dict[str, Callable[[client.Api, argparse.Namespace, bool], int | None]
     "replay": cmd_replay,
     # issue 24 (many jobs at once)
     "release": bulk.run,
-    "cancel": bulk.run,
+    "cancel": cmd_cancel,
     "resolve": cmd_resolve,
     "stats": cmd_stats,
     "identify": cmd_identify,

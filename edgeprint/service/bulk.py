@@ -28,6 +28,12 @@ log = logging.getLogger(__name__)
 #: few enough that one call does not crowd out single calls and the printers' workers.
 _IN_FLIGHT = 8
 
+#: Why an empty filter is refused.
+EMPTY_FILTER = (
+    "a filter needs at least one of owner, pool, printer, state, dead_reason, "
+    "created_after, created_before"
+)
+
 #: The dead reason a resolution applies to.
 OUTCOME_UNKNOWN = "outcome_unknown"
 
@@ -194,7 +200,11 @@ class BulkActions:
             outcome = _why_not(exc)
             if isinstance(exc, errors.StateConflict):
                 return BulkResult(job_id, outcome, JobState(exc.state), str(exc))
-            return BulkResult(job_id, outcome, await self._state_now(job_id), str(exc))
+            detail = str(exc)
+            if isinstance(exc, errors.PinRequired):
+                # not the single call's 'send {"pin": …}': a bulk body takes no PIN
+                detail = f"has a release PIN: {action.value} it alone with its PIN"
+            return BulkResult(job_id, outcome, await self._state_now(job_id), detail)
         word = _DONE_WORD[action]
         if action is Action.CANCEL and job.state is JobState.PRINTING:
             word = "cancel-requested"
@@ -222,6 +232,7 @@ class BulkActions:
         if selector.ids is not None:
             return list(dict.fromkeys(selector.ids))[: selector.limit], False
         where = selector.where or BulkFilter()
+        self._check_filter(where)
         states = self._states(action, where)
         dead_reason = where.dead_reason
         if action is Action.RESOLVE:
@@ -235,6 +246,16 @@ class BulkActions:
             selector.limit + 1,
         )  # fmt: skip
         return found[: selector.limit], len(found) > selector.limit
+
+    def _check_filter(self, where: BulkFilter) -> None:
+        """Refuse what would act on the wrong jobs (raises errors.InvalidRequest, nothing
+        done): an empty filter is every job of every owner; a pool or printer that is not
+        configured is a typo that would silently match nothing (errors.UnknownTarget)."""
+        if where == BulkFilter():
+            raise errors.InvalidRequest(
+                EMPTY_FILTER, [errors.FieldProblem("body.filter", "give at least one field")]
+            )
+        self._service.check_target(where.printer, where.pool, "body.filter")
 
     @staticmethod
     def _states(action: Action, where: BulkFilter) -> tuple[JobState, ...]:

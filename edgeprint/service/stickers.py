@@ -12,8 +12,13 @@ numpy, which the appliance's process does not).
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import re
 import urllib.parse
+from collections.abc import Callable
+
+import ifaddr
 
 from edgeprint import errors
 from edgeprint.documents.render import RenderPool
@@ -58,6 +63,66 @@ def check_base(base: str) -> str:
             [errors.FieldProblem("query.base", why)],
         )
     return base.rstrip("/")
+
+
+def is_loopback(host: str) -> bool:
+    """``host`` (a name or an address, IPv6 in brackets or not) names this box itself."""
+    host = host.lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    with contextlib.suppress(ValueError):
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    return False
+
+
+def box_address() -> str | None:
+    """The first IPv4 address of this machine's interfaces that is neither loopback nor
+    link-local (None: none). Read from the interfaces (ifaddr), never by resolving the host
+    name, which many systems map to 127.0.1.1."""
+    for adapter in ifaddr.get_adapters():
+        for ip in adapter.ips:
+            if not ip.is_IPv4:
+                continue
+            addr = ipaddress.IPv4Address(str(ip.ip))
+            if not (addr.is_loopback or addr.is_link_local or addr.is_unspecified):
+                return str(addr)
+    return None
+
+
+def choose_base(
+    asked: str | None,
+    configured: str | None,
+    origin: str,
+    port: int | None,
+    find_address: Callable[[], str | None] | None = None,
+) -> str:
+    """The release pages' base URL for a sticker, first found: ``asked`` (the ``base``
+    parameter); ``configured`` (``[release] public_url``); ``origin``, the address the
+    caller reached the appliance at (``scheme://host[:port]``), unless loopback; this
+    machine's interface address (``find_address``, default box_address) with ``port``,
+    the port the appliance listens on.
+
+    Raises errors.StickerBaseLoopback when none is found or what is found is loopback
+    anyway: a phone cannot reach it."""
+    base = asked if asked is not None else configured
+    if base is None:
+        base = origin
+        if _loopback_url(origin):
+            box = (find_address or box_address)()
+            scheme = urllib.parse.urlsplit(origin).scheme or "http"
+            base = "" if box is None else f"{scheme}://{box}" + (f":{port}" if port else "")
+    if not base or _loopback_url(base):
+        raise errors.StickerBaseLoopback()
+    return base
+
+
+def _loopback_url(url: str) -> bool:
+    """``url``'s host is this box itself (a URL that does not parse is check_base's to refuse)."""
+    try:
+        host = urllib.parse.urlsplit(url).hostname
+    except ValueError:
+        return False
+    return host is not None and is_loopback(host)
 
 
 def release_url(base: str, name: str) -> str:
