@@ -116,10 +116,16 @@ LOOPBACK_WORDS = (
 def test_box_address_is_an_interface_address_not_loopback() -> None:
     """Read from the interfaces, not by resolving the host name (127.0.1.1 on many boxes)."""
     box = box_address()
-    assert box is not None
-    assert not box.startswith("127.")
-    assert not box.startswith("169.254.")
-    assert box in {str(ip.ip) for a in ifaddr.get_adapters() for ip in a.ips if ip.is_IPv4}
+    lan = {
+        str(ip.ip)
+        for a in ifaddr.get_adapters()
+        for ip in a.ips
+        if ip.is_IPv4 and not str(ip.ip).startswith(("127.", "169.254."))
+    }
+    if not lan:  # a machine with loopback only: nothing a phone could reach
+        assert box is None
+        return
+    assert box in lan
 
 
 def test_choose_base_order_and_loopback_refused() -> None:
