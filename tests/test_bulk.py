@@ -96,7 +96,8 @@ async def test_other_bad_requests_and_targets(app: Appliance) -> None:
     async with app.http.post(url, headers=headers) as r:
         body = await r.json()
         assert (r.status, body["type"]) == (422, PROBLEM + "invalid-request")
-        assert [e["loc"] for e in body["errors"]] == ["body.limit"]
+        assert [e["loc"] for e in body["errors"]] == ["body"]  # required, with an example
+        assert '"limit": 1' in body["detail"]
     status, problem = await bulk(app, "release", {"filter": {}, "limit": 5, "printer": "nope-9"})
     assert (status, problem["type"]) == (422, PROBLEM + "unknown-target")
     status, problem = await bulk(app, "resolve", {"filter": {}, "limit": 5}, token=TECH_TOKEN)

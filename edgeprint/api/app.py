@@ -425,7 +425,7 @@ async def required_json(request: web.Request, model: type[_Model], example: str)
         raise errors.InvalidRequest(
             f"a JSON body is required, e.g. {example}", [errors.FieldProblem("body", "required")]
         )
-    return _parse_body(raw, model)
+    return _parse_body(raw, model, example)
 
 
 async def _optional_json(request: web.Request, model: type[_Body]) -> _Body:
@@ -457,7 +457,9 @@ async def _json_body(request: web.Request) -> bytearray | None:
     return raw
 
 
-def _parse_body(raw: bytearray, model: type[_Model]) -> _Model:
+def _parse_body(
+    raw: bytearray, model: type[_Model], example: str = '{"printer": "printer-01"}'
+) -> _Model:
     if (key := duplicate_key(raw)) is not None:
         raise duplicate_key_problem(key, "the body")
     try:
@@ -467,7 +469,7 @@ def _parse_body(raw: bytearray, model: type[_Model]) -> _Model:
             raise errors.MalformedRequest("the body is not valid JSON", "malformed-json") from None
         if any(e["type"] == "model_type" and not e["loc"] for e in exc.errors()):
             raise errors.InvalidRequest(
-                'the body must be a JSON object, e.g. {"printer": "printer-01"}',
+                f"the body must be a JSON object, e.g. {example}",
                 [errors.FieldProblem("body", "expected a JSON object")],
             ) from None
         raise invalid("invalid body", validation_problems(exc, "body"), "body") from None

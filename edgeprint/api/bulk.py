@@ -9,15 +9,11 @@ result among the others, never the whole call's status.
 
 from __future__ import annotations
 
-import asyncio
 from typing import TypeVar
 
 from aiohttp import web
-from pydantic import ValidationError
 
-from edgeprint import errors
 from edgeprint.api import app
-from edgeprint.api.uploads import duplicate_key, duplicate_key_problem, invalid, validation_problems
 from edgeprint.models import (
     BulkCancelRequest,
     BulkOut,
@@ -32,34 +28,8 @@ _Req = TypeVar("_Req", BulkReleaseRequest, BulkCancelRequest, BulkReplayRequest,
 
 
 async def _body(request: web.Request, model: type[_Req]) -> _Req:
-    """The required JSON body as ``model``; an empty one is ``{}`` (so: 422, limit missing).
-
-    Raises errors.MalformedRequest (400), errors.UnsupportedDocument (415),
-    errors.BodyTimeout (408), errors.InvalidRequest (422); a body over the app's
-    client_max_size is a 413 from aiohttp."""
-    timeout_s = request.app[app.DEPS].config.server.body_timeout_s
-    try:
-        async with asyncio.timeout(timeout_s):
-            raw = await request.read() if request.can_read_body else b""
-    except TimeoutError:
-        raise errors.BodyTimeout(timeout_s) from None
-    if not raw.strip():
-        raw = b"{}"
-    elif request.content_type not in ("application/json", "application/octet-stream"):
-        raise errors.UnsupportedDocument("send the body as application/json")
-    if (key := duplicate_key(raw)) is not None:
-        raise duplicate_key_problem(key, "the body")
-    try:
-        return model.model_validate_json(raw)
-    except ValidationError as exc:
-        if any(e["type"] == "json_invalid" for e in exc.errors()):
-            raise errors.MalformedRequest("the body is not valid JSON", "malformed-json") from None
-        if any(e["type"] == "model_type" and not e["loc"] for e in exc.errors()):
-            raise errors.InvalidRequest(
-                'the body must be a JSON object, e.g. {"ids": ["…"], "limit": 1}',
-                [errors.FieldProblem("body", "expected a JSON object")],
-            ) from None
-        raise invalid("invalid body", validation_problems(exc, "body"), "body") from None
+    """The required JSON body as ``model`` (app.required_json: 400, 408, 413, 415, 422)."""
+    return await app.required_json(request, model, '{"ids": ["…"], "limit": 1}')
 
 
 def _selector(body: BulkReleaseRequest | BulkCancelRequest | BulkReplayRequest
