@@ -397,6 +397,19 @@ ROUTES: tuple[Operation, ...] = (
         },
     ),
     Operation(
+        release_page.release_page_slash,
+        "get", "/release/{name}/", "releasePageSlash",
+        "The release page's address with a trailing slash: a redirect to it", "release", None,
+        answers={308: Answer("to /release/{name} (in the Location header)")},
+    ),
+    Operation(
+        release_page.release_index,
+        "get", "/release/", "releaseIndex",
+        "No printer named: the release page's 'No such printer' page (HTML)", "release", None,
+        answers={404: Answer("a page saying there is no such printer or pool",
+                             media="text/html")},
+    ),
+    Operation(
         release.release_lookup,
         "post", "/release/{name}/lookup", "releaseLookup",
         "A person's HELD jobs, by release code, card or a job's PIN", "release", None,
