@@ -101,7 +101,7 @@
     if (p.kind !== "pool") { where.hidden = true; return; }
     while (select.firstChild) { select.removeChild(select.firstChild); }
     var any = document.createElement("option");
-    any.value = ""; any.textContent = "Any printer of " + p.place;
+    any.value = ""; any.textContent = "Any printer in " + p.place;
     select.appendChild(any);
     p.printers.forEach(function (pr) {
       var o = document.createElement("option");
