@@ -862,7 +862,10 @@ class ReleaseLookupIn(_Strict):
     code: _Typed | None = None
     card: _Typed | None = None
     pin: _Typed | None = None
-    job: _Typed | None = Field(default=None, description="the job id a PIN opens")
+    job: _Typed | None = Field(
+        default=None,
+        description="the job a PIN opens: its id, or its first 6+ hex characters (one HELD job)",
+    )
 
     @model_validator(mode="after")
     def _one_credential(self) -> ReleaseLookupIn:
@@ -877,7 +880,9 @@ class ReleaseLookupIn(_Strict):
 class ReleasePrintIn(ReleaseLookupIn):
     """``POST /release/{name}/print``: the credential, and ``jobs`` or ``all``."""
 
-    jobs: list[StrictStr] | None = Field(default=None, min_length=1, max_length=100)
+    jobs: list[Annotated[StrictStr, Field(pattern=JOB_ID_PATTERN)]] | None = Field(
+        default=None, min_length=1, max_length=100, description="job ids, 32 lowercase hex"
+    )
     all: StrictBool = Field(default=False, description="every HELD job of the person")
     printer: TargetName | None = Field(
         default=None, description="a pool's page: the printer of the pool to print on"
@@ -932,7 +937,10 @@ class ReleaseOutcomeOut(BaseModel):
         "released", "conflict", "not-found", "pin-required", "locked", "queue-full", "refused"
     ]
     state: str | None = Field(default=None, description="the job's state (conflict, released)")
-    printer: str | None = Field(default=None, description="released: where it went")
+    printer: str | None = Field(
+        default=None, description="released: the printer it went to (a pool's: once chosen)"
+    )
+    pool: str | None = Field(default=None, description="released to a pool: which")
     detail: str | None = None
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import sqlite3
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -259,14 +261,66 @@ async def test_parallel_guesses_cannot_outrun_the_address_lock(
         }
 
 
-async def test_a_right_credential_clears_the_count(make_appliance: Callable[..., Any]) -> None:
+async def test_a_right_credential_does_not_wipe_wrong_guesses(
+    make_appliance: Callable[..., Any],
+) -> None:
+    """The finding's attack: wrong guesses with one's own valid code between them (4 wrong,
+    1 right, repeated). A right code gives back only its own try, so the guesser gets no
+    more wrong guesses per window than one without a code: the tries are counted before
+    the check and the max_pin_failures-th locks; after it, every try is 429."""
+    sections = {"release": {"max_pin_failures": 5, "pin_lockout_s": 300}}
+    async with make_appliance(sections=sections) as app:
+        await _put(app, "ann", {"release_code": CODE})
+        answers: list[tuple[str, int]] = []
+        guesses = (f"{30000000 + i}" for i in range(100))
+        for _ in range(4):
+            for _ in range(4):
+                status, _ = await _at(app, "printer-03", "lookup", {"code": next(guesses)})
+                answers.append(("wrong", status))
+            answers.append(("right", (await _at(app, "printer-03", "lookup", {"code": CODE}))[0]))
+        # 4 wrong, the right code (served), then the 5th wrong one locks: nothing more
+        assert answers[:6] == [("wrong", 403)] * 4 + [("right", 200), ("wrong", 403)]
+        assert {status for _, status in answers[6:]} == {429}
+        assert sum(a == ("wrong", 403) for a in answers) == 5  # = max_pin_failures
+        status, data, headers = await _at(app, "printer-03", "lookup", {"code": CODE}, raw=True)
+        assert (status, b"release-locked" in data) == (429, True)
+        assert 290 <= int(headers["Retry-After"]) <= 300
+
+
+async def test_a_mistype_then_the_right_code_is_not_locked(
+    make_appliance: Callable[..., Any],
+) -> None:
+    sections = {"release": {"max_pin_failures": 2, "pin_lockout_s": 300}}
+    async with make_appliance(sections=sections) as app:
+        await _put(app, "ann", {"release_code": CODE})
+        assert (await _at(app, "printer-03", "lookup", {"code": "10000001"}))[0] == 403
+        for _ in range(3):  # the right code, again and again: never locked by itself
+            assert (await _at(app, "printer-03", "lookup", {"code": CODE}))[0] == 200
+        # (and the mistype still counts: one more wrong one locks)
+        assert (await _at(app, "printer-03", "lookup", {"code": "10000002"}))[0] == 403
+        assert (await _at(app, "printer-03", "lookup", {"code": CODE}))[0] == 429
+
+
+async def test_wrong_tries_age_out_after_the_lockout(make_appliance: Callable[..., Any]) -> None:
     sections = {"release": {"max_pin_failures": 3, "pin_lockout_s": 300}}
     async with make_appliance(sections=sections) as app:
         await _put(app, "ann", {"release_code": CODE})
-        for _ in range(4):  # two wrong, one right: never three wrong in a row
-            for guess in ("10000001", "10000002"):
-                assert (await _at(app, "printer-03", "lookup", {"code": guess}))[0] == 403
-            assert (await _at(app, "printer-03", "lookup", {"code": CODE}))[0] == 200
+        service = app.running.service
+        start = service.clock()
+        now = [start]
+        service.clock = lambda: now[0]  # the appliance's time is a parameter: driven here
+        for guess in ("10000001", "10000002"):
+            assert (await _at(app, "printer-03", "lookup", {"code": guess}))[0] == 403
+        now[0] = start + 299  # not yet: the third wrong one locks
+        assert (await _at(app, "printer-03", "lookup", {"code": "10000003"}))[0] == 403
+        assert (await _at(app, "printer-03", "lookup", {"code": CODE}))[0] == 429
+        now[0] = start + 299 + 301  # the lock ended: afresh
+        for guess in ("10000004", "10000005"):
+            assert (await _at(app, "printer-03", "lookup", {"code": guess}))[0] == 403
+        now[0] += 301  # the last wrong one is older than pin_lockout_s: afresh, two more
+        for guess in ("10000006", "10000007"):
+            assert (await _at(app, "printer-03", "lookup", {"code": guess}))[0] == 403
+        assert (await _at(app, "printer-03", "lookup", {"code": CODE}))[0] == 200
 
 
 async def test_print_releases_the_persons_jobs_here_once(
@@ -276,28 +330,36 @@ async def test_print_releases_the_persons_jobs_here_once(
         await _put(app, "ann", {"release_code": CODE})
         mine = [await _held(app, "ann", f"ann-key-000{i}") for i in range(3)]
         other = await _held(app, "carl", "carl-key-001")
-        body = {"code": CODE, "jobs": [mine[0], other, "0" * 32, "junk"]}
+        before = app.snapshot()
+        for bad in ("junk", mine[0].upper(), mine[0][:6]):  # not an id: 422, nothing done
+            body = {"code": CODE, "jobs": [mine[0], bad]}
+            status, problem = await _at(app, "printer-03", "print", body)
+            assert (status, problem["type"]) == (422, PROBLEM + "invalid-request"), bad
+            assert problem["errors"][0]["loc"] == "body.jobs.1"
+        assert app.snapshot() == before
+        body = {"code": CODE, "jobs": [mine[0], other, "0" * 32]}
         status, out = await _at(app, "printer-03", "print", body)
         assert status == 200, out
         assert [(o["job"], o["outcome"]) for o in out["outcomes"]] == [
             (mine[0], "released"), (other, "not-found"), ("0" * 32, "not-found"),
-            ("junk", "not-found"),
         ]  # fmt: skip
-        assert out["outcomes"][0]["printer"] == "printer-03"
-        assert out["message"] == "1 job sent to printer-03; 3 jobs not waiting any more"
+        assert (out["outcomes"][0]["printer"], out["outcomes"][0]["pool"]) == ("printer-03", None)
+        assert out["message"] == "1 job sent to printer-03; 2 jobs not waiting any more"
         assert (await (await app.get(f"/v1/jobs/{other}")).json())["state"] == "HELD"
         # again: the one already sent is a conflict naming its state
         status, out = await _at(app, "printer-03", "print", {"code": CODE, "jobs": [mine[0]]})
         assert out["outcomes"] == [
             {"job": mine[0], "outcome": "conflict", "state": "RELEASED", "printer": None,
-             "detail": None}
+             "pool": None, "detail": None}
         ]  # fmt: skip
+        assert out["message"] == "Already sent: 1 job"
         # all: the rest, to a pool's chosen printer
         status, out = await _at(
             app, "lobby", "print", {"code": CODE, "all": True, "printer": "printer-02"}
         )
         assert status == 200
         assert sorted(o["job"] for o in out["outcomes"]) == sorted(mine[1:])
+        assert {(o["printer"], o["pool"]) for o in out["outcomes"]} == {("printer-02", "lobby")}
         assert out["message"] == "2 jobs sent to printer-02"
         for job_id in mine[1:]:
             job = await (await app.get(f"/v1/jobs/{job_id}")).json()
@@ -548,3 +610,92 @@ async def test_a_preview_of_the_persons_held_job(make_appliance: Callable[..., A
         ):
             got, problem = await _at(app, "printer-03", "preview", body)
             assert (got, problem["type"]) == (status, PROBLEM + slug), body
+
+
+async def test_a_job_number_prefix_opens_one_held_job(make_appliance: Callable[..., Any]) -> None:
+    """The page shows "Job 02c7de": its first 6+ hex characters (any case) name the job when
+    exactly one HELD job starts so; none or several are the one credential-invalid answer,
+    counted like any wrong try."""
+    sections = {"release": {"max_pin_failures": 20, "pin_lockout_s": 300}}
+    async with make_appliance(sections=sections) as app:
+        job = await _held(app, "ann", "prefix-key-01", release_pin=PIN)
+        for typed in (job[:6], job[:6].upper(), f" {job[:10].upper()} ", job):
+            status, found = await _at(app, "printer-03", "lookup", {"pin": PIN, "job": typed})
+            assert status == 200, (typed, found)
+            assert [j["id"] for j in found["jobs"]] == [job]
+        before = app.snapshot()
+        status, out = await _at(app, "printer-03", "print",
+                                {"pin": PIN, "job": job[:6], "all": True})  # fmt: skip
+        assert [(o["job"], o["outcome"]) for o in out["outcomes"]] == [(job, "released")]
+        assert app.snapshot()["spool"] == before["spool"]
+        # no longer HELD: a prefix names nothing now (the full id still says "nothing waits")
+        status, problem = await _at(app, "printer-03", "lookup", {"pin": PIN, "job": job[:6]})
+        assert (status, problem["type"]) == (403, PROBLEM + "credential-invalid")
+        for typed in ("abcde", "zzzzzz", "f" * 33):  # too short, not hex, too long
+            status, problem = await _at(app, "printer-03", "lookup", {"pin": PIN, "job": typed})
+            assert (status, problem["type"]) == (403, PROBLEM + "credential-invalid"), typed
+
+
+async def test_a_job_number_shared_by_two_held_jobs_opens_neither(
+    make_appliance: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = itertools.count()
+    monkeypatch.setattr(  # job ids that share their first 8 characters
+        "edgeprint.service.jobs.uuid.uuid4", lambda: uuid.UUID(f"abcdef12{next(made):04x}{0:020x}")
+    )
+    sections = {"release": {"max_pin_failures": 3, "pin_lockout_s": 300}}
+    async with make_appliance(sections=sections) as app:
+        first = await _held(app, "ann", "clash-key-001", release_pin=PIN)
+        second = await _held(app, "bob", "clash-key-002", release_pin=PIN)
+        assert first[:8] == second[:8] == "abcdef12"
+        for typed in ("abcdef", "ABCDEF12"):
+            status, problem = await _at(app, "printer-03", "lookup", {"pin": PIN, "job": typed})
+            assert (status, problem["type"]) == (403, PROBLEM + "credential-invalid")
+        # a longer number tells them apart
+        status, found = await _at(app, "printer-03", "lookup", {"pin": PIN, "job": first[:12]})
+        assert (status, [j["id"] for j in found["jobs"]]) == (200, [first])
+        # the shared ones were counted as wrong tries: the third wrong one locks
+        assert (await _at(app, "printer-03", "lookup", {"pin": PIN, "job": "abcdef"}))[0] == 403
+        assert (await _at(app, "printer-03", "lookup", {"pin": PIN, "job": first}))[0] == 429
+
+
+async def test_print_all_says_a_job_has_its_own_pin(make_appliance: Callable[..., Any]) -> None:
+    async with make_appliance() as app:
+        await _put(app, "ann", {"release_code": CODE})
+        pinned = await _held(app, "ann", "own-pin-key-1", release_pin=PIN)
+        plain = await _held(app, "ann", "own-pin-key-2")
+        status, out = await _at(app, "printer-03", "print", {"code": CODE, "all": True})
+        assert status == 200
+        assert {o["job"]: o["outcome"] for o in out["outcomes"]} == {
+            pinned: "pin-required",
+            plain: "released",
+        }
+        assert out["message"] == (
+            "1 job sent to printer-03; 1 job has its own PIN: choose \u201cI have a job PIN\u201d"
+        )
+        assert (await (await app.get(f"/v1/jobs/{pinned}")).json())["state"] == "HELD"
+
+
+async def test_a_pool_release_names_the_pool(make_appliance: Callable[..., Any]) -> None:
+    async with make_appliance() as app:
+        await _put(app, "ann", {"release_code": CODE})
+        job = await _held(app, "ann", "pool-rel-key1")
+        status, out = await _at(app, "lobby", "print", {"code": CODE, "jobs": [job]})
+        assert status == 200
+        (outcome,) = out["outcomes"]
+        assert (outcome["outcome"], outcome["pool"]) == ("released", "lobby")
+        stored = await (await app.get(f"/v1/jobs/{job}")).json()
+        assert outcome["printer"] == stored["printer"]  # None until the pool chose one
+        assert out["message"] == f"1 job sent to {outcome['printer'] or 'lobby'}"
+
+
+async def test_release_addresses_with_a_slash(app: Appliance) -> None:
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"{app.url}/release/printer-03/", allow_redirects=False) as resp:
+            assert (resp.status, resp.headers["Location"]) == (308, "/release/printer-03")
+        async with http.get(f"{app.url}/release/lobby/") as resp:  # followed: the page
+            assert (resp.status, str(resp.url)) == (200, f"{app.url}/release/lobby")
+            assert "Release code or card" in await resp.text()
+        async with http.get(f"{app.url}/release/") as resp:
+            assert (resp.status, resp.content_type) == (404, "text/html")
+            assert "No such printer" in await resp.text()

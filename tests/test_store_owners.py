@@ -56,8 +56,47 @@ async def test_tries_per_address_lock_at_the_limit(store: Store) -> None:
     assert await owners.take_attempt("10.0.0.9", now=161.0, max_failures=3, lockout_s=60) == (
         1, None,
     )  # fmt: skip
-    await owners.clear_attempts("10.0.0.9")
-    assert await owners.locked_until("10.0.0.9") is None
     assert await owners.take_attempt("10.0.0.7", now=5.0, max_failures=1, lockout_s=10) == (
         1, 15.0,
     )  # fmt: skip
+
+
+async def test_a_right_try_gives_back_only_itself(store: Store) -> None:
+    owners = Owners(store)
+
+    async def take(now: float) -> tuple[int, float | None] | None:
+        return await owners.take_attempt("10.0.0.9", now=now, max_failures=3, lockout_s=60)
+
+    assert await take(100.0) == (1, None)  # wrong
+    right = await take(101.0)
+    assert right == (2, None)
+    await owners.give_back("10.0.0.9", right[1])
+    assert await owners.failures("10.0.0.9") == 1  # the wrong one stays
+    assert await take(102.0) == (2, None)  # wrong
+    right = await take(103.0)  # the third try locks, and it is right: it lifts its own lock
+    assert right == (3, 163.0)
+    await owners.give_back("10.0.0.9", right[1])
+    assert (await owners.failures("10.0.0.9"), await owners.locked_until("10.0.0.9")) == (2, None)
+    assert await take(104.0) == (3, 164.0)  # the next wrong one locks
+    # a right try does not lift a lock another try set (it was refused anyway)
+    assert await take(105.0) is None
+    await owners.give_back("10.0.0.9", None)
+    assert await owners.locked_until("10.0.0.9") == 164.0
+
+
+async def test_wrong_tries_age_out(store: Store) -> None:
+    owners = Owners(store)
+
+    async def take(now: float) -> tuple[int, float | None] | None:
+        return await owners.take_attempt("10.0.0.9", now=now, max_failures=3, lockout_s=60)
+
+    assert await take(100.0) == (1, None)
+    assert await take(130.0) == (2, None)
+    # a right try meanwhile does not keep the wrong ones young
+    right = await take(150.0)
+    assert right == (3, 210.0)
+    await owners.give_back("10.0.0.9", right[1])
+    assert await take(189.0) == (3, 249.0)  # 59 s after the last wrong one: still counted
+    assert await take(200.0) is None
+    assert await take(249.5) == (1, None)  # the lock ended: afresh
+    assert await take(309.5) == (1, None)  # 60 s after the last wrong one: afresh

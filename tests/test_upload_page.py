@@ -9,6 +9,7 @@ and the allowed networks are each checked against the stored state.
 from __future__ import annotations
 
 import asyncio
+import html
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +24,7 @@ from tests.cdp import Page, browser
 from tests.conftest import KIOSK_TOKEN, Appliance
 from tests.polling import eventually
 from tests.printing import appliance, rig_config
+from tests.test_release_page import _type
 from tests.test_status_page import require_chromium
 from tests.test_status_page_event import _axe_violations, _no_sideways_scroll
 
@@ -87,7 +89,12 @@ async def test_double_tap_is_one_job_with_one_pin(make_appliance: Callable[..., 
         assert job.token_name == "web-upload"
         assert job.release_pin_hash is not None
         assert "2 page(s)" in page1
-        assert "pool lobby" in page1
+        assert "Release it at the printer: any printer in lobby." in page1
+        assert f'<strong id="job-number">{job.id[:6]}</strong>' in page1
+        # the link names the job in the fragment (never sent to a server), not the PIN
+        assert re.findall(r'id="release-link" href="([^"]*)"', page1) == [
+            f"/release/lobby#job={job.id}"
+        ]
         # the PIN is needed, and it is this one
         async with app.http.post(
             f"{app.url}/v1/jobs/{job.id}/release", json={"pin": "000000" if pin != "000000"
@@ -102,13 +109,23 @@ async def test_double_tap_is_one_job_with_one_pin(make_appliance: Callable[..., 
         assert len(await app.running.service.list_jobs(owner="ann", limit=10)) == 1
 
 
+def _said(page: str) -> str:
+    found = re.search(r'<p class="problem" role="alert">([^<]*)</p>', page)
+    assert found is not None, page
+    return html.unescape(found.group(1))
+
+
 @pytest.mark.parametrize(
     ("doc", "ctype", "name", "status", "words"),
     [
-        (b"just some notes\n", "text/plain", "notes.txt", 415, "That file is not a PDF"),
-        (b"just some notes\n", "application/pdf", "fake.pdf", 415, "That file is not a PDF"),
+        (b"just some notes\n", "text/plain", "notes.txt", 415,
+         "That file is not a PDF. Save it as PDF and try again."),
+        (b"just some notes\n", "application/pdf", "fake.pdf", 415,
+         "That file is not a PDF. Save it as PDF and try again."),
+        (b"^XA^FDlabel^FS^XZ", "application/vnd.zebra-zpl", "label.zpl", 415,
+         "That file is not a PDF. Save it as PDF and try again."),
         (b"%PDF-1.4\ngarbage\n", "application/pdf", "broken.pdf", 422,
-         "That PDF cannot be printed here"),
+         "That PDF could not be read. Save it again and try again."),
     ],
 )  # fmt: skip
 async def test_bad_file_is_refused_in_words_and_nothing_stored(
@@ -120,26 +137,55 @@ async def test_bad_file_is_refused_in_words_and_nothing_stored(
         got, page, headers = await _post(app, key, doc, content_type=ctype, filename=name)
         assert got == status, page
         assert headers["Content-Type"].startswith("text/html")
-        assert words in page
-        assert 'role="alert"' in page
+        assert _said(page) == words
         assert 'name="form_key"' in page
         assert _FORM_KEY.search(page).group(1) != key  # type: ignore[union-attr]
         assert _jobs_and_spool(app) == before
         assert not list((app.data_dir / "spool" / "tmp").iterdir())  # nothing staged left
 
 
+async def _post_fields(app: Appliance, fields: list[tuple[str, Any, dict[str, str]]]) -> Any:
+    form = aiohttp.FormData(default_to_multipart=True)
+    for name, value, extra in fields:
+        form.add_field(name, value, **extra)
+    async with app.http.post(f"{app.url}/upload", data=form) as r:
+        return r.status, await r.text()
+
+
 async def test_bad_name_or_target_is_refused_in_words(make_appliance: Callable[..., Any]) -> None:
     async with make_appliance(sections=ON) as app:
         before = _jobs_and_spool(app)
-        status, page, _ = await _post(app, await _form_key(app), make_pdf(), owner="")
-        assert status == 422
-        assert "Your name:" in page
-        status, page, _ = await _post(app, await _form_key(app), make_pdf(), target="pool:nope")
-        assert status == 422
-        assert "That printer is not here any more" in page
+        cases: list[tuple[dict[str, Any], int, str]] = [
+            ({"owner": ""}, 422, "Type your name."),
+            ({"owner": "x" * 129}, 422, "Type your name (at most 128 letters)."),
+            ({"target": "pool:nope"}, 422,
+             "That printer is not here any more. Pick a printer from the list."),
+            ({"target": ""}, 422, "Pick a printer."),
+            ({"target": "lobby"}, 422, "Pick a printer."),
+        ]  # fmt: skip
+        for change, status, words in cases:
+            got, page, _ = await _post(app, await _form_key(app), make_pdf(), **change)
+            assert (got, _said(page)) == (status, words), change
         status, page, _ = await _post(app, "not-a-key", make_pdf())
-        assert status == 400
-        assert "reload the page" in page
+        assert (status, _said(page)) == (
+            400,
+            "The form is out of date: reload the page and try again.",
+        )
+        # no file chosen: a browser sends the part with no file name and nothing in it
+        key = await _form_key(app)
+        no_file = [
+            ("form_key", key, {}),
+            ("owner", "ann", {}),
+            ("target", "pool:lobby", {}),
+            ("document", b"", {"filename": "", "content_type": "application/octet-stream"}),
+        ]
+        status, page = await _post_fields(app, no_file)
+        assert (status, _said(page)) == (422, "Choose a PDF file.")
+        status, page = await _post_fields(app, no_file[:3])  # no document part at all
+        assert (status, _said(page)) == (422, "Choose a PDF file.")
+        for _, page in [await _post_fields(app, no_file)]:
+            for technical in ("form.", "Content-Type", "String should", "Error", "target:"):
+                assert technical not in page.split("<form")[0], technical
         assert _jobs_and_spool(app) == before
 
 
@@ -152,8 +198,9 @@ async def test_flood_is_429_with_retry_after(make_appliance: Callable[..., Any])
         before = app.snapshot()
         status, page, headers = await _post(app, await _form_key(app), make_pdf("flood 3"))
         assert status == 429
-        assert 1 <= int(headers["Retry-After"]) <= 60
-        assert "Too many uploads from your address" in page
+        retry = int(headers["Retry-After"])
+        assert 1 <= retry <= 60
+        assert _said(page) == f"Too many uploads from your address. Try again in {retry} seconds."
         assert app.snapshot() == before
 
 
@@ -163,7 +210,9 @@ async def test_outside_allowed_networks_is_403(make_appliance: Callable[..., Any
         before = app.snapshot()
         async with app.http.get(f"{app.url}/upload") as r:
             assert r.status == 403
-            assert "allowed_networks" in await r.text()
+            assert _said(await r.text()) == (
+                "Uploads are not taken from your network. Ask at the desk."
+            )
         status, _, _ = await _post(app, "0" * 32, make_pdf())
         assert status == 403
         assert app.snapshot() == before
@@ -226,7 +275,7 @@ async def test_phone_uploads_and_the_pin_releases_it_on_a_real_printer(
             "(function () { var p = document.querySelector('.problem');"
             " return p && p.textContent; })()"
         )
-        assert problem.startswith("That file is not a PDF")
+        assert problem == "That file is not a PDF. Save it as PDF and try again."
         assert await page.eval("document.getElementById('owner').value") == "Ada Lovelace"
         assert await run.service.list_jobs(limit=10) == []
         assert await _axe_violations(page) == []
@@ -247,12 +296,30 @@ async def test_phone_uploads_and_the_pin_releases_it_on_a_real_printer(
 
         (job,) = await run.service.list_jobs(owner="Ada Lovelace", limit=10)
         assert job.state.value == "HELD"
-        # released with that PIN through the API: printed once, on a real printer
-        async with kiosk.http.post(
-            f"{kiosk.url}/v1/jobs/{job.id}/release", json={"pin": pin},
-            headers={"Authorization": f"Bearer {KIOSK_TOKEN}"},
-        ) as r:  # fmt: skip
-            assert r.status == 200, await r.text()
+        assert await page.eval("document.getElementById('job-number').textContent") == (job.id[:6])
+        # the person taps the link: the pool's release page, the job filled in, the PIN
+        # field waiting; they type the PIN and Enter, then tap the job's Print button
+        await _tap(page, "#release-link")
+        await page.wait(
+            "location.pathname === '/release/lobby' && document.body &&"
+            " document.body.getAttribute('data-state') === 'ready'"
+        )
+        assert await page.eval("location.hash") == ""  # the job number is off the address
+        assert await page.eval("document.getElementById('pin-fields').hidden") is False
+        assert await page.eval("document.getElementById('job').value") == job.id
+        assert await page.eval("document.activeElement.id") == "pin"
+        await _type(page, pin, 0.12)
+        await page.wait("document.body.getAttribute('data-state') === 'listed'")
+        assert await page.eval(
+            "Array.from(document.querySelectorAll('#jobs li')).map(function (li) {"
+            " return li.dataset.job; })"
+        ) == [job.id]
+        assert await _axe_violations(page) == []
+        await _no_sideways_scroll(page)
+        await _tap(page, f'li[data-job="{job.id}"] button')
+        await page.wait("document.body.getAttribute('data-state') === 'printed'")
+        said = await page.eval("document.getElementById('answer').textContent")
+        assert said.startswith("1 job sent to "), said
         name = f"edgeprint-{job.id}"
         await eventually(
             lambda: any(p.job_name == name for q in printers for p in printers.printed(q.name)),
@@ -266,3 +333,4 @@ async def test_phone_uploads_and_the_pin_releases_it_on_a_real_printer(
         await eventually(done, "the uploaded job DONE", timeout_s=20)
         printed = [p for q in printers for p in printers.printed(q.name) if p.job_name == name]
         assert len(printed) == 1
+        assert [e.to_state for e in await run.service.jobs.events(job.id)].count("RELEASED") == 1

@@ -178,7 +178,7 @@ async def release_print(request: web.Request) -> web.Response:
         ReleasePrintOut(
             outcomes=[
                 ReleaseOutcomeOut(job=o.job, outcome=o.outcome, state=o.state,  # type: ignore[arg-type]
-                                  printer=o.where, detail=o.detail)
+                                  printer=o.printer, pool=o.pool, detail=o.detail)
                 for o in outcomes
             ],
             released=sum(o.outcome == "released" for o in outcomes),

@@ -6,7 +6,9 @@ self-contained document under a strict Content-Security-Policy (its own script a
 style by hash, requests to the appliance only, previews as ``blob:`` images). The
 page holds no data, so it needs no token; the code typed into it is the credential.
 A station's token may ride in the fragment (``#token=…``, never sent to the server)
-and is then kept in ``sessionStorage``. An unknown name is a 404 page in words.
+and is then kept in ``sessionStorage``; so may a job number (``#job=…``, the upload
+page's link: the PIN is never in a URL). An unknown name is a 404 page in words, and
+so is ``/release/`` with none; ``/release/{name}/`` (a hand-typed slash) redirects.
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ import base64
 import hashlib
 import re
 from importlib import resources
+from urllib.parse import quote
 
 from aiohttp import web
 
 from edgeprint.api.app import DEPS
 
-__all__ = ["PAGE", "release_page"]
+__all__ = ["PAGE", "release_index", "release_page", "release_page_slash"]
 
 _STATIC = resources.files("edgeprint.api") / "static"
 _SCRIPT_SLOT = "<script>/* release.js */</script>"
@@ -78,3 +81,17 @@ async def release_page(request: web.Request) -> web.Response:
     return web.Response(
         body=_BODY_BYTES, content_type="text/html", charset="utf-8", headers=_HEADERS
     )
+
+
+async def release_page_slash(request: web.Request) -> web.Response:
+    """GET /release/{name}/: 308 to the page (a trailing slash typed by hand or a QR app)."""
+    location = "/release/" + quote(request.match_info["name"], safe="")
+    return web.Response(status=308, headers={"Location": location, "Cache-Control": "no-store"})
+
+
+async def release_index(request: web.Request) -> web.Response:
+    """GET /release/: no printer named, so the 404 page in words (not problem+json)."""
+    return web.Response(
+        status=404, body=_NOT_FOUND, content_type="text/html", charset="utf-8",
+        headers=_NOT_FOUND_HEADERS,
+    )  # fmt: skip

@@ -105,7 +105,8 @@ _AT_PLACE_NOTE = (
     " No token is needed (the code is the credential); a `station` token may be sent and "
     "then only works at the printers and pools of its `printers`. Rate limited per client "
     "address; wrong credentials count per address (`[release] max_pin_failures`, "
-    "`pin_lockout_s`) before they are checked."
+    "`pin_lockout_s`) before they are checked: a right one takes back only its own try, "
+    "and the count ages out `pin_lockout_s` after the last wrong one."
 )
 _TECH = {**_AUTH, 403: _403_TECH}
 
@@ -402,13 +403,27 @@ ROUTES: tuple[Operation, ...] = (
         },
     ),
     Operation(
+        release_page.release_page_slash,
+        "get", "/release/{name}/", "releasePageSlash",
+        "The release page's address with a trailing slash: a redirect to it", "release", None,
+        answers={308: Answer("to /release/{name} (in the Location header)")},
+    ),
+    Operation(
+        release_page.release_index,
+        "get", "/release/", "releaseIndex",
+        "No printer named: the release page's 'No such printer' page (HTML)", "release", None,
+        answers={404: Answer("a page saying there is no such printer or pool",
+                             media="text/html")},
+    ),
+    Operation(
         release.release_lookup,
         "post", "/release/{name}/lookup", "releaseLookup",
         "A person's HELD jobs, by release code, card or a job's PIN", "release", None,
         body="release-lookup",
         description=(
             '`{"code"}` and `{"card"}` are looked up alike (one namespace); `{"pin", "job"}` '
-            "opens that one job. A valid credential with nothing waiting is 200 with no jobs. "
+            "opens that one job (`job`: its id, or 6+ of its first hex characters naming one "
+            "HELD job). A valid credential with nothing waiting is 200 with no jobs. "
             "The answer also lists the place's printers and the least loaded ready one."
             + _AT_PLACE_NOTE
         ),
@@ -435,7 +450,8 @@ ROUTES: tuple[Operation, ...] = (
                         ReleasePrintOut),
             422: _problem(
                 "`invalid-request`: not one credential, neither or both of `jobs` and `all`, "
-                "or a `printer` not of this pool (`errors`)"
+                "a job id that is not 32 lowercase hex, or a `printer` not of this pool "
+                "(`errors`)"
             ),
             **_AT_PLACE,
         },

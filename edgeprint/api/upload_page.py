@@ -2,8 +2,10 @@
 
 A plain HTML form, rendered here (every value escaped), that works without script on
 any phone or borrowed laptop: a name, a printer or pool of the configured ones, a PDF.
-The answer is a page too: "Your PIN is 482193 — release it at the printer", or what
-was wrong in words, with the form again. A tiny script (allowed by its hash, like
+The answer is a page too: "Your PIN is 482193 — release it at the printer", with the
+job's number and a link to its printer's release page (the job in the fragment, never
+the PIN), or what was wrong in plain words (no field paths, library names or content
+types: a student reads it), with the form again. A tiny script (allowed by its hash, like
 the style; nothing else may load or run) only greys the button while the file goes up.
 
 The door has no token, so it is guarded otherwise: off unless ``[release]
@@ -24,6 +26,7 @@ import hashlib
 import html
 import ipaddress
 from dataclasses import dataclass
+from urllib.parse import quote
 
 import aiohttp
 from aiohttp import BodyPartReader, web
@@ -36,12 +39,16 @@ from edgeprint.api.app import CORRELATION_ID, Deps, _deps
 from edgeprint.api.ratelimit import TokenRateLimiter
 from edgeprint.api.uploads import _read_document, document_format, validation_problems
 from edgeprint.models import SubmitMetadata
+from edgeprint.service import JobRecord
 from edgeprint.service.web_uploads import WebUploads, is_form_key, new_form_key
 from edgeprint.spool import StagedDocument
 from edgeprint.titles import file_title
 
 #: A text field of the form (name, target, form key) is at most this long.
 _FIELD_BYTES = 1024
+#: The job number shown: the id's first characters, as the release page shows it (and
+#: the release page's PIN path takes it back).
+JOB_NUMBER_CHARS = 6
 
 STYLE = """
 *{box-sizing:border-box}
@@ -197,7 +204,7 @@ async def upload_form(request: web.Request) -> web.Response:
     """GET /upload: the form (404 unless ``[release] web_upload``; 403 off the networks)."""
     _guard(request)
     if not _allowed(request):
-        return _refused(403, "Your address may not upload here ([ipp] allowed_networks).")
+        return _refused(403, _NOT_HERE)
     return _page("Print a PDF", "<h1>Print a PDF</h1>\n" + _form(request))
 
 
@@ -250,11 +257,13 @@ async def _read_form(request: web.Request, fields: _Fields) -> None:
         while (part := await reader.next()) is not None:
             if not isinstance(part, BodyPartReader):
                 raise errors.MalformedRequest("nested multipart bodies are not accepted")
-            if part.name == "document":
+            if part.name == "document" and not part.filename and fields.document is None:
+                await part.release()  # no file chosen: the browser sends an empty part
+            elif part.name == "document":
                 if fields.document is not None:
                     raise errors.MalformedRequest("more than one file")
                 if document_format(part) != "application/pdf":
-                    raise errors.UnsupportedDocument("only PDF files are taken here")
+                    raise errors.UnsupportedDocument("a ZPL label, not a PDF")
                 fields.title = file_title(part.filename)
                 fields.document = await _read_document(
                     part, service.stage_document, server.max_document_bytes
@@ -284,7 +293,8 @@ def _meta(fields: _Fields, pin: str) -> SubmitMetadata:
     target = {"printer": name} if kind == "printer" else {"pool": name} if kind == "pool" else {}
     if not target:
         raise errors.InvalidRequest(
-            "choose a printer", [errors.FieldProblem("target", "a printer or pool of the list")]
+            "choose a printer",
+            [errors.FieldProblem("form.target", "a printer or pool of the list")],
         )
     try:
         return SubmitMetadata.model_validate(
@@ -300,45 +310,98 @@ def _meta(fields: _Fields, pin: str) -> SubmitMetadata:
         raise errors.InvalidRequest("invalid form", validation_problems(exc, "form")) from None
 
 
-_FIELD_WORDS = {"form.owner": "Your name", "form.printer": "Printer", "form.pool": "Printer"}
+#: The sentence for a form field that is wrong (a field the page does not know: the last).
+_FIELD_WORDS = {
+    "form.owner": "Type your name (at most 128 letters).",
+    "form.document": "Choose a PDF file.",
+    "form.target": "Pick a printer.",
+    "form.printer": "Pick a printer.",
+    "form.pool": "Pick a printer.",
+}
+_NOT_HERE = "Uploads are not taken from your network. Ask at the desk."
+_UNREADABLE = "That PDF could not be read. Save it again and try again."
+_DOCUMENT_WORDS = {
+    "document-unreadable": _UNREADABLE,
+    "document-encrypted": "That PDF is locked with a password. Save it without one and try again.",
+    "too-many-pages": "That PDF has too many pages to print here.",
+    "no-media-fits": "That PDF's pages are larger than the paper in this printer. Pick "
+    "another printer, or ask at the desk.",
+}
 
 
-def _words(exc: errors.EdgeprintError) -> str:
-    """What went wrong, for a person at a phone."""
+def _field_words(problem: errors.FieldProblem, owner: str) -> str:
+    if problem.loc == "form.owner" and not owner:
+        return "Type your name."
+    return _FIELD_WORDS.get(problem.loc, "Check the form and try again.")
+
+
+def _words(exc: errors.EdgeprintError, owner: str = "") -> str:
+    """What went wrong, for a person at a phone: plain words, never a field path, a
+    library's message or a content type (the technician's log has those)."""
     match exc:
         case errors.UnsupportedDocument():
-            return f"That file is not a PDF: {exc.detail}. Choose a PDF file."
+            return "That file is not a PDF. Save it as PDF and try again."
+        case errors.PayloadTooLarge() if exc.what.startswith("the form field"):
+            return "Something typed in the form is too long. Make it shorter and try again."
         case errors.PayloadTooLarge():
-            return f"That file is too large: {exc}."
+            return f"That file is too large: at most {exc.limit_bytes / (1 << 20):.3g} MB."
         case errors.IdempotencyKeyReused():
             return (
                 "This form was already used to upload a file (its PIN was shown then). "
                 "To upload again, use the new form below."
             )
         case errors.UnknownTarget():
-            return "That printer is not here any more: choose one from the list."
+            return "That printer is not here any more. Pick a printer from the list."
         case errors.InvalidRequest() if exc.errors:
-            return (
-                "; ".join(f"{_FIELD_WORDS.get(p.loc, p.loc)}: {p.message}" for p in exc.errors)
-                + "."
+            return " ".join(dict.fromkeys(_field_words(p, owner) for p in exc.errors))
+        case errors.DocumentRejected() | errors.DocumentUnprintable():
+            return _DOCUMENT_WORDS.get(
+                exc.slug, "That PDF cannot be printed here. Save it again, or ask at the desk."
             )
-        case errors.DocumentRejected() | errors.DocumentUnprintable() | errors.InvalidRequest():
-            return f"That PDF cannot be printed here: {exc.detail}."
+        case errors.InvalidRequest():
+            return "That PDF cannot be printed here. Save it again, or ask at the desk."
+        case errors.MalformedRequest() if "form is damaged" in exc.detail:
+            return "The form is out of date: reload the page and try again."
+        case errors.MalformedRequest():
+            return "The upload did not arrive whole. Try again."
         case errors.RateLimited():
-            return f"Too many uploads from your address: try again in {exc.retry_after_s} s."
+            return f"Too many uploads from your address. Try again in {exc.retry_after_s} seconds."
         case errors.BodyTimeout():
             return "The file took too long to arrive: try again on a better connection."
         case errors.Backpressure() | errors.StoreError():
             return "The print server cannot take it right now: try again in a minute."
         case _:
-            return f"The upload was refused: {exc}."
+            return "The upload did not work. Try again, or ask at the desk."
+
+
+def _done(job: JobRecord, pin: str) -> str:
+    """The answer's body: the PIN, the job's number as the release page shows it, and a
+    link to the release page of its printer or pool with the job filled in (the job in
+    the fragment, which the browser never sends; never the PIN)."""
+    place = job.printer or job.pool or ""
+    where = job.printer or f"any printer in {job.pool}"
+    pages = f"{job.document_pages} page(s)" if job.document_pages else "your PDF"
+    number = job.id[:JOB_NUMBER_CHARS]
+    link = f"/release/{quote(place, safe='')}#job={job.id}"
+    return (
+        "<h1>Uploaded</h1>\n"
+        f'<div class="done" role="status" data-job="{html.escape(job.id)}">\n'
+        f'<p>Your PIN is</p>\n<p class="pin" id="pin">{pin}</p>\n'
+        f'<p>Job number <strong id="job-number">{html.escape(number)}</strong></p>\n'
+        f"<p>Release it at the printer: {html.escape(where)}. It is kept for "
+        f"{html.escape(job.owner)}, {pages}; nobody can print it without this PIN.</p>\n"
+        "<p>This is the only time the PIN is shown: note it now.</p>\n</div>\n"
+        f'<p><a id="release-link" href="{html.escape(link)}">Print it now at '
+        f"{html.escape(place)}</a> (type the PIN there)</p>\n"
+        '<p><a href="/upload">Upload another PDF</a></p>'
+    )
 
 
 async def upload_submit(request: web.Request) -> web.Response:
     """POST /upload: the form's answer page (201 with the PIN; a problem in words)."""
     _guard(request)
     if not _allowed(request):
-        return _refused(403, "Your address may not upload here ([ipp] allowed_networks).")
+        return _refused(403, _NOT_HERE)
     door = request.app[DOOR]
     try:
         await door.hit(str(request.remote))
@@ -370,19 +433,7 @@ async def upload_submit(request: web.Request) -> web.Response:
         answer = problems.from_error(exc)  # the status (and Retry-After) /v1/jobs would give
         retry = answer.headers.get("Retry-After")
         return _refused(
-            answer.status, _words(exc), request, fields.owner, fields.target,
+            answer.status, _words(exc, fields.owner), request, fields.owner, fields.target,
             {"Retry-After": retry} if retry else None,
         )  # fmt: skip
-    job = result.job
-    where = job.printer or f"any printer of pool {job.pool}"
-    pages = f"{job.document_pages} page(s)" if job.document_pages else "your PDF"
-    body = (
-        "<h1>Uploaded</h1>\n"
-        f'<div class="done" role="status" data-job="{html.escape(job.id)}">\n'
-        f'<p>Your PIN is</p>\n<p class="pin" id="pin">{pin}</p>\n'
-        f"<p>Release it at the printer: {html.escape(where)}. It is kept for "
-        f"{html.escape(job.owner)}, {pages}; nobody can print it without this PIN.</p>\n"
-        "<p>This is the only time the PIN is shown: note it now.</p>\n</div>\n"
-        '<p><a href="/upload">Upload another PDF</a></p>'
-    )
-    return _page("Your PIN", body, 201 if result.created else 200)
+    return _page("Your PIN", _done(result.job, pin), 201 if result.created else 200)

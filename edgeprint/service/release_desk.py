@@ -7,8 +7,10 @@ lookup digest (HMAC-SHA256 under a random per-store key, so a credential alone f
 its one row without trying every owner's scrypt) and a salted scrypt hash (so a
 stolen database does not give them away cheaply). Every try is counted per client
 address *before* the slow check (``[release] max_pin_failures``, ``pin_lockout_s``,
-the PIN settings), so parallel guesses cannot outrun the lock; a wrong credential
-is one fixed error whether or not such an owner exists. Releases go through
+the PIN settings), so parallel guesses cannot outrun the lock; a right one gives back
+only its own count (so a person's own valid code does not wipe an attacker's wrong
+guesses), and the count ages out ``pin_lockout_s`` after the last wrong try. A wrong
+credential is one fixed error whether or not such an owner exists. Releases go through
 :meth:`JobService.release` one job at a time, so exactly-once, PIN rules, admission
 and failover stay what they are.
 """
@@ -35,6 +37,10 @@ from edgeprint.store.owners import Owners
 log = logging.getLogger(__name__)
 
 _JOB_ID_RE = re.compile(r"^[0-9a-f]{32}$")
+#: A job number typed at the page: the id's first hex characters (the page shows 6).
+_JOB_PREFIX_RE = re.compile(r"^[0-9a-f]{6,32}$")
+#: States of a job that a release already sent on (a double tap's second answer).
+_SENT = frozenset({JobState.RELEASED.value, JobState.PRINTING.value, JobState.DONE.value})
 #: Most HELD jobs one person is shown (and "print all" releases) at once.
 MAX_JOBS = 100
 
@@ -89,12 +95,14 @@ class Place:
 class Outcome:
     """What became of one job of a release: ``released`` (to ``where``), ``conflict`` (it
     was ``state``), ``not-found``, ``pin-required``, ``locked``, ``queue-full``,
-    ``refused`` (``detail`` says why)."""
+    ``refused`` (``detail`` says why). A released job's ``printer`` is the one it went to
+    (None while its ``pool`` has not chosen one yet)."""
 
     job: str
     outcome: str
     state: str | None = None
-    where: str | None = None
+    printer: str | None = None
+    pool: str | None = None
     detail: str | None = None
 
 
@@ -165,9 +173,10 @@ class ReleaseDesk:
     async def identify(self, presented: Presented, address: str, caller: Caller) -> Person:
         """Who ``presented`` opens, tried from ``address``.
 
-        The try is counted for the address first (errors.AddressLocked when it is
-        locked); a wrong credential raises errors.CredentialInvalid, the same
-        whatever was wrong; a right one clears the address's count. A PIN also
+        The try is counted for the address first, as wrong (errors.AddressLocked when
+        it is locked); a wrong credential raises errors.CredentialInvalid, the same
+        whatever was wrong; a right one gives back only its own count (and lifts the
+        lock only if this try set it), never the wrong tries before it. A PIN also
         counts towards its job's own lock (errors.ReleaseLocked).
         """
         cfg = self.service.config.release
@@ -191,7 +200,7 @@ class ReleaseDesk:
                        "token": caller.name, "correlation_id": caller.correlation_id},
             )  # fmt: skip
             raise errors.CredentialInvalid()
-        await self.owners.clear_attempts(address)
+        await self.owners.give_back(address, taken[1])
         return person
 
     async def _by_value(self, value: str) -> Person | None:
@@ -203,8 +212,19 @@ class ReleaseDesk:
             return Person(found.owner)
         return None
 
-    async def _by_pin(self, pin: str, job_id: str, caller: Caller) -> Person | None:
-        job = await self.service.jobs.get(job_id) if _JOB_ID_RE.match(job_id) else None
+    async def _job_for_pin(self, typed: str) -> JobRecord | None:
+        """The job a typed job number names: a full id (in any state), or the first 6+ hex
+        characters of exactly one HELD job's id (case does not matter); else None."""
+        ref = typed.strip().lower()
+        if _JOB_ID_RE.match(ref):
+            return await self.service.jobs.get(ref)
+        if not _JOB_PREFIX_RE.match(ref):
+            return None
+        found = await self.service.jobs.list_jobs(state=JobState.HELD, id_prefix=ref, limit=2)
+        return found[0] if len(found) == 1 else None
+
+    async def _by_pin(self, pin: str, job_ref: str, caller: Caller) -> Person | None:
+        job = await self._job_for_pin(job_ref)
         if job is None or job.release_pin_hash is None:
             await pins.verify_pin_async(pin, await asyncio.to_thread(_decoy_hash))
             return None
@@ -284,13 +304,14 @@ class ReleaseDesk:
                     out.append(Outcome(job_id, "not-found"))
                 continue
             out.append(
-                await self._release_one(job_id, caller, target_printer, target_pool, person.pin)
-            )
+                await self._release_one(job_id, caller, target_printer, target_pool, person.pin,
+                                        place.name if place.pool else None)
+            )  # fmt: skip
         return out
 
     async def _release_one(
         self, job_id: str, caller: Caller, printer: str | None, pool: str | None,
-        pin: str | None,
+        pin: str | None, place_pool: str | None,
     ) -> Outcome:  # fmt: skip
         try:
             job = await self.service.release(job_id, caller, printer=printer, pool=pool, pin=pin)
@@ -306,7 +327,8 @@ class ReleaseDesk:
             return Outcome(job_id, "queue-full", detail=str(exc))
         except (errors.InvalidRequest, errors.DocumentUnprintable) as exc:
             return Outcome(job_id, "refused", detail=str(exc))
-        return Outcome(job_id, "released", state=job.state.value, where=job.printer or job.pool)
+        return Outcome(job_id, "released", state=job.state.value, printer=job.printer,
+                       pool=job.pool or place_pool)  # fmt: skip
 
 
 def _jobs(n: int) -> str:
@@ -314,18 +336,27 @@ def _jobs(n: int) -> str:
 
 
 def summary(outcomes: Sequence[Outcome]) -> str:
-    """The page's sentence: ``2 jobs sent to printer-02``, and what did not go."""
+    """The page's sentence: ``2 jobs sent to printer-02``, and what did not go (a double
+    tap's second answer: ``Already sent: 1 job``)."""
     if not outcomes:
         return "Nothing is waiting for you"
     sent: dict[str, int] = {}
     for o in outcomes:
         if o.outcome == "released":
-            sent[o.where or "?"] = sent.get(o.where or "?", 0) + 1
+            where = o.printer or o.pool or "?"
+            sent[where] = sent.get(where, 0) + 1
     parts = [f"{_jobs(n)} sent to {where}" for where, n in sent.items()]
-    gone = sum(o.outcome in ("conflict", "not-found") for o in outcomes)
+    already = sum(o.outcome == "conflict" and o.state in _SENT for o in outcomes)
+    if already:
+        parts.append(f"already sent: {_jobs(already)}")
+    gone = sum(o.outcome in ("conflict", "not-found") for o in outcomes) - already
     if gone:
         parts.append(f"{_jobs(gone)} not waiting any more")
-    held_back = len(outcomes) - sum(sent.values()) - gone
+    pinned = sum(o.outcome == "pin-required" for o in outcomes)
+    if pinned:
+        has = "has its own PIN" if pinned == 1 else "have their own PINs"
+        parts.append(f"{_jobs(pinned)} {has}: choose \u201cI have a job PIN\u201d")
+    held_back = len(outcomes) - sum(sent.values()) - already - gone - pinned
     if held_back:
         parts.append(f"{_jobs(held_back)} could not be sent now")
     text = "; ".join(parts)

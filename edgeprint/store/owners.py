@@ -5,7 +5,8 @@ lookup digest (unique: one namespace across owners and kinds) and a salted
 scrypt hash; the service computes both (edgeprint.service.release_desk). The
 lookup key is one random key per store, made on first use (``release_key``).
 ``release_attempts`` counts tries per client address before they are checked,
-as ``jobs.pin_failures`` does per job.
+as ``jobs.pin_failures`` does per job; a right try gives back only its own count,
+and the count ages out ``pin_lockout_s`` after the last wrong try.
 """
 
 from __future__ import annotations
@@ -14,19 +15,37 @@ from dataclasses import dataclass
 
 from edgeprint.store.interface import Store
 
-#: Parameters: address, first-try lock (until or NULL), max_failures, until, now.
-#: Every SET expression is evaluated on the old row (SQLite and PostgreSQL alike).
+#: Parameters: address, first-try lock (until or NULL), now, stale_before (twice),
+#: max_failures, until, now, now. A count whose lock has ended, or whose last wrong try
+#: is older than the lockout, starts afresh. Every SET expression is evaluated on the
+#: old row (SQLite and PostgreSQL alike).
 _TAKE_ATTEMPT = """
-INSERT INTO release_attempts (address, failures, locked_until) VALUES (?, 1, ?)
+INSERT INTO release_attempts (address, failures, locked_until, last_failure_at)
+VALUES (?, 1, ?, ?)
 ON CONFLICT (address) DO UPDATE SET
-    failures = CASE WHEN release_attempts.locked_until IS NOT NULL THEN 1
+    failures = CASE WHEN release_attempts.locked_until IS NOT NULL
+                      OR release_attempts.last_failure_at <= ? THEN 1
                     ELSE release_attempts.failures + 1 END,
     locked_until = CASE
-        WHEN (CASE WHEN release_attempts.locked_until IS NOT NULL THEN 1
+        WHEN (CASE WHEN release_attempts.locked_until IS NOT NULL
+                     OR release_attempts.last_failure_at <= ? THEN 1
                    ELSE release_attempts.failures + 1 END) >= ?
-        THEN ? ELSE NULL END
+        THEN ? ELSE NULL END,
+    previous_failure_at = release_attempts.last_failure_at,
+    last_failure_at = ?
 WHERE release_attempts.locked_until IS NULL OR release_attempts.locked_until <= ?
 RETURNING failures, locked_until
+"""
+
+#: A right try gives back its own count and its time (so right tries do not keep old
+#: wrong ones from ageing out), and lifts the lock only if that try set it (parameters:
+#: locked_until it set or NULL, which equals nothing, address).
+_GIVE_BACK = """
+UPDATE release_attempts SET
+    failures = CASE WHEN failures > 0 THEN failures - 1 ELSE 0 END,
+    last_failure_at = previous_failure_at,
+    locked_until = CASE WHEN locked_until = ? THEN NULL ELSE locked_until END
+WHERE address = ?
 """
 
 
@@ -115,12 +134,16 @@ class Owners:
     async def take_attempt(
         self, address: str, *, now: float, max_failures: int, lockout_s: float
     ) -> tuple[int, float | None] | None:
-        """Count one try from ``address`` before it is checked; (tries so far, locked until),
-        or None when the address is locked now. The ``max_failures``-th try locks it at
-        once (a right one clears it: :meth:`clear_attempts`)."""
+        """Count one try from ``address`` as wrong before it is checked; (tries so far,
+        locked until), or None when the address is locked now. The ``max_failures``-th
+        try locks it at once; a count whose last wrong try is ``lockout_s`` old starts
+        afresh. A right try gives back only itself: :meth:`give_back`."""
         until = now + lockout_s
         first = until if max_failures <= 1 else None
-        rows = await self._store.write(_TAKE_ATTEMPT, (address, first, max_failures, until, now))
+        stale = now - lockout_s
+        rows = await self._store.write(
+            _TAKE_ATTEMPT, (address, first, now, stale, stale, max_failures, until, now, now)
+        )
         if not rows:
             return None
         locked = rows[0][1]
@@ -132,6 +155,15 @@ class Owners:
         )
         return None if not rows or rows[0][0] is None else float(rows[0][0])
 
-    async def clear_attempts(self, address: str) -> None:
-        """A right credential from ``address``: its count starts afresh."""
-        await self._store.write("DELETE FROM release_attempts WHERE address = ?", (address,))
+    async def failures(self, address: str) -> int:
+        """The wrong tries counted for ``address`` now (0 when none)."""
+        rows = await self._store.read(
+            "SELECT failures FROM release_attempts WHERE address = ?", (address,)
+        )
+        return int(rows[0][0]) if rows else 0
+
+    async def give_back(self, address: str, locked_by_it: float | None) -> None:
+        """A right try from ``address``: its own count is taken back (never the wrong tries
+        before it), and the lock lifted only when this very try set it (``locked_by_it``,
+        the ``locked_until`` :meth:`take_attempt` answered)."""
+        await self._store.write(_GIVE_BACK, (locked_by_it, address))

@@ -545,7 +545,9 @@ MIGRATIONS.append(
         CREATE TABLE release_attempts (
             address       text PRIMARY KEY,
             failures      bigint NOT NULL CHECK (failures >= 0),
-            locked_until  double precision
+            locked_until  double precision,
+            last_failure_at  double precision,  -- when the latest try was counted
+            previous_failure_at  double precision  -- the one before it
         )
         """,
     ]

@@ -534,7 +534,9 @@ MIGRATIONS.append(
         CREATE TABLE release_attempts (
             address       TEXT PRIMARY KEY,
             failures      INTEGER NOT NULL CHECK (failures >= 0),
-            locked_until  REAL
+            locked_until  REAL,
+            last_failure_at  REAL,  -- when the latest try was counted
+            previous_failure_at  REAL  -- the one before it
         )
         """,
     ]

@@ -10,8 +10,10 @@
   var m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
   if (m) {
     try { sessionStorage.setItem("edgeprint-station", decodeURIComponent(m[1])); } catch (e) {}
-    history.replaceState(null, "", location.pathname);
   }
+  // the upload page's link names the job (never its PIN): the PIN fields open with it
+  var linked = /(?:^#|&)job=([0-9a-fA-F]{6,32})(?:&|$)/.exec(location.hash);
+  if (m || linked) { history.replaceState(null, "", location.pathname); }
   try { token = sessionStorage.getItem("edgeprint-station"); } catch (e) {}
   var $ = function (id) { return document.getElementById(id); };
   var code = $("code"), pin = $("pin"), job = $("job"), answer = $("answer");
@@ -99,7 +101,7 @@
     if (p.kind !== "pool") { where.hidden = true; return; }
     while (select.firstChild) { select.removeChild(select.firstChild); }
     var any = document.createElement("option");
-    any.value = ""; any.textContent = "Any printer of " + p.place;
+    any.value = ""; any.textContent = "Any printer in " + p.place;
     select.appendChild(any);
     p.printers.forEach(function (pr) {
       var o = document.createElement("option");
@@ -275,6 +277,11 @@
         if (!document.activeElement || document.activeElement === document.body) { focusCode(); }
       }, 0);
     });
+  }
+  if (linked) {
+    $("pin-toggle").click();
+    job.value = linked[1].toLowerCase();
+    pin.focus();
   }
   document.body.setAttribute("data-state", "ready");
   focusCode();
