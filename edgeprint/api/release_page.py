@@ -13,51 +13,29 @@ so is ``/release/`` with none; ``/release/{name}/`` (a hand-typed slash) redirec
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import re
-from importlib import resources
 from urllib.parse import quote
 
 from aiohttp import web
 
 from edgeprint.api.app import DEPS
+from edgeprint.api.pages import content_security_policy, html_response, load_static, page_headers
 
 __all__ = ["PAGE", "release_index", "release_page", "release_page_slash"]
 
-_STATIC = resources.files("edgeprint.api") / "static"
-_SCRIPT_SLOT = "<script>/* release.js */</script>"
+_PAGE = load_static("release")
+PAGE = _PAGE.html
 
-
-def _load() -> tuple[str, str, str]:
-    html = (_STATIC / "release.html").read_text(encoding="utf-8")
-    script = "\n" + (_STATIC / "release.js").read_text(encoding="utf-8")
-    if html.count(_SCRIPT_SLOT) != 1:  # pragma: no cover - guarded by the page's tests
-        raise RuntimeError(f"release.html must hold {_SCRIPT_SLOT} once")
-    style = re.search(r"<style>(.*?)</style>", html, re.S)
-    if style is None:  # pragma: no cover - guarded by the page's tests
-        raise RuntimeError("release.html has no <style> block")
-    return html.replace(_SCRIPT_SLOT, f"<script>{script}</script>"), script, style.group(1)
-
-
-def _sha256_source(text: str) -> str:
-    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
-
-
-PAGE, _SCRIPT, _STYLE = _load()
-
-CONTENT_SECURITY_POLICY = (
-    f"default-src 'none'; script-src {_sha256_source(_SCRIPT)}; "
-    f"style-src {_sha256_source(_STYLE)}; connect-src 'self'; img-src blob:; "
-    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+#: Only this page's own script and style (by hash); requests only to the appliance
+#: itself; the previews are ``blob:`` images.
+CONTENT_SECURITY_POLICY = content_security_policy(
+    _PAGE.script,
+    _PAGE.style,
+    "connect-src 'self'",
+    "img-src blob:",
+    "base-uri 'none'",
+    "form-action 'none'",
 )
-_HEADERS = {
-    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-    "X-Frame-Options": "DENY",
-}
+_HEADERS = page_headers(CONTENT_SECURITY_POLICY)
 _NOT_FOUND = (
     b'<!doctype html><html lang="en"><head><meta charset="utf-8">'
     b'<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -74,13 +52,8 @@ async def release_page(request: web.Request) -> web.Response:
     config = request.app[DEPS].config
     name = request.match_info["name"]
     if config.printer(name) is None and name not in config.pools:
-        return web.Response(
-            status=404, body=_NOT_FOUND, content_type="text/html", charset="utf-8",
-            headers=_NOT_FOUND_HEADERS,
-        )  # fmt: skip
-    return web.Response(
-        body=_BODY_BYTES, content_type="text/html", charset="utf-8", headers=_HEADERS
-    )
+        return html_response(_NOT_FOUND, _NOT_FOUND_HEADERS, 404)
+    return html_response(_BODY_BYTES, _HEADERS)
 
 
 async def release_page_slash(request: web.Request) -> web.Response:
@@ -91,7 +64,4 @@ async def release_page_slash(request: web.Request) -> web.Response:
 
 async def release_index(request: web.Request) -> web.Response:
     """GET /release/: no printer named, so the 404 page in words (not problem+json)."""
-    return web.Response(
-        status=404, body=_NOT_FOUND, content_type="text/html", charset="utf-8",
-        headers=_NOT_FOUND_HEADERS,
-    )  # fmt: skip
+    return html_response(_NOT_FOUND, _NOT_FOUND_HEADERS, 404)

@@ -21,8 +21,6 @@ double tap one job (:mod:`edgeprint.service.web_uploads`).
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
 import html
 import ipaddress
 from dataclasses import dataclass
@@ -36,6 +34,7 @@ from pydantic import ValidationError
 from edgeprint import errors
 from edgeprint.api import problems
 from edgeprint.api.app import CORRELATION_ID, Deps, _deps
+from edgeprint.api.pages import content_security_policy, html_response, page_headers
 from edgeprint.api.ratelimit import TokenRateLimiter
 from edgeprint.api.uploads import _read_document, document_format, validation_problems
 from edgeprint.models import SubmitMetadata
@@ -80,22 +79,11 @@ document.getElementById("upload").addEventListener("submit", function () {
 """
 
 
-def _hash(text: str) -> str:
-    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
-
-
 #: Only this module's style and script (by hash); the form posts only to this appliance.
-CONTENT_SECURITY_POLICY = (
-    f"default-src 'none'; script-src {_hash(SCRIPT)}; style-src {_hash(STYLE)}; "
-    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+CONTENT_SECURITY_POLICY = content_security_policy(
+    SCRIPT, STYLE, "form-action 'self'", "base-uri 'none'"
 )
-_HEADERS = {
-    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-    "X-Frame-Options": "DENY",
-}
+_HEADERS = page_headers(CONTENT_SECURITY_POLICY)
 
 
 class UploadDoor:
@@ -158,10 +146,7 @@ def _page(title: str, body: str, status: int = 200, **headers: str) -> web.Respo
         f"<title>{html.escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
         f"<main>\n{body}\n</main>\n<script>{SCRIPT}</script>\n</body>\n</html>\n"
     )
-    return web.Response(
-        status=status, body=doc.encode(), content_type="text/html", charset="utf-8",
-        headers={**_HEADERS, **headers},
-    )  # fmt: skip
+    return html_response(doc.encode(), {**_HEADERS, **headers}, status)
 
 
 def _targets(request: web.Request) -> list[tuple[str, str]]:
