@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +16,10 @@ import pytest
 
 from edgeprint.api.auth import token_digest
 from testbed.rig import Rig
+from tests.browser import at_size, axe_violations, js, mouse_click, no_sideways_scroll
 from tests.cdp import Page, browser
 from tests.conftest import KIOSK_TOKEN
 from tests.printing import Client, appliance, printed_names, rig_config
-from tests.test_status_page import require_chromium
-from tests.test_status_page_event import _axe_violations
 
 ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
 STATION_TOKEN = "station-token-for-page-tests"
@@ -30,35 +28,20 @@ CARD = "0004127733"
 SIZES = {"phone": (390, 844, True), "tablet": (1024, 768, False)}
 
 
-@pytest.fixture
-def chromium_path() -> str:
-    return require_chromium()
-
-
-def _js(text: str) -> str:
-    return json.dumps(text)
-
-
 async def _size(page: Page, size: str) -> None:
     width, height, mobile = SIZES[size]
-    await page.call(
-        "Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1,
-        mobile=mobile,
-    )  # fmt: skip
+    await at_size(page, width, height, mobile)
 
 
 async def _click(page: Page, selector: str) -> None:
     """A real mouse click (pressed and released) at the middle of the element."""
     x, y = await page.eval(
-        f"(function () {{ var e = document.querySelector({_js(selector)});"
+        f"(function () {{ var e = document.querySelector({js(selector)});"
         " e.scrollIntoView({block: 'center'}); var r = e.getBoundingClientRect();"
         " return [r.left + r.width / 2, r.top + r.height / 2]; })()"
     )
     await page.call("Input.dispatchMouseEvent", type="mouseMoved", x=x, y=y)
-    for kind in ("mousePressed", "mouseReleased"):
-        await page.call(
-            "Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1
-        )
+    await mouse_click(page, x, y)
 
 
 async def _key(page: Page, key: str, text: str, code: str, vk: int) -> None:
@@ -88,13 +71,6 @@ async def _type(page: Page, digits: str, gap_s: float) -> None:
         await _key(page, d, d, f"Digit{d}", ord(d))
         await asyncio.sleep(gap_s)  # a person's pace: the behaviour the page tells apart
     await _key(page, "Enter", "\r", "Enter", 13)
-
-
-async def _no_sideways_scroll(page: Page) -> None:
-    widths = await page.eval(
-        "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
-    )
-    assert widths[0] <= widths[1], f"the page scrolls sideways: {widths}"
 
 
 async def _held(kiosk: Client, owner: str, key: str, **meta: Any) -> str:
@@ -174,8 +150,8 @@ async def test_a_typed_code_lists_the_jobs_and_print_all_prints_them_here(
             " return [i.src.slice(0, 5), i.naturalWidth, i.complete]; })"
         )
         assert shown == [["blob:", 300, True], ["blob:", 300, True]]
-        await _no_sideways_scroll(page)
-        assert await _axe_violations(page) == []
+        await no_sideways_scroll(page)
+        assert await axe_violations(page) == []
         if size == "phone":
             shot = await page.call("Page.captureScreenshot", format="png")
             # docs/release-page-phone.png is this picture, copied by hand when the page changes
@@ -189,8 +165,8 @@ async def test_a_typed_code_lists_the_jobs_and_print_all_prints_them_here(
         await kiosk.wait_states(mine, {"DONE"})
         assert _printed_on(printers, mine) == {key: ["printer-02"] for key in mine}
         assert (await kiosk.job(other))["state"] == "HELD"
-        await _no_sideways_scroll(page)
-        assert await _axe_violations(page) == []
+        await no_sideways_scroll(page)
+        assert await axe_violations(page) == []
         # a shared station: the page forgets the person after a few seconds
         await page.wait(
             "document.body.getAttribute('data-state') === 'ready' && "
@@ -227,8 +203,8 @@ async def test_a_card_read_prints_everything_with_no_other_input(
         await page.wait(
             "document.getElementById('answer').textContent === 'Nothing is waiting for you'"
         )
-        await _no_sideways_scroll(page)
-        assert await _axe_violations(page) == []
+        await no_sideways_scroll(page)
+        assert await axe_violations(page) == []
 
 
 async def test_a_wrong_code_and_a_pool_page(
@@ -266,8 +242,8 @@ async def test_a_wrong_code_and_a_pool_page(
         await kiosk.wait_states([mine[1]], {"DONE"})
         assert _printed_on(printers, [mine[1]]) == {mine[1]: [chosen]}
         assert (await kiosk.job(mine[0]))["state"] == "HELD"
-        await _no_sideways_scroll(page)
-        assert await _axe_violations(page) == []
+        await no_sideways_scroll(page)
+        assert await axe_violations(page) == []
         async with aiohttp.ClientSession() as http, http.get(f"{kiosk.url}/release/nope") as r:
             assert r.status == 404
 
@@ -293,8 +269,8 @@ async def test_a_job_pin_at_the_page(chromium_path: str, tmp_path: Path, printer
             "Array.from(document.querySelectorAll('#jobs li')).map(function (li) {"
             " return li.dataset.job; })"
         ) == [job]
-        await _no_sideways_scroll(page)
-        assert await _axe_violations(page) == []
+        await no_sideways_scroll(page)
+        assert await axe_violations(page) == []
         await _click(page, f'li[data-job="{job}"] button')
         await page.wait("document.body.getAttribute('data-state') === 'printed'")
         assert await page.eval("document.getElementById('answer').textContent") == (

@@ -7,45 +7,32 @@ own logs (what came out on paper).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from edgeprint.service import Caller
 from testbed.rig import Rig
+from tests.browser import js, open_status_page
 from tests.cdp import Page, browser
 from tests.conftest import TECH_TOKEN
 from tests.printing import Client, appliance, printed_names, rig_config
 from tests.test_identify import identify_requests, wait_printed
-from tests.test_status_page import require_chromium
 
 TECH = Caller("tech-1", "tech")
-
-
-@pytest.fixture
-def chromium_path() -> str:
-    """Checked before the printers start: a missing browser skips (or fails in CI) at once."""
-    return require_chromium()
-
-
-def _js(value: str) -> str:
-    return json.dumps(value)
 
 
 async def click(page: Page, action: str, target: str, *, confirm: bool = True) -> tuple[str, str]:
     """Click the button, answer the page's question; (question, the answer the page shows)."""
     sel = f'[data-action="{action}"][data-target="{target}"]'
     await page.wait(
-        f"!!document.querySelector({_js(sel)}) && !document.body.hasAttribute('data-busy')"
+        f"!!document.querySelector({js(sel)}) && !document.body.hasAttribute('data-busy')"
     )
-    await page.eval(f"document.querySelector({_js(sel)}).click()")
+    await page.eval(f"document.querySelector({js(sel)}).click()")
     question: str = await page.wait(
         "!document.getElementById('confirm').hidden && "
         "document.getElementById('confirm-text').textContent"
     )
-    await page.eval(f"document.getElementById({_js('confirm-yes' if confirm else 'confirm-no')})"
+    await page.eval(f"document.getElementById({js('confirm-yes' if confirm else 'confirm-no')})"
                     ".click()")  # fmt: skip
     answer: str = await page.wait(
         "(function () { var a = document.getElementById('answer');"
@@ -93,8 +80,7 @@ async def test_every_action_from_the_page(
         held = (await kiosk.submit("page-key-h1", pool="lobby", owner="zed"))["id"]
 
         async with browser(tmp_path) as page:
-            await page.goto(f"{kiosk.url}/#token={TECH_TOKEN}")
-            await page.wait("!!document.body && document.body.getAttribute('data-loaded') === '1'")
+            await open_status_page(page, kiosk.url, TECH_TOKEN)
 
             # counts from /v1/stats, reasons in words, the actions that fit each reason
             assert (
@@ -104,7 +90,7 @@ async def test_every_action_from_the_page(
                 == "4"
             )
             why = await page.eval(
-                f"document.querySelector('li[data-job={_js(printed_one)}] .why').textContent"
+                f"document.querySelector('li[data-job={js(printed_one)}] .why').textContent"
             )
             assert why.startswith("Unknown outcome: the printer lost track of this job")
             actions = await page.eval(

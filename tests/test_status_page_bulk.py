@@ -6,50 +6,25 @@ the printers' own logs agree; axe-core finds nothing; the page never scrolls sid
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from edgeprint.service import Caller
 from testbed.rig import Rig
+from tests.browser import (
+    at_size,
+    axe_violations,
+    js,
+    no_sideways_scroll,
+    open_status_page,
+    real_click,
+)
 from tests.cdp import Page, browser
 from tests.conftest import TECH_TOKEN
 from tests.printing import appliance, assert_each_printed_once, rig_config
-from tests.test_status_page import require_chromium
 from tests.test_status_page_actions import dead_on, state
-from tests.test_status_page_event import PHONE_WIDTH, _axe_violations, _no_sideways_scroll
 
 TECH = Caller("tech-1", "tech")
-
-
-@pytest.fixture
-def chromium_path() -> str:
-    return require_chromium()
-
-
-def _js(value: str) -> str:
-    return json.dumps(value)
-
-
-async def real_click(page: Page, selector: str) -> None:
-    """Scroll ``selector`` into view and click its centre with the mouse, once it is the
-    element a person's finger would hit there (nothing over it, the page not busy)."""
-    point: list[float] = await page.wait(
-        "(function () { var e = document.querySelector(" + _js(selector) + ");"
-        " if (!e || document.body.hasAttribute('data-busy')) { return null; }"
-        " e.scrollIntoView({block: 'center'}); var r = e.getBoundingClientRect();"
-        " if (!r.width || !r.height) { return null; }"
-        " var x = r.left + r.width / 2, y = r.top + r.height / 2;"
-        " var at = document.elementFromPoint(x, y);"
-        " return at && (at === e || e.contains(at)) ? [x, y] : null; })()"
-    )
-    x, y = point
-    for kind in ("mousePressed", "mouseReleased"):
-        await page.call(
-            "Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1
-        )
 
 
 async def tick_box(page: Page, selector: str) -> None:
@@ -58,7 +33,7 @@ async def tick_box(page: Page, selector: str) -> None:
     for _ in range(3):
         await real_click(page, selector)
         try:
-            await page.wait(f"document.querySelector({_js(selector)}).checked", timeout_s=1.0)
+            await page.wait(f"document.querySelector({js(selector)}).checked", timeout_s=1.0)
             return
         except AssertionError:
             continue
@@ -101,12 +76,8 @@ async def test_select_cancel_retry_by_reason_and_cancel_matching(
         await run.service.set_paused("printer-02", False, TECH)
 
         async with browser(tmp_path) as page:
-            await page.call(
-                "Emulation.setDeviceMetricsOverride", width=PHONE_WIDTH, height=844,
-                deviceScaleFactor=1, mobile=True,
-            )  # fmt: skip
-            await page.goto(f"{kiosk.url}/#token={TECH_TOKEN}")
-            await page.wait("document.body && document.body.getAttribute('data-loaded') === '1'")
+            await at_size(page)
+            await open_status_page(page, kiosk.url, TECH_TOKEN)
 
             # tick two HELD jobs in the recent jobs list: the bar counts them
             for job_id in held:
@@ -118,8 +89,8 @@ async def test_select_cancel_retry_by_reason_and_cancel_matching(
             assert bar == "2 jobs selected"
             # no Retry for jobs that are not all dead letters
             assert await page.eval("!document.querySelector('[data-action=\"bulk-replay\"]')")
-            assert await _axe_violations(page) == []
-            await _no_sideways_scroll(page)
+            assert await axe_violations(page) == []
+            await no_sideways_scroll(page)
 
             await real_click(page, '[data-action="bulk-cancel"][data-target="selected"]')
             question, answer = await confirm_and_answer(page)
@@ -131,8 +102,8 @@ async def test_select_cancel_retry_by_reason_and_cancel_matching(
 
             # retry every dead letter of one reason
             retry = '[data-action="replay-reason"][data-target="attempts_exhausted"]'
-            label = await page.wait(f"document.querySelector({_js(retry)})"
-                                    f" && document.querySelector({_js(retry)}).textContent")  # fmt: skip
+            label = await page.wait(f"document.querySelector({js(retry)})"
+                                    f" && document.querySelector({js(retry)}).textContent")  # fmt: skip
             assert label == "Retry all 3 dead letters with reason attempts_exhausted"
             await real_click(page, retry)
             question, answer = await confirm_and_answer(page)
@@ -158,8 +129,8 @@ async def test_select_cancel_retry_by_reason_and_cancel_matching(
             assert question == "Cancel all 1 job matching owner yan? They will not be printed."
             assert answer == "1 cancelled, 0 conflicts (200 OK)"
             assert await state(run, other) == "CANCELLED"
-            assert await _axe_violations(page) == []
-            await _no_sideways_scroll(page)
+            assert await axe_violations(page) == []
+            await no_sideways_scroll(page)
     assert_each_printed_once(printers, exhausted)
 
 
@@ -173,12 +144,8 @@ async def test_saying_no_to_a_bulk_action_changes_nothing(
         await run.service.set_paused("printer-02", True, TECH)
         dead = await dead_on(kiosk, run, "page-bulk-no1", "poison", "ann")
         async with browser(tmp_path) as page:
-            await page.call(
-                "Emulation.setDeviceMetricsOverride", width=PHONE_WIDTH, height=844,
-                deviceScaleFactor=1, mobile=True,
-            )  # fmt: skip
-            await page.goto(f"{kiosk.url}/#token={TECH_TOKEN}")
-            await page.wait("document.body && document.body.getAttribute('data-loaded') === '1'")
+            await at_size(page)
+            await open_status_page(page, kiosk.url, TECH_TOKEN)
             await tick_box(page, f'#dead li[data-job="{dead}"] input[data-select]')
             # the same job in the jobs list shows the same choice
             await page.wait(

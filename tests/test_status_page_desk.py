@@ -6,68 +6,24 @@ reprint prints once (the printers' logs); axe-core finds nothing; no sideways sc
 from __future__ import annotations
 
 import base64
-import json
 from pathlib import Path
 
-import pytest
-
 from testbed.rig import Rig
-from tests.cdp import Page, browser
+from tests.browser import (
+    at_size,
+    axe_violations,
+    enter,
+    js,
+    no_sideways_scroll,
+    open_status_page,
+    real_click,
+    type_text,
+)
+from tests.cdp import browser
 from tests.conftest import TECH_TOKEN
 from tests.polling import eventually
 from tests.printing import appliance, printed_names, rig_config
-from tests.test_status_page import require_chromium
-from tests.test_status_page_event import (
-    ARTIFACTS,
-    PHONE_WIDTH,
-    _axe_violations,
-    _no_sideways_scroll,
-)
-
-
-@pytest.fixture
-def chromium_path() -> str:
-    return require_chromium()
-
-
-def _js(value: str) -> str:
-    return json.dumps(value)
-
-
-async def press(page: Page, selector: str) -> None:
-    """A person's click: the element scrolled into view, then a mouse press and release at its
-    centre (checked to be the element there, not something covering it)."""
-    sel = _js(selector)
-    await page.wait(f"!!document.querySelector({sel}) && !document.body.hasAttribute('data-busy')")
-    x, y = await page.eval(
-        f"(function () {{ var e = document.querySelector({sel});"
-        " e.scrollIntoView({block: 'center'}); var r = e.getBoundingClientRect();"
-        " return [r.left + r.width / 2, r.top + r.height / 2]; })()"
-    )
-    hit = await page.eval(
-        f"(function () {{ var e = document.elementFromPoint({x}, {y});"
-        f" return !!e && document.querySelector({sel}).contains(e); }})()"
-    )
-    assert hit, f"{selector} is covered at ({x}, {y})"
-    for kind in ("mousePressed", "mouseReleased"):
-        await page.call(
-            "Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1
-        )
-
-
-async def type_text(page: Page, selector: str, text: str) -> None:
-    """Click into the field and type ``text`` as keyboard input."""
-    await press(page, selector)
-    await page.wait(f"document.activeElement === document.querySelector({_js(selector)})")
-    await page.call("Input.insertText", text=text)
-
-
-async def enter(page: Page) -> None:
-    for kind in ("keyDown", "keyUp"):
-        await page.call(
-            "Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter",
-            windowsVirtualKeyCode=13, text="\r" if kind == "keyDown" else "",
-        )  # fmt: skip
+from tests.test_status_page_event import ARTIFACTS
 
 
 async def test_search_story_and_reprint_from_the_page(
@@ -81,12 +37,8 @@ async def test_search_story_and_reprint_from_the_page(
         await kiosk.wait_states([badge["id"], other["id"]], {"DONE"})
 
         async with browser(tmp_path) as page:
-            await page.call(
-                "Emulation.setDeviceMetricsOverride", width=PHONE_WIDTH, height=844,
-                deviceScaleFactor=1, mobile=True,
-            )  # fmt: skip
-            await page.goto(f"{kiosk.url}/#token={TECH_TOKEN}")
-            await page.wait("document.body && document.body.getAttribute('data-loaded') === '1'")
+            await at_size(page)
+            await open_status_page(page, kiosk.url, TECH_TOKEN)
 
             # search: owner contains "zoë" (typed, Enter), then a bad id prefix is said, not sent
             await type_text(page, "#job-search", "zoë")
@@ -102,14 +54,14 @@ async def test_search_story_and_reprint_from_the_page(
             )
             assert rows == [badge["id"]]
             cells = await page.eval(
-                f"Array.from(document.querySelectorAll('#jobs tr[data-job={_js(badge['id'])}] td'))"
+                f"Array.from(document.querySelectorAll('#jobs tr[data-job={js(badge['id'])}] td'))"
                 ".map(function (td) { return td.textContent; })"
             )
             assert "Zoë's badge" in cells  # issue 24: the job's title in its own column
 
             # open the job's story: in words, with times, its copy on a printer and DONE
-            await press(page, f'[data-action="open-story"][data-target="{badge["id"]}"]')
-            await page.wait(f"document.body.getAttribute('data-story') === {_js(badge['id'])}")
+            await real_click(page, f'[data-action="open-story"][data-target="{badge["id"]}"]')
+            await page.wait(f"document.body.getAttribute('data-story') === {js(badge['id'])}")
             title = await page.eval("document.getElementById('story-title').textContent")
             assert title == f"Job {badge['id'][:8]} (Zoë Desk): DONE"
             shown = await page.eval("document.querySelector('#story .story-job-title').textContent")
@@ -132,16 +84,16 @@ async def test_search_story_and_reprint_from_the_page(
                 " return i && i.complete && i.naturalWidth; })()"
             )
             assert width == 300
-            assert await _axe_violations(page) == []
-            await _no_sideways_scroll(page)
+            assert await axe_violations(page) == []
+            await no_sideways_scroll(page)
 
             # "Reprint…": the page asks for a reason; an empty one is refused in the page
-            await press(page, f'[data-action="reprint"][data-target="{badge["id"]}"]')
+            await real_click(page, f'[data-action="reprint"][data-target="{badge["id"]}"]')
             await page.wait("!document.getElementById('reprint').hidden")
             question = await page.eval("document.getElementById('reprint-text').textContent")
             assert question.startswith(f"Print job {badge['id'][:8]} (Zoë Desk) again?")
-            assert await _axe_violations(page) == []
-            await press(page, "#reprint-yes")
+            assert await axe_violations(page) == []
+            await real_click(page, "#reprint-yes")
             error = await page.wait(
                 "!document.getElementById('reprint-error').hidden && "
                 "document.getElementById('reprint-error').textContent"
@@ -150,7 +102,7 @@ async def test_search_story_and_reprint_from_the_page(
             assert (await kiosk.job(badge["id"]))["reprints"] == []
 
             await type_text(page, "#reprint-reason", "badge lost at the door")
-            await press(page, "#reprint-yes")
+            await real_click(page, "#reprint-yes")
             answer = await page.wait(
                 "(function () { var a = document.getElementById('answer');"
                 " return !document.body.hasAttribute('data-busy') && !a.hidden"
@@ -161,13 +113,13 @@ async def test_search_story_and_reprint_from_the_page(
             # the story, read again, lists the reprint and the note who asked and why
             await page.wait(
                 '!!document.querySelector(\'#story [data-action="open-story"]'
-                f"[data-target={_js(new_id)}]')"
+                f"[data-target={js(new_id)}]')"
             )
             note = await page.eval(
                 "document.querySelector('#story ol.story li[data-kind=\"note\"]').textContent"
             )
             assert note.endswith(f"tech-1: reprinted as {new_id}: badge lost at the door")
-            await _no_sideways_scroll(page)
+            await no_sideways_scroll(page)
             ARTIFACTS.mkdir(exist_ok=True)
             shot = await page.call("Page.captureScreenshot", format="png")
             (ARTIFACTS / "status-page-story-reprint.png").write_bytes(

@@ -4,52 +4,16 @@ the page never scrolls sideways."""
 
 from __future__ import annotations
 
-import importlib.resources
-import json
 from pathlib import Path
 
-import pytest
-
 from testbed.rig import Rig
-from tests.cdp import Page, browser
+from tests.browser import at_size, axe_violations, no_sideways_scroll, open_status_page
+from tests.cdp import browser
 from tests.conftest import TECH_TOKEN
 from tests.printing import appliance, rig_config
-from tests.test_status_page import require_chromium
 from tests.test_status_page_actions import click
 
 ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
-PHONE_WIDTH = 390
-
-
-@pytest.fixture
-def chromium_path() -> str:
-    return require_chromium()
-
-
-async def _no_sideways_scroll(page: Page) -> None:
-    widths = await page.eval(
-        "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
-    )
-    wide = await page.eval(
-        "Array.from(document.querySelectorAll('body *')).filter(function (e) {"
-        " return e.getBoundingClientRect().right > document.documentElement.clientWidth + 1; })"
-        ".slice(0, 5).map(function (e) { return e.tagName + '#' + e.id + '.' + e.className +"
-        " ' ' + Math.round(e.getBoundingClientRect().right); })"
-    )
-    assert widths[0] <= widths[1], f"the page scrolls sideways at {PHONE_WIDTH} px: {wide}"
-
-
-async def _axe_violations(page: Page) -> list[str]:
-    """axe-core's rules run in the page: the ids of the rules it finds broken, with nodes."""
-    source = importlib.resources.files("axe_core_python").joinpath("axe.min.js").read_text()
-    await page.eval(source + ";true")
-    found = await page.eval(
-        "axe.run(document).then(function (r) { return JSON.stringify(r.violations.map("
-        "function (v) { return v.id + ': ' + v.nodes.map(function (n) {"
-        " return n.target.join(' '); }).join(', '); })); })"
-    )
-    violations: list[str] = json.loads(found)
-    return violations
 
 
 async def test_rehearsal_go_live_and_preflight_from_the_page(
@@ -61,12 +25,8 @@ async def test_rehearsal_go_live_and_preflight_from_the_page(
     cfg["printers"].append({"name": "printer-09", "uri": "ipp://127.0.0.1:9/ipp/print"})
     cfg["event"] = {"badge_media": "na_letter_8.5x11in"}
     async with appliance(cfg) as (run, kiosk), browser(tmp_path) as page:
-        await page.call(
-            "Emulation.setDeviceMetricsOverride", width=PHONE_WIDTH, height=844,
-            deviceScaleFactor=1, mobile=True,
-        )  # fmt: skip
-        await page.goto(f"{kiosk.url}/#token={TECH_TOKEN}")
-        await page.wait("document.body && document.body.getAttribute('data-loaded') === '1'")
+        await at_size(page)
+        await open_status_page(page, kiosk.url, TECH_TOKEN)
         assert await page.eval("document.querySelector('#event .event').dataset.mode") == "live"
 
         question, answer = await click(page, "rehearsal", "event")
@@ -107,8 +67,8 @@ async def test_rehearsal_go_live_and_preflight_from_the_page(
         assert await page.eval("document.getElementById('answer').textContent") == (
             "Preflight: 2 of 3 printer(s) ready; 1 would fail the morning"
         )
-        await _no_sideways_scroll(page)
-        assert await _axe_violations(page) == []
+        await no_sideways_scroll(page)
+        assert await axe_violations(page) == []
         ARTIFACTS.mkdir(exist_ok=True)
         shot = await page.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
         (ARTIFACTS / "status-page-preflight.png").write_bytes(

@@ -32,6 +32,7 @@ from edgeprint.service.stickers import (
 )
 from edgeprint.stock import Stock, StockView
 from testbed.rig import Rig
+from tests.browser import open_status_page, real_click
 from tests.cdp import browser
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance
 from tests.polling import eventually
@@ -293,21 +294,9 @@ async def test_status_page_sticker_button_downloads_it(
         await page.call(
             "Browser.setDownloadBehavior", behavior="allow", downloadPath=str(downloads)
         )
-        await page.goto(f"{app.url}/#token={TECH_TOKEN}")
-        await page.wait("document.body && document.body.getAttribute('data-loaded') === '1'")
-        sel = '[data-action="sticker"][data-target="printer-01"]'
-        # where the button is, in the middle of the viewport, and nothing over it
-        box = await page.wait(
-            f"(function () {{ var b = document.querySelector('{sel}'); if (!b) return null;"
-            " b.scrollIntoView({block: 'center'}); var r = b.getBoundingClientRect();"
-            " var x = r.x + r.width / 2, y = r.y + r.height / 2;"
-            " return document.elementFromPoint(x, y) === b ? [x, y] : null; })()"
-        )
-        for kind in ("mousePressed", "mouseReleased"):
-            await page.call(
-                "Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left",
-                clickCount=1,
-            )  # fmt: skip
+        await open_status_page(page, app.url, TECH_TOKEN)
+        # clicked with the mouse in the middle of the viewport, nothing over it
+        await real_click(page, '[data-action="sticker"][data-target="printer-01"]')
         answer = await page.wait(
             "(function () { var a = document.getElementById('answer');"
             " return !a.hidden && /downloaded|refused|no answer/.test(a.textContent)"

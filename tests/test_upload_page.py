@@ -20,13 +20,13 @@ import pytest
 
 from testbed.pdfs import make_pdf
 from testbed.rig import Rig
-from tests.cdp import Page, browser
+from tests.browser import at_size, axe_violations, no_sideways_scroll, real_click
+from tests.cdp import browser
 from tests.conftest import KIOSK_TOKEN, Appliance
 from tests.polling import eventually
 from tests.printing import appliance, rig_config
 from tests.test_release_page import _type
 from tests.test_status_page import require_chromium
-from tests.test_status_page_event import _axe_violations, _no_sideways_scroll
 
 ON = {"release": {"web_upload": True}}
 PROBLEM = "urn:edgeprint:problem:"
@@ -218,21 +218,6 @@ async def test_outside_allowed_networks_is_403(make_appliance: Callable[..., Any
         assert app.snapshot() == before
 
 
-async def _tap(page: Page, selector: str) -> None:
-    """A real tap (mouse press and release) in the middle of the element."""
-    box = await page.wait(
-        f"(function () {{ var e = document.querySelector('{selector}'); if (!e) return null;"
-        " e.scrollIntoView({block: 'center'}); var r = e.getBoundingClientRect();"
-        " var x = r.x + r.width / 2, y = r.y + r.height / 2;"
-        " return document.elementFromPoint(x, y) === e ? [x, y] : null; })()"
-    )
-    for kind in ("mousePressed", "mouseReleased"):
-        await page.call(
-            "Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left",
-            clickCount=1,
-        )  # fmt: skip
-
-
 async def test_phone_uploads_and_the_pin_releases_it_on_a_real_printer(
     tmp_path: Path, printers: Rig
 ) -> None:
@@ -243,16 +228,13 @@ async def test_phone_uploads_and_the_pin_releases_it_on_a_real_printer(
     notes.write_bytes(b"not a pdf\n")
     cfg = {**rig_config(tmp_path / "data", printers), **ON}
     async with appliance(cfg) as (run, kiosk), browser(tmp_path) as page:
-        await page.call(
-            "Emulation.setDeviceMetricsOverride", width=390, height=844, deviceScaleFactor=1,
-            mobile=True,
-        )  # fmt: skip
+        await at_size(page)
         await page.call("DOM.enable")
 
         async def fill(file: Path) -> None:
             await page.wait("document.readyState === 'complete' && !!document.getElementById"
                             "('upload')")  # fmt: skip
-            await _tap(page, "#owner")
+            await real_click(page, "#owner")
             await page.wait("document.activeElement && document.activeElement.id === 'owner'")
             await page.eval("document.getElementById('owner').value = ''")
             await page.call("Input.insertText", text="Ada Lovelace")
@@ -264,13 +246,13 @@ async def test_phone_uploads_and_the_pin_releases_it_on_a_real_printer(
 
         await page.goto(f"{kiosk.url}/upload")
         await page.wait("document.readyState === 'complete' && !!document.getElementById('upload')")
-        assert await _axe_violations(page) == []
-        await _no_sideways_scroll(page)
+        assert await axe_violations(page) == []
+        await no_sideways_scroll(page)
         assert await page.eval("document.getElementById('target').value") == "pool:lobby"
 
         # a file that is not a PDF: the page says so, nothing is stored
         await fill(notes)
-        await _tap(page, "#send")
+        await real_click(page, "#send")
         problem = await page.wait(
             "(function () { var p = document.querySelector('.problem');"
             " return p && p.textContent; })()"
@@ -278,12 +260,12 @@ async def test_phone_uploads_and_the_pin_releases_it_on_a_real_printer(
         assert problem == "That file is not a PDF. Save it as PDF and try again."
         assert await page.eval("document.getElementById('owner').value") == "Ada Lovelace"
         assert await run.service.list_jobs(limit=10) == []
-        assert await _axe_violations(page) == []
-        await _no_sideways_scroll(page)
+        assert await axe_violations(page) == []
+        await no_sideways_scroll(page)
 
         # the PDF: a PIN
         await fill(pdf)
-        await _tap(page, "#send")
+        await real_click(page, "#send")
         pin = await page.wait(
             "(function () { var p = document.getElementById('pin'); return p && p.textContent; })()"
         )
@@ -291,15 +273,15 @@ async def test_phone_uploads_and_the_pin_releases_it_on_a_real_printer(
         said = await page.eval("document.querySelector('.done').textContent")
         assert "Release it at the printer" in said
         assert "Ada Lovelace" in said
-        assert await _axe_violations(page) == []
-        await _no_sideways_scroll(page)
+        assert await axe_violations(page) == []
+        await no_sideways_scroll(page)
 
         (job,) = await run.service.list_jobs(owner="Ada Lovelace", limit=10)
         assert job.state.value == "HELD"
         assert await page.eval("document.getElementById('job-number').textContent") == (job.id[:6])
         # the person taps the link: the pool's release page, the job filled in, the PIN
         # field waiting; they type the PIN and Enter, then tap the job's Print button
-        await _tap(page, "#release-link")
+        await real_click(page, "#release-link")
         await page.wait(
             "location.pathname === '/release/lobby' && document.body &&"
             " document.body.getAttribute('data-state') === 'ready'"
@@ -314,9 +296,9 @@ async def test_phone_uploads_and_the_pin_releases_it_on_a_real_printer(
             "Array.from(document.querySelectorAll('#jobs li')).map(function (li) {"
             " return li.dataset.job; })"
         ) == [job.id]
-        assert await _axe_violations(page) == []
-        await _no_sideways_scroll(page)
-        await _tap(page, f'li[data-job="{job.id}"] button')
+        assert await axe_violations(page) == []
+        await no_sideways_scroll(page)
+        await real_click(page, f'li[data-job="{job.id}"] button')
         await page.wait("document.body.getAttribute('data-state') === 'printed'")
         said = await page.eval("document.getElementById('answer').textContent")
         assert said.startswith("1 job sent to "), said

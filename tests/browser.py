@@ -1,0 +1,113 @@
+"""What a person does in a page, in real headless chromium (tests/cdp.py): the screen's size,
+a tap with real mouse events, typed text, the status page opened with a token; and what the
+page tests check of every page: axe-core finds nothing, nothing scrolls sideways.
+
+Loaded as a pytest plugin (tests/conftest.py), so ``chromium_path`` is a fixture everywhere.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+
+import pytest
+
+from tests.cdp import Page
+from tests.test_status_page import require_chromium
+
+PHONE_WIDTH = 390
+PHONE_HEIGHT = 844
+
+
+@pytest.fixture
+def chromium_path() -> str:
+    """Checked before the printers start: a missing browser skips (or fails in CI) at once."""
+    return require_chromium()
+
+
+def js(value: str) -> str:
+    """``value`` as a JavaScript string literal."""
+    return json.dumps(value)
+
+
+async def at_size(
+    page: Page, width: int = PHONE_WIDTH, height: int = PHONE_HEIGHT, mobile: bool = True
+) -> None:
+    """The page's screen: a phone's unless told."""
+    await page.call(
+        "Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1,
+        mobile=mobile,
+    )  # fmt: skip
+
+
+async def open_status_page(page: Page, base_url: str, token: str) -> None:
+    """The status page with ``token`` in its fragment, once its first poll has answered."""
+    await page.goto(f"{base_url}/#token={token}")
+    await page.wait("document.body && document.body.getAttribute('data-loaded') === '1'")
+
+
+async def mouse_click(page: Page, x: float, y: float) -> None:
+    """A left-button press and release at (x, y), as a finger or a mouse gives them."""
+    for kind in ("mousePressed", "mouseReleased"):
+        await page.call(
+            "Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1
+        )
+
+
+async def real_click(page: Page, selector: str) -> None:
+    """Scroll ``selector`` into view and click its centre with the mouse, once it is the
+    element a person's finger would hit there (nothing over it, the page not busy)."""
+    point: list[float] = await page.wait(
+        "(function () { var e = document.querySelector(" + js(selector) + ");"
+        " if (!e || document.body.hasAttribute('data-busy')) { return null; }"
+        " e.scrollIntoView({block: 'center'}); var r = e.getBoundingClientRect();"
+        " if (!r.width || !r.height) { return null; }"
+        " var x = r.left + r.width / 2, y = r.top + r.height / 2;"
+        " var at = document.elementFromPoint(x, y);"
+        " return at && (at === e || e.contains(at)) ? [x, y] : null; })()"
+    )
+    x, y = point
+    await mouse_click(page, x, y)
+
+
+async def type_text(page: Page, selector: str, text: str) -> None:
+    """Click into the field and type ``text`` as keyboard input."""
+    await real_click(page, selector)
+    await page.wait(f"document.activeElement === document.querySelector({js(selector)})")
+    await page.call("Input.insertText", text=text)
+
+
+async def enter(page: Page) -> None:
+    """The Enter key pressed and released."""
+    for kind in ("keyDown", "keyUp"):
+        await page.call(
+            "Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter",
+            windowsVirtualKeyCode=13, text="\r" if kind == "keyDown" else "",
+        )  # fmt: skip
+
+
+async def no_sideways_scroll(page: Page) -> None:
+    """The page is no wider than its screen (the first elements past the edge are named)."""
+    widths = await page.eval(
+        "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
+    wide = await page.eval(
+        "Array.from(document.querySelectorAll('body *')).filter(function (e) {"
+        " return e.getBoundingClientRect().right > document.documentElement.clientWidth + 1; })"
+        ".slice(0, 5).map(function (e) { return e.tagName + '#' + e.id + '.' + e.className +"
+        " ' ' + Math.round(e.getBoundingClientRect().right); })"
+    )
+    assert widths[0] <= widths[1], f"the page scrolls sideways at {widths[1]} px: {wide}"
+
+
+async def axe_violations(page: Page) -> list[str]:
+    """axe-core's rules run in the page: the ids of the rules it finds broken, with nodes."""
+    source = importlib.resources.files("axe_core_python").joinpath("axe.min.js").read_text()
+    await page.eval(source + ";true")
+    found = await page.eval(
+        "axe.run(document).then(function (r) { return JSON.stringify(r.violations.map("
+        "function (v) { return v.id + ': ' + v.nodes.map(function (n) {"
+        " return n.target.join(' '); }).join(', '); })); })"
+    )
+    violations: list[str] = json.loads(found)
+    return violations
