@@ -22,6 +22,7 @@ from aiohttp import web
 
 __all__ = [
     "StaticPage",
+    "api_page_csp",
     "content_security_policy",
     "html_response",
     "load_static",
@@ -71,6 +72,19 @@ def content_security_policy(script: str, style: str, *directives: str) -> str:
             *directives,
             "frame-ancestors 'none'",
         )
+    )
+
+
+def api_page_csp(page: StaticPage, img_src: str) -> str:
+    """The CSP of a page from package data that reads the appliance's API: requests only
+    to the appliance itself, images only from ``img_src``, no ``<base>``, no form posts."""
+    return content_security_policy(
+        page.script,
+        page.style,
+        "connect-src 'self'",
+        f"img-src {img_src}",
+        "base-uri 'none'",
+        "form-action 'none'",
     )
 
 

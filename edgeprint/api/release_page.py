@@ -18,7 +18,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from edgeprint.api.app import DEPS
-from edgeprint.api.pages import content_security_policy, html_response, load_static, page_headers
+from edgeprint.api.pages import api_page_csp, html_response, load_static, page_headers
 
 __all__ = ["PAGE", "release_index", "release_page", "release_page_slash"]
 
@@ -27,14 +27,7 @@ PAGE = _PAGE.html
 
 #: Only this page's own script and style (by hash); requests only to the appliance
 #: itself; the previews are ``blob:`` images.
-CONTENT_SECURITY_POLICY = content_security_policy(
-    _PAGE.script,
-    _PAGE.style,
-    "connect-src 'self'",
-    "img-src blob:",
-    "base-uri 'none'",
-    "form-action 'none'",
-)
+CONTENT_SECURITY_POLICY = api_page_csp(_PAGE, "blob:")
 _HEADERS = page_headers(CONTENT_SECURITY_POLICY)
 _NOT_FOUND = (
     b'<!doctype html><html lang="en"><head><meta charset="utf-8">'

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from edgeprint.api.pages import content_security_policy, html_response, load_static, page_headers
+from edgeprint.api.pages import api_page_csp, html_response, load_static, page_headers
 
 __all__ = ["PAGE", "status_page"]
 
@@ -31,14 +31,7 @@ _PAGE = load_static("status")
 PAGE = _PAGE.html
 
 #: Only this page's own script and style (by hash); requests only to the appliance itself.
-CONTENT_SECURITY_POLICY = content_security_policy(
-    _PAGE.script,
-    _PAGE.style,
-    "connect-src 'self'",
-    "img-src data: blob:",
-    "base-uri 'none'",
-    "form-action 'none'",
-)
+CONTENT_SECURITY_POLICY = api_page_csp(_PAGE, "data: blob:")
 _HEADERS = page_headers(CONTENT_SECURITY_POLICY)
 _BODY_BYTES = PAGE.encode()
 
