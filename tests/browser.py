@@ -17,6 +17,8 @@ from tests.test_status_page import require_chromium
 
 PHONE_WIDTH = 390
 PHONE_HEIGHT = 844
+#: The screens every page is tried at (issue 24): a phone and a tablet (or kiosk) on its side.
+SCREENS = {"phone": (PHONE_WIDTH, PHONE_HEIGHT, True), "tablet": (1024, 768, False)}
 
 
 @pytest.fixture

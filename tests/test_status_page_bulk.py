@@ -9,9 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from edgeprint.service import Caller
 from testbed.rig import Rig
 from tests.browser import (
+    SCREENS,
     at_size,
     axe_violations,
     js,
@@ -55,8 +58,9 @@ async def confirm_and_answer(page: Page) -> tuple[str, str]:
     return question, answer
 
 
+@pytest.mark.parametrize("screen", sorted(SCREENS))
 async def test_select_cancel_retry_by_reason_and_cancel_matching(
-    chromium_path: str, tmp_path: Path, printers: Rig
+    chromium_path: str, tmp_path: Path, printers: Rig, screen: str
 ) -> None:
     """Two HELD jobs ticked and cancelled; all three attempts_exhausted dead letters retried
     by reason (printed once each, the poison one left); the owner filter typed and its one
@@ -76,7 +80,7 @@ async def test_select_cancel_retry_by_reason_and_cancel_matching(
         await run.service.set_paused("printer-02", False, TECH)
 
         async with browser(tmp_path) as page:
-            await at_size(page)
+            await at_size(page, *SCREENS[screen])
             await open_status_page(page, kiosk.url, TECH_TOKEN)
 
             # tick two HELD jobs in the recent jobs list: the bar counts them

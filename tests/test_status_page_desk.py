@@ -8,8 +8,11 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+import pytest
+
 from testbed.rig import Rig
 from tests.browser import (
+    SCREENS,
     at_size,
     axe_violations,
     enter,
@@ -26,8 +29,9 @@ from tests.printing import appliance, printed_names, rig_config
 from tests.test_status_page_event import ARTIFACTS
 
 
+@pytest.mark.parametrize("screen", sorted(SCREENS))
 async def test_search_story_and_reprint_from_the_page(
-    chromium_path: str, tmp_path: Path, printers: Rig
+    chromium_path: str, tmp_path: Path, printers: Rig, screen: str
 ) -> None:
     async with appliance(rig_config(tmp_path / "data", printers)) as (run, kiosk):
         badge = await kiosk.submit(
@@ -37,7 +41,7 @@ async def test_search_story_and_reprint_from_the_page(
         await kiosk.wait_states([badge["id"], other["id"]], {"DONE"})
 
         async with browser(tmp_path) as page:
-            await at_size(page)
+            await at_size(page, *SCREENS[screen])
             await open_status_page(page, kiosk.url, TECH_TOKEN)
 
             # search: owner contains "zoë" (typed, Enter), then a bad id prefix is said, not sent

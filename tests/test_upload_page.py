@@ -20,7 +20,7 @@ import pytest
 
 from testbed.pdfs import make_pdf
 from testbed.rig import Rig
-from tests.browser import at_size, axe_violations, no_sideways_scroll, real_click
+from tests.browser import SCREENS, at_size, axe_violations, no_sideways_scroll, real_click
 from tests.cdp import browser
 from tests.conftest import KIOSK_TOKEN, Appliance
 from tests.polling import eventually
@@ -218,8 +218,9 @@ async def test_outside_allowed_networks_is_403(make_appliance: Callable[..., Any
         assert app.snapshot() == before
 
 
+@pytest.mark.parametrize("screen", sorted(SCREENS))
 async def test_phone_uploads_and_the_pin_releases_it_on_a_real_printer(
-    tmp_path: Path, printers: Rig
+    tmp_path: Path, printers: Rig, screen: str
 ) -> None:
     require_chromium()
     pdf = tmp_path / "homework.pdf"
@@ -228,7 +229,7 @@ async def test_phone_uploads_and_the_pin_releases_it_on_a_real_printer(
     notes.write_bytes(b"not a pdf\n")
     cfg = {**rig_config(tmp_path / "data", printers), **ON}
     async with appliance(cfg) as (run, kiosk), browser(tmp_path) as page:
-        await at_size(page)
+        await at_size(page, *SCREENS[screen])
         await page.call("DOM.enable")
 
         async def fill(file: Path) -> None:
