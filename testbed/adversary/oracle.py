@@ -38,6 +38,10 @@ BOUND = int(MAX_REQUEST_BURST + MAX_REQUESTS_PER_S)
 #: bunch: a quarter more than the bound is allowed for that.
 BUNCHING = 1.25
 INVARIANTS = ("I1", "I2", "I3", "I4", "I5", "I6")
+#: A job made on a printer this long after its answer said its head was open (stopped, a
+#: bare ``other``) counts as sent to a stopped printer; within it, a claim already on its
+#: way when the answer came is no fault (seconds).
+STOPPED_GRACE_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,8 @@ class Verdict:
     dead: int = 0
     peak_requests: int = 0
     peak_connections: int = 0
+    #: jobs made on a printer after it said (STOPPED_GRACE_S before) that its head was open
+    sent_while_stopped: int = 0
 
     def count(self, invariant: str) -> int:
         return sum(1 for v in self.violations if v.invariant == invariant)
@@ -174,6 +180,10 @@ def judge(outcome: RunOutcome) -> Verdict:
     for p, names in outcome.leftovers.items():
         for n in names:
             out.append(Violation("I4", n.removeprefix("edgeprint-"), f"{p} still holds {n}"))
+    for rec in outcome.records.values():
+        v.sent_while_stopped += sum(
+            1 for t in rec.made_while_stopped if t is not None and t > STOPPED_GRACE_S
+        )
     bound = int((BOUND + MAX_REQUEST_BURST * outcome.kills) * BUNCHING)
     for p, rec in outcome.records.items():
         reqs, conns = rec.max_per_second("requests"), rec.max_per_second("connections")
