@@ -15,7 +15,8 @@
   outage), a job whose one whole copy came out on a printer that answered consistently
   ends DONE — unless the printer gave no way to know (its answer to the upload was lost and
   it reports no figure of what it received or printed, or it forgets finished jobs and
-  either its clock stands still or it aborted the job after its last page under a jam).
+  either its clock stands still, or it aborted the job after its last page under a jam,
+  or it forgot the job while it showed its head open: a bare ``other``).
 - **I6** no storm: no printer got more than :data:`BOUND` requests, or new connections, in
   any one second (per appliance process: each restart may add one burst).
 """
@@ -100,7 +101,8 @@ def _undecidable(outcome: RunOutcome, printer: str, name: str) -> bool:
     a restart (so "forgotten" cannot be told from "lost in a restart"); or it forgot the
     job at once while it reported a jam (its own, after the last page, or one an earlier
     job left showing) before edgeprint saw a page count (a jam that ends a job part-way
-    looks the same)."""
+    looks the same); or it forgot the job while it showed its head open (a bare ``other``,
+    an error that may have ended the job: the same as a job aborted by it)."""
     behaviours = set(outcome.scenario.behaviours[printer])
     rec = outcome.records[printer]
     lost = any(how == "lost" and rec.made.get(key) == name for key, how in rec.uploads.items())
@@ -108,6 +110,12 @@ def _undecidable(outcome: RunOutcome, printer: str, name: str) -> bool:
     if lost and (forgets or _figureless(outcome, printer)):
         return True
     if forgets and _aborted_with_reason(outcome, printer):
+        return True
+    if forgets and any(
+        shown.absent_under_fault
+        for key, shown in rec.shown.items()
+        if rec.made.get(key) == name
+    ):  # fmt: skip
         return True
     return forgets and "up_time_frozen" in behaviours
 

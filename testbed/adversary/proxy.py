@@ -50,6 +50,10 @@ _MAKES = {Operation.CREATE_JOB, Operation.PRINT_JOB}
 _STALLS = ("media-jam", "cover-open", "media-empty", "media-needed", "door-open")
 #: The host name a printer behind a TLS front, or known by its .local name, uses for itself.
 OTHER_HOST = "printer.local"
+#: A job left out of an answer this soon after the printer last showed its head open
+#: (seconds: a few of the appliance's probes) was forgotten under that fault, as far as
+#: edgeprint can tell.
+FAULT_WINDOW_S = 1.0
 #: Attributes the proxy asks the printer for besides edgeprint's, to know a job's age.
 _AGE_ATTRIBUTES = ("time-at-completed", "job-printer-up-time")
 
@@ -130,6 +134,9 @@ class Shown:
     reasons: set[str] = field(default_factory=set)
     impressions: set[int] = field(default_factory=set)
     not_found: int = 0  # answers that said it did not exist (or left it out of a list)
+    #: it was left out while the printer showed (or had shown within FAULT_WINDOW_S) its head
+    #: open: a bare ``other``, an error that may have ended it
+    absent_under_fault: bool = False
 
 
 @dataclass
@@ -197,6 +204,7 @@ class AdversaryProxy:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _later: set[asyncio.Task[None]] = field(default_factory=set)  # requests forwarded late
     _stopped_shown: float | None = None  # monotonic: first answer that showed the head open
+    _fault_shown: float | None = None  # monotonic: last answer that showed the head open
 
     def __post_init__(self) -> None:
         self._rng.seed(self.seed)
@@ -494,7 +502,13 @@ class AdversaryProxy:
 
     def _note_shown_absent(self, job_id: int | None) -> None:
         if job_id is not None:
-            self.record.shown.setdefault((self.life, job_id), Shown()).not_found += 1
+            shown = self.record.shown.setdefault((self.life, job_id), Shown())
+            shown.not_found += 1
+            last = self._fault_shown
+            if self.knobs.head_open or (
+                last is not None and time.monotonic() - last <= FAULT_WINDOW_S
+            ):
+                shown.absent_under_fault = True
 
     # --- rewriting answers ----------------------------------------------------------------
 
@@ -627,8 +641,9 @@ class AdversaryProxy:
             g.set(attr("printer-state", Tag.ENUM, _PRINTER_STOPPED))
             g.set(attr("printer-state-message", Tag.TEXT, "Print head open."))
             reasons.append("other")
+            self._fault_shown = time.monotonic()
             if self._stopped_shown is None:
-                self._stopped_shown = time.monotonic()
+                self._stopped_shown = self._fault_shown
         reasons.extend(k.extra_reasons)
         if reasons_attr is not None or reasons:
             g.set(attr("printer-state-reasons", Tag.KEYWORD, *(reasons or ["none"])))
