@@ -72,6 +72,7 @@ async def _seeds(seeds: Sequence[int], work: Path, jsonl: Path) -> None:
                 "done": v.done, "unverified": v.unverified, "dead": v.dead,
                 "hidden": v.hidden, "undecidable": v.undecidable,
                 "peak_requests": v.peak_requests, "peak_connections": v.peak_connections,
+                "sent_while_stopped": v.sent_while_stopped,
             }  # fmt: skip
             if v.violations:
                 entry["scenario"] = scn.to_dict()
@@ -224,6 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "dead": sum(e["dead"] for e in log), "hidden_by_printer": sum(e["hidden"] for e in log),
         "undecidable": sum(e["undecidable"] for e in log),
         "peak_requests_per_s": max((e["peak_requests"] for e in log), default=0),
+        "sent_while_stopped": sum(e.get("sent_while_stopped", 0) for e in log),
         "seed_seconds_p50": percentile(seconds, 50), "seconds": round(took, 1),
     }  # fmt: skip
     table_rows = [
@@ -241,6 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         per_pair=stats["per_pair"],
     )  # fmt: skip
     print(summary)
+    print(f"open head: {figures['sent_while_stopped']} job(s) made on a printer more than "
+          f"{oracle.STOPPED_GRACE_S} s after it said it was stopped")  # fmt: skip
     (run.args.out.parent / "adversary_failing.json").write_text(json.dumps(failing, indent=2))
     return code
 

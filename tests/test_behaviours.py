@@ -9,6 +9,7 @@ these behaviours in combination (tests/test_adversary.py); these pin each one do
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +66,42 @@ def _reasons_shown(*reasons: str) -> Callable[[runner.RunOutcome], None]:
     return check
 
 
+def _supplies_sane(out: runner.RunOutcome) -> None:
+    """Nonsense about supplies and trays shows as nothing or as unknown levels, never as a
+    level outside 0–100 or a row paired with another's figure."""
+    p = out.printers["printer-01"]
+    for row in [*p["supplies"], *p["media_levels"]]:
+        level = row["level_percent"]
+        assert level is None or 0 <= level <= 100, p
+    assert len({r["tray"] for r in p["media_levels"]}) == len(p["media_levels"]), p
+
+
+def _waited_for_stock(out: runner.RunOutcome) -> None:
+    """The job waited, with its reason, while the wrong roll was in (the appliance's log
+    says so: the job's final JSON no longer does)."""
+    [job_id] = out.accepted.values()
+    assert out.log is not None
+    waits = [
+        e for e in map(_json_line, out.log.read_text().splitlines())
+        if e.get("event") == "job_waiting" and e.get("job_id") == job_id
+    ]  # fmt: skip
+    assert waits, "no job_waiting line for the job"
+    assert "4×6" in str(waits[0].get("reason")), waits
+
+
+def _json_line(line: str) -> dict[str, Any]:
+    try:
+        d = json.loads(line)
+    except ValueError:
+        return {}
+    return d if isinstance(d, dict) else {}
+
+
+def _nothing_made_while_open(out: runner.RunOutcome) -> None:
+    """No job was made on printer-01 while its head was open (it was open from the start)."""
+    assert out.records["printer-01"].made_while_stopped == [], out.records["printer-01"]
+
+
 P1 = "printer-01"
 EXPECT: dict[str, Expect] = {
     "keepalive_dropped": Expect(on=P1),
@@ -118,6 +155,9 @@ EXPECT: dict[str, Expect] = {
     "stops_on_error": Expect(),
     "bypass_empty": Expect(on=P1, check=_reasons_shown("media-empty-report")),
     "supplies_low": Expect(on=P1, check=_reasons_shown("marker-supply-low-report")),
+    "garbage_supplies": Expect(on=P1, check=_supplies_sane),
+    "stock_change_silent": Expect(on=P1, check=_waited_for_stock),
+    "open_head_other": Expect(check=_nothing_made_while_open),  # moved to its peer, or waits
     "paper_out": Expect(),
     "power_cycle": Expect(check=_epoch_cause("printer-up-time")),
     "other_clients": Expect(on=P1),

@@ -161,27 +161,38 @@ class Observer:
             return copy
         return await self.service.copy_reported(copy, pj)
 
-    async def send_cancel(self, copy: Copy) -> bool:
+    async def send_cancel(self, copy: Copy, *, tries: int = 1) -> bool:
         """Cancel-Job for a copy already recorded ``cancelling``; True when the printer took
         the cancel of a job it still had. False when it refused, or answered that the job
         is already finished or unknown there (client-error-not-possible, -not-found): that
         says nothing of what came out — only looking at the job does. No-op without a
-        job-id."""
+        job-id. ``tries``: a cancel the printer did not act on (busy, service-unavailable)
+        is asked again, up to this many times in all, backing off — for an empty printer
+        job nobody else will ever cancel (its document was refused, and a printer that
+        rewrites job names hides it from :meth:`cancel_strays`)."""
         if copy.printer_job_id is None:
             return False
-        try:
-            took = await self.client.cancel_job(copy.printer_job_id)
-        except errors.PrinterUnreachable as exc:
-            raise Unsettled from exc
-        except errors.PrinterError as exc:
-            log.warning(
-                "cancel failed",
-                extra={"event": "cancel_failed", "printer": copy.printer,
-                       "printer_job_id": copy.printer_job_id, "error": str(exc)},
-            )  # fmt: skip
-            return False
-        await self.service.copy_cancel_sent(copy)
-        return took
+        delay = self.settings.poll_interval_min_s
+        for attempt in range(1, tries + 1):
+            try:
+                took = await self.client.cancel_job(copy.printer_job_id)
+            except errors.PrinterUnreachable as exc:
+                raise Unsettled from exc
+            except errors.PrinterError as exc:
+                log.warning(
+                    "cancel failed",
+                    extra={"event": "cancel_failed", "printer": copy.printer,
+                           "printer_job_id": copy.printer_job_id, "error": str(exc),
+                           "attempt": attempt},
+                )  # fmt: skip
+                if attempt < tries and isinstance(exc, errors.PrinterTransient):
+                    await asyncio.sleep(delay)  # the printer did not act on it: ask again
+                    delay *= 4
+                    continue
+                return False
+            await self.service.copy_cancel_sent(copy)
+            return took
+        return False
 
     async def await_cancel(self, copy: Copy) -> Copy | None:
         """Cancel-Job (once), then wait (bounded) until the printer settles the copy; the

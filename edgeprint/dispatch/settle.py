@@ -45,6 +45,10 @@ log = logging.getLogger(__name__)
 
 #: Rounds of observe → judge → act for one job before the worker waits and tries later.
 ROUNDS = 10
+#: Cancel-Job asks for the empty printer job of a refused upload, over answers the printer
+#: did not act on (busy, service-unavailable): backing off from poll_interval_min_s ×4 each
+#: time, about a third of a second in all at the default 5 ms.
+REFUSED_CANCEL_TRIES = 5
 
 #: What settlement hands back: a copy to follow, True (the job is settled, or no longer
 #: this printer's), False (not settled yet: try again later).
@@ -200,7 +204,8 @@ class Settlement:
         if copy.printer_job_id is not None:
             cancelling = await self.service.copy_cancelling(copy, f"refused: {exc}")
             if cancelling is not None:
-                await self.observer.send_cancel(cancelling)
+                # an empty printer job blocks a printer that takes one job at a time
+                await self.observer.send_cancel(cancelling, tries=REFUSED_CANCEL_TRIES)
                 copy = cancelling
         settled = await self.service.settle_copy(
             copy, CopyState.REFUSED, str(exc), evidence=Evidence.REFUSED.value

@@ -32,6 +32,12 @@ class Draw:
     events: list[tuple[float, str, dict[str, Any]]] = field(default_factory=list)
     speed_s: float = 0.0  # seconds per page
     jobs: int = 0  # jobs of the seed (events may name one by its index)
+    #: the behaviour's own deterministic test (tests/test_behaviours.py): one job, no other
+    #: behaviour; a behaviour may then draw its hardest case
+    alone: bool = False
+    #: (alone) the job is submitted no earlier than this (seconds): the appliance has seen
+    #: what the behaviour set up at the start
+    jobs_after: float = 0.0
 
     def at(self, t: float, action: str, **args: Any) -> None:
         self.events.append((round(t, 3), action, {"printer": self.printer, **args}))
@@ -129,6 +135,45 @@ def _vendor_error(d: Draw) -> None:
     t = d.rng.uniform(0.0, 0.5)
     d.at(t, "knob", extra_reasons=("com.acme-fuser-error",))
     d.at(t + d.rng.uniform(0.5, 1.5), "knob", extra_reasons=())
+
+
+#: Rolls a person may load instead of the right one (4×3 in labels, RIGHT_STOCK):
+#: one the 4×3 in badge does not fit (labels fit exactly), A4 sheets (a sheet prints any
+#: size scaled), and the right roll itself (a swap that changes nothing but the count).
+_OTHER_STOCK = (
+    ("na_index-4x6_4x6in", "labels"), ("iso_a4_210x297mm", "stationery"),
+    ("oe_4x3-label_4x3in", "labels"),
+)  # fmt: skip
+_WRONG_STOCK = _OTHER_STOCK[0]
+#: The stock every job of a run fits exactly (testbed.pdfs makes 4×3 in badges).
+RIGHT_STOCK = ("oe_4x3-label_4x3in", "labels")
+
+
+def _stock_change_silent(d: Draw) -> None:
+    if d.alone:  # the hard case: the job arrives after a wrong roll went in
+        t, (size, kind), d.jobs_after = 0.0, _WRONG_STOCK, 1.2
+        back = 2.5
+    else:
+        t = d.rng.uniform(0.0, 0.8)
+        size, kind = d.rng.choice(_OTHER_STOCK)
+        back = t + d.rng.uniform(0.5, 2.0)
+    d.at(t, "stock", size=size, media_type=kind)
+    d.at(back, "stock", size=RIGHT_STOCK[0], media_type=RIGHT_STOCK[1])
+
+
+def _garbage_supplies(d: Draw) -> None:
+    d.knobs["garbage_supplies"] = "contradictory" if d.alone else d.rng.choice(
+        ("types", "contradictory"))  # fmt: skip
+
+
+def _open_head_other(d: Draw) -> None:
+    if d.alone:  # open before the job comes; closed a while later
+        d.knobs["head_open"] = True
+        d.at(2.0, "knob", head_open=False)
+        return
+    t = d.rng.uniform(0.0, 0.8)
+    d.at(t, "knob", head_open=True)
+    d.at(t + d.rng.uniform(0.5, 2.0), "knob", head_open=False)
 
 
 def _stops_on_error(d: Draw) -> None:
@@ -374,6 +419,37 @@ CATALOGUE: tuple[Behaviour, ...] = (
        "apple/cups#4759 (marker-levels 60,-1); the python-ipp Epson XP-6000 fixture: "
        "marker-supply-low-warning",
        _knob(supplies_low=True)),
+    _B("garbage_supplies", "state",
+       "answers its supplies and trays with nonsense: wrong value types and control "
+       "characters, or well-typed values that contradict each other (marker-names and "
+       "marker-levels of different lengths, levels 101 and -5 beyond RFC 3805's -1/-2/-3, a "
+       "tray fuller than its capacity, a printer-input-tray value not in key=value; form)",
+       "apple/cups#4016 (https://github.com/apple/cups/issues/4016): printers report supply "
+       "levels as percentages and RFC 3805 special values that CUPS misread; apple/cups#4759: "
+       "marker-levels 60,-1 beside two marker-names (parallel lists a reader must pair); "
+       "Tylan/check_snmp_printer#11 (https://github.com/Tylan/check_snmp_printer/issues/11): a "
+       "Lexmark's input level -3 while its panel knows the count; OpenPrinting/cups#1462 "
+       "(https://github.com/OpenPrinting/cups/issues/1462): a misread waste-toner level stops "
+       "a working printer; PWG 5100.13 §6.5.5 printer-input-tray (key=value; octetString)",
+       _garbage_supplies),
+    _B("stock_change_silent", "state",
+       "has its roll swapped during the run (4×6 in labels the 4×3 in badge does not fit, A4 "
+       "sheets, or the right roll again) and back to the right roll later: media-ready and "
+       "media-col-ready change, printer-config-change-time does not",
+       "michaelrsweet/pappl#395 (https://github.com/michaelrsweet/pappl/issues/395): the ready "
+       "media is set apart from the printer's configuration (media-ready could not be changed "
+       "by 'modify'); RFC 3995 §5.3.1 ties printer-config-change-time to the "
+       "printer-config-changed event only; ippeveprinter's /media form (CUPS "
+       "tools/ippeveprinter.c) changes media-ready and leaves printer-config-change-time",
+       _stock_change_silent),
+    _B("open_head_other", "state",
+       "a label printer with its head open: printer-state stopped, printer-state-reasons a "
+       "bare 'other' (no suffix) and 'Print head open.' as its message for a while, then idle",
+       "michaelrsweet/lprint lprint-zpl.c (https://github.com/michaelrsweet/lprint), its ~HQES "
+       "status: every error but media-out, jam and pause, the head open among them, becomes "
+       "the one reason 'other' (the head only named in its log); RFC 8011 §5.4.12: a keyword "
+       "without a suffix is an error",
+       _open_head_other),
     _B("paper_out", "state",
        "runs out of paper in every tray for a while, then is refilled",
        "apple/cups#5776 (https://github.com/apple/cups/issues/5776): media-empty-warning on a Dell "

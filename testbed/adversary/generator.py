@@ -12,7 +12,7 @@ other clients' jobs, jams, a person at the panel).
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from testbed.adversary.catalogue import BY_ID, CATALOGUE, Behaviour, Draw
@@ -160,9 +160,12 @@ def scenario(seed: int, *, only: tuple[str, ...] | None = None) -> Scenario:
             picked = [BY_ID[b] for b in only] if p == PRINTERS[0] else []
         else:
             picked = personality(rng, rng.choice((1, 1, 2, 2, 3)))
-        d = Draw(rng=rng, printer=p, jobs=n_jobs, speed_s=round(rng.uniform(0.0, 0.05), 3))
+        d = Draw(rng=rng, printer=p, jobs=n_jobs, speed_s=round(rng.uniform(0.0, 0.05), 3),
+                 alone=only is not None)  # fmt: skip
         for b in picked:
             b.apply(d)
+        if only is not None and d.jobs_after > 0:  # the behaviour's test: the job comes later
+            jobs = tuple(replace(j, at=max(j.at, d.jobs_after)) for j in jobs)
         behaviours[p] = tuple(b.id for b in picked)
         knobs[p] = d.knobs
         speeds[p] = d.speed_s

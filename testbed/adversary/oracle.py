@@ -15,7 +15,8 @@
   outage), a job whose one whole copy came out on a printer that answered consistently
   ends DONE — unless the printer gave no way to know (its answer to the upload was lost and
   it reports no figure of what it received or printed, or it forgets finished jobs and
-  either its clock stands still or it aborted the job after its last page under a jam).
+  either its clock stands still, or it aborted the job after its last page under a jam,
+  or it forgot the job while it showed its head open: a bare ``other``).
 - **I6** no storm: no printer got more than :data:`BOUND` requests, or new connections, in
   any one second (per appliance process: each restart may add one burst).
 """
@@ -38,6 +39,10 @@ BOUND = int(MAX_REQUEST_BURST + MAX_REQUESTS_PER_S)
 #: bunch: a quarter more than the bound is allowed for that.
 BUNCHING = 1.25
 INVARIANTS = ("I1", "I2", "I3", "I4", "I5", "I6")
+#: A job made on a printer this long after its answer said its head was open (stopped, a
+#: bare ``other``) counts as sent to a stopped printer; within it, a claim already on its
+#: way when the answer came is no fault (seconds).
+STOPPED_GRACE_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,8 @@ class Verdict:
     dead: int = 0
     peak_requests: int = 0
     peak_connections: int = 0
+    #: jobs made on a printer after it said (STOPPED_GRACE_S before) that its head was open
+    sent_while_stopped: int = 0
 
     def count(self, invariant: str) -> int:
         return sum(1 for v in self.violations if v.invariant == invariant)
@@ -94,7 +101,8 @@ def _undecidable(outcome: RunOutcome, printer: str, name: str) -> bool:
     a restart (so "forgotten" cannot be told from "lost in a restart"); or it forgot the
     job at once while it reported a jam (its own, after the last page, or one an earlier
     job left showing) before edgeprint saw a page count (a jam that ends a job part-way
-    looks the same)."""
+    looks the same); or it forgot the job while it showed its head open (a bare ``other``,
+    an error that may have ended the job: the same as a job aborted by it)."""
     behaviours = set(outcome.scenario.behaviours[printer])
     rec = outcome.records[printer]
     lost = any(how == "lost" and rec.made.get(key) == name for key, how in rec.uploads.items())
@@ -102,6 +110,12 @@ def _undecidable(outcome: RunOutcome, printer: str, name: str) -> bool:
     if lost and (forgets or _figureless(outcome, printer)):
         return True
     if forgets and _aborted_with_reason(outcome, printer):
+        return True
+    if forgets and any(
+        shown.absent_under_fault
+        for key, shown in rec.shown.items()
+        if rec.made.get(key) == name
+    ):  # fmt: skip
         return True
     return forgets and "up_time_frozen" in behaviours
 
@@ -174,6 +188,10 @@ def judge(outcome: RunOutcome) -> Verdict:
     for p, names in outcome.leftovers.items():
         for n in names:
             out.append(Violation("I4", n.removeprefix("edgeprint-"), f"{p} still holds {n}"))
+    for rec in outcome.records.values():
+        v.sent_while_stopped += sum(
+            1 for t in rec.made_while_stopped if t is not None and t > STOPPED_GRACE_S
+        )
     bound = int((BOUND + MAX_REQUEST_BURST * outcome.kills) * BUNCHING)
     for p, rec in outcome.records.items():
         reqs, conns = rec.max_per_second("requests"), rec.max_per_second("connections")

@@ -50,6 +50,10 @@ _MAKES = {Operation.CREATE_JOB, Operation.PRINT_JOB}
 _STALLS = ("media-jam", "cover-open", "media-empty", "media-needed", "door-open")
 #: The host name a printer behind a TLS front, or known by its .local name, uses for itself.
 OTHER_HOST = "printer.local"
+#: A job left out of an answer this soon after the printer last showed its head open
+#: (seconds: a few of the appliance's probes) was forgotten under that fault, as far as
+#: edgeprint can tell.
+FAULT_WINDOW_S = 1.0
 #: Attributes the proxy asks the printer for besides edgeprint's, to know a job's age.
 _AGE_ATTRIBUTES = ("time-at-completed", "job-printer-up-time")
 
@@ -108,9 +112,16 @@ class Knobs:
     error_stop: bool = False  # a stalled job's reasons shown as -error, printer-state stopped
     bypass_empty: bool = False  # the by-pass tray shown empty (main stays loaded)
     supplies_low: bool = False  # marker-supply-low and a low marker level
-    #: issue 23: printer-supply, marker-*, printer-input-tray and media-ready answered with
-    #: nonsense (wrong value types, malformed fields, control characters)
-    garbage_supplies: bool = False
+    #: issue 23: supplies and trays answered with nonsense. ``True`` / ``"types"``:
+    #: printer-supply, marker-*, printer-input-tray and media-ready with wrong value types,
+    #: malformed fields, control characters; ``"contradictory"``: well-typed values that
+    #: disagree (marker-names and marker-levels of different lengths, levels of 101 and -5
+    #: beyond RFC 3805's -1/-2/-3, a tray fuller than its capacity, a printer-input-tray
+    #: value that is not PWG 5100.13's ``key=value;`` form); media-ready stays true
+    garbage_supplies: bool | Literal["types", "contradictory"] = False
+    #: a label printer's head is open: printer-state stopped, a bare ``other`` among the
+    #: reasons (LPrint's Zebra driver has no better keyword) and its message, until cleared
+    head_open: bool = False
     up_time: Literal["frozen", "absent"] | None = None
     uuid_per_life: bool = False  # printer-uuid changes at every restart (a replaced printer)
 
@@ -123,6 +134,9 @@ class Shown:
     reasons: set[str] = field(default_factory=set)
     impressions: set[int] = field(default_factory=set)
     not_found: int = 0  # answers that said it did not exist (or left it out of a list)
+    #: it was left out while the printer showed (or had shown within FAULT_WINDOW_S) its head
+    #: open: a bare ``other``, an error that may have ended it
+    absent_under_fault: bool = False
 
 
 @dataclass
@@ -149,6 +163,9 @@ class Record:
     cuts: int = 0  # uploads cut short
     #: (life, printer job-id) → the document-format it was sent in
     formats: dict[tuple[int, int], str] = field(default_factory=dict)
+    #: Create-Job/Print-Job received while the head was open (``Knobs.head_open``): seconds
+    #: since edgeprint was first told so (None: before any answer said so)
+    made_while_stopped: list[float | None] = field(default_factory=list)
 
     def max_per_second(self, what: Literal["requests", "connections"]) -> int:
         """The most requests (or new connections) seen in any one-second window."""
@@ -186,6 +203,8 @@ class AdversaryProxy:
     _cache: dict[tuple[int, int], tuple[float, bytes]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _later: set[asyncio.Task[None]] = field(default_factory=set)  # requests forwarded late
+    _stopped_shown: float | None = None  # monotonic: first answer that showed the head open
+    _fault_shown: float | None = None  # monotonic: last answer that showed the head open
 
     def __post_init__(self) -> None:
         self._rng.seed(self.seed)
@@ -306,6 +325,13 @@ class AdversaryProxy:
             return await self._respond(web.Response(body=await self._forward(body)))
         op = _op_name(msg.code)
         self._note_request(request, op, msg.version)
+        if not k.head_open:
+            self._stopped_shown = None
+        elif msg.code in _MAKES:
+            shown = self._stopped_shown
+            self.record.made_while_stopped.append(
+                None if shown is None else time.monotonic() - shown
+            )
         if k.delay_s is not None:
             await asyncio.sleep(self._rng.uniform(*k.delay_s))  # the printer answers late
         early = self._refuse(msg)
@@ -476,7 +502,13 @@ class AdversaryProxy:
 
     def _note_shown_absent(self, job_id: int | None) -> None:
         if job_id is not None:
-            self.record.shown.setdefault((self.life, job_id), Shown()).not_found += 1
+            shown = self.record.shown.setdefault((self.life, job_id), Shown())
+            shown.not_found += 1
+            last = self._fault_shown
+            if self.knobs.head_open or (
+                last is not None and time.monotonic() - last <= FAULT_WINDOW_S
+            ):
+                shown.absent_under_fault = True
 
     # --- rewriting answers ----------------------------------------------------------------
 
@@ -600,9 +632,18 @@ class AdversaryProxy:
             reasons.append("marker-supply-low" + suffix)
             if g.get("marker-levels") is not None:
                 g.set(attr("marker-levels", Tag.INTEGER, 4))
-        if k.garbage_supplies:
+        if k.garbage_supplies == "contradictory":
+            _contradict_supplies(g)
+        elif k.garbage_supplies:
             for junk in _JUNK_SUPPLIES:
                 g.set(junk)
+        if k.head_open and state is not None:
+            g.set(attr("printer-state", Tag.ENUM, _PRINTER_STOPPED))
+            g.set(attr("printer-state-message", Tag.TEXT, "Print head open."))
+            reasons.append("other")
+            self._fault_shown = time.monotonic()
+            if self._stopped_shown is None:
+                self._stopped_shown = self._fault_shown
         reasons.extend(k.extra_reasons)
         if reasons_attr is not None or reasons:
             g.set(attr("printer-state-reasons", Tag.KEYWORD, *(reasons or ["none"])))
@@ -643,6 +684,39 @@ _JUNK_SUPPLIES = (
     codec.Attribute("media-ready", [codec.Value(Tag.KEYWORD, "\x1b\x07"),
                                     codec.Value(Tag.INTEGER, -1)]),
 )  # fmt: skip
+
+
+#: Well-typed supplies that contradict themselves (Knobs.garbage_supplies="contradictory").
+_CONTRADICTORY_SUPPLIES = (
+    attr("marker-names", Tag.NAME, "Black", "Cyan", "Magenta"),
+    attr("marker-levels", Tag.INTEGER, 101, -5),  # one short, both out of range
+    attr("marker-colors", Tag.NAME, "#000000"),
+    attr("marker-types", Tag.KEYWORD, "toner", "toner", "toner", "toner"),
+    attr("marker-low-levels", Tag.INTEGER, 10, 10, 10),
+    attr("marker-high-levels", Tag.INTEGER, 100, 100, 100),
+    attr("printer-supply", Tag.OCTET_STRING,
+         b"index=1;type=toner;unit=percent;maxcapacity=100;level=150;colorantname=black;",
+         b"index=2;type=toner;unit=percent;maxcapacity=100;level=-5;colorantname=cyan;",
+         b"Magenta toner, about half"),
+    attr("printer-supply-description", Tag.TEXT, "Black toner", "Cyan toner"),
+)  # fmt: skip
+
+
+def _contradict_supplies(g: AttributeGroup) -> None:
+    """Supplies and trays that contradict themselves; media-ready and media-col-ready (what
+    is loaded) are left as the printer said them."""
+    for a in _CONTRADICTORY_SUPPLIES:
+        g.set(a)
+    trays = g.get("printer-input-tray")
+    if trays is None:
+        return
+    for v in trays.values:
+        raw = v.value if isinstance(v.value, bytes) else str(v.value).encode()
+        if b"name=main" in raw:  # fuller than it can hold
+            v.value = b"type=sheetFeedAutoRemovableTray;maxcapacity=250;level=300;name=main;"
+        elif b"name=by-pass-tray" in raw:  # not the key=value; form at all
+            v.value = b"By-pass tray: 25 sheets of #10 envelopes"
+    trays.values.append(codec.Value(Tag.OCTET_STRING, b"name=main;level=-5;maxcapacity=-7;"))
 
 
 def _abort(request: web.Request) -> None:

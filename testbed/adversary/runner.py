@@ -24,6 +24,7 @@ import aiohttp
 from edgeprint import errors
 from edgeprint.printers import codec
 from edgeprint.printers.codec import GroupTag, Operation, Tag, attr
+from testbed.adversary.catalogue import RIGHT_STOCK
 from testbed.adversary.generator import POOL, PRINTERS, Scenario
 from testbed.adversary.proxy import AdversaryProxy, Knobs, Record
 from testbed.config import FAST_DISPATCH, KIOSK_TOKEN, TECH_TOKEN, config_dict, to_toml
@@ -70,6 +71,7 @@ class RunOutcome:
     seconds: float = 0.0
     booted: dict[str, float] = field(default_factory=dict)  # printer → monotonic start
     errors: list[str] = field(default_factory=list)  # the run itself went wrong
+    log: Path | None = None  # the appliance's log (JSON lines, every start appended)
 
 
 class _Appliance:
@@ -231,7 +233,7 @@ async def run(scn: Scenario, root: Path, rig: Rig, *, min_run_s: float = 0.0) ->
     """Run ``scn`` in ``root`` on ``rig`` (two printers, started: they are restarted fresh);
     ``min_run_s``: look at the printers at least this long after the start."""
     began = time.monotonic()
-    out = RunOutcome(scn, restarts={p: [] for p in PRINTERS})
+    out = RunOutcome(scn, restarts={p: [] for p in PRINTERS}, log=root / "serve.log")
     rig.stop()
     rig.start(len(PRINTERS))
     out.booted = {p: time.monotonic() for p in PRINTERS}
@@ -309,6 +311,11 @@ async def _timeline(
         elif action == "media":
             if rig.state(p) == "running":
                 await asyncio.to_thread(rig.media, p, args["level"])
+        elif action == "stock":
+            # a person swaps the roll: media-ready changes, printer-config-change-time
+            # does not (ippeveprinter's /media form leaves it, as many printers do)
+            if rig.state(p) == "running":
+                await asyncio.to_thread(rig.load_media, p, args["size"], args["media_type"])
         elif action in ("hang", "resume"):
             if rig.state(p) != "dead":  # a printer that is off cannot hang (or be resumed)
                 getattr(rig, action)(p)
@@ -393,9 +400,13 @@ async def _settle(
             await asyncio.to_thread(rig.restart, p)
             out.restarts[p].append(time.time())
         proxies[p].knobs.extra_reasons = ()
+        proxies[p].knobs.head_open = False  # the head is closed
     if any(a == "media" for _, a, _ in scn.events):
         for p in PRINTERS:
             await asyncio.to_thread(rig.media, p, "loaded")
+    for p in sorted({args["printer"] for _, a, args in scn.events if a == "stock"}):
+        # the roll the badges need is loaded (also where a power cut undid the last swap)
+        await asyncio.to_thread(rig.load_media, p, RIGHT_STOCK[0], RIGHT_STOCK[1])
     await _until_settled(app, http, out, time.monotonic() + SETTLE_S)
     restarted = [p for p in PRINTERS if out.restarts[p]]
     deadline = time.monotonic() + 3.0
