@@ -414,7 +414,7 @@ class JobService:
         errors.JobNotFound, errors.StateConflict (with the current state),
         errors.MissingTarget (held job with no printer/pool and none given);
         for a job with a release PIN errors.PinRequired, errors.PinMismatch,
-        errors.ReleaseLocked (see :meth:`_check_pin`).
+        errors.ReleaseLocked (see :meth:`check_pin`).
         """
         self.check_target(printer, pool, "body")
         current = await self.get(job_id)
@@ -422,7 +422,7 @@ class JobService:
             self._release_conflict(job_id, current.state, caller)
         pin_sets: dict[str, object] = {}
         if current.release_pin_hash is not None:
-            moved_on = await self._check_pin(current, pin, caller)
+            moved_on = await self.check_pin(current, pin, caller)
             if moved_on is not None:
                 self._release_conflict(job_id, moved_on, caller)
             pin_sets = {"pin_failures": 0, "pin_locked_until": None}
@@ -460,7 +460,7 @@ class JobService:
         self.board.wake(job.printer, job.pool)
         return job
 
-    async def _check_pin(self, job: JobRecord, pin: str | None, caller: Caller) -> JobState | None:
+    async def check_pin(self, job: JobRecord, pin: str | None, caller: Caller) -> JobState | None:
         """None when ``pin`` opens ``job`` (HELD); its current state if it is no longer HELD.
 
         The attempt is counted before the (slow) hash is checked, so parallel
@@ -527,7 +527,7 @@ class JobService:
         if caller.role != "tech":
             current = await self.get(job_id)
             if current.state is JobState.HELD and current.release_pin_hash is not None:
-                await self._check_pin(current, pin, caller)  # no longer HELD: no PIN needed
+                await self.check_pin(current, pin, caller)  # no longer HELD: no PIN needed
         job: JobRecord | None = None
         # Conditional writes in turn: the job can move between them (its worker requeued
         # it, or opened a copy of it), so each miss is tried again from the top.

@@ -230,7 +230,7 @@ class ReleaseDesk:
             return None
         if job.state is JobState.HELD:
             try:
-                moved_on = await self.service._check_pin(job, pin, caller)
+                moved_on = await self.service.check_pin(job, pin, caller)
             except (errors.PinMismatch, errors.PinRequired):
                 return None
             if moved_on is None:
