@@ -26,6 +26,18 @@ from tests.test_status_page import CHROMIUM_DEADLINE_S, require_chromium
 
 _LISTENING = re.compile(rb"DevTools listening on (ws://[^\s]+)")
 
+# What chromium answers an evaluation that a navigation overtook (a form posted, a link
+# followed): the page it asked has gone and the next one is not there yet.
+_NAVIGATING = (
+    "Inspected target navigated or closed",
+    "Execution context was destroyed",
+    "Cannot find context with specified id",
+)
+
+
+class Navigating(AssertionError):
+    """An evaluation overtaken by a navigation: ask again once the next page is there."""
+
 
 class Page:
     """One page of a running chromium, reached over its DevTools WebSocket."""
@@ -43,7 +55,9 @@ class Page:
                 msg = await self._ws.receive_json()
                 if msg.get("id") == msg_id:
                     if "error" in msg:
-                        raise AssertionError(f"{method}: {msg['error']}")
+                        text = str(msg["error"].get("message", ""))
+                        kind = Navigating if text.startswith(_NAVIGATING) else AssertionError
+                        raise kind(f"{method}: {msg['error']}")
                     result: dict[str, Any] = msg["result"]
                     return result
 
@@ -70,14 +84,22 @@ class Page:
             "Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True
         )
         if "exceptionDetails" in result:
-            raise AssertionError(f"{expression}: {result['exceptionDetails']}")
+            text = json.dumps(result["exceptionDetails"])
+            kind = Navigating if any(n in text for n in _NAVIGATING) else AssertionError
+            raise kind(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
 
     async def wait(self, expression: str, timeout_s: float = 20.0) -> Any:
-        """Poll until ``expression`` is truthy in the page; its value. Fails after the deadline."""
+        """Poll until ``expression`` is truthy in the page; its value. Fails after the deadline.
+
+        A poll that a navigation overtook counts as "not yet" (a posted form's answer is a
+        new page); any other error in the page fails at once."""
         deadline = time.monotonic() + timeout_s
         while True:
-            value = await self.eval(expression)
+            try:
+                value = await self.eval(expression)
+            except Navigating:
+                value = None
             if value:
                 return value
             if time.monotonic() > deadline:
