@@ -528,6 +528,27 @@ class RunwayOut(BaseModel):
     )
 
 
+class PrinterProblemOut(BaseModel):
+    """One printer problem in plain words with its time (issue 25; edgeprint.printers.problems)."""
+
+    kind: str = Field(
+        description="a stable slug: not-answering, not-responding, media-jam, door-open, "
+        "media-empty, tls-pin-changed, tls-required, tls-failed, bad-answer, "
+        "cannot-report-job-state, stopped, not-accepting-jobs, quarantined, unusable-format, "
+        "paused, other"
+    )
+    text: str = Field(
+        description="one sentence with its time (the box's local time): 'paper jam since "
+        "08:05:02 (printer says media-jam-error)'; an ended one: 'was: paper jam, until 08:06:40'"
+    )
+    since: float = Field(description="when it began, unix seconds")
+    until: float | None = Field(description="when it ended, unix seconds; null: still going on")
+    evidence: str = Field(
+        description="the raw detail (reason keywords, the transport's text), control "
+        "characters escaped, cut to 300 characters"
+    )
+
+
 class PrinterOut(BaseModel):
     """A printer as technicians see it (``GET /v1/printers``). IPP names as in RFC 8011."""
 
@@ -552,7 +573,17 @@ class PrinterOut(BaseModel):
     waiting: int = Field(description="RELEASED jobs waiting for this printer by name")
     oldest_waiting_s: float | None = Field(description="age of the oldest of them, seconds")
     printing_job: str | None = Field(description="id of the job the printer has in hand")
-    last_error: str | None
+    last_error: str | None = Field(
+        description="the last failed request's text; null once the printer answers properly"
+    )
+    problems: list[PrinterProblemOut] = Field(
+        default_factory=list,
+        description="current problems (oldest first), then those that ended within the last "
+        "10 minutes (latest first)",
+    )
+    problem: str | None = Field(
+        default=None, description="the text of the first current problem; null: none"
+    )
     capabilities: PrinterCapabilitiesOut | None = Field(
         default=None, description="what the printer takes, from its last probe (null before one)"
     )

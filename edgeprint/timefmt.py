@@ -1,4 +1,5 @@
-"""RFC 3339 UTC times with milliseconds (``2026-12-01T13:33:46.804Z``), as API and logs write.
+"""RFC 3339 UTC times with milliseconds (``2026-12-01T13:33:46.804Z``), as API and logs write;
+and the box's local clock time a person reads in a sentence (:func:`clock_time`).
 
 The same text as ``datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")``
 with ``Z`` for ``+00:00``, at a fraction of its cost: the seconds part is
@@ -33,3 +34,17 @@ def rfc3339_ms(ts: float) -> str:
             _prefixes.clear()
         prefix = _prefixes[second] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
     return f"{prefix}.{us // 1000:03d}Z"
+
+
+#: Month names for :func:`clock_time`, whatever the locale.
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def clock_time(ts: float, now: float) -> str:
+    """``ts`` as the box's local time a person reads beside a printer: ``08:02:14`` when it is
+    the same day as ``now``, else ``Dec 6 08:02`` (pure: ``now`` is given; the zone is the
+    process's, ``TZ``)."""
+    t, n = time.localtime(ts), time.localtime(now)
+    if (t.tm_year, t.tm_yday) == (n.tm_year, n.tm_yday):
+        return f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}"
+    return f"{_MONTHS[t.tm_mon - 1]} {t.tm_mday} {t.tm_hour:02d}:{t.tm_min:02d}"

@@ -47,6 +47,8 @@ LEAVES = (
     "edgeprint.media_fit",
     # issue 24: a job's title made from a PDF /Title, an IPP job-name, a file name (pure)
     "edgeprint.titles",
+    # issue 25: what a control character is, and outside text escaped and cut (pure)
+    "edgeprint.printable",
 )
 
 #: layer → (its module prefixes, the layers it may import besides its own and the leaves).

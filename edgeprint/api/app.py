@@ -20,7 +20,7 @@ from typing import TypeVar, cast
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from edgeprint import errors
+from edgeprint import errors, printable
 from edgeprint.api import problems
 from edgeprint.api.auth import TokenAuth
 from edgeprint.api.ratelimit import TokenRateLimiter
@@ -51,6 +51,7 @@ from edgeprint.models import (
     PoolOut,
     PrinterCapabilitiesOut,
     PrinterOut,
+    PrinterProblemOut,
     PrinterReasonOut,
     PrintersOut,
     PrinterSummaryOut,
@@ -578,13 +579,19 @@ def _printer_out(
     key = (snap.name, None)
     return PrinterOut(
         name=snap.name, uri=snap.uri, pool=snap.pool, healthy=snap.healthy,
-        health_reason=snap.health_reason, reachable=snap.reachable, paused=snap.paused,
+        health_reason=_shown(snap.health_reason), reachable=snap.reachable, paused=snap.paused,
         printer_state=snap.printer_state, printer_state_reasons=list(snap.printer_state_reasons),
         printer_state_message=snap.printer_state_message,
         reasons=[_reason_out(r) for r in snap.reasons],
         queued_job_count=snap.queued_job_count, waiting=depths.get(key, 0),
         oldest_waiting_s=_age(oldest.get(key), now),
-        printing_job=snap.printing_job, last_error=snap.last_error,
+        printing_job=snap.printing_job, last_error=_shown(snap.last_error),
+        problems=[
+            PrinterProblemOut(kind=p.kind, text=p.text, since=p.since, until=p.until,
+                              evidence=p.evidence)
+            for p in snap.problems
+        ],
+        problem=next((p.text for p in snap.problems if p.until is None), None),
         capabilities=(
             PrinterCapabilitiesOut(**snap.capabilities) if snap.capabilities is not None else None
         ),
@@ -610,6 +617,16 @@ def _printer_out(
     )  # fmt: skip
 
 
+#: health_reason and last_error hold a printer's own text: escaped and cut to this many chars
+#: (longer than a problem's evidence: a certificate change names two fingerprints and how).
+SHOWN_CHARS = 1000
+
+
+def _shown(text: str | None) -> str | None:
+    """A printer's text (its message inside a health reason, an error) escaped and cut."""
+    return None if text is None else printable.escape(text, SHOWN_CHARS)
+
+
 def _reason_out(r: reasons.Reason) -> PrinterReasonOut:
     since = datetime.fromtimestamp(r.since, UTC) if r.since is not None else None
     return PrinterReasonOut(
@@ -625,11 +642,14 @@ def _age(since: float | None, now: float) -> float | None:
 async def _printers_out(deps: Deps, names: set[str] | None = None) -> PrintersOut:
     queues = await deps.service.queues()
     depths, oldest, now = queues.waiting, queues.oldest_waiting, queues.at
-    printers = [
-        _printer_out(s, depths, oldest, now)
-        for s in deps.printers()
-        if names is None or s.name in names
-    ]
+    printers = sorted(
+        (
+            _printer_out(s, depths, oldest, now)
+            for s in deps.printers()
+            if names is None or s.name in names
+        ),
+        key=lambda p: (p.problem is None, p.name),
+    )  # problem printers first (issue 25)
     pools = [
         PoolOut(
             name=pool,

@@ -4,16 +4,15 @@ the printer and pool tables; nothing from the network reaches the terminal unesc
 
 from __future__ import annotations
 
-import re
 import sys
 import textwrap
 from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
+from edgeprint import printable
+
 WIDTH = 80
-#: Control characters (C0, DEL, C1) never reach the terminal: printers write messages too.
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def emit_raw(body: bytes) -> None:
@@ -129,7 +128,7 @@ def wrap(text: str, indent: str = "  ", subsequent: str = "    ") -> list[str]:
 
 def clean(text: str) -> str:
     """No terminal control sequences from data (a printer's message, an owner)."""
-    return _CONTROL_RE.sub("?", text)
+    return printable.clean(text)
 
 
 def trim(text: str, width: int) -> str:

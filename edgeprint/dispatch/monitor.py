@@ -31,7 +31,7 @@ from edgeprint.documents.capabilities import (
 from edgeprint.epochs import Clock, Epoch, Reading, advance
 from edgeprint.metrics import Metrics
 from edgeprint.personality import JobAnswer, Traits, learn_forgotten, learn_job, learn_printer
-from edgeprint.printers import levels, reasons, supplies, tls
+from edgeprint.printers import levels, problems, reasons, supplies, tls
 from edgeprint.printers.health import Health, HealthChange, HealthSettings, PrinterSnapshot
 from edgeprint.printers.ipp import IppClient, PrinterStatus
 from edgeprint.service import JobService
@@ -155,7 +155,7 @@ class Monitor:
 
     def resumed(self) -> None:
         """A technician resumed (or re-trusted) the printer: forget what only a person clears."""
-        self.health.clear()
+        self.health.clear(self._clock())
         self._trusted = False
         self.publish()
 
@@ -291,6 +291,7 @@ class Monitor:
         self._read_stock(status)
         self.reasons_since = reasons.first_seen(self.reasons_since, status.reasons, now)
         await self.rolls.on_probe(status)
+        self._note_paused(now)
         await self.health_changed(self.health.on_probe(status, now, unusable))
         self.publish()
         self.metrics.printer_healthy.labels(printer=self.name).set(int(self.health.healthy))
@@ -414,8 +415,18 @@ class Monitor:
         )
         await self.service.fail_over_waiting(self.name, change.reason or "unhealthy")
 
+    def _note_paused(self, now: float) -> bool:
+        """A technician's pause is a problem too (no new work), from when it was first seen."""
+        paused = self.service.is_paused(self.name)
+        fact = problems.Fact("paused", "paused by a technician (POST /v1/printers/NAME/pause)")
+        self.health.ledger.update([fact] if paused else [], now, group="paused")
+        return paused
+
     def snapshot(self, printing_job: str | None) -> PrinterSnapshot:
         """The technician's view of this printer right now (no stale state when it is down)."""
+        now = self._clock()
+        paused = self._note_paused(now)
+        entries = self.health.ledger.entries(now)
         st = self.status if self.reachable else None
         owner, lease_epoch = self.ownership.owner(self.name)
         e = self.epoch
@@ -427,7 +438,7 @@ class Monitor:
             healthy=self.health.healthy,
             health_reason=self.health.reason,
             reachable=self.reachable,
-            paused=self.service.is_paused(self.name),
+            paused=paused,
             printer_state=_PRINTER_STATES.get(st.state, str(st.state)) if st else None,
             printer_state_reasons=st.reasons if st else (),
             printer_state_message=st.message if st else "",
@@ -454,4 +465,5 @@ class Monitor:
             supply_levels=levels.supply_levels(said) if st and said else (),
             media_levels=levels.media_levels({**(said or {}), **st.attributes}) if st else (),
             runway=self.rolls.view(),
+            problems=problems.sentences(entries, uri=self.config.uri, name=self.name, now=now),
         )

@@ -24,6 +24,11 @@ A printer is *healthy* (takes new work) unless one of these holds (DESIGN §4):
   Get-Jobs both fail): until a technician resumes it (:meth:`Health.clear`).
 
 A successful probe with none of these re-admits it. Times are unix seconds.
+
+Each of these, and a printer that does not answer at all, is also a *problem* in plain
+words (:mod:`edgeprint.printers.problems`): :attr:`Health.ledger` remembers since when
+each holds and, for a while, that it ended. ``last_error`` (the text of the last failed
+request) is forgotten once the printer answers properly: it never outlives a recovery.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgeprint.printers import reasons
+from edgeprint.printers import problems, reasons
 from edgeprint.printers.ipp import PrinterStatus
 from edgeprint.printers.levels import MediaLevel, SupplyLevel
 from edgeprint.printers.supplies import Supplies
@@ -107,8 +112,14 @@ def blocking(status: PrinterStatus, trays: Sequence[Tray]) -> list[str]:
     stall reason while processing or stopped). Each names the value as the printer sent
     it: ``a fault the printer does not name (other)``.
     """
+    return [text for _, text in blocking_values(status, trays)]
+
+
+def blocking_values(status: PrinterStatus, trays: Sequence[Tray]) -> list[tuple[str | None, str]]:
+    """:func:`blocking`, each with the printer-state-reasons value it is about (None: no
+    input tray has media, which no one value says)."""
     elsewhere = media_elsewhere(trays)
-    out: list[str] = []
+    out: list[tuple[str | None, str]] = []
     busy = status.state in (PRINTER_PROCESSING, PRINTER_STOPPED)
     empty_said = False
     for r in status.reasons:
@@ -118,14 +129,14 @@ def blocking(status: PrinterStatus, trays: Sequence[Tray]) -> list[str]:
         if kw in MEDIA_REASONS and elsewhere:
             continue
         if kw in MEDIA_REASONS and elsewhere is False and kw != "media-low":
-            out.append(f"{reasons.words(r)} ({r}; no input tray has media)")
+            out.append((r, f"{reasons.words(r)} ({r}; no input tray has media)"))
             empty_said = True
         elif severity(r) == "error":
-            out.append(f"{reasons.words(r)} ({r})")
+            out.append((r, f"{reasons.words(r)} ({r})"))
         elif busy and kw in STALL_REASONS:
-            out.append(f"{reasons.words(r)} ({r}; the job in hand is stalled)")
+            out.append((r, f"{reasons.words(r)} ({r}; the job in hand is stalled)"))
     if elsewhere is False and not empty_said:
-        out.append("no input tray has media")
+        out.append((None, "no input tray has media"))
     return out
 
 
@@ -168,6 +179,10 @@ class Health:
     quarantined_until: float | None = None
     last_error: str | None = None
     monitoring_problem: str | None = None  # cleared by a technician (resume)
+    #: since when each problem holds, and which ended lately (issue 25)
+    ledger: problems.Ledger = field(default_factory=problems.Ledger)
+    #: what the printer itself showed at the last contact (its reasons, or no answer)
+    _printer_facts: list[problems.Fact] = field(default_factory=list)
 
     def _set(self, healthy: bool, reason: str | None, now: float) -> HealthChange | None:
         if healthy == self.healthy and reason == self.reason:
@@ -193,7 +208,10 @@ class Health:
             self.stopped_since = self.stopped_since if self.stopped_since is not None else now
         else:
             self.stopped_since = None
-        blocked = blocking(status, trays_of(status.attributes))
+        values = blocking_values(status, trays_of(status.attributes))
+        blocked = [text for _, text in values]
+        self.last_error = self.monitoring_problem  # it answered: a request's error is over
+        self._seen(status, values, unusable, now)
         if self.monitoring_problem is not None:
             return self._set(False, self.monitoring_problem, now)
         if unusable is not None:
@@ -213,10 +231,49 @@ class Health:
             return self._set(False, "printer-is-accepting-jobs: false", now)
         return self._set(True, None, now)
 
+    def _seen(
+        self,
+        status: PrinterStatus,
+        values: Sequence[tuple[str | None, str]],
+        unusable: str | None,
+        now: float,
+    ) -> None:
+        """The problems a probe's answer shows, each with its evidence."""
+        facts = [] if unusable is None else [problems.Fact("unusable-format", unusable)]
+        facts += [
+            problems.reason_fact(value, f"printer-state-reasons: {text}{said(status.message)}")
+            for value, text in values
+        ]
+        stopped = self.stopped_since
+        if stopped is not None and now - stopped >= self.settings.stopped_grace_s:
+            message = status.message.strip()
+            evidence = f"printer-state: stopped{said(status.message)}"
+            quoted = f'"{message}"' if message else ""
+            facts.append(problems.Fact("stopped", evidence, said=quoted, began=stopped))
+        if not status.accepting_jobs:
+            facts.append(problems.Fact("not-accepting-jobs", "printer-is-accepting-jobs: false"))
+        self._printer_facts = facts
+        self._observe(now)
+
+    def _observe(self, now: float) -> None:
+        """Hand the ledger what holds now: what the printer showed, and what stands until a
+        person (or time) clears it."""
+        standing = []
+        if self.monitoring_problem is not None:
+            standing.append(problems.Fact("cannot-report-job-state", self.monitoring_problem))
+        if self.quarantined_until is not None and now < self.quarantined_until:
+            standing.append(
+                problems.Fact("quarantined", "quarantined: several different jobs failed here")
+            )
+        self.ledger.update([*standing, *self._printer_facts], now)
+
     def on_transport_failure(self, error: str, now: float) -> HealthChange | None:
         """A request got no answer (refused, time-out); busy answers are not failures."""
         self.reachable = False
         self.last_error = error
+        # what it showed before is no longer known: it does not answer (since its first miss)
+        self._printer_facts = [problems.fact_of(f"unreachable: {error}", key="transport")]
+        self._observe(now)
         self.consecutive_failures += 1
         if self.consecutive_failures >= self.settings.failure_threshold:
             return self._set(False, f"unreachable: {error}", now)
@@ -226,19 +283,24 @@ class Health:
         """The printer answered, but not in a way edgeprint can use: unhealthy at once."""
         self.reachable = True
         self.last_error = problem
+        self._printer_facts = [problems.fact_of(problem, key="answer")]
+        self._observe(now)
         return self._set(False, problem, now)
 
     def on_monitoring_failed(self, problem: str, now: float) -> HealthChange | None:
         """The printer cannot report the state of a job it holds: unhealthy until cleared."""
         self.monitoring_problem = f"cannot report job state: {problem}"
         self.last_error = self.monitoring_problem
+        self._observe(now)
         return self._set(False, self.monitoring_problem, now)
 
-    def clear(self) -> None:
+    def clear(self, now: float | None = None) -> None:
         """A technician acted (resume): forget the problems only a person can clear."""
         self.monitoring_problem = None
         self.quarantined_until = None
         self.failing_jobs.clear()
+        if now is not None:
+            self._observe(now)
 
     def on_job_failed(self, job_id: str, now: float) -> HealthChange | None:
         """A job failed here (aborted, refused): several different ones quarantine the printer."""
@@ -247,6 +309,7 @@ class Health:
         if len(self.failing_jobs) >= self.settings.quarantine_after:
             self.failing_jobs.clear()
             self.quarantined_until = now + self.settings.quarantine_s
+            self._observe(now)
             return self._set(False, "quarantined: several different jobs failed here", now)
         return None
 
@@ -290,3 +353,5 @@ class PrinterSnapshot:
     supply_levels: tuple[SupplyLevel, ...] = ()
     media_levels: tuple[MediaLevel, ...] = ()
     runway: RunwayView | None = None  # None: no labels_per_roll
+    #: issue 25: its problems in plain words, current first, then those ended lately
+    problems: tuple[problems.Problem, ...] = ()
