@@ -120,6 +120,8 @@ REASON_PREFIXES: tuple[tuple[str, str], ...] = (
     ("printer-is-accepting-jobs: false", "not-accepting-jobs"),
     ("printer-state: stopped", "stopped"),
 )
+#: The words for a printer-state-reasons value edgeprint does not know (its value follows).
+UNKNOWN_REASON = "a fault edgeprint does not know"
 _FIRST_VALUE_RE = re.compile(r"\(([^;()\s]+)")
 
 
@@ -238,7 +240,8 @@ def reason_fact(value: str | None, evidence: str) -> Fact:
     if value is None:
         return Fact("media-empty", evidence, said="every input tray is empty", key="trays")
     kind = reason_kind(value)
-    words = reasons.words(value) if kind == "other" else ""
+    known = reasons.keyword(value) in reasons.KNOWN
+    words = "" if kind != "other" else reasons.words(value) if known else UNKNOWN_REASON
     return Fact(kind, evidence, said=value, words=words, key=f"reason:{reasons.keyword(value)}")
 
 
