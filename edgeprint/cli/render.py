@@ -38,9 +38,29 @@ def reasons(p: dict[str, Any]) -> list[str]:
     return [r for r in p.get("printer_state_reasons") or [] if r != "none"]
 
 
+def problems(p: dict[str, Any]) -> list[dict[str, Any]]:
+    """The printer's problems as the API words them: current ones first, then the "was: …"
+    ones (issue 25; an older appliance sends none)."""
+    listed = p.get("problems")
+    return [x for x in listed if isinstance(x, dict)] if isinstance(listed, list) else []
+
+
+def has_problem(p: dict[str, Any]) -> bool:
+    """A current problem (an older appliance: not healthy, or not answering)."""
+    if "problems" in p:
+        return any(x.get("until") is None for x in problems(p))
+    return health(p) not in ("ok", "unknown")
+
+
+def by_problem(printers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Printers with a current problem first, then by name (as GET /v1/printers lists them)."""
+    return sorted(printers, key=lambda p: (not has_problem(p), str(p.get("name", ""))))
+
+
 def printer_table(printers: list[dict[str, Any]], *, short_ids: bool) -> list[str]:
     if not printers:
         return ["no printers configured"]
+    printers = by_problem(printers)
     rows = [
         [
             p["name"],
@@ -59,12 +79,15 @@ def printer_table(printers: list[dict[str, Any]], *, short_ids: bool) -> list[st
                "PRINTING"]  # fmt: skip
     lines = table(headers, rows, right={4, 5, 6})
     for p in printers:
+        for problem in problems(p):  # one sentence each: what, since when, what to do
+            lines += wrap(f"{p['name']}: {problem.get('text', '')}")
         notes = []
-        if p.get("health_reason") and health(p) != "ok":
+        old = "problems" not in p  # an appliance before issue 25: its raw words
+        if old and p.get("health_reason") and health(p) != "ok":
             notes.append(f"why: {p['health_reason']}")
         if reasons(p):
             notes.append("reasons: " + ", ".join(reasons(p)))
-        if p.get("last_error") and health(p) != "ok":
+        if old and p.get("last_error") and health(p) != "ok":
             notes.append(f"last error: {p['last_error']}")
         stock = sorted({m.get("size", "") for m in p.get("media_ready") or []})
         if stock:

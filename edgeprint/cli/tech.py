@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from edgeprint.cli import bulk, client, desk, event, preflight, render, sticker
 from edgeprint.cli.errors import (
@@ -147,11 +148,11 @@ def cmd_printers(api: client.Api, args: argparse.Namespace, as_json: bool) -> No
         render.emit_raw(raw)
         return
     lines: list[str] = []
-    for p in body.get("printers", []):
+    for p in render.by_problem(body.get("printers", [])):
         fields = [
             ("pool", p.get("pool") or "-"),
             ("health", render.health(p)),
-            ("why", p.get("health_reason") or "-"),
+            *_problem_fields(p),
             ("reachable", render.yes(p.get("reachable"))),
             ("paused", render.yes(p.get("paused"))),
             ("printer-state", p.get("printer_state") or "-"),
@@ -160,7 +161,6 @@ def cmd_printers(api: client.Api, args: argparse.Namespace, as_json: bool) -> No
             ("queued in printer", render.num(p.get("queued_job_count"))),
             ("waiting", f"{p.get('waiting', 0)} (oldest {render.age(p.get('oldest_waiting_s'))})"),
             ("printing", p.get("printing_job") or "-"),
-            ("last error", p.get("last_error") or "-"),
             ("stock", ", ".join(
                 f"{m.get('size')} {'labels' if m.get('label') else 'sheets'} ({m.get('fit')})"
                 + (f" in {m['tray']}" if m.get("tray") else "")
@@ -177,6 +177,19 @@ def cmd_printers(api: client.Api, args: argparse.Namespace, as_json: bool) -> No
     waits = render.stock_waits(body.get("waiting_for_stock", []))
     lines += ["", *waits] if waits else []
     render.out(lines)
+
+
+def _problem_fields(p: dict[str, Any]) -> list[tuple[str, str]]:
+    """Each problem in words, its evidence underneath (the raw detail, for whoever digs); an
+    appliance before issue 25 sends no problems: its raw health reason and last error."""
+    if "problems" not in p:
+        return [("why", p.get("health_reason") or "-"), ("last error", p.get("last_error") or "-")]
+    out: list[tuple[str, str]] = []
+    for problem in render.problems(p):
+        out.append(("problem", str(problem.get("text", ""))))
+        if problem.get("evidence"):
+            out.append(("  evidence", str(problem["evidence"])))
+    return out or [("problem", "none")]
 
 
 def cmd_jobs(api: client.Api, args: argparse.Namespace, as_json: bool) -> None:

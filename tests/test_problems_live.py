@@ -1,0 +1,156 @@
+"""Printer problems in plain words with their times, from real printers through a real
+appliance: ippeveprinter switched off (killed: connection refused) and back, then jammed
+mid-job; read from GET /v1/printers and from ``edgeprint status`` / ``edgeprint printers``."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edgeprint import cli
+from edgeprint.timefmt import clock_time
+from testbed.pdfs import make_pdf
+from testbed.rig import Rig
+from tests.conftest import TECH_TOKEN
+from tests.polling import eventually
+from tests.printing import Client, appliance, rig_config
+
+pytestmark = pytest.mark.slow
+
+CLOCK = r"\d\d:\d\d:\d\d"
+
+
+async def listing(kiosk: Client) -> list[dict[str, Any]]:
+    headers = {"Authorization": f"Bearer {TECH_TOKEN}"}
+    async with kiosk.http.get(f"{kiosk.url}/v1/printers", headers=headers) as r:
+        assert r.status == 200
+        body = await r.json()
+    printers: list[dict[str, Any]] = body["printers"]
+    return printers
+
+
+async def view_of(kiosk: Client, name: str) -> dict[str, Any]:
+    return next(p for p in await listing(kiosk) if p["name"] == name)
+
+
+async def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """``edgeprint ARGV --token …`` in a thread (the appliance's loop keeps serving); stdout,
+    its white space runs made one space (the CLI folds lines at 80 columns)."""
+    capsys.readouterr()
+    code = await asyncio.to_thread(cli.main, [*argv, "--token", TECH_TOKEN])
+    out = capsys.readouterr()
+    assert (code, out.err) == (0, "")
+    return " ".join(out.out.split())
+
+
+async def test_an_unplugged_printer_then_a_jam_read_as_sentences_with_their_times(
+    tmp_path: Path, printers: Rig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = printers["printer-02"].port
+    cfg = rig_config(tmp_path / "data", printers, blocked_grace_s=60.0)
+    async with appliance(cfg) as (_, kiosk):
+
+        async def all_healthy() -> list[dict[str, Any]] | None:
+            ps = await listing(kiosk)
+            return ps if all(p["healthy"] and p["printer_state"] for p in ps) else None
+
+        ps = await eventually(all_healthy, "both printers probed and healthy", timeout_s=20)
+        assert [(p["name"], p["problems"], p["problem"]) for p in ps] == [
+            ("printer-01", [], None),
+            ("printer-02", [], None),
+        ]
+
+        # --- switched off: connection refused -------------------------------------------
+        printers.kill("printer-02")
+        off_at = time.time()
+
+        async def down() -> list[dict[str, Any]] | None:
+            ps = await listing(kiosk)
+            return ps if not ps[0]["healthy"] else None
+
+        ps = await eventually(down, "printer-02 shown down", timeout_s=20)
+        p2 = ps[0]
+        assert [p["name"] for p in ps] == ["printer-02", "printer-01"]  # the problem first
+        [problem] = p2["problems"]
+        assert problem["kind"] == "not-answering"
+        assert problem["until"] is None
+        assert off_at - 1 <= problem["since"] <= time.time()
+        since = clock_time(problem["since"], time.time())
+        assert problem["text"] == (
+            f"not answering at 127.0.0.1:{port} since {since} — switched off or unplugged?"
+        )
+        assert re.fullmatch(CLOCK, since)
+        assert p2["problem"] == problem["text"]
+        assert "cannot connect" in problem["evidence"]  # the transport's words stay there
+        assert "ssl:default" not in problem["text"]
+        assert "cannot connect" in p2["last_error"]
+
+        out = await run_cli(capsys, "status", "--url", kiosk.url)
+        assert f"printer-02: {problem['text']}" in out
+        assert out.index("printer-02 lobby DOWN") < out.index("printer-01 lobby ok")
+        out = await run_cli(capsys, "printers", "--url", kiosk.url)
+        assert f"problem: {problem['text']} evidence: unreachable: " in out
+        assert out.index("printer-02 ipp://") < out.index("printer-01 ipp://")
+
+        # --- back on ------------------------------------------------------------------
+        printers.restart("printer-02")
+
+        async def recovered() -> dict[str, Any] | None:
+            v = await view_of(kiosk, "printer-02")
+            return v if v["healthy"] and v["reachable"] else None
+
+        p2 = await eventually(recovered, "printer-02 back and healthy", timeout_s=20)
+        assert p2["last_error"] is None  # it never outlives the recovery
+        assert p2["problem"] is None
+        [was] = p2["problems"]
+        assert (was["kind"], was["since"]) == ("not-answering", problem["since"])
+        assert was["until"] is not None
+        assert was["text"] == (
+            f"was: not answering at 127.0.0.1:{port}, until {clock_time(was['until'], time.time())}"
+        )
+        assert [p["name"] for p in await listing(kiosk)] == ["printer-01", "printer-02"]
+        out = await run_cli(capsys, "status", "--url", kiosk.url)
+        assert f"printer-02: {was['text']}" in out
+        assert "last error" not in out
+
+        # --- a jam mid-job --------------------------------------------------------------
+        printers.fault("printer-01", "hold", "media-jam")
+        job = await kiosk.submit(
+            "jam-words-01", printer="printer-01", hold=False, doc=make_pdf("jam", pad_to=2000)
+        )
+
+        async def jammed() -> dict[str, Any] | None:
+            v = await view_of(kiosk, "printer-01")
+            return v if v["problem"] else None
+
+        p1 = await eventually(jammed, "printer-01 shown jammed", timeout_s=20)
+        [jam] = p1["problems"]
+        assert jam["kind"] == "media-jam"
+        assert jam["text"] == (
+            f"paper jam since {clock_time(jam['since'], time.time())} "
+            "(printer says media-jam-warning)"
+        )
+        assert jam["evidence"].startswith("printer-state-reasons: paper or labels jammed")
+        assert (await listing(kiosk))[0]["name"] == "printer-01"
+        out = await run_cli(capsys, "status", "--url", kiosk.url)
+        jam_line = out.index(f"printer-01: {jam['text']}")
+        # the new jam is its own line, apart from printer-02's ended connection problem
+        assert out.index(f"printer-02: {was['text']}") > jam_line
+
+        printers.clear_fault("printer-01")  # someone clears the jam: the job prints
+        [done] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"}, timeout_s=30)
+        assert done["state"] == "DONE", done
+
+        async def cleared() -> dict[str, Any] | None:
+            v = await view_of(kiosk, "printer-01")
+            return v if v["problem"] is None and v["problems"] else None
+
+        p1 = await eventually(cleared, "printer-01's jam shown ended", timeout_s=20)
+        [ended] = p1["problems"]
+        assert ended["text"] == f"was: paper jam, until {clock_time(ended['until'], time.time())}"
+    assert [p.job_name for p in printers.printed("printer-01")] == [f"edgeprint-{job['id']}"]
