@@ -57,7 +57,11 @@ async def test_printers_view_and_unknown_printer(app: Appliance) -> None:
     resp = await app.get("/v1/printers", token=TECH_TOKEN)
     body = await resp.json()
     assert resp.status == 200
-    assert [p["name"] for p in body["printers"]] == ["printer-01", "printer-02", "printer-03"]
+    names = [p["name"] for p in body["printers"]]
+    assert sorted(names) == ["printer-01", "printer-02", "printer-03"]
+    # a printer with a current problem first (none answers here: each is, once probed)
+    order = [(p["problem"] is None, p["name"]) for p in body["printers"]]
+    assert order == sorted(order)
     assert body["pools"] == [
         {
             "name": "lobby",

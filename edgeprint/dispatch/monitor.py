@@ -418,7 +418,7 @@ class Monitor:
     def _note_paused(self, now: float) -> bool:
         """A technician's pause is a problem too (no new work), from when it was first seen."""
         paused = self.service.is_paused(self.name)
-        fact = problems.Fact("paused", "paused by a technician (POST /v1/printers/NAME/pause)")
+        fact = problems.Fact("paused", f"paused: no new work until resumed ({self.name})")
         self.health.ledger.update([fact] if paused else [], now, group="paused")
         return paused
 
