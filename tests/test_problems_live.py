@@ -154,3 +154,52 @@ async def test_an_unplugged_printer_then_a_jam_read_as_sentences_with_their_time
         [ended] = p1["problems"]
         assert ended["text"] == f"was: paper jam, until {clock_time(ended['until'], time.time())}"
     assert [p.job_name for p in printers.printed("printer-01")] == [f"edgeprint-{job['id']}"]
+
+
+async def test_a_hung_printer_and_one_out_of_paper_read_as_sentences(
+    tmp_path: Path, printers: Rig
+) -> None:
+    """A printer that takes the connection and never answers (SIGSTOP) is "not responding";
+    one whose every tray is empty is "out of paper/labels"; both first, both with a time."""
+    port = printers["printer-01"].port
+    cfg = rig_config(tmp_path / "data", printers, request_timeout_s=0.5)
+    async with appliance(cfg) as (_, kiosk):
+
+        async def all_healthy() -> bool:
+            return all(p["healthy"] and p["printer_state"] for p in await listing(kiosk))
+
+        await eventually(all_healthy, "both printers probed and healthy", timeout_s=20)
+        printers.media("printer-02", "empty")
+        printers.hang("printer-01")
+        try:
+
+            async def both() -> list[dict[str, Any]] | None:
+                ps = await listing(kiosk)
+                kinds = [[x["kind"] for x in p["problems"]] for p in ps]
+                return ps if kinds == [["not-responding"], ["media-empty"]] else None
+
+            p1, p2 = await eventually(both, "printer-01 hung, printer-02 out of paper")
+            now = time.time()
+            assert p1["problem"] == (
+                f"not responding at 127.0.0.1:{port} since "
+                f"{clock_time(p1['problems'][0]['since'], now)} — hung? power-cycle it"
+            )
+            assert "no answer in time" in p1["problems"][0]["evidence"]
+            assert p2["problem"] == (
+                f"out of paper/labels since {clock_time(p2['problems'][0]['since'], now)} "
+                "(printer says media-empty-report)"
+            )
+        finally:
+            printers.resume("printer-01")
+        printers.media("printer-02", "loaded")
+
+        async def over() -> list[dict[str, Any]] | None:
+            ps = await listing(kiosk)
+            return ps if all(p["healthy"] and p["problem"] is None for p in ps) else None
+
+        ps = await eventually(over, "both printers well again", timeout_s=20)
+        assert [[x["text"].split(",")[0] for x in p["problems"]] for p in ps] == [
+            [f"was: not responding at 127.0.0.1:{port}"],
+            ["was: out of paper/labels"],
+        ]
+        assert [p["last_error"] for p in ps] == [None, None]
