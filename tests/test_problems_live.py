@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
-from edgeprint import cli
+from edgeprint import cli, printable
+from edgeprint.printers import problems
 from edgeprint.timefmt import clock_time
+from testbed.adversary.proxy import AdversaryProxy, Knobs
 from testbed.pdfs import make_pdf
 from testbed.rig import Rig
 from tests.conftest import TECH_TOKEN
@@ -203,3 +205,54 @@ async def test_a_hung_printer_and_one_out_of_paper_read_as_sentences(
             ["was: out of paper/labels"],
         ]
         assert [p["last_error"] for p in ps] == [None, None]
+
+
+#: A printer's hostile words: an escape sequence in a vendor reason, 4 KB of junk (controls
+#: included) as its printer-state-message.
+HOSTILE_REASON = "com.acme-\x1b[2Jfuser-error"
+HOSTILE_MESSAGE = "\x1b[31mjammed\x07\r\n" + "junk\x00" * 820
+
+
+async def test_a_printers_control_characters_and_4kb_of_junk_are_shown_escaped_and_cut(
+    tmp_path: Path, printers: Rig, capsys: pytest.CaptureFixture[str]
+) -> None:
+    p1 = printers["printer-01"]
+    knobs = Knobs(extra_reasons=(HOSTILE_REASON,), state_message=HOSTILE_MESSAGE)
+    with AdversaryProxy(p1.uri, knobs, printer_dir=p1.dir) as proxy:
+        cfg = rig_config(tmp_path / "data", printers)
+        cfg["printers"][0]["uri"] = proxy.uri
+        async with appliance(cfg) as (_, kiosk):
+
+            async def hostile() -> dict[str, Any] | None:
+                v = await view_of(kiosk, "printer-01")
+                return v if v["problem"] else None
+
+            v = await eventually(hostile, "printer-01 blocked by its vendor error", timeout_s=20)
+            assert v["printer_state_message"] == HOSTILE_MESSAGE  # its own field: verbatim
+            [p] = v["problems"]
+            assert p["kind"] == "other"
+            assert p["text"] == (
+                f"a fault edgeprint does not know since {clock_time(p['since'], time.time())} "
+                "(printer says com.acme-\\x1b[2Jfuser-error)"
+            )
+            assert p["evidence"].startswith(
+                "printer-state-reasons: a error edgeprint does not know (com.acme-\\x1b[2Jfuser)"
+                ' (com.acme-\\x1b[2Jfuser-error); the printer says "\\x1b[31mjammed\\x07\\x0d'
+            )
+            assert len(p["evidence"]) == problems.EVIDENCE_CHARS
+            assert p["evidence"].endswith("…")
+            for text in (p["text"], p["evidence"], v["health_reason"]):
+                assert not printable.CONTROL_RE.search(text), text
+            assert len(v["health_reason"]) <= 1000
+            assert v["health_reason"].endswith("…")
+            first, *_ = await listing(kiosk)
+            assert first["name"] == "printer-01"
+
+            capsys.readouterr()
+            code = await asyncio.to_thread(
+                cli.main, ["status", "--url", kiosk.url, "--token", TECH_TOKEN]
+            )
+            out = capsys.readouterr().out
+            assert code == 0
+            assert not printable.CONTROL_RE.search(out.replace("\n", ""))
+            assert f"printer-01: {p['text']}" in " ".join(out.split())

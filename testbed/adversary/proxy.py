@@ -109,6 +109,7 @@ class Knobs:
     canceled_at_device: bool = False  # job-canceled-by-user shown as job-canceled-at-device
     # printer state
     extra_reasons: tuple[str, ...] = ()  # added to printer-state-reasons (vendor, unknown)
+    state_message: str | None = None  # printer-state-message replaced (hostile text, issue 25)
     error_stop: bool = False  # a stalled job's reasons shown as -error, printer-state stopped
     bypass_empty: bool = False  # the by-pass tray shown empty (main stays loaded)
     supplies_low: bool = False  # marker-supply-low and a low marker level
@@ -645,6 +646,8 @@ class AdversaryProxy:
             if self._stopped_shown is None:
                 self._stopped_shown = self._fault_shown
         reasons.extend(k.extra_reasons)
+        if k.state_message is not None:
+            g.set(attr("printer-state-message", Tag.TEXT, k.state_message))
         if reasons_attr is not None or reasons:
             g.set(attr("printer-state-reasons", Tag.KEYWORD, *(reasons or ["none"])))
         if k.up_time == "absent":
