@@ -261,6 +261,12 @@ async def test_a_printer_that_cannot_report_job_state_is_blamed_not_the_job(
         view = await printer_view(kiosk, "printer-01")
         assert not view["healthy"]
         assert view["health_reason"].startswith("cannot report job state")
+        # issue 25: in plain words, with its time, first
+        assert view["problem"].startswith("cannot report job state since ")
+        assert view["problem"].endswith(
+            "its job was set aside; check what it printed, then resume it"
+        )
+        assert view["problems"][0]["kind"] == "cannot-report-job-state"
         nxt = await kiosk.submit("mon-0002", pool="lobby", hold=False, doc=BADGE)
         [done] = await kiosk.wait_states([nxt["id"]], {"DONE", "DEAD"})
         assert done["state"] == "DONE"
@@ -277,6 +283,7 @@ async def test_http_426_says_use_ipps_and_is_probed_slowly(
     async with proxied(tmp_path, printers, proxy) as (_, kiosk):
         view = await eventually(lambda: _unhealthy(kiosk, "printer-01"), "printer-01 unhealthy")
         assert view["health_reason"] == "printer requires TLS: use ipps://"
+        assert view["problem"].startswith("wants TLS since ")  # issue 25
         before = proxy.count("Get-Printer-Attributes")
         job = await kiosk.submit("tls-0001", printer="printer-01", hold=False, doc=BADGE)
         [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"})

@@ -62,6 +62,10 @@ async def test_an_ipps_printer_is_pinned_refused_when_reset_and_retrusted(
             f"certificate changed: was {pin}, now {now}; re-trust with "
             "`edgeprint printers trust printer-01` or POST /v1/printers/printer-01/trust"
         )
+        assert view["problem"].startswith("its certificate changed since ")  # issue 25
+        assert view["problem"].endswith(
+            "— replaced printer? confirm the new pin: edgeprint printers trust printer-01"
+        )
         created = p.server_log.read_text(errors="replace").count("Create-Job")
         second = await kiosk.submit("tls-0002", printer="printer-01", hold=False)
         await asyncio.sleep(1.0)  # a window in which nothing may be sent, not a synchronisation
