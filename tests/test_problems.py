@@ -386,3 +386,22 @@ def test_every_health_reason_edgeprint_gives_has_a_kind() -> None:
     assert problems.kind_of("something new went wrong") == "other"
     fact = problems.fact_of("something new\x1b went wrong")
     assert (fact.kind, fact.said) == ("other", "something new\\x1b went wrong")
+
+
+def test_two_values_of_one_kind_are_one_problem_and_a_severity_change_keeps_its_start() -> None:
+    """Paper out mid-job: ippeveprinter says media-empty-warning and media-needed-warning;
+    one sentence, not two; when the printer then stops (-error) it is the same problem."""
+    h = Health(SETTINGS)
+    empty = (tray("main", 0),)
+    h.on_probe(status(4, ("media-empty-warning", "media-needed-warning"), trays=empty), T0)
+    [p] = shown(h, T0 + 1)
+    assert p.text == (
+        "out of paper/labels since 08:02:14 (printer says media-empty-warning, "
+        "media-needed-warning)"
+    )
+    assert p.evidence.count("printer-state-reasons: ") == 2
+    h.on_probe(status(5, ("media-empty-error", "door-open-warning", "cover-open")), T0 + 5)
+    assert texts(h, T0 + 6) == [
+        "out of paper/labels since 08:02:14 (printer says media-empty-error)",
+        "door or cover open since 08:02:19 (printer says door-open-warning, cover-open)",
+    ]

@@ -179,7 +179,10 @@ class Ledger:
         self._ended: list[tuple[tuple[str, str], Entry]] = []
 
     def update(self, facts: Iterable[Fact], now: float, group: str = "health") -> None:
-        given = {(group, f.ident): f for f in facts}
+        given: dict[tuple[str, str], Fact] = {}
+        for f in facts:  # two values of one kind (media-empty and media-needed): one problem
+            was = given.get((group, f.ident))
+            given[(group, f.ident)] = f if was is None else merged(was, f)
         for key, entry in list(self._current.items()):
             if key[0] == group and key not in given:
                 del self._current[key]
@@ -207,6 +210,12 @@ class Ledger:
         ]
         ended.sort(key=lambda e: -(e.until or 0.0))
         return current + ended
+
+
+def merged(a: Fact, b: Fact) -> Fact:
+    """One fact saying what two of the same problem say (``said``: both values)."""
+    said = ", ".join(x for x in (a.said, b.said) if x)
+    return replace(a, said=said, evidence=f"{a.evidence}; {b.evidence}")
 
 
 def reason_kind(value: str) -> str:
@@ -238,11 +247,16 @@ def kind_of(reason: str) -> str:
 def reason_fact(value: str | None, evidence: str) -> Fact:
     """The fact of a blocking printer-state-reasons value (None: every input tray is empty)."""
     if value is None:
-        return Fact("media-empty", evidence, said="every input tray is empty", key="trays")
+        return Fact(
+            "media-empty", evidence, said="every input tray is empty", key="reason:media-empty"
+        )
     kind = reason_kind(value)
     known = reasons.keyword(value) in reasons.KNOWN
     words = "" if kind != "other" else reasons.words(value) if known else UNKNOWN_REASON
-    return Fact(kind, evidence, said=value, words=words, key=f"reason:{reasons.keyword(value)}")
+    # a kind of its own is one problem whatever the values (door-open and cover-open, media-empty
+    # and media-needed, -warning then -error); any other reason is one problem per keyword
+    key = f"reason:{kind if kind != 'other' else reasons.keyword(value)}"
+    return Fact(kind, evidence, said=value, words=words, key=key)
 
 
 def fact_of(reason: str, *, key: str = "") -> Fact:
