@@ -75,7 +75,8 @@ def cmd_status(api: client.Api, args: argparse.Namespace, as_json: bool) -> None
         render.emit_raw(json.dumps(combined, indent=2).encode())
         return
     now = datetime.now(UTC)
-    lines = [f"edgeprint at {api.base}  {now:%Y-%m-%d %H:%M:%S} UTC", ""]
+    # local time, as the problems' times are (the box's clock: edgeprint.timefmt.clock_time)
+    lines = [f"edgeprint at {api.base}  {now.astimezone():%Y-%m-%d %H:%M:%S %Z}", ""]
     lines += render.printer_table(printers.get("printers", []), short_ids=True)
     lines += ["", *render.pool_table(printers.get("pools", []))]
     waits = render.stock_waits(printers.get("waiting_for_stock", []))
