@@ -206,7 +206,8 @@ def _judge(p: dict[str, Any], check: dict[str, Any] | str, badge: Badge | None) 
         v.warnings.append(f"slow to answer: {v.round_trip_s:.2f} s for Get-Printer-Attributes")
     _state(v, check)
     if not p.get("healthy", True) and not v.problems:
-        v.problems.append(f"edgeprint gives it no work: {p.get('health_reason') or 'unhealthy'}")
+        why = p.get("problem") or p.get("health_reason") or "unhealthy"  # issue 25: its words
+        v.problems.append(f"edgeprint gives it no work: {why}")
     _stock(v, badge, check.get("stock") or p.get("media_ready"))
     _supplies(v)
     _runway(v)
