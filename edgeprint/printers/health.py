@@ -182,7 +182,7 @@ class Health:
     #: since when each problem holds, and which ended lately (issue 25)
     ledger: problems.Ledger = field(default_factory=problems.Ledger)
     #: what the printer itself showed at the last contact (its reasons, or no answer)
-    _printer_facts: list[problems.Fact] = field(default_factory=list)
+    _printer_facts: list[problems.Fact] = field(default_factory=list, repr=False)
 
     def _set(self, healthy: bool, reason: str | None, now: float) -> HealthChange | None:
         if healthy == self.healthy and reason == self.reason:
