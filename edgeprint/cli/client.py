@@ -153,9 +153,13 @@ class Api:
         return f"cannot connect to {self.base} ({self._where.origin}): {why}; {_TRY}"
 
     def _hint(self, status: int, raw: bytes) -> str:
-        """What to check after a 401 or 403, naming where the URL and the token came from."""
+        """What to check after a 401, a 403 or a missing PIN, naming where the URL and the
+        token came from."""
         token = f"the token from {self.token_from}" if self.token_from else "the token"
-        if status == 403:
+        slug = _problem_slug(raw)
+        if slug == "pin-required":
+            return " (give --pin PIN)"
+        if status == 403 and slug in ("forbidden", ""):
             return f" (this needs a tech token; {token} is not one)"
         if status != 401:
             return ""
@@ -173,6 +177,17 @@ def _read_quietly(resp: urllib.error.HTTPError) -> bytes:
         return resp.read(64 * 1024)
     except (OSError, HTTPException):
         return b""
+
+
+def _problem_slug(raw: bytes) -> str:
+    """The slug of a problem document's ``type`` (``urn:edgeprint:problem:pin-required``:
+    ``pin-required``; "" when there is none)."""
+    try:
+        problem = json.loads(raw)
+    except ValueError:
+        return ""
+    kind = problem.get("type") if isinstance(problem, dict) else None
+    return kind.rsplit(":", 1)[-1] if isinstance(kind, str) else ""
 
 
 def _problem_message(status: int, reason: str, raw: bytes) -> str:
