@@ -141,7 +141,7 @@ class Api:
 
     @property
     def _where(self) -> locate.Where:
-        return self.where or locate.Where(self.base, "--url")
+        return self.where or locate.Where(self.base, "the caller")
 
     def _cannot(self, reason: object) -> str:
         if isinstance(reason, TimeoutError | socket.timeout):
@@ -150,7 +150,8 @@ class Api:
             why = reason.strerror
         else:
             why = str(reason) or type(reason).__name__
-        return f"cannot connect to {self.base} ({self._where.origin}): {why}; {_TRY}"
+        origin = f" ({self.where.origin})" if self.where else ""
+        return f"cannot connect to {self.base}{origin}: {why}; {_TRY}"
 
     def _hint(self, status: int, raw: bytes) -> str:
         """What to check after a 401, a 403 or a missing PIN, naming where the URL and the
@@ -169,7 +170,7 @@ class Api:
                 f"be another appliance than yours, or {token} is the wrong one; pass --config "
                 "PATH or --url URL)"
             )
-        return f" (check {token}; it is not one of the appliance at {self.base})"
+        return f" (check {token}: the appliance at {self.base} does not know it)"
 
 
 def _read_quietly(resp: urllib.error.HTTPError) -> bytes:
