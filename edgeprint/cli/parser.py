@@ -30,9 +30,9 @@ def _common_options() -> argparse.ArgumentParser:
         dest="api_config",
         metavar="PATH",
         default=argparse.SUPPRESS,
-        help=f"take the URL from this config's [server] host and port (default: "
-        f"${locate.CONFIG_ENV}, else {', '.join(str(p) for p in locate.CONFIG_CANDIDATES)} "
-        "if there)",
+        help=f"take the URL from this config's [server] host and port (without it and "
+        f"${client.URL_ENV}: ${locate.CONFIG_ENV}, else the first of "
+        f"{', '.join(str(p) for p in locate.CONFIG_CANDIDATES)} that is there)",
     )
     g.add_argument(
         "--token",
