@@ -237,6 +237,38 @@ def write(path: Path, text: str) -> None:
         os.close(dir_fd)
 
 
+def stage_secret(path: Path, text: str) -> Path:
+    """A temporary file beside ``path`` holding ``text``: mode 0600, root's when run as
+    root (a tech token: for root only, not the service's group), fsync'ed. The caller
+    renames it over ``path`` once the config that matches it is written (commit_secret),
+    so a failed setup leaves neither."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            os.fchmod(f.fileno(), 0o600)
+            if os.geteuid() == 0:
+                os.fchown(f.fileno(), 0, 0)
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def commit_secret(tmp: Path, path: Path) -> None:
+    """Put the staged ``tmp`` in place as ``path``, durably."""
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
 def _service_gid() -> int | None:
     try:
         return grp.getgrnam(SERVICE_USER).gr_gid

@@ -150,6 +150,7 @@ else
 fi
 # shellcheck disable=SC1091
 source "$QS/tokens.env"
+(umask 077 && rm -f "$QS/tech.token" && printf '%s\n' "$TECH_TOKEN" >"$QS/tech.token") # the CLI reads it: edgeprint status
 
 mkdir -p "$QS/data"
 cat >"$CONFIG.new" <<EOF

@@ -178,7 +178,7 @@ def test_help_documents_the_exit_codes() -> None:
     [
         (["release", "--filter", "owner=ann"], "--limit N is required"),
         (["release", "--filter", "owner=ann", "--limit", "501"], "--limit must be 1 to 500"),
-        (["release", "--limit", "5"], "one of the arguments --filter --ids is required"),
+        (["release", "--limit", "5"], "release: give JOB_ID, or --filter"),
         (["cancel", "--filter", "colour=red", "--limit", "5"], "unknown filter key 'colour'"),
         (["cancel", "--filter", "owner", "--limit", "5"], "KEY=VALUE"),
         (["cancel", "--ids", "nope", "--limit", "5"], "32 lowercase hex"),

@@ -233,7 +233,7 @@ async def test_url_from_config(
         pytest.param(["status", "--url", "ftp://h:1"], "give http://HOST:PORT", id="scheme"),
         pytest.param(["status", "--url", "http://u:p@h:1"], "no user or password", id="userinfo"),
         pytest.param(["status", "--url", "http://h:99999"], "bad --url", id="port"),
-        pytest.param(["status", "--url", "x", "--config", "y"], "not allowed with", id="both"),
+        pytest.param(["status", "--url", "x", "--config", "y"], "bad --url", id="both"),
         pytest.param(["explode"], "invalid choice", id="command"),
         pytest.param(["printers", "trust"], "printers trust: name the printer: edgeprint printers trust PRINTER", id="trust-no-printer"),
         pytest.param(["status", "--token", "two words"], "characters a token cannot", id="token"),

@@ -13,20 +13,24 @@ Technician commands (DESIGN §8)::
     edgeprint jobs [--state S] [--owner O] [--printer P] [--limit N] [--cursor C]
     edgeprint dead-letter [--limit N] [--cursor C]
     edgeprint replay JOB_ID               DEAD → RELEASED (once)
+    edgeprint release JOB_ID [--printer P | --pool Q] [--pin PIN]   HELD → RELEASED
+    edgeprint cancel JOB_ID [--pin PIN]
     edgeprint pause|resume|drain PRINTER
     edgeprint preflight [--badge FILE] [--no-print] [--wait S]   every printer, before the doors
     edgeprint rehearsal|go-live|event     the event's mode (new jobs are tests until go-live)
 
-They take ``--url URL`` (default ``$EDGEPRINT_URL`` or http://127.0.0.1:8631) or
-``--config PATH`` (the URL from its ``[server]`` host and port), ``--token TOKEN``
-(default ``$EDGEPRINT_TOKEN``; prefer the variable: arguments show in ``ps``) and
-``--json`` (the API's JSON as-is, for scripts). The HTTP client is the standard
-library's, so the command starts fast and needs no event loop.
+They find the appliance by themselves (``locate``: ``--url``, ``--config``,
+``$EDGEPRINT_URL``, ``$EDGEPRINT_CONFIG``, /etc/edgeprint/config.toml,
+.quickstart/config.toml, http://127.0.0.1:8631) and its token (``credentials``:
+``--token``, ``--token-file``, ``$EDGEPRINT_TOKEN``, ``$EDGEPRINT_TOKEN_FILE``,
+``tech.token`` beside the config found), and take ``--json`` (the API's JSON as-is,
+for scripts). The HTTP client is the standard library's, so the command starts fast
+and needs no event loop.
 
 Exit codes: 0 ok; 1 the appliance answered with an error (its ``detail`` is
 printed), or a runtime failure of ``serve``; 2 bad usage or bad config; 3 the
-appliance cannot be reached (the URL is named); 4 preflight: a printer would fail
-the morning.
+appliance cannot be reached (the URL and where it came from are named); 4
+preflight: a printer would fail the morning.
 """
 
 from edgeprint.cli import client, render

@@ -1,17 +1,17 @@
 """The appliance's local API over HTTP, with the standard library (fast start, no event loop).
 
-Where the API is (``--url``, ``--config``, ``$EDGEPRINT_URL``, the default) and
-which token to send (``--token``, ``$EDGEPRINT_TOKEN``); an error answer becomes
-one line naming the status and the problem's ``detail``.
+Where the API is comes from :mod:`edgeprint.cli.locate`, the token from
+:mod:`edgeprint.cli.credentials`; both say where they came from, so an error can
+name it. An error answer becomes one line naming the status and the problem's
+``detail``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
 import socket
+import sys
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -21,15 +21,17 @@ from http.client import HTTPException
 from typing import IO, Any
 
 from edgeprint import __version__
+from edgeprint.cli import credentials, locate
 from edgeprint.cli.errors import ApiFailed, ConnectFailed, UsageError
 from edgeprint.cli.render import clean
 
-DEFAULT_URL = "http://127.0.0.1:8631"
-URL_ENV = "EDGEPRINT_URL"
-TOKEN_ENV = "EDGEPRINT_TOKEN"
+DEFAULT_URL = locate.DEFAULT_URL
+URL_ENV = locate.URL_ENV
+TOKEN_ENV = credentials.TOKEN_ENV
+TOKEN_FILE_ENV = credentials.TOKEN_FILE_ENV
 DEFAULT_TIMEOUT_S = 10.0
-#: A bearer token as it may travel in a header: printable ASCII, no spaces.
-_TOKEN_RE = re.compile(r"^[\x21-\x7e]{1,4096}$")
+#: What to try when the appliance does not answer.
+_TRY = "is the appliance running? systemctl status edgeprint; or pass --url or --config"
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -44,11 +46,17 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
 
 @dataclass
 class Api:
-    """The appliance's API at ``base`` (no trailing slash)."""
+    """The appliance's API at ``base`` (no trailing slash).
+
+    ``where`` says where ``base`` came from and ``token_from`` where the token did, for
+    the error messages (a refused connection names both the URL and its source).
+    """
 
     base: str
     token: str | None
     timeout_s: float = DEFAULT_TIMEOUT_S
+    where: locate.Where | None = None
+    token_from: str | None = None
 
     def __post_init__(self) -> None:
         # No proxies (the API is local; *_proxy variables must not reroute the token),
@@ -67,10 +75,7 @@ class Api:
         headers = {"Accept": "application/json", "User-Agent": f"edgeprint-cli/{__version__}"}
         if auth:
             if not self.token:
-                raise UsageError(
-                    f"no token: set {TOKEN_ENV} (or pass --token) to a tech token "
-                    "(edgeprint token new --role tech)"
-                )
+                raise UsageError(credentials.missing_hint(self._where))
             headers["Authorization"] = f"Bearer {self.token}"
         data = b"" if method == "POST" else None
         if json_body is not None:
@@ -87,7 +92,8 @@ class Api:
         except urllib.error.HTTPError as exc:
             with exc:
                 raw = _read_quietly(exc)
-            raise ApiFailed(exc.code, _problem_message(exc.code, exc.reason, raw), raw) from None
+            message = _problem_message(exc.code, exc.reason, raw) + self._hint(exc.code, raw)
+            raise ApiFailed(exc.code, clean(message), raw) from None
         except urllib.error.URLError as exc:
             raise ConnectFailed(self._cannot(exc.reason)) from None
         except (OSError, HTTPException) as exc:  # reset, time-out while reading, bad status line
@@ -133,6 +139,10 @@ class Api:
         except ValueError:
             raise ApiFailed(200, "the answer to POST /v1/jobs is not JSON", raw) from None
 
+    @property
+    def _where(self) -> locate.Where:
+        return self.where or locate.Where(self.base, "the caller")
+
     def _cannot(self, reason: object) -> str:
         if isinstance(reason, TimeoutError | socket.timeout):
             why = f"no answer within {self.timeout_s:g} s"
@@ -140,7 +150,27 @@ class Api:
             why = reason.strerror
         else:
             why = str(reason) or type(reason).__name__
-        return f"cannot connect to {self.base}: {why}"
+        origin = f" ({self.where.origin})" if self.where else ""
+        return f"cannot connect to {self.base}{origin}: {why}; {_TRY}"
+
+    def _hint(self, status: int, raw: bytes) -> str:
+        """What to check after a 401, a 403 or a missing PIN, naming where the URL and the
+        token came from."""
+        token = f"the token from {self.token_from}" if self.token_from else "the token"
+        slug = _problem_slug(raw)
+        if slug == "pin-required":
+            return " (give --pin PIN)"
+        if status == 403 and slug in ("forbidden", ""):
+            return f" (this needs a tech token; {token} is not one)"
+        if status != 401:
+            return ""
+        if self._where.is_default and b"unknown bearer token" in raw:
+            return (
+                f" ({self.base} is the default address, used as no config was found: it may "
+                f"be another appliance than yours, or {token} is the wrong one; pass --config "
+                "PATH or --url URL)"
+            )
+        return f" (check {token}: the appliance at {self.base} does not know it)"
 
 
 def _read_quietly(resp: urllib.error.HTTPError) -> bytes:
@@ -148,6 +178,17 @@ def _read_quietly(resp: urllib.error.HTTPError) -> bytes:
         return resp.read(64 * 1024)
     except (OSError, HTTPException):
         return b""
+
+
+def _problem_slug(raw: bytes) -> str:
+    """The slug of a problem document's ``type`` (``urn:edgeprint:problem:pin-required``:
+    ``pin-required``; "" when there is none)."""
+    try:
+        problem = json.loads(raw)
+    except ValueError:
+        return ""
+    kind = problem.get("type") if isinstance(problem, dict) else None
+    return kind.rsplit(":", 1)[-1] if isinstance(kind, str) else ""
 
 
 def _problem_message(status: int, reason: str, raw: bytes) -> str:
@@ -164,62 +205,24 @@ def _problem_message(status: int, reason: str, raw: bytes) -> str:
         for err in problem.get("errors") or []:
             if isinstance(err, dict):
                 detail += f"; {err.get('loc')}: {err.get('message')}"
-    hint = {
-        401: f" (check {TOKEN_ENV} or --token)",
-        403: " (this needs a tech token)",
-    }.get(status, "")
     if 300 <= status < 400:
         detail = "the appliance answered with a redirect, which is not followed (check --url)"
-    return clean(f"{status} {title}: {detail or 'no detail given'}{hint}")
+    return f"{status} {title}: {detail or 'no detail given'}"
 
 
-def base_url(args: argparse.Namespace) -> str:
-    """The API's base URL from --url, --config, $EDGEPRINT_URL or the default."""
-    if hasattr(args, "api_config"):
-        return _url_from_config(args.api_config)
-    url: str = getattr(args, "url", None) or os.environ.get(URL_ENV) or DEFAULT_URL
-    try:
-        parts = urllib.parse.urlsplit(url.strip())
-    except ValueError as exc:
-        raise UsageError(f"bad --url: {exc}") from None
-    if "@" in parts.netloc:  # checked first: never echo a password
-        raise UsageError(f"bad --url: no user or password in the URL; use {TOKEN_ENV}")
-    try:
-        parts.port  # noqa: B018 - raises ValueError on a bad port
-    except ValueError as exc:
-        raise UsageError(f"bad --url {url!r}: {exc}") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"bad --url {url!r}: give http://HOST:PORT (e.g. {DEFAULT_URL})")
-    if parts.query or parts.fragment:
-        raise UsageError(f"bad --url {url!r}: no query or fragment")
-    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
-
-
-def _url_from_config(path: str) -> str:
-    from edgeprint import errors
-    from edgeprint.config import load_config
-
-    try:
-        server = load_config(path).server
-    except errors.ConfigError as exc:
-        raise UsageError(str(exc)) from None
-    if server.port == 0:
-        raise UsageError(f"{path}: server.port is 0 (a free port at start): pass --url")
-    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(server.host, server.host)
-    if ":" in host:
-        host = f"[{host}]"
-    return f"http://{host}:{server.port}"
-
-
-def bearer_token(args: argparse.Namespace) -> str | None:
-    """The token from --token or $EDGEPRINT_TOKEN (None: neither); raises UsageError."""
-    raw: str | None = getattr(args, "token", None)
-    if raw is None:
-        raw = os.environ.get(TOKEN_ENV)
-    if raw is None or not raw.strip():
-        return None
-    token = raw.strip()
-    if not _TOKEN_RE.fullmatch(token):
-        where = "--token" if hasattr(args, "token") else TOKEN_ENV
-        raise UsageError(f"{where} holds characters a token cannot have (spaces, non-ASCII)")
-    return token
+def connect(args: argparse.Namespace) -> Api:
+    """The API the command line names (or the one found), with its token; a note of a flag
+    that overrode another goes to stderr. Raises UsageError."""
+    where = locate.locate(getattr(args, "url", None), getattr(args, "api_config", None))
+    if where.note:
+        print(f"edgeprint: {clean(where.note)}", file=sys.stderr)
+    token = credentials.bearer_token(
+        getattr(args, "token", None), getattr(args, "token_file", None), where
+    )
+    return Api(
+        where.url,
+        None if token is None else token.value,
+        getattr(args, "timeout", DEFAULT_TIMEOUT_S),
+        where=where,
+        token_from=None if token is None else token.source,
+    )

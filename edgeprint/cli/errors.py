@@ -2,8 +2,9 @@
 
 0 ok; 1 the appliance answered with an error (its ``detail`` is printed), a
 runtime failure of ``serve``, or ``discover`` found nothing; 2 bad usage or
-bad config; 3 the appliance cannot be reached (the URL is named); 4 ``preflight``
-found a printer that would fail the morning (each reason is printed).
+bad config; 3 the appliance cannot be reached (the URL and where it came from
+are named); 4 ``preflight`` found a printer that would fail the morning (each
+reason is printed).
 """
 
 from __future__ import annotations

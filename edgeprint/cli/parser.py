@@ -6,7 +6,7 @@ import argparse
 import re
 from collections.abc import Sequence
 
-from edgeprint.cli import bulk, client, discover, setup
+from edgeprint.cli import bulk, client, credentials, discover, locate, setup
 from edgeprint.states import JobState
 
 _JOB_ID_RE = re.compile(r"^[0-9a-f]{32}$")
@@ -19,20 +19,34 @@ def _common_options() -> argparse.ArgumentParser:
     """Options of every technician command, accepted before or after the command name."""
     common = argparse.ArgumentParser(add_help=False)
     g = common.add_argument_group("connection")
-    where = g.add_mutually_exclusive_group()
-    where.add_argument(
-        "--url", default=argparse.SUPPRESS,
-        help=f"the appliance's API (default ${client.URL_ENV} or {client.DEFAULT_URL})",
-    )  # fmt: skip
-    where.add_argument(
-        "--config", dest="api_config", metavar="PATH", default=argparse.SUPPRESS,
-        help="take the URL from this config file's [server] host and port",
-    )  # fmt: skip
     g.add_argument(
-        "--token", default=argparse.SUPPRESS,
-        help=f"bearer token (default ${client.TOKEN_ENV}; prefer the variable, "
-        "arguments show in ps)",
-    )  # fmt: skip
+        "--url",
+        default=argparse.SUPPRESS,
+        help=f"the appliance's API; wins over --config (without it: the URL of --config, else "
+        f"${client.URL_ENV}, else of the config found, else {client.DEFAULT_URL})",
+    )
+    g.add_argument(
+        "--config",
+        dest="api_config",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help=f"take the URL from this config's [server] host and port (without it and "
+        f"${client.URL_ENV}: ${locate.CONFIG_ENV}, else the first of "
+        f"{', '.join(str(p) for p in locate.CONFIG_CANDIDATES)} that is there)",
+    )
+    g.add_argument(
+        "--token",
+        default=argparse.SUPPRESS,
+        help=f"bearer token (default ${client.TOKEN_ENV}; prefer a token file: arguments "
+        "show in ps)",
+    )
+    g.add_argument(
+        "--token-file",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help=f"read the token from this file (default ${client.TOKEN_FILE_ENV}, else "
+        f"{credentials.TOKEN_FILE_NAME} next to the config the URL came from, if readable)",
+    )
     g.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS,
         help="print the API's JSON as-is (for scripts)",
@@ -162,6 +176,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             p.error("cancel JOB_ID cancels one job: --limit and --yes go with --filter or --ids")
         if args.job_id is None and args.pin is not None:
             p.error("cancel: --pin goes with one JOB_ID (a bulk call takes no PIN)")
+    if args.command == "release":
+        many = args.filter is not None or args.ids is not None
+        if (args.job_id is None) == (not many):
+            p.error("release: give JOB_ID, or --filter … or --ids … with --limit N (not both)")
+        if args.job_id is not None and (args.limit is not None or args.yes):
+            p.error("release JOB_ID releases one job: --limit and --yes go with --filter or --ids")
+        if args.job_id is None and args.pin is not None:
+            p.error("release: --pin goes with one JOB_ID (a bulk call takes no PIN)")
     if args.command in ("release", "cancel", "replay") and (
         args.filter is not None or args.ids is not None
     ):
@@ -241,8 +263,19 @@ def parser() -> argparse.ArgumentParser:
     )
     r.add_argument("job_id", metavar="JOB_ID", type=_job_id, nargs="?")
     bulk.add_options(r, required=False)
-    rel = tech("release", "release many HELD jobs: --filter or --ids, and --limit (kiosk or tech)")
-    bulk.add_options(rel, required=True)
+    rel = tech(
+        "release",
+        "release a HELD job (JOB_ID [--printer P | --pool Q] [--pin PIN]), or many: --filter "
+        "or --ids, and --limit (kiosk or tech)",
+    )
+    rel.add_argument("job_id", metavar="JOB_ID", type=_job_id, nargs="?")
+    rel.add_argument(
+        "--pin",
+        type=_pin,
+        metavar="PIN",
+        help="JOB_ID's release PIN, when it was submitted with one",
+    )
+    bulk.add_options(rel, required=False)
     to = rel.add_mutually_exclusive_group()
     to.add_argument(
         "--printer", dest="to_printer", type=_printer, metavar="PRINTER",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import re
 import sys
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from edgeprint.cli.credentials import TOKEN_FILE_NAME
 from edgeprint.cli.discover import seconds_arg
 from edgeprint.cli.errors import EXIT_OK, EXIT_USAGE
 from edgeprint.cli.render import clean
@@ -67,6 +69,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help=f"the file to write (default {DEFAULT_CONFIG})",
     )  # fmt: skip
     s.add_argument("--force", action="store_true", help="replace a config that is in use")
+    s.add_argument(
+        "--no-token-file",
+        action="store_true",
+        help=f"do not write the tech token to {TOKEN_FILE_NAME} next to the config (readable "
+        "by root only; the CLI on this box reads it)",
+    )
     s.add_argument(
         "--timeout", dest="browse_s", type=seconds_arg, default=3.0, metavar="SECONDS",
         help="how long discovery listens (default 3)",
@@ -149,10 +157,9 @@ def _run(args: argparse.Namespace, ask: Callable[[str], str]) -> int:
 
     for line in _probe(printers):
         print(line, file=sys.stderr)
-    try:
-        setup.write(path, text)
-    except OSError as exc:
-        raise SetupError(f"cannot write {path}: {exc.strerror or exc}") from None
+    token_path = None if args.no_token_file else path.parent / TOKEN_FILE_NAME
+    if not _write(path, text, token_path, tokens[1].secret):
+        token_path = None
 
     print(f"Wrote {path}: {len(cfg.printers)} printer(s)" + (f" in pool {pool!r}" if pool else ""))
     print(setup.host_note(host, args.port, addresses))
@@ -161,6 +168,12 @@ def _run(args: argparse.Namespace, ask: Callable[[str], str]) -> int:
     print("is replaced with: edgeprint setup --force, or edgeprint token new):")
     for t in tokens:
         print(f"  {t.role} token ({t.name}): {t.secret}")
+    if token_path is not None:
+        print(
+            f"The tech token is also in {token_path} (readable by root only): the edgeprint "
+            "command on this box finds the appliance and this token by itself (sudo edgeprint "
+            "status)."
+        )
     print()
     if path == setup.DEFAULT_CONFIG:
         print("Next: systemctl enable --now edgeprint   (or: systemctl restart edgeprint)")
@@ -169,6 +182,40 @@ def _run(args: argparse.Namespace, ask: Callable[[str], str]) -> int:
     for line in warnings(cfg):
         print(f"warning: {line}", file=sys.stderr)
     return EXIT_OK
+
+
+def _write(path: Path, text: str, token_path: Path | None, tech_token: str) -> bool:
+    """The config and (``token_path`` not None) the tech token file, staged first so a
+    failure leaves neither; True when the token file was written."""
+    from edgeprint import setup
+
+    staged = None
+    try:
+        if token_path is not None:
+            try:
+                staged = setup.stage_secret(token_path, tech_token + "\n")
+            except OSError as exc:
+                raise SetupError(f"cannot write {token_path}: {exc.strerror or exc}") from None
+        try:
+            setup.write(path, text)
+        except OSError as exc:
+            raise SetupError(f"cannot write {path}: {exc.strerror or exc}") from None
+        if staged is not None and token_path is not None:
+            try:
+                setup.commit_secret(staged, token_path)
+            except OSError as exc:  # the config is in place: the tokens must still be shown
+                print(
+                    f"warning: cannot write {token_path}: {exc.strerror or exc}; keep the "
+                    "tech token shown below",
+                    file=sys.stderr,
+                )
+                return False
+            staged = None
+        return token_path is not None
+    finally:
+        if staged is not None:
+            with contextlib.suppress(OSError):
+                staged.unlink()
 
 
 def _discover(browse_s: float, interfaces: list[str] | None) -> list[FoundPrinter]:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from edgeprint.cli import bulk, client, desk, event, preflight, render, sticker
+from edgeprint.cli import bulk, client, desk, event, preflight, release, render, sticker
 from edgeprint.cli.errors import (
     EXIT_API_ERROR,
     EXIT_CONNECT,
@@ -34,10 +34,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the technician command ``args.command`` against the appliance; returns the exit code."""
     as_json = bool(getattr(args, "json", False))
     try:
-        api = client.Api(
-            client.base_url(args), client.bearer_token(args),
-            getattr(args, "timeout", client.DEFAULT_TIMEOUT_S),
-        )  # fmt: skip
+        api = client.connect(args)
         code = COMMANDS[args.command](api, args, as_json)
     except UsageError as exc:
         print(f"edgeprint: {exc}", file=sys.stderr)
@@ -395,7 +392,7 @@ COMMANDS: dict[str, Callable[[client.Api, argparse.Namespace, bool], int | None]
     "dead-letter": cmd_dead_letter,
     "replay": cmd_replay,
     # issue 24 (many jobs at once)
-    "release": bulk.run,
+    "release": release.cmd_release,
     "cancel": cmd_cancel,
     "resolve": cmd_resolve,
     "stats": cmd_stats,
