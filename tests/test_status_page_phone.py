@@ -6,8 +6,9 @@ id, axe-core finds nothing. Release of a HELD job with real clicks, on the print
 the page's dialog, prints it once there (the printers' logs); a release of a job that another
 tab already released shows the API's 409 words and changes nothing.
 
-Saves ``test-artifacts/status-page-phone.png`` (390x844) and ``status-page-desktop.png``
-(1280x900); ``docs/status-page-phone.png`` and ``docs/status-page.png`` are these pictures,
+Saves ``test-artifacts/status-page-phone.png`` (390x844, the top), ``status-page-phone-jobs.png``
+(its job cards, one id tapped open) and ``status-page-laptop.png`` (1280x900);
+``docs/status-page-phone.png`` and ``docs/status-page.png`` are the first and the last,
 copied by hand when the page changes.
 """
 
@@ -93,6 +94,15 @@ async def tap_id(page: Page, selector: str) -> None:
     raise AssertionError(f"{selector} would not open")
 
 
+async def screenshot(page: Page, name: str, top: bool = True) -> None:
+    """The screen as it is (scrolled to the top unless told), saved under test-artifacts/."""
+    if top:
+        await page.eval("window.scrollTo(0, 0); true")
+    shot = await page.call("Page.captureScreenshot", format="png")
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / name).write_bytes(base64.b64decode(shot["data"]))
+
+
 async def check_layout(page: Page, states: dict[str, str]) -> None:
     """At the page's present size: the down printer first and on the first screen, every
     job row shown, short ids on one line, nothing wider than the screen, axe clean."""
@@ -153,6 +163,7 @@ async def test_phone_layout_release_and_conflict(
             await open_status_page(page, kiosk.url, TECH_TOKEN)
             assert await page.eval("window.innerWidth") == PHONE_WIDTH
             await check_layout(page, states)
+            await screenshot(page, "status-page-phone.png")
 
             # the down printer's problem is said in words when the API has them
             api = (await printers_json(kiosk))["printer-02"]
@@ -184,9 +195,7 @@ async def test_phone_layout_release_and_conflict(
             assert full == dead
             assert await one_line(page, f"{chip} .full") == [1]
             await fits_screen(page)
-            shot = await page.call("Page.captureScreenshot", format="png")
-            ARTIFACTS.mkdir(exist_ok=True)
-            (ARTIFACTS / "status-page-phone.png").write_bytes(base64.b64decode(shot["data"]))
+            await screenshot(page, "status-page-phone-jobs.png", top=False)
 
             # Release: the dialog offers its pool, the pools and the printers (down marked)
             question = await open_dialog(
@@ -253,8 +262,7 @@ async def test_phone_layout_release_and_conflict(
             )
             assert await page.eval("window.innerWidth") == DESKTOP[0]
             await check_layout(page, states)
-            shot = await page.call("Page.captureScreenshot", format="png")
-            (ARTIFACTS / "status-page-desktop.png").write_bytes(base64.b64decode(shot["data"]))
+            await screenshot(page, "status-page-laptop.png")
 
     # paper: each released job once, on printer-01; the DEAD one never printed
     names = printed_names(printers)
