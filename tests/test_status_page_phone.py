@@ -83,7 +83,7 @@ async def answer_of_yes(page: Page) -> str:
 
 
 async def tap_id(page: Page, selector: str) -> None:
-    """Tap a short job id (its summary) until its details are open."""
+    """Tap a <details>' summary (a short job id, "Evidence") until it is open."""
     for _ in range(3):
         await real_click(page, f"{selector} summary")
         try:
@@ -175,6 +175,23 @@ async def test_phone_layout_release_and_conflict(
                     " return p && p.textContent; })()"
                 )
                 assert shown == api["problem"]
+                # every problem, current and ended, as the API says it; evidence on a tap
+                lines = await page.eval(
+                    f"Array.from(document.querySelectorAll({js(card + ' .problem')}))"
+                    ".map(function (d) { return [d.getAttribute('data-problem'),"
+                    " d.getAttribute('data-current'), d.querySelector('p').textContent]; })"
+                )
+                assert lines == [
+                    [x["kind"], "1" if x["until"] is None else "0", x["text"]]
+                    for x in api["problems"]
+                ]
+                evidence = f"{card} .problem details.evidence"
+                await tap_id(page, evidence)
+                seen = await page.wait(
+                    f"(function () {{ var p = document.querySelector({js(evidence + ' p')});"
+                    " return p && p.offsetHeight && p.textContent; })()"
+                )
+                assert seen == api["problems"][0]["evidence"]
                 terms = await page.eval(
                     f"Array.from(document.querySelectorAll({js(card + ' dt')}))"
                     ".map(function (d) { return d.textContent; })"
@@ -248,6 +265,7 @@ async def test_phone_layout_release_and_conflict(
             assert problem["state"] == "DONE"
             assert (await kiosk.job(raced))["state"] == "DONE"
             assert await run.service.jobs.events(raced) == before
+            await fits_screen(page)  # the answer, with the API's words, fits the phone too
             assert await eventually(
                 lambda: printed_names(printers).get(f"edgeprint-{raced}"), "the raced job"
             ) == ["printer-01"]
