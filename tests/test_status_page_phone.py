@@ -15,6 +15,7 @@ copied by hand when the page changes.
 from __future__ import annotations
 
 import base64
+import re
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from tests.browser import (
     one_line,
     open_status_page,
     real_click,
+    type_text,
 )
 from tests.cdp import Page, browser
 from tests.conftest import TECH_TOKEN
@@ -287,3 +289,58 @@ async def test_phone_layout_release_and_conflict(
     assert names.get(f"edgeprint-{held}") == ["printer-01"]
     assert names.get(f"edgeprint-{raced}") == ["printer-01"]
     assert f"edgeprint-{dead}" not in names
+
+
+async def test_release_from_a_jobs_story_with_its_pin(
+    chromium_path: str, tmp_path: Path, printers: Rig
+) -> None:
+    """A HELD job with a PIN, released from its story at a phone's width: the dialog asks for
+    the PIN; a wrong one is refused with the API's words and leaves the job HELD; the right
+    one releases it to the printer chosen, where it prints once."""
+    async with appliance(rig_config(tmp_path / "data", printers)) as (_, kiosk):
+        held = await kiosk.submit("phone-pin-1", pool="lobby", owner="pat", release_pin="4821")
+        job = held["id"]
+        async with browser(tmp_path) as page:
+            await at_size(page, PHONE_WIDTH, PHONE_HEIGHT, True)
+            await open_status_page(page, kiosk.url, TECH_TOKEN)
+            await real_click(page, f'[data-action="open-story"][data-target="{job}"]')
+            await page.wait(f"document.body.getAttribute('data-story') === {js(job)}")
+            question = await open_dialog(
+                page, f'#story [data-action="release"][data-target="{job}"]'
+            )
+            assert question == f"Release job {job[:8]} (pat)? It prints once, on:"
+            assert await page.eval("!!document.getElementById('release-pin')")
+            assert await axe_violations(page) == []
+            await fits_screen(page)
+            await type_text(page, "#release-pin", "1111")
+            answer = await answer_of_yes(page)
+            status, problem = await kiosk.post(f"/v1/jobs/{job}/release", {"pin": "2222"})
+            assert status == 403
+            kind = problem["type"].replace("urn:edgeprint:problem:", "")
+            # the page's try was the first wrong one, the test's the second: one more left then
+            found = re.search(r"; (\d+) more wrong", problem["detail"])
+            assert found is not None, problem
+            n = int(found.group(1))
+            left = problem["detail"].replace(f"; {n} more wrong", f"; {n + 1} more wrong")
+            assert answer == f"Refused (403 Forbidden, {kind}): {left}"
+            assert (await kiosk.job(job))["state"] == "HELD"
+            assert f"edgeprint-{job}" not in printed_names(printers)
+
+            await open_dialog(page, f'#story [data-action="release"][data-target="{job}"]')
+            assert await page.eval("document.getElementById('release-pin').value") == ""
+            await page.eval("document.getElementById('release-to').focus(); true")
+            for _ in range(3):  # past its pool, the pool and printer-01
+                await key(page, "ArrowDown", 40)
+            assert (
+                await page.eval("document.getElementById('release-to').value")
+                == "printer:printer-02"
+            )
+            await type_text(page, "#release-pin", "4821")
+            answer = await answer_of_yes(page)
+            assert answer == f"Job {job[:8]} is now RELEASED, to printer-02 (200 OK)"
+            await kiosk.wait_states([job], {"DONE"})
+
+            def on_paper() -> list[str] | None:
+                return printed_names(printers).get(f"edgeprint-{job}")
+
+            assert await eventually(on_paper, "the PIN job on paper") == ["printer-02"]
