@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from testbed.rig import Rig
-from tests.browser import at_size, axe_violations, no_sideways_scroll, open_status_page
+from tests.browser import at_size, axe_violations, fits_screen, open_status_page
 from tests.cdp import browser
 from tests.conftest import TECH_TOKEN
 from tests.printing import appliance, rig_config
@@ -73,7 +73,7 @@ async def test_rehearsal_go_live_and_preflight_from_the_page(
         assert await page.eval("document.getElementById('answer').textContent") == (
             "Preflight: 2 of 3 printer(s) ready; 1 would fail the morning"
         )
-        await no_sideways_scroll(page)
+        await fits_screen(page)
         assert await axe_violations(page) == []
         ARTIFACTS.mkdir(exist_ok=True)
         shot = await page.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
