@@ -105,6 +105,21 @@ async def screenshot(page: Page, name: str, top: bool = True) -> None:
     (ARTIFACTS / name).write_bytes(base64.b64decode(shot["data"]))
 
 
+async def answer_in_sight(page: Page) -> None:
+    """Scrolled halfway down, the answer of the last action is on the screen, clear of the
+    header, nothing over it."""
+    seen = await page.eval(
+        "(function () { window.scrollTo(0, document.body.scrollHeight / 2);"
+        " var r = document.getElementById('answer').getBoundingClientRect();"
+        " var at = document.elementFromPoint(r.left + 5, r.top + 5);"
+        " var top = document.querySelector('header').getBoundingClientRect();"
+        " return [r.top >= 0 && r.bottom <= window.innerHeight &&"
+        " (top.bottom <= r.top || top.top >= r.bottom) &&"
+        " !!at && document.getElementById('answer').contains(at), r.top, top.bottom]; })()"
+    )
+    assert seen[0], f"the answer at {seen[1]} px, the header down to {seen[2]} px"
+
+
 async def check_layout(page: Page, states: dict[str, str]) -> None:
     """At the page's present size: the down printer first and on the first screen, every
     job row shown, short ids on one line, nothing wider than the screen, axe clean."""
@@ -267,6 +282,7 @@ async def test_phone_layout_release_and_conflict(
             assert problem["state"] == "DONE"
             assert (await kiosk.job(raced))["state"] == "DONE"
             assert await run.service.jobs.events(raced) == before
+            await answer_in_sight(page)
             await fits_screen(page)  # the answer, with the API's words, fits the phone too
             assert await eventually(
                 lambda: printed_names(printers).get(f"edgeprint-{raced}"), "the raced job"
@@ -282,6 +298,7 @@ async def test_phone_layout_release_and_conflict(
             )
             assert await page.eval("window.innerWidth") == DESKTOP[0]
             await check_layout(page, states)
+            await answer_in_sight(page)
             await screenshot(page, "status-page-laptop.png")
 
     # paper: each released job once, on printer-01; the DEAD one never printed
