@@ -59,15 +59,17 @@ async def printers_json(kiosk: Client) -> dict[str, dict[str, Any]]:
 async def open_dialog(page: Page, selector: str) -> str:
     """Tap the button; the question the page asks. The page re-renders every 2 s, so a tap
     that fell between two renders (pressed on one, released on the next) is made again."""
+    asked = (
+        "!document.getElementById('confirm').hidden && "
+        "document.getElementById('confirm-text').textContent"
+    )
     for _ in range(3):
+        question: str | None = await page.eval(asked)
+        if question:  # (a tap that was slow to show its dialog is not made twice)
+            return question
         await real_click(page, selector)
         try:
-            question: str = await page.wait(
-                "!document.getElementById('confirm').hidden && "
-                "document.getElementById('confirm-text').textContent",
-                timeout_s=1.0,
-            )
-            return question
+            return str(await page.wait(asked, timeout_s=2.0))
         except AssertionError:
             continue
     raise AssertionError(f"{selector} opened no dialog")
@@ -86,10 +88,13 @@ async def answer_of_yes(page: Page) -> str:
 
 async def tap_id(page: Page, selector: str) -> None:
     """Tap a <details>' summary (a short job id, "Evidence") until it is open."""
+    opened = f"document.querySelector({js(selector)}).open"
     for _ in range(3):
+        if await page.eval(opened):  # (a second tap would close it again)
+            return
         await real_click(page, f"{selector} summary")
         try:
-            await page.wait(f"document.querySelector({js(selector)}).open", timeout_s=1.0)
+            await page.wait(opened, timeout_s=2.0)
             return
         except AssertionError:
             continue
