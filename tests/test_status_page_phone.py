@@ -360,6 +360,11 @@ async def test_release_from_a_jobs_story_with_its_pin(
             await type_text(page, "#release-pin", "4821")
             answer = await answer_of_yes(page)
             assert answer == f"Job {job[:8]} is now RELEASED, to printer-02 (200 OK)"
+            # the story is read again: no Release for a job that is no longer HELD
+            await page.wait(
+                "document.getElementById('story-title').textContent.indexOf(': HELD') < 0 && "
+                f"!document.querySelector({js('#story [data-action=release]')})"
+            )
             await kiosk.wait_states([job], {"DONE"})
 
             def on_paper() -> list[str] | None:

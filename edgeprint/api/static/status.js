@@ -264,7 +264,9 @@
       more: function () { return releaseChoices(j); }, body: releaseBody,
       done: function (b) {
         return jobDone(b) + (b.printer ? ", to " + b.printer : (b.pool ? ", to pool " + b.pool : ""));
-      } }, "primary");
+      },
+      // a story open on this job is read again: it shows the release (or why not)
+      after: function () { if (openStory === j.id) { showStory(j.id); } } }, "primary");
   }
 
   function printerDone(body) {
