@@ -19,6 +19,8 @@ PHONE_WIDTH = 390
 PHONE_HEIGHT = 844
 #: The screens every page is tried at (issue 24): a phone and a tablet (or kiosk) on its side.
 SCREENS = {"phone": (PHONE_WIDTH, PHONE_HEIGHT, True), "tablet": (1024, 768, False)}
+#: A desk's laptop (issue 25): the status page's wide layout.
+DESKTOP = (1280, 900, False)
 
 
 @pytest.fixture
@@ -113,3 +115,48 @@ async def axe_violations(page: Page) -> list[str]:
     )
     violations: list[str] = json.loads(found)
     return violations
+
+
+async def fits_screen(page: Page) -> None:
+    """Nothing is wider than the screen (issue 25): no element's box ends past the window's
+    right edge, not even inside a box that scrolls on its own, and the page does not scroll
+    sideways; no button's word is broken over two lines (a table squeezed into a phone).
+    The first offenders are named."""
+    width, scroll, wide = await page.eval(
+        "(function () { var w = window.innerWidth, out = [];"
+        " document.querySelectorAll('body *').forEach(function (e) {"
+        " var r = e.getBoundingClientRect();"
+        " if ((r.width || r.height) && r.right > w + 1) {"
+        " out.push(e.tagName + '#' + e.id + '.' + e.className + ' ' + Math.round(r.right) +"
+        " ' ' + (e.textContent || '').slice(0, 40)); } });"
+        " document.querySelectorAll('button, summary').forEach(function (e) {"
+        " var words = (e.textContent || '').trim().split(/\\s+/).length;"
+        " var g = document.createRange(); g.selectNodeContents(e); var tops = {};"
+        " Array.from(g.getClientRects()).forEach(function (x) {"
+        " if (x.width) { tops[Math.round(x.top)] = 1; } });"
+        " if (Object.keys(tops).length > words) {"
+        " out.push('squeezed ' + e.tagName + ' ' + (e.textContent || '').slice(0, 40)); } });"
+        " return [w, document.documentElement.scrollWidth, out.slice(0, 8)]; })()"
+    )
+    assert wide == [], f"wider than the {width} px screen, or squeezed: {wide}"
+    assert scroll <= width, f"the page scrolls sideways: {scroll} > {width} px"
+
+
+async def one_line(page: Page, selector: str) -> list[int]:
+    """How many lines the text of each element matching ``selector`` takes (1: no wrap)."""
+    lines: list[int] = await page.eval(
+        "Array.from(document.querySelectorAll(" + js(selector) + ")).map(function (e) {"
+        " var r = document.createRange(); r.selectNodeContents(e);"
+        " var tops = {}; Array.from(r.getClientRects()).forEach(function (x) {"
+        " if (x.width) { tops[Math.round(x.top)] = 1; } });"
+        " return Object.keys(tops).length; })"
+    )
+    return lines
+
+
+async def key(page: Page, name: str, code: int) -> None:
+    """A key without text (``ArrowDown``, 40) pressed and released on the focused element."""
+    for kind in ("rawKeyDown", "keyUp"):
+        await page.call(
+            "Input.dispatchKeyEvent", type=kind, key=name, code=name, windowsVirtualKeyCode=code
+        )

@@ -16,7 +16,7 @@ import pytest
 
 from edgeprint.api.auth import token_digest
 from testbed.rig import Rig
-from tests.browser import at_size, axe_violations, js, mouse_click, no_sideways_scroll
+from tests.browser import at_size, axe_violations, fits_screen, js, mouse_click
 from tests.cdp import Page, browser
 from tests.conftest import KIOSK_TOKEN
 from tests.printing import Client, appliance, printed_names, rig_config
@@ -150,7 +150,7 @@ async def test_a_typed_code_lists_the_jobs_and_print_all_prints_them_here(
             " return [i.src.slice(0, 5), i.naturalWidth, i.complete]; })"
         )
         assert shown == [["blob:", 300, True], ["blob:", 300, True]]
-        await no_sideways_scroll(page)
+        await fits_screen(page)
         assert await axe_violations(page) == []
         if size == "phone":
             shot = await page.call("Page.captureScreenshot", format="png")
@@ -165,7 +165,7 @@ async def test_a_typed_code_lists_the_jobs_and_print_all_prints_them_here(
         await kiosk.wait_states(mine, {"DONE"})
         assert _printed_on(printers, mine) == {key: ["printer-02"] for key in mine}
         assert (await kiosk.job(other))["state"] == "HELD"
-        await no_sideways_scroll(page)
+        await fits_screen(page)
         assert await axe_violations(page) == []
         # a shared station: the page forgets the person after a few seconds
         await page.wait(
@@ -203,7 +203,7 @@ async def test_a_card_read_prints_everything_with_no_other_input(
         await page.wait(
             "document.getElementById('answer').textContent === 'Nothing is waiting for you'"
         )
-        await no_sideways_scroll(page)
+        await fits_screen(page)
         assert await axe_violations(page) == []
 
 
@@ -242,7 +242,7 @@ async def test_a_wrong_code_and_a_pool_page(
         await kiosk.wait_states([mine[1]], {"DONE"})
         assert _printed_on(printers, [mine[1]]) == {mine[1]: [chosen]}
         assert (await kiosk.job(mine[0]))["state"] == "HELD"
-        await no_sideways_scroll(page)
+        await fits_screen(page)
         assert await axe_violations(page) == []
         async with aiohttp.ClientSession() as http, http.get(f"{kiosk.url}/release/nope") as r:
             assert r.status == 404
@@ -269,7 +269,7 @@ async def test_a_job_pin_at_the_page(chromium_path: str, tmp_path: Path, printer
             "Array.from(document.querySelectorAll('#jobs li')).map(function (li) {"
             " return li.dataset.job; })"
         ) == [job]
-        await no_sideways_scroll(page)
+        await fits_screen(page)
         assert await axe_violations(page) == []
         await _click(page, f'li[data-job="{job}"] button')
         await page.wait("document.body.getAttribute('data-state') === 'printed'")

@@ -17,8 +17,8 @@ from tests.browser import (
     SCREENS,
     at_size,
     axe_violations,
+    fits_screen,
     js,
-    no_sideways_scroll,
     open_status_page,
     real_click,
 )
@@ -94,7 +94,7 @@ async def test_select_cancel_retry_by_reason_and_cancel_matching(
             # no Retry for jobs that are not all dead letters
             assert await page.eval("!document.querySelector('[data-action=\"bulk-replay\"]')")
             assert await axe_violations(page) == []
-            await no_sideways_scroll(page)
+            await fits_screen(page)
 
             await real_click(page, '[data-action="bulk-cancel"][data-target="selected"]')
             question, answer = await confirm_and_answer(page)
@@ -134,7 +134,7 @@ async def test_select_cancel_retry_by_reason_and_cancel_matching(
             assert answer == "1 cancelled, 0 conflicts (200 OK)"
             assert await state(run, other) == "CANCELLED"
             assert await axe_violations(page) == []
-            await no_sideways_scroll(page)
+            await fits_screen(page)
     assert_each_printed_once(printers, exhausted)
 
 

@@ -16,8 +16,8 @@ from tests.browser import (
     at_size,
     axe_violations,
     enter,
+    fits_screen,
     js,
-    no_sideways_scroll,
     open_status_page,
     real_click,
     type_text,
@@ -89,7 +89,7 @@ async def test_search_story_and_reprint_from_the_page(
             )
             assert width == 300
             assert await axe_violations(page) == []
-            await no_sideways_scroll(page)
+            await fits_screen(page)
 
             # "Reprint…": the page asks for a reason; an empty one is refused in the page
             await real_click(page, f'[data-action="reprint"][data-target="{badge["id"]}"]')
@@ -123,7 +123,7 @@ async def test_search_story_and_reprint_from_the_page(
                 "document.querySelector('#story ol.story li[data-kind=\"note\"]').textContent"
             )
             assert note.endswith(f"tech-1: reprinted as {new_id}: badge lost at the door")
-            await no_sideways_scroll(page)
+            await fits_screen(page)
             ARTIFACTS.mkdir(exist_ok=True)
             shot = await page.call("Page.captureScreenshot", format="png")
             (ARTIFACTS / "status-page-story-reprint.png").write_bytes(

@@ -8,9 +8,9 @@ once, keeps it in ``sessionStorage`` and polls ``/v1/stats``, ``/v1/printers``,
 ``/v1/dead-letter`` and ``/v1/jobs`` every 2 s with ``Authorization: Bearer``. A
 link may carry the token in its fragment (``/#token=…``, never sent to the
 server); the page moves it to ``sessionStorage`` and strips it from the address
-bar. Its buttons (resolve, replay, cancel, pause, resume, drain, identify) each
-ask for confirmation in the page and show the API's answer; "Sticker" downloads a
-printer's sticker PDF (issue 24).
+bar. Its buttons (resolve, replay, cancel, release, pause, resume, drain, identify)
+each ask for confirmation in the page and show the API's answer; "Sticker" downloads a
+printer's sticker PDF (issue 24). Release asks on which printer or pool (issue 25).
 
 Everything from the API reaches the page as text nodes (``textContent`` /
 ``append(string)``), never as markup. A Content-Security-Policy allows only

@@ -57,6 +57,27 @@
     return isNaN(d.getTime()) ? String(iso) : d.toLocaleString();
   }
   function short(id) { return String(id).slice(0, 8); }
+
+  // <details> whose open state outlives the 2 s re-render (kept by key): a tapped id or a
+  // problem's evidence stays open until tapped again.
+  var openDetails = {};
+  function kept(key, cls, summary, body) {
+    var d = h("details", cls, h("summary", null, summary), body);
+    d.open = !!openDetails[key];
+    d.addEventListener("toggle", function () {
+      if (d.open) { openDetails[key] = 1; } else { delete openDetails[key]; }
+    });
+    return d;
+  }
+  // A job id as its first 8 characters; a tap (the summary is a button) shows it whole, on
+  // one line (ids never wrap mid-string).
+  function idChip(id) {
+    var chip = kept("id:" + id, "jobid", h("span", "mono short", short(id)),
+                    h("span", "mono full", String(id)));
+    chip.firstChild.setAttribute("aria-label", "Job " + short(id) + ": show the whole id");
+    chip.setAttribute("data-id", id);
+    return chip;
+  }
   function health(p) {
     if (p.printer_state === null && !p.reachable) { return p.last_error ? "down" : "unknown"; }
     if (!p.reachable) { return "down"; }
@@ -92,6 +113,7 @@
   function ask(spec) {
     pending = spec;
     byId("confirm-text").textContent = spec.question;
+    byId("confirm-more").replaceChildren(spec.more ? spec.more() : "");
     byId("confirm-yes").textContent = spec.yes;
     byId("confirm").hidden = false;
     byId("confirm-yes").focus();
@@ -170,12 +192,81 @@
         question: "Send job " + short(j.id) + " (" + j.owner + ") back to its printer to " +
           "try again?", yes: "Retry", path: "v1/jobs/" + j.id + "/replay", done: jobDone }));
     }
+    if (j.state === "HELD") { box.append(releaseButton(j)); }
     if (CANCELLABLE[j.state]) {
       box.append(button("Cancel", "cancel", j.id, {
         question: "Cancel job " + short(j.id) + " (" + j.owner + ")? It will not be printed.",
         yes: "Cancel job", path: "v1/jobs/" + j.id + "/cancel", done: jobDone }, "danger"));
     }
     return box;
+  }
+
+  // --- release a HELD job to a printer or pool (issue 25) ------------------------------------
+
+  var lastPools = [];
+
+  // The places a job may go: its own pool first, then the pools, then the printers (healthy
+  // ones first; one with a current problem marked "(down)"). Values are "pool:NAME" or
+  // "printer:NAME"; the job's own target is chosen unless a person picks another.
+  function releaseChoices(j) {
+    var sel = h("select");
+    sel.id = "release-to";
+    if (j.pool) { sel.append(option("pool:" + j.pool, "any printer of its pool (" + j.pool + ")")); }
+    if (lastPools.length) {
+      var pools = h("optgroup");
+      pools.label = "Pools";
+      lastPools.forEach(function (p) { pools.append(option("pool:" + p.name, "pool " + p.name)); });
+      sel.append(pools);
+    }
+    if (lastPrinters.length) {
+      var group = h("optgroup");
+      group.label = "Printers";
+      // healthy ones first here: they are where a job should go
+      var healthy = lastPrinters.filter(function (p) { return !troubled(p); });
+      healthy.concat(lastPrinters.filter(troubled)).forEach(function (p) {
+        group.append(option("printer:" + p.name, p.name + (troubled(p) ? " (down)" : "")));
+      });
+      sel.append(group);
+    }
+    sel.value = j.pool ? "pool:" + j.pool : (j.printer ? "printer:" + j.printer : sel.value);
+    var box = h("div", "more", h("label", null, "Print on"), sel);
+    box.firstChild.setAttribute("for", "release-to");
+    if (j.pin_required) {
+      var pin = h("input");
+      pin.id = "release-pin";
+      pin.type = "password";
+      pin.setAttribute("inputmode", "numeric");
+      pin.setAttribute("autocomplete", "off");
+      var lab = h("label", null, "The job's PIN");
+      lab.setAttribute("for", "release-pin");
+      box.append(lab, pin);
+    }
+    return box;
+  }
+  function option(value, text) {
+    var o = h("option", null, text);
+    o.value = value;
+    return o;
+  }
+  function releaseBody() {
+    var v = byId("release-to").value, cut = v.indexOf(":");
+    var body = {};
+    body[v.slice(0, cut)] = v.slice(cut + 1);
+    var pin = byId("release-pin");
+    if (pin && pin.value.trim()) { body.pin = pin.value.trim(); }
+    return body;
+  }
+
+  function releaseButton(j) {
+    return button("Release", "release", j.id, {
+      question: "Release job " + short(j.id) + " (" + j.owner + ")? It prints once, on:",
+      yes: "Release", path: "v1/jobs/" + j.id + "/release",
+      more: function () { return releaseChoices(j); }, body: releaseBody,
+      done: function (b) {
+        return jobDone(b) + (b.printer ? ", to " + b.printer : (b.pool ? ", to pool " + b.pool : ""));
+      },
+      // a story open on this job is read again: it shows the release (or why not)
+      after: function () { if (openStory === j.id) { showStory(j.id); } } }, "primary");
   }
 
   function printerDone(body) {
@@ -601,8 +692,48 @@
     return ul;
   }
 
+  // --- problems in plain words (issue 25) -------------------------------------------------------
+  // GET /v1/printers gives each printer its `problems` (current ones first, then those that
+  // ended lately) and `problem` (the first current one's sentence, its time in it). An
+  // appliance without the field: the health and last error as before.
+
+  function hasProblems(p) { return Array.isArray(p.problems); }
+  function currentProblems(p) {
+    return hasProblems(p) ? p.problems.filter(function (x) { return x.until === null; }) : [];
+  }
+  // A printer a technician should look at first.
+  function troubled(p) {
+    if (hasProblems(p)) { return p.problem !== null || currentProblems(p).length > 0; }
+    var hl = health(p);
+    return hl === "down" || hl === "unhealthy";
+  }
+  function sortPrinters(list) {
+    return list.slice().sort(function (a, b) {
+      var ta = troubled(a) ? 0 : 1, tb = troubled(b) ? 0 : 1;
+      if (ta !== tb) { return ta - tb; }
+      return a.name < b.name ? -1 : (a.name > b.name ? 1 : 0);
+    });
+  }
+  function evidence(p, x) {
+    if (!x.evidence) { return null; }
+    return kept("ev:" + p.name + ":" + x.kind + ":" + x.since, "evidence", "Evidence",
+                h("p", "mono", x.evidence));
+  }
+  function problemLines(p) {
+    return p.problems.map(function (x) {
+      var now = x.until === null;
+      var text = String(x.text);
+      if (!now && !/^was\b/i.test(text)) { text = "was: " + text; }
+      var box = h("div", now ? "problem" : "problem was", h("p", null, text), evidence(p, x));
+      box.setAttribute("data-problem", x.kind);
+      box.setAttribute("data-current", now ? "1" : "0");
+      return box;
+    });
+  }
+
   function printerCard(p) {
     var hl = health(p);
+    var words = hasProblems(p);
     var card = h("article", "card " + (p.paused ? "paused" : hl));
     card.setAttribute("data-printer", p.name);
     var title = h("h3", null, h("span", null, p.name),
@@ -611,28 +742,31 @@
     var warnings = supplyWarnings(p);
     if (warnings.length) { title.append(h("span", "badge low", "supplies low")); }
     card.append(title);
+    if (words) { card.append.apply(card, problemLines(p)); }
     warnings.forEach(function (w) {
       var el = h("p", "warn", w);
       el.setAttribute("data-warning", p.name);
       card.append(el);
     });
     var dl = h("dl");
-    row(dl, "Health", HEALTH_TEXT[hl] + (p.health_reason ? " (" + p.health_reason + ")" : ""));
+    // the raw reason only when the appliance gives no problems in words
+    row(dl, "Health", HEALTH_TEXT[hl] + (!words && p.health_reason ? " (" + p.health_reason + ")" : ""));
     row(dl, "State", p.printer_state || "-");
     row(dl, "Reasons", reasonList(p));
     if (p.printer_state_message) { row(dl, "Printer says", "\u201c" + p.printer_state_message + "\u201d"); }
     row(dl, "Queued in printer", p.queued_job_count === null ? "-" : p.queued_job_count);
     supplyRows(dl, p);
     row(dl, "Waiting", p.waiting + (p.waiting ? " (oldest " + age(p.oldest_waiting_s) + ")" : ""));
-    row(dl, "Printing", p.printing_job || "-", p.printing_job ? "mono" : null);
     row(dl, "Pool", p.pool || "-");
     row(dl, "Paused", p.paused ? "yes" : "no");
-    if (p.last_error) { row(dl, "Last error", p.last_error); }
+    if (p.last_error && !words) { row(dl, "Last error", p.last_error); }
     var stock = (p.media_ready || []).map(function (m) {
       return m.size + (m.label ? " labels" : "") + (m.tray ? " (" + m.tray + ")" : "");
     });
     row(dl, "Stock", stock.length ? stock.join(", ") : "not reported");
-    card.append(dl, printerActions(p));
+    // the job in hand on a line of its own: its whole id, when tapped, has the card's width
+    var printing = h("p", "printing", "Printing: ", p.printing_job ? idChip(p.printing_job) : "-");
+    card.append(dl, printing, printerActions(p));
     return card;
   }
 
@@ -663,8 +797,8 @@
       if (j.last_error) { row(info, "Last error", j.last_error); }
       var why = REASON_TEXT[j.dead_reason] || "Parked for a technician (" +
         (j.dead_reason || "no reason given") + ").";
-      var li = h("li", null, h("div", null, selectBox(j), " ", h("span", "badge dead", j.state),
-                                " ", h("span", "mono", j.id)),
+      var li = h("li", null, h("div", "head", selectBox(j), h("span", "badge dead", j.state),
+                                idChip(j.id)),
                  h("p", "why", why), info, jobActions(j, true));
       li.setAttribute("data-job", j.id);
       li.setAttribute("data-reason", j.dead_reason || "");
@@ -689,6 +823,11 @@
     });
   }
 
+  function labelled(label, td) {
+    td.setAttribute("data-label", label);
+    return td;
+  }
+
   function jobTable(list) {
     var jobs = list.jobs || [];
     if (!jobs.length) { return h("p", "empty", "No job matches."); }
@@ -696,28 +835,33 @@
                  h("th", null, "Job"), h("th", null, "State"),
                  h("th", null, "Owner"), h("th", null, "Title"), h("th", null, "Where"),
                  h("th", null, "Changed"),
-                 h("th", null, ""));
+                 h("th", null, h("span", "sr-only", "Actions")));
     var body = h("tbody");
     jobs.forEach(function (j) {
       var where = j.printed_on || j.printer || (j.pool ? "pool " + j.pool : "-");
-      var tr = h("tr", null, h("td", null, selectBox(j)),
-                 h("td", "mono", storyButton(j)), h("td", null, j.state),
-                 h("td", null, j.owner), h("td", null, clip(j.title || "-", 40)),
-                 h("td", null, where), h("td", null, when(j.updated_at)),
-                 h("td", null, jobActions(j, false)));
+      var acts = jobActions(j, false);
+      acts.prepend(storyButton(j, "Story"));
+      // on a phone each row is a card: the cells' labels come from data-label (CSS)
+      var tr = h("tr", null, h("td", "pick", selectBox(j)), h("td", "id", idChip(j.id)),
+                 labelled("State", h("td", "state", j.state)),
+                 labelled("Owner", h("td", null, j.owner)),
+                 labelled("Title", h("td", null, clip(j.title || "-", 40))),
+                 labelled("Where", h("td", null, where)),
+                 labelled("Changed", h("td", null, when(j.updated_at))),
+                 h("td", "acts", acts));
       tr.setAttribute("data-job", j.id);
       tr.setAttribute("data-state", j.state);
       body.append(tr);
     });
-    // wider than a phone: the table scrolls in its own box, never the page
-    return h("div", "scroll", h("table", null, h("thead", null, head), body));
+    return h("table", "jobs", h("thead", null, head), body);
   }
 
   function render(stats, printers, dead, jobs, ev) {
     counts(stats);
     byId("event").replaceChildren(eventBox(ev));
-    var list = printers.printers || [];
+    var list = sortPrinters(printers.printers || []);
     lastPrinters = list;
+    lastPools = printers.pools || [];
     byId("printers").replaceChildren(list.length
       ? h("div", "grid") : h("p", "empty", "No printers configured."));
     if (list.length) {
@@ -745,8 +889,8 @@
   var reprintFor = null;    // the DONE job the reprint dialog is about
   var reprintKeys = {};     // job id -> the Idempotency-Key of a reprint that got no answer
 
-  function storyButton(j) {
-    var b = h("button", "link mono", short(j.id));
+  function storyButton(j, label) {
+    var b = h("button", label ? "link" : "link mono", label || short(j.id));
     b.type = "button";
     b.setAttribute("data-action", "open-story");
     b.setAttribute("data-target", j.id);
@@ -793,7 +937,7 @@
     var j = s.job;
     var where = j.printed_on || j.printer || (j.pool ? "pool " + j.pool : "-");
     byId("story-title").textContent = "Job " + short(j.id) + " (" + j.owner + "): " + j.state;
-    var body = [h("p", "mono", j.id),
+    var body = [h("p", "mono whole-id", j.id),
                 h("p", null, j.copies + " copy(ies), " + where + "; document " +
                   (j.document.pages === null ? "?" : j.document.pages) + " page(s)")];
     if (j.title) { body.splice(1, 0, h("p", "story-job-title", "Title: " + j.title)); }
@@ -813,6 +957,7 @@
     if (!s.entries.length) { ol.append(h("li", "empty", "Nothing recorded yet.")); }
     body.push(ol);
     var actions = h("div", "actions");
+    if (j.state === "HELD") { actions.append(releaseButton(j)); }
     if (j.state === "DONE") {
       var b = h("button", "primary", "Reprint\u2026");
       b.type = "button";
@@ -1073,6 +1218,10 @@
   });
   byId("confirm-yes").addEventListener("click", function () {
     var spec = pending;
+    // what the dialog asked (a release's printer or pool) is read before it closes
+    if (spec && typeof spec.body === "function") {
+      spec = Object.assign({}, spec, { body: spec.body() });
+    }
     closeDialog();
     if (spec) { run(spec); }
   });
