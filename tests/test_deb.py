@@ -238,7 +238,7 @@ def test_package_metadata(deb: Path) -> None:
     ):
         assert f".{path}\n" in listing, path
     # "about N MB" in the README: within 15 % of the file make deb built
-    [stated] = re.findall(r"\(about (\d+(?:\.\d+)?) MB", README.read_text())
+    [stated] = re.findall(r"\.deb` \(about (\d+(?:\.\d+)?) MB", README.read_text())
     built_mb = deb.stat().st_size / 1e6
     assert abs(float(stated) - built_mb) <= 0.15 * built_mb, (
         f"README says about {stated} MB, the package is {built_mb:.1f} MB"
