@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
-from edgeprint.cli.parser import parser
+import pytest
+
+from edgeprint.cli.parser import parse_args, parser
 from tests.test_ops import _rules
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -150,3 +153,42 @@ def test_runbook_commands_exist() -> None:
     assert {"replay", "resolve", "drain", "resume", "cancel", "release", "reprint"} <= used
     missing = used - _subcommands()
     assert not missing, f"not an edgeprint command: {sorted(missing)}"
+
+
+#: The runbook's placeholders, filled in with values of the right shape.
+PLACEHOLDERS = {
+    "JOB_ID": "0123456789abcdef0123456789abcdef",
+    "ID,ID": "0123456789abcdef0123456789abcdef,fedcba9876543210fedcba9876543210",
+    "PRINTER": "printer-01",
+    "KEY": "checkin-0001",
+}
+
+
+def _runbook_command_lines() -> list[str]:
+    """Each ``edgeprint …`` command in the runbook's code, up to a pipe or ``&&``."""
+    lines = []
+    for chunk in re.findall(r"```.*?```|`[^`\n]+`", RUNBOOK.read_text(), flags=re.S):
+        for line in chunk.strip("`").splitlines():
+            line = line.split("  #")[0].strip()
+            m = re.match(r"(edgeprint (?:--json )?[a-z][^|&]*)", line)
+            if m:
+                lines.append(m.group(1).replace("…", "").strip())
+    return lines
+
+
+def test_runbook_commands_parse(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every runbook command line, its placeholders filled in, is accepted by the CLI's own
+    parser (the flags exist, bulk calls have their --limit, one job or many is right)."""
+
+    lines = _runbook_command_lines()
+    assert len(lines) >= 15, lines
+    for line in lines:
+        for name, value in PLACEHOLDERS.items():
+            line = re.sub(rf"\b{re.escape(name)}\b", value, line)
+        argv = shlex.split(line)[1:]
+        if argv[-1:] == ["reprint"]:  # named in prose only ("or edgeprint reprint once …")
+            continue
+        try:
+            parse_args(argv)
+        except SystemExit:
+            pytest.fail(f"edgeprint rejects the runbook's {line!r}: {capsys.readouterr().err}")
