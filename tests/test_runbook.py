@@ -9,6 +9,7 @@ that sends a technician to a name that is not there at 8 a.m. is worse than none
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shlex
 from pathlib import Path
@@ -17,7 +18,10 @@ from typing import Any
 import pytest
 
 from edgeprint.cli.parser import parse_args, parser
+from testbed.rig import printed_names
+from tests.polling import eventually_sync
 from tests.test_ops import _rules
+from tests.test_readme_blocks import QuickStart, quickstart  # noqa: F401 - the fixture
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNBOOK = ROOT / "docs" / "RUNBOOK.md"
@@ -192,3 +196,44 @@ def test_runbook_commands_parse(capsys: pytest.CaptureFixture[str]) -> None:
             parse_args(argv)
         except SystemExit:
             pytest.fail(f"edgeprint rejects the runbook's {line!r}: {capsys.readouterr().err}")
+
+
+def test_queue_climbs_runbook_clears_paused_printers(quickstart: QuickStart) -> None:  # noqa: F811
+    """Tried on the quick start's printers: with both printers paused a badge waits and
+    ``edgeprint status`` says why; the runbook's ``edgeprint resume PRINTER`` prints it,
+    once, on that printer."""
+    cli = (
+        f"EDGEPRINT_URL={quickstart.server.url} "
+        f"EDGEPRINT_TOKEN={quickstart.tokens['TECH_TOKEN']} .venv/bin/edgeprint"
+    )
+    paused = quickstart.run(f"{cli} pause printer-01 && {cli} pause printer-02")
+    assert paused.returncode == 0, paused.stderr
+    try:
+        submit = quickstart.run(
+            'source .quickstart/tokens.env && curl -s -H "Authorization: Bearer $KIOSK_TOKEN"'
+            ' -H "Idempotency-Key: runbook-0001"'
+            ' -F \'metadata={"owner":"ada","pool":"lobby","hold":false};'
+            "type=application/json'"
+            " -F 'document=@.quickstart/badge.pdf;type=application/pdf'"
+            f" {quickstart.server.url}/v1/jobs"
+        )
+        job = json.loads(submit.stdout)
+        assert job["state"] == "RELEASED", job
+        status = quickstart.run(f"{cli} status")
+        assert status.returncode == 0, status.stderr
+        for name in ("printer-01", "printer-02"):  # the PAUSED column
+            assert re.search(rf"^{name} .* PAUSED ", status.stdout, re.M), status.stdout
+        assert re.search(r"^lobby .* 1 ", status.stdout, re.M), status.stdout  # waiting
+        resumed = quickstart.run(f"{cli} resume printer-02")
+        assert resumed.returncode == 0, resumed.stderr
+        eventually_sync(
+            lambda: quickstart.job_by_key("runbook-0001")["state"] == "DONE",
+            "the badge printed after resume",
+            timeout_s=30,
+        )
+        assert quickstart.job_by_key("runbook-0001")["printed_on"] == "printer-02"
+        printed = [line.job_name for line in quickstart.rig.printed("printer-02")]
+        assert printed.count(f"edgeprint-{job['id']}") == 1
+        assert printed_names(quickstart.rig)[f"edgeprint-{job['id']}"] == ["printer-02"]
+    finally:
+        quickstart.run(f"{cli} resume printer-01 && {cli} resume printer-02")
