@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # build_deb.sh - dist/edgeprint_<version>_<arch>.deb with Debian's own dpkg-deb (make deb).
 #
-# The package holds the single-file build (make dist) as /usr/bin/edgeprint, the
-# systemd unit, an unconfigured /etc/edgeprint/config.toml (a conffile, 0640
-# root:edgeprint once postinst has made the group), and the docs. Its maintainer
-# scripts (packaging/deb/) make the edgeprint system user, /var/lib/edgeprint and
-# /var/cache/edgeprint; nothing is enabled or started. Architecture: the build
+# The package holds the single-file build (make dist) as /usr/lib/edgeprint/edgeprint,
+# run by the wrapper /usr/bin/edgeprint (packaging/deb/edgeprint.sh: SHIV_ROOT in the
+# package's cache, so no run leaves ~/.shiv behind), the systemd unit, an unconfigured
+# /etc/edgeprint/config.toml (a conffile, 0640 root:edgeprint once postinst has made the
+# group), and the docs. Its maintainer scripts (packaging/deb/) make the edgeprint system
+# user, /var/lib/edgeprint and /var/cache/edgeprint/shiv (where the single file unpacks);
+# remove deletes that cache and says what it keeps, purge deletes everything; nothing is
+# enabled or started. Architecture: the build
 # machine's (dpkg --print-architecture), not "all": the single file bundles
 # CPython 3.11 binary wheels (pydantic-core, aiohttp, …) for this architecture,
 # which is also why it depends on python3 3.11 exactly.
@@ -35,16 +38,18 @@ fi
 
 root=build/deb/root
 rm -rf build/deb
-mkdir -p "$root/DEBIAN" "$root/usr/bin" "$root/lib/systemd/system" "$root/etc/edgeprint" \
+mkdir -p "$root/DEBIAN" "$root/usr/bin" "$root/usr/lib/edgeprint" "$root/lib/systemd/system" \
+    "$root/etc/edgeprint" \
     "$root/usr/share/doc/edgeprint/examples" "$root/usr/share/man/man1"
 
-install -m 0755 dist/edgeprint "$root/usr/bin/edgeprint"
+install -m 0755 dist/edgeprint "$root/usr/lib/edgeprint/edgeprint"
+install -m 0755 packaging/deb/edgeprint.sh "$root/usr/bin/edgeprint"
 install -m 0644 systemd/edgeprint.service "$root/lib/systemd/system/edgeprint.service"
 # 0644 here (it holds no secret yet); postinst makes it 0640 root:edgeprint.
 install -m 0644 packaging/deb/config.toml "$root/etc/edgeprint/config.toml"
 gzip -9n <packaging/deb/edgeprint.1 >"$root/usr/share/man/man1/edgeprint.1.gz"
 chmod 0644 "$root/usr/share/man/man1/edgeprint.1.gz"
-install -m 0644 README.md SECURITY.md "$root/usr/share/doc/edgeprint/"
+install -m 0644 README.md SECURITY.md docs/RUNBOOK.md "$root/usr/share/doc/edgeprint/"
 install -m 0644 config.example.toml "$root/usr/share/doc/edgeprint/examples/"
 for script in postinst prerm postrm; do
     install -m 0755 "packaging/deb/$script" "$root/DEBIAN/$script"
@@ -67,8 +72,8 @@ maintainer="edgeprint maintainers <edgeprint@example.com>"
     cat <<EOF
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: edgeprint
-Comment: /usr/bin/edgeprint is a zipapp (shiv) that bundles the Python
- distributions listed under "Files: usr/bin/edgeprint", each under its own
+Comment: /usr/lib/edgeprint/edgeprint is a zipapp (shiv) that bundles the Python
+ distributions listed under "Files: usr/lib/edgeprint/edgeprint", each under its own
  license as declared in its metadata (the .dist-info folder inside the file).
 
 Files: *
@@ -77,7 +82,7 @@ License: proprietary
  All rights reserved. Not for redistribution outside the organisation that
  received it.
 
-Files: usr/bin/edgeprint
+Files: usr/lib/edgeprint/edgeprint
 Copyright: the authors of each bundled distribution
 License: bundled
 EOF

@@ -188,21 +188,26 @@ cat <<EOF
   In another terminal, from $ROOT:
 
     source $QS/tokens.env
+    API=$API
+    id_of() { python3 -c 'import json, sys; a = json.load(sys.stdin); print(a["id"]) if "id" in a else sys.exit(a)'; }
 
     # submit a held badge to pool "lobby" (same Idempotency-Key = same job, never a second one)
-    curl -s -H "Authorization: Bearer \$KIOSK_TOKEN" -H "Idempotency-Key: checkin-\$(date +%s)" \\
+    ID=\$(curl -s -H "Authorization: Bearer \$KIOSK_TOKEN" -H "Idempotency-Key: checkin-\$(date +%s)" \\
          -F 'metadata={"owner":"ada","pool":"lobby"};type=application/json' \\
-         -F 'document=@$QS/badge.pdf;type=application/pdf' \\
-         $API/v1/jobs
+         -F 'document=@$QS/badge.pdf;type=application/pdf' \$API/v1/jobs | id_of)
 
-    # release it (use the "id" from the answer; optional body {"printer":"printer-02"})
-    curl -s -X POST -H "Authorization: Bearer \$KIOSK_TOKEN" $API/v1/jobs/JOB_ID/release
+    # release it (optional body -d '{"printer":"printer-02"}' with -H "Content-Type: application/json")
+    curl -s -X POST -H "Authorization: Bearer \$KIOSK_TOKEN" \$API/v1/jobs/\$ID/release; echo
 
     # look at it, and at the list
-    curl -s -H "Authorization: Bearer \$KIOSK_TOKEN" $API/v1/jobs/JOB_ID
-    curl -s -H "Authorization: Bearer \$KIOSK_TOKEN" "$API/v1/jobs?limit=20"
+    curl -s -H "Authorization: Bearer \$KIOSK_TOKEN" \$API/v1/jobs/\$ID; echo
+    curl -s -H "Authorization: Bearer \$KIOSK_TOKEN" "\$API/v1/jobs?limit=20"; echo
 
-    # the printers, and what they printed: .venv/bin/python -m testbed.rig status $RIG_DIR
+    # what the printers printed: .venv/bin/python -m testbed.rig status $RIG_DIR
+    # switch one off / on again (its record of prints is kept; a new quickstart run starts
+    # both printers afresh, with an empty record):
+    #   .venv/bin/python -m testbed.rig kill $RIG_DIR printer-01
+    #   .venv/bin/python -m testbed.rig restart $RIG_DIR printer-01
 
   Ctrl-C stops the appliance and the printers.
 
