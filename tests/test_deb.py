@@ -468,10 +468,25 @@ def test_readme_install_block_prints_badges_and_purge_leaves_nothing(
             server.start()
         try:
             ids = asyncio.run(_print_badges(url, kiosk, ["badge-0001", "badge-0002"]))
-            # the technician CLI on the box, as root, with the tech token
-            status = _run([str(BINARY), "--url", url, "status"], env={"EDGEPRINT_TOKEN": tech})
+            # the technician CLI on the box, as root, with no flags: the URL from
+            # /etc/edgeprint/config.toml, the token from the tech.token setup wrote beside it
+            assert _mode_owner(CONFIG.parent / "tech.token") == ("0o600", "root", "root")
+            bare = {k: v for k, v in os.environ.items() if not k.startswith("EDGEPRINT_")}
+            status = subprocess.run(
+                [str(BINARY), "status"],
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=60,
+                cwd="/",
+                stdin=subprocess.DEVNULL,
+                env=bare,
+            )
             assert status.returncode == 0, status.stderr
             assert "DONE 2" in status.stdout
+            assert url in status.stdout, status.stdout
+            with_token = _run([str(BINARY), "--url", url, "status"], env={"EDGEPRINT_TOKEN": tech})
+            assert with_token.returncode == 0, with_token.stderr
         finally:
             if server is not None:
                 assert server.terminate() == 0

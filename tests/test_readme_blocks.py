@@ -29,7 +29,7 @@ import pytest
 
 from testbed.pdfs import make_pdf
 from testbed.proc import ServeProcess
-from testbed.rig import Rig
+from testbed.rig import Rig, free_ports
 from tests.polling import eventually_sync
 from tests.printing import assert_each_printed_once
 from tests.rig_fixtures import require_ippeveprinter
@@ -149,8 +149,13 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QuickStart]
         printers = "".join(
             f'\n[[printers]]\nname = "{p.name}"\nuri = "{p.uri}"\npool = "lobby"\n' for p in rig
         )
+        # a port of its own, as quickstart.sh writes it: the README's CLI line finds the
+        # appliance from this config and the tech.token beside it, with no flags
+        [port] = free_ports(1)
+        (qs / "tech.token").write_text(tokens["TECH_TOKEN"] + "\n")
+        (qs / "tech.token").chmod(0o600)
         (qs / "config.toml").write_text(
-            f"[server]\nhost = \"127.0.0.1\"\nport = 0\ndata_dir = '{qs / 'data'}'\n"
+            f"[server]\nhost = \"127.0.0.1\"\nport = {port}\ndata_dir = '{qs / 'data'}'\n"
             + printers
             + _token_entry("kiosk-quickstart", "kiosk", tokens["KIOSK_TOKEN"])
             + _token_entry("tech-quickstart", "tech", tokens["TECH_TOKEN"])
