@@ -49,6 +49,12 @@ ROUNDS = 10
 #: did not act on (busy, service-unavailable): backing off from poll_interval_min_s ×4 each
 #: time, about a third of a second in all at the default 5 ms.
 REFUSED_CANCEL_TRIES = 5
+#: A stuck copy whose cancel the printer took is watched this long for the printer to
+#: settle it (seconds): a printer that never started it settles it at once, a jammed device
+#: may keep it "processing-to-stop-point" until a person clears the jam (minutes). The job
+#: moves then as long as nothing of it is shown out; the copy stays ``cancelling`` here and
+#: the printer is swept before it gets new work.
+STUCK_CANCEL_WATCH_S = 1.0
 
 #: What settlement hands back: a copy to follow, True (the job is settled, or no longer
 #: this printer's), False (not settled yet: try again later).
@@ -110,7 +116,7 @@ class Settlement:
             case Ended.UNSETTLED:
                 raise Unsettled
             case Ended.STUCK:
-                return await self.move_stuck(job, outcome.copy)
+                return await self.move_stuck(job, outcome.copy, outcome.why)
             case Ended.LOST:
                 await self.monitoring_gave_up(job, outcome.copy, outcome.why)
                 return True
@@ -232,47 +238,56 @@ class Settlement:
         await self.service.settle_job(job, self.name, replace(verdict, copy=settled))
         return True
 
-    async def move_stuck(self, job: JobRecord, copy: Copy) -> Next:
+    async def move_stuck(self, job: JobRecord, copy: Copy, why: str = "") -> Next:
         """Cancel a copy the printer cannot go on with (none of it out), then move its job.
 
         The job moves once the printer accepted the cancel (answered Cancel-Job with
-        success, or settled the copy cancelled); a jammed printer may keep the copy
-        "processing-to-stop-point" until the jam is cleared, and it stays
-        ``cancelling`` here, settled before this printer gets work again. A copy
-        the printer settled otherwise meanwhile (printed, or stopped after pages)
-        is judged as such; one whose cancel the printer refused, or answered "already
-        finished" for while edgeprint cannot yet tell how, stays here (a job that
-        finished may have printed: moving it could print it twice).
+        success, or settled the copy cancelled) and shows nothing of it out; a jammed
+        printer may keep the copy "processing-to-stop-point" until the jam is cleared
+        (michaelrsweet/pappl#163), so it is watched for ``STUCK_CANCEL_WATCH_S`` only, and
+        stays ``cancelling`` here, settled before this printer gets work again. A copy
+        the printer settled otherwise meanwhile (printed, or stopped after pages), or
+        showed pages of, is judged as such; one whose cancel the printer refused, or
+        answered "already finished" for while edgeprint cannot yet tell how, stays here
+        (a job that finished may have printed: moving it could print it twice).
         """
-        cancelling = await self.service.copy_cancelling(
-            copy, f"{self.name} cannot go on ({self.monitor.health.reason})"
-        )
+        why = why or self.monitor.health.reason or "it cannot go on"
+        cancelling = await self.service.copy_cancelling(copy, f"{self.name} cannot go on ({why})")
         accepted = False
         after: Copy | None = copy
         if cancelling is not None:
             accepted = await self.observer.send_cancel(cancelling)
             if accepted:
                 after = await self.observer.await_cancel(
-                    replace(cancelling, cancel_sent_at=self._clock())
+                    replace(cancelling, cancel_sent_at=self._clock()),
+                    within_s=STUCK_CANCEL_WATCH_S,
                 )
             else:
                 after = await self.service.copy(cancelling.id)
-        if after is not None and not after.live:
-            if after.state not in (CopyState.CANCELLED, CopyState.CANCELLED_ELSEWHERE) or (
-                after.pages_out
+        if after is not None and (after.pages_out or not after.live):
+            if (
+                after.live
+                or after.pages_out
+                or after.state
+                not in (
+                    CopyState.CANCELLED,
+                    CopyState.CANCELLED_ELSEWHERE,
+                )
             ):
-                return await self.conclude(job)
+                return await self.conclude(job)  # pages came out: the partial-output rule
         elif not accepted:
             return False  # the printer did not take the cancel: nothing may move yet
-        reason = (
-            f"{self.name} cannot go on ({self.monitor.health.reason}); cancelled there, "
-            "moved to a peer"
-        )
+        reason = f"{self.name} cannot go on ({why}); cancelled there, moved to a peer"
         log.warning(
             "job failed over",
-            extra={"event": "job_failed_over", "job_id": job.id, "printer": self.name,
-                   "why": self.monitor.health.reason, "correlation_id": job.correlation_id},
-        )  # fmt: skip
+            extra={
+                "event": "job_failed_over",
+                "job_id": job.id,
+                "printer": self.name,
+                "why": why,
+                "correlation_id": job.correlation_id,
+            },
+        )
         self.metrics.failovers.labels(printer=self.name).inc()
         self.left_live = after is None or after.live
         await self.service.requeue(job, self.name, reason, self._clock(), count=False)
