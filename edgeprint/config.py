@@ -191,8 +191,8 @@ class DispatchConfig(_Frozen):
     #: ``request_timeout_s`` below it bounds the probe too.
     probe_timeout_s: float = Field(default=2.0, gt=0, le=300)
     #: An idle printer is probed this often: with ``probe_timeout_s`` it bounds how long a
-    #: printer that stopped answering is still shown as answering (1 + 2 = 3 s).
-    idle_probe_interval_s: float = Field(default=1.0, gt=0, le=3600)
+    #: printer that stopped answering is still shown as answering (0.75 + 2 < 3 s).
+    idle_probe_interval_s: float = Field(default=0.75, gt=0, le=3600)
     unreachable_retry_max_s: float = Field(default=5.0, gt=0, le=600)
     busy_backoff_s: float = Field(default=0.25, ge=0, le=60)
     max_attempts: int = Field(default=5, ge=1, le=100)

@@ -55,6 +55,9 @@ REFUSED_CANCEL_TRIES = 5
 #: moves then as long as nothing of it is shown out; the copy stays ``cancelling`` here and
 #: the printer is swept before it gets new work.
 STUCK_CANCEL_WATCH_S = 1.0
+#: The failure signature of a copy moved because its printer could not go on: no printer
+#: answer is ever signed so, so it never makes a job poison (copies.on_failure).
+STUCK_SIG = "stuck-at-printer"
 
 #: What settlement hands back: a copy to follow, True (the job is settled, or no longer
 #: this printer's), False (not settled yet: try again later).
@@ -290,7 +293,11 @@ class Settlement:
         )
         self.metrics.failovers.labels(printer=self.name).inc()
         self.left_live = after is None or after.live
-        await self.service.requeue(job, self.name, reason, self._clock(), count=False)
+        # failed here: its pool's peers have it first (PEER_FIRST_S), as the printer may look
+        # idle once the cancel took its job and still be jammed
+        await self.service.requeue(
+            job, self.name, reason, self._clock(), count=False, failure_sig=STUCK_SIG
+        )
         # a job named for this printer goes to its pool: the printer may look idle now and
         # still be jammed (its peers take it, as they take its other waiting jobs)
         await self.service.fail_over_waiting(self.name, reason)
