@@ -130,6 +130,32 @@ async def test_a_hung_printer_is_shown_down_within_a_probe_interval_and_its_time
 
 
 @pytest.mark.slow
+async def test_a_printer_switched_off_is_shown_down_and_its_waiting_badge_moves_at_once(
+    tmp_path: Path, printers: Rig
+) -> None:
+    """SIGKILL printer-01 (connection refused, as unplugged): shown down and given no new
+    work within a probe interval (0.75 s) and a little; a badge then named for it prints
+    on its peer, once."""
+    async with appliance(_config(tmp_path, printers)) as (_, kiosk):
+        await eventually(lambda: _answering(kiosk, "printer-01"), "printer-01 answering")
+        printers.kill("printer-01")
+        off_at = time.monotonic()
+
+        async def down() -> dict[str, Any] | None:
+            v = await view_of(kiosk, "printer-01")
+            return v if not v["reachable"] and not v["healthy"] else None
+
+        view = await eventually(down, "printer-01 shown down", timeout_s=10)
+        shown_after = time.monotonic() - off_at
+        assert shown_after <= DEFAULTS.idle_probe_interval_s + 0.5, f"{shown_after:.2f} s"
+        assert view["health_reason"].startswith("unreachable: ")
+        job = await kiosk.submit("off-000001", printer="printer-01", hold=False, doc=BADGE)
+        [done] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD", "CANCELLED"}, 20)
+        assert (done["state"], done["printed_on"]) == ("DONE", "printer-02"), done
+    assert [p.job_name for p in printers.printed("printer-02")] == [f"edgeprint-{job['id']}"]
+
+
+@pytest.mark.slow
 async def test_a_slow_printer_that_answers_is_never_shown_down_nor_its_job_moved(
     tmp_path: Path, printers: Rig
 ) -> None:
