@@ -267,18 +267,15 @@ class Settlement:
                 )
             else:
                 after = await self.service.copy(cancelling.id)
-        if after is not None and (after.pages_out or not after.live):
-            if (
-                after.live
-                or after.pages_out
-                or after.state
-                not in (
-                    CopyState.CANCELLED,
-                    CopyState.CANCELLED_ELSEWHERE,
-                )
-            ):
-                return await self.conclude(job)  # pages came out: the partial-output rule
-        elif not accepted:
+        cleanly = (
+            after is not None
+            and not after.live
+            and not after.pages_out
+            and after.state in (CopyState.CANCELLED, CopyState.CANCELLED_ELSEWHERE)
+        )
+        if not cleanly and after is not None and (after.pages_out or not after.live):
+            return await self.conclude(job)  # settled otherwise, or pages out: judge it
+        if not cleanly and not accepted:
             return False  # the printer did not take the cancel: nothing may move yet
         reason = f"{self.name} cannot go on ({why}); cancelled there, moved to a peer"
         log.warning(
