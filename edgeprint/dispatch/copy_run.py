@@ -185,6 +185,9 @@ class CopyRun:
         failing_since: float | None = None
         noted = False
         held = False  # the printer's last answer listed the copy live
+        #: since when the printer has answered every probe unhealthy (None: it is healthy,
+        #: or its last probe went unanswered: time it did not answer is not time blocked)
+        blocked_from: float | None = None
         progressed_at = acked_at  # when the copy's figures last moved
         figures = _figures(copy)
         while not self.stop.is_set():
@@ -210,7 +213,12 @@ class CopyRun:
                     await self.monitor.on_unreachable(exc)
                 except errors.PrinterTransient:
                     pass
-                why = self._cannot_go_on(held, progressed_at)
+                m = self.monitor
+                if not m.reachable or m.health.healthy:
+                    blocked_from = None
+                elif blocked_from is None:
+                    blocked_from = self._clock()
+                why = self._cannot_go_on(held, max(progressed_at, blocked_from or 0.0))
                 if why is not None:
                     if self._movable(copy):
                         return Outcome(Ended.STUCK, copy, why=why)
@@ -252,7 +260,8 @@ class CopyRun:
     def _cannot_go_on(self, held: bool, progressed_at: float) -> str | None:
         """Why the copy the printer holds cannot go on, once that has lasted
         ``blocked_grace_s`` (None: it may). Only a printer that answered its last probe
-        is judged: one that does not answer is not shown stalled, it is not answering."""
+        is judged: one that does not answer is not shown stalled, it is not answering.
+        ``progressed_at``: when its figures last moved, or the printer last came back."""
         m = self.monitor
         if not held or not m.reachable or m.status is None:
             return None
@@ -263,7 +272,7 @@ class CopyRun:
         if since is not None and now - since >= grace:
             return f"printer-state-reasons: {', '.join(shown)}; the job in hand is stalled"
         health = m.health
-        if not health.healthy and now - max(health.since, progressed_at) >= grace:
+        if not health.healthy and now - progressed_at >= grace:
             return health.reason or "unhealthy"
         return None
 

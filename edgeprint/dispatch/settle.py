@@ -34,8 +34,10 @@ from edgeprint.copies import (
 from edgeprint.dispatch.copy_run import Ended, Outcome
 from edgeprint.dispatch.monitor import Monitor
 from edgeprint.dispatch.observer import MonitoringFailed, Observer, Unsettled
+from edgeprint.dispatch.stall import stall_reasons
 from edgeprint.evidence import Evidence
 from edgeprint.metrics import Metrics
+from edgeprint.printers.health import trays_of
 from edgeprint.runway import labels_of
 from edgeprint.service import JobRecord, JobService
 from edgeprint.service.records import job_facts
@@ -52,8 +54,10 @@ REFUSED_CANCEL_TRIES = 5
 #: A stuck copy whose cancel the printer took is watched this long for the printer to
 #: settle it (seconds): a printer that never started it settles it at once, a jammed device
 #: may keep it "processing-to-stop-point" until a person clears the jam (minutes). The job
-#: moves then as long as nothing of it is shown out; the copy stays ``cancelling`` here and
-#: the printer is swept before it gets new work.
+#: moves then as long as nothing of it is shown out and the printer still shows the stall
+#: (nothing comes out of a jammed printer); the copy stays ``cancelling`` here and the
+#: printer is swept before it gets new work. A printer whose stall cleared meanwhile is
+#: given three request time-outs to settle it, as any cancel.
 STUCK_CANCEL_WATCH_S = 1.0
 #: The failure signature of a copy moved because its printer could not go on: no printer
 #: answer is ever signed so, so it never makes a job poison (copies.on_failure).
@@ -261,10 +265,12 @@ class Settlement:
         if cancelling is not None:
             accepted = await self.observer.send_cancel(cancelling)
             if accepted:
-                after = await self.observer.await_cancel(
-                    replace(cancelling, cancel_sent_at=self._clock()),
-                    within_s=STUCK_CANCEL_WATCH_S,
-                )
+                sent = replace(cancelling, cancel_sent_at=self._clock())
+                after = await self.observer.await_cancel(sent, within_s=STUCK_CANCEL_WATCH_S)
+                if after is not None and after.live and not await self._still_stalled():
+                    # it no longer says what held the sheet: it may be printing it after
+                    # all (a cancel taken, the job finished anyway): wait for its word
+                    after = await self.observer.await_cancel(after)
             else:
                 after = await self.service.copy(cancelling.id)
         cleanly = (
@@ -299,6 +305,15 @@ class Settlement:
         # still be jammed (its peers take it, as they take its other waiting jobs)
         await self.service.fail_over_waiting(self.name, reason)
         return True
+
+    async def _still_stalled(self) -> bool:
+        """A fresh probe still shows what stalls a job in hand (a jam, an open door, no
+        media): nothing of the job can come out while it does."""
+        try:
+            status, _ = await self.monitor.probe()
+        except errors.PrinterError:
+            return False
+        return bool(stall_reasons(status.reasons, trays_of(status.attributes)))
 
     async def monitoring_gave_up(self, job: JobRecord, copy: Copy, why: str) -> None:
         """The printer cannot say what became of a copy: park the job, blame the printer."""
