@@ -183,7 +183,16 @@ class DispatchConfig(_Frozen):
     #: Following a job the printer has: Get-Job-Attributes at most this far apart, so a
     #: finished job is noticed within this much (one request is ~1 ms on a LAN).
     follow_interval_max_s: float = Field(default=0.05, gt=0, le=60)
-    idle_probe_interval_s: float = Field(default=5.0, gt=0, le=3600)
+    #: Get-Printer-Attributes (the probe) gets this long to answer: a printer that does not
+    #: is *shown* as not answering at once (``reachable: false``); it is given no new work
+    #: after ``failure_threshold`` such probes, and a job it holds moves only after
+    #: ``in_hand_timeout_s`` (DESIGN §4). A printer busy printing still answers it in
+    #: milliseconds on a LAN; raise it for one that is slower to describe itself. A
+    #: ``request_timeout_s`` below it bounds the probe too.
+    probe_timeout_s: float = Field(default=2.0, gt=0, le=300)
+    #: An idle printer is probed this often: with ``probe_timeout_s`` it bounds how long a
+    #: printer that stopped answering is still shown as answering (0.75 + 2 < 3 s).
+    idle_probe_interval_s: float = Field(default=0.75, gt=0, le=3600)
     unreachable_retry_max_s: float = Field(default=5.0, gt=0, le=600)
     busy_backoff_s: float = Field(default=0.25, ge=0, le=60)
     max_attempts: int = Field(default=5, ge=1, le=100)

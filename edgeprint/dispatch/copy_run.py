@@ -22,9 +22,11 @@ from edgeprint.copies import Copy, CopyState
 from edgeprint.dispatch import formats
 from edgeprint.dispatch.monitor import Monitor
 from edgeprint.dispatch.observer import MonitoringFailed, Observer, Unsettled
+from edgeprint.dispatch.stall import stall_reasons, stalled_since
 from edgeprint.evidence import Evidence, Observation, printer_job_name
 from edgeprint.faults import crash_point
 from edgeprint.metrics import Metrics
+from edgeprint.printers.health import trays_of
 from edgeprint.printers.ipp import IppClient, PrinterStatus
 from edgeprint.service import JobRecord, JobService
 from edgeprint.service.leases import Ownership
@@ -168,11 +170,14 @@ class CopyRun:
 
         Get-Job-Attributes fast first, then every ``follow_interval_max_s``
         (Get-Jobs where that answer is not the copy); the printer is probed on the
-        way (its health may change while it holds the job). A printer blocked for
-        ``blocked_grace_s`` with the copy (its last answer listed it live: a job
-        gone from its answers is not held there), none of it out, ends the run STUCK; one
-        that cannot report its state for ``in_hand_timeout_s`` ends it LOST.
-        Raises Unsettled when the printer stops answering.
+        way (its health may change while it holds the job; a probe it does not answer
+        shows it as not answering, and the copy is followed on). A copy the printer
+        holds (its last answer listed it live: a job gone from its answers is not held
+        there) that cannot go on for ``blocked_grace_s``, none of it out, ends the run
+        STUCK: it stalled (:mod:`~edgeprint.dispatch.stall`: a jam, an open door, no
+        media, at any severity, its figures not moving), or the printer, answering,
+        is unhealthy. One that cannot report its state for ``in_hand_timeout_s`` ends
+        it LOST. Raises Unsettled when the printer stops answering.
         """
         delay = self.settings.poll_interval_min_s
         acked_at = self._clock()
@@ -180,6 +185,11 @@ class CopyRun:
         failing_since: float | None = None
         noted = False
         held = False  # the printer's last answer listed the copy live
+        #: since when the printer has answered every probe unhealthy (None: it is healthy,
+        #: or its last probe went unanswered: time it did not answer is not time blocked)
+        blocked_from: float | None = None
+        progressed_at = acked_at  # when the copy's figures last moved
+        figures = _figures(copy)
         while not self.stop.is_set():
             if self.cancel.is_set():
                 self.cancel.clear()
@@ -197,21 +207,30 @@ class CopyRun:
                     await self.monitor.probe()
                 except errors.PrinterUnreachable as exc:
                     raise Unsettled from exc
+                except errors.PrinterTimedOut as exc:
+                    # shown as not answering at once; the copy is judged by what the
+                    # printer says of it (in_hand_timeout_s), never by this alone
+                    await self.monitor.on_unreachable(exc)
                 except errors.PrinterTransient:
                     pass
-                health = self.monitor.health
-                blocked_for = self._clock() - health.since
-                if not health.healthy and blocked_for >= self.settings.blocked_grace_s and held:
+                m = self.monitor
+                if not m.reachable or m.health.healthy:
+                    blocked_from = None
+                elif blocked_from is None:
+                    blocked_from = self._clock()
+                why = self._cannot_go_on(held, max(progressed_at, blocked_from or 0.0))
+                if why is not None:
                     if self._movable(copy):
-                        return Outcome(Ended.STUCK, copy, why=health.reason or "unhealthy")
+                        return Outcome(Ended.STUCK, copy, why=why)
                     if not noted:
                         noted = True
                         out = f" after {copy.pages_out} impression(s)" if copy.pages_out else ""
                         await self.service.note(
-                            job, self.name,
-                            f"{self.name} cannot go on ({health.reason}){out}: waiting for a "
+                            job,
+                            self.name,
+                            f"{self.name} cannot go on ({why}){out}: waiting for a "
                             "person to clear it (part of it may have come out)",
-                        )  # fmt: skip
+                        )
             try:
                 obs = await self.observer.look(copy)
             except MonitoringFailed as exc:
@@ -232,9 +251,30 @@ class CopyRun:
                 if obs.settled is not None:
                     return Outcome(Ended.SETTLED, stored or copy, obs)
                 copy = stored or copy
+                if _figures(copy) != figures:
+                    figures, progressed_at = _figures(copy), self._clock()
             await _wait_any((self.stop, self.cancel), self._next_poll(delay, acked_at))
             delay = min(delay * 2, self.settings.follow_interval_max_s)
         return Outcome(Ended.STOPPED, copy)
+
+    def _cannot_go_on(self, held: bool, progressed_at: float) -> str | None:
+        """Why the copy the printer holds cannot go on, once that has lasted
+        ``blocked_grace_s`` (None: it may). Only a printer that answered its last probe
+        is judged: one that does not answer is not shown stalled, it is not answering.
+        ``progressed_at``: when its figures last moved, or the printer last came back."""
+        m = self.monitor
+        if not held or not m.reachable or m.status is None:
+            return None
+        grace = self.settings.blocked_grace_s
+        now = self._clock()
+        shown = stall_reasons(m.status.reasons, trays_of(m.status.attributes))
+        since = stalled_since(shown, m.reasons_since, progressed_at)
+        if since is not None and now - since >= grace:
+            return f"printer-state-reasons: {', '.join(shown)}; the job in hand is stalled"
+        health = m.health
+        if not health.healthy and now - progressed_at >= grace:
+            return health.reason or "unhealthy"
+        return None
 
     def _next_poll(self, delay: float, acked_at: float) -> float:
         """The wait before the next Get-Job-Attributes: the back-off ``delay``, except that
@@ -259,6 +299,11 @@ class CopyRun:
             self._typical_s = took_s
         else:
             self._typical_s += 0.25 * (took_s - self._typical_s)
+
+
+def _figures(copy: Copy) -> tuple[int | None, ...]:
+    """What the printer last said of how far the copy got (its progress)."""
+    return (copy.impressions_completed, copy.sheets_completed, copy.k_octets)
 
 
 async def _wait_any(events: tuple[asyncio.Event, ...], seconds: float) -> None:

@@ -91,6 +91,9 @@ class Dispatcher:
             self._session,
             request_timeout_s=self.config.dispatch.request_timeout_s,
             upload_timeout_s=self.config.dispatch.upload_timeout_s,
+            probe_timeout_s=min(
+                self.config.dispatch.probe_timeout_s, self.config.dispatch.request_timeout_s
+            ),
             observe=observe,
             probe_attributes=(*REQUESTED_ATTRIBUTES, *supplies.SUPPLY_ATTRIBUTES),
         )

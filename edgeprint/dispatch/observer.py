@@ -194,15 +194,17 @@ class Observer:
             return took
         return False
 
-    async def await_cancel(self, copy: Copy) -> Copy | None:
-        """Cancel-Job (once), then wait (bounded) until the printer settles the copy; the
-        copy as it stands then (None: gone from the store)."""
+    async def await_cancel(self, copy: Copy, *, within_s: float | None = None) -> Copy | None:
+        """Cancel-Job (once), then wait (bounded: ``within_s``, else three request
+        time-outs) until the printer settles the copy; the copy as it stands then (None:
+        gone from the store)."""
         if copy.cancel_sent_at is None:
             await self.send_cancel(copy)
         if copy.printer_job_id is None:
             return await self.service.copy(copy.id)
         delay = self.settings.poll_interval_min_s
-        deadline = self._clock() + self.settings.request_timeout_s * 3
+        bound = self.settings.request_timeout_s * 3 if within_s is None else within_s
+        deadline = self._clock() + bound
         while not self.stop.is_set():
             try:
                 obs = await self.look(copy)

@@ -34,8 +34,10 @@ from edgeprint.copies import (
 from edgeprint.dispatch.copy_run import Ended, Outcome
 from edgeprint.dispatch.monitor import Monitor
 from edgeprint.dispatch.observer import MonitoringFailed, Observer, Unsettled
+from edgeprint.dispatch.stall import stall_reasons
 from edgeprint.evidence import Evidence
 from edgeprint.metrics import Metrics
+from edgeprint.printers.health import trays_of
 from edgeprint.runway import labels_of
 from edgeprint.service import JobRecord, JobService
 from edgeprint.service.records import job_facts
@@ -49,6 +51,17 @@ ROUNDS = 10
 #: did not act on (busy, service-unavailable): backing off from poll_interval_min_s ×4 each
 #: time, about a third of a second in all at the default 5 ms.
 REFUSED_CANCEL_TRIES = 5
+#: A stuck copy whose cancel the printer took is watched this long for the printer to
+#: settle it (seconds): a printer that never started it settles it at once, a jammed device
+#: may keep it "processing-to-stop-point" until a person clears the jam (minutes). The job
+#: moves then as long as nothing of it is shown out and the printer still shows the stall
+#: (nothing comes out of a jammed printer); the copy stays ``cancelling`` here and the
+#: printer is swept before it gets new work. A printer whose stall cleared meanwhile is
+#: given three request time-outs to settle it, as any cancel.
+STUCK_CANCEL_WATCH_S = 1.0
+#: The failure signature of a copy moved because its printer could not go on: no printer
+#: answer is ever signed so, so it never makes a job poison (copies.on_failure).
+STUCK_SIG = "stuck-at-printer"
 
 #: What settlement hands back: a copy to follow, True (the job is settled, or no longer
 #: this printer's), False (not settled yet: try again later).
@@ -110,7 +123,7 @@ class Settlement:
             case Ended.UNSETTLED:
                 raise Unsettled
             case Ended.STUCK:
-                return await self.move_stuck(job, outcome.copy)
+                return await self.move_stuck(job, outcome.copy, outcome.why)
             case Ended.LOST:
                 await self.monitoring_gave_up(job, outcome.copy, outcome.why)
                 return True
@@ -232,54 +245,75 @@ class Settlement:
         await self.service.settle_job(job, self.name, replace(verdict, copy=settled))
         return True
 
-    async def move_stuck(self, job: JobRecord, copy: Copy) -> Next:
+    async def move_stuck(self, job: JobRecord, copy: Copy, why: str = "") -> Next:
         """Cancel a copy the printer cannot go on with (none of it out), then move its job.
 
         The job moves once the printer accepted the cancel (answered Cancel-Job with
-        success, or settled the copy cancelled); a jammed printer may keep the copy
-        "processing-to-stop-point" until the jam is cleared, and it stays
-        ``cancelling`` here, settled before this printer gets work again. A copy
-        the printer settled otherwise meanwhile (printed, or stopped after pages)
-        is judged as such; one whose cancel the printer refused, or answered "already
-        finished" for while edgeprint cannot yet tell how, stays here (a job that
-        finished may have printed: moving it could print it twice).
+        success, or settled the copy cancelled) and shows nothing of it out; a jammed
+        printer may keep the copy "processing-to-stop-point" until the jam is cleared
+        (michaelrsweet/pappl#163), so it is watched for ``STUCK_CANCEL_WATCH_S`` only, and
+        stays ``cancelling`` here, settled before this printer gets work again. A copy
+        the printer settled otherwise meanwhile (printed, or stopped after pages), or
+        showed pages of, is judged as such; one whose cancel the printer refused, or
+        answered "already finished" for while edgeprint cannot yet tell how, stays here
+        (a job that finished may have printed: moving it could print it twice).
         """
-        cancelling = await self.service.copy_cancelling(
-            copy, f"{self.name} cannot go on ({self.monitor.health.reason})"
-        )
+        why = why or self.monitor.health.reason or "it cannot go on"
+        cancelling = await self.service.copy_cancelling(copy, f"{self.name} cannot go on ({why})")
         accepted = False
         after: Copy | None = copy
         if cancelling is not None:
             accepted = await self.observer.send_cancel(cancelling)
             if accepted:
-                after = await self.observer.await_cancel(
-                    replace(cancelling, cancel_sent_at=self._clock())
-                )
+                sent = replace(cancelling, cancel_sent_at=self._clock())
+                after = await self.observer.await_cancel(sent, within_s=STUCK_CANCEL_WATCH_S)
+                if after is not None and after.live and not await self._still_stalled():
+                    # it no longer says what held the sheet: it may be printing it after
+                    # all (a cancel taken, the job finished anyway): wait for its word
+                    after = await self.observer.await_cancel(after)
             else:
                 after = await self.service.copy(cancelling.id)
-        if after is not None and not after.live:
-            if after.state not in (CopyState.CANCELLED, CopyState.CANCELLED_ELSEWHERE) or (
-                after.pages_out
-            ):
-                return await self.conclude(job)
-        elif not accepted:
-            return False  # the printer did not take the cancel: nothing may move yet
-        reason = (
-            f"{self.name} cannot go on ({self.monitor.health.reason}); cancelled there, "
-            "moved to a peer"
+        cleanly = (
+            after is not None
+            and not after.live
+            and not after.pages_out
+            and after.state in (CopyState.CANCELLED, CopyState.CANCELLED_ELSEWHERE)
         )
+        if not cleanly and after is not None and (after.pages_out or not after.live):
+            return await self.conclude(job)  # settled otherwise, or pages out: judge it
+        if not cleanly and not accepted:
+            return False  # the printer did not take the cancel: nothing may move yet
+        reason = f"{self.name} cannot go on ({why}); cancelled there, moved to a peer"
         log.warning(
             "job failed over",
-            extra={"event": "job_failed_over", "job_id": job.id, "printer": self.name,
-                   "why": self.monitor.health.reason, "correlation_id": job.correlation_id},
-        )  # fmt: skip
+            extra={
+                "event": "job_failed_over",
+                "job_id": job.id,
+                "printer": self.name,
+                "why": why,
+                "correlation_id": job.correlation_id,
+            },
+        )
         self.metrics.failovers.labels(printer=self.name).inc()
         self.left_live = after is None or after.live
-        await self.service.requeue(job, self.name, reason, self._clock(), count=False)
+        # failed here: its pool's peers have it first (PEER_FIRST_S), as the printer may look
+        # idle once the cancel took its job and still be jammed
+        await self.service.requeue(
+            job, self.name, reason, self._clock(), count=False, failure_sig=STUCK_SIG
+        )
         # a job named for this printer goes to its pool: the printer may look idle now and
         # still be jammed (its peers take it, as they take its other waiting jobs)
         await self.service.fail_over_waiting(self.name, reason)
         return True
+
+    async def _still_stalled(self) -> bool:
+        """A fresh probe still shows what stalls a job in hand (a jam, an open door, no
+        media): nothing of the job can come out while it does."""
+        try:
+            status, _ = await self.monitor.probe()
+        except errors.PrinterError:
+            return False
+        return bool(stall_reasons(status.reasons, trays_of(status.attributes)))
 
     async def monitoring_gave_up(self, job: JobRecord, copy: Copy, why: str) -> None:
         """The printer cannot say what became of a copy: park the job, blame the printer."""

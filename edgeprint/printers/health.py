@@ -11,10 +11,10 @@ A printer is *healthy* (takes new work) unless one of these holds (DESIGN §4):
   block while another input tray reports media (``printer-input-tray``,
   PWG 5100.13): an empty by-pass tray beside a full main tray is a warning;
 - no input tray with media at all (every tray that reports a level reports 0);
-- *stalled*: processing (or stopped) while a reason of :data:`STALL_REASONS` says,
-  whatever its severity, that the job in hand cannot go on (a jam, an open door,
-  missing media with no other tray) — the job in hand is then handled as stuck
-  (``[dispatch] blocked_grace_s``);
+- *stalled*: processing, stopped or holding jobs (``queued-job-count``) while a reason
+  of :data:`STALL_REASONS` says, whatever its severity, that the job in hand cannot
+  go on (a jam, an open door, missing media with no other tray) — the job in hand is
+  then handled as stuck (``[dispatch] blocked_grace_s``);
 - ``printer-is-accepting-jobs`` false;
 - quarantine: ``quarantine_after`` different jobs failed on it in a row
   (a bad printer, not a bad job), for ``quarantine_s``;
@@ -120,7 +120,9 @@ def blocking_values(status: PrinterStatus, trays: Sequence[Tray]) -> list[tuple[
     input tray has media, which no one value says)."""
     elsewhere = media_elsewhere(trays)
     out: list[tuple[str | None, str]] = []
-    busy = status.state in (PRINTER_PROCESSING, PRINTER_STOPPED)
+    # holding jobs counts as busy whatever printer-state says: a device may stay "idle"
+    # with a jammed job it holds (google/cloudprint_logocert#137)
+    busy = status.state in (PRINTER_PROCESSING, PRINTER_STOPPED) or status.queued_job_count > 0
     empty_said = False
     for r in status.reasons:
         if r == "none":

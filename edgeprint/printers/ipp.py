@@ -301,8 +301,11 @@ class IppClient:
     """One printer at ``uri`` (ipp://host:port/path), over the shared aiohttp ``session``.
 
     ``request_timeout_s`` bounds every request (seconds) except document
-    uploads, which get ``upload_timeout_s``. ``observe(operation, outcome,
-    seconds)`` is called for every request (metrics).
+    uploads, which get ``upload_timeout_s``, and Get-Printer-Attributes, which gets
+    ``probe_timeout_s`` (default: ``request_timeout_s``): a printer that does not say
+    how it is within that is shown as not answering (DESIGN §4), while the requests
+    about a job keep the longer bound. ``observe(operation, outcome, seconds)`` is
+    called for every request (metrics).
     """
 
     def __init__(
@@ -312,6 +315,7 @@ class IppClient:
         *,
         request_timeout_s: float = 10.0,
         upload_timeout_s: float = 60.0,
+        probe_timeout_s: float | None = None,
         observe: Observe | None = None,
         probe_attributes: Sequence[str] = (),
     ) -> None:
@@ -323,6 +327,7 @@ class IppClient:
         self._session = session
         self._request_timeout_s = request_timeout_s
         self._upload_timeout_s = upload_timeout_s
+        self._probe_timeout_s = request_timeout_s if probe_timeout_s is None else probe_timeout_s
         self._observe = observe
         parsed = URL(uri)
         scheme = "https" if parsed.scheme in ("ipps", "https") else "http"
@@ -364,6 +369,7 @@ class IppClient:
         *,
         document: bytes | None = None,
         ok_not_found: bool = False,
+        timeout_s: float | None = None,
     ) -> dict[str, Any] | None:
         """Send one request; the parsed answer, or None for not-found when allowed.
 
@@ -372,12 +378,16 @@ class IppClient:
         the client speaks 1.1 to it from then on.
         """
         try:
-            return await self._call_once(op, message, document=document, ok_not_found=ok_not_found)
+            return await self._call_once(
+                op, message, document=document, ok_not_found=ok_not_found, timeout_s=timeout_s
+            )
         except errors.PrinterTransient as exc:
             if exc.status_code != _VERSION_NOT_SUPPORTED or self.version == (1, 1):
                 raise
         self.version = (1, 1)
-        return await self._call_once(op, message, document=document, ok_not_found=ok_not_found)
+        return await self._call_once(
+            op, message, document=document, ok_not_found=ok_not_found, timeout_s=timeout_s
+        )
 
     async def _call_once(
         self,
@@ -386,12 +396,14 @@ class IppClient:
         *,
         document: bytes | None = None,
         ok_not_found: bool = False,
+        timeout_s: float | None = None,
     ) -> dict[str, Any] | None:
         """One HTTP exchange: the parsed answer, or None for not-found when allowed.
 
         With a ``document``, the deadline is ``upload_timeout_s`` and an
         ambiguous failure says whether the whole body was handed to the
-        connection (``errors.PrinterAmbiguous.body_sent``).
+        connection (``errors.PrinterAmbiguous.body_sent``); ``timeout_s`` overrides
+        the deadline of a request without one.
         """
         name = _op_name(op)
         await self.budget.take()
@@ -400,7 +412,10 @@ class IppClient:
         body = _TrackedBody(self._encode(op, message) + (document or b""))
         if document and faults.armed("during_send_document"):
             body.split_at = len(body._value) - len(document) // 2
-        timeout_s = self._upload_timeout_s if document is not None else self._request_timeout_s
+        if document is not None:
+            timeout_s = self._upload_timeout_s
+        elif timeout_s is None:
+            timeout_s = self._request_timeout_s
         try:
             try:
                 async with asyncio.timeout(timeout_s):
@@ -486,6 +501,7 @@ class IppClient:
         parsed = await self._call(
             IppOperation.GET_PRINTER_ATTRIBUTES,
             {"operation-attributes-tag": {"requested-attributes": wanted}},
+            timeout_s=self._probe_timeout_s,
         )
         assert parsed is not None
         attrs: dict[str, Any] = parsed["printers"][0] if parsed["printers"] else {}

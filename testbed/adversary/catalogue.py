@@ -176,6 +176,22 @@ def _open_head_other(d: Draw) -> None:
     d.at(t + d.rng.uniform(0.5, 2.0), "knob", head_open=False)
 
 
+def _hang_long(d: Draw) -> None:
+    t = d.rng.uniform(0.05, 0.6)
+    d.at(t, "hang")
+    d.at(t + d.rng.uniform(1.5, 4.0), "resume")  # past a probe's time-out: shown down
+
+
+def _jams_with_suffix(d: Draw) -> None:
+    d.knobs["stall_as"] = d.rng.choice(("report", "bare", "idle-report"))
+    _jams(d)
+
+
+def _cancel_held_by_jam(d: Draw) -> None:
+    d.knobs["cancel_waits_for_stall"] = True
+    _jams(d)
+
+
 def _stops_on_error(d: Draw) -> None:
     d.knobs["error_stop"] = True
     _jams(d)
@@ -232,6 +248,13 @@ CATALOGUE: tuple[Behaviour, ...] = (
        "apple/cups#4515 (https://github.com/apple/cups/issues/4515): ipptool hung 18 hours in "
        "http_read on a Canon iR3225",
        _hang, restarts=True, excludes=frozenset({"power_cycle"})),
+    _B("hangs_long", "connection",
+       "stops answering for 1.5–4 s (accepts TCP, never answers: longer than a probe's "
+       "time-out, so it is shown down), then goes on as if nothing happened",
+       "apple/cups#4515 (https://github.com/apple/cups/issues/4515): ipptool hung 18 hours in "
+       "http_read on a Canon iR3225; home-assistant/core#93006 (https://github.com/"
+       "home-assistant/core/issues/93006): printers time out while they wake",
+       _hang_long, restarts=True, excludes=frozenset({"power_cycle", "hangs"})),
     # --- status codes ------------------------------------------------------------------
     _B("busy", "status",
        "answers a third of job creations server-error-busy (0x0507) without making a job",
@@ -407,6 +430,25 @@ CATALOGUE: tuple[Behaviour, ...] = (
        "RFC 8011 §5.4.11 'stopped' and §5.4.12 (-error); apple/cups#5544: a paper jam pauses the "
        "queue",
        _stops_on_error, fault=True),
+    _B("jams_with_suffix", "state",
+       "jams on a job and says so as media-jam-report, as a bare media-jam, or as "
+       "media-jam-report with printer-state idle while it holds the jammed job, until a "
+       "person clears it",
+       "RFC 8011 §5.4.12 (https://www.rfc-editor.org/rfc/rfc8011#section-5.4.12): -report, "
+       "-warning, -error, and a keyword without a suffix read as an error; "
+       "google/cloudprint_logocert#137 (https://github.com/google/cloudprint_logocert/issues/"
+       "137): a jammed job stays active and the printer 'does not detect paper jam under idle "
+       "state'",
+       _jams_with_suffix, fault=True, excludes=frozenset({"stops_on_error"})),
+    _B("cancel_held_by_jam", "state",
+       "jams on a job, answers Cancel-Job at once and keeps the job processing, "
+       "processing-to-stop-point, until a person clears the jam (nothing of it prints)",
+       "michaelrsweet/pappl#163 (https://github.com/michaelrsweet/pappl/issues/163): a job "
+       "'Canceling' for ever while the printer is stopped; michaelrsweet/pappl#23 "
+       "(https://github.com/michaelrsweet/pappl/pull/23): papplJobIsCanceled means 'somebody "
+       "canceled this job but I haven't finished canceling it yet (usually to eject the "
+       "current page …)'; RFC 8011 §5.3.8 processing-to-stop-point",
+       _cancel_held_by_jam, fault=True),
     _B("bypass_empty", "state",
        "reports its by-pass tray empty (media-empty, level 0) while the main tray is full",
        "apple/cups#4656 (https://github.com/apple/cups/issues/4656): Xerox Phaser 4622 and "

@@ -42,7 +42,7 @@ from edgeprint.printers.codec import AttributeGroup, GroupTag, Operation, Status
 
 _TERMINAL = {7, 8, 9}
 _COMPLETED, _ABORTED, _CANCELED, _PROCESSING, _HELD = 9, 8, 7, 5, 4  # job-state
-_PRINTER_PROCESSING, _PRINTER_STOPPED = 4, 5  # printer-state
+_PRINTER_IDLE, _PRINTER_PROCESSING, _PRINTER_STOPPED = 3, 4, 5  # printer-state
 _ACTING = {Operation.CREATE_JOB, Operation.PRINT_JOB, Operation.SEND_DOCUMENT}
 _UPLOADS = {Operation.PRINT_JOB, Operation.SEND_DOCUMENT}
 _MAKES = {Operation.CREATE_JOB, Operation.PRINT_JOB}
@@ -111,6 +111,14 @@ class Knobs:
     extra_reasons: tuple[str, ...] = ()  # added to printer-state-reasons (vendor, unknown)
     state_message: str | None = None  # printer-state-message replaced (hostile text, issue 25)
     error_stop: bool = False  # a stalled job's reasons shown as -error, printer-state stopped
+    #: a stalled job's reasons shown with another suffix (RFC 8011 §5.4.12): "report"
+    #: (media-jam-report), "bare" (media-jam: no suffix), "idle-report" (-report, and
+    #: printer-state idle while it holds the jammed job)
+    stall_as: Literal["report", "bare", "idle-report"] | None = None
+    #: a job cancelled while a stall holds it is shown processing, processing-to-stop-point,
+    #: until the stall is cleared (a device keeps the jammed sheet until a person clears
+    #: it); the cancel reaches the printer at once, so nothing of it prints
+    cancel_waits_for_stall: bool = False
     bypass_empty: bool = False  # the by-pass tray shown empty (main stays loaded)
     supplies_low: bool = False  # marker-supply-low and a low marker level
     #: issue 23: supplies and trays answered with nonsense. ``True`` / ``"types"``:
@@ -206,6 +214,8 @@ class AdversaryProxy:
     _later: set[asyncio.Task[None]] = field(default_factory=set)  # requests forwarded late
     _stopped_shown: float | None = None  # monotonic: first answer that showed the head open
     _fault_shown: float | None = None  # monotonic: last answer that showed the head open
+    #: (life, job-id) of jobs cancelled while a stall held them (cancel_waits_for_stall)
+    _stopping: set[tuple[int, int]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self._rng.seed(self.seed)
@@ -338,6 +348,8 @@ class AdversaryProxy:
         early = self._refuse(msg)
         if early is not None:
             return await self._respond(early)
+        if msg.code == Operation.CANCEL_JOB and k.cancel_waits_for_stall and self._stall():
+            self._stopping.add((self.life, _job_id(msg) or 0))
         if msg.code == Operation.CANCEL_JOB and k.cancel_late_s > 0:
             self._schedule(body, k.cancel_late_s)
             return await self._respond(_ipp(codec.response(Status.SUCCESSFUL_OK, msg.request_id,
@@ -559,6 +571,10 @@ class AdversaryProxy:
         job_id = _int(g.get("job-id"))
         key = (self.life, job_id or 0)
         state = _int(g.get("job-state"))
+        if key in self._stopping and self._stall():  # cancelled, still held by the stall
+            g.set(attr("job-state", Tag.ENUM, _PROCESSING))
+            g.set(attr("job-state-reasons", Tag.KEYWORD, "processing-to-stop-point"))
+            state = _PROCESSING
         if k.held_at_printer and state == _PROCESSING and self._fault().startswith("hold none"):
             g.set(attr("job-state", Tag.ENUM, _HELD))
             g.set(attr("job-state-reasons", Tag.KEYWORD, "job-hold-until-specified"))
@@ -617,10 +633,23 @@ class AdversaryProxy:
         reasons = [] if reasons_attr is None else [str(v.value) for v in reasons_attr.values]
         reasons = [r for r in reasons if r != "none"]
         suffix = "-warning" if state == _PRINTER_PROCESSING else "-report"
+        stall = self._stall()
+        if not stall:
+            self._stopping.clear()  # cleared: the jobs it held show as the printer says
+        stopping = stall if any(j[0] == self.life for j in self._stopping) else ""
+        if stopping and not any(r.startswith(stopping) for r in reasons):
+            reasons.append(f"{stopping}-warning")  # the sheet is still jammed in there
+            state = _PRINTER_PROCESSING
+            g.set(attr("printer-state", Tag.ENUM, state))
         stalled = any(r.startswith(_STALLS) for r in reasons)
         if k.error_stop and state == _PRINTER_PROCESSING and stalled:
             reasons = [_as_error(r) if r.startswith(_STALLS) else r for r in reasons]
             g.set(attr("printer-state", Tag.ENUM, _PRINTER_STOPPED))
+        elif k.stall_as is not None and stalled:
+            end = "" if k.stall_as == "bare" else "-report"
+            reasons = [_suffixed(r, end) if r.startswith(_STALLS) else r for r in reasons]
+            if k.stall_as == "idle-report":
+                g.set(attr("printer-state", Tag.ENUM, _PRINTER_IDLE))
         if k.bypass_empty:
             reasons.append("media-empty" + suffix)
             trays = g.get("printer-input-tray")
@@ -658,6 +687,14 @@ class AdversaryProxy:
             digest = hashlib.sha256(f"{self.target}:{self.life}".encode()).hexdigest()
             u = f"urn:uuid:{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
             g.set(attr("printer-uuid", Tag.URI, u))
+
+    def _stall(self) -> str:
+        """The stall reason a ``hold`` fault now shows ("media-jam"…), or "" for none."""
+        words = self._fault().split()
+        if "hold" not in words or words.index("hold") + 1 >= len(words):
+            return ""
+        held = words[words.index("hold") + 1].split(",")[0]
+        return held if held.startswith(_STALLS) else ""
 
     def _fault(self) -> str:
         if self.printer_dir is None:
@@ -749,6 +786,14 @@ def _job_id(msg: codec.IppMessage) -> int | None:
     uri = msg.value(GroupTag.OPERATION, "job-uri")
     tail = uri.rsplit("/", 1)[-1] if isinstance(uri, str) else ""
     return int(tail) if tail.isdigit() else None
+
+
+def _suffixed(reason: str, suffix: str) -> str:
+    """``reason`` with its severity suffix replaced by ``suffix`` ("" for none)."""
+    for end in ("-report", "-warning", "-error"):
+        if reason.endswith(end):
+            return reason[: -len(end)] + suffix
+    return reason + suffix
 
 
 def _as_error(reason: str) -> str:
