@@ -219,15 +219,17 @@ def test_edgeprints_cancel_that_came_too_late_is_not_a_reason_to_print_again() -
 
 
 def test_an_abort_says_what_came_out() -> None:
-    """Aborted: 0 impressions counted → ABORTED (retry policy); some → PARTIAL; not counted on
-    a one-impression job → ABORTED; not counted on a longer one → PARTIAL (unknown)."""
+    """Aborted: 0 impressions counted → ABORTED (retry policy); some → PARTIAL; not counted
+    after the document was sent → PARTIAL (unknown), a one-impression copy too (a printer may
+    print the page and abort after it: adversary seed 324); nothing sent → ABORTED."""
     assert direct(pj(state=JOB_ABORTED, impressions_completed=0)) is C.ABORTED
     obs = observe(
         copy(impressions_expected=3), Sighting(pj(state=JOB_ABORTED, impressions_completed=2),
                                                asked=True), CTX,
     )  # fmt: skip
     assert (obs.settled, obs.evidence, obs.pages_out) == (C.PARTIAL, E.STOPPED_AFTER_PAGES, 2)
-    assert direct(pj(state=JOB_ABORTED)) is C.ABORTED
+    assert direct(pj(state=JOB_ABORTED)) is C.PARTIAL
+    assert direct(pj(state=JOB_ABORTED), sent_at=None, acknowledged_at=None) is C.ABORTED
     unknown = observe(
         copy(impressions_expected=3), Sighting(pj(state=JOB_ABORTED), asked=True), CTX
     )

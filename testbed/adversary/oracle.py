@@ -16,7 +16,8 @@
   ends DONE — unless the printer gave no way to know (its answer to the upload was lost and
   it reports no figure of what it received or printed, or it forgets finished jobs and
   either its clock stands still, or it aborted the job after its last page under a jam,
-  or it forgot the job while it showed its head open: a bare ``other``).
+  or it forgot the job while it showed its head open: a bare ``other``, or it aborts jobs
+  and counts no impression).
 - **I6** no storm: no printer got more than :data:`BOUND` requests, or new connections, in
   any one second (per appliance process: each restart may add one burst).
 """
@@ -94,6 +95,14 @@ def _aborted_with_reason(outcome: RunOutcome, printer: str) -> bool:
     )  # fmt: skip
 
 
+def _aborts(outcome: RunOutcome, printer: str) -> bool:
+    """The scenario made ``printer`` abort a job part-way or after its last page."""
+    return any(
+        action == "fault" and a.get("mode") == "abort-at" and a.get("printer") == printer
+        for _, action, a in outcome.scenario.events
+    )
+
+
 def _undecidable(outcome: RunOutcome, printer: str, name: str) -> bool:
     """The printer gave edgeprint no way to know this copy came out whole: its answer to the
     upload was lost, and it reports no figure of what it received or printed, or forgets
@@ -102,7 +111,8 @@ def _undecidable(outcome: RunOutcome, printer: str, name: str) -> bool:
     job at once while it reported a jam (its own, after the last page, or one an earlier
     job left showing) before edgeprint saw a page count (a jam that ends a job part-way
     looks the same); or it forgot the job while it showed its head open (a bare ``other``,
-    an error that may have ended the job: the same as a job aborted by it)."""
+    an error that may have ended the job: the same as a job aborted by it); or it aborts
+    jobs and counts no impression: "aborted" says nothing of paper."""
     behaviours = set(outcome.scenario.behaviours[printer])
     rec = outcome.records[printer]
     lost = any(how == "lost" and rec.made.get(key) == name for key, how in rec.uploads.items())
@@ -111,6 +121,8 @@ def _undecidable(outcome: RunOutcome, printer: str, name: str) -> bool:
         return True
     if forgets and _aborted_with_reason(outcome, printer):
         return True
+    if _aborts(outcome, printer) and outcome.scenario.knobs[printer].get("impressions") == "absent":
+        return True  # it says "aborted" and counts nothing: whether the page came out is unknown
     if forgets and any(
         shown.absent_under_fault
         for key, shown in rec.shown.items()
