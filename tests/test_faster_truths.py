@@ -130,6 +130,51 @@ async def test_a_hung_printer_is_shown_down_within_a_probe_interval_and_its_time
 
 
 @pytest.mark.slow
+async def test_a_printer_hung_with_a_badge_in_hand_is_shown_down_at_once_and_given_up_on_time(
+    tmp_path: Path, printers: Rig
+) -> None:
+    """printer-01 slow (20 s a page) takes the badge, then is SIGSTOPped while it holds it:
+    shown not answering within 3 s (its Get-Job-Attributes gets the probe's bound, not the
+    request's), and — nothing can say whether it printed — the badge is given up DEAD
+    ``outcome_unknown`` ``in_hand_timeout_s`` after the first unanswered look, not after
+    the requests' own bounds add up past it (a fresh technician saw +22 s and +64 s).
+    Nothing is printed twice: the peer prints nothing."""
+    printers.set_speed("printer-01", 20.0)
+    cfg = _config(tmp_path, printers)
+    cfg["dispatch"] = {**cfg.get("dispatch", {}), "in_hand_timeout_s": 8.0}
+    async with appliance(cfg) as (run, kiosk):
+        await eventually(lambda: _answering(kiosk, "printer-01"), "printer-01 answering")
+        job = await kiosk.submit("hung-00001", printer="printer-01", hold=False, doc=BADGE)
+        await eventually(
+            lambda: _acknowledged_on(run, job["id"], "printer-01"), "printer-01 holds it"
+        )
+        printers.hang("printer-01")
+        hung_at = time.monotonic()
+        try:
+
+            async def down() -> dict[str, Any] | None:
+                v = await view_of(kiosk, "printer-01")
+                return v if not v["reachable"] else None
+
+            view = await eventually(down, "printer-01 shown not answering", timeout_s=15)
+            shown_after = time.monotonic() - hung_at
+            assert shown_after <= SHOWN_DOWN_S, f"shown down {shown_after:.2f} s after the hang"
+            assert "not responding" in (view["problem"] or ""), view
+            [dead] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD", "CANCELLED"}, 30)
+            given_up_after = time.monotonic() - hung_at
+        finally:
+            printers.resume("printer-01")
+        assert (dead["state"], dead["dead_reason"]) == ("DEAD", "outcome_unknown"), dead
+        # the first failing look began at the hang (or one poll after it): 8 s from there,
+        # and the look in flight then cut, not waited out
+        said = f"given up {given_up_after:.2f} s after the hang"
+        assert given_up_after >= 8.0 - 0.1, said
+        assert given_up_after <= 8.0 + SHOWN_DOWN_S, said
+        assert "Get-Job-Attributes: Get-Job-Attributes" not in (dead["last_error"] or "")
+    assert printers.printed("printer-02") == []
+
+
+@pytest.mark.slow
 async def test_a_printer_switched_off_is_shown_down_and_its_waiting_badge_moves_at_once(
     tmp_path: Path, printers: Rig
 ) -> None:

@@ -231,14 +231,27 @@ class CopyRun:
                             f"{self.name} cannot go on ({why}){out}: waiting for a "
                             "person to clear it (part of it may have come out)",
                         )
+            look_from = self._clock()
+            # a look that goes on failing is cut at in_hand_timeout_s from the first failing
+            # one's start: a hung printer's job is given up after that, not after the
+            # requests' own bounds add up past it
+            since = look_from if failing_since is None else failing_since
+            budget: float | None = max(0.0, since + self.settings.in_hand_timeout_s - look_from)
+            if failing_since is None and not budget:
+                budget = None  # in_hand_timeout_s = 0: give up at the first failure, not before
             try:
-                obs = await self.observer.look(copy)
-            except MonitoringFailed as exc:
-                self.metrics.monitoring_failures.labels(printer=self.name).inc()
+                async with asyncio.timeout(budget):
+                    obs = await self.observer.look(copy)
+            except (MonitoringFailed, TimeoutError) as exc:
+                if isinstance(exc, MonitoringFailed):
+                    self.metrics.monitoring_failures.labels(printer=self.name).inc()
+                    why = str(exc)
+                else:
+                    why = f"no usable answer about it for {self.settings.in_hand_timeout_s:g} s"
                 now = self._clock()
-                failing_since = now if failing_since is None else failing_since
+                failing_since = look_from if failing_since is None else failing_since
                 if now - failing_since >= self.settings.in_hand_timeout_s:
-                    return Outcome(Ended.LOST, copy, why=str(exc))
+                    return Outcome(Ended.LOST, copy, why=why)
             else:
                 failing_since = None
                 held = obs.evidence is Evidence.LISTED_LIVE

@@ -97,6 +97,9 @@ class Observer:
                 asked = True
             except errors.PrinterUnreachable as exc:
                 raise Unsettled from exc
+            except errors.PrinterTimedOut as exc:
+                first = exc
+                await self.monitor.on_unreachable(exc)  # shown not answering at once
             except errors.PrinterTransient as exc:
                 first = exc
             if asked:
@@ -106,8 +109,9 @@ class Observer:
         try:
             listed, listing = await self._get_jobs()
         except errors.PrinterTransient as second:
+            # each error names its operation already ("Get-Jobs: no answer in time")
             raise MonitoringFailed(
-                f"Get-Job-Attributes: {first or 'not found'}; Get-Jobs: {second}"
+                f"{first or 'Get-Job-Attributes: not found'}; {second}"
             ) from second
         obs = evidence.observe(copy, Sighting(direct, asked, tuple(listed), listing), ctx)
         if asked and direct is None and obs.pj is not None and not ctx.traits.gja_unreliable:

@@ -302,10 +302,10 @@ class IppClient:
 
     ``request_timeout_s`` bounds every request (seconds) except document
     uploads, which get ``upload_timeout_s``, and Get-Printer-Attributes, which gets
-    ``probe_timeout_s`` (default: ``request_timeout_s``): a printer that does not say
-    how it is within that is shown as not answering (DESIGN §4), while the requests
-    about a job keep the longer bound. ``observe(operation, outcome, seconds)`` is
-    called for every request (metrics).
+    ``probe_timeout_s`` (default: ``request_timeout_s``), as does Get-Job-Attributes: a
+    printer that does not say how it is within that is shown as not answering (DESIGN §4),
+    while the other requests about a job keep the longer bound.
+    ``observe(operation, outcome, seconds)`` is called for every request (metrics).
     """
 
     def __init__(
@@ -603,6 +603,10 @@ class IppClient:
             IppOperation.GET_JOB_ATTRIBUTES,
             {"operation-attributes-tag": {"job-id": job_id, "requested-attributes": _JOB_ATTRS}},
             ok_not_found=True,
+            # one job's attributes: as small a status read as a probe, so a printer that hangs
+            # while it holds a job is seen within the probe's bound (Get-Jobs, a list that
+            # may be long, keeps the request bound)
+            timeout_s=self._probe_timeout_s,
         )
         if parsed is None or not parsed["jobs"]:
             return None
