@@ -20,6 +20,7 @@ import pytest
 
 from edgeprint import cli
 from edgeprint.cli import credentials, locate
+from edgeprint.cli.credentials import Token
 from edgeprint.cli.errors import UsageError
 from edgeprint.config import load_config
 from edgeprint.server import running
@@ -181,9 +182,13 @@ def test_token_precedence(installed: Path, tmp_path: Path) -> None:
     del env["EDGEPRINT_TOKEN"]
     assert value(None, None, env) == ("from-the-env-file", str(env_file))
     assert value(None, None, {}) == ("from-beside-the-config", str(beside))
-    # A URL given by hand gets no token file: it may be another appliance.
-    by_hand = locate.locate("http://127.0.0.1:1001", None, {})
-    assert credentials.bearer_token(None, None, by_hand, {}) is None
+    # A URL given by hand gets the token file of the config naming the same appliance only.
+    by_hand = locate.locate("http://localhost:1001", None, {})
+    assert credentials.bearer_token(None, None, by_hand, {}) == (
+        Token("from-beside-the-config", str(beside))
+    )
+    elsewhere = locate.locate("http://127.0.0.1:1009", None, {})
+    assert credentials.bearer_token(None, None, elsewhere, {}) is None
 
 
 # --- against a real appliance -------------------------------------------------------------
@@ -397,14 +402,15 @@ def test_unreadable_token_file_and_config_say_what_to_do(tmp_path: Path) -> None
     )
 
 
-def test_no_token_anywhere_says_where_it_looked(installed: Path, tmp_path: Path) -> None:
-    _config(installed, _closed_port())
+async def test_no_token_anywhere_says_where_it_looked(app: Appliance, installed: Path) -> None:
+    _config(installed, app.running.port)
+    api = cli.client.connect(cli.parser.parse_args(["status"]))
     with pytest.raises(UsageError) as caught:
-        cli.client.connect(cli.parser.parse_args(["status"])).call("GET", "/v1/printers")
+        await asyncio.to_thread(api.call, "GET", "/v1/printers")
     assert str(caught.value) == (
-        "no token: give --token-file PATH, or set $EDGEPRINT_TOKEN_FILE or $EDGEPRINT_TOKEN, "
-        "to a tech token (edgeprint token new --role tech) "
-        f"({installed}/tech.token is not there: edgeprint setup writes it)"
+        f"no token for {app.url} (from {installed}/config.toml): give --token-file PATH, or "
+        "set $EDGEPRINT_TOKEN_FILE or $EDGEPRINT_TOKEN, to a tech token (edgeprint token new "
+        f"--role tech) ({installed}/tech.token is not there: edgeprint setup writes it)"
     )
 
 

@@ -148,7 +148,7 @@ async def test_a_job_with_a_pin_needs_it(app: Appliance) -> None:
             id="printer-and-pool",
         ),
         pytest.param(
-            ["release", "a" * 31], "argument JOB_ID: a job id is 32 lowercase hex", id="bad-id"
+            ["release", "a" * 5], "argument JOB_ID: a job id is 32 hex characters", id="bad-id"
         ),
     ],
 )

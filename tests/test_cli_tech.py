@@ -228,7 +228,7 @@ async def test_url_from_config(
     [
         pytest.param(["jobs", "--limit", "0"], "an integer from 1 to 500", id="limit"),
         pytest.param(["jobs", "--state", "LOST"], "one of HELD", id="state"),
-        pytest.param(["replay", "not-a-job"], "32 lowercase hex", id="job-id"),
+        pytest.param(["replay", "not-a-job"], "a job id is 32 hex characters, or its first 6-31", id="job-id"),
         pytest.param(["pause", "Printer 1"], "a printer name", id="printer-name"),
         pytest.param(["status", "--url", "ftp://h:1"], "give http://HOST:PORT", id="scheme"),
         pytest.param(["status", "--url", "http://u:p@h:1"], "no user or password", id="userinfo"),
@@ -247,12 +247,13 @@ def test_bad_usage_is_exit_2(
     assert message in capsys.readouterr().err
 
 
-def test_missing_token_is_exit_2(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+async def test_missing_token_is_exit_2(
+    app: Appliance, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No --token and no $EDGEPRINT_TOKEN: exit 2 naming the variable."""
+    """No --token and no $EDGEPRINT_TOKEN, at an appliance that answers: exit 2 naming the
+    variable (nothing listening is exit 3: tests/test_cli_first_user.py)."""
     monkeypatch.delenv(cli.client.TOKEN_ENV, raising=False)
-    assert cli.main(["status", "--url", f"http://127.0.0.1:{_closed_port()}"]) == 2
+    assert await asyncio.to_thread(cli.main, ["status", "--url", app.url]) == 2
     assert "EDGEPRINT_TOKEN" in capsys.readouterr().err
 
 

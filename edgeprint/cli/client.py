@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import socket
+import ssl
 import sys
 import urllib.error
 import urllib.parse
@@ -75,7 +76,7 @@ class Api:
         headers = {"Accept": "application/json", "User-Agent": f"edgeprint-cli/{__version__}"}
         if auth:
             if not self.token:
-                raise UsageError(credentials.missing_hint(self._where))
+                self._no_token()
             headers["Authorization"] = f"Bearer {self.token}"
         data = b"" if method == "POST" else None
         if json_body is not None:
@@ -92,25 +93,55 @@ class Api:
         except urllib.error.HTTPError as exc:
             with exc:
                 raw = _read_quietly(exc)
+            if exc.code == 404 and not _problem_slug(raw):
+                raise ConnectFailed(self._stranger(f"{exc.code} {exc.reason}", path)) from None
             message = _problem_message(exc.code, exc.reason, raw) + self._hint(exc.code, raw)
             raise ApiFailed(exc.code, clean(message), raw) from None
         except urllib.error.URLError as exc:
+            if _plain_http(exc.reason):
+                raise ConnectFailed(self._plain_http()) from None
             raise ConnectFailed(self._cannot(exc.reason)) from None
         except (OSError, HTTPException) as exc:  # reset, time-out while reading, bad status line
+            if _plain_http(exc):
+                raise ConnectFailed(self._plain_http()) from None
             raise ConnectFailed(self._cannot(exc)) from None
+
+    def _no_token(self) -> None:
+        """No token: a wrong URL is the likelier cause, so the connection is tried first
+        (``GET /healthz`` needs none) and its failure is what is said; only an appliance
+        that answers gets the no-token sentence (UsageError)."""
+        try:
+            self.json("GET", "/healthz", auth=False)
+        except ApiFailed as exc:
+            if exc.status < 500:  # a 5xx is an appliance that is there, but unwell
+                raise
+        raise UsageError(credentials.missing_hint(self._where))
+
+    def _stranger(self, status: str, path: str) -> str:
+        """Something answers at the URL, but not as edgeprint does (its 404s are
+        problem+json): the URL is wrong, not the request."""
+        origin = f" ({self.where.origin})" if self.where else ""
+        return (
+            f"{self.base}{origin}: this does not look like an edgeprint appliance "
+            f"({status} for {path}); check the URL and port"
+        )
+
+    def _plain_http(self) -> str:
+        origin = f" ({self.where.origin})" if self.where else ""
+        plain = "http://" + self.base.removeprefix("https://")
+        return f"{self.base}{origin} answered plain HTTP: use http:// ({plain})"
 
     def json(
         self, method: str, path: str, query: dict[str, str] | None = None, *, auth: bool = True,
         json_body: object = None,
     ) -> tuple[bytes, Any]:  # fmt: skip
-        """The raw body and its JSON value; a 2xx that is not JSON is an ApiFailed."""
+        """The raw body and its JSON value; a 2xx that is not JSON is not edgeprint: the URL
+        is wrong (ConnectFailed)."""
         raw = self.call(method, path, query, auth=auth, json_body=json_body)
         try:
             return raw, json.loads(raw)
         except ValueError:
-            raise ApiFailed(
-                200, f"the answer from {self.base}{path} is not JSON: is this an edgeprint?", raw
-            ) from None
+            raise ConnectFailed(self._stranger("an answer that is not JSON", path)) from None
 
     def submit(self, metadata: dict[str, Any], pdf: bytes, key: str) -> Any:
         """POST /v1/jobs (multipart: ``metadata`` JSON and the PDF ``document``); the job."""
@@ -171,6 +202,13 @@ class Api:
                 "PATH or --url URL)"
             )
         return f" (check {token}: the appliance at {self.base} does not know it)"
+
+
+def _plain_http(reason: object) -> bool:
+    """Whether a TLS handshake failed because the server speaks plain HTTP."""
+    return isinstance(reason, ssl.SSLError) and (
+        reason.reason == "WRONG_VERSION_NUMBER" or "WRONG_VERSION_NUMBER" in str(reason)
+    )
 
 
 def _read_quietly(resp: urllib.error.HTTPError) -> bytes:

@@ -4,8 +4,9 @@ In order: ``--token``, ``--token-file PATH``, ``$EDGEPRINT_TOKEN``, ``$EDGEPRINT
 then ``tech.token`` next to the config the URL came from (``/etc/edgeprint/tech.token``
 written by ``edgeprint setup``, ``.quickstart/tech.token`` by the quick start) when it can
 be read. A file keeps the token out of shell history and ``ps``. The default file is only
-read for the appliance its config names, so a token never travels to another URL
-unasked. A file's content is never echoed, even when it is wrong.
+read for the appliance its config names (a URL typed by hand finds the config that names
+the same appliance: cli/locate.py), so a token never travels to another URL unasked.
+A file's content is never echoed, even when it is wrong.
 """
 
 from __future__ import annotations
@@ -66,10 +67,16 @@ def default_file(where: Where) -> Path | None:
 
 
 def missing_hint(where: Where) -> str:
-    """Why no token was found, and what to give."""
+    """Why no token was found for ``where.url``, and what to give; a token file beside a
+    config of another appliance is named with the URL it is for (never sent elsewhere)."""
     path = default_file(where)
     if path is None:
-        extra = f" ({TOKEN_FILE_NAME} beside a config is read only when the URL is that config's)"
+        elsewhere = [
+            f"the {TOKEN_FILE_NAME} beside {config} is for {url}"
+            for config, url in where.others
+            if os.path.lexists(config.parent / TOKEN_FILE_NAME)
+        ]
+        extra = f" ({'; '.join(elsewhere)})" if elsewhere else ""
     elif not os.path.lexists(path):
         extra = f" ({path} is not there: edgeprint setup writes it)"
     elif not _readable(path):
@@ -77,8 +84,9 @@ def missing_hint(where: Where) -> str:
     else:
         extra = ""
     return (
-        f"no token: give --token-file PATH, or set ${TOKEN_FILE_ENV} or ${TOKEN_ENV}, to a "
-        f"tech token (edgeprint token new --role tech){extra}"
+        f"no token for {where.url} ({where.origin}): give --token-file PATH, or set "
+        f"${TOKEN_FILE_ENV} or ${TOKEN_ENV}, to a tech token (edgeprint token new --role tech)"
+        f"{extra}"
     )
 
 

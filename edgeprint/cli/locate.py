@@ -7,6 +7,12 @@ the installed config (``/etc/edgeprint/config.toml``), the quick start's
 Flags come before the environment, so a variable left in a shell never overrides
 what was typed. The source travels with the URL, so a refused connection can say
 where the URL came from and what to try.
+
+A URL typed by hand (``--url``, ``$EDGEPRINT_URL``) still has the configs searched in
+the same order: the first that names the same appliance (same scheme and port, the same
+host once ``localhost``/``127.0.0.1``/``::1``/``0.0.0.0`` count as one) lends its
+``tech.token``; the others are remembered so a missing token can say whose file is
+there (issue 25 follow-up: the RUNBOOK's ``export EDGEPRINT_URL=…`` must work).
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from __future__ import annotations
 import os
 import urllib.parse
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,6 +53,8 @@ class Where:
     source: str
     config: Path | None = None
     note: str | None = None
+    #: Configs found that name another appliance: (path, the URL it names).
+    others: tuple[tuple[Path, str], ...] = ()
 
     @property
     def is_default(self) -> bool:
@@ -65,11 +73,11 @@ def locate(
     UsageError for a bad URL or a config that is unreadable or names no port."""
     env = os.environ if env is None else env
     if url_flag is not None:
-        return _flag_url(check_url(url_flag, "--url"), config_flag)
+        return _flag_url(check_url(url_flag, "--url"), config_flag, env)
     if config_flag is not None:
         return _from_config(Path(config_flag), str(config_flag))
     if env.get(URL_ENV):
-        return Where(check_url(env[URL_ENV], f"${URL_ENV}"), f"${URL_ENV}")
+        return _matched(Where(check_url(env[URL_ENV], f"${URL_ENV}"), f"${URL_ENV}"), env)
     if env.get(CONFIG_ENV):
         path = Path(env[CONFIG_ENV])
         return _from_config(path, f"{path} (${CONFIG_ENV})")
@@ -79,20 +87,61 @@ def locate(
     return Where(DEFAULT_URL, "the default")
 
 
-def _flag_url(url: str, config_flag: str | None) -> Where:
+def _flag_url(url: str, config_flag: str | None, env: Mapping[str, str]) -> Where:
     """``--url`` wins; a ``--config`` given too is only compared (and its token file used
-    when both name the same appliance)."""
+    when both name the same appliance); the other configs are searched for one that does."""
+    where = Where(url, "--url")
     if config_flag is None:
-        return Where(url, "--url")
+        return _matched(where, env)
     path = Path(config_flag)
     try:
         other = _from_config(path, str(path)).url
     except UsageError as exc:
-        return Where(url, "--url", note=f"using --url {url}; --config not used: {exc}")
-    if other == url:
+        note = f"using --url {url}; --config not used: {exc}"
+        return replace(_matched(where, env), note=note)
+    if same_appliance(other, url):
         return Where(url, "--url", config=path)
-    return Where(
-        url, "--url", note=f"--url {url} and --config {path} ({other}) disagree: using --url"
+    note = f"--url {url} and --config {path} ({other}) disagree: using --url"
+    found = _matched(where, env)
+    return replace(found, note=note, others=((path, other), *found.others))
+
+
+def _matched(where: Where, env: Mapping[str, str]) -> Where:
+    """``where`` (a URL typed by hand) with the first config found that names the same
+    appliance, and the configs found that name another; an unreadable config is skipped."""
+    paths = [Path(env[CONFIG_ENV])] if env.get(CONFIG_ENV) else []
+    paths += [p for p in CONFIG_CANDIDATES if os.path.lexists(p)]
+    others: list[tuple[Path, str]] = []
+    for path in paths:
+        try:
+            url = _from_config(path, str(path)).url
+        except UsageError:
+            continue
+        if same_appliance(url, where.url):
+            return replace(where, config=path, others=tuple(others))
+        others.append((path, url))
+    return replace(where, others=tuple(others))
+
+
+#: Host names that reach this machine itself (a wildcard bind is reached on loopback).
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0", "::", ""})
+
+
+def same_appliance(a: str, b: str) -> bool:
+    """Whether two API URLs reach the same appliance: same scheme, port and path, and the
+    same host once the names of this machine itself count as one."""
+    pa, pb = urllib.parse.urlsplit(a), urllib.parse.urlsplit(b)
+    try:
+        ports = [p.port or (443 if p.scheme == "https" else 80) for p in (pa, pb)]
+    except ValueError:
+        return False
+    hosts = [(p.hostname or "").lower().rstrip(".") for p in (pa, pb)]
+    hosts = ["localhost" if h in _LOOPBACK else h for h in hosts]
+    return (
+        pa.scheme == pb.scheme
+        and ports[0] == ports[1]
+        and hosts[0] == hosts[1]
+        and pa.path.rstrip("/") == pb.path.rstrip("/")
     )
 
 

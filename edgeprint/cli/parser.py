@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from edgeprint.cli import bulk, client, credentials, discover, locate, setup
 from edgeprint.states import JobState
 
-_JOB_ID_RE = re.compile(r"^[0-9a-f]{32}$")
+#: A full job id, or the 6-31 hex it starts with (the status page shows 8: cli/short_ids.py).
+_JOB_ID_RE = re.compile(r"^[0-9a-f]{6,32}$")
 _PRINTER_RE = re.compile(r"^[a-z0-9-]{1,40}$")
 _KEY_RE = re.compile(r"^[\x21-\x7e]{8,80}$")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -90,9 +91,12 @@ def _state(text: str) -> str:
 
 
 def _job_id(text: str) -> str:
-    if not _JOB_ID_RE.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"a job id is 32 lowercase hex characters, not {text!r}")
-    return text
+    if not _JOB_ID_RE.fullmatch(text.lower()):
+        raise argparse.ArgumentTypeError(
+            f"a job id is 32 hex characters, or its first 6-31 (the status page shows 8), "
+            f"not {text!r}"
+        )
+    return text.lower()
 
 
 def _pin(text: str) -> str:

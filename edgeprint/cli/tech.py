@@ -14,7 +14,17 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from edgeprint.cli import bulk, client, desk, event, preflight, release, render, sticker
+from edgeprint.cli import (
+    bulk,
+    client,
+    desk,
+    event,
+    preflight,
+    release,
+    render,
+    short_ids,
+    sticker,
+)
 from edgeprint.cli.errors import (
     EXIT_API_ERROR,
     EXIT_CONNECT,
@@ -35,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     as_json = bool(getattr(args, "json", False))
     try:
         api = client.connect(args)
+        short_ids.resolve(api, args)
         code = COMMANDS[args.command](api, args, as_json)
     except UsageError as exc:
         print(f"edgeprint: {exc}", file=sys.stderr)
@@ -260,17 +271,33 @@ def cmd_dead_letter(api: client.Api, args: argparse.Namespace, as_json: bool) ->
             if job.get("last_error"):
                 extra += f"; last error: {job['last_error']}"
             lines += render.wrap(extra)
-        if any(j.get("dead_reason") == "outcome_unknown" for j in jobs):
-            lines += [
-                "",
-                "outcome_unknown: it may have printed. Look at the printer's tray, then",
-                "  edgeprint resolve JOB_ID --printed      (it came out: DONE)",
-                "  edgeprint resolve JOB_ID --not-printed  (it did not: print it once more)",
-            ]
-        lines += ["", "replay one (once; prints it again): edgeprint replay JOB_ID"]
+        lines += advice(jobs)
     if body.get("next_cursor"):
         lines.append(f"more: add --cursor {body['next_cursor']}")
     render.out(lines)
+
+
+def advice(jobs: list[dict[str, Any]]) -> list[str]:
+    """What to do, per reason present: an outcome_unknown job may have printed, so it is
+    resolved (the RUNBOOK forbids replaying it: a replay could print a second badge); the
+    other reasons are replayed."""
+    reasons = {j.get("dead_reason") for j in jobs}
+    lines: list[str] = []
+    if "outcome_unknown" in reasons:
+        lines += [
+            "",
+            "outcome_unknown: it may have printed. Look at the printer's tray, then",
+            "  edgeprint resolve JOB_ID --printed      (it came out: DONE)",
+            "  edgeprint resolve JOB_ID --not-printed  (it did not: print it once more)",
+            "  never replay these: a replay may print a second badge",
+        ]
+    others = sorted(str(r or "-") for r in reasons - {"outcome_unknown"})
+    if others:
+        lines += [
+            "",
+            f"{', '.join(others)}: replay one (once; prints it again): edgeprint replay JOB_ID",
+        ]
+    return lines
 
 
 def cmd_replay(api: client.Api, args: argparse.Namespace, as_json: bool) -> int | None:
