@@ -199,6 +199,13 @@ class Metrics:
             "1 for each printer-state-reasons keyword the printer reports (RFC 8011 §5.4.12)",
             ["printer", "reason"], registry=r,
         )  # fmt: skip
+        self.printer_problem = Gauge(
+            "edgeprint_printer_problem",
+            "1 for each problem a printer has now, by its kind (edgeprint.printers.problems: "
+            "the words of the page, the CLI and GET /v1/printers)",
+            ["printer", "kind"],
+            registry=r,
+        )
         self.queued_job_count = Gauge(
             "edgeprint_printer_queued_jobs", "The printer's own queued-job-count", ["printer"],
             registry=r,
@@ -249,6 +256,7 @@ class Metrics:
         )
         self.event_loop_tasks.set_function(_tasks_alive)
         self._reason_labels: dict[str, set[str]] = {}
+        self._problem_kinds: dict[str, set[str]] = {}
         self._level_labels: dict[tuple[str, str], set[str]] = {}
         self._http_children: dict[tuple[str, int], Any] = {}
         for s in JobState:
@@ -291,6 +299,14 @@ class Metrics:
             self.oldest_waiting.labels(printer=name).set(max(0.0, now - min(heads)) if heads else 0)
         for pool in pools:
             self.pool_waiting_jobs.labels(pool=pool).set(depths.get((None, pool), 0))
+
+    def set_problems(self, name: str, kinds: set[str]) -> None:
+        """Refresh a printer's current problems by kind (ended ones are not series)."""
+        for kind in self._problem_kinds.get(name, set()) - kinds:
+            self.printer_problem.remove(name, kind)
+        for kind in kinds:
+            self.printer_problem.labels(printer=name, kind=kind).set(1)
+        self._problem_kinds[name] = set(kinds)
 
     def set_printer(self, name: str, reasons: tuple[str, ...], queued: int | None) -> None:
         """Refresh a printer's state-reason and queued-job-count gauges."""

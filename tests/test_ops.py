@@ -227,3 +227,18 @@ def test_promtool_parses_every_dashboard_query(tmp_path: Path) -> None:
     proc = _run(_promtool(), "check", "rules", str(path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"SUCCESS: {len(exprs)} rules found" in proc.stdout
+
+
+def test_alerts_name_problems_in_the_pages_words() -> None:
+    """Every problem kind an alert names is one edgeprint/printers/problems.py has: the
+    page, the CLI, GET /v1/printers and the alerts speak one vocabulary."""
+    from edgeprint.printers.problems import KINDS
+
+    named = {
+        kind
+        for r in _rules()
+        for pattern in re.findall(r'edgeprint_printer_problem\{kind=~"([^"]+)"\}', r["expr"])
+        for kind in pattern.split("|")
+    }
+    assert named, "no alert names a problem kind"
+    assert named <= set(KINDS), sorted(named - set(KINDS))

@@ -560,6 +560,7 @@ async def metrics(request: web.Request) -> web.Response:
     )
     for snap in deps.printers():
         deps.metrics.set_printer(snap.name, snap.printer_state_reasons, snap.queued_job_count)
+        deps.metrics.set_problems(snap.name, {p.kind for p in snap.problems if p.until is None})
         deps.metrics.set_supplies(
             snap.name,
             {x.name: x.level_percent for x in snap.supply_levels},
