@@ -247,7 +247,7 @@ async def test_a_printers_control_characters_and_4kb_of_junk_are_shown_escaped_a
                 "(printer says com.acme-\\x1b[2Jfuser-error)"
             )
             assert p["evidence"].startswith(
-                "printer-state-reasons: a error edgeprint does not know (com.acme-\\x1b[2Jfuser)"
+                "printer-state-reasons: an error edgeprint does not know (com.acme-\\x1b[2Jfuser)"
                 ' (com.acme-\\x1b[2Jfuser-error); the printer says "\\x1b[31mjammed\\x07\\x0d'
             )
             assert len(p["evidence"]) == problems.EVIDENCE_CHARS

@@ -119,5 +119,25 @@ async def test_resume_clears_cannot_report_job_state_and_the_card_reads_right(
                 ("cannot-report-job-state", True)
             ]
             await page.wait(f"!document.querySelector({js(card1 + ' [data-action=resume]')})")
+
+            # printer-01 now reports a note, a warning and an error, in that order: blocked, its
+            # card lists the blocking one first, then the printer's own warning and note
+            proxy.knobs.extra_reasons = (
+                "media-low-report",
+                "door-open-warning",
+                "toner-empty-error",
+            )
+            reasons = js(card1 + " ul.reasons li")
+            shown = await page.wait(
+                f"(function () {{ var li = document.querySelectorAll({reasons});"
+                " return li.length === 3 && Array.from(li).map(function (x) {"
+                " return x.getAttribute('data-severity') + ': ' + x.textContent; }); })()",
+                timeout_s=15,
+            )
+            assert [re.sub(CLOCK, "T", x) for x in shown] == [
+                "error: Blocking toner is empty (toner-empty-error), since T",
+                "warning: Printer's warning a door is open (door-open-warning), since T",
+                "report: Printer's note paper or labels running low (media-low-report), since T",
+            ]
         # the set-aside job stays where the technician's judgement is needed
         assert (await kiosk.job(job["id"]))["state"] == "DEAD"
