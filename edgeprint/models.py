@@ -541,8 +541,8 @@ class PrinterProblemOut(BaseModel):
         description="one sentence with its time (the box's local time): 'paper jam since "
         "08:05:02 (printer says media-jam-error)'; an ended one: 'was: paper jam, until 08:06:40'"
     )
-    since: float = Field(description="when it began, unix seconds")
-    until: float | None = Field(description="when it ended, unix seconds; null: still going on")
+    since: str = Field(description="when it began (RFC 3339 UTC, as every time in the API)")
+    until: str | None = Field(description="when it ended (RFC 3339 UTC); null: still going on")
     evidence: str = Field(
         description="the raw detail (reason keywords, the transport's text), control "
         "characters escaped, cut to 300 characters"
@@ -578,8 +578,8 @@ class PrinterOut(BaseModel):
     )
     problems: list[PrinterProblemOut] = Field(
         default_factory=list,
-        description="current problems (oldest first), then those that ended within the last "
-        "10 minutes (latest first)",
+        description="current problems (oldest first), then at most the 2 latest that ended "
+        "within the last 5 minutes and are of no current problem's kind (latest first)",
     )
     problem: str | None = Field(
         default=None, description="the text of the first current problem; null: none"

@@ -140,6 +140,33 @@ async def fits_screen(page: Page) -> None:
     )
     assert wide == [], f"wider than the {width} px screen, or squeezed: {wide}"
     assert scroll <= width, f"the page scrolls sideways: {scroll} > {width} px"
+    assert await broken_words(page) == [], "a word in a table is broken over two lines"
+
+
+async def broken_words(page: Page, selector: str = "table th, table td") -> list[str]:
+    """The words (runs of letters between spaces and hyphens) in the elements matching
+    ``selector`` that the browser broke over two lines ("lobb/y", "Waitin/g": a table squeezed
+    into a phone); a break after a hyphen is a line break, not a broken word. Cells inside a
+    visually hidden box (a phone's card table's header, 1 px wide) are not on screen."""
+    broken: list[str] = await page.eval(
+        "(function () { var out = [];"
+        " document.querySelectorAll(" + js(selector) + ").forEach(function (cell) {"
+        " for (var up = cell; up; up = up.parentElement) {"  # a visually hidden header: skip
+        " if (up.getBoundingClientRect().width <= 1) { return; } }"
+        " var walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT), node;"
+        " while ((node = walk.nextNode())) {"
+        " var re = /[^\\s\\-]+/g, m;"
+        " while ((m = re.exec(node.data))) {"
+        " var g = document.createRange(); g.setStart(node, m.index);"
+        " g.setEnd(node, m.index + m[0].length); var tops = {};"
+        " Array.from(g.getClientRects()).forEach(function (x) {"
+        " if (x.width) { tops[Math.round(x.top)] = 1; } });"
+        " if (Object.keys(tops).length > 1) { var t = cell.closest('table');"
+        " out.push(m[0] + ' (' + (t.id || t.className) + ' ' + window.innerWidth + 'px)'); }"
+        " } } });"
+        " return out.slice(0, 8); })()"
+    )
+    return broken
 
 
 async def one_line(page: Page, selector: str) -> list[int]:

@@ -305,17 +305,47 @@ def test_current_problems_oldest_first_and_a_person_clears_what_only_a_person_ca
     assert [(p.kind, p.until) for p in shown(h, T0 + 7)] == [
         ("not-answering", T0 + 6),
         ("cannot-report-job-state", T0 + 5),
-        ("door-open", T0 + 3),
-    ]
+    ]  # the door's "was" is the third ended one: only the ENDED_SHOWN latest are shown
 
 
 def test_the_ended_list_is_bounded() -> None:
     h = Health(SETTINGS)
     for i in range(40):  # a printer that says another thing at each probe
         h.on_probe(status(3, (f"com.acme-fault{i}-error",)), T0 + i)
-    listed = shown(h, T0 + 40)
-    assert [p.until is None for p in listed] == [True] + [False] * problems.ENDED_KEPT
-    assert listed[1].until == T0 + 39  # the latest ended first
+    assert len(h.ledger._ended) == problems.ENDED_KEPT  # remembered: bounded
+    h.on_probe(status(3, ("media-jam-error",)), T0 + 40)
+    listed = shown(h, T0 + 41)
+    assert [(p.kind, p.until) for p in listed] == [
+        ("media-jam", None),
+        ("other", T0 + 40),  # the latest ended first
+        ("other", T0 + 39),
+    ]
+
+
+def test_ended_problems_are_few_short_lived_and_never_of_a_current_kind() -> None:
+    """A morning on one printer: unplugged, a jam, a door, out of paper, each cleared. Only
+    the 2 latest "was" lines are shown, for 5 minutes; none of a kind that is going on."""
+    assert (problems.ENDED_SHOWN, problems.ENDED_SHOWN_S) == (2, 300.0)
+    h = Health(SETTINGS)
+    for i in range(3):
+        h.on_transport_failure(REFUSED, T0 + i)
+    h.on_probe(status(), T0 + 10)
+    for i, reason in enumerate(("media-jam-error", "door-open-error", "media-empty-error")):
+        h.on_probe(status(5, (reason,)), T0 + 20 + 20 * i)
+        h.on_probe(status(), T0 + 30 + 20 * i)
+    assert texts(h, T0 + 100) == [
+        "was: out of paper/labels, until 08:03:24",
+        "was: door or cover open, until 08:03:04",
+    ]
+    assert texts(h, T0 + 70 + problems.ENDED_SHOWN_S) == [
+        "was: out of paper/labels, until 08:03:24"
+    ]
+    assert texts(h, T0 + 71 + problems.ENDED_SHOWN_S) == []
+    # a fault of kind "other" ended; another of that kind now: the old one is not shown under it
+    h.on_probe(status(5, ("com.acme-fuser-error",)), T0 + 400)
+    h.on_probe(status(), T0 + 410)
+    h.on_probe(status(5, ("com.acme-drum-error",)), T0 + 420)
+    assert [(p.kind, p.until) for p in shown(h, T0 + 421)] == [("other", None)]
 
 
 # --- bad input: control characters, 4 KB of junk --------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,14 @@ from tests.printing import Client, appliance, rig_config
 pytestmark = pytest.mark.slow
 
 CLOCK = r"\d\d:\d\d:\d\d"
+#: Every time in the API: RFC 3339 UTC with milliseconds, as a job's created_at.
+RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
+
+
+def ts(text: str) -> float:
+    """A problem's since/until (RFC 3339 UTC, as every time in the API) as unix seconds."""
+    assert re.fullmatch(RFC3339, text), text
+    return datetime.fromisoformat(text).timestamp()
 
 
 async def listing(kiosk: Client) -> list[dict[str, Any]]:
@@ -81,8 +90,8 @@ async def test_an_unplugged_printer_then_a_jam_read_as_sentences_with_their_time
         [problem] = p2["problems"]
         assert problem["kind"] == "not-answering"
         assert problem["until"] is None
-        assert off_at - 1 <= problem["since"] <= time.time()
-        since = clock_time(problem["since"], time.time())
+        assert off_at - 1 <= ts(problem["since"]) <= time.time()
+        since = clock_time(ts(problem["since"]), time.time())
         assert problem["text"] == (
             f"not answering at 127.0.0.1:{port} since {since} — switched off or unplugged?"
         )
@@ -111,9 +120,9 @@ async def test_an_unplugged_printer_then_a_jam_read_as_sentences_with_their_time
         assert p2["problem"] is None
         [was] = p2["problems"]
         assert (was["kind"], was["since"]) == ("not-answering", problem["since"])
-        assert was["until"] is not None
+        assert ts(was["until"]) >= ts(was["since"])
         assert was["text"] == (
-            f"was: not answering at 127.0.0.1:{port}, until {clock_time(was['until'], time.time())}"
+            f"was: not answering at 127.0.0.1:{port}, until {clock_time(ts(was['until']), time.time())}"
         )
         assert [p["name"] for p in await listing(kiosk)] == ["printer-01", "printer-02"]
         out = await run_cli(capsys, "status", "--url", kiosk.url)
@@ -134,7 +143,7 @@ async def test_an_unplugged_printer_then_a_jam_read_as_sentences_with_their_time
         [jam] = p1["problems"]
         assert jam["kind"] == "media-jam"
         assert jam["text"] == (
-            f"paper jam since {clock_time(jam['since'], time.time())} "
+            f"paper jam since {clock_time(ts(jam['since']), time.time())} "
             "(printer says media-jam-warning)"
         )
         assert jam["evidence"].startswith("printer-state-reasons: paper or labels jammed")
@@ -154,7 +163,9 @@ async def test_an_unplugged_printer_then_a_jam_read_as_sentences_with_their_time
 
         p1 = await eventually(cleared, "printer-01's jam shown ended", timeout_s=20)
         [ended] = p1["problems"]
-        assert ended["text"] == f"was: paper jam, until {clock_time(ended['until'], time.time())}"
+        assert (
+            ended["text"] == f"was: paper jam, until {clock_time(ts(ended['until']), time.time())}"
+        )
     assert [p.job_name for p in printers.printed("printer-01")] == [f"edgeprint-{job['id']}"]
 
 
@@ -184,11 +195,11 @@ async def test_a_hung_printer_and_one_out_of_paper_read_as_sentences(
             now = time.time()
             assert p1["problem"] == (
                 f"not responding at 127.0.0.1:{port} since "
-                f"{clock_time(p1['problems'][0]['since'], now)} — hung? power-cycle it"
+                f"{clock_time(ts(p1['problems'][0]['since']), now)} — hung? power-cycle it"
             )
             assert "no answer in time" in p1["problems"][0]["evidence"]
             assert p2["problem"] == (
-                f"out of paper/labels since {clock_time(p2['problems'][0]['since'], now)} "
+                f"out of paper/labels since {clock_time(ts(p2['problems'][0]['since']), now)} "
                 "(printer says media-empty-report)"
             )
         finally:
@@ -232,11 +243,11 @@ async def test_a_printers_control_characters_and_4kb_of_junk_are_shown_escaped_a
             [p] = v["problems"]
             assert p["kind"] == "other"
             assert p["text"] == (
-                f"a fault edgeprint does not know since {clock_time(p['since'], time.time())} "
+                f"a fault edgeprint does not know since {clock_time(ts(p['since']), time.time())} "
                 "(printer says com.acme-\\x1b[2Jfuser-error)"
             )
             assert p["evidence"].startswith(
-                "printer-state-reasons: a error edgeprint does not know (com.acme-\\x1b[2Jfuser)"
+                "printer-state-reasons: an error edgeprint does not know (com.acme-\\x1b[2Jfuser)"
                 ' (com.acme-\\x1b[2Jfuser-error); the printer says "\\x1b[31mjammed\\x07\\x0d'
             )
             assert len(p["evidence"]) == problems.EVIDENCE_CHARS

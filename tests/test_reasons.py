@@ -96,7 +96,8 @@ def test_each_value_is_described_with_its_severity_and_whether_it_is_known(
     assert r.severity == (suffix[1:] if suffix else "error")
     assert r.words == reasons.words(value)
     if not r.known:
-        assert r.words == f"a {r.severity} edgeprint does not know ({keyword})"
+        article = "an" if r.severity == "error" else "a"  # "an error", "a warning"
+        assert r.words == f"{article} {r.severity} edgeprint does not know ({keyword})"
 
 
 def test_first_seen_keeps_the_time_of_a_value_still_shown_and_forgets_one_gone() -> None:

@@ -176,12 +176,18 @@ async def test_page_shows_printers_health_and_dead_jobs_in_chromium(
     assert LOADED in dom
     for name in ("printer-01", "printer-02"):
         assert f'data-printer="{name}"' in dom
-    assert 'class="badge healthy">healthy<' in dom
-    assert 'class="badge unhealthy">unhealthy<' in dom
+    # the CLI's words for health (edgeprint.cli.render.health), one per state
+    assert 'class="badge healthy">ok<' in dom
+    assert 'class="badge unhealthy">UNHEALTHY<' in dom
     assert "media-empty" in text
     # each reason with its severity in words, what it means and since when; the message verbatim
     assert 'data-reason="media-empty-report" data-severity="report"' in dom
-    assert re.search(r"Note out of paper or labels \(media-empty-report\) , since \S", text), text
+    # printer-02 takes no work: its note is labelled the printer's own, with the card's one
+    # time format (HH:MM:SS today, as the problem sentences)
+    assert re.search(
+        r"Printer's note out of paper or labels \(media-empty-report\) , since \d\d:\d\d:\d\d\b",
+        text,
+    ), text
     assert "Printer says \u201cIdle.\u201d" in text
     assert f'data-job="{ids["dead"]}"' in dom
     assert 'class="badge dead">DEAD<' in dom

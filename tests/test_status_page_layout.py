@@ -121,6 +121,7 @@ async def test_reasons_fit_a_phone_without_horizontal_scroll(tmp_path: Path, pri
     assert reason is not None
     severity, text = reason
     assert severity == "report"
-    assert text.startswith("Note out of paper or labels (media-empty-report), since ")
+    # the printer takes no work: its note is said as the printer's own (issue 25 follow-up)
+    assert text.startswith("Printer's note out of paper or labels (media-empty-report), since ")
     assert widths[0] <= widths[1], f"horizontal scroll at {PHONE_WIDTH} px: {widths}, {wide}"
     assert wide == []

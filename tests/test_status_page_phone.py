@@ -219,9 +219,14 @@ async def test_phone_layout_release_and_conflict(
                     ".map(function (d) { return d.textContent; })"
                 )
                 assert "Last error" not in terms
+                # the badge says what the CLI and the RUNBOOK say
+                badge = await page.eval(
+                    f"document.querySelector({js(card + ' .badge')}).textContent"
+                )
+                assert badge == "DOWN"
             else:  # an appliance without the words: its health reason, as before
                 health = await page.eval(f"document.querySelector({js(card + ' dd')}).textContent")
-                assert health.startswith("unreachable (")
+                assert health.startswith("DOWN (")
                 assert api["health_reason"] in health
 
             # a tap on a short id shows the whole id, on one line, still within the screen

@@ -85,6 +85,7 @@ from edgeprint.service.previews import Previews
 from edgeprint.service.reprints import ReprintService
 from edgeprint.service.search import JobSearch, search_jobs
 from edgeprint.states import JobState
+from edgeprint.timefmt import rfc3339_ms
 
 log = logging.getLogger(__name__)
 
@@ -588,7 +589,8 @@ def _printer_out(
         oldest_waiting_s=_age(oldest.get(key), now),
         printing_job=snap.printing_job, last_error=_shown(snap.last_error),
         problems=[
-            PrinterProblemOut(kind=p.kind, text=p.text, since=p.since, until=p.until,
+            PrinterProblemOut(kind=p.kind, text=p.text, since=rfc3339_ms(p.since),
+                              until=None if p.until is None else rfc3339_ms(p.until),
                               evidence=p.evidence)
             for p in snap.problems
         ],

@@ -526,7 +526,8 @@ ROUTES: tuple[Operation, ...] = (
         for verb, summary, handler in (
             ("pause", "Pause a printer: no new work; the job in hand finishes (tech)",
              app.pause_printer),
-            ("resume", "Resume a paused printer (tech)", app.resume_printer),
+            ("resume", "Resume a paused printer; also clears what only a person can (cannot "
+             "report job state, quarantine) (tech)", app.resume_printer),
         )
     ),
     Operation(

@@ -8,7 +8,8 @@ transport's text, escaped and cut). Transport details never reach the sentence.
 
 Pure: :class:`~edgeprint.printers.health.Health` turns what it sees into
 :class:`Fact` values and keeps them in a :class:`Ledger`, which remembers since when
-each has held and, for :data:`ENDED_SHOWN_S` after it ended, that it did;
+each has held and, for :data:`ENDED_SHOWN_S` after it ended, that it did (the latest
+:data:`ENDED_SHOWN` of them);
 :func:`sentences` words them for a printer at a given ``now``.
 """
 
@@ -24,8 +25,12 @@ from edgeprint import printable
 from edgeprint.printers import reasons
 from edgeprint.timefmt import clock_time
 
-#: An ended problem is shown ("was: …, until …") this long after it ended, then forgotten (s).
-ENDED_SHOWN_S = 600.0
+#: An ended problem is shown ("was: …, until …") this long after it ended, then forgotten (s):
+#: long enough to see what a printer had this morning's minute, short enough not to pile up.
+ENDED_SHOWN_S = 300.0
+#: At most this many ended problems are shown (the latest): on a phone, more of them push the
+#: printers that matter now below the fold.
+ENDED_SHOWN = 2
 #: At most this many ended problems are remembered (a flapping printer stays bounded).
 ENDED_KEPT = 16
 #: The printer's own words quoted in a sentence are cut to this many characters.
@@ -199,17 +204,23 @@ class Ledger:
         del self._ended[:-ENDED_KEPT]
 
     def entries(self, now: float) -> list[Entry]:
-        """Current problems (oldest first), then those ended within ENDED_SHOWN_S (latest
-        first)."""
+        """Current problems (oldest first), then the :data:`ENDED_SHOWN` latest ended within
+        :data:`ENDED_SHOWN_S` — never one of a current problem's kind ("was: paper jam" under
+        "paper jam since …" only repeats it)."""
         order = {k: i for i, k in enumerate(KINDS)}
         current = sorted(
             self._current.values(), key=lambda e: (e.since, order.get(e.fact.kind, len(order)))
         )
+        going_on = {e.fact.kind for e in current}
         ended = [
-            e for _, e in self._ended if e.until is not None and now - e.until <= ENDED_SHOWN_S
+            e
+            for _, e in self._ended
+            if e.until is not None
+            and now - e.until <= ENDED_SHOWN_S
+            and e.fact.kind not in going_on
         ]
         ended.sort(key=lambda e: -(e.until or 0.0))
-        return current + ended
+        return current + ended[:ENDED_SHOWN]
 
 
 def merged(a: Fact, b: Fact) -> Fact:

@@ -85,7 +85,8 @@ def words(reason: str) -> str:
     kw = keyword(reason)
     said = KNOWN.get(kw)
     if said is None:
-        said = f"a {severity(reason)} edgeprint does not know ({kw})"
+        sev = severity(reason)
+        said = f"{'an' if sev == 'error' else 'a'} {sev} edgeprint does not know ({kw})"
     return said
 
 

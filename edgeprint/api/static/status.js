@@ -56,6 +56,19 @@
     var d = new Date(iso);
     return isNaN(d.getTime()) ? String(iso) : d.toLocaleString();
   }
+  // A time beside a printer, as the problems' sentences give it (edgeprint.timefmt.clock_time):
+  // "08:02:14" today, else "Dec 6 08:02" — one format in a printer's card.
+  var MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+  function two(n) { return (n < 10 ? "0" : "") + n; }
+  function clock(iso) {
+    var d = new Date(iso), now = new Date();
+    if (!iso || isNaN(d.getTime())) { return iso ? String(iso) : "-"; }
+    if (d.toDateString() === now.toDateString()) {
+      return two(d.getHours()) + ":" + two(d.getMinutes()) + ":" + two(d.getSeconds());
+    }
+    return MONTHS[d.getMonth()] + " " + d.getDate() + " " + two(d.getHours()) + ":" +
+      two(d.getMinutes());
+  }
   function short(id) { return String(id).slice(0, 8); }
 
   // <details> whose open state outlives the 2 s re-render (kept by key): a tapped id or a
@@ -83,8 +96,8 @@
     if (!p.reachable) { return "down"; }
     return p.healthy ? "healthy" : "unhealthy";
   }
-  var HEALTH_TEXT = { healthy: "healthy", unhealthy: "unhealthy", down: "unreachable",
-                      unknown: "not probed yet" };
+  // the CLI's words (edgeprint.cli.render.health) and the RUNBOOK's: one word per state
+  var HEALTH_TEXT = { healthy: "ok", unhealthy: "UNHEALTHY", down: "DOWN", unknown: "unknown" };
   var REASON_TEXT = {
     outcome_unknown: "Unknown outcome: the printer lost track of this job, so it may or may " +
       "not have printed. Look at the printer's output, then say what you found.",
@@ -333,6 +346,13 @@
         question: "Resume " + p.name + "? It takes new work again.", yes: "Resume",
         path: base + "/resume", done: printerDone }, "primary"));
     } else {
+      var cleared = personClears(p);
+      if (cleared) {  // the problem's sentence says "resume it": the button that does
+        box.append(button("Resume", "resume", p.name, {
+          question: "Resume " + p.name + "? Only once you have checked what it printed: " +
+            "\u201c" + cleared + "\u201d is cleared and it takes new work again.",
+          yes: "Resume", path: base + "/resume", done: printerDone }, "primary"));
+      }
       box.append(button("Pause", "pause", p.name, {
         question: "Pause " + p.name + "? It gets no new work; the job in hand finishes.",
         yes: "Pause", path: base + "/pause", done: printerDone }));
@@ -673,6 +693,11 @@
 
   // Each printer-state-reasons value: its severity in words, what it means, since when.
   var SEVERITY_TEXT = { error: "Error", warning: "Warning", report: "Note" };
+  // On a printer that takes no work, the blocking reasons first; a warning or a note does not
+  // block by itself, and is labelled as the printer's own word (beside the problem above,
+  // "Note: out of paper" would read as a contradiction).
+  var SEVERITY_BLOCKED = { error: "Blocking", warning: "Printer's warning", report: "Printer's note" };
+  var SEVERITY_ORDER = { error: 0, warning: 1, report: 2 };
   function reasonList(p) {
     var list = p.reasons;
     if (!list) {  // an appliance without the reasons field: the bare values
@@ -681,10 +706,18 @@
     }
     if (!list.length) { return "none"; }
     var ul = h("ul", "reasons");
+    var blocked = !p.healthy;
+    var labels = blocked ? SEVERITY_BLOCKED : SEVERITY_TEXT;
+    if (blocked) {  // a stable sort: the printer's order within a severity
+      list = list.map(function (r, i) { return [r, i]; }).sort(function (a, b) {
+        var d = (SEVERITY_ORDER[a[0].severity] || 0) - (SEVERITY_ORDER[b[0].severity] || 0);
+        return d || a[1] - b[1];
+      }).map(function (x) { return x[0]; });
+    }
     list.forEach(function (r) {
-      var li = h("li", null, h("span", "sev " + r.severity, SEVERITY_TEXT[r.severity] || r.severity),
+      var li = h("li", null, h("span", "sev " + r.severity, labels[r.severity] || r.severity),
                  " " + r.words + " ", h("span", "mono", "(" + r.value + ")"),
-                 r.since ? ", since " + when(r.since) : null);
+                 r.since ? ", since " + clock(r.since) : null);
       li.setAttribute("data-reason", r.value);
       li.setAttribute("data-severity", r.severity);
       ul.append(li);
@@ -698,6 +731,13 @@
   // appliance without the field: the health and last error as before.
 
   function hasProblems(p) { return Array.isArray(p.problems); }
+  // Problems a technician's resume clears (edgeprint.printers.health.Health.clear): the
+  // sentence of the first current one, or null.
+  var PERSON_CLEARS = { "cannot-report-job-state": 1, quarantined: 1 };
+  function personClears(p) {
+    var x = currentProblems(p).filter(function (x) { return PERSON_CLEARS[x.kind]; })[0];
+    return x ? x.text : null;
+  }
   function currentProblems(p) {
     return hasProblems(p) ? p.problems.filter(function (x) { return x.until === null; }) : [];
   }
@@ -776,10 +816,15 @@
                  h("th", "n", "Waiting"), h("th", "n", "Oldest"));
     var body = h("tbody");
     pools.forEach(function (p) {
-      body.append(h("tr", null, h("td", null, p.name), h("td", null, p.printers.join(", ")),
-                    h("td", "n", p.waiting), h("td", "n", age(p.oldest_waiting_s))));
+      // on a phone each row is a card, as the jobs' (labels from data-label): no word breaks
+      var tr = h("tr", null, h("td", "name", p.name),
+                 labelled("Printers", h("td", null, p.printers.join(", "))),
+                 labelled("Waiting", h("td", "n", p.waiting)),
+                 labelled("Oldest", h("td", "n", age(p.oldest_waiting_s))));
+      tr.setAttribute("data-pool", p.name);
+      body.append(tr);
     });
-    return h("table", null, h("thead", null, head), body);
+    return h("table", "pools", h("thead", null, head), body);
   }
 
   function deadList(dl) {
@@ -844,8 +889,8 @@
       // on a phone each row is a card: the cells' labels come from data-label (CSS)
       var tr = h("tr", null, h("td", "pick", selectBox(j)), h("td", "id", idChip(j.id)),
                  labelled("State", h("td", "state", j.state)),
-                 labelled("Owner", h("td", null, j.owner)),
-                 labelled("Title", h("td", null, clip(j.title || "-", 40))),
+                 labelled("Owner", h("td", "free", j.owner)),
+                 labelled("Title", h("td", "free", clip(j.title || "-", 40))),
                  labelled("Where", h("td", null, where)),
                  labelled("Changed", h("td", null, when(j.updated_at))),
                  h("td", "acts", acts));
