@@ -59,6 +59,12 @@ async def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     return " ".join(out.out.split())
 
 
+async def _metrics(kiosk: Client) -> str:
+    async with kiosk.http.get(f"{kiosk.url}/metrics") as r:
+        assert r.status == 200
+        return await r.text()
+
+
 async def test_an_unplugged_printer_then_a_jam_read_as_sentences_with_their_times(
     tmp_path: Path, printers: Rig, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -97,6 +103,8 @@ async def test_an_unplugged_printer_then_a_jam_read_as_sentences_with_their_time
         )
         assert re.fullmatch(CLOCK, since)
         assert p2["problem"] == problem["text"]
+        series = 'edgeprint_printer_problem{kind="not-answering",printer="printer-02"} 1.0'
+        assert series in await _metrics(kiosk)  # the alerts' word for it is the same
         assert "cannot connect" in problem["evidence"]  # the transport's words stay there
         assert "ssl:default" not in problem["text"]
         assert "cannot connect" in p2["last_error"]
@@ -118,6 +126,7 @@ async def test_an_unplugged_printer_then_a_jam_read_as_sentences_with_their_time
         p2 = await eventually(recovered, "printer-02 back and healthy", timeout_s=20)
         assert p2["last_error"] is None  # it never outlives the recovery
         assert p2["problem"] is None
+        assert 'edgeprint_printer_problem{kind="not-answering"' not in await _metrics(kiosk)
         [was] = p2["problems"]
         assert (was["kind"], was["since"]) == ("not-answering", problem["since"])
         assert ts(was["until"]) >= ts(was["since"])
