@@ -51,11 +51,6 @@
     if (s < 3600) { return Math.floor(s / 60) + " min " + (s % 60) + " s"; }
     return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
   }
-  function when(iso) {
-    if (!iso) { return "-"; }
-    var d = new Date(iso);
-    return isNaN(d.getTime()) ? String(iso) : d.toLocaleString();
-  }
   // A time beside a printer, as the problems' sentences give it (edgeprint.timefmt.clock_time):
   // "08:02:14" today, else "Dec 6 08:02" — one format in a printer's card.
   var MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
@@ -69,6 +64,8 @@
     return MONTHS[d.getMonth()] + " " + d.getDate() + " " + two(d.getHours()) + ":" +
       two(d.getMinutes());
   }
+  // every time on the page reads the same way (a job's, a printer's, the last update)
+  var when = clock;
   function short(id) { return String(id).slice(0, 8); }
 
   // <details> whose open state outlives the 2 s re-render (kept by key): a tapped id or a
@@ -1220,7 +1217,7 @@
           byId("data").hidden = false;
           byId("login").hidden = true;
           byId("forget").hidden = false;
-          setConn("Live, updated " + new Date().toLocaleTimeString(), false);
+          setConn("Live, updated " + clock(new Date().toISOString()), false);
           document.body.setAttribute("data-loaded", "1");
           document.body.setAttribute("data-jobs-query", query);
           schedule();
