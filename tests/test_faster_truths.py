@@ -27,9 +27,9 @@ from testbed.adversary.proxy import AdversaryProxy, Knobs
 from testbed.config import config_dict
 from testbed.pdfs import make_pdf
 from testbed.rig import Rig
-from tests.conftest import TECH_TOKEN
 from tests.polling import eventually
 from tests.printing import Client, appliance
+from tests.test_reasons_printers import view_of
 
 BADGE = make_pdf("badge at the jammed printer", pad_to=2000)
 DEFAULTS = DispatchConfig()
@@ -81,15 +81,6 @@ def _config(tmp_path: Path, rig: Rig, first_uri: str | None = None) -> dict[str,
     if first_uri is not None:
         cfg["printers"][0]["uri"] = first_uri
     return cfg
-
-
-async def view_of(kiosk: Client, name: str) -> dict[str, Any]:
-    headers = {"Authorization": f"Bearer {TECH_TOKEN}"}
-    async with kiosk.http.get(f"{kiosk.url}/v1/printers", headers=headers) as r:
-        assert r.status == 200
-        body = await r.json()
-    view: dict[str, Any] = next(p for p in body["printers"] if p["name"] == name)
-    return view
 
 
 async def _answering(kiosk: Client, name: str) -> dict[str, Any] | None:
