@@ -259,8 +259,15 @@ class AdversaryProxy:
         app = web.Application(client_max_size=256 * 1024 * 1024)
         app.router.add_route("POST", "/{tail:.*}", self._handle)
         keepalive = self.knobs.keepalive_s if self.knobs.keepalive_s is not None else 75.0
+        # stop() waits at most this long for a request still forwarded to a printer that
+        # hung (the appliance gave up on it long ago; aiohttp keeps the handler going), not
+        # aiohttp's 60 s: CI's test_seed[53] outwaited stop()'s 10 s under load
         self._runner = web.AppRunner(
-            app, handle_signals=False, access_log=None, keepalive_timeout=keepalive
+            app,
+            handle_signals=False,
+            access_log=None,
+            keepalive_timeout=keepalive,
+            shutdown_timeout=2.0,
         )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
