@@ -6,6 +6,7 @@ import argparse
 import re
 from collections.abc import Sequence
 
+from edgeprint import printable
 from edgeprint.cli import bulk, client, credentials, discover, locate, setup
 from edgeprint.states import JobState
 
@@ -13,7 +14,6 @@ from edgeprint.states import JobState
 _JOB_ID_RE = re.compile(r"^[0-9a-f]{6,32}$")
 _PRINTER_RE = re.compile(r"^[a-z0-9-]{1,40}$")
 _KEY_RE = re.compile(r"^[\x21-\x7e]{8,80}$")
-_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def _common_options() -> argparse.ArgumentParser:
@@ -106,7 +106,7 @@ def _pin(text: str) -> str:
 
 
 def _reason(text: str) -> str:
-    if not 1 <= len(text) <= 200 or not text.strip() or _CONTROL_RE.search(text):
+    if not 1 <= len(text) <= 200 or not text.strip() or printable.CONTROL_RE.search(text):
         raise argparse.ArgumentTypeError("1-200 characters, not blank, no control characters")
     return text
 
