@@ -76,6 +76,42 @@ class ServerConfig(_Frozen):
     #: Free bytes to keep on data_dir's filesystem: a document that would leave less is
     #: refused with 507, so jobs already accepted can still record their progress.
     min_free_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
+    #: issue 26. "self-signed": the API and the IPP queues over TLS (https://, ipps://) with
+    #: a certificate edgeprint makes (edgeprint.certificates); "files": with the venue's own
+    #: ``cert_file`` and ``key_file``; "off": plain HTTP (loopback development). Absent
+    #: (None): plain HTTP as before TLS existed, so an upgraded config keeps its kiosks.
+    tls: Literal["self-signed", "files", "off"] | None = None
+    #: PEM certificate (chain) and private key. Relative paths are read from the config
+    #: file's folder; with "self-signed" they default to tls.crt and tls.key there.
+    cert_file: Path | None = None
+    key_file: Path | None = None
+    #: A bearer token or IPP credentials sent without TLS from another address than the
+    #: box's own loopback are refused, unless this says the venue accepted the risk.
+    #: None: true only when ``tls`` is absent (the config predates TLS).
+    allow_plain_http: bool | None = None
+
+    @property
+    def serves_tls(self) -> bool:
+        """The API and queues are served over TLS."""
+        return self.tls in ("self-signed", "files")
+
+    @property
+    def plain_tokens_allowed(self) -> bool:
+        """Tokens may arrive over plain HTTP from off the box."""
+        return self.tls is None if self.allow_plain_http is None else self.allow_plain_http
+
+    @model_validator(mode="after")
+    def _tls_files(self) -> ServerConfig:
+        if self.tls == "files" and (self.cert_file is None or self.key_file is None):
+            raise ValueError(
+                'server.tls: "files" needs cert_file and key_file (PEM), e.g. '
+                'cert_file = "/etc/edgeprint/venue.crt"'
+            )
+        if self.tls in ("off", None) and (self.cert_file or self.key_file):
+            raise ValueError(
+                'server.cert_file: a certificate is only used with tls = "files" or "self-signed"'
+            )
+        return self
 
     @field_validator("rate_limit")
     @classmethod
@@ -621,4 +657,21 @@ def load_config(path: str | Path) -> Config:
         raise errors.ConfigError(str(p), [("(file)", "not UTF-8 text")]) from None
     except tomllib.TOMLDecodeError as exc:
         raise errors.ConfigError(str(p), [("(syntax)", str(exc))]) from None
-    return parse_config(data, str(p))
+    return _with_tls_paths(parse_config(data, str(p)), p.parent)
+
+
+#: The self-signed certificate's files, in the config file's folder (issue 26).
+SELF_SIGNED_CERT = "tls.crt"
+SELF_SIGNED_KEY = "tls.key"
+
+
+def _with_tls_paths(cfg: Config, folder: Path) -> Config:
+    """``cert_file`` and ``key_file`` made absolute against the config file's folder, and
+    defaulted there for "self-signed"."""
+    server = cfg.server
+    if not server.serves_tls:
+        return cfg
+    cert = server.cert_file or Path(SELF_SIGNED_CERT)
+    key = server.key_file or Path(SELF_SIGNED_KEY)
+    update = {"cert_file": folder / cert, "key_file": folder / key}  # an absolute one stays
+    return cfg.model_copy(update={"server": server.model_copy(update=update)})

@@ -49,6 +49,8 @@ LEAVES = (
     "edgeprint.titles",
     # issue 25: what a control character is, and outside text escaped and cut (pure)
     "edgeprint.printable",
+    # issue 26: the appliance's own TLS certificate, made, read and shown (files only)
+    "edgeprint.certificates",
 )
 
 #: layer → (its module prefixes, the layers it may import besides its own and the leaves).
