@@ -23,6 +23,7 @@ from aiohttp import web
 
 from edgeprint import errors
 from edgeprint.faults import crash_point
+from edgeprint.ipp_server import limits
 from edgeprint.ipp_server.operations import Context, IppServer, status_for
 from edgeprint.printers import codec
 from edgeprint.printers.codec import Operation, Status
@@ -51,7 +52,8 @@ _Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 def _answer(status: int, detail: str, head: bytes, http_status: int = 200) -> web.Response:
     request_id = int.from_bytes(head[4:8], "big", signed=True) if len(head) >= 8 else 0
     version = (head[0], head[1]) if len(head) >= 2 and head[0] in (1, 2) else (2, 0)
-    body = codec.response(status, request_id, version=version, status_message=detail).encode()
+    answer = codec.response(status, request_id, version=version, status_message=detail)
+    body = limits.fit_message(answer).encode()
     return web.Response(status=http_status, body=body, content_type=CONTENT_TYPE)
 
 
