@@ -9,8 +9,10 @@ running appliance (SQLite file), which a test snapshots to show nothing else cha
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +29,7 @@ from edgeprint.states import JobState
 from testbed.pdfs import make_pdf
 from tests.conftest import Appliance
 from tests.ipp_client import IppQueue, status_message
+from tests.test_ipp_conformance import ipptool  # noqa: F401 (the fixture: skips without it)
 from tests.test_ipp_server import edgeprint_id, job_id
 from tests.test_job_titles import titled_pdf
 
@@ -485,3 +488,104 @@ async def test_values_at_their_limit_are_taken(ipp_app: tuple[Appliance, IppQueu
     assert echoed.value(GroupTag.JOB, "job-name") == "n" * 255
     assert echoed.value(GroupTag.JOB, "job-originating-user-name") == owner
     assert len(app.snapshot()["jobs"]) == len(before["jobs"]) + 1
+
+
+# --- CUPS's ipptool: a real client, which also checks every answer against RFC 8011 -------
+
+_IPPTOOL_TEST = """
+{
+  NAME "Print-Job with a job-name of 150 two-octet characters (300 octets)"
+  OPERATION Print-Job
+  GROUP operation-attributes-tag
+  ATTR charset attributes-charset utf-8
+  ATTR naturalLanguage attributes-natural-language en
+  ATTR uri printer-uri $uri
+  ATTR name requesting-user-name ann
+  ATTR name job-name "LONG_NAME"
+  ATTR mimeMediaType document-format application/pdf
+  GROUP job-attributes-tag
+  ATTR keyword job-hold-until indefinite
+  FILE $filename
+  STATUS successful-ok
+  EXPECT job-id OF-TYPE integer WITH-VALUE >0
+}
+{
+  NAME "Get-Job-Attributes echoes the job-name cut to 127 characters (254 octets)"
+  OPERATION Get-Job-Attributes
+  GROUP operation-attributes-tag
+  ATTR charset attributes-charset utf-8
+  ATTR naturalLanguage attributes-natural-language en
+  ATTR uri printer-uri $uri
+  ATTR integer job-id $job-id
+  ATTR name requesting-user-name ann
+  STATUS successful-ok
+  EXPECT job-name OF-TYPE name WITH-VALUE "CUT_NAME"
+}
+{
+  NAME "Print-Job with a requesting-user-name of 300 octets is refused"
+  OPERATION Print-Job
+  GROUP operation-attributes-tag
+  ATTR charset attributes-charset utf-8
+  ATTR naturalLanguage attributes-natural-language en
+  ATTR uri printer-uri $uri
+  ATTR name requesting-user-name "LONG_USER"
+  ATTR mimeMediaType document-format application/pdf
+  FILE $filename
+  STATUS client-error-request-value-too-long
+  EXPECT requesting-user-name IN-GROUP unsupported-attributes-tag
+}
+{
+  NAME "Get-Jobs lists every job's name within RFC 8011's limits"
+  OPERATION Get-Jobs
+  GROUP operation-attributes-tag
+  ATTR charset attributes-charset utf-8
+  ATTR naturalLanguage attributes-natural-language en
+  ATTR uri printer-uri $uri
+  ATTR keyword which-jobs all
+  ATTR keyword requested-attributes job-id,job-name,job-state-message
+  STATUS successful-ok
+  EXPECT job-name OF-TYPE name
+}
+"""
+
+
+@pytest.mark.usefixtures("ipptool")
+async def test_ipptool_sees_the_cut_and_the_refusal_and_every_answer_valid(
+    ipp_app: tuple[Appliance, IppQueue], tmp_path: Path
+) -> None:
+    """CUPS's ipptool, which checks every attribute of every answer against RFC 8011's
+    syntaxes and lengths: a 300-octet job-name is taken and echoed cut to 127 characters,
+    a 300-octet requesting-user-name is refused (0x0409, in unsupported-attributes), and
+    Get-Jobs over a job titled with 200 emoji (800 octets) through the API is valid; the
+    store holds the two jobs and nothing of the refused one."""
+    app, queue = ipp_app
+    titled = await app.submit(
+        {"owner": "ann", "pool": "lobby", "title": "😀" * 200}, key="key-emoji"
+    )
+    assert titled.status == 201
+    before = len(app.snapshot()["jobs"])
+    script = tmp_path / "limits.test"
+    script.write_text(
+        _IPPTOOL_TEST.replace("LONG_NAME", "é" * 150)
+        .replace("CUT_NAME", "é" * 127)
+        .replace("LONG_USER", "ä" * 150)
+    )
+    document = tmp_path / "badge.pdf"
+    document.write_bytes(make_pdf("ipptool"))
+    proc = await asyncio.create_subprocess_exec(
+        "ipptool",
+        "-t",
+        "-T",
+        "30",
+        "-f",
+        str(document),
+        queue.uri,
+        str(script),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 120)
+    text = out.decode(errors="replace")
+    assert proc.returncode == 0, text
+    assert text.count("[PASS]") == 4, text
+    assert len(app.snapshot()["jobs"]) == before + 1
