@@ -4,10 +4,9 @@ One table (:data:`MAX_OCTETS`, value tag → MAX) and two uses at the queues' bo
 
 - a request: :func:`too_long` names the attributes whose values exceed their syntax's
   limit; the queue refuses the request with ``client-error-request-value-too-long``
-  (RFC 8011 Appendix B.1.4.10: "one or more of the client-supplied attributes has a
-  variable-length value that is longer than the maximum length specified for that
-  attribute"; RFC 3196 §3.1.2.1.5 has a Printer REJECT such a value with it), those
-  attributes in the unsupported-attributes group. Not 0x040B
+  (0x0409, RFC 8011 Appendix B.1.4.10: the status for a client-supplied value longer than
+  the maximum its attribute allows; RFC 3196 §3.1.2.1.5 has a Printer reject such a value
+  with it), those attributes in the unsupported-attributes group. Not 0x040B
   (attributes-or-values-not-supported): the value is not unsupported, it breaks its syntax.
   Except :data:`CUT`, the names that only describe a job (nothing matches on them, nothing
   is decided by them): their values are cut at a UTF-8 boundary and the cut is what is
@@ -179,9 +178,11 @@ def too_long(message: IppMessage) -> list[str]:
 
 def _fit_value(name: str, v: Value) -> Value:
     x = v.value
-    most = limit(name, v.tag)
     if isinstance(x, list):
-        return Value(v.tag, [fit_attribute(m) for m in x])
+        members = [fit_attribute(m) for m in x]
+        unchanged = all(new is old for new, old in zip(members, x, strict=True))
+        return v if unchanged else Value(v.tag, members)
+    most = limit(name, v.tag)
     if most is None:
         return v
     if isinstance(x, str):
@@ -199,14 +200,21 @@ def _fit_value(name: str, v: Value) -> Value:
 
 def fit_attribute(a: Attribute) -> Attribute:
     """``a`` with every value cut to its limit (the same object when all fit)."""
-    values = [_fit_value(a.name, v) for v in a.values]
-    if all(new is old for new, old in zip(values, a.values, strict=True)):
-        return a
-    return Attribute(a.name, values)
+    values: list[Value] | None = None
+    for i, v in enumerate(a.values):
+        new = _fit_value(a.name, v)
+        if new is not v:
+            values = values or list(a.values)
+            values[i] = new
+    return a if values is None else Attribute(a.name, values)
 
 
 def fit_message(message: IppMessage) -> IppMessage:
     """``message`` (changed in place, and returned) with every value within its limit."""
     for group in message.groups:
-        group.attributes = [fit_attribute(a) for a in group.attributes]
+        attrs = group.attributes
+        for i, a in enumerate(attrs):
+            fitted = fit_attribute(a)
+            if fitted is not a:
+                attrs[i] = fitted
     return message
