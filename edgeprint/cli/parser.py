@@ -221,8 +221,10 @@ def parser() -> argparse.ArgumentParser:
     t = sub.add_parser("token", help="bearer tokens")
     tsub = t.add_subparsers(dest="token_command", required=True, metavar="ACTION")
     tn = tsub.add_parser("new", help="make a new token and print its [[tokens]] lines")
-    tn.add_argument("--role", required=True, choices=["kiosk", "tech", "station"])
+    tn.add_argument("--role", required=True, choices=["kiosk", "tech", "station", "viewer"])
     tn.add_argument("--name", default=None, help="token name (default: ROLE-<random>)")
+    tl = "the appliance's tokens: role, printers, expiry, last use; never a secret (tech)"
+    tsub.add_parser("list", help=tl, description=tl, parents=[common])
 
     discover.add_parser(sub)
     setup.add_parser(sub)
