@@ -24,6 +24,8 @@ from edgeprint.printers.codec import Operation, Status, Tag, attr
 from edgeprint.reload import restart_keys
 from edgeprint.server import DB_FILE
 from testbed.pdfs import make_pdf
+from tests.browser import js, open_status_page
+from tests.cdp import browser
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance, config_dict, to_toml
 from tests.ipp_client import IppQueue, status_message
 from tests.polling import eventually
@@ -428,3 +430,48 @@ def test_check_config_lists_tokens_expired_and_expiring_within_a_week(
         "warning: tokens[0].expires: 'gone' expired at 2026-01-01T00:00:00+00:00 and is "
         "refused; make a new one with: edgeprint token new --role kiosk --name gone"
     ) in capsys.readouterr().err.splitlines()
+
+
+#: The page's controls that act (a job's story opens and closes: reading, not acting).
+_ACTIONS_SHOWN = (
+    "Array.from(document.querySelectorAll('[data-action], input[data-select], #preflight-run'))"
+    ".filter(function (e) { return e.getClientRects().length > 0 &&"
+    " !/-story$/.test(e.getAttribute('data-action') || ''); })"
+    ".map(function (e) { return e.getAttribute('data-action') || e.id; })"
+)
+
+
+async def test_the_status_page_shows_a_viewer_everything_and_no_action(
+    chromium_path: str, roles_app: Appliance, tmp_path: Path
+) -> None:
+    """In headless chromium: with a viewer token the page shows the printers, the HELD and the
+    DEAD job, says it is read-only, and not one action control is visible; with a tech token
+    the same page offers them."""
+    app = roles_app
+    held = await (
+        await app.submit({"owner": "ann", "printer": "printer-01"}, key="page-held-1")
+    ).json()
+    dead = await (
+        await app.submit({"owner": "bo", "printer": "printer-03", "hold": False}, key="page-dead-1")
+    ).json()
+    claimed = await app.running.service.claim_next("printer-03")
+    assert claimed is not None
+    assert await app.running.service.fail(claimed, "printer-03", "poison", "set up") is not None
+    async with browser(tmp_path) as page:
+        await open_status_page(page, app.url, VIEWER_TOKEN)
+        for job in (held, dead):
+            await page.wait(f"!!document.querySelector('[data-job={js(job['id'])}]')")
+        assert await page.eval("document.querySelectorAll('[data-printer]').length") >= 3
+        assert await page.eval("document.body.getAttribute('data-role')") == "viewer"
+        note = await page.eval("document.getElementById('read-only').textContent")
+        assert note == (
+            "Read-only: this is a viewer token (wall-screen), so the page shows no actions. "
+            "A technician's token acts."
+        )
+        assert await page.eval(_ACTIONS_SHOWN) == []
+        await page.goto(f"{app.url}/?as=tech#token={TECH_TOKEN}")
+        await page.wait("document.body && document.body.getAttribute('data-role') === 'tech'")
+        await page.wait(f"!!document.querySelector('[data-job={js(dead['id'])}]')")
+        shown = await page.eval(_ACTIONS_SHOWN)
+        assert {"pause", "drain", "release", "cancel", "replay"} <= set(shown), shown
+        assert await page.eval("document.getElementById('read-only').hidden") is True
