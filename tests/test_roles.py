@@ -475,3 +475,20 @@ async def test_the_status_page_shows_a_viewer_everything_and_no_action(
         shown = await page.eval(_ACTIONS_SHOWN)
         assert {"pause", "drain", "release", "cancel", "replay"} <= set(shown), shown
         assert await page.eval("document.getElementById('read-only').hidden") is True
+
+
+async def test_a_station_token_may_not_print_over_ipp(roles_app: Appliance) -> None:
+    """IPP Basic auth with a station's name and token: known, but its role may not print:
+    HTTP 403, client-error-not-authorized naming the role; nothing stored."""
+    app = roles_app
+    before = _stored(app)
+    queue = IppQueue(app.http, app.url, "printer-01")
+    body = queue.request(Operation.PRINT_JOB, data=make_pdf("station")).encode()
+    status, raw = await queue.post(body, Authorization=_basic("desk-station", STATION_TOKEN))
+    assert status == 403
+    answer = codec.parse(raw)
+    assert answer.status_code == Status.CLIENT_ERROR_NOT_AUTHORIZED
+    assert (
+        status_message(answer) == "role 'station' may not do this; it needs role " + NEEDS["kiosk"]
+    )
+    assert _stored(app) == before
