@@ -96,7 +96,7 @@ class IppEndpoint:
             user, sep, password = base64.b64decode(encoded, validate=True).decode().partition(":")
         except (binascii.Error, UnicodeDecodeError):
             raise errors.Unauthorized("malformed Basic credentials") from None
-        token = self.deps.auth.authenticate(f"Bearer {password}", "kiosk")
+        token = self.deps.auth.authenticate(f"Bearer {password}", "kiosk", request.remote)
         if not sep or token.name != user:
             raise errors.Unauthorized("the user name must be the token's name")
         return token.name, token.role
@@ -160,6 +160,8 @@ class IppEndpoint:
         if config.ipp.auth == "basic":
             try:
                 user, role = self._basic(request)
+            except (errors.TokenExpired, errors.Forbidden) as exc:  # known, but not now / here
+                return _answer(Status.CLIENT_ERROR_NOT_AUTHORIZED, str(exc), b"", 403)
             except errors.EdgeprintError as exc:
                 resp = _answer(Status.CLIENT_ERROR_NOT_AUTHENTICATED, str(exc), b"", 401)
                 resp.headers["WWW-Authenticate"] = 'Basic realm="edgeprint", charset="UTF-8"'
