@@ -25,6 +25,7 @@ from testbed.rig import Rig
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance, config_dict
 from tests.ipp_client import IppQueue, status_message
 from tests.printing import appliance, rig_config
+from tests.test_cli_tech import run_cli
 from tests.test_ipp_server import job_id
 from tests.test_reload import Appliance as ReloadedAppliance
 from tests.test_reprint import done_job, reprint
@@ -400,3 +401,23 @@ def test_a_sighup_reload_is_one_row_by_the_signal_with_the_changed_keys(tmp_path
         assert proc.reload(cfg)["event"] == "reload_refused"
         newest = asyncio.run(_rows(proc.server.url))[0]
         assert (newest["outcome"], newest["detail"]) == ("refused", "restart keys: server.port")
+
+
+async def test_the_cli_prints_the_trail_as_a_table(
+    app: Appliance, capsys: pytest.CaptureFixture[str]
+) -> None:
+    held = await _held(app, "cli-audit-0001")
+    assert (await app.post(f"/v1/jobs/{held}/release")).status == 200
+    code, out, err = await run_cli(capsys, "audit", "--url", app.url, "--limit", "5")
+    assert (code, err) == (0, "")
+    header, row = out.splitlines()
+    assert header.split() == ["AT", "WHO", "FROM", "ACTION", "TARGET", "OUTCOME", "DETAIL"]
+    assert "kiosk-1 (token)" in row
+    assert f"job {held}" in row
+    assert row.split()[-1] == "done"
+    code, out, err = await run_cli(capsys, "audit", "--url", app.url, "--since", "yesterday")
+    assert code == 1
+    assert "query.since" in err
+    code, _, err = await run_cli(capsys, "audit", "--url", app.url, "--limit", "1001")
+    assert code == 2
+    assert "1 to 1000" in err

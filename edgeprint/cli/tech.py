@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from edgeprint.cli import (
+    audit,
     bulk,
     client,
     desk,
@@ -434,4 +435,6 @@ COMMANDS: dict[str, Callable[[client.Api, argparse.Namespace, bool], int | None]
     "go-live": event.cmd_go_live,
     # issue 24 (the badge desk)
     "reprint": desk.cmd_reprint,
+    # issue 26 (who did what)
+    "audit": audit.cmd_audit,
 }
