@@ -20,6 +20,7 @@ from edgeprint.api.auth import token_digest
 from edgeprint.logs import JsonLines
 from edgeprint.printers.codec import Operation, Status, Tag, attr
 from edgeprint.server import DB_FILE
+from edgeprint.store.audit import AuditEntry
 from testbed.pdfs import make_pdf
 from testbed.rig import Rig
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance, config_dict
@@ -421,3 +422,17 @@ async def test_the_cli_prints_the_trail_as_a_table(
     code, _, err = await run_cli(capsys, "audit", "--url", app.url, "--limit", "1001")
     assert code == 2
     assert "1 to 1000" in err
+
+
+async def test_the_housekeeping_sweeps_rows_past_the_retention(
+    make_appliance: Callable[..., Any],
+) -> None:
+    async with make_appliance(sections={"retention": {"audit_s": 3600}}) as app:
+        service = app.running.service
+        now = service.clock()
+        for at, target in ((now - 7200, "old"), (now - 60, "recent")):
+            await service.audit.log.record(
+                AuditEntry(at, "tech-1", "token", "127.0.0.1", "pause", "printer", target, "done")
+            )
+        await service.housekeeping()
+        assert [e.target for e in await service.audit.since(None, limit=10)] == ["recent"]

@@ -12,6 +12,7 @@ user name, an owner's name or ``signal``; details are counts, ids and key names.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -54,6 +55,8 @@ class AuditTrail:
     def __init__(self, store: Store, clock: Callable[[], float]) -> None:
         self.log = AuditLog(store)
         self._clock = clock
+        #: Rows on their way to the store (the answer does not wait for their commit).
+        self._writing: set[asyncio.Task[None]] = set()
 
     async def record(
         self,
@@ -67,8 +70,12 @@ class AuditTrail:
         actor: str | None = None,
         kind: str | None = None,
     ) -> AuditEntry:
-        """Log one line (event ``audit``) and store its row; the row. A store that fails
-        then is logged (``audit_unstored``), not raised: the action itself stands."""
+        """Log one line (event ``audit``) and send its row to the store; the row.
+
+        The caller does not wait for the row's commit (it joins the next group commit:
+        an action's answer costs no extra fsync); :meth:`since` waits for every row sent
+        before it. A store that fails then is logged (``audit_unstored``), never raised:
+        the action itself stands."""
         entry = AuditEntry(
             at=self._clock(),
             actor=(actor or caller.name)[:255],
@@ -96,11 +103,25 @@ class AuditTrail:
                 "correlation_id": caller.correlation_id,
             },
         )
+        task = asyncio.create_task(self._store(entry), name="audit:row")
+        self._writing.add(task)
+        task.add_done_callback(self._writing.discard)
+        return entry
+
+    async def _store(self, entry: AuditEntry) -> None:
         try:
             await self.log.record(entry)
-        except errors.StoreError as exc:  # the action stands; its line above tells it
+        except errors.StoreError as exc:  # the action stands; its log line tells it
             log.error("audit row not stored", extra={"event": "audit_unstored", "error": str(exc)})
-        return entry
+
+    async def flush(self) -> None:
+        """Wait until every row recorded so far is stored (or its failure logged)."""
+        if self._writing:  # those sent after this began need not be waited for
+            await asyncio.gather(*list(self._writing), return_exceptions=True)
+
+    async def sweep(self, before: float) -> int:
+        """Delete the rows older than ``before`` (the housekeeping); how many."""
+        return await self.log.sweep(before)
 
     async def since(
         self,
@@ -112,6 +133,7 @@ class AuditTrail:
         target: str | None = None,
     ) -> list[AuditEntry]:
         """Rows at or after ``at`` (None: any time) matching every filter given, newest first."""
+        await self.flush()  # a reader sees every action answered before it asked
         return await self.log.since(at, limit=limit, actor=actor, action=action, target=target)
 
     @asynccontextmanager

@@ -764,7 +764,7 @@ class JobService:
         expired = await self.jobs.expire_held(now - retention.hold_ttl_s, now=now)
         for job_id in expired:
             log.info("job expired", extra={"event": "job_expired", "job_id": job_id})
-        await self.audit.log.sweep(now - retention.audit_s)
+        await self.audit.sweep(now - retention.audit_s)
         due = await self.jobs.retention_due(now - retention.document_retention_s)
         for job_id in due:
             self.spool.remove(job_id)
