@@ -264,6 +264,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                 with contextlib.suppress(asyncio.CancelledError):
                     await dispatch_task
                 service.close()
+                await service.audit.flush()  # the last actions' rows, before the store closes
                 await renderer.close()
     finally:
         await store.close()

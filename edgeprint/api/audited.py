@@ -12,12 +12,12 @@ did nothing and names nobody: it is not recorded (the metrics count them).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from aiohttp import web
 
 from edgeprint import errors
-from edgeprint.api import app
+from edgeprint.api import app, problems
 from edgeprint.service.audit import Note
 from edgeprint.service.records import Caller
 
@@ -96,9 +96,7 @@ def wrap(operation_id: str, role: str | None, handler: app.Handler) -> app.Handl
 
 
 def _status(exc: errors.EdgeprintError) -> int:
-    from edgeprint.api import problems
-
-    return problems.from_error(exc).status
+    return problems.from_error(exc).status  # the status the app's middleware will answer
 
 
 async def _record(
@@ -110,9 +108,7 @@ async def _record(
             return  # a token that was not let in: it did nothing, and names nobody we know
         caller = Caller("unknown", "", request.get(app.CORRELATION_ID), kind="owner")
     if caller.source is None:
-        caller = Caller(
-            caller.name, caller.role, caller.correlation_id, request.remote, caller.kind
-        )
+        caller = replace(caller, source=request.remote)
     target = request.match_info.get(spec.key, "") if spec.key else spec.target_kind
     trail = request.app[app.DEPS].service.audit
     await trail.record(
