@@ -16,7 +16,9 @@ from typing import Any
 import aiohttp
 import pytest
 
+from edgeprint.api.audited import AUDITED
 from edgeprint.api.auth import token_digest
+from edgeprint.api.routes import ROUTES
 from edgeprint.logs import JsonLines
 from edgeprint.printers.codec import Operation, Status, Tag, attr
 from edgeprint.server import DB_FILE
@@ -436,3 +438,12 @@ async def test_the_housekeeping_sweeps_rows_past_the_retention(
             )
         await service.housekeeping()
         assert [e.target for e in await service.audit.since(None, limit=10)] == ["recent"]
+
+
+def test_every_audited_operation_is_a_route_that_acts() -> None:
+    """The audit table names real routes (a renamed operationId would silently stop its rows),
+    and every one of them changes something (POST, PUT or DELETE)."""
+    methods = {r.operation_id: r.method for r in ROUTES}
+    assert {op: methods.get(op) for op in AUDITED} == {
+        op: methods[op] for op in AUDITED if methods.get(op) in ("post", "put", "delete")
+    }
