@@ -322,6 +322,8 @@ class RetentionConfig(_Frozen):
     hold_ttl_s: float = Field(default=86_400.0, gt=0)
     document_retention_s: float = Field(default=7 * 86_400.0, ge=0)
     interval_s: float = Field(default=60.0, gt=0, le=86_400)
+    #: How long the audit trail keeps a row (issue 26): 90 days.
+    audit_s: float = Field(default=90 * 86_400.0, gt=0)
 
 
 class PrinterConfig(_Frozen):

@@ -786,6 +786,30 @@ class IdentifyOut(BaseModel):
 # --- issue 23 (preflight): the event's mode and a printer checked now ----------------------
 
 
+class AuditEntryOut(BaseModel):
+    """One row of ``GET /v1/audit`` (issue 26): who did what, from where, to what, how."""
+
+    id: int
+    at: str = Field(description="when (RFC 3339 UTC)")
+    actor: str = Field(
+        description="who: a token's name, an IPP user, an owner (release page, upload) or "
+        "`signal`; never a secret"
+    )
+    actor_kind: Literal["token", "ipp-user", "owner", "system"]
+    source: str | None = Field(description="the client's address as the appliance saw it")
+    action: str = Field(description="release, cancel, replay, resolve, reprint, pause, …")
+    target_kind: str = Field(description="job, jobs (bulk), printer, place, owner, event, config")
+    target: str
+    outcome: Literal["done", "conflict", "refused"]
+    detail: str
+
+
+class AuditOut(BaseModel):
+    """``GET /v1/audit``: the rows asked for, newest first."""
+
+    entries: list[AuditEntryOut]
+
+
 class EventOut(BaseModel):
     """``GET /v1/event``: rehearsal or live, since when, and the rehearsal's jobs."""
 

@@ -31,7 +31,7 @@ from edgeprint.documents.cache import RenditionCache
 from edgeprint.documents.render import RenderPool
 from edgeprint.ipp_server import advertise
 from edgeprint.metrics import Metrics
-from edgeprint.service import JobService
+from edgeprint.service import Caller, JobService
 from edgeprint.service.leases import LeaseKeeper
 from edgeprint.service.previews import Previews
 from edgeprint.spool import Spool
@@ -264,6 +264,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                 with contextlib.suppress(asyncio.CancelledError):
                     await dispatch_task
                 service.close()
+                await service.audit.flush()  # the last actions' rows, before the store closes
                 await renderer.close()
     finally:
         await store.close()
@@ -386,6 +387,7 @@ async def _reload(run: Running, current: Config, path: Path) -> Config:
             "config reload refused: invalid config; the running config stays",
             extra={"event": "reload_refused", "detail": str(exc)},
         )
+        await _audit_reload(run, "refused", "invalid config")  # its message may quote values
         return current
     blocked = reload.restart_keys(current, new)
     if blocked:
@@ -394,6 +396,7 @@ async def _reload(run: Running, current: Config, path: Path) -> Config:
             "edgeprint); the running config stays",
             extra={"event": "reload_refused", "keys": blocked},
         )
+        await _audit_reload(run, "refused", "restart keys: " + ", ".join(blocked))
         return current
     changed = reload.changed_keys(current, new)
     try:
@@ -406,4 +409,11 @@ async def _reload(run: Running, current: Config, path: Path) -> Config:
             extra={"event": "reload_store_failed", "error": str(exc)},
         )
     log.info("config reloaded", extra={"event": "config_reloaded", "keys": changed})
+    await _audit_reload(run, "done", ", ".join(changed) or "nothing changed")
     return new
+
+
+async def _audit_reload(run: Running, outcome: str, detail: str) -> None:
+    """The reload's audit row: who is ``signal`` (SIGHUP), what the changed keys."""
+    who = Caller("signal", "tech", kind="system")
+    await run.service.audit.record(who, "config-reload", "config", "config", outcome, detail)

@@ -176,7 +176,7 @@ async def authorize(request: web.Request, needed: Needed) -> Caller:
     except errors.RateLimited:
         deps.metrics.rate_limited.inc()
         raise
-    return Caller(token.name, token.role, request.get(CORRELATION_ID))
+    return Caller(token.name, token.role, request.get(CORRELATION_ID), request.remote)
 
 
 def _json(model: BaseModel, status: int = 200, **headers: str) -> web.Response:

@@ -9,11 +9,12 @@ result among the others, never the whole call's status.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TypeVar
 
 from aiohttp import web
 
-from edgeprint.api import app
+from edgeprint.api import app, audited
 from edgeprint.models import (
     BulkCancelRequest,
     BulkOut,
@@ -45,7 +46,11 @@ def _selector(body: BulkReleaseRequest | BulkCancelRequest | BulkReplayRequest
     return Selector(limit=body.limit, where=where, dry_run=body.dry_run)
 
 
-def _answer(result: BulkAnswer) -> web.Response:
+def _answer(request: web.Request, result: BulkAnswer) -> web.Response:
+    counts = Counter(r.outcome for r in result.results)  # the audit row's detail
+    audited.note(request).detail = f"matched {result.matched}: " + ", ".join(
+        f"{n} {outcome}" for outcome, n in sorted(counts.items())
+    )
     out = BulkOut(
         matched=result.matched,
         more=result.more,
@@ -69,19 +74,19 @@ async def release_jobs(request: web.Request) -> web.Response:
     result = await _actions(request).release(
         _selector(body), request[app.CALLER], printer=body.printer, pool=body.pool
     )
-    return _answer(result)
+    return _answer(request, result)
 
 
 async def cancel_jobs(request: web.Request) -> web.Response:
     """POST /v1/jobs/cancel: cancel each selected job."""
     body = await _body(request, BulkCancelRequest)
-    return _answer(await _actions(request).cancel(_selector(body), request[app.CALLER]))
+    return _answer(request, await _actions(request).cancel(_selector(body), request[app.CALLER]))
 
 
 async def replay_jobs(request: web.Request) -> web.Response:
     """POST /v1/jobs/replay (tech): replay each selected DEAD job."""
     body = await _body(request, BulkReplayRequest)
-    return _answer(await _actions(request).replay(_selector(body), request[app.CALLER]))
+    return _answer(request, await _actions(request).replay(_selector(body), request[app.CALLER]))
 
 
 async def resolve_jobs(request: web.Request) -> web.Response:
@@ -90,4 +95,4 @@ async def resolve_jobs(request: web.Request) -> web.Response:
     result = await _actions(request).resolve(
         _selector(body), request[app.CALLER], printed=body.printed
     )
-    return _answer(result)
+    return _answer(request, result)

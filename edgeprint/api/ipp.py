@@ -220,7 +220,7 @@ class IppEndpoint:
         job = request.match_info.get("job")
         if job is not None and not (job.isascii() and job.isdigit()):
             return not_found(f"no job {job[:40]!r} on this queue; job-uris end in a job-id")
-        caller = Caller(name, role, request.get(self.correlation_id))
+        caller = Caller(name, role, request.get(self.correlation_id), request.remote, "ipp-user")
         ctx = Context(queue, caller, user, document, int(job) if job is not None else None)
         body = await self.server.handle(head, ctx)
         return web.Response(body=body, content_type=CONTENT_TYPE)

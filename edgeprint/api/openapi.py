@@ -29,6 +29,7 @@ from edgeprint.config import NAME_PATTERN
 from edgeprint.models import (
     IDEMPOTENCY_KEY_PATTERN,
     JOB_ID_PATTERN,
+    AuditOut,
     BulkCancelRequest,
     BulkOut,
     BulkReleaseRequest,
@@ -87,6 +88,7 @@ _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     BulkOut,  # issue 24 (many jobs at once)
     JobStoryOut,  # issue 24
     TokenOut, TokensOut,  # issue 26
+    AuditOut,  # issue 26 (who did what)
 )  # fmt: skip
 
 Body = Literal[
@@ -303,6 +305,24 @@ _PARAMETER_DEFS: dict[str, dict[str, Any]] = {
         "name": "state", "in": "query", "required": False,
         "description": "only `failed` (the default): deliveries given up",
         "schema": {"type": "string", "enum": ["failed"]},
+    },
+    "since": {
+        "name": "since", "in": "query", "required": False,
+        "description": "only rows at or after this time: RFC 3339 with an offset, or unix seconds",
+        "schema": {"type": "string", "maxLength": 40},
+    },
+    "audit_limit": {
+        "name": "limit", "in": "query", "required": False,
+        "description": "rows, 1–1000 (default 100)",
+        "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
+    },
+    **{
+        f"audit_{name}": {
+            "name": name, "in": "query", "required": False, "description": f"only this {name}",
+            "schema": {"type": "string", "minLength": 1, "maxLength": 255,
+                       "pattern": r"^[^\x00-\x1f\x7f-\x9f]+$"},
+        }
+        for name in ("actor", "action", "target")
     },
     "cursor": {
         "name": "cursor", "in": "query", "required": False,

@@ -17,6 +17,7 @@ from aiohttp import web
 from pydantic import TypeAdapter, ValidationError
 
 from edgeprint import errors
+from edgeprint.api import audited
 from edgeprint.api.app import CALLER, CORRELATION_ID, DEPS, _json, _optional_json
 from edgeprint.models import (
     Owner,
@@ -109,10 +110,13 @@ async def _at(request: web.Request) -> tuple[Caller, Place]:
         token = deps.auth.authenticate(authorization, "station", request.remote)
         if token.role == "station" and name not in token.printers:
             raise errors.StationForbidden(token.name, name)
-        key, caller = token.name, Caller(token.name, token.role, cid)
+        key, caller = token.name, Caller(token.name, token.role, cid, request.remote)
     else:
         key = f"address:{_address(request)}"
-        caller = Caller(f"release-page:{_address(request)}", "release-page", cid)
+        caller = Caller(
+            f"release-page:{_address(request)}", "release-page", cid, request.remote, "owner"
+        )
+    request[CALLER] = caller
     try:
         await deps.rate_limiter.hit(key)
     except errors.RateLimited:
@@ -173,6 +177,12 @@ async def release_print(request: web.Request) -> web.Response:
     person = await desk.identify(_presented(body), _address(request), caller)
     outcomes = await desk.release(
         person, place, None if body.all else body.jobs, caller, printer=body.printer
+    )
+    found = audited.note(request)  # who: the person whose code, card or PIN it was
+    found.actor, found.kind = person.owner, "owner"
+    via = f"; station {caller.name}" if caller.kind == "token" else ""
+    found.detail = (
+        f"{sum(o.outcome == 'released' for o in outcomes)} of {len(outcomes)} released{via}"
     )
     return _json(
         ReleasePrintOut(

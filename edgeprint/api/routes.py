@@ -15,6 +15,8 @@ from aiohttp import web
 
 from edgeprint.api import (
     app,
+    audit,
+    audited,
     bulk,
     desk,
     event,
@@ -32,6 +34,7 @@ from edgeprint.api.openapi import PATH, Answer, Body, Handler, Operation, Role
 from edgeprint.ipp_server.attributes import ICON_SIZES
 from edgeprint.models import (
     MAX_BULK,
+    AuditOut,
     BulkOut,
     DeadLetterOut,
     DrainOut,
@@ -745,6 +748,26 @@ ROUTES: tuple[Operation, ...] = (
         answers={200: Answer("this token", TokenOut), **_READ},
     ),
     Operation(
+        audit.audit_trail,
+        "get", "/v1/audit", "auditTrail", "Who did what: the audit trail, newest first (tech)",
+        "operations", "tech",
+        query=("since", "audit_limit", "audit_actor", "audit_action", "audit_target"),
+        description=(
+            "One row per action (release, cancel, replay, resolve, reprint, bulk calls, pause, "
+            "resume, drain, identify, trust, media-loaded, owners' credentials, event mode, "
+            "release-page prints, web uploads, IPP cancels, config reloads): when, who "
+            "(`actor`, `actor_kind`), from where (`source`: the peer address, no proxy "
+            "header), the target, `outcome` (`done`, `conflict`: the state said no, "
+            "`refused`) and a short `detail`. Never a token, PIN, code or card. Kept "
+            "`[retention] audit_s` (90 days)."
+        ),
+        answers={
+            200: Answer("the rows, newest first", AuditOut),
+            422: _problem("`invalid-request`: a bad or unknown query parameter (`errors`)"),
+            503: _503_STORE, **_TECH,
+        },
+    ),
+    Operation(
         app.healthz,
         "get", "/healthz", "healthz", "Liveness", "operations", None,
         answers={200: Answer("the process and its event loop answer", Health)},
@@ -914,7 +937,7 @@ def build_app(deps: app.Deps) -> web.Application:
     for route in ROUTES:
         handler = route.handler if route.bind is None else route.bind(endpoint)
         assert handler is not None, route.operation_id
-        guarded = _guarded(handler, route.role)
+        guarded = audited.wrap(route.operation_id, route.role, _guarded(handler, route.role))
         if route.method == "get":
             application.router.add_get(route.path, guarded)  # and HEAD
         else:

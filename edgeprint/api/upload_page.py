@@ -32,7 +32,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from pydantic import ValidationError
 
 from edgeprint import errors
-from edgeprint.api import problems
+from edgeprint.api import audited, problems
 from edgeprint.api.app import CORRELATION_ID, Deps, _deps
 from edgeprint.api.pages import content_security_policy, html_response, page_headers
 from edgeprint.api.ratelimit import TokenRateLimiter
@@ -413,6 +413,7 @@ async def upload_submit(request: web.Request) -> web.Response:
         result = await door.uploads.submit(meta, staged, fields.form_key,
                                            request.get(CORRELATION_ID))  # fmt: skip
     except errors.EdgeprintError as exc:
+        audited.note(request).actor = fields.owner or None  # the audit row's who
         if fields.document is not None:
             fields.document.discard()
         answer = problems.from_error(exc)  # the status (and Retry-After) /v1/jobs would give
@@ -421,4 +422,6 @@ async def upload_submit(request: web.Request) -> web.Response:
             answer.status, _words(exc, fields.owner), request, fields.owner, fields.target,
             {"Retry-After": retry} if retry else None,
         )  # fmt: skip
+    found = audited.note(request)  # the audit row: who uploaded what (never the PIN)
+    found.actor, found.target = meta.owner, result.job.id
     return _page("Your PIN", _done(result.job, pin), 201 if result.created else 200)

@@ -18,6 +18,7 @@ Technician commands (DESIGN §8)::
     edgeprint pause|resume|drain PRINTER
     edgeprint preflight [--badge FILE] [--no-print] [--wait S]   every printer, before the doors
     edgeprint rehearsal|go-live|event     the event's mode (new jobs are tests until go-live)
+    edgeprint audit [--since T] [--limit N] [--actor A] [--action X]   who did what, newest first
 
 They find the appliance by themselves (``locate``: ``--url``, ``--config``,
 ``$EDGEPRINT_URL``, ``$EDGEPRINT_CONFIG``, /etc/edgeprint/config.toml,

@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 
 from edgeprint import printable
-from edgeprint.cli import bulk, client, credentials, discover, locate, setup
+from edgeprint.cli import audit, bulk, client, credentials, discover, locate, setup
 from edgeprint.states import JobState
 
 #: A full job id, or the 6-31 hex it starts with (the status page shows 8: cli/short_ids.py).
@@ -341,6 +341,7 @@ def parser() -> argparse.ArgumentParser:
         "--wait", type=_positive_float, metavar="SECONDS", default=60.0,
         help="how long to wait for the test badges to print (default 60)",
     )  # fmt: skip
+    audit.add_arguments(tech("audit", "who did what: the audit trail, newest first (tech)"))
     tech(
         "event",
         "the event's mode: live or rehearsal, since when, the rehearsal's jobs (viewer or tech)",

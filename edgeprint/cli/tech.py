@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from edgeprint.cli import (
+    audit,
     bulk,
     client,
     desk,
@@ -437,4 +438,6 @@ COMMANDS: dict[str, Callable[[client.Api, argparse.Namespace, bool], int | None]
     "reprint": desk.cmd_reprint,
     # issue 26: `edgeprint token list` (`token new` runs without the appliance)
     "token": tokens.cmd_token_list,
+    # issue 26 (who did what)
+    "audit": audit.cmd_audit,
 }

@@ -18,7 +18,8 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
 from pydantic import ValidationError
@@ -33,6 +34,7 @@ from edgeprint.printers.codec import Attribute, GroupTag, IppMessage, Operation,
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.records import JobRecord
 from edgeprint.service import Caller, JobService
+from edgeprint.service.audit import Note
 from edgeprint.spool import StagedDocument
 from edgeprint.states import JobState
 from edgeprint.titles import clean_title
@@ -819,13 +821,22 @@ class IppServer:
             del self._pending[ipp_id]
             return
         job = await self._find(ipp_id, ctx)
-        self._may_touch(job.owner, message, ctx)
-        if job.state not in A.NOT_COMPLETED and job.state is not JobState.DEAD:
-            raise _refuse(
-                Status.CLIENT_ERROR_NOT_POSSIBLE,
-                f"job {ipp_id} is {job.state.value} and cannot be canceled",
-            )
-        await self.service.cancel(job.id, ctx.caller)
+        async with self._audit(message, ctx, job.id):
+            self._may_touch(job.owner, message, ctx)
+            if job.state not in A.NOT_COMPLETED and job.state is not JobState.DEAD:
+                raise _refuse(
+                    Status.CLIENT_ERROR_NOT_POSSIBLE,
+                    f"job {ipp_id} is {job.state.value} and cannot be canceled",
+                )
+            await self.service.cancel(job.id, ctx.caller)
+
+    def _audit(
+        self, message: IppMessage, ctx: Context, job_id: str
+    ) -> AbstractAsyncContextManager[Note]:
+        """The audit row of a cancel (issue 26): who is the Basic user, else the
+        requesting-user-name (actor_kind ``ipp-user``), from the client's address."""
+        who = replace(ctx.caller, name=self._owner(message, ctx))
+        return self.service.audit.action(who, "cancel", "job", job_id)
 
     async def _cancel_my_jobs(
         self, message: IppMessage, ctx: Context, response: IppMessage
@@ -838,7 +849,8 @@ class IppServer:
         for job in await self._queue_jobs(ctx.queue, owner=owner):
             if job.state in A.NOT_COMPLETED:
                 with contextlib.suppress(errors.StateConflict):  # it finished meanwhile
-                    await self.service.cancel(job.id, ctx.caller)
+                    async with self._audit(message, ctx, job.id):
+                        await self.service.cancel(job.id, ctx.caller)
 
     async def _queue_jobs(self, queue: A.Queue, owner: str | None = None) -> list[JobRecord]:
         printer = queue.name if queue.kind == "printer" else None

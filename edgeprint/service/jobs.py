@@ -44,6 +44,7 @@ from edgeprint.metrics import Metrics
 from edgeprint.personality import Traits
 from edgeprint.runway import Roll, labels_of
 from edgeprint.service.admission import Admission
+from edgeprint.service.audit import AuditTrail
 from edgeprint.service.event import EventService
 from edgeprint.service.records import (
     Caller,
@@ -140,6 +141,8 @@ class JobService:
             config, self.board, lambda: self.admission.paused, Waiting(jobs.store), metrics,
             clock,
         )  # fmt: skip
+        #: Who did what (issue 26): the front doors record each action through it.
+        self.audit = AuditTrail(jobs.store, clock)
         #: The event's mode: rehearsal or live (issue 23).
         self.event = EventService(jobs.store, self.admission, clock)
         #: The release counter, looked up once (a label lookup per release is measurable).
@@ -761,6 +764,7 @@ class JobService:
         expired = await self.jobs.expire_held(now - retention.hold_ttl_s, now=now)
         for job_id in expired:
             log.info("job expired", extra={"event": "job_expired", "job_id": job_id})
+        await self.audit.sweep(now - retention.audit_s)
         due = await self.jobs.retention_due(now - retention.document_retention_s)
         for job_id in due:
             self.spool.remove(job_id)

@@ -21,11 +21,15 @@ from edgeprint.stock import StockView
 
 @dataclass(frozen=True)
 class Caller:
-    """Who asks: the token's name and role, and the request's correlation id."""
+    """Who asks: the token's name and role, and the request's correlation id; ``source``
+    the peer address the request came from (no proxy header), ``kind`` what ``name`` is
+    (``token``, ``ipp-user``, ``owner``, ``system``: the audit trail's actor_kind)."""
 
     name: str
     role: str
     correlation_id: str | None = None
+    source: str | None = None
+    kind: str = "token"
 
 
 class JobRequest(Protocol):

@@ -551,4 +551,29 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # issue 26 (who did what): the audit trail, one row per action asked for
+    # (edgeprint.store.audit).
+    # ``actor_kind``: token (a bearer token's name), ipp-user (IPP Basic user or
+    # requesting-user-name), owner (whose code, card or PIN was used), system (a signal).
+    [
+        """
+        CREATE TABLE audit (
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,
+            at           REAL NOT NULL,
+            actor        TEXT NOT NULL,
+            actor_kind   TEXT NOT NULL
+                CHECK (actor_kind IN ('token', 'ipp-user', 'owner', 'system')),
+            source       TEXT,             -- the peer address (no proxy header); NULL: none
+            action       TEXT NOT NULL,
+            target_kind  TEXT NOT NULL,    -- job, printer, owner, pool, jobs, event, config
+            target       TEXT NOT NULL,
+            outcome      TEXT NOT NULL CHECK (outcome IN ('done', 'conflict', 'refused')),
+            detail       TEXT NOT NULL DEFAULT ''
+        )
+        """,
+        "CREATE INDEX audit_at ON audit (at)",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
