@@ -165,9 +165,8 @@ class IppEndpoint:
         config = self.deps.config
         refused = plain_http.token_refused(request, config.server)  # issue 26: not in clear text
         if refused is not None:
-            return _answer(
-                Status.CLIENT_ERROR_NOT_AUTHORIZED, refused, await self._peek_head(request)
-            )
+            head = await self._peek_head(request)  # status-message is text(255)
+            return _answer(Status.CLIENT_ERROR_NOT_AUTHORIZED, refused[:255], head)
         name, role, user = f"ipp:{request.remote}", "kiosk", None
         if config.ipp.auth == "basic":
             try:
