@@ -178,7 +178,6 @@ async def test_reload_refuses_a_bad_pair_and_the_running_certificate_stays(
             assert r.status == 200
 
 
-@pytest.mark.slow
 def test_sighup_reads_the_files_again_even_when_the_config_did_not_change(tmp_path: Path) -> None:
     """A real ``edgeprint serve``: SIGHUP with a broken key keeps the certificate (log line
     with the reason), SIGHUP with a renewed pair serves it at once; the config never changed."""

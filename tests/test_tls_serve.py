@@ -346,7 +346,6 @@ async def test_stalled_handshakes_at_the_cap_do_not_keep_a_real_client_out(
 # --- IPP over TLS -----------------------------------------------------------------------------
 
 
-@pytest.mark.slow
 async def test_ipptool_over_ipps_completes(printers: Rig, tmp_path: Path) -> None:
     """CUPS 2.4's ipptool waits for ever on a TLS 1.3 server that sends session tickets:
     with num_tickets = 0 its get-printer-attributes.test completes (under a time-out)."""
