@@ -220,8 +220,10 @@ class IppEndpoint:
                 document.discard()
             return _answer(Status.CLIENT_ERROR_NOT_FOUND, text, head[:8])
 
-        host = request.host
-        queue = self.server.queue(request.match_info["name"], f"ipp://{host}", f"http://{host}/")
+        host, s = request.host, "s" if request.secure else ""  # ipps:// and https:// over TLS
+        queue = self.server.queue(
+            request.match_info["name"], f"ipp{s}://{host}", f"http{s}://{host}/"
+        )
         if queue is None:
             return not_found(
                 f"no queue {request.match_info['name'][:40]!r}; queues are printer and pool names"

@@ -35,7 +35,7 @@ from edgeprint.config import ServerConfig
 log = logging.getLogger(__name__)
 
 HEALTH_PATH = "/healthz"
-IPP_PREFIX = "/ipp/"
+IPP_PREFIX = "/ipp/print/"
 #: A Host header that may go into a redirect as it is (name or address, optional port).
 _HOST_RE = re.compile(r"^(?:[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?$")
 
