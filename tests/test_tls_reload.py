@@ -256,3 +256,18 @@ async def test_a_certificate_close_to_its_end_is_warned_of_while_running(
             )
         finally:
             watching.cancel()
+
+
+def test_cert_files_and_allow_plain_http_are_live_keys_and_the_tls_mode_is_not(
+    tmp_path: Path,
+) -> None:
+    from edgeprint.reload import restart_keys
+
+    def cfg(**server: Any) -> Any:
+        return parse_config(config_dict(tmp_path, **server))
+
+    files = files_server(tmp_path / "a.crt", tmp_path / "a.key")
+    moved = files_server(tmp_path / "b.crt", tmp_path / "b.key", allow_plain_http=True)
+    assert restart_keys(cfg(**files), cfg(**moved)) == []
+    assert restart_keys(cfg(**files), cfg(tls="off")) == ["server.tls"]
+    assert restart_keys(cfg(), cfg(tls="self-signed")) == ["server.tls"]
