@@ -407,3 +407,26 @@ async def test_an_ipps_queue_says_so_in_its_attributes(
         async with app.http.get(http(app, "/ipp/icons/128.png"), allow_redirects=False) as r:
             assert r.status == 308
             assert r.headers["Location"] == f"https://{base}/ipp/icons/128.png"
+
+
+def test_a_self_signed_certificate_names_what_clients_use() -> None:
+    from edgeprint.tls_runtime import default_names
+
+    host = socket.gethostname().split(".", 1)[0]
+    lan = ["192.0.2.5", "2001:db8::5"]
+    assert default_names("10.0.0.5", lan=lambda: lan) == [
+        "10.0.0.5",
+        host,
+        f"{host}.local",
+        "localhost",
+        "127.0.0.1",
+        "::1",
+    ]
+    assert default_names("0.0.0.0", lan=lambda: lan) == [
+        host,
+        f"{host}.local",
+        "localhost",
+        "127.0.0.1",
+        "::1",
+        *lan,
+    ]
