@@ -12,6 +12,7 @@ import re
 import socket
 import tomllib
 import urllib.parse
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -386,14 +387,27 @@ class TokenConfig(_Frozen):
     """One ``[[tokens]]`` entry: only the SHA-256 (hex) of the bearer token is stored.
 
     A ``station`` (issue 24: a tablet mounted at a printer) may only call the release
-    endpoints of the printers and pools in ``printers``, and nothing else.
+    endpoints of the printers and pools in ``printers``, and nothing else. A ``viewer``
+    (issue 26: a dashboard screen, an event manager) reads and never acts. ``expires``
+    (RFC 3339 with an offset): from then on the token is refused.
     """
 
     name: str = Field(min_length=1, max_length=80)
-    role: Literal["kiosk", "tech", "station"]
+    role: Literal["kiosk", "tech", "station", "viewer"]
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     #: station only: the printer and pool names whose release page it may use.
     printers: list[Name] = Field(default_factory=list, max_length=100)
+    expires: datetime | None = None
+
+    @field_validator("expires")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.utcoffset() is None:
+            raise ValueError(
+                f"{value.isoformat()} has no offset: write the zone, e.g. "
+                f"{value.isoformat()}Z or {value.isoformat()}+02:00"
+            )
+        return value
 
     @model_validator(mode="after")
     def _station_printers(self) -> TokenConfig:
@@ -546,6 +560,13 @@ class EventConfig(_Frozen):
         return value
 
 
+class MetricsConfig(_Frozen):
+    """``[metrics]`` (issue 26): whether ``/metrics`` needs a bearer token (a viewer's, a
+    kiosk's or a tech's), for sites where the scrape crosses a shared network."""
+
+    token_required: bool = False
+
+
 class Config(_Frozen):
     """The whole configuration file."""
 
@@ -560,6 +581,7 @@ class Config(_Frozen):
     tokens: list[TokenConfig] = Field(default_factory=list)
     webhooks: list[WebhookConfig] = Field(default_factory=list)
     event: EventConfig = EventConfig()
+    metrics: MetricsConfig = MetricsConfig()
 
     @model_validator(mode="after")
     def _unique(self) -> Config:

@@ -9,13 +9,13 @@ stderr and still exits 0. :func:`problems` are errors (the service could not sta
 
 from __future__ import annotations
 
-import datetime
 import grp
 import ipaddress
 import os
 import pwd
 import socket
 import stat
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -26,6 +26,8 @@ from edgeprint.config import Config
 SERVICE_USER = "edgeprint"
 #: The unit's StateDirectory: the only place its ProtectSystem=strict lets the service write.
 STATE_DIRECTORY = Path("/var/lib/edgeprint")
+#: A token expiring within this long is a warning (issue 26).
+EXPIRY_WARNING = timedelta(days=7)
 
 
 def is_placeholder_digest(digest: str) -> bool:
@@ -78,12 +80,11 @@ def _certificate_problems(cfg: Config) -> list[str]:
     return [found] if isinstance(found, str) else []
 
 
-def _tls(cfg: Config) -> list[str]:
+def _tls(cfg: Config, now: datetime) -> list[str]:
     """Tokens in clear text on the venue network; a certificate close to its end."""
     server = cfg.server
     found = _certificate(cfg)
     if isinstance(found, certificates.Certificate):
-        now = datetime.datetime.now(datetime.UTC)
         if found.expires_soon(now):
             days = max(0.0, found.seconds_left(now) / 86400)
             return [
@@ -149,8 +150,10 @@ def _nearest_existing(path: Path) -> Path:
     return path
 
 
-def warnings(cfg: Config, service_user: str = SERVICE_USER) -> list[str]:
-    """Every warning about ``cfg``, one line each, naming the key."""
+def warnings(
+    cfg: Config, service_user: str = SERVICE_USER, now: datetime | None = None
+) -> list[str]:
+    """Every warning about ``cfg``, one line each, naming the key (``now``: the wall clock)."""
     out: list[str] = []
     if not cfg.printers and not cfg.tokens:
         out.append(
@@ -164,10 +167,42 @@ def warnings(cfg: Config, service_user: str = SERVICE_USER) -> list[str]:
                 f"token can match it; make one with: edgeprint token new --role {t.role} "
                 f"--name {t.name}"
             )
+    when = now or datetime.now(UTC)
+    out.extend(token_expiry(cfg, when))
     out.extend(_loopback(cfg))
-    out.extend(_tls(cfg))
+    out.extend(_tls(cfg, when))
     out.extend(_data_dir(cfg.server.data_dir, service_user))
     return out
+
+
+def token_expiry(cfg: Config, now: datetime) -> list[str]:
+    """A warning per token that expired, or expires within :data:`EXPIRY_WARNING` of ``now``."""
+    out: list[str] = []
+    for i, t in enumerate(cfg.tokens):
+        if t.expires is None or t.expires - now > EXPIRY_WARNING:
+            continue
+        renew = f"make a new one with: edgeprint token new --role {t.role} --name {t.name}"
+        if t.expires <= now:
+            out.append(
+                f"tokens[{i}].expires: {t.name!r} expired at {t.expires.isoformat()} and is "
+                f"refused; {renew}"
+            )
+        else:
+            out.append(
+                f"tokens[{i}].expires: {t.name!r} expires at {t.expires.isoformat()}, in "
+                f"{_within(t.expires - now)}; {renew}"
+            )
+    return out
+
+
+def _within(left: timedelta) -> str:
+    """``left`` in words: ``3 days``, ``5 hours``, ``12 minutes``."""
+    seconds = int(left.total_seconds())
+    for unit, size in (("day", 86_400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            n = seconds // size
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    return "less than a minute"
 
 
 def _loopback(cfg: Config) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 
 class EdgeprintError(Exception):
@@ -351,13 +352,27 @@ class Unauthorized(EdgeprintError):
     """No bearer token, or one that matches no configured token (HTTP 401)."""
 
 
-class Forbidden(EdgeprintError):
-    """The token is valid but its role may not do this (HTTP 403)."""
+class TokenExpired(Unauthorized):
+    """A configured token whose ``expires`` has passed (HTTP 401; IPP not-authorized)."""
 
-    def __init__(self, role: str, needed: str) -> None:
+    def __init__(self, name: str, at: datetime) -> None:
+        self.name = name
+        self.at = at
+        super().__init__(f"token {name!r} expired at {at.isoformat()}")
+
+
+class Forbidden(EdgeprintError):
+    """The token is valid but its role may not do this (HTTP 403).
+
+    ``allowed``: the roles that may (default: ``needed`` itself, a role's name)."""
+
+    def __init__(self, role: str, needed: str, allowed: tuple[str, ...] = ()) -> None:
         self.role = role
         self.needed = needed
-        super().__init__(f"role {role!r} may not do this; it needs role {needed!r}")
+        names = [repr(r) for r in allowed or (needed,)]
+        who = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+        only = " (a viewer only reads)" if role == "viewer" else ""
+        super().__init__(f"role {role!r} may not do this{only}; it needs role {who}")
 
 
 class StationForbidden(Forbidden):

@@ -1188,3 +1188,31 @@ class JobStoryOut(BaseModel):
 
     job: JobOut
     entries: list[StoryEntryOut]
+
+
+# --- tokens (issue 26) ----------------------------------------------------------------------
+
+
+class TokenOut(BaseModel):
+    """One configured token as ``GET /v1/tokens`` lists it: never its secret or digest."""
+
+    name: str
+    role: Literal["kiosk", "tech", "station", "viewer"]
+    printers: list[str] = Field(description="a station's printers and pools; empty otherwise")
+    expires: str | None = Field(description="RFC 3339 UTC; null: it does not expire")
+    expired: bool = Field(description="`expires` has passed: the token is refused")
+    last_used: str | None = Field(
+        description="this appliance's last authenticated request with it (RFC 3339 UTC); "
+        "null: none since `since`"
+    )
+    last_used_from: str | None = Field(description="that request's client address")
+
+
+class TokensOut(BaseModel):
+    """``GET /v1/tokens``: every configured token, in config order."""
+
+    since: str = Field(
+        description="when this appliance began counting uses (its start; RFC 3339 UTC): "
+        "last uses are kept in memory, per appliance"
+    )
+    tokens: list[TokenOut]

@@ -1,13 +1,13 @@
 """What a reload (SIGHUP, ``systemctl reload edgeprint``) may change in a running appliance.
 
-Tokens, the per-token rate limit, the per-request limits of ``[server]``, ``[release]``
-and the retention ages are read per request or per sweep, so a reload applies them at
-once. Printers may be added, changed and removed (Dispatcher.reconfigure, and
-JobService.retire for a removed printer's waiting jobs). Every other key is bound when
-the appliance starts (the listening socket, the store, the dispatch settings of the
-workers): a config that changes one of them is refused as a whole, naming the keys, and
-the running config stays (``systemctl restart edgeprint`` applies them; jobs are kept
-and reconciled).
+Tokens (their roles and expiry), ``[metrics] token_required``, the per-token rate limit,
+the per-request limits of ``[server]``, ``[release]`` and the retention ages are read per
+request or per sweep, so a reload applies them at once. Printers may be added, changed
+and removed (Dispatcher.reconfigure, and JobService.retire for a removed printer's waiting
+jobs). Every other key is bound when the appliance starts (the listening socket, the
+store, the dispatch settings of the workers): a config that changes one of them is
+refused as a whole, naming the keys, and the running config stays (``systemctl restart
+edgeprint`` applies them; jobs are kept and reconciled).
 
 TLS (issue 26): every reload reads the certificate and key files again, whether or not the
 config changed (a renewed certificate needs only ``systemctl reload edgeprint``), and
@@ -43,6 +43,7 @@ LIVE_KEYS = frozenset(
         "retention.hold_ttl_s",
         "retention.document_retention_s",
         "event.badge_media",  # read per preflight (issue 23)
+        "metrics.token_required",  # read per request of /metrics (issue 26)
         # issue 26: read per request (edgeprint.api.plain_http)
         "server.allow_plain_http",
         # issue 26: the files are read again at every reload (edgeprint.tls_runtime)

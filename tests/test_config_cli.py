@@ -78,7 +78,7 @@ def _with(**changes: Any) -> dict[str, Any]:
         pytest.param(_with(printers__0__uri="lpd://x/q"), "printers[0].uri: String should match pattern", id="uri-scheme"),
         pytest.param(_with(printers__0__pool="printer-03"), "printers[0].pool: pool 'printer-03' has the name of a printer", id="pool-is-printer"),
         pytest.param(_with(printers__0__colour=True), "printers[0].colour: unknown key", id="unknown-printer-key"),
-        pytest.param(_with(tokens__0__role="admin"), "tokens[0].role: Input should be 'kiosk', 'tech' or 'station'", id="token-role"),
+        pytest.param(_with(tokens__0__role="admin"), "tokens[0].role: Input should be 'kiosk', 'tech', 'station' or 'viewer'", id="token-role"),
         pytest.param(_with(tokens__0__sha256="abc"), "tokens[0].sha256: String should match pattern", id="token-hash"),
         pytest.param(_with(tokens__1__sha256=config_dict(Path("/x"))["tokens"][0]["sha256"]), "tokens[1].sha256: duplicate value", id="duplicate-hash"),
         pytest.param(_with(store={"synchronous": "OFF"}), "store.synchronous: Input should be 'FULL' or 'NORMAL'", id="synchronous-off"),

@@ -13,6 +13,7 @@ import json
 import re
 import shutil
 import subprocess
+import textwrap
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -180,6 +181,26 @@ def test_promtool_checks_the_rules() -> None:
 def test_promtool_unit_tests_of_the_rules() -> None:
     """promtool test rules: each alert fires (and only then) on synthetic series."""
     proc = _run(_promtool(), "test", "rules", str(RULE_TESTS))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "SUCCESS" in proc.stdout
+
+
+def test_promtool_accepts_the_readme_scrape_config_with_a_token(tmp_path: Path) -> None:
+    """The README's scrape config for ``[metrics] token_required`` (issue 26) is one promtool
+    accepts, its ``credentials_file`` pointing at a token file that exists."""
+    readme = (OPS.parent / "README.md").read_text()
+    blocks = [
+        textwrap.dedent(b)
+        for b in re.findall(r"^ *```yaml\n(.*?)^ *```$", readme, re.M | re.S)
+        if "credentials_file" in b
+    ]
+    assert len(blocks) == 1, blocks
+    token = tmp_path / "edgeprint-viewer.token"
+    token.write_text("a-viewer-token\n")
+    config = tmp_path / "prometheus.yml"
+    config.write_text(blocks[0].replace("/etc/prometheus/edgeprint-viewer.token", str(token)))
+    assert str(token) in config.read_text()
+    proc = _run(_promtool(), "check", "config", str(config))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "SUCCESS" in proc.stdout
 

@@ -141,6 +141,17 @@ def test_reload_replaces_tokens_at_once(appliance: Appliance) -> None:
     assert NEW_TOKEN not in appliance.server.log_path.read_text()  # never logged
 
 
+def test_reload_turns_the_metrics_token_on_at_once(appliance: Appliance) -> None:
+    """``[metrics] token_required`` is live: after the reload /metrics needs a token."""
+    url = appliance.server.url
+    assert asyncio.run(_status(url, "", "/metrics")) == 200
+    rec = appliance.reload({**appliance.cfg, "metrics": {"token_required": True}})
+    assert rec["event"] == "config_reloaded"
+    assert rec["keys"] == ["metrics.token_required"]
+    assert asyncio.run(_status(url, "", "/metrics")) == 401
+    assert asyncio.run(_status(url, TECH_TOKEN, "/metrics")) == 200
+
+
 def test_reload_changes_limits_at_once(appliance: Appliance) -> None:
     """A lower max_document_bytes refuses the next upload with 413; a rate limit applies to
     the next requests."""

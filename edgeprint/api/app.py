@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from edgeprint import errors, printable
 from edgeprint.api import problems
-from edgeprint.api.auth import TokenAuth
+from edgeprint.api.auth import Needed, TokenAuth
 from edgeprint.api.ratelimit import TokenRateLimiter
 from edgeprint.api.uploads import (
     duplicate_key,
@@ -166,11 +166,11 @@ def _deps(request: web.Request) -> Deps:
     return request.app[DEPS]
 
 
-async def authorize(request: web.Request, needed: str) -> Caller:
-    """Who asks, with at least role ``needed``; raises errors.Unauthorized,
+async def authorize(request: web.Request, needed: Needed) -> Caller:
+    """Who asks, with a role that grants ``needed``; raises errors.Unauthorized,
     errors.Forbidden, errors.RateLimited."""
     deps = _deps(request)
-    token = deps.auth.authenticate(request.headers.get("Authorization"), needed)
+    token = deps.auth.authenticate(request.headers.get("Authorization"), needed, request.remote)
     try:
         await deps.rate_limiter.hit(token.name)
     except errors.RateLimited:
@@ -546,8 +546,10 @@ async def readyz(request: web.Request) -> web.Response:
 
 
 async def metrics(request: web.Request) -> web.Response:
-    """GET /metrics: Prometheus text format."""
+    """GET /metrics: Prometheus text format (a token with ``[metrics] token_required``)."""
     deps = _deps(request)
+    if deps.config.metrics.token_required:  # read per request: a reload applies it at once
+        await authorize(request, "read")
     deps.metrics.set_job_counts(await deps.service.jobs_by_state())
     deps.metrics.set_rehearsal_counts(await deps.service.jobs_by_state(rehearsal=True))
     mode = await deps.service.event.current()  # read here: another appliance may change it

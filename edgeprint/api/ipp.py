@@ -25,6 +25,7 @@ from aiohttp import web
 from edgeprint import errors
 from edgeprint.api import plain_http
 from edgeprint.faults import crash_point
+from edgeprint.ipp_server import limits
 from edgeprint.ipp_server.operations import Context, IppServer, status_for
 from edgeprint.printers import codec
 from edgeprint.printers.codec import Operation, Status
@@ -53,7 +54,8 @@ _Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 def _answer(status: int, detail: str, head: bytes, http_status: int = 200) -> web.Response:
     request_id = int.from_bytes(head[4:8], "big", signed=True) if len(head) >= 8 else 0
     version = (head[0], head[1]) if len(head) >= 2 and head[0] in (1, 2) else (2, 0)
-    body = codec.response(status, request_id, version=version, status_message=detail).encode()
+    answer = codec.response(status, request_id, version=version, status_message=detail)
+    body = limits.fit_message(answer).encode()
     return web.Response(status=http_status, body=body, content_type=CONTENT_TYPE)
 
 
@@ -96,7 +98,7 @@ class IppEndpoint:
             user, sep, password = base64.b64decode(encoded, validate=True).decode().partition(":")
         except (binascii.Error, UnicodeDecodeError):
             raise errors.Unauthorized("malformed Basic credentials") from None
-        token = self.deps.auth.authenticate(f"Bearer {password}", "kiosk")
+        token = self.deps.auth.authenticate(f"Bearer {password}", "kiosk", request.remote)
         if not sep or token.name != user:
             raise errors.Unauthorized("the user name must be the token's name")
         return token.name, token.role
@@ -171,6 +173,8 @@ class IppEndpoint:
         if config.ipp.auth == "basic":
             try:
                 user, role = self._basic(request)
+            except (errors.TokenExpired, errors.Forbidden) as exc:  # known, but not now / here
+                return _answer(Status.CLIENT_ERROR_NOT_AUTHORIZED, str(exc), b"", 403)
             except errors.EdgeprintError as exc:
                 resp = _answer(Status.CLIENT_ERROR_NOT_AUTHENTICATED, str(exc), b"", 401)
                 resp.headers["WWW-Authenticate"] = 'Basic realm="edgeprint", charset="UTF-8"'

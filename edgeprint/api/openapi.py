@@ -61,6 +61,8 @@ from edgeprint.models import (
     ResolveRequest,
     StatsOut,
     SubmitMetadata,
+    TokenOut,
+    TokensOut,
     WebhookDeliveriesOut,
 )
 
@@ -84,6 +86,7 @@ _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     OwnerCredentialsOut, ReleaseLookupOut, ReleasePrintOut,  # issue 24 (release)
     BulkOut,  # issue 24 (many jobs at once)
     JobStoryOut,  # issue 24
+    TokenOut, TokensOut,  # issue 26
 )  # fmt: skip
 
 Body = Literal[
@@ -110,7 +113,8 @@ _BULK_BODIES: dict[str, type[BaseModel]] = {
     "bulk-replay": BulkReplayRequest,
     "bulk-resolve": BulkResolveRequest,
 }
-Role = Literal["kiosk", "tech"]
+#: What a route needs (edgeprint.api.auth.Needed without "station", which no route needs).
+Role = Literal["kiosk", "tech", "read", "view"]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -141,7 +145,7 @@ class Operation:
     operation_id: str
     summary: str
     tag: str
-    #: None: no token needed; else the least role that may call it.
+    #: None: no token needed; else what the token's role must grant (edgeprint.api.auth).
     role: Role | None
     answers: dict[int, Answer]
     query: tuple[str, ...] = ()
@@ -455,6 +459,8 @@ def _operation(op: Operation, refs: dict[type[BaseModel], dict[str, Any]]) -> di
         None: "No token.",
         "kiosk": "Token role: kiosk or tech.",
         "tech": "Token role: tech.",
+        "read": "Token role: kiosk, viewer or tech.",
+        "view": "Token role: viewer or tech.",
     }[op.role]
     out: dict[str, Any] = {
         "operationId": op.operation_id,
@@ -533,8 +539,10 @@ def document() -> dict[str, Any]:
                     "type": "http",
                     "scheme": "bearer",
                     "description": "a token from the config's [[tokens]]; role kiosk (submit, "
-                    "release, cancel, read jobs), tech (everything) or station (only the "
-                    "release pages of its printers)",
+                    "release, cancel, read jobs), tech (everything), viewer (read jobs, "
+                    "printers, stats, the dead-letter queue and metrics; no action) or station "
+                    "(only the release pages of its printers). A token past its `expires` is "
+                    "refused (401).",
                 }
             },
         },

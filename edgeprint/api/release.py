@@ -106,7 +106,7 @@ async def _at(request: web.Request) -> tuple[Caller, Place]:
     cid = request.get(CORRELATION_ID)
     authorization = request.headers.get("Authorization")
     if authorization:
-        token = deps.auth.authenticate(authorization, "station")
+        token = deps.auth.authenticate(authorization, "station", request.remote)
         if token.role == "station" and name not in token.printers:
             raise errors.StationForbidden(token.name, name)
         key, caller = token.name, Caller(token.name, token.role, cid)

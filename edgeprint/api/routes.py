@@ -26,6 +26,7 @@ from edgeprint.api import (
     release_page,
     status_page,
     stickers,
+    tokens,
     upload_page,
 )  # fmt: skip
 from edgeprint.api.openapi import PATH, Answer, Body, Handler, Operation, Role
@@ -50,6 +51,8 @@ from edgeprint.models import (
     ReleaseLookupOut,
     ReleasePrintOut,
     StatsOut,
+    TokenOut,
+    TokensOut,
     WebhookDeliveriesOut,
 )
 from edgeprint.service.release_desk import ReleaseDesk
@@ -61,8 +64,12 @@ def _problem(description: str, *headers: str) -> Answer:
     return Answer(description, Problem, headers=headers)
 
 
-_401 = _problem("`unauthorized`: no, malformed or unknown bearer token", "WWW-Authenticate")
+_401 = _problem(
+    "`unauthorized`: no, malformed or unknown bearer token, or one past its `expires`",
+    "WWW-Authenticate",
+)
 _403_TECH = _problem("`forbidden`: the token's role is not `tech`")
+_403_ACT = _problem("`forbidden`: the token's role may not act (a viewer or a station token)")
 _404_JOB = _problem("`job-not-found` (also for an id that is not 32 lowercase hex characters)")
 _404_PRINTER = _problem("`printer-not-found`")
 _409 = _problem("`state-conflict`: the action does not apply to the job's state; `state` names it")
@@ -90,7 +97,7 @@ _AT_PLACE = {
     403: _problem(
         "`credential-invalid`: the code, card or PIN opens nothing (the same answer whether "
         "or not such an owner or job exists); `forbidden`: a station token used at a printer "
-        "or pool it is not set up for"
+        "or pool it is not set up for, or a viewer token (it only reads)"
     ),
     404: _404_PRINTER,
     423: _problem("`release-locked`: the job's release is locked after wrong PINs", "Retry-After"),
@@ -110,6 +117,12 @@ _AT_PLACE_NOTE = (
     "and the count ages out `pin_lockout_s` after the last wrong one."
 )
 _TECH = {**_AUTH, 403: _403_TECH}
+#: A kiosk's action (a viewer reads, a station releases at its printers: both refused).
+_KIOSK = {**_AUTH, 403: _403_ACT}
+#: Reading jobs: kiosk, viewer and tech tokens.
+_READ = {**_AUTH, 403: _problem("`forbidden`: a station token")}
+#: What the status page shows a technician (printers, stats, …): viewer and tech tokens.
+_VIEW = {**_AUTH, 403: _problem("`forbidden`: the token's role is neither `viewer` nor `tech`")}
 
 
 def _icon(size: int) -> Callable[[ipp.IppEndpoint], Handler]:
@@ -152,7 +165,7 @@ def _bulk(verb: str, summary: str, role: Role, single: str, handler: Handler) ->
                 + target
             ),
             503: _503_STORE,
-            **(_TECH if role == "tech" else _AUTH),
+            **(_TECH if role == "tech" else _KIOSK),
         },
     )  # fmt: skip
 
@@ -194,13 +207,13 @@ ROUTES: tuple[Operation, ...] = (
                 "ZPL document that is not `^XA…^XZ` labels), `too-many-pages`, `too-many-labels` "
                 "(ZPL), `unsupported-document` (no printer of the target takes ZPL)"
             ),
-            503: _503_WRITE, 507: _507, **_AUTH,
+            503: _503_WRITE, 507: _507, **_KIOSK,
         },
         links={201: ("getJob", "releaseJob", "cancelJob", "replayJob")},
     ),
     Operation(
         app.list_jobs,
-        "get", "/v1/jobs", "listJobs", "List jobs, newest first", "jobs", "kiosk",
+        "get", "/v1/jobs", "listJobs", "List jobs, newest first", "jobs", "read",
         query=("state", "owner", "printer", "idempotency_key", "id_prefix", "owner_contains",
                "limit", "cursor"),
         description=(
@@ -211,7 +224,7 @@ ROUTES: tuple[Operation, ...] = (
         answers={
             200: Answer("a page of jobs; pass `next_cursor` as `cursor` for the next", JobListOut),
             422: _problem("`invalid-request`: a bad or unknown query parameter (`errors`)"),
-            503: _503_STORE, **_AUTH,
+            503: _503_STORE, **_READ,
         },
     ),
     Operation(
@@ -249,14 +262,14 @@ ROUTES: tuple[Operation, ...] = (
                 "job or another reprint), `unknown-target` (its printer or pool is no longer "
                 "configured)"
             ),
-            503: _503_WRITE, 507: _507, **_AUTH,
+            503: _503_WRITE, 507: _507, **_KIOSK,
         },
         links={201: ("getJob", "cancelJob")},
     ),
     Operation(
         desk.job_story,
         "get", "/v1/jobs/{job_id}/events", "jobStory",
-        "A job's story: state changes, copies, who and why", "jobs", "kiosk",
+        "A job's story: state changes, copies, who and why", "jobs", "read",
         description=(
             "Every state change (who made it and why), every event that changed no state (a "
             "reprint made from it), every copy handed to a printer (which printer, its IPP "
@@ -264,13 +277,13 @@ ROUTES: tuple[Operation, ...] = (
         ),
         answers={
             200: Answer("the job and its story", JobStoryOut),
-            404: _404_JOB, 503: _503_STORE, **_AUTH,
+            404: _404_JOB, 503: _503_STORE, **_READ,
         },
     ),
     Operation(
         app.get_job,
-        "get", "/v1/jobs/{job_id}", "getJob", "A job", "jobs", "kiosk",
-        answers={200: _job("the job"), 404: _404_JOB, 503: _503_STORE, **_AUTH},
+        "get", "/v1/jobs/{job_id}", "getJob", "A job", "jobs", "read",
+        answers={200: _job("the job"), 404: _404_JOB, 503: _503_STORE, **_READ},
     ),
     Operation(
         app.release_job,
@@ -284,7 +297,8 @@ ROUTES: tuple[Operation, ...] = (
         answers={
             200: _job("the job, RELEASED"),
             400: _problem("`malformed-json`: the body is not JSON"),
-            403: _problem("`pin-required` or `pin-mismatch` (the job's release PIN)"),
+            403: _problem("`pin-required` or `pin-mismatch` (the job's release PIN); "
+                          "`forbidden`: a viewer or a station token"),
             404: _404_JOB,
             408: _problem("`request-timeout`: the body did not arrive within the time limit"),
             409: _409,
@@ -312,7 +326,8 @@ ROUTES: tuple[Operation, ...] = (
             200: _job("the job, CANCELLED"),
             202: _job("the job, still PRINTING with `cancel_requested`; the printer cancels it"),
             400: _problem("`malformed-json`: the body is not JSON"),
-            403: _problem("`pin-required` or `pin-mismatch` (a HELD job's release PIN)"),
+            403: _problem("`pin-required` or `pin-mismatch` (a HELD job's release PIN); "
+                          "`forbidden`: a viewer or a station token"),
             404: _404_JOB, 409: _409,
             408: _problem("`request-timeout`: the body did not arrive within the time limit"),
             413: _problem("`payload-too-large`: the body is over 64 KiB"),
@@ -374,7 +389,7 @@ ROUTES: tuple[Operation, ...] = (
             409: _problem("`credential-taken`: the value is not available"),
             422: _problem("`invalid-request`: a bad code (6–12 digits), card or owner (`errors`)"),
             503: _503_STORE, 507: _507, **_AUTH,
-            403: _problem("`forbidden`: a station token"),
+            403: _403_ACT,
         },
     ),
     Operation(
@@ -386,7 +401,7 @@ ROUTES: tuple[Operation, ...] = (
             404: _problem("`owner-not-found`: the owner has no code or card"),
             422: _problem("`invalid-request`: not a valid owner name"),
             503: _503_STORE, 507: _507, **_AUTH,
-            403: _problem("`forbidden`: a station token"),
+            403: _403_ACT,
         },
     ),
     Operation(
@@ -489,7 +504,7 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         previews.job_preview,
         "get", "/v1/jobs/{job_id}/preview.png", "previewJob",
-        "A page of a job's document as a PNG", "jobs", "kiosk", query=("page", "width"),
+        "A page of a job's document as a PNG", "jobs", "read", query=("page", "width"),
         description=(
             "Drawn by the render workers and kept with the document's renditions (the same "
             "document, page and width are drawn once); `page` 1 and `width` 300 px by default. "
@@ -507,13 +522,14 @@ ROUTES: tuple[Operation, ...] = (
                           "the document's last page, or an unknown query parameter (`errors`)"),
             503: _problem("`render-failed` (the workers could not draw it now) or "
                           "`store-unavailable`", "Retry-After"),
-            **_AUTH,
+            **_READ,
         },
     ),
     Operation(
         app.list_printers,
-        "get", "/v1/printers", "listPrinters", "Printers and pools (tech)", "printers", "tech",
-        answers={200: Answer("every printer and pool", PrintersOut), 503: _503_STORE, **_TECH},
+        "get", "/v1/printers", "listPrinters", "Printers and pools (viewer or tech)", "printers",
+        "view",
+        answers={200: Answer("every printer and pool", PrintersOut), 503: _503_STORE, **_VIEW},
     ),
     *(
         Operation(
@@ -641,10 +657,10 @@ ROUTES: tuple[Operation, ...] = (
     ),
     Operation(
         event.get_event,
-        "get", "/v1/event", "getEvent", "The event's mode: live or rehearsal (tech)",
-        "operations", "tech",
+        "get", "/v1/event", "getEvent", "The event's mode: live or rehearsal (viewer or tech)",
+        "operations", "view",
         answers={200: Answer("the mode, since when, the rehearsal's jobs", EventOut),
-                 503: _503_STORE, **_TECH},
+                 503: _503_STORE, **_VIEW},
     ),
     Operation(
         event.start_rehearsal,
@@ -679,20 +695,21 @@ ROUTES: tuple[Operation, ...] = (
     ),
     Operation(
         app.dead_letter,
-        "get", "/v1/dead-letter", "deadLetter", "DEAD jobs, oldest first (tech)", "jobs", "tech",
-        query=("limit", "cursor"),
+        "get", "/v1/dead-letter", "deadLetter", "DEAD jobs, oldest first (viewer or tech)", "jobs",
+        "view", query=("limit", "cursor"),
         answers={
             200: Answer("a page of DEAD jobs with their `dead_reason`", DeadLetterOut),
             422: _problem("`invalid-request`: a bad or unknown query parameter (`errors`)"),
-            503: _503_STORE, **_TECH,
+            503: _503_STORE, **_VIEW,
         },
     ),
     Operation(
         app.stats,
         "get", "/v1/stats", "getStats",
-        "Jobs by state, dead letters by reason, printers in short (tech)", "operations", "tech",
+        "Jobs by state, dead letters by reason, printers in short (viewer or tech)", "operations",
+        "view",
         description="What the status page and `edgeprint stats` show; read at the request.",
-        answers={200: Answer("the numbers", StatsOut), 503: _503_STORE, **_TECH},
+        answers={200: Answer("the numbers", StatsOut), 503: _503_STORE, **_VIEW},
     ),
     Operation(
         app.webhook_deliveries,
@@ -708,6 +725,25 @@ ROUTES: tuple[Operation, ...] = (
             422: _problem("`invalid-request`: a bad or unknown query parameter (`errors`)"),
             503: _503_STORE, **_TECH,
         },
+    ),
+    # issue 26: the tokens, their roles, expiry and last use (never a secret)
+    Operation(
+        tokens.list_tokens,
+        "get", "/v1/tokens", "listTokens",
+        "The configured tokens: role, printers, expiry, last use (tech)", "operations", "tech",
+        description=(
+            "In config order; never a token or its digest. Last use (time and client address "
+            "of the last authenticated request) is kept in memory by this appliance since "
+            "`since`: null means none since then."
+        ),
+        answers={200: Answer("every configured token", TokensOut), **_TECH},
+    ),
+    Operation(
+        tokens.this_token,
+        "get", "/v1/token", "thisToken",
+        "The token this request carries: its name, role and expiry", "operations", "read",
+        description="What the status page asks to know whether it may offer actions.",
+        answers={200: Answer("this token", TokenOut), **_READ},
     ),
     Operation(
         app.healthz,
@@ -725,9 +761,17 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         app.metrics,
         "get", "/metrics", "metrics", "Prometheus metrics", "operations", None,
+        description=(
+            "No token, unless `[metrics] token_required = true`: then a kiosk, viewer or tech "
+            "bearer token."
+        ),
         answers={
             200: Answer("Prometheus text format 0.0.4", media="text/plain"),
             503: _problem("`store-unavailable`", "Retry-After"),
+            401: _problem("`unauthorized`: `[metrics] token_required` and no, an unknown or an "
+                          "expired token", "WWW-Authenticate"),
+            403: _problem("`forbidden`: `[metrics] token_required` and a station token"),
+            429: _429,
         },
     ),
     Operation(
@@ -738,7 +782,10 @@ ROUTES: tuple[Operation, ...] = (
     Operation(
         status_page.status_page,
         "get", "/", "statusPage", "The technicians' live status page", "operations", None,
-        description="HTML only; the page asks for a tech token and reads the API with it.",
+        description=(
+            "HTML only; the page asks for a tech token (or a viewer's: then it only reads) and "
+            "reads the API with it."
+        ),
         answers={200: Answer("the page", media="text/html")},
     ),
     Operation(
@@ -796,8 +843,10 @@ ROUTES: tuple[Operation, ...] = (
             401: Answer("`[ipp] auth = \"basic\"` and no or wrong credentials: an IPP "
                         "response, client-error-not-authenticated", media="application/ipp",
                         headers=("WWW-Authenticate",)),
-            403: Answer("the client's address is outside `[ipp] allowed_networks`: an IPP "
-                        "response, client-error-not-authorized", media="application/ipp"),
+            403: Answer("the client's address is outside `[ipp] allowed_networks`, or (`basic`) "
+                        "a token past its `expires` or whose role may not print (viewer, "
+                        "station): an IPP response, client-error-not-authorized",
+                        media="application/ipp"),
             404: _problem("`not-found`: `[ipp] enabled = false`"),
             415: _problem("`unsupported-document`: the body is not `application/ipp`, or it is "
                           "compressed (Content-Encoding)"),

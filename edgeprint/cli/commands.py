@@ -1,5 +1,6 @@
 """``edgeprint``: parse the command line and run the command; the appliance's own commands
-(serve, check-config, token new) live here, the technicians' in :mod:`edgeprint.cli.tech`.
+(serve, check-config, token new) live here, the technicians' (and ``token list``) in
+:mod:`edgeprint.cli.tech`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     if args.command == "check-config":
         return _check_config(args.path)
-    if args.command == "token":
+    if args.command == "token" and args.token_command == "new":
         return _token_new(args.role, args.name)
     if args.command == "serve":
         return _serve(args.config, args.log_level)
@@ -70,6 +71,7 @@ def _token_new(role: str, name: str | None) -> int:
     print(f'sha256 = "{token_digest(token)}"')
     if role == "station":
         print('printers = ["printer-01"]  # the printers and pools this station stands at')
+    print("# expires = 2027-01-31T23:59:59Z  # optional (RFC 3339): refused from then on")
     return EXIT_OK
 
 

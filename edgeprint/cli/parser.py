@@ -221,8 +221,10 @@ def parser() -> argparse.ArgumentParser:
     t = sub.add_parser("token", help="bearer tokens")
     tsub = t.add_subparsers(dest="token_command", required=True, metavar="ACTION")
     tn = tsub.add_parser("new", help="make a new token and print its [[tokens]] lines")
-    tn.add_argument("--role", required=True, choices=["kiosk", "tech", "station"])
+    tn.add_argument("--role", required=True, choices=["kiosk", "tech", "station", "viewer"])
     tn.add_argument("--name", default=None, help="token name (default: ROLE-<random>)")
+    tl = "the appliance's tokens: role, printers, expiry, last use; never a secret (tech)"
+    tsub.add_parser("list", help=tl, description=tl, parents=[common])
 
     discover.add_parser(sub)
     setup.add_parser(sub)
@@ -230,8 +232,12 @@ def parser() -> argparse.ArgumentParser:
     def tech(name: str, help_: str) -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help_, description=help_, parents=[common])
 
-    tech("status", "one screen: printers, pools, jobs by state, dead-letter queue (tech)")
-    pr = tech("printers", "every printer in full: IPP state, reasons, queues, errors (tech)")
+    tech("status", "one screen: printers, pools, jobs by state, dead-letter queue (viewer or tech)")
+    pr = tech(
+        "printers",
+        "every printer in full: IPP state, reasons, queues, errors (viewer or tech; trust, "
+        "sticker: tech)",
+    )
     pr.add_argument(
         "action", nargs="?", choices=["trust", "sticker"],
         help="trust: accept the certificate an ipps printer presents now (after a reset); "
@@ -249,7 +255,7 @@ def parser() -> argparse.ArgumentParser:
         "the address --url reaches unless loopback, else the box's LAN address and port; a "
         "loopback base is refused: pass --base http://<box address>:<port>)",
     )  # fmt: skip
-    j = tech("jobs", "list jobs, newest first (kiosk or tech)")
+    j = tech("jobs", "list jobs, newest first (kiosk, viewer or tech)")
     j.add_argument("--state", type=_state, help="HELD, RELEASED, PRINTING, DONE, DEAD, …")
     j.add_argument("--owner")
     j.add_argument("--printer", type=_printer)
@@ -258,7 +264,7 @@ def parser() -> argparse.ArgumentParser:
     j.add_argument("--key", type=_idempotency_key, help="the job made with this Idempotency-Key")
     j.add_argument("--id-prefix", type=_id_prefix, help="jobs whose id starts with these 4-32 hex")
     j.add_argument("--owner-contains", help="jobs whose owner contains this, any case")
-    d = tech("dead-letter", "the dead-letter queue, oldest first (tech)")
+    d = tech("dead-letter", "the dead-letter queue, oldest first (viewer or tech)")
     d.add_argument("--limit", type=_limit, help="1-500 (default 100)")
     d.add_argument("--cursor", type=_cursor, help="next page, as printed after a full page")
     r = tech(
@@ -302,7 +308,7 @@ def parser() -> argparse.ArgumentParser:
     idf = tech("identify", "make a printer show itself: IPP Identify-Printer or a test page (tech)")
     idf.add_argument("printer", metavar="PRINTER", type=_printer)
     idf.add_argument("--test-page", action="store_true", help="print a one-page test print instead")
-    tech("stats", "jobs by state, dead letters by reason, printers in short (tech)")
+    tech("stats", "jobs by state, dead letters by reason, printers in short (viewer or tech)")
     rs = tech("resolve", "settle a DEAD outcome_unknown job: it printed, or print it again (tech)")
     rs.add_argument("job_id", metavar="JOB_ID", type=_job_id)
     how = rs.add_mutually_exclusive_group(required=True)
@@ -335,7 +341,10 @@ def parser() -> argparse.ArgumentParser:
         "--wait", type=_positive_float, metavar="SECONDS", default=60.0,
         help="how long to wait for the test badges to print (default 60)",
     )  # fmt: skip
-    tech("event", "the event's mode: live or rehearsal, since when, the rehearsal's jobs (tech)")
+    tech(
+        "event",
+        "the event's mode: live or rehearsal, since when, the rehearsal's jobs (viewer or tech)",
+    )
     tech("rehearsal", "start a rehearsal: new jobs are tests until go-live (tech)")
     tech(
         "go-live",

@@ -24,6 +24,7 @@ from edgeprint.cli import (
     render,
     short_ids,
     sticker,
+    tokens,
 )
 from edgeprint.cli.errors import (
     EXIT_API_ERROR,
@@ -434,4 +435,6 @@ COMMANDS: dict[str, Callable[[client.Api, argparse.Namespace, bool], int | None]
     "go-live": event.cmd_go_live,
     # issue 24 (the badge desk)
     "reprint": desk.cmd_reprint,
+    # issue 26: `edgeprint token list` (`token new` runs without the appliance)
+    "token": tokens.cmd_token_list,
 }

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from edgeprint import errors
 from edgeprint.faults import crash_point
 from edgeprint.ipp_server import attributes as A
+from edgeprint.ipp_server import limits
 from edgeprint.models import SubmitMetadata
 from edgeprint.printers import codec
 from edgeprint.printers.codec import Attribute, GroupTag, IppMessage, Operation, Status, Tag
@@ -265,14 +266,14 @@ class IppServer:
         finally:
             if ctx.document is not None:
                 ctx.document.discard()  # a no-op once a job took it
-        return response.encode()
+        return limits.fit_message(response).encode()
 
     def _error(
         self, status: int, detail: str, version: tuple[int, int], request_id: int
     ) -> IppMessage:
         if version not in A.VERSIONS:  # answered at the nearest version spoken here
             version = A.VERSIONS[0] if version[0] <= 1 else A.VERSIONS[-1]
-        return codec.response(status, request_id, version=version, status_message=detail[:255])
+        return codec.response(status, request_id, version=version, status_message=detail)
 
     def _add_unsupported(self, response: IppMessage, raw: bytes, names: Sequence[str]) -> None:
         try:
@@ -305,6 +306,13 @@ class IppServer:
             raise _refuse(
                 Status.SERVER_ERROR_OPERATION_NOT_SUPPORTED,
                 f"operation 0x{op:04x} is not supported by this queue",
+            )
+        if too_long := limits.too_long(message):  # why refused, not cut: see limits
+            raise _refuse(
+                Status.CLIENT_ERROR_REQUEST_VALUE_TOO_LONG,
+                f"{', '.join(too_long)[:200]}: longer than its syntax allows (RFC 8011 §5.1, in "
+                "UTF-8 octets: names and keywords 255, text and URIs 1023)",
+                *too_long,
             )
         if ctx.job_path_id is not None:
             self._check_job_path(message, ctx.job_path_id)
@@ -486,7 +494,9 @@ class IppServer:
         value = message.value(GroupTag.OPERATION, "job-name")
         if isinstance(value, codec.StringWithLanguage):
             value = value.text
-        return value[:255] if isinstance(value, str) and value else None
+        if not isinstance(value, str) or not value:
+            return None
+        return limits.fit(value, limits.MAX_OCTETS[Tag.NAME])  # cut, not refused: see limits
 
     def _page_ranges(self, message: IppMessage) -> PageRanges | None:
         """page-ranges (RFC 8011 §5.2.7): ascending, not overlapping, from page 1 up."""

@@ -121,6 +121,7 @@
   }
 
   function ask(spec) {
+    if (document.body.classList.contains("viewer")) { return; }  // read-only: no action
     pending = spec;
     byId("confirm-text").textContent = spec.question;
     byId("confirm-more").replaceChildren(spec.more ? spec.more() : "");
@@ -1165,12 +1166,24 @@
                          cache: "no-store", credentials: "omit", signal: signal });
   }
 
+  // A viewer token (issue 26) reads everything and acts on nothing: the page hides every
+  // action (body.viewer in the style) and says why; the API refuses them anyway (403).
+  function showRole(token) {
+    var viewer = !!token && token.role === "viewer";
+    document.body.classList.toggle("viewer", viewer);
+    document.body.setAttribute("data-role", token && token.role ? String(token.role) : "");
+    var note = byId("read-only");
+    note.hidden = !viewer;
+    note.textContent = viewer ? "Read-only: this is a viewer token (" + token.name +
+      "), so the page shows no actions. A technician's token acts." : "";
+  }
+
   function authFailure(resp) {
     problemDetail(resp).then(function (detail) {
       forgetToken();
       var what = resp.status === 403
         ? "This token is not a technician's token (403 Forbidden): " + detail +
-          ". The status page needs a tech token."
+          ". The status page needs a tech token (or a viewer's, to read only)."
         : "The appliance refused the token (401 Unauthorized): " + detail +
           ". Enter a valid tech token.";
       showLogin(what);
@@ -1201,7 +1214,8 @@
     var query = jobsQuery();
     Promise.all([get("v1/stats", token, ctl.signal), get("v1/printers", token, ctl.signal),
                  get("v1/dead-letter?limit=" + DEAD_SHOWN, token, ctl.signal),
-                 get(query, token, ctl.signal), get("v1/event", token, ctl.signal)])
+                 get(query, token, ctl.signal), get("v1/event", token, ctl.signal),
+                 get("v1/token", token, ctl.signal)])
       .then(function (rs) {
         var denied = rs.filter(function (r) { return r.status === 401 || r.status === 403; });
         if (denied.length) { authFailure(denied[0]); return; }
@@ -1213,6 +1227,7 @@
           });
         }
         return Promise.all(rs.map(function (r) { return r.json(); })).then(function (b) {
+          showRole(b[5]);
           render(b[0], b[1], b[2], b[3], b[4]);
           byId("data").hidden = false;
           byId("login").hidden = true;
