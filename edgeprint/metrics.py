@@ -251,7 +251,7 @@ class Metrics:
             self.webhook_deliveries.labels(outcome=outcome)
         self.tls_certificate_expiry = Gauge(
             "edgeprint_tls_certificate_expiry_timestamp_seconds",
-            "When the certificate the API serves ends (notAfter, unix time; issue 26)",
+            "When the certificate the API serves ends (notAfter, unix time; 0: no TLS served)",
             registry=r,
         )
         self.event_loop_tasks = Gauge(
