@@ -271,3 +271,11 @@ def test_cert_files_and_allow_plain_http_are_live_keys_and_the_tls_mode_is_not(
     assert restart_keys(cfg(**files), cfg(**moved)) == []
     assert restart_keys(cfg(**files), cfg(tls="off")) == ["server.tls"]
     assert restart_keys(cfg(), cfg(tls="self-signed")) == ["server.tls"]
+
+
+async def test_a_box_serving_no_tls_exposes_0(app: Appliance) -> None:
+    """The alert ignores 0 (ops/edgeprint.rules.yml): a plain box never looks expired."""
+    registry = app.running.service.metrics.registry
+    value = registry.get_sample_value("edgeprint_tls_certificate_expiry_timestamp_seconds")
+    assert value == 0.0
+    assert app.running.tls is None
