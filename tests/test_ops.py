@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from edgeprint import certificates
 from tests.conftest import Appliance
 from tests.rig_fixtures import in_ci
 
@@ -197,9 +198,15 @@ def test_promtool_accepts_the_readme_scrape_config_with_a_token(tmp_path: Path) 
     assert len(blocks) == 1, blocks
     token = tmp_path / "edgeprint-viewer.token"
     token.write_text("a-viewer-token\n")
+    # The box's certificate (issue 26: scraped over https, its self-signed tls.crt trusted).
+    ca = certificates.make_self_signed(
+        tmp_path / "edgeprint-hall-a.crt", tmp_path / "tls.key", ["hall-a-printbox"]
+    ).cert_file
     config = tmp_path / "prometheus.yml"
-    config.write_text(blocks[0].replace("/etc/prometheus/edgeprint-viewer.token", str(token)))
+    text = blocks[0].replace("/etc/prometheus/edgeprint-viewer.token", str(token))
+    config.write_text(text.replace("/etc/prometheus/edgeprint-hall-a.crt", str(ca)))
     assert str(token) in config.read_text()
+    assert str(ca) in config.read_text()
     proc = _run(_promtool(), "check", "config", str(config))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "SUCCESS" in proc.stdout
