@@ -1,9 +1,11 @@
 """DNS-SD advertising of the IPP queues (python-zeroconf's one home).
 
-One ``_ipp._tcp`` service per printer and per pool, named ``edgeprint <queue>``
-(python-zeroconf renames it ``edgeprint <queue> (2)`` if another appliance on the
-LAN has the name), with the TXT keys of the IPP Everywhere / Bonjour Printing
-specifications that apply to a PDF queue.
+One service per printer and per pool, named ``edgeprint <queue>`` (python-zeroconf
+renames it ``edgeprint <queue> (2)`` if another appliance on the LAN has the name), with
+the TXT keys of the IPP Everywhere (PWG 5100.14 §4.2) / Bonjour Printing specifications
+that apply to a PDF queue. The type follows ``[server] tls``: ``_ipps._tcp`` (TXT
+``TLS=1.2``, an https ``adminurl``) when the port serves TLS, ``_ipp._tcp`` only when it
+speaks plain HTTP — one port never speaks both, so one type is advertised, never both.
 """
 
 from __future__ import annotations
@@ -24,6 +26,14 @@ from edgeprint.ipp_server import attributes as A
 log = logging.getLogger(__name__)
 
 SERVICE_TYPE = "_ipp._tcp.local."
+IPPS_SERVICE_TYPE = "_ipps._tcp.local."
+#: PaperMax (Bonjour Printing 1.2): the largest queue media is A4 (iso_a4_210x297mm)
+PAPER_MAX = "legal-A4"
+
+
+def service_type(config: Config) -> str:
+    """``_ipps._tcp`` when the port serves TLS, else ``_ipp._tcp`` (plain IPP)."""
+    return IPPS_SERVICE_TYPE if config.server.serves_tls else SERVICE_TYPE
 
 
 def queue_names(config: Config) -> list[str]:
@@ -49,6 +59,8 @@ def service_info(config: Config, queue: str, host: str, port: int, server: str) 
     uuid = A.Queue(queue, "", (), False, "", "", "none", 0).uuid.removeprefix("urn:uuid:")
     addresses = _addresses(host)
     admin_host = addresses[0] if ":" not in addresses[0] else f"[{addresses[0]}]"
+    tls = config.server.serves_tls
+    stype = service_type(config)
     txt = {
         "txtvers": "1",
         "qtotal": "1",
@@ -66,14 +78,19 @@ def service_info(config: Config, queue: str, host: str, port: int, server: str) 
         "UUID": uuid,
         "Color": "F",
         "Duplex": "F",
-        "adminurl": f"http://{admin_host}:{port}/",
+        "kind": "document",
+        "PaperMax": PAPER_MAX,
+        "adminurl": f"{'https' if tls else 'http'}://{admin_host}:{port}/",
         "priority": "50",
+        # AirPrint: how to authenticate ("none" when the queues are open)
+        "air": "username,password" if config.ipp.auth == "basic" else "none",
     }
-    if config.ipp.auth == "basic":
-        txt["air"] = "username,password"
+    if tls:
+        txt["TLS"] = "1.2"  # the lowest TLS version served (certificates.server_context)
+    # No "mopria-certified": edgeprint is not certified, and the key claims it.
     return ServiceInfo(
-        SERVICE_TYPE,
-        f"edgeprint {queue}.{SERVICE_TYPE}",
+        stype,
+        f"edgeprint {queue}.{stype}",
         port=port,
         properties=txt,
         server=server,
