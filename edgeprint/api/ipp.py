@@ -208,7 +208,10 @@ class IppEndpoint:
             return _answer(Status.CLIENT_ERROR_NOT_FOUND, text, head[:8])
 
         host = request.host
-        queue = self.server.queue(request.match_info["name"], f"ipp://{host}", f"http://{host}/")
+        ipp, http = ("ipps", "https") if request.secure else ("ipp", "http")  # as it came in
+        queue = self.server.queue(
+            request.match_info["name"], f"{ipp}://{host}", f"{http}://{host}/"
+        )
         if queue is None:
             return not_found(
                 f"no queue {request.match_info['name'][:40]!r}; queues are printer and pool names"
