@@ -88,13 +88,15 @@ async def _resolve(name: str, service_type: str = advertise.SERVICE_TYPE) -> Asy
 async def test_every_queue_is_advertised_with_its_txt_record(
     make_appliance: Callable[..., Any],
 ) -> None:
-    """Each printer and pool is an _ipp._tcp service whose SRV port is the API's and whose TXT says rp, pdl, UUID and adminurl."""
+    """Each printer and pool is an _ipp._tcp service (also under _print._sub) whose SRV port is the API's and whose TXT says rp, pdl, UUID and adminurl."""
     async with make_appliance(sections={"ipp": {"advertise": True}}) as app:
         wanted = {
             f"edgeprint {q}.{advertise.SERVICE_TYPE}"
             for q in ("printer-01", "printer-02", "printer-03", "lobby")
         }
         await _browse(lambda seen: wanted <= seen)
+        sub = (f"_print._sub.{advertise.SERVICE_TYPE}",)
+        await _browse(lambda seen: wanted <= seen, types=sub)
         info = await _resolve(f"edgeprint lobby.{advertise.SERVICE_TYPE}")
         assert info.port == app.running.port
         assert info.parsed_addresses() == ["127.0.0.1"]
@@ -143,6 +145,10 @@ async def test_with_tls_each_queue_is_ipps_only_with_the_airprint_tls_keys(
         both = (advertise.SERVICE_TYPE, advertise.IPPS_SERVICE_TYPE)
         seen = await _browse(lambda seen: wanted <= seen, types=both)
         assert seen == wanted
+        # IPP Everywhere's and AirPrint's subtypes name the same services
+        for subtype in advertise.SUBTYPES:
+            sub = (f"{subtype}._sub.{advertise.IPPS_SERVICE_TYPE}",)
+            assert await _browse(lambda seen: wanted <= seen, types=sub) == wanted
         info = await _resolve(
             f"edgeprint lobby.{advertise.IPPS_SERVICE_TYPE}", advertise.IPPS_SERVICE_TYPE
         )
