@@ -221,10 +221,9 @@ class IppEndpoint:
                 document.discard()
             return _answer(Status.CLIENT_ERROR_NOT_FOUND, text, head[:8])
 
-        host = request.host
-        ipp, http = ("ipps", "https") if request.secure else ("ipp", "http")  # as it came in
+        host, s = request.host, "s" if request.secure else ""  # ipps:// and https:// over TLS
         queue = self.server.queue(
-            request.match_info["name"], f"{ipp}://{host}", f"{http}://{host}/"
+            request.match_info["name"], f"ipp{s}://{host}", f"http{s}://{host}/"
         )
         if queue is None:
             return not_found(

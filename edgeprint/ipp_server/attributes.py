@@ -114,7 +114,7 @@ class Queue:
     kind: str  # "printer" or "pool"
     members: tuple[str, ...]
     hold_by_default: bool
-    base_uri: str  # ipp://host:port, or ipps:// when the request came over TLS
+    base_uri: str  # ipp://host:port (ipps:// over TLS)
     status_uri: str  # http://host:port/ (https://)
     auth: str  # "none" or "basic"
     max_document_bytes: int
@@ -125,7 +125,7 @@ class Queue:
 
     @property
     def security(self) -> str:
-        """uri-security-supported: "tls" for a queue reached over ipps, else "none"."""
+        """uri-security-supported: "tls" for an ipps:// queue (RFC 8011 §5.4.3)."""
         return "tls" if self.base_uri.startswith("ipps:") else "none"
 
     @property
