@@ -1,9 +1,13 @@
-"""API: edgeprint against bare aiohttp + aiosqlite (:mod:`bench.baseline_server`).
+"""API: edgeprint against bare aiohttp + aiosqlite (:mod:`bench.baseline_server`), and
+edgeprint over TLS (``[server] tls = "self-signed"``) against edgeprint over plain HTTP.
 
 Each run starts a server afresh and drives it from :mod:`bench.loadgen` (own process):
 ``--submits`` held uploads over ``--concurrency`` connections, a release of each, and
 ``--burst`` simultaneous releases of one job. Requests/s, p50/p99, server CPU per
 request; medians of ``--repeat`` runs, servers alternating; py-spy profile of release.
+Over TLS the load generator trusts exactly the appliance's self-signed certificate (as a
+pinning kiosk does) and keeps its connections alive; each burst request is a new
+connection (a handshake each).
 
     .venv/bin/python -m bench.api_bench [--quick]
 """
@@ -36,10 +40,11 @@ from bench.harness import (
     py_spy,
     spread,
 )
+from edgeprint import certificates
 from edgeprint.api.auth import token_digest
 from testbed.config import KIOSK_TOKEN, config_dict, to_toml
 
-SERVERS = ("baseline", "edgeprint")
+SERVERS = ("baseline", "edgeprint", "edgeprint-tls")
 #: Seconds a server gets to print its ready line.
 READY_TIMEOUT_S = 30.0
 #: Longest a phase may issue requests (s).
@@ -49,12 +54,16 @@ METRICS = [
     ("submit", "rate_per_s"),
     ("submit", "p50_ms"),
     ("submit", "p99_ms"),
+    ("submit", "server_cpu_us_per_req"),
     ("release", "rate_per_s"),
     ("release", "p50_ms"),
     ("release", "p99_ms"),
     ("release", "server_cpu_us_per_req"),
+    ("release", "client_cpu_us_per_req"),
     ("contention", "wall_ms"),
 ]
+#: Issue 26's goal: release and submit rates over TLS at least this share of plain HTTP's.
+TLS_GOAL = 0.8
 
 
 class LoadGen:
@@ -85,6 +94,7 @@ class Target:
     proc: subprocess.Popen[bytes]
     submit_url: str
     release_url: str  #: contains ``{id}``
+    cafile: str | None = None  #: the certificate the load generator trusts (https)
 
 
 @contextlib.contextmanager
@@ -110,7 +120,7 @@ def child(argv: list[str], log: Path, *, pipes: bool = False) -> Iterator[subpro
             proc.wait()
 
 
-def wait_ready(proc: subprocess.Popen[bytes], log: Path) -> str:
+def wait_ready(proc: subprocess.Popen[bytes], log: Path, scheme: str = "http") -> str:
     """``http://127.0.0.1:PORT`` from the ``{"event": "ready", "port": …}`` line in ``log``."""
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -118,7 +128,7 @@ def wait_ready(proc: subprocess.Popen[bytes], log: Path) -> str:
             with contextlib.suppress(ValueError):
                 event = json.loads(line)
                 if isinstance(event, dict) and event.get("event") == "ready":
-                    return f"http://127.0.0.1:{event['port']}"
+                    return f"{scheme}://127.0.0.1:{event['port']}"
         if proc.poll() is not None:
             break
         time.sleep(0.05)
@@ -131,11 +141,18 @@ def server(name: str, folder: Path, high_water: int) -> Iterator[Target]:
     released jobs never leave the queue (``high_water`` holds every release of a run)."""
     folder.mkdir(parents=True)
     log = folder / "server.log"
-    if name == "edgeprint":
+    cafile = None
+    if name.startswith("edgeprint"):
         cfg = config_dict(folder / "data")
         cfg["store"] = {"synchronous": "FULL"}
         two = cfg["printers"][:2]  # printer-01 and -02, both in the pool
         cfg["printers"] = [{**p, "pool": POOL, "high_water": high_water} for p in two]
+        if name == "edgeprint-tls":
+            cert = certificates.make_self_signed(
+                folder / "tls.crt", folder / "tls.key", ["127.0.0.1"]
+            )
+            cfg["server"] = {**cfg["server"], "tls": "self-signed"}  # tls.crt, tls.key beside
+            cafile = str(cert.cert_file)
         (folder / "edgeprint.toml").write_text(to_toml(cfg))
         argv = ["-m", "edgeprint", "serve", "--config", str(folder / "edgeprint.toml")]
         paths = ("/v1/jobs", "/v1/jobs/{id}/release")
@@ -144,8 +161,8 @@ def server(name: str, folder: Path, high_water: int) -> Iterator[Target]:
         argv += ["--token-sha256", token_digest(KIOSK_TOKEN)]
         paths = ("/submit", "/release/{id}")
     with child([sys.executable, *argv], log) as proc:
-        url = wait_ready(proc, log)
-        yield Target(proc, url + paths[0], url + paths[1])
+        url = wait_ready(proc, log, "https" if cafile else "http")
+        yield Target(proc, url + paths[0], url + paths[1], cafile)
 
 
 def submit_cmd(target: Target, args: argparse.Namespace, n: int) -> dict[str, Any]:
@@ -153,7 +170,7 @@ def submit_cmd(target: Target, args: argparse.Namespace, n: int) -> dict[str, An
     return {
         "op": "submit", "url": target.submit_url, "n": n, "concurrency": args.concurrency,
         "max_seconds": PHASE_TIMEOUT_S, "doc_bytes": args.doc_kib * 1024,
-        "metadata": {"owner": "bench", "pool": POOL, "hold": True},
+        "metadata": {"owner": "bench", "pool": POOL, "hold": True}, "cafile": target.cafile,
     }  # fmt: skip
 
 
@@ -161,7 +178,7 @@ def release_cmd(target: Target, args: argparse.Namespace, ids: list[str]) -> dic
     """The load generator's command releasing each of ``ids`` once."""
     return {
         "op": "release", "urls": [target.release_url.format(id=i) for i in ids],
-        "concurrency": args.concurrency, "max_seconds": PHASE_TIMEOUT_S,
+        "concurrency": args.concurrency, "max_seconds": PHASE_TIMEOUT_S, "cafile": target.cafile,
     }  # fmt: skip
 
 
@@ -186,7 +203,7 @@ def run_round(gen: LoadGen, target: Target, args: argparse.Namespace, n: int) ->
     rel = measured(gen, target, release)
     one = gen.call({**submit, "n": 1, "concurrency": 1})["ids"]
     burst = {"op": "burst", "url": target.release_url.format(id=one[0]), "n": args.burst,
-             "max_seconds": PHASE_TIMEOUT_S}  # fmt: skip
+             "max_seconds": PHASE_TIMEOUT_S, "cafile": target.cafile}  # fmt: skip
     con = measured(gen, target, burst)
     con["wall_ms"] = con["wall_s"] * 1000.0
     expected = [
@@ -202,7 +219,8 @@ def run_round(gen: LoadGen, target: Target, args: argparse.Namespace, n: int) ->
 
 
 def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """Per server and metric: median/min/max over runs; ratios edgeprint/baseline of medians."""
+    """Per server and metric: median/min/max over runs; ratios edgeprint/baseline and
+    edgeprint over TLS / over plain HTTP of the medians."""
     summary: dict[str, Any] = {}
     for name, rounds in runs.items():
         per: dict[str, Any] = {}
@@ -210,13 +228,21 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
             per.setdefault(phase, {})[key] = spread([r[phase][key] for r in rounds])
         per["contention"]["statuses"] = [r["contention"]["statuses"] for r in rounds]
         summary[name] = per
-    ratios: dict[str, dict[str, float]] = {}
-    for phase, key in METRICS:
-        edge, base = (summary[s][phase][key]["median"] for s in ("edgeprint", "baseline"))
-        if edge is not None and base:
-            ratios.setdefault(phase, {})[key] = edge / base
-    summary["ratio_edgeprint_over_baseline"] = ratios
+    for label, (top, bottom) in RATIOS.items():
+        ratios: dict[str, dict[str, float]] = {}
+        for phase, key in METRICS:
+            a, b = (summary[s][phase][key]["median"] for s in (top, bottom))
+            if a is not None and b:
+                ratios.setdefault(phase, {})[key] = a / b
+        summary[label] = ratios
     return summary
+
+
+#: The ratios of medians the summary gives: (numerator server, denominator server).
+RATIOS = {
+    "ratio_edgeprint_over_baseline": ("edgeprint", "baseline"),
+    "ratio_tls_over_plain": ("edgeprint-tls", "edgeprint"),
+}
 
 
 def profile_release(gen: LoadGen, args: argparse.Namespace, work: Path) -> dict[str, Any]:
@@ -285,8 +311,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         {
             "figure": f"{phase}: {key}",
             "unit": "",
-            **{s: summary[s][phase][key] for s in SERVERS},
+            **{s: summary[s][phase][key] for s in ("edgeprint", "baseline")},
             "ratio": ratios.get(phase, {}).get(key),
+        }
+        for phase, key in METRICS
+    ]
+    tls = summary["ratio_tls_over_plain"]
+    rows += [
+        {
+            "figure": f"over TLS: {phase}: {key}",
+            "unit": "",
+            "edgeprint": summary["edgeprint-tls"][phase][key],
+            "plain http": summary["edgeprint"][phase][key],
+            "ratio": tls.get(phase, {}).get(key),
+            "note": f"goal ≥ {TLS_GOAL}×" if key == "rate_per_s" else "",
         }
         for phase, key in METRICS
     ]

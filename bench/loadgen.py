@@ -1,10 +1,11 @@
 """The load generator of :mod:`bench.api_bench`: its own process, so its CPU is not the server's.
 
 JSON lines: a command per line on stdin, a result per line on stdout; the bearer token
-in ``BENCH_TOKEN``. ``submit`` (``n`` multipart uploads of distinct ~``doc_bytes`` PDFs
-over ``concurrency`` connections; the ids answered 201), ``release`` (POST each URL
-once), ``burst`` (``n`` connections POST one URL at once). Each result: wall time, rate,
-p50/p99 latency (ms), statuses, transport errors.
+in ``BENCH_TOKEN``; https URLs with ``cafile``, the one certificate trusted (a pinning
+kiosk's view of a self-signed appliance). ``submit`` (``n`` multipart uploads of distinct
+~``doc_bytes`` PDFs over ``concurrency`` connections; the ids answered 201), ``release``
+(POST each URL once), ``burst`` (``n`` connections POST one URL at once). Each result: wall
+time, rate, p50/p99 latency (ms), own CPU per response, statuses, transport errors.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import itertools
 import json
 import os
 import secrets
+import ssl
 import sys
 import time
 from collections import Counter
@@ -91,22 +93,28 @@ async def drive(cmd: dict[str, Any]) -> dict[str, Any]:
             if op == "burst":
                 return
 
-    connector = aiohttp.TCPConnector(limit=concurrency)
+    cafile = cmd.get("cafile")
+    trust = ssl.create_default_context(cafile=cafile) if cafile else True
+    connector = aiohttp.TCPConnector(limit=concurrency, ssl=trust)
     timeout = aiohttp.ClientTimeout(total=float(cmd["max_seconds"]))
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as http:
         tasks = [asyncio.create_task(loop(http)) for _ in range(concurrency)]
         await asyncio.sleep(0)  # every task is now waiting at the gate
+        cpu0 = time.process_time()
         t0 = time.perf_counter()
         deadline = t0 + float(cmd["max_seconds"])
         gate.set()
         await asyncio.gather(*tasks)
         wall = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
     return {
         "responses": len(latencies),
         "wall_s": wall,
         "rate_per_s": len(latencies) / wall,
         "p50_ms": percentile(latencies, 50),
         "p99_ms": percentile(latencies, 99),
+        # the load generator's own CPU: over TLS it encrypts too, on the same cores
+        "client_cpu_us_per_req": cpu / len(latencies) * 1e6 if latencies else None,
         "statuses": dict(sorted(statuses.items())),
         "errors": dict(errors),
         "ids": ids,

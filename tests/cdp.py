@@ -109,17 +109,26 @@ class Page:
     async def goto(self, url: str) -> None:
         await self.call("Page.navigate", url=url)
 
+    async def navigate(self, url: str) -> str | None:
+        """Open ``url``; chromium's error for a navigation that failed
+        (``net::ERR_CERT_AUTHORITY_INVALID``), None when the page came."""
+        result = await self.call("Page.navigate", url=url)
+        error: str | None = result.get("errorText")
+        return error
+
 
 @contextlib.asynccontextmanager
-async def browser(workdir: Path) -> AsyncIterator[Page]:
-    """Headless chromium with remote debugging on a free loopback port; its first page."""
+async def browser(workdir: Path, *flags: str) -> AsyncIterator[Page]:
+    """Headless chromium with remote debugging on a free loopback port; its first page.
+
+    ``flags``: more command-line switches (``--ignore-certificate-errors-spki-list=…``)."""
     exe = require_chromium()
     profile = tempfile.mkdtemp(prefix="chromium-cdp-", dir=workdir)
     argv = [
         exe, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
         "--disable-dev-shm-usage", "--remote-debugging-address=127.0.0.1",
-        "--remote-debugging-port=0", f"--user-data-dir={profile}", "about:blank",
+        "--remote-debugging-port=0", f"--user-data-dir={profile}", *flags, "about:blank",
     ]  # fmt: skip
     proc = await asyncio.create_subprocess_exec(
         *argv,

@@ -10,7 +10,9 @@ PostScript ones are only read when the queue claims PostScript, which it does no
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
+import os
 import re
 import shutil
 import time
@@ -25,6 +27,7 @@ from testbed.rig import Rig, find_tool
 from tests import ipp_samples
 from tests.conftest import KIOSK_TOKEN
 from tests.printing import appliance, rig_config
+from tests.tls_rig import tls_appliance
 
 TESTS_DIR = Path("/usr/share/cups/ipptool")
 #: What the queues claim in pwg-raster-document-resolution-supported and -type-supported:
@@ -58,12 +61,21 @@ def _jpeg(mode: str) -> bytes:
     return out.getvalue()
 
 
-async def _ipptool(work: Path, uri: str, test: str) -> tuple[int, str]:
+async def _ipptool(work: Path, uri: str, test: str, *flags: str) -> tuple[int, str]:
+    """ipptool's report on ``test`` against ``uri``, bounded: an ipptool that hangs (CUPS
+    2.4's waits for ever on a TLS 1.3 server that sends session tickets) is killed and fails.
+    Its HOME is ``work``: a fresh trust store for ipps (ipptool trusts on first use)."""
     proc = await asyncio.create_subprocess_exec(
-        "ipptool", "-t", "-T", "30", "-f", str(work / "testfile.pdf"), uri, test,
+        "ipptool", "-t", *flags, "-T", "30", "-f", str(work / "testfile.pdf"), uri, test,
         cwd=work, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, "HOME": str(work)},
     )  # fmt: skip
-    out, _ = await asyncio.wait_for(proc.communicate(), 300)
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), 300)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise AssertionError(f"ipptool {test} on {uri} did not finish in 300 s") from None
     assert proc.returncode is not None
     return proc.returncode, out.decode(errors="replace")
 
@@ -154,14 +166,43 @@ async def _everywhere_samples(work: Path) -> set[str]:
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("ipptool")
-@pytest.mark.parametrize("queue", ["printer-01", "lobby"])
-async def test_ipp_everywhere_file_passes(printers: Rig, tmp_path: Path, queue: str) -> None:
-    """ipp-everywhere.test (which includes ipp-2.0.test and ipp-1.1.test) passes against a printer queue and a pool queue: no test fails, it skips only the samples of resolutions, raster types and compressions the queue does not claim, and every document it prints comes out once, with all its pages."""
+async def test_cups_conformance_file_passes_over_ipps(printers: Rig, tmp_path: Path) -> None:
+    """tls = "self-signed": ipptool's ipp-2.0.test (with ipp-1.1.test) passes over ipps:// against the pool queue (ipptool trusts the certificate on first use and finishes: no session tickets), the queue names itself ipps:// with uri-security-supported tls, and each document it prints comes out exactly once."""
+    async with tls_appliance(rig_config(tmp_path / "data", printers), tmp_path) as (run, c, _):
+        uri = f"ipps://127.0.0.1:{run.port}/ipp/print/lobby"
+        work = _workdir(tmp_path)
+        code, out = await _ipptool(work, uri, "ipp-2.0.test")
+        assert code == 0, out
+        assert "[FAIL]" not in out
+        _printed_once(printers, await _settled(c))
+        code, out = await _ipptool(work, uri, str(TESTS_DIR / "get-printer-attributes.test"), "-v")
+        assert code == 0, out
+        # named as the client reached it (ipptool's Host header is "localhost")
+        own = rf"ipps://(127\.0\.0\.1|localhost):{run.port}/ipp/print/lobby"
+        assert re.search(rf"printer-uri-supported \(uri\) = {own}$", out, re.M), out
+        assert re.search(r"printer-more-info \(uri\) = https://", out, re.M), out
+        assert re.search(r"uri-security-supported \(keyword\) = tls$", out, re.M), out
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("ipptool")
+@pytest.mark.parametrize(
+    ("queue", "scheme"), [("printer-01", "ipp"), ("lobby", "ipp"), ("lobby", "ipps")]
+)
+async def test_ipp_everywhere_file_passes(
+    printers: Rig, tmp_path: Path, queue: str, scheme: str
+) -> None:
+    """ipp-everywhere.test (which includes ipp-2.0.test and ipp-1.1.test) passes against a printer queue and a pool queue, and over ipps against an appliance with tls = "self-signed": no test fails, it skips only the samples of resolutions, raster types and compressions the queue does not claim, and every document it prints comes out once, with all its pages."""
     work = _workdir(tmp_path)
     real = await _everywhere_samples(work)
     assert len(real) == 34  # 2 resolutions x 3 types x 6 documents, but gray.jpg has no srgb
-    async with appliance(rig_config(tmp_path / "data", printers)) as (run, client):
-        uri = f"ipp://127.0.0.1:{run.port}/ipp/print/{queue}"
+    cfg = rig_config(tmp_path / "data", printers)
+    async with contextlib.AsyncExitStack() as stack:
+        if scheme == "ipps":
+            run, client, _ = await stack.enter_async_context(tls_appliance(cfg, tmp_path))
+        else:
+            run, client = await stack.enter_async_context(appliance(cfg))
+        uri = f"{scheme}://127.0.0.1:{run.port}/ipp/print/{queue}"
         code, out = await _ipptool(work, uri, "ipp-everywhere.test")
         assert code == 0, out
         results = re.findall(r"^\s+(.+?)\s+\[(PASS|FAIL|SKIP)\]$", out, re.M)

@@ -29,6 +29,7 @@ from testbed.rig import Rig, free_ports
 from tests.conftest import KIOSK_TOKEN, to_toml
 from tests.printing import Client, appliance, assert_each_printed_once, rig_config
 from tests.rig_fixtures import in_ci
+from tests.tls_rig import tls_appliance
 
 T = TypeVar("T")
 
@@ -146,6 +147,37 @@ async def test_lp_on_a_driverless_queue_prints_once(
         return True if [j["state"] for j in cups.jobs()] == ["completed"] else None
 
     await _poll("CUPS job completed", cups_completed)
+
+
+@pytest.mark.slow
+async def test_lp_over_ipps_on_a_driverless_queue_prints_once(
+    cups: Cupsd, printers: Rig, tmp_path: Path
+) -> None:
+    """tls = "self-signed": lpadmin -v ipps://…/ipp/print/lobby -m everywhere (CUPS trusts the certificate on first use) and lp of a PDF: one edgeprint job, printed exactly once on the printer behind it, and CUPS sees its job completed."""
+    cfg = rig_config(tmp_path / "data", printers)
+    cfg["ipp"] = {"advertise": False}
+    async with tls_appliance(cfg, tmp_path) as (run, client, _):
+        uri = f"ipps://127.0.0.1:{run.port}/ipp/print/lobby"
+        await add_everywhere_queue(cups, "edge-tls", uri)
+        assert _run(cups, "lpstat", "-v", "edge-tls").split()[-1] == uri
+        doc = tmp_path / "badge.pdf"
+        doc.write_bytes(make_pdf("cups over ipps"))
+        doc.chmod(0o644)
+        _run(cups, "lp", "-d", "edge-tls", str(doc))
+
+        async def done() -> list[dict[str, Any]] | None:
+            jobs = await _jobs(client)
+            return jobs if jobs and all(j["state"] == "DONE" for j in jobs) else None
+
+        jobs = await _poll("edgeprint job DONE", done)
+        assert len(jobs) == 1
+        assert jobs[0]["pool"] == "lobby"
+        assert_each_printed_once(printers, [jobs[0]["id"]])
+
+        async def cups_completed() -> bool | None:
+            return True if [j["state"] for j in cups.jobs()] == ["completed"] else None
+
+        await _poll("CUPS job completed", cups_completed)
 
 
 @pytest.mark.slow

@@ -1,9 +1,17 @@
 """DNS-SD advertising of the IPP queues (python-zeroconf's one home).
 
-One ``_ipp._tcp`` service per printer and per pool, named ``edgeprint <queue>``
-(python-zeroconf renames it ``edgeprint <queue> (2)`` if another appliance on the
-LAN has the name), with the TXT keys of the IPP Everywhere / Bonjour Printing
-specifications that apply to a PDF queue.
+One service per printer and per pool, named ``edgeprint <queue>`` (python-zeroconf
+renames it ``edgeprint <queue>-2`` if another appliance on the LAN has the name), with
+the TXT keys of the IPP Everywhere (PWG 5100.14 §4.2) / Bonjour Printing specifications
+that apply to a PDF queue. The type follows ``[server] tls``: ``_ipps._tcp`` (TXT
+``TLS=1.2``, an https ``adminurl``) when the port serves TLS, ``_ipp._tcp`` only when it
+speaks plain HTTP — one port never speaks both, so one type is advertised, never both.
+
+Each service is also under the subtypes ``_print`` (IPP Everywhere, PWG 5100.14) and
+``_universal`` (AirPrint): ``_print._sub._ipps._tcp``. python-zeroconf answers one type
+per service name in a responder (a second registration of the name is refused), so each
+subtype has a responder of its own, registered once the name is won, without probing
+again (``cooperating_responders``: the name is this appliance's).
 """
 
 from __future__ import annotations
@@ -24,6 +32,16 @@ from edgeprint.ipp_server import attributes as A
 log = logging.getLogger(__name__)
 
 SERVICE_TYPE = "_ipp._tcp.local."
+IPPS_SERVICE_TYPE = "_ipps._tcp.local."
+#: Service subtypes: IPP Everywhere's and AirPrint's (what iOS browses for).
+SUBTYPES = ("_print", "_universal")
+#: PaperMax (Bonjour Printing 1.2): the largest queue media is A4 (iso_a4_210x297mm)
+PAPER_MAX = "legal-A4"
+
+
+def service_type(config: Config) -> str:
+    """``_ipps._tcp`` when the port serves TLS, else ``_ipp._tcp`` (plain IPP)."""
+    return IPPS_SERVICE_TYPE if config.server.serves_tls else SERVICE_TYPE
 
 
 def queue_names(config: Config) -> list[str]:
@@ -49,6 +67,8 @@ def service_info(config: Config, queue: str, host: str, port: int, server: str) 
     uuid = A.Queue(queue, "", (), False, "", "", "none", 0).uuid.removeprefix("urn:uuid:")
     addresses = _addresses(host)
     admin_host = addresses[0] if ":" not in addresses[0] else f"[{addresses[0]}]"
+    tls = config.server.serves_tls
+    stype = service_type(config)
     txt = {
         "txtvers": "1",
         "qtotal": "1",
@@ -66,18 +86,35 @@ def service_info(config: Config, queue: str, host: str, port: int, server: str) 
         "UUID": uuid,
         "Color": "F",
         "Duplex": "F",
-        "adminurl": f"http://{admin_host}:{port}/",
+        "kind": "document",
+        "PaperMax": PAPER_MAX,
+        "adminurl": f"{'https' if tls else 'http'}://{admin_host}:{port}/",
         "priority": "50",
+        # AirPrint: how to authenticate ("none" when the queues are open)
+        "air": "username,password" if config.ipp.auth == "basic" else "none",
     }
-    if config.ipp.auth == "basic":
-        txt["air"] = "username,password"
+    if tls:
+        txt["TLS"] = "1.2"  # the lowest TLS version served (certificates.server_context)
+    # No "mopria-certified": edgeprint is not certified, and the key claims it.
     return ServiceInfo(
-        SERVICE_TYPE,
-        f"edgeprint {queue}.{SERVICE_TYPE}",
+        stype,
+        f"edgeprint {queue}.{stype}",
         port=port,
         properties=txt,
         server=server,
         parsed_addresses=addresses,
+    )
+
+
+def subtype_info(info: ServiceInfo, subtype: str) -> ServiceInfo:
+    """``info`` (its name, port, host and TXT) under ``<subtype>._sub.<its type>``."""
+    return ServiceInfo(
+        f"{subtype}._sub.{info.type}",
+        info.name,
+        port=info.port,
+        properties=info.text,
+        server=info.server,
+        parsed_addresses=info.parsed_addresses(),
     )
 
 
@@ -94,9 +131,13 @@ async def advertised(config: Config, host: str, port: int) -> AsyncIterator[list
     interfaces: InterfaceChoice | list[str] = [host] if loopback else InterfaceChoice.All
     server = f"{socket.gethostname().split('.')[0]}.local."
     infos = [service_info(config, q, host, port, server) for q in queue_names(config)]
+    responders: list[AsyncZeroconf] = []
     try:
-        zc = AsyncZeroconf(interfaces=interfaces, ip_version=IPVersion.V4Only)
+        for _ in range(1 + len(SUBTYPES)):  # the type's, then one per subtype
+            responders.append(AsyncZeroconf(interfaces=interfaces, ip_version=IPVersion.V4Only))
     except OSError as exc:
+        for made in responders:
+            await made.async_close()
         log.warning(
             "DNS-SD advertising unavailable",
             extra={"event": "ipp_advertise_failed", "error": str(exc)},
@@ -107,8 +148,18 @@ async def advertised(config: Config, host: str, port: int) -> AsyncIterator[list
     async def register() -> None:
         # Probing and announcing take about a second per name (RFC 6762 §8): in the
         # background, all at once, so the API is ready without waiting for them.
+        zc, *subs = responders
         announced = await asyncio.gather(
             *(zc.async_register_service(info, allow_name_change=True) for info in infos)
+        )
+        await asyncio.gather(*announced)
+        # the names are won (maybe renamed "…-2"): the same services under each subtype
+        announced = await asyncio.gather(
+            *(
+                sub.async_register_service(subtype_info(info, st), cooperating_responders=True)
+                for sub, st in zip(subs, SUBTYPES, strict=True)
+                for info in infos
+            )
         )
         await asyncio.gather(*announced)
         log.info(
@@ -123,5 +174,6 @@ async def advertised(config: Config, host: str, port: int) -> AsyncIterator[list
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-        await zc.async_unregister_all_services()
-        await zc.async_close()
+        for responder in responders:
+            await responder.async_unregister_all_services()
+            await responder.async_close()
