@@ -211,7 +211,7 @@ def test_choose_host_prefers_the_address_that_reaches_the_printers() -> None:
     assert chosen == (lan[0].ip if lan else "127.0.0.1")
     if lan:
         note = setup.host_note(lan[0].ip, 8631, addresses)
-        assert note.startswith(f"The API listens on http://{lan[0].ip}:8631: kiosks and "
+        assert note.startswith(f"The API listens on https://{lan[0].ip}:8631: kiosks and "
                                f"technicians on {lan[0].network} ({lan[0].interface})")  # fmt: skip
     assert "every interface" in setup.host_note("0.0.0.0", 8631, addresses)
     assert setup.check_host("0.0.0.0", addresses) is None
