@@ -249,6 +249,11 @@ class Metrics:
         )  # fmt: skip
         for outcome in ("delivered", "retried", "failed"):
             self.webhook_deliveries.labels(outcome=outcome)
+        self.tls_certificate_expiry = Gauge(
+            "edgeprint_tls_certificate_expiry_timestamp_seconds",
+            "When the certificate the API serves ends (notAfter, unix time; issue 26)",
+            registry=r,
+        )
         self.event_loop_tasks = Gauge(
             "edgeprint_event_loop_tasks",
             "asyncio tasks alive in the appliance's event loop (a count that only grows is a leak)",

@@ -441,6 +441,9 @@ class Problem(BaseModel):
     limit: int | None = Field(
         default=None, description="reprint-limit: release.max_reprints, the most allowed"
     )
+    url: str | None = Field(
+        default=None, description="upgrade-required: the https:// (ipps://) URL to use instead"
+    )
 
 
 class Health(BaseModel):

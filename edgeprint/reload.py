@@ -8,6 +8,14 @@ the appliance starts (the listening socket, the store, the dispatch settings of 
 workers): a config that changes one of them is refused as a whole, naming the keys, and
 the running config stays (``systemctl restart edgeprint`` applies them; jobs are kept
 and reconciled).
+
+TLS (issue 26): every reload reads the certificate and key files again, whether or not the
+config changed (a renewed certificate needs only ``systemctl reload edgeprint``), and
+``server.cert_file``/``key_file`` may point elsewhere. A good pair is served to new
+connections at once; connections in flight keep theirs. A pair that cannot be served is
+refused with its reason in the log and the running certificate stays (the rest of the
+config still applies). ``server.allow_plain_http`` is read per request. ``server.tls``
+itself (plain or TLS listener) changes only at a restart.
 """
 
 from __future__ import annotations
@@ -35,6 +43,11 @@ LIVE_KEYS = frozenset(
         "retention.hold_ttl_s",
         "retention.document_retention_s",
         "event.badge_media",  # read per preflight (issue 23)
+        # issue 26: read per request (edgeprint.api.plain_http)
+        "server.allow_plain_http",
+        # issue 26: the files are read again at every reload (edgeprint.tls_runtime)
+        "server.cert_file",
+        "server.key_file",
     }
 )
 

@@ -18,13 +18,14 @@ from pathlib import Path
 
 import aiohttp
 
-from edgeprint import errors, reload
+from edgeprint import errors, reload, tls_runtime
 from edgeprint.api import http_server
 from edgeprint.api.app import Deps
 from edgeprint.api.auth import TokenAuth
 from edgeprint.api.ratelimit import TokenRateLimiter
 from edgeprint.api.routes import build_app
 from edgeprint.board import PrinterBoard
+from edgeprint.certificates import CertificateError
 from edgeprint.config import Config, load_config
 from edgeprint.dispatch.dispatcher import Dispatcher
 from edgeprint.documents.cache import RenditionCache
@@ -61,6 +62,8 @@ class Running:
     dispatch_task: asyncio.Task[None]
     #: Applies a reloaded config's live keys (edgeprint.reload) at once.
     reconfigure: Callable[[Config], Awaitable[None]]
+    #: The certificate served (None: plain HTTP); a reload reads its files again.
+    tls: tls_runtime.ServedCertificate | None = None
 
 
 async def _sweep_orphans(spool: Spool, jobs: Jobs) -> int:
@@ -180,6 +183,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
     spool = Spool(data_dir, min_free_bytes=config.server.min_free_bytes)
     spool.prepare()
     metrics = Metrics()
+    served = _certificate(config, metrics)  # before anything opens: a bad pair stops here
     store = backends.from_config(
         config.store,
         data_dir / DB_FILE,
@@ -227,7 +231,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                 dispatcher.run(config.server.shutdown_grace_s), name="dispatcher"
             )
             try:
-                async with _api(config, service, metrics, store, spool, dispatcher) as (
+                async with _api(config, service, metrics, store, spool, dispatcher, served) as (
                     host,
                     port,
                     reconfigure_api,
@@ -252,7 +256,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                                "data_dir": str(data_dir)},
                     )  # fmt: skip
                     yield Running(
-                        service, store, host, port, dispatcher, dispatch_task, reconfigure
+                        service, store, host, port, dispatcher, dispatch_task, reconfigure, served
                     )
                     # Stop taking work first; in-flight IPP requests get the grace period.
                     dispatcher.request_stop()
@@ -297,6 +301,7 @@ async def _api(
     store: Store,
     spool: Spool,
     dispatcher: Dispatcher,
+    served: tls_runtime.ServedCertificate | None = None,
 ) -> AsyncIterator[tuple[str, int, Callable[[Config], None]]]:
     async def ready() -> None:
         spool.check_ready()  # a read-only or full disk: a no-op write would not see it
@@ -323,12 +328,60 @@ async def _api(
         limiter.reconfigure(new.server.rate_limit)
         deps.config = new
 
-    # Connection cap, head/idle time-out, header limits, problem+json parser errors.
+    # Connection cap, head/idle time-out, header limits, problem+json parser errors; TLS.
+    context = None if served is None else (lambda: served.context)
     async with (
-        http_server.serve(app, config.server) as (host, port),
+        http_server.serve(app, config.server, context) as (host, port),
         advertise.advertised(config, host, port),
+        _watching(served),
     ):
         yield host, port, reconfigure
+
+
+def _certificate(config: Config, metrics: Metrics) -> tls_runtime.ServedCertificate | None:
+    """The certificate to serve (made first if self-signed and absent); None for plain HTTP.
+    Raises CertificateError (logged as one line) when the pair cannot be served."""
+    if not config.server.serves_tls:
+        return None
+    try:
+        return tls_runtime.ServedCertificate.start(config.server, metrics)
+    except CertificateError as exc:
+        log.error(
+            tls_runtime.refused(exc, at_start=True),
+            extra={"event": "tls_refused", "path": str(exc.path), "reason": exc.reason},
+        )
+        raise
+
+
+@contextlib.asynccontextmanager
+async def _watching(served: tls_runtime.ServedCertificate | None) -> AsyncIterator[None]:
+    """While serving TLS: a warning once a day when the certificate is close to its end."""
+    if served is None:
+        yield
+        return
+    task = asyncio.create_task(served.watch(), name="tls:expiry")
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def reload_certificate(served: tls_runtime.ServedCertificate | None, config: Config) -> bool:
+    """Read the certificate files again (every reload); False when the new pair is refused
+    (logged with its reason; the running certificate stays)."""
+    if served is None or not config.server.serves_tls:
+        return True
+    try:
+        served.reload(config.server)
+    except CertificateError as exc:
+        log.error(
+            tls_runtime.refused(exc, at_start=False),
+            extra={"event": "tls_reload_refused", "path": str(exc.path), "reason": exc.reason},
+        )
+        return False
+    return True
 
 
 async def serve(config: Config, config_path: Path | None = None) -> None:
@@ -358,6 +411,7 @@ async def serve(config: Config, config_path: Path | None = None) -> None:
                     systemd.reloading()
                     try:
                         current[0] = await _reload(run, current[0], config_path)
+                        reload_certificate(run.tls, current[0])
                     finally:
                         systemd.ready(status)
 

@@ -51,6 +51,8 @@ LEAVES = (
     "edgeprint.printable",
     # issue 26: the appliance's own TLS certificate, made, read and shown (files only)
     "edgeprint.certificates",
+    # issue 26: the certificate the running appliance serves, reloaded and watched
+    "edgeprint.tls_runtime",
 )
 
 #: layer → (its module prefixes, the layers it may import besides its own and the leaves).

@@ -48,20 +48,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import itertools
 import logging
 import resource
 import secrets
 import socket
+import ssl
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 from aiohttp import http_exceptions, web
 from aiohttp.web_request import BaseRequest
 
-from edgeprint.api import problems
+from edgeprint.api import problems, tls_listener
 from edgeprint.config import ServerConfig
 
 log = logging.getLogger(__name__)
@@ -170,6 +172,8 @@ class ProblemRequestHandler(web.RequestHandler):
         # aiohttp's force_close() forgets the transport after close(), which waits for the
         # write buffer to drain: a client that reads nothing would keep it open for ever.
         self._conn: asyncio.Transport | None = None
+        #: With TLS served: the task looking at the connection and shaking hands (tls_listener).
+        self.opening: asyncio.Task[None] | None = None
 
     def idle(self) -> bool:
         """No request in progress: nothing received yet, waiting for a request head, or
@@ -193,6 +197,8 @@ class ProblemRequestHandler(web.RequestHandler):
         """Close this (idle) connection now, or as soon as it is connected."""
         self._evicted = True
         self.abort()  # not connected yet: connection_made closes it
+        if self.opening is not None:
+            self.opening.cancel()  # still peeking or shaking hands: closed now
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -290,9 +296,12 @@ class ConnectionGate:
         *,
         max_connections: int,
         grace_s: float,
+        tls: Callable[[], ssl.SSLContext] | None = None,
         **handler_kwargs: Any,
     ) -> None:
         self.limits = limits
+        #: The context new TLS connections get (None: plain HTTP only, edgeprint.api.tls_listener).
+        self.tls = tls
         self.max_connections = max_connections
         self.grace_s = grace_s
         self.throttle = _Throttle()
@@ -360,6 +369,14 @@ class ConnectionGate:
 
     async def accept_forever(self, listener: socket.socket) -> None:
         """Accept and serve connections on ``listener`` until cancelled."""
+        try:
+            await self._accept_forever(listener)
+        finally:
+            for handler in list(self._open):
+                if handler.opening is not None:
+                    handler.opening.cancel()
+
+    async def _accept_forever(self, listener: socket.socket) -> None:
         loop = asyncio.get_running_loop()
         while True:
             await self._admit()
@@ -383,6 +400,18 @@ class ConnectionGate:
                 self._manager, gate=self, write_stall_s=self.limits.idle_timeout_s, **self._kwargs
             )
             self._open[handler] = None
+            if self.tls is not None:
+                handler.opening = asyncio.create_task(
+                    tls_listener.open_connection(
+                        conn,
+                        handler,
+                        self.tls,
+                        self.limits.idle_timeout_s,
+                        functools.partial(self.release, handler),
+                    ),
+                    name="http-open",
+                )
+                continue
             try:
                 await loop.connect_accepted_socket(lambda h=handler: h, conn)  # type: ignore[misc]
             except OSError:
@@ -468,8 +497,15 @@ def _listen(host: str, port: int, backlog: int) -> socket.socket:
 
 
 @contextlib.asynccontextmanager
-async def serve(app: web.Application, server: ServerConfig) -> AsyncIterator[tuple[str, int]]:
+async def serve(
+    app: web.Application,
+    server: ServerConfig,
+    tls: Callable[[], ssl.SSLContext] | None = None,
+) -> AsyncIterator[tuple[str, int]]:
     """Serve ``app`` on ``server.host:server.port`` with the limits above; yields the address.
+
+    With ``tls``, every connection that starts a TLS handshake is served over TLS with the
+    context ``tls()`` returns then, and the others as plain HTTP (edgeprint.api.tls_listener).
 
     On exit: stop accepting, then aiohttp's graceful shutdown (``shutdown_grace_s``).
     Raises OSError when the port cannot be bound.
@@ -485,6 +521,7 @@ async def serve(app: web.Application, server: ServerConfig) -> AsyncIterator[tup
             server,
             max_connections=max_connections,
             grace_s=min(EVICT_GRACE_S, server.idle_timeout_s / 4),
+            tls=tls,
             loop=loop,
             keepalive_timeout=server.idle_timeout_s,
             max_line_size=server.max_header_bytes,

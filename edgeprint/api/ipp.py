@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import functools
 import importlib.resources
 import ipaddress
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from edgeprint import errors
+from edgeprint.api import plain_http
 from edgeprint.faults import crash_point
 from edgeprint.ipp_server.operations import Context, IppServer, status_for
 from edgeprint.printers import codec
@@ -99,6 +101,13 @@ class IppEndpoint:
             raise errors.Unauthorized("the user name must be the token's name")
         return token.name, token.role
 
+    async def _peek_head(self, request: web.Request) -> bytes:
+        """The request's version and request-id (8 bytes) for an early answer, if they come."""
+        with contextlib.suppress(TimeoutError, OSError):
+            async with asyncio.timeout(self.deps.config.server.body_timeout_s):
+                return await request.content.read(8)
+        return b""
+
     async def _read_head(self, request: web.Request) -> tuple[bytes, bytes | None]:
         """The request up to its end-of-attributes tag, and the document bytes that came
         with it (None: the operation carries no document, or the head is malformed, which
@@ -154,6 +163,11 @@ class IppEndpoint:
         if request.content_type != CONTENT_TYPE:
             raise errors.UnsupportedDocument(f"send IPP requests as {CONTENT_TYPE}")
         config = self.deps.config
+        refused = plain_http.token_refused(request, config.server)  # issue 26: not in clear text
+        if refused is not None:
+            return _answer(
+                Status.CLIENT_ERROR_NOT_AUTHORIZED, refused, await self._peek_head(request)
+            )
         name, role, user = f"ipp:{request.remote}", "kiosk", None
         if config.ipp.auth == "basic":
             try:

@@ -27,6 +27,7 @@ _TITLES = {
     415: "Unsupported Media Type",
     422: "Unprocessable Content",
     423: "Locked",
+    426: "Upgrade Required",
     429: "Too Many Requests",
     500: "Internal Server Error",
     502: "Bad Gateway",

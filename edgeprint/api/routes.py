@@ -20,6 +20,7 @@ from edgeprint.api import (
     event,
     ipp,
     openapi,
+    plain_http,
     previews,
     release,
     release_page,
@@ -856,7 +857,11 @@ def _guarded(handler: Handler, role: Role | None) -> Handler:
 
 def build_app(deps: app.Deps) -> web.Application:
     """The application with every route of :data:`ROUTES`; ``deps`` is stored under ``DEPS``."""
-    application = web.Application(middlewares=[app.middleware], client_max_size=app.MAX_JSON_BODY)
+    application = web.Application(
+        # plain_http inside app's: its answers get the correlation id and the metrics
+        middlewares=[app.middleware, plain_http.middleware],
+        client_max_size=app.MAX_JSON_BODY,
+    )
     application[app.DEPS] = deps
     application[release.DESK] = ReleaseDesk(deps.service)
     endpoint = application[ipp.ENDPOINT] = ipp.IppEndpoint(deps, app.CORRELATION_ID)

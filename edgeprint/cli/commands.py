@@ -93,10 +93,14 @@ def _serve(config_path: str, log_level: str) -> int:
         logging.getLogger("edgeprint").warning(
             line, extra={"event": "config_warning", "key": line.split(":", 1)[0]}
         )
+    from edgeprint.certificates import CertificateError
     from edgeprint.server import serve  # the server stack is not needed for other commands
 
     try:
         asyncio.run(serve(cfg, pathlib.Path(config_path)))
+    except CertificateError as exc:  # logged by the server too
+        print(f"edgeprint: cannot serve TLS: {exc.path}: {exc.reason}", file=sys.stderr)
+        return 1
     except errors.StoreError as exc:
         print(f"edgeprint: {exc}", file=sys.stderr)
         return 1

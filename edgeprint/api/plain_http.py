@@ -1,0 +1,127 @@
+"""What a request that came without TLS is answered (issue 26, items 1 and 3).
+
+**Plain HTTP on the TLS port** (``[server] tls`` serving, ``allow_plain_http`` not true):
+``GET``/``HEAD /healthz`` as usual (load balancers, systemd checks); any other ``GET`` or
+``HEAD`` → ``308 Permanent Redirect`` to the same path and query on ``https://<Host>``;
+anything else (a POST of the API, an IPP request) → ``426 Upgrade Required``,
+problem+json ``upgrade-required`` naming the ``https://`` (``ipps://`` for a queue) URL in
+``detail`` and ``url``. Nothing else runs: no token is looked at, nothing is stored.
+
+**A token over plain HTTP from off the box** (TLS not serving, i.e. ``tls = "off"``, or a
+venue that set ``allow_plain_http = false``): a request carrying ``Authorization`` (a
+bearer token, IPP Basic credentials) from an address that is not loopback is refused
+before the token is checked: 426 ``upgrade-required`` for the API; the IPP front door
+(edgeprint.api.ipp) answers ``client-error-not-authorized`` with :func:`token_refused`'s
+message instead. With ``allow_plain_http = true``, or a config without ``tls`` (it predates
+TLS: upgrading must not lock kiosks out), plain HTTP is served as it always was.
+
+Every refusal is one log line with the peer address, the method and the path; never a
+header's value.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import re
+
+from aiohttp import web
+
+from edgeprint.api import problems
+from edgeprint.api.app import DEPS, Handler
+from edgeprint.config import ServerConfig
+
+log = logging.getLogger(__name__)
+
+HEALTH_PATH = "/healthz"
+IPP_PREFIX = "/ipp/"
+#: A Host header that may go into a redirect as it is (name or address, optional port).
+_HOST_RE = re.compile(r"^(?:[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?$")
+
+
+def is_loopback(remote: str | None) -> bool:
+    """True when the peer address is this machine's own (127/8, ::1, ::ffff:127…)."""
+    if not remote:
+        return False
+    try:
+        addr = ipaddress.ip_address(remote.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        return addr.ipv4_mapped.is_loopback
+    return addr.is_loopback
+
+
+def _host(request: web.Request, server: ServerConfig) -> str:
+    host = request.headers.get("Host", "")
+    if _HOST_RE.match(host):
+        return host
+    sockname = request.transport.get_extra_info("sockname") if request.transport else None
+    address, port = (sockname[0], sockname[1]) if sockname else (server.host, server.port)
+    return f"[{address}]:{port}" if ":" in str(address) else f"{address}:{port}"
+
+
+def secure_url(request: web.Request, server: ServerConfig) -> str:
+    """The URL the request should have used: ``https://`` (``ipps://`` for a queue)."""
+    scheme = "ipps" if request.path.startswith(IPP_PREFIX) else "https"
+    return f"{scheme}://{_host(request, server)}{request.rel_url}"
+
+
+def _log(request: web.Request, why: str, event: str) -> None:
+    log.warning(
+        "%s: %s %s from %s",
+        why,
+        request.method[:10],
+        request.path[:200],
+        request.remote,
+        extra={"event": event, "peer": request.remote, "path": request.path[:200]},
+    )
+
+
+def _upgrade_required(url: str, detail: str) -> web.Response:
+    resp = problems.problem(426, "upgrade-required", detail, url=url)
+    resp.headers["Upgrade"] = "TLS/1.2, HTTP/1.1"
+    return resp
+
+
+def plain_port(request: web.Request, server: ServerConfig) -> web.Response | None:
+    """The answer to a plain-HTTP request on the TLS port (None: /healthz, served)."""
+    if request.method in ("GET", "HEAD") and request.path == HEALTH_PATH:
+        return None
+    url = secure_url(request, server)
+    if request.method in ("GET", "HEAD") and not request.path.startswith(IPP_PREFIX):
+        return web.Response(status=308, headers={"Location": url})
+    _log(request, "plain HTTP request on the TLS port refused", "plain_http_refused")
+    return _upgrade_required(url, f"this port speaks TLS only: use {url}")
+
+
+def token_refused(request: web.Request, server: ServerConfig) -> str | None:
+    """Why a request without TLS carrying credentials is refused, or None (it may go on)."""
+    if request.secure or server.plain_tokens_allowed or "Authorization" not in request.headers:
+        return None
+    if is_loopback(request.remote):
+        return None
+    url = secure_url(request, server)
+    _log(
+        request, "credentials sent without TLS from another machine refused", "plain_token_refused"
+    )
+    return (
+        f"credentials are not accepted over plain HTTP from another machine; use {url} "
+        "(and a new token: this one crossed the network in clear text)"
+    )
+
+
+@web.middleware
+async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Runs inside edgeprint.api.app.middleware (correlation id, metrics, problems)."""
+    server = request.app[DEPS].config.server
+    if not request.secure:
+        if server.serves_tls and not server.allow_plain_http:
+            answer = plain_port(request, server)
+            if answer is not None:
+                return answer
+        elif not request.path.startswith(IPP_PREFIX):  # the queues answer in IPP
+            detail = token_refused(request, server)
+            if detail is not None:
+                return _upgrade_required(secure_url(request, server), detail)
+    return await handler(request)
