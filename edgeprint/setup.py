@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 import ifaddr
 
-from edgeprint import certificates, errors
+from edgeprint import certificates, errors, tls_runtime
 from edgeprint.api.auth import token_digest
 from edgeprint.certificates import Certificate
 from edgeprint.config import SELF_SIGNED_CERT, SELF_SIGNED_KEY, Config, parse_config
@@ -125,16 +125,10 @@ def check_host(host: str, addresses: list[Address]) -> str | None:
 
 def certificate_names(host: str, addresses: list[Address]) -> list[str]:
     """The names and addresses the self-signed certificate carries (its subject alternative
-    names): ``host`` (every LAN address when it is a wildcard), this machine's host name and
-    ``NAME.local`` (mDNS), and the loopback names the CLI on the box uses."""
-    names = [] if host in WILDCARDS else [host]
-    if host in WILDCARDS:
-        names += [a.ip for a in addresses if not is_loopback_host(a.ip)]
-    hostname = socket.gethostname().strip().rstrip(".")
-    if hostname and hostname != "localhost":
-        names += [hostname, f"{hostname.split('.')[0]}.local"]
-    names += ["localhost", "127.0.0.1", "::1"]
-    return list(dict.fromkeys(names))
+    names), as the appliance names one it makes at start: ``host`` (every LAN address when it
+    is a wildcard), this machine's host name and ``NAME.local``, and loopback."""
+    lan = [a.ip for a in addresses if not is_loopback_host(a.ip)]
+    return tls_runtime.default_names(host, lambda: lan)
 
 
 def host_note(host: str, port: int, addresses: list[Address]) -> str:

@@ -178,7 +178,15 @@ def test_certificate_names_cover_every_address_setup_chose() -> None:
         "127.0.0.1",
         "::1",
     ]
-    assert setup.certificate_names("0.0.0.0", addresses)[:2] == ["192.0.2.10", "198.51.100.7"]
+    assert setup.certificate_names("0.0.0.0", addresses) == [
+        hostname,
+        f"{hostname}.local",
+        "localhost",
+        "127.0.0.1",
+        "::1",
+        "192.0.2.10",
+        "198.51.100.7",
+    ]
     note = setup.host_note("0.0.0.0", 8631, addresses)
     assert "https://192.0.2.10:8631, https://198.51.100.7:8631" in note
     assert "http://" not in note

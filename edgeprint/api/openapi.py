@@ -29,6 +29,7 @@ from edgeprint.config import NAME_PATTERN
 from edgeprint.models import (
     IDEMPOTENCY_KEY_PATTERN,
     JOB_ID_PATTERN,
+    ApplianceTlsOut,
     BulkCancelRequest,
     BulkOut,
     BulkReleaseRequest,
@@ -84,6 +85,7 @@ _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     OwnerCredentialsOut, ReleaseLookupOut, ReleasePrintOut,  # issue 24 (release)
     BulkOut,  # issue 24 (many jobs at once)
     JobStoryOut,  # issue 24
+    ApplianceTlsOut,  # issue 26
 )  # fmt: skip
 
 Body = Literal[

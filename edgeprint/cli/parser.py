@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 
 from edgeprint import printable
-from edgeprint.cli import bulk, client, credentials, discover, locate, setup, trust
+from edgeprint.cli import bulk, client, credentials, discover, locate, setup, tls, trust
 from edgeprint.states import JobState
 
 #: A full job id, or the 6-31 hex it starts with (the status page shows 8: cli/short_ids.py).
@@ -234,6 +234,7 @@ def parser() -> argparse.ArgumentParser:
 
     discover.add_parser(sub)
     setup.add_parser(sub)
+    tls.add_parser(sub, common)
 
     def tech(name: str, help_: str) -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help_, description=help_, parents=[common])
