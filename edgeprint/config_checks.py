@@ -9,6 +9,7 @@ stderr and still exits 0. :func:`problems` are errors (the service could not sta
 
 from __future__ import annotations
 
+import datetime
 import grp
 import ipaddress
 import os
@@ -18,6 +19,7 @@ import stat
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from edgeprint import certificates
 from edgeprint.config import Config
 
 #: The system user of the Debian package and the unit (User=edgeprint).
@@ -43,14 +45,69 @@ def is_loopback_host(host: str) -> bool:
 
 def problems(cfg: Config) -> list[str]:
     """Every error in ``cfg`` that validation cannot see (the file system), naming the key."""
+    out = _certificate_problems(cfg)
     data_dir = cfg.server.data_dir
     probe = _nearest_existing(data_dir)
     if probe.is_dir():
-        return []
+        return out
     made = "" if probe == data_dir else f", so {data_dir} cannot be created"
     return [
         f"server.data_dir: {probe} is a file, not a directory{made}; point data_dir at a "
-        f"directory (the package uses {STATE_DIRECTORY})"
+        f"directory (the package uses {STATE_DIRECTORY})",
+        *out,
+    ]
+
+
+def _certificate(cfg: Config) -> certificates.Certificate | str | None:
+    """The pair the appliance would serve, why it cannot, or None (plain HTTP, or a
+    self-signed pair not made yet: the first start makes it)."""
+    server = cfg.server
+    if not server.serves_tls or server.cert_file is None or server.key_file is None:
+        return None
+    if server.tls == "self-signed" and not (server.cert_file.exists() or server.key_file.exists()):
+        return None
+    try:
+        return certificates.load(server.cert_file, server.key_file)
+    except certificates.CertificateError as exc:
+        key = "server.key_file" if exc.path == server.key_file else "server.cert_file"
+        return f"{key}: {exc.path}: {exc.reason}; the appliance would not start"
+
+
+def _certificate_problems(cfg: Config) -> list[str]:
+    found = _certificate(cfg)
+    return [found] if isinstance(found, str) else []
+
+
+def _tls(cfg: Config) -> list[str]:
+    """Tokens in clear text on the venue network; a certificate close to its end."""
+    server = cfg.server
+    found = _certificate(cfg)
+    if isinstance(found, certificates.Certificate):
+        now = datetime.datetime.now(datetime.UTC)
+        if found.expires_soon(now):
+            days = max(0.0, found.seconds_left(now) / 86400)
+            return [
+                f"server.cert_file: the certificate {found.cert_file} expires in {days:.0f} "
+                f"days ({found.not_after:%Y-%m-%d %H:%M} UTC); renew it and run: "
+                "systemctl reload edgeprint"
+            ]
+        return []
+    if not cfg.tokens or is_loopback_host(server.host) or server.serves_tls:
+        return []
+    if server.tls is None:
+        return [
+            f"server.tls: not set, so the API and the IPP queues on {server.host} speak plain "
+            "HTTP and tokens travel in clear text on the venue network, where anyone can "
+            'read them; set [server] tls = "self-signed"'
+        ]
+    fate = (
+        "travel in clear text on the venue network (allow_plain_http = true)"
+        if server.plain_tokens_allowed
+        else "sent from another machine are refused (426) over plain HTTP"
+    )
+    return [
+        f'server.tls: "off" on {server.host}, a non-loopback host, with tokens: tokens {fate}; '
+        '"off" is for loopback development: set [server] tls = "self-signed"'
     ]
 
 
@@ -108,6 +165,7 @@ def warnings(cfg: Config, service_user: str = SERVICE_USER) -> list[str]:
                 f"--name {t.name}"
             )
     out.extend(_loopback(cfg))
+    out.extend(_tls(cfg))
     out.extend(_data_dir(cfg.server.data_dir, service_user))
     return out
 

@@ -180,10 +180,10 @@ async def running(config: Config) -> AsyncIterator[Running]:
 
 @contextlib.asynccontextmanager
 async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
-    spool = Spool(data_dir, min_free_bytes=config.server.min_free_bytes)
-    spool.prepare()
     metrics = Metrics()
     served = _certificate(config, metrics)  # before anything opens: a bad pair stops here
+    spool = Spool(data_dir, min_free_bytes=config.server.min_free_bytes)
+    spool.prepare()
     store = backends.from_config(
         config.store,
         data_dir / DB_FILE,
@@ -253,7 +253,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                     log.info(
                         "edgeprint ready",
                         extra={"event": "ready", "host": host, "port": port,
-                               "data_dir": str(data_dir)},
+                               "data_dir": str(data_dir), "tls": served is not None},
                     )  # fmt: skip
                     yield Running(
                         service, store, host, port, dispatcher, dispatch_task, reconfigure, served

@@ -129,7 +129,7 @@ class ServedCertificate:
         log.info(
             "TLS certificate reloaded" if reloaded else "serving TLS",
             extra={
-                "event": "tls_certificate",
+                "event": "tls_certificate_reloaded" if reloaded else "tls_certificate",
                 "fingerprint": cert.fingerprint,
                 "pin": cert.pin,
                 "not_after": cert.not_after.isoformat(),

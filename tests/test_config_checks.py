@@ -68,8 +68,9 @@ def test_loopback_host_alone_is_not_warned(tmp_path: Path) -> None:
 
 
 def test_a_lan_config_has_no_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A config listening on the LAN with real digests and a writable data_dir: no warning."""
-    path = _write(tmp_path, config_dict(tmp_path / "data", host="0.0.0.0"))
+    """A config listening on the LAN over TLS with real digests and a writable data_dir: no
+    warning (its self-signed pair is made at the first start)."""
+    path = _write(tmp_path, config_dict(tmp_path / "data", host="0.0.0.0", tls="self-signed"))
     code, _, err = _check(path, capsys)
     assert code == 0
     assert err == []
@@ -106,7 +107,7 @@ def test_data_dir_the_service_user_cannot_write_is_warned() -> None:
         opened.chmod(0o777)
 
         def found(data_dir: Path) -> list[str]:
-            cfg = parse_config(config_dict(data_dir, host="0.0.0.0"))
+            cfg = parse_config(config_dict(data_dir, host="0.0.0.0", tls="self-signed"))
             return warnings(cfg, service_user=user)
 
         assert found(closed / "data") == [

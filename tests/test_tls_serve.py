@@ -1,0 +1,376 @@
+"""The appliance serves TLS on its one port (issue 26): real TLS on loopback, real curl,
+openssl and ipptool.
+
+- https with curl ``--cacert`` and ``--pinnedpubkey`` (a wrong pin: curl exits 90 and sends
+  nothing); TLS 1.0 and 1.1 refused, 1.2 and 1.3 served;
+- plain HTTP on the TLS port: /healthz, 308 to https://, 426 for the rest (nothing stored);
+- ipptool over ipps:// completes (no TLS 1.3 session tickets, ``num_tickets = 0``);
+- a handshake that never finishes is bounded like a request head; a flood of them at the
+  connection cap does not keep a real client out;
+- a self-signed pair is made at the first start (0600, the names clients use).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import ssl
+import stat
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from edgeprint import certificates
+from testbed.pdfs import make_pdf
+from testbed.rig import Rig, find_tool
+from tests.conftest import KIOSK_TOKEN, Appliance
+from tests.test_slow_clients import accepted, connect, parse, until_eof
+
+IDLE_S = 0.5
+WRONG_PIN = "sha256//" + "A" * 43 + "="
+
+
+def tls_server(tmp_path: Path, **server: Any) -> dict[str, Any]:
+    """The [server] keys of a self-signed TLS appliance whose pair lives in ``tmp_path``."""
+    return {
+        "tls": "self-signed",
+        "cert_file": str(tmp_path / "tls.crt"),
+        "key_file": str(tmp_path / "tls.key"),
+        **server,
+    }
+
+
+def client_context(cafile: Path) -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=str(cafile))
+
+
+def https(app: Appliance, path: str = "") -> str:
+    return f"https://127.0.0.1:{app.running.port}{path}"
+
+
+def http(app: Appliance, path: str = "") -> str:
+    return f"http://127.0.0.1:{app.running.port}{path}"
+
+
+@pytest.fixture
+def tls_appliance(
+    make_appliance: Callable[..., Any], tmp_path: Path
+) -> Callable[..., contextlib.AbstractAsyncContextManager[Appliance]]:
+    def make(**server: Any) -> contextlib.AbstractAsyncContextManager[Appliance]:
+        return make_appliance(**tls_server(tmp_path, **server))  # type: ignore[no-any-return]
+
+    return make
+
+
+async def run(*argv: str, timeout_s: float = 30.0, **kw: Any) -> tuple[int, str]:
+    """A real command's exit code and its output (stdout and stderr)."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, **kw
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(errors="replace")
+
+
+def served_fingerprint(port: int) -> str:
+    """The SHA-256 fingerprint of the certificate a new TLS connection to ``port`` gets."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        ctx.wrap_socket(raw) as conn,
+    ):
+        der = conn.getpeercert(binary_form=True)
+    assert der is not None
+    return certificates.fingerprint_of(certificates.x509.load_der_x509_certificate(der))
+
+
+# --- the pair made at the first start --------------------------------------------------------
+
+
+async def test_first_start_makes_a_self_signed_pair_0600_naming_the_box(
+    tls_appliance: Callable[..., Any], tmp_path: Path
+) -> None:
+    async with tls_appliance() as app:
+        served = app.running.tls
+        assert served is not None
+        for name in ("tls.crt", "tls.key"):
+            assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600
+        names = set(served.certificate.names)
+        host = socket.gethostname().split(".", 1)[0]
+        assert {"127.0.0.1", "::1", "localhost", host, f"{host}.local"} <= names
+        # What a client sees is what the appliance says it serves.
+        fingerprint = await asyncio.to_thread(served_fingerprint, app.running.port)
+        assert fingerprint == served.certificate.fingerprint
+    # A second start keeps the pair (kiosks pinned it).
+    async with tls_appliance() as app:
+        assert app.running.tls is not None
+        assert app.running.tls.certificate.fingerprint == fingerprint
+
+
+# --- clients: curl with the CA file or the pinned key, old protocol versions ------------------
+
+
+async def test_curl_with_cacert_or_the_pinned_key_gets_in(
+    tls_appliance: Callable[..., Any], tmp_path: Path
+) -> None:
+    async with tls_appliance() as app:
+        assert app.running.tls is not None
+        pin = app.running.tls.certificate.pin
+        cacert = str(tmp_path / "tls.crt")
+        url = https(app, "/v1/printers")
+        auth = f"Authorization: Bearer {KIOSK_TOKEN}"
+        code, out = await run(
+            "curl",
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--cacert",
+            cacert,
+            "-H",
+            auth,
+            https(app, "/healthz"),
+        )
+        assert (code, out) == (0, "200")
+        # Pinning the public key: the CA check is off (-k), the pin alone decides.
+        code, out = await run(
+            "curl",
+            "-sS",
+            "-k",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--pinnedpubkey",
+            pin,
+            "-H",
+            auth,
+            url,
+        )
+        assert (code, out) == (0, "403")  # in, and the kiosk token may not list printers
+
+
+async def test_curl_with_a_wrong_pin_refuses_and_sends_nothing(
+    tls_appliance: Callable[..., Any], tmp_path: Path
+) -> None:
+    async with tls_appliance() as app:
+        before = app.snapshot()
+        doc = tmp_path / "badge.pdf"
+        doc.write_bytes(make_pdf())
+        requests_before = _http_requests(app)
+        code, out = await run(
+            "curl",
+            "-sS",
+            "-k",
+            "--pinnedpubkey",
+            WRONG_PIN,
+            "-H",
+            f"Authorization: Bearer {KIOSK_TOKEN}",
+            "-H",
+            "Idempotency-Key: pinned-0001",
+            "-F",
+            'metadata={"owner":"ann","pool":"lobby"};type=application/json',
+            "-F",
+            f"document=@{doc};type=application/pdf",
+            https(app, "/v1/jobs"),
+        )
+        assert code == 90, out  # CURLE_SSL_PINNEDPUBKEYNOTMATCH
+        assert "public key does not match pinned public key" in out
+        assert app.snapshot() == before
+        assert _http_requests(app) == requests_before  # no request reached the application
+
+
+def _http_requests(app: Appliance) -> float:
+    """Requests the API has answered, every route (the request-duration histogram's count)."""
+    registry = app.running.service.metrics.registry
+    return sum(
+        sample.value
+        for metric in registry.collect()
+        if metric.name == "edgeprint_http_request_duration_seconds"
+        for sample in metric.samples
+        if sample.name.endswith("_count")
+    )
+
+
+@pytest.mark.parametrize(
+    ("version", "served"),
+    [("-tls1", False), ("-tls1_1", False), ("-tls1_2", True), ("-tls1_3", True)],
+)
+async def test_only_tls_1_2_and_newer_are_served(
+    tls_appliance: Callable[..., Any], version: str, served: bool
+) -> None:
+    """openssl s_client offering one version only; SECLEVEL=0 lets the local openssl offer
+    the old ones, so a refusal is the appliance's."""
+    async with tls_appliance() as app:
+        code, out = await run(
+            "openssl",
+            "s_client",
+            version,
+            "-cipher",
+            "DEFAULT@SECLEVEL=0",
+            "-connect",
+            f"127.0.0.1:{app.running.port}",
+            stdin=asyncio.subprocess.DEVNULL,
+        )
+        if "no protocols available" in out:
+            pytest.skip(f"this openssl cannot offer {version} at all")
+        if served:
+            assert code == 0, out
+            assert f"New, TLSv1.{version[-1]}, Cipher is " in out, out
+        else:
+            assert code != 0, out
+            assert "Cipher is (NONE)" in out, out
+
+
+# --- plain HTTP on the TLS port ----------------------------------------------------------------
+
+
+async def test_plain_http_on_the_tls_port_gets_health_a_redirect_or_426(
+    tls_appliance: Callable[..., Any], tmp_path: Path
+) -> None:
+    async with tls_appliance() as app:
+        ctx = client_context(tmp_path / "tls.crt")
+        form = aiohttp.FormData()
+        form.add_field("metadata", '{"owner":"ann"}', content_type="application/json")
+        form.add_field("document", make_pdf(), content_type="application/pdf", filename="b.pdf")
+        headers = {"Authorization": f"Bearer {KIOSK_TOKEN}", "Idempotency-Key": "tls-0001"}
+        async with app.http.post(https(app, "/v1/jobs"), data=form, headers=headers, ssl=ctx) as r:
+            assert r.status == 201, await r.text()
+            job = await r.json()
+        assert job["state"] == "HELD"
+        before = app.snapshot()
+
+        async with app.http.get(http(app, "/healthz")) as r:
+            assert r.status == 200
+            assert (await r.json())["status"] == "ok"
+        for method in ("GET", "HEAD"):
+            async with app.http.request(
+                method, http(app, "/status?printer=printer-01"), allow_redirects=False
+            ) as r:
+                assert r.status == 308
+                port = app.running.port
+                assert (
+                    r.headers["Location"] == f"https://127.0.0.1:{port}/status?printer=printer-01"
+                )
+        asks = [
+            ("POST", f"/v1/jobs/{job['id']}/release", "https"),
+            ("POST", "/v1/jobs", "https"),
+            ("POST", "/ipp/print/lobby", "ipps"),
+            ("DELETE", f"/v1/jobs/{job['id']}", "https"),
+        ]
+        for method, path, scheme in asks:
+            async with app.http.request(
+                method,
+                http(app, path),
+                headers={"Authorization": f"Bearer {KIOSK_TOKEN}"},
+                data=b"\x02\x00\x00\x0b\x00\x00\x00\x01\x03",
+            ) as r:
+                assert r.status == 426, (method, path)
+                assert r.headers["Content-Type"] == "application/problem+json"
+                assert r.headers["Upgrade"] == "TLS/1.2, HTTP/1.1"
+                problem = await r.json()
+            url = f"{scheme}://127.0.0.1:{app.running.port}{path}"
+            assert problem["type"] == "urn:edgeprint:problem:upgrade-required"
+            assert problem["url"] == url
+            assert problem["detail"] == f"this port speaks TLS only: use {url}"
+        assert app.snapshot() == before  # still HELD, nothing new
+
+
+async def test_a_redirect_never_echoes_a_hostile_host_header(
+    tls_appliance: Callable[..., Any],
+) -> None:
+    async with tls_appliance() as app, connect(app) as [(reader, writer)]:
+        writer.write(b"GET /status HTTP/1.1\r\nHost: evil.example/x?\r\nConnection: close\r\n\r\n")
+        status, headers, _ = parse(await until_eof(reader))
+    assert status == 308
+    assert headers["location"] == f"https://127.0.0.1:{app.running.port}/status"
+
+
+# --- slow and hostile TLS clients --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        pytest.param(b"", id="sends-nothing"),
+        pytest.param(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", id="partial-client-hello"),
+        pytest.param(b"\x16", id="one-byte"),
+    ],
+)
+async def test_a_handshake_that_never_finishes_is_closed_after_idle_timeout(
+    tls_appliance: Callable[..., Any], sent: bytes
+) -> None:
+    async with tls_appliance(idle_timeout_s=IDLE_S) as app:
+        async with connect(app) as [(reader, writer)]:
+            started = time.monotonic()
+            writer.write(sent)
+            data = await until_eof(reader)
+            elapsed = time.monotonic() - started
+        assert data == b""
+        assert 0.8 * IDLE_S <= elapsed < 3.0
+        assert accepted(app.running.port) == 0
+
+
+async def test_stalled_handshakes_at_the_cap_do_not_keep_a_real_client_out(
+    tls_appliance: Callable[..., Any], tmp_path: Path
+) -> None:
+    """60 connections that start a ClientHello and stop, against max_connections=20: at
+    most 20 are held, the oldest make room, and a real https request gets in long before
+    the idle time-out."""
+    idle_s = 3.0
+    async with tls_appliance(max_connections=20, idle_timeout_s=idle_s) as app:
+        port = app.running.port
+        started = time.monotonic()
+        async with connect(app, 60) as conns:
+            for _, writer in conns:
+                writer.write(b"\x16\x03\x01\x02\x00")
+            ctx = client_context(tmp_path / "tls.crt")
+            async with app.http.get(https(app, "/healthz"), ssl=ctx) as r:
+                assert r.status == 200
+            assert time.monotonic() - started < idle_s * 0.75
+            assert accepted(port) <= 20 + 1
+            for reader, _ in conns[:40]:  # evicted to make room: closed at once
+                assert await until_eof(reader, deadline_s=idle_s * 0.75) == b""
+            assert time.monotonic() - started < idle_s * 0.9
+
+
+# --- IPP over TLS -----------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+async def test_ipptool_over_ipps_completes(printers: Rig, tmp_path: Path) -> None:
+    """CUPS 2.4's ipptool waits for ever on a TLS 1.3 server that sends session tickets:
+    with num_tickets = 0 its get-printer-attributes.test completes (under a time-out)."""
+    if find_tool("ipptool") is None:
+        pytest.skip("ipptool: apt-get install cups-ipp-utils")
+    from tests.printing import appliance, rig_config
+
+    cfg = rig_config(tmp_path / "data", printers)
+    cfg["server"].update(tls_server(tmp_path))
+    async with appliance(cfg) as (served, _):
+        home = tmp_path / "home"  # ipptool keeps what it trusted on first use under ~/.cups
+        home.mkdir()
+        for queue in ("lobby", "printer-01"):
+            uri = f"ipps://127.0.0.1:{served.port}/ipp/print/{queue}"
+            code, out = await run(
+                "ipptool",
+                "-tv",
+                "-T",
+                "10",
+                uri,
+                "get-printer-attributes.test",
+                timeout_s=30,
+                env={**os.environ, "HOME": str(home)},
+            )
+            assert code == 0, out
+            assert "[PASS]" in out, out
+            assert "[FAIL]" not in out, out
