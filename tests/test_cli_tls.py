@@ -7,6 +7,7 @@ with) on loopback, in a thread (tests/tls_stub.py); it records what reached it.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,8 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from edgeprint import certificates, cli
 from edgeprint.cli import trust
 from edgeprint.cli.errors import UsageError
+from edgeprint.config import parse_config
+from edgeprint.server import running
 from tests.conftest import TECH_TOKEN, config_dict, to_toml
 from tests.tls_stub import https_stub
 
@@ -185,3 +188,28 @@ def test_pins_parse_to_their_digests(cert: certificates.Certificate) -> None:
         pin = trust.parse_pin(text, "x")
         assert pin.matches(der)
         assert pin.shown() in (cert.fingerprint, cert.pin)
+
+
+@pytest.mark.usefixtures("clean_env")
+async def test_http_to_the_tls_port_says_use_https(
+    tmp_path: Path, cert: certificates.Certificate, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real appliance serving TLS, the CLI given http://: a GET (308 to https://) and a
+    POST (426) both say to use https://, naming the URL; nothing is changed."""
+    data = config_dict(tmp_path / "data")
+    data["server"].update(
+        {"tls": "self-signed", "cert_file": str(cert.cert_file), "key_file": str(cert.key_file)}
+    )
+    async with running(parse_config(data)) as run:
+        plain = f"http://127.0.0.1:{run.port}"
+        want = (
+            f"edgeprint: {plain} (from --url) serves TLS: use https:// "
+            f"(https://127.0.0.1:{run.port}; the CLI pins the certificate of the config it "
+            "finds, or give --fingerprint)\n"
+        )
+        for argv in (["jobs"], ["pause", "printer-01"]):
+            code = await asyncio.to_thread(cli.main, [*argv, "--url", plain, "--token", TECH_TOKEN])
+            out = capsys.readouterr()
+            assert (code, out.out, out.err) == (3, "", want), argv
+        [printer] = [p for p in run.dispatcher.snapshots() if p.name == "printer-01"]
+        assert not printer.paused
