@@ -178,7 +178,6 @@ async def test_reload_refuses_a_bad_pair_and_the_running_certificate_stays(
             assert r.status == 200
 
 
-@pytest.mark.slow
 def test_sighup_reads_the_files_again_even_when_the_config_did_not_change(tmp_path: Path) -> None:
     """A real ``edgeprint serve``: SIGHUP with a broken key keeps the certificate (log line
     with the reason), SIGHUP with a renewed pair serves it at once; the config never changed."""
@@ -257,3 +256,18 @@ async def test_a_certificate_close_to_its_end_is_warned_of_while_running(
             )
         finally:
             watching.cancel()
+
+
+def test_cert_files_and_allow_plain_http_are_live_keys_and_the_tls_mode_is_not(
+    tmp_path: Path,
+) -> None:
+    from edgeprint.reload import restart_keys
+
+    def cfg(**server: Any) -> Any:
+        return parse_config(config_dict(tmp_path, **server))
+
+    files = files_server(tmp_path / "a.crt", tmp_path / "a.key")
+    moved = files_server(tmp_path / "b.crt", tmp_path / "b.key", allow_plain_http=True)
+    assert restart_keys(cfg(**files), cfg(**moved)) == []
+    assert restart_keys(cfg(**files), cfg(tls="off")) == ["server.tls"]
+    assert restart_keys(cfg(), cfg(tls="self-signed")) == ["server.tls"]

@@ -27,6 +27,8 @@ import aiohttp
 import pytest
 
 from edgeprint import certificates
+from edgeprint.printers import codec
+from edgeprint.printers.codec import GroupTag, Operation, Status
 from testbed.pdfs import make_pdf
 from testbed.rig import Rig, find_tool
 from tests.conftest import KIOSK_TOKEN, Appliance
@@ -346,7 +348,6 @@ async def test_stalled_handshakes_at_the_cap_do_not_keep_a_real_client_out(
 # --- IPP over TLS -----------------------------------------------------------------------------
 
 
-@pytest.mark.slow
 async def test_ipptool_over_ipps_completes(printers: Rig, tmp_path: Path) -> None:
     """CUPS 2.4's ipptool waits for ever on a TLS 1.3 server that sends session tickets:
     with num_tickets = 0 its get-printer-attributes.test completes (under a time-out)."""
@@ -374,3 +375,58 @@ async def test_ipptool_over_ipps_completes(printers: Rig, tmp_path: Path) -> Non
             assert code == 0, out
             assert "[PASS]" in out, out
             assert "[FAIL]" not in out, out
+
+
+async def test_an_ipps_queue_says_so_in_its_attributes(
+    tls_appliance: Callable[..., Any], tmp_path: Path
+) -> None:
+    """Over TLS a queue's printer-uri-supported is ipps://, its icons https://, and its
+    uri-security-supported "tls": a client keeps using TLS with the URIs it is given."""
+    async with tls_appliance() as app:
+        ctx = client_context(tmp_path / "tls.crt")
+        base = f"127.0.0.1:{app.running.port}"
+        message = codec.request(
+            Operation.GET_PRINTER_ATTRIBUTES, 5, printer_uri=f"ipps://{base}/ipp/print/lobby"
+        )
+        async with app.http.post(
+            https(app, "/ipp/print/lobby"),
+            data=message.encode(),
+            headers={"Content-Type": "application/ipp"},
+            ssl=ctx,
+        ) as r:
+            assert r.status == 200
+            answer = codec.parse(await r.read())
+        assert answer.status_code == Status.SUCCESSFUL_OK
+        printer = GroupTag.PRINTER
+        assert answer.value(printer, "printer-uri-supported") == f"ipps://{base}/ipp/print/lobby"
+        assert answer.value(printer, "uri-security-supported") == "tls"
+        icons = codec.strings(answer.get(printer, "printer-icons"))
+        assert len(icons) == 3
+        assert all(i.startswith(f"https://{base}/ipp/icons/") for i in icons), icons
+        # The icons over plain HTTP: a redirect like any page.
+        async with app.http.get(http(app, "/ipp/icons/128.png"), allow_redirects=False) as r:
+            assert r.status == 308
+            assert r.headers["Location"] == f"https://{base}/ipp/icons/128.png"
+
+
+def test_a_self_signed_certificate_names_what_clients_use() -> None:
+    from edgeprint.tls_runtime import default_names
+
+    host = socket.gethostname().split(".", 1)[0]
+    lan = ["192.0.2.5", "2001:db8::5"]
+    assert default_names("10.0.0.5", lan=lambda: lan) == [
+        "10.0.0.5",
+        host,
+        f"{host}.local",
+        "localhost",
+        "127.0.0.1",
+        "::1",
+    ]
+    assert default_names("0.0.0.0", lan=lambda: lan) == [
+        host,
+        f"{host}.local",
+        "localhost",
+        "127.0.0.1",
+        "::1",
+        *lan,
+    ]

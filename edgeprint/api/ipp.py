@@ -165,9 +165,8 @@ class IppEndpoint:
         config = self.deps.config
         refused = plain_http.token_refused(request, config.server)  # issue 26: not in clear text
         if refused is not None:
-            return _answer(
-                Status.CLIENT_ERROR_NOT_AUTHORIZED, refused, await self._peek_head(request)
-            )
+            head = await self._peek_head(request)  # status-message is text(255)
+            return _answer(Status.CLIENT_ERROR_NOT_AUTHORIZED, refused[:255], head)
         name, role, user = f"ipp:{request.remote}", "kiosk", None
         if config.ipp.auth == "basic":
             try:
@@ -221,8 +220,10 @@ class IppEndpoint:
                 document.discard()
             return _answer(Status.CLIENT_ERROR_NOT_FOUND, text, head[:8])
 
-        host = request.host
-        queue = self.server.queue(request.match_info["name"], f"ipp://{host}", f"http://{host}/")
+        host, s = request.host, "s" if request.secure else ""  # ipps:// and https:// over TLS
+        queue = self.server.queue(
+            request.match_info["name"], f"ipp{s}://{host}", f"http{s}://{host}/"
+        )
         if queue is None:
             return not_found(
                 f"no queue {request.match_info['name'][:40]!r}; queues are printer and pool names"

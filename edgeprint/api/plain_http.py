@@ -10,7 +10,8 @@ problem+json ``upgrade-required`` naming the ``https://`` (``ipps://`` for a que
 **A token over plain HTTP from off the box** (TLS not serving, i.e. ``tls = "off"``, or a
 venue that set ``allow_plain_http = false``): a request carrying ``Authorization`` (a
 bearer token, IPP Basic credentials) from an address that is not loopback is refused
-before the token is checked: 426 ``upgrade-required`` for the API; the IPP front door
+before the token is checked (loopback, or the box's own address it connected to, is
+this machine: allowed): 426 ``upgrade-required`` for the API; the IPP front door
 (edgeprint.api.ipp) answers ``client-error-not-authorized`` with :func:`token_refused`'s
 message instead. With ``allow_plain_http = true``, or a config without ``tls`` (it predates
 TLS: upgrading must not lock kiosks out), plain HTTP is served as it always was.
@@ -34,7 +35,7 @@ from edgeprint.config import ServerConfig
 log = logging.getLogger(__name__)
 
 HEALTH_PATH = "/healthz"
-IPP_PREFIX = "/ipp/"
+IPP_PREFIX = "/ipp/print/"
 #: A Host header that may go into a redirect as it is (name or address, optional port).
 _HOST_RE = re.compile(r"^(?:[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?$")
 
@@ -50,6 +51,16 @@ def is_loopback(remote: str | None) -> bool:
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
         return addr.ipv4_mapped.is_loopback
     return addr.is_loopback
+
+
+def from_this_machine(request: web.Request) -> bool:
+    """The peer is this machine: a loopback address, or the very address it connected to
+    (the CLI on the box reaching a LAN-bound appliance; the kernel routes that over lo, and
+    no other machine can complete a handshake from an address of this one)."""
+    if is_loopback(request.remote):
+        return True
+    sockname = request.transport.get_extra_info("sockname") if request.transport else None
+    return sockname is not None and request.remote == sockname[0]
 
 
 def _host(request: web.Request, server: ServerConfig) -> str:
@@ -99,15 +110,16 @@ def token_refused(request: web.Request, server: ServerConfig) -> str | None:
     """Why a request without TLS carrying credentials is refused, or None (it may go on)."""
     if request.secure or server.plain_tokens_allowed or "Authorization" not in request.headers:
         return None
-    if is_loopback(request.remote):
+    if from_this_machine(request):
         return None
     url = secure_url(request, server)
     _log(
         request, "credentials sent without TLS from another machine refused", "plain_token_refused"
     )
+    # ASCII (the URL is percent-encoded, the host checked): IPP cuts it to text(255) as is.
     return (
-        f"credentials are not accepted over plain HTTP from another machine; use {url} "
-        "(and a new token: this one crossed the network in clear text)"
+        f"use {url}: tokens are refused over plain HTTP from other machines (set [server] "
+        'tls = "self-signed"); replace this one, it crossed the network in clear text'
     )
 
 

@@ -114,14 +114,19 @@ class Queue:
     kind: str  # "printer" or "pool"
     members: tuple[str, ...]
     hold_by_default: bool
-    base_uri: str  # ipp://host:port
-    status_uri: str  # http://host:port/
+    base_uri: str  # ipp://host:port (ipps:// over TLS)
+    status_uri: str  # http://host:port/ (https://)
     auth: str  # "none" or "basic"
     max_document_bytes: int
 
     @property
     def uri(self) -> str:
         return f"{self.base_uri}/ipp/print/{self.name}"
+
+    @property
+    def security(self) -> str:
+        """uri-security-supported: "tls" for an ipps:// queue (RFC 8011 §5.4.3)."""
+        return "tls" if self.base_uri.startswith("ipps:") else "none"
 
     @property
     def icon_uris(self) -> list[str]:
@@ -284,7 +289,7 @@ def printer_attributes(
         attr("sides-default", Tag.KEYWORD, "one-sided"),
         attr("sides-supported", Tag.KEYWORD, "one-sided"),
         attr("uri-authentication-supported", Tag.KEYWORD, queue.auth),
-        attr("uri-security-supported", Tag.KEYWORD, "none"),
+        attr("uri-security-supported", Tag.KEYWORD, queue.security),
         attr("which-jobs-supported", Tag.KEYWORD, "completed", "not-completed", "all"),
     ]
 
