@@ -191,3 +191,17 @@ def test_certificate_names_cover_every_address_setup_chose() -> None:
     assert "https://192.0.2.10:8631, https://198.51.100.7:8631" in note
     assert "http://" not in note
     assert setup.https_url("0.0.0.0", 8631, addresses) == "https://192.0.2.10:8631"
+
+
+def test_a_kept_certificate_that_does_not_name_the_host_is_warned(tmp_path: Path) -> None:
+    """A valid pair already beside the config is kept (no --force needed for a new config),
+    and when it does not name the host setup chose, a warning says how to get one that does."""
+    path = tmp_path / "config.toml"
+    old = certificates.make_self_signed(tmp_path / "tls.crt", tmp_path / "tls.key", ["printhub"])
+    out = _setup(path, "--host", "127.0.0.1")
+    assert out.returncode == 0, out.stderr
+    assert _shown(out.stdout) == (old.fingerprint, old.pin)
+    assert (
+        "warning: the kept certificate does not name 127.0.0.1: clients that check names (not "
+        "pins) refuse it; --new-certificate makes one that does (kiosks then pin the new key)\n"
+    ) in out.stderr

@@ -181,7 +181,7 @@ def _run(args: argparse.Namespace, ask: Callable[[str], str]) -> int:
     print(setup.host_note(host, args.port, addresses))
     print()
     for line in tls_lines(cert, host, args.port, addresses):
-        print(line)
+        print(line, file=sys.stderr if line.startswith("warning:") else sys.stdout)
     print()
     print("Bearer tokens, shown this once (only their SHA-256 is in the config; a lost token")
     print("is replaced with: edgeprint setup --force, or edgeprint token new):")
