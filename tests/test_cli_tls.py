@@ -14,7 +14,7 @@ import pytest
 from cryptography.hazmat.primitives.serialization import Encoding
 
 from edgeprint import certificates, cli
-from edgeprint.cli import trust
+from edgeprint.cli import locate, trust
 from edgeprint.cli.errors import UsageError
 from edgeprint.config import parse_config
 from edgeprint.server import running
@@ -213,3 +213,19 @@ async def test_http_to_the_tls_port_says_use_https(
             assert (code, out.out, out.err) == (3, "", want), argv
         [printer] = [p for p in run.dispatcher.snapshots() if p.name == "printer-01"]
         assert not printer.paused
+
+
+def test_an_http_url_for_an_appliance_whose_config_serves_tls_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """$EDGEPRINT_URL=http://… left from before TLS, for the appliance a config found now
+    serves over https: the note says which URL to use (the RUNBOOK's old export)."""
+    path = _config(tmp_path / "etc", 8631)
+    monkeypatch.setattr("edgeprint.cli.locate.CONFIG_CANDIDATES", [path])
+    where = locate.locate(None, None, {"EDGEPRINT_URL": "http://localhost:8631"})
+    assert where.url == "http://localhost:8631"
+    assert where.config is None  # no token file lent to another scheme
+    assert where.note == (
+        f"{path} serves this appliance over TLS: use https://127.0.0.1:8631 ($EDGEPRINT_URL "
+        "says http://)"
+    )

@@ -124,7 +124,16 @@ def _matched(where: Where, env: Mapping[str, str]) -> Where:
         if same_appliance(url, where.url):
             return replace(where, config=path, others=tuple(others), cert_file=found.cert_file)
         others.append((path, url))
+    secure = [(p, u) for p, u in others if same_appliance(u, _https(where.url))]
+    if secure and where.note is None:  # issue 26: the box now serves TLS on that port
+        path, url = secure[0]
+        note = f"{path} serves this appliance over TLS: use {url} ({where.source} says http://)"
+        return replace(where, others=tuple(others), note=note)
     return replace(where, others=tuple(others))
+
+
+def _https(url: str) -> str:
+    return "https://" + url.removeprefix("http://") if url.startswith("http://") else url
 
 
 #: Host names that reach this machine itself (a wildcard bind is reached on loopback).
