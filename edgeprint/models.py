@@ -835,6 +835,31 @@ class EventOut(BaseModel):
     )
 
 
+class ApplianceTlsOut(BaseModel):
+    """``GET /v1/tls`` (issue 26): how the appliance serves TLS and what its clients pin."""
+
+    tls: Literal["self-signed", "files", "off"] | None = Field(
+        description='[server] tls: "self-signed", "files", "off", or null (absent: plain HTTP '
+        "as before TLS)"
+    )
+    fingerprint: str | None = Field(
+        description="SHA-256 of the certificate (DER), upper-case hex with colons, as "
+        "`openssl x509 -noout -fingerprint -sha256` prints it; null without TLS"
+    )
+    pin: str | None = Field(
+        description="`sha256//` and the base64 SHA-256 of the public key, as curl's "
+        "`--pinnedpubkey` takes it; null without TLS"
+    )
+    names: list[str] | None = Field(
+        description="the certificate's subject alternative names (DNS names and addresses)"
+    )
+    not_before: str | None = Field(description="start of validity (RFC 3339 UTC)")
+    not_after: str | None = Field(description="end of validity (RFC 3339 UTC)")
+    expires_soon: bool | None = Field(
+        description="true within 30 days of not_after (renew, then reload)"
+    )
+
+
 class TlsCheckOut(BaseModel):
     """An ipps printer's certificate against its pin."""
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import aiohttp
 
 from edgeprint import errors, reload, tls_runtime
-from edgeprint.api import http_server
+from edgeprint.api import http_server, tls_info
 from edgeprint.api.app import Deps
 from edgeprint.api.auth import TokenAuth
 from edgeprint.api.ratelimit import TokenRateLimiter
@@ -323,6 +323,8 @@ async def _api(
         previews=Previews(service),
     )
     app = build_app(deps)
+    if served is not None:
+        app[tls_info.SERVED] = served  # GET /v1/tls
 
     def reconfigure(new: Config) -> None:
         auth.replace(list(new.tokens))

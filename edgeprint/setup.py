@@ -7,11 +7,13 @@ SHA-256 goes into the file; the caller shows the tokens once.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import grp
 import ipaddress
 import json
 import os
+import pwd
 import secrets
 import socket
 import tomllib
@@ -22,9 +24,10 @@ from urllib.parse import urlsplit
 
 import ifaddr
 
-from edgeprint import errors
+from edgeprint import certificates, errors, tls_runtime
 from edgeprint.api.auth import token_digest
-from edgeprint.config import Config, parse_config
+from edgeprint.certificates import Certificate
+from edgeprint.config import SELF_SIGNED_CERT, SELF_SIGNED_KEY, Config, parse_config
 from edgeprint.config_checks import SERVICE_USER, is_loopback_host
 
 DEFAULT_CONFIG = Path("/etc/edgeprint/config.toml")
@@ -120,6 +123,14 @@ def check_host(host: str, addresses: list[Address]) -> str | None:
     return None
 
 
+def certificate_names(host: str, addresses: list[Address]) -> list[str]:
+    """The names and addresses the self-signed certificate carries (its subject alternative
+    names), as the appliance names one it makes at start: ``host`` (every LAN address when it
+    is a wildcard), this machine's host name and ``NAME.local``, and loopback."""
+    lan = [a.ip for a in addresses if not is_loopback_host(a.ip)]
+    return tls_runtime.default_names(host, lambda: lan)
+
+
 def host_note(host: str, port: int, addresses: list[Address]) -> str:
     """Who can reach the API at ``host``, in a technician's words."""
     if is_loopback_host(host):
@@ -128,7 +139,7 @@ def host_note(host: str, port: int, addresses: list[Address]) -> str:
             "no kiosk can. To serve kiosks: edgeprint setup --force --host ADDRESS."
         )
     if host in WILDCARDS:
-        lan = ", ".join(f"http://{a.ip}:{port}" for a in addresses if not is_loopback_host(a.ip))
+        lan = ", ".join(f"https://{a.ip}:{port}" for a in addresses if not is_loopback_host(a.ip))
         return (
             f"The API listens on every interface (port {port}): kiosks reach it at "
             f"{lan or 'this machine`s address'}. Anyone on those networks can connect; "
@@ -139,10 +150,18 @@ def host_note(host: str, port: int, addresses: list[Address]) -> str:
     others = [a.ip for a in addresses if a.ip != host and not is_loopback_host(a.ip)]
     tail = f" Other addresses of this machine: {', '.join(others)} (--host)." if others else ""
     return (
-        f"The API listens on http://{host}:{port}: kiosks and technicians{network} reach it "
+        f"The API listens on https://{host}:{port}: kiosks and technicians{network} reach it "
         "there (give the kiosks this URL). Anyone on that network can connect; only a "
         f"token lets them do anything.{tail}"
     )
+
+
+def https_url(host: str, port: int, addresses: list[Address]) -> str:
+    """The API's URL as a kiosk types it: a wildcard bind is named by its first LAN address."""
+    if host in WILDCARDS:
+        lan = [a.ip for a in addresses if not is_loopback_host(a.ip)]
+        host = lan[0] if lan else "127.0.0.1"
+    return f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
 
 
 def refusal(path: Path) -> str | None:
@@ -186,6 +205,10 @@ def build(
         f"host = {_s(host)}",
         f"port = {port}",
         f"data_dir = {_s(str(data_dir))}",
+        "# The API and the IPP queues over TLS only (https://, ipps://) with the certificate",
+        "# setup made beside this file (tls.crt, tls.key); kiosks pin its key (edgeprint tls",
+        '# fingerprint). "files" with cert_file and key_file: the venue\'s own certificate.',
+        'tls = "self-signed"',
     ]
     for name, uri in printers:
         lines += ["", "[[printers]]", f"name = {_s(name)}", f"uri = {_s(uri)}"]
@@ -267,6 +290,66 @@ def commit_secret(tmp: Path, path: Path) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+@dataclass(frozen=True)
+class StagedCertificate:
+    """The certificate setup serves: kept as it was (``staged`` None), or new and staged
+    beside its final files until the config is written (:func:`commit_certificate`)."""
+
+    certificate: Certificate
+    #: (staged cert, staged key) to rename over the certificate's files; None: kept.
+    staged: tuple[Path, Path] | None
+    #: Why an existing certificate was not kept ("" when there was none, or it was kept).
+    replaced_because: str = ""
+
+
+def prepare_certificate(
+    folder: Path, names: list[str], *, renew: bool, now: datetime.datetime
+) -> StagedCertificate:
+    """The self-signed certificate for a config in ``folder``: an existing pair that loads
+    (matches, not expired) is kept unless ``renew`` — so the kiosks' pins survive
+    ``setup --force``; otherwise a new ECDSA P-256 pair for ``names`` is made and staged."""
+    cert_file, key_file = folder / SELF_SIGNED_CERT, folder / SELF_SIGNED_KEY
+    why = ""
+    if not renew and (os.path.lexists(cert_file) or os.path.lexists(key_file)):
+        try:
+            return StagedCertificate(certificates.load(cert_file, key_file, now=now), None)
+        except certificates.CertificateError as exc:
+            why = str(exc)
+    tag = secrets.token_hex(4)
+    tmp_cert = folder / f".{SELF_SIGNED_CERT}.{tag}.tmp"
+    tmp_key = folder / f".{SELF_SIGNED_KEY}.{tag}.tmp"
+    made = certificates.make_self_signed(tmp_cert, tmp_key, names, now=now)
+    if os.geteuid() == 0:  # the service's user reads them (0600, its own)
+        ids = _service_ids()
+        for tmp in (tmp_cert, tmp_key):
+            os.chown(tmp, *(ids or (0, 0)))
+    final = dataclasses.replace(made, cert_file=cert_file, key_file=key_file)
+    return StagedCertificate(final, (tmp_cert, tmp_key), why)
+
+
+def commit_certificate(staged: StagedCertificate) -> None:
+    """Put a new certificate's staged files in place (nothing for one kept)."""
+    if staged.staged is None:
+        return
+    tmp_cert, tmp_key = staged.staged
+    commit_secret(tmp_key, staged.certificate.key_file)
+    commit_secret(tmp_cert, staged.certificate.cert_file)
+
+
+def discard_certificate(staged: StagedCertificate) -> None:
+    """Remove a new certificate's staged files (setup failed: nothing is replaced)."""
+    for tmp in staged.staged or ():
+        tmp.unlink(missing_ok=True)
+
+
+def _service_ids() -> tuple[int, int] | None:
+    try:
+        user = pwd.getpwnam(SERVICE_USER)
+    except KeyError:
+        return None
+    return user.pw_uid, user.pw_gid
 
 
 def _service_gid() -> int | None:

@@ -9,10 +9,12 @@
 #    pyproject.toml changed since the last run);
 # 3. starts two real IPP Everywhere printers (ippeveprinter, via testbed/rig.py)
 #    on free loopback ports, folder .quickstart/rig;
-# 4. writes .quickstart/config.toml: API on 127.0.0.1:8631, data in
+# 4. writes .quickstart/config.toml: API on https://127.0.0.1:8631 (tls = "self-signed":
+#    the key and certificate in .quickstart/tls.key and tls.crt, kept across runs), data in
 #    .quickstart/data, printer-01 and printer-02 in pool "lobby", a kiosk and a
 #    tech token (plain tokens in .quickstart/tokens.env, kept across runs);
-# 5. prints curl examples and runs `edgeprint serve` in the foreground.
+# 5. prints what clients pin, curl examples (--cacert .quickstart/tls.crt) and runs
+#    `edgeprint serve` in the foreground.
 #    Ctrl-C (or SIGTERM) stops the appliance, then the printers.
 #
 # Safe to run again: packages, venv and tokens are reused; printers left over
@@ -159,6 +161,7 @@ cat >"$CONFIG.new" <<EOF
 host = "127.0.0.1"
 port = $PORT
 data_dir = '$ROOT/$QS/data'
+tls = "self-signed"   # https:// and ipps:// with $QS/tls.crt and tls.key
 
 [[printers]]
 name = "printer-01"
@@ -172,36 +175,55 @@ pool = "lobby"
 EOF
 cat "$QS/tokens.toml" >>"$CONFIG.new"
 mv "$CONFIG.new" "$CONFIG"
+# The appliance's certificate, kept across runs so pins hold; made now (not at the first
+# start) so its pin can be shown below. One that no longer loads (expired) is made anew.
+"$VENV_PY" - "$QS" <<'PY'
+import sys
+from pathlib import Path
+
+from edgeprint import certificates, tls_runtime
+
+qs = Path(sys.argv[1])
+try:
+    certificates.load(qs / "tls.crt", qs / "tls.key")
+except certificates.CertificateError:
+    certificates.make_self_signed(qs / "tls.crt", qs / "tls.key", tls_runtime.default_names("127.0.0.1"))
+PY
 .venv/bin/edgeprint check-config "$CONFIG" >/dev/null
 
 "$VENV_PY" -c 'from testbed.pdfs import make_pdf; open(".quickstart/badge.pdf", "wb").write(make_pdf("Ada Lovelace"))'
 
+PIN=$(.venv/bin/edgeprint tls fingerprint --config "$CONFIG" | sed -n 's/^  public key pin: *//p')
+[ -n "$PIN" ] || die "could not read the certificate's pin ($QS/tls.crt)"
+
 # --- 5. run -----------------------------------------------------------------------------------
-API=http://127.0.0.1:$PORT
+API=https://127.0.0.1:$PORT
 cat <<EOF
 
   printers   printer-01  $URI1
              printer-02  $URI2   (pool "lobby"; ground truth: $RIG_DIR/printer-NN/prints.log)
   config     $CONFIG
   tokens     $QS/tokens.env
+  TLS        $QS/tls.crt: clients trust it (curl --cacert $QS/tls.crt) or pin its key:
+             curl --insecure --pinnedpubkey '$PIN' $API/healthz
 
   In another terminal, from $ROOT:
 
     source $QS/tokens.env
-    API=$API
+    API=$API   # TLS: every curl trusts only $QS/tls.crt (--cacert)
     id_of() { python3 -c 'import json, sys; a = json.load(sys.stdin); print(a["id"]) if "id" in a else sys.exit(a)'; }
 
     # submit a held badge to pool "lobby" (same Idempotency-Key = same job, never a second one)
-    ID=\$(curl -s -H "Authorization: Bearer \$KIOSK_TOKEN" -H "Idempotency-Key: checkin-\$(date +%s)" \\
+    ID=\$(curl -s --cacert $QS/tls.crt -H "Authorization: Bearer \$KIOSK_TOKEN" -H "Idempotency-Key: checkin-\$(date +%s)" \\
          -F 'metadata={"owner":"ada","pool":"lobby"};type=application/json' \\
          -F 'document=@$QS/badge.pdf;type=application/pdf' \$API/v1/jobs | id_of)
 
     # release it (optional body -d '{"printer":"printer-02"}' with -H "Content-Type: application/json")
-    curl -s -X POST -H "Authorization: Bearer \$KIOSK_TOKEN" \$API/v1/jobs/\$ID/release; echo
+    curl -s --cacert $QS/tls.crt -X POST -H "Authorization: Bearer \$KIOSK_TOKEN" \$API/v1/jobs/\$ID/release; echo
 
     # look at it, and at the list
-    curl -s -H "Authorization: Bearer \$KIOSK_TOKEN" \$API/v1/jobs/\$ID; echo
-    curl -s -H "Authorization: Bearer \$KIOSK_TOKEN" "\$API/v1/jobs?limit=20"; echo
+    curl -s --cacert $QS/tls.crt -H "Authorization: Bearer \$KIOSK_TOKEN" \$API/v1/jobs/\$ID; echo
+    curl -s --cacert $QS/tls.crt -H "Authorization: Bearer \$KIOSK_TOKEN" "\$API/v1/jobs?limit=20"; echo
 
     # what the printers printed: .venv/bin/python -m testbed.rig status $RIG_DIR
     # switch one off / on again (its record of prints is kept; a new quickstart run starts

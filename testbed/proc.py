@@ -32,6 +32,8 @@ class ServeProcess:
         self.command = command or [sys.executable, "-m", "edgeprint"]
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
+        #: The ready line said it serves TLS (issue 26): :attr:`url` is https://.
+        self.tls = False
 
     def start(self) -> Self:
         """Start and block until the JSON ``ready`` line names the bound port."""
@@ -50,6 +52,7 @@ class ServeProcess:
                 rec = _json(line)
                 if rec.get("event") == "ready":
                     self.port = int(rec["port"])
+                    self.tls = bool(rec.get("tls"))
                     return self
             if self.proc.poll() is not None:
                 raise RuntimeError(f"edgeprint exited {self.proc.returncode}:\n{self.tail()}")
@@ -59,7 +62,7 @@ class ServeProcess:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     def tail(self, lines: int = 30) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])

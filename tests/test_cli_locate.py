@@ -454,8 +454,8 @@ async def test_setup_writes_a_root_only_token_file_the_cli_then_uses(tmp_path: P
         proc = await asyncio.to_thread(
             _edgeprint, "status", "--config", str(path), env=_env(), cwd=tmp_path
         )
-    assert (proc.returncode, proc.stderr) == (0, "")
-    assert f"edgeprint at http://127.0.0.1:{port}" in proc.stdout
+    assert (proc.returncode, proc.stderr) == (0, "")  # over https, pinned to setup's tls.crt
+    assert f"edgeprint at https://127.0.0.1:{port}" in proc.stdout
     assert "front-1" in proc.stdout
 
 
@@ -476,5 +476,5 @@ def test_setup_no_token_file_writes_none(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
-    assert sorted(p.name for p in path.parent.iterdir()) == ["config.toml"]
+    assert sorted(p.name for p in path.parent.iterdir()) == ["config.toml", "tls.crt", "tls.key"]
     assert "tech.token" not in proc.stdout

@@ -16,6 +16,7 @@ import os
 import pwd
 import re
 import shutil
+import ssl
 import stat
 import subprocess
 import sys
@@ -300,6 +301,8 @@ def test_install_reinstall_remove_purge(deb: Path) -> None:
         assert setup.returncode == 0, setup.stderr
         assert "Next: systemctl enable --now edgeprint" in setup.stdout
         assert _mode_owner(CONFIG) == ("0o640", "root", "edgeprint")
+        for pair in ("tls.crt", "tls.key"):  # the service reads them, nobody else
+            assert _mode_owner(CONFIG.parent / pair) == ("0o600", "edgeprint", "edgeprint")
         checked = _as_service_user("check-config", str(CONFIG))
         assert checked.returncode == 0, checked.stderr
         assert checked.stdout.startswith("ok: 1 printer(s), 0 pool(s), 2 token(s)")
@@ -338,7 +341,11 @@ def test_install_reinstall_remove_purge(deb: Path) -> None:
         assert removed.returncode == 0, removed.stderr
         said = removed.stdout + removed.stderr
         assert re.search(r"edgeprint: removed /var/cache/edgeprint \(\d+(\.\d+)?M,", said), said
-        assert re.search(r"kept /etc/edgeprint \(config and token digests, \d+(\.\d+)?K\)", said)
+        assert re.search(
+            r"kept /etc/edgeprint \(config, token digests and the TLS key kiosks pin, "
+            r"\d+(\.\d+)?K\)",
+            said,
+        )
         assert re.search(r"/var/lib/edgeprint \(jobs and documents, \d+(\.\d+)?K\)", said), said
         assert "the user and group edgeprint. apt purge edgeprint removes them." in said
         assert not BINARY.exists()
@@ -362,9 +369,20 @@ def test_install_reinstall_remove_purge(deb: Path) -> None:
         _purge()
 
 
+def _curl_pinned(url: str, pin: str, token: str) -> subprocess.CompletedProcess[str]:
+    head = ["curl", "-sS", "--insecure", "--pinnedpubkey", pin, "-o", "/dev/null"]
+    return _run([*head, "-w", "%{http_code}", "-H", f"Authorization: Bearer {token}", url])
+
+
+def _appliance_tls() -> ssl.SSLContext:
+    """Trust exactly the certificate setup made for the installed appliance."""
+    return ssl.create_default_context(cafile=str(CONFIG.parent / "tls.crt"))
+
+
 async def _print_badges(url: str, token: str, keys: list[str]) -> list[str]:
     """Submit printable badges with ``token``; their ids once every one is DONE."""
-    async with aiohttp.ClientSession() as http:
+    connector = aiohttp.TCPConnector(ssl=_appliance_tls())
+    async with aiohttp.ClientSession(connector=connector) as http:
         headers = {"Authorization": f"Bearer {token}"}
         ids = []
         for key in keys:
@@ -431,10 +449,11 @@ def test_readme_install_block_prints_badges_and_purge_leaves_nothing(
         assert setup.returncode == 0, setup.stderr
         [kiosk] = re.findall(r"^  kiosk token \(kiosk-1\): (\S+)$", setup.stdout, re.M)
         [tech] = re.findall(r"^  tech token \(tech-1\): (\S+)$", setup.stdout, re.M)
+        [pin] = re.findall(r"^  public key pin: +(sha256//\S+)$", setup.stdout, re.M)
 
         # 3. systemctl enable --now: as pasted when systemd runs this machine; else enable,
-        # and the unit's ExecStartPre, then its ExecStart, as its user
-        url = f"http://127.0.0.1:{port}"
+        # and the unit's ExecStartPre, then its ExecStart, as its user; it serves TLS only
+        url = f"https://127.0.0.1:{port}"
         unit = UNIT.read_text()
         pre = unit.split("ExecStartPre=")[1].split("\n")[0].split()
         start = unit.split("ExecStart=")[1].split("\n")[0].split()
@@ -468,6 +487,12 @@ def test_readme_install_block_prints_badges_and_purge_leaves_nothing(
             server.start()
         try:
             ids = asyncio.run(_print_badges(url, kiosk, ["badge-0001", "badge-0002"]))
+            # a kiosk's curl pins the key setup printed; another key is refused (exit 90)
+            pinned = _curl_pinned(f"{url}/v1/jobs/{ids[0]}", pin, kiosk)
+            assert (pinned.returncode, pinned.stdout) == (0, "200"), pinned.stderr
+            other = "sha256//" + "A" * 43 + "="
+            refused = _curl_pinned(f"{url}/v1/jobs/{ids[0]}", other, kiosk)
+            assert refused.returncode == 90, refused.stderr
             # the technician CLI on the box, as root, with no flags: the URL from
             # /etc/edgeprint/config.toml, the token from the tech.token setup wrote beside it
             assert _mode_owner(CONFIG.parent / "tech.token") == ("0o600", "root", "root")
@@ -521,7 +546,8 @@ async def _ready(url: str) -> None:
 
     async def ready() -> bool:
         try:
-            async with aiohttp.ClientSession() as http, http.get(f"{url}/readyz") as r:
+            ssl_ = _appliance_tls()
+            async with aiohttp.ClientSession() as http, http.get(f"{url}/readyz", ssl=ssl_) as r:
                 return r.status == 200
         except aiohttp.ClientError:
             return False

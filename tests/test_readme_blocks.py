@@ -14,6 +14,7 @@ import json
 import os
 import re
 import secrets
+import ssl
 import struct
 import subprocess
 import sys
@@ -114,7 +115,8 @@ class QuickStart:
             f"{self.server.url}{path}",
             headers={"Authorization": f"Bearer {self.tokens['TECH_TOKEN']}"},
         )
-        with urllib.request.urlopen(req, timeout=10) as r:
+        pinned = ssl.create_default_context(cafile=str(self.root / ".quickstart" / "tls.crt"))
+        with urllib.request.urlopen(req, timeout=10, context=pinned) as r:
             return json.load(r)
 
     def job_by_key(self, key: str) -> dict[str, Any]:
@@ -156,6 +158,7 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QuickStart]
         (qs / "tech.token").chmod(0o600)
         (qs / "config.toml").write_text(
             f"[server]\nhost = \"127.0.0.1\"\nport = {port}\ndata_dir = '{qs / 'data'}'\n"
+            'tls = "self-signed"\n'  # serve makes .quickstart/tls.crt and tls.key at start
             + printers
             + _token_entry("kiosk-quickstart", "kiosk", tokens["KIOSK_TOKEN"])
             + _token_entry("tech-quickstart", "tech", tokens["TECH_TOKEN"])
@@ -186,7 +189,7 @@ def test_curl_examples_print_each_badge_once(quickstart: QuickStart) -> None:
     held = quickstart.job_by_key(HELD_KEY)
     assert f"badge: job {badge['id']}" in out.stdout
     assert '"state": "RELEASED"' in out.stdout or '"state":"RELEASED"' in out.stdout
-    assert "edgeprint at http://127.0.0.1:" in out.stdout  # edgeprint status
+    assert "edgeprint at https://127.0.0.1:" in out.stdout  # edgeprint status, pinned
     assert f"open {quickstart.server.url}/#token=" in out.stdout
     for key in (BADGE_KEY, HELD_KEY):
         eventually_sync(partial(_done, quickstart, key), f"{key} DONE", timeout_s=30)

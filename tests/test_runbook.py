@@ -210,7 +210,8 @@ def test_queue_climbs_runbook_clears_paused_printers(quickstart: QuickStart) -> 
     assert paused.returncode == 0, paused.stderr
     try:
         submit = quickstart.run(
-            'source .quickstart/tokens.env && curl -s -H "Authorization: Bearer $KIOSK_TOKEN"'
+            "source .quickstart/tokens.env && curl -s --cacert .quickstart/tls.crt"
+            ' -H "Authorization: Bearer $KIOSK_TOKEN"'
             ' -H "Idempotency-Key: runbook-0001"'
             ' -F \'metadata={"owner":"ada","pool":"lobby","hold":false};'
             "type=application/json'"

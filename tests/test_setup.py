@@ -7,6 +7,8 @@ import hashlib
 import os
 import pty
 import re
+import shutil
+import ssl
 import stat
 import subprocess
 import sys
@@ -75,20 +77,24 @@ def test_setup_with_flags_writes_a_config_that_prints(tmp_path: Path, printers: 
     data["dispatch"] = FAST_DISPATCH
     run_cfg = tmp_path / "run.toml"
     run_cfg.write_text(to_toml(data))
+    shutil.copy(path.parent / "tls.crt", tmp_path / "tls.crt")  # the pair setup made, beside
+    shutil.copy(path.parent / "tls.key", tmp_path / "tls.key")  # the config it is read from
     server = ServeProcess(run_cfg, tmp_path / "serve.log")
     with server.start():
-        job_id = asyncio.run(_print_one(server.url, tokens["kiosk"]))
+        assert server.url.startswith("https://")
+        job_id = asyncio.run(_print_one(server.url, tokens["kiosk"], tmp_path / "tls.crt"))
         assert server.terminate() == 0
     assert_each_printed_once(printers, [job_id])
 
 
-async def _print_one(url: str, token: str) -> str:
+async def _print_one(url: str, token: str, cert_file: Path) -> str:
     headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": "setup-0001"}
     form = aiohttp.FormData()
     form.add_field("metadata", '{"owner":"ann","pool":"lobby","hold":false}',
                    content_type="application/json")  # fmt: skip
     form.add_field("document", make_pdf(), content_type="application/pdf", filename="b.pdf")
-    async with aiohttp.ClientSession() as http:
+    pinned = ssl.create_default_context(cafile=str(cert_file))  # the appliance's own, only
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=pinned)) as http:
         async with http.post(f"{url}/v1/jobs", data=form, headers=headers) as r:
             job: dict[str, Any] = await r.json()
             assert r.status == 201, job
@@ -211,7 +217,7 @@ def test_choose_host_prefers_the_address_that_reaches_the_printers() -> None:
     assert chosen == (lan[0].ip if lan else "127.0.0.1")
     if lan:
         note = setup.host_note(lan[0].ip, 8631, addresses)
-        assert note.startswith(f"The API listens on http://{lan[0].ip}:8631: kiosks and "
+        assert note.startswith(f"The API listens on https://{lan[0].ip}:8631: kiosks and "
                                f"technicians on {lan[0].network} ({lan[0].interface})")  # fmt: skip
     assert "every interface" in setup.host_note("0.0.0.0", 8631, addresses)
     assert setup.check_host("0.0.0.0", addresses) is None

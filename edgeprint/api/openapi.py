@@ -29,6 +29,7 @@ from edgeprint.config import NAME_PATTERN
 from edgeprint.models import (
     IDEMPOTENCY_KEY_PATTERN,
     JOB_ID_PATTERN,
+    ApplianceTlsOut,
     AuditOut,
     BulkCancelRequest,
     BulkOut,
@@ -89,6 +90,7 @@ _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
     JobStoryOut,  # issue 24
     TokenOut, TokensOut,  # issue 26
     AuditOut,  # issue 26 (who did what)
+    ApplianceTlsOut,  # issue 26
 )  # fmt: skip
 
 Body = Literal[

@@ -28,6 +28,7 @@ from edgeprint.api import (
     release_page,
     status_page,
     stickers,
+    tls_info,
     tokens,
     upload_page,
 )  # fmt: skip
@@ -35,6 +36,7 @@ from edgeprint.api.openapi import PATH, Answer, Body, Handler, Operation, Role
 from edgeprint.ipp_server.attributes import ICON_SIZES
 from edgeprint.models import (
     MAX_BULK,
+    ApplianceTlsOut,
     AuditOut,
     BulkOut,
     DeadLetterOut,
@@ -705,6 +707,18 @@ ROUTES: tuple[Operation, ...] = (
             422: _problem("`invalid-request`: a bad or unknown query parameter (`errors`)"),
             503: _503_STORE, **_VIEW,
         },
+    ),
+    Operation(
+        tls_info.get_tls,
+        "get", "/v1/tls", "getTls",
+        "The TLS certificate served now and what clients pin (tech)", "operations", "tech",
+        description=(
+            "What `edgeprint tls fingerprint` prints: the certificate's SHA-256 fingerprint "
+            "(openssl's form) and the public key's `sha256//` pin (curl's `--pinnedpubkey`), "
+            "its names and validity. The running certificate (after a refused reload, the one "
+            "still served). Without TLS (`tls` off or absent) the other fields are null."
+        ),
+        answers={200: Answer("the certificate served", ApplianceTlsOut), **_TECH},
     ),
     Operation(
         app.stats,

@@ -19,12 +19,15 @@ Technician commands (DESIGN §8)::
     edgeprint preflight [--badge FILE] [--no-print] [--wait S]   every printer, before the doors
     edgeprint rehearsal|go-live|event     the event's mode (new jobs are tests until go-live)
     edgeprint audit [--since T] [--limit N] [--actor A] [--action X]   who did what, newest first
+    edgeprint tls fingerprint             what kiosks pin: the certificate's SHA-256, the key's pin
 
 They find the appliance by themselves (``locate``: ``--url``, ``--config``,
 ``$EDGEPRINT_URL``, ``$EDGEPRINT_CONFIG``, /etc/edgeprint/config.toml,
 .quickstart/config.toml, http://127.0.0.1:8631) and its token (``credentials``:
 ``--token``, ``--token-file``, ``$EDGEPRINT_TOKEN``, ``$EDGEPRINT_TOKEN_FILE``,
-``tech.token`` beside the config found), and take ``--json`` (the API's JSON as-is,
+``tech.token`` beside the config found), pin an https:// appliance's certificate
+(``trust``: ``--fingerprint``, ``$EDGEPRINT_TLS_FINGERPRINT``, the config's cert file), and
+take ``--json`` (the API's JSON as-is,
 for scripts). The HTTP client is the standard library's, so the command starts fast
 and needs no event loop.
 

@@ -23,6 +23,7 @@ from typing import IO, Any
 
 from edgeprint import __version__
 from edgeprint.cli import credentials, locate
+from edgeprint.cli import trust as tls_trust
 from edgeprint.cli.errors import ApiFailed, ConnectFailed, UsageError
 from edgeprint.cli.render import clean
 
@@ -58,11 +59,19 @@ class Api:
     timeout_s: float = DEFAULT_TIMEOUT_S
     where: locate.Where | None = None
     token_from: str | None = None
+    #: How an https:// appliance is trusted (None: the system CAs); cli/trust.py.
+    trust: tls_trust.Trust | None = None
 
     def __post_init__(self) -> None:
         # No proxies (the API is local; *_proxy variables must not reroute the token),
-        # no redirects.
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirects())
+        # no redirects; https:// checks the pin before the request is sent.
+        handlers: list[urllib.request.BaseHandler] = [
+            urllib.request.ProxyHandler({}),
+            _NoRedirects(),
+        ]
+        if self.base.startswith("https://"):
+            handlers.append((self.trust or tls_trust.Trust(None)).handler(self.base))
+        self._opener = urllib.request.build_opener(*handlers)
 
     def call(
         self, method: str, path: str, query: dict[str, str] | None = None, *, auth: bool = True,
@@ -95,11 +104,15 @@ class Api:
                 raw = _read_quietly(exc)
             if exc.code == 404 and not _problem_slug(raw):
                 raise ConnectFailed(self._stranger(f"{exc.code} {exc.reason}", path)) from None
+            if _to_https(self.base, exc):
+                raise ConnectFailed(self._tls_port()) from None
             message = _problem_message(exc.code, exc.reason, raw) + self._hint(exc.code, raw)
             raise ApiFailed(exc.code, clean(message), raw) from None
         except urllib.error.URLError as exc:
             if _plain_http(exc.reason):
                 raise ConnectFailed(self._plain_http()) from None
+            if isinstance(exc.reason, ssl.SSLCertVerificationError):
+                raise ConnectFailed(self._unverified(exc.reason)) from None
             raise ConnectFailed(self._cannot(exc.reason)) from None
         except (OSError, HTTPException) as exc:  # reset, time-out while reading, bad status line
             if _plain_http(exc):
@@ -130,6 +143,24 @@ class Api:
         origin = f" ({self.where.origin})" if self.where else ""
         plain = "http://" + self.base.removeprefix("https://")
         return f"{self.base}{origin} answered plain HTTP: use http:// ({plain})"
+
+    def _tls_port(self) -> str:
+        origin = f" ({self.where.origin})" if self.where else ""
+        secure = "https://" + self.base.removeprefix("http://")
+        return (
+            f"{self.base}{origin} serves TLS: use https:// ({secure}; the CLI pins the "
+            "certificate of the config it finds, or give --fingerprint)"
+        )
+
+    def _unverified(self, reason: ssl.SSLCertVerificationError) -> str:
+        why = (self.trust.why_no_pin if self.trust else None) or "no config of it was found"
+        return (
+            f"{self.base}: its certificate is not signed by a CA this machine trusts "
+            f"({reason.verify_message}); a self-signed appliance is pinned instead, and its "
+            f"certificate could not be read: {why}. Give --fingerprint (or "
+            f"${tls_trust.FINGERPRINT_ENV}) with what `sudo edgeprint tls fingerprint` shows on "
+            "the box, or run the command with sudo there"
+        )
 
     def json(
         self, method: str, path: str, query: dict[str, str] | None = None, *, auth: bool = True,
@@ -211,6 +242,15 @@ def _plain_http(reason: object) -> bool:
     )
 
 
+def _to_https(base: str, exc: urllib.error.HTTPError) -> bool:
+    """Whether plain HTTP reached a TLS port: it redirects to https:// (a GET) or asks for
+    an upgrade (426)."""
+    if not base.startswith("http://"):
+        return False
+    location = exc.headers.get("Location", "") if exc.headers else ""
+    return exc.code == 426 or (300 <= exc.code < 400 and location.startswith("https://"))
+
+
 def _read_quietly(resp: urllib.error.HTTPError) -> bytes:
     try:
         return resp.read(64 * 1024)
@@ -263,4 +303,5 @@ def connect(args: argparse.Namespace) -> Api:
         getattr(args, "timeout", DEFAULT_TIMEOUT_S),
         where=where,
         token_from=None if token is None else token.source,
+        trust=tls_trust.trust_for(getattr(args, "fingerprint", None), where.cert_file),
     )

@@ -9,7 +9,7 @@ import secrets
 import sys
 from collections.abc import Sequence
 
-from edgeprint.cli import discover, parser, setup, tech
+from edgeprint.cli import discover, parser, setup, tech, tls
 from edgeprint.cli.errors import EXIT_OK, EXIT_USAGE
 
 
@@ -29,6 +29,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return discover.run(args)
     if args.command == "setup":
         return setup.run(args)
+    if args.command == "tls":
+        return tls.run(args)
     return tech.run(args)
 
 

@@ -55,6 +55,9 @@ class Where:
     note: str | None = None
     #: Configs found that name another appliance: (path, the URL it names).
     others: tuple[tuple[Path, str], ...] = ()
+    #: The appliance's own TLS certificate, as its config names it (None: no TLS, or the
+    #: URL is not from a config); the CLI pins it when it can read it (cli/trust.py).
+    cert_file: Path | None = None
 
     @property
     def is_default(self) -> bool:
@@ -100,7 +103,7 @@ def _flag_url(url: str, config_flag: str | None, env: Mapping[str, str]) -> Wher
         note = f"using --url {url}; --config not used: {exc}"
         return replace(_matched(where, env), note=note)
     if same_appliance(other, url):
-        return Where(url, "--url", config=path)
+        return Where(url, "--url", config=path, cert_file=_from_config(path, str(path)).cert_file)
     note = f"--url {url} and --config {path} ({other}) disagree: using --url"
     found = _matched(where, env)
     return replace(found, note=note, others=((path, other), *found.others))
@@ -114,13 +117,23 @@ def _matched(where: Where, env: Mapping[str, str]) -> Where:
     others: list[tuple[Path, str]] = []
     for path in paths:
         try:
-            url = _from_config(path, str(path)).url
+            found = _from_config(path, str(path))
         except UsageError:
             continue
+        url = found.url
         if same_appliance(url, where.url):
-            return replace(where, config=path, others=tuple(others))
+            return replace(where, config=path, others=tuple(others), cert_file=found.cert_file)
         others.append((path, url))
+    secure = [(p, u) for p, u in others if same_appliance(u, _https(where.url))]
+    if secure and where.note is None:  # issue 26: the box now serves TLS on that port
+        path, url = secure[0]
+        note = f"{path} serves this appliance over TLS: use {url} ({where.source} says http://)"
+        return replace(where, others=tuple(others), note=note)
     return replace(where, others=tuple(others))
+
+
+def _https(url: str) -> str:
+    return "https://" + url.removeprefix("http://") if url.startswith("http://") else url
 
 
 #: Host names that reach this machine itself (a wildcard bind is reached on loopback).
@@ -165,7 +178,18 @@ def check_url(url: str, what: str) -> str:
 
 
 def _from_config(path: Path, source: str) -> Where:
-    return Where(url_of(_server(path)), source, config=path)
+    server = _server(path)
+    return Where(url_of(server), source, config=path, cert_file=cert_file_of(server, path))
+
+
+def cert_file_of(server: ServerConfig, config_path: Path) -> Path | None:
+    """The certificate file the appliance serves, as ``load_config`` resolves it: relative
+    to the config's folder, ``tls.crt`` there for "self-signed"; None without TLS."""
+    from edgeprint.config import SELF_SIGNED_CERT
+
+    if not server.serves_tls:
+        return None
+    return config_path.parent / (server.cert_file or Path(SELF_SIGNED_CERT))
 
 
 def _server(path: Path) -> ServerConfig:
@@ -214,8 +238,8 @@ def url_of(server: ServerConfig) -> str:
 
 
 def scheme_of(server: ServerConfig) -> str:
-    """The API's scheme: http (the one place to add https when the API gets TLS)."""
-    return "http"
+    """The API's scheme: https when the appliance serves TLS (issue 26), else http."""
+    return "https" if server.serves_tls else "http"
 
 
 def reach_host(bind: str) -> str:

@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 
 from edgeprint import printable
-from edgeprint.cli import audit, bulk, client, credentials, discover, locate, setup
+from edgeprint.cli import audit, bulk, client, credentials, discover, locate, setup, tls, trust
 from edgeprint.states import JobState
 
 #: A full job id, or the 6-31 hex it starts with (the status page shows 8: cli/short_ids.py).
@@ -47,6 +47,14 @@ def _common_options() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help=f"read the token from this file (default ${client.TOKEN_FILE_ENV}, else "
         f"{credentials.TOKEN_FILE_NAME} next to the config the URL came from, if readable)",
+    )
+    g.add_argument(
+        "--fingerprint",
+        metavar="PIN",
+        default=argparse.SUPPRESS,
+        help="an https:// appliance's certificate SHA-256 (AB:CD:…) or key pin (sha256//…), "
+        f"as edgeprint tls fingerprint shows it on the box (default ${trust.FINGERPRINT_ENV}, "
+        "else the certificate file of the config found, else the system CAs)",
     )
     g.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS,
@@ -228,6 +236,7 @@ def parser() -> argparse.ArgumentParser:
 
     discover.add_parser(sub)
     setup.add_parser(sub)
+    tls.add_parser(sub, common)
 
     def tech(name: str, help_: str) -> argparse.ArgumentParser:
         return sub.add_parser(name, help=help_, description=help_, parents=[common])

@@ -28,6 +28,7 @@ from edgeprint.config import NAME_PATTERN
 
 if TYPE_CHECKING:
     from edgeprint.printers.discover import FoundPrinter
+    from edgeprint.setup import Address, StagedCertificate
 
 PROBE_TIMEOUT_S = 3.0
 DEFAULT_POOL = "lobby"
@@ -69,6 +70,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help=f"the file to write (default {DEFAULT_CONFIG})",
     )  # fmt: skip
     s.add_argument("--force", action="store_true", help="replace a config that is in use")
+    s.add_argument(
+        "--new-certificate", action="store_true",
+        help="make a new TLS key and certificate even when a valid one is there (kiosks must "
+        "then pin the new key; without it --force keeps the certificate and its pin)",
+    )  # fmt: skip
     s.add_argument(
         "--no-token-file",
         action="store_true",
@@ -157,12 +163,25 @@ def _run(args: argparse.Namespace, ask: Callable[[str], str]) -> int:
 
     for line in _probe(printers):
         print(line, file=sys.stderr)
+    cert = _certificate(path.parent, setup.certificate_names(host, addresses), args.new_certificate)
     token_path = None if args.no_token_file else path.parent / TOKEN_FILE_NAME
-    if not _write(path, text, token_path, tokens[1].secret):
-        token_path = None
+    try:
+        if not _write(path, text, token_path, tokens[1].secret):
+            token_path = None
+    except BaseException:
+        setup.discard_certificate(cert)
+        raise
+    try:
+        setup.commit_certificate(cert)
+    except OSError as exc:
+        setup.discard_certificate(cert)
+        raise SetupError(f"cannot write {cert.certificate.cert_file}: {exc.strerror}") from None
 
     print(f"Wrote {path}: {len(cfg.printers)} printer(s)" + (f" in pool {pool!r}" if pool else ""))
     print(setup.host_note(host, args.port, addresses))
+    print()
+    for line in tls_lines(cert, host, args.port, addresses):
+        print(line, file=sys.stderr if line.startswith("warning:") else sys.stdout)
     print()
     print("Bearer tokens, shown this once (only their SHA-256 is in the config; a lost token")
     print("is replaced with: edgeprint setup --force, or edgeprint token new):")
@@ -182,6 +201,46 @@ def _run(args: argparse.Namespace, ask: Callable[[str], str]) -> int:
     for line in warnings(cfg):
         print(f"warning: {line}", file=sys.stderr)
     return EXIT_OK
+
+
+def _certificate(folder: Path, names: list[str], renew: bool) -> StagedCertificate:
+    from edgeprint import setup
+
+    try:
+        return setup.prepare_certificate(folder, names, renew=renew, now=datetime.now(UTC))
+    except OSError as exc:
+        raise SetupError(f"cannot write the TLS certificate in {folder}: {exc.strerror}") from None
+
+
+def tls_lines(cert: StagedCertificate, host: str, port: int, addresses: list[Address]) -> list[str]:
+    """What setup says of the certificate: kept or new, and what kiosks pin."""
+    from edgeprint import setup
+    from edgeprint.cli.locate import reach_host
+
+    c = cert.certificate
+    state = "new" if cert.staged else "kept: the kiosks' pins still hold"
+    lines = [
+        f"TLS: the API and the IPP queues are served over https:// and ipps:// only, with a "
+        f"self-signed certificate ({c.cert_file}, {state}; valid until {c.not_after:%Y-%m-%d}).",
+    ]
+    if cert.replaced_because:
+        lines.append(f"  (the certificate there was replaced: {cert.replaced_because})")
+    lines += [
+        "Kiosks pin it (edgeprint tls fingerprint shows it again):",
+        f"  SHA-256 fingerprint: {c.fingerprint}",
+        f"  public key pin:      {c.pin}",
+        f"  e.g. curl --insecure --pinnedpubkey '{c.pin}' {setup.https_url(host, port, addresses)}"
+        "/healthz   (--insecure skips the CA check; the pin is checked instead)",
+        f"  names: {', '.join(c.names)}",
+    ]
+    reach = reach_host(host)
+    if host not in setup.WILDCARDS and reach not in c.names:
+        lines.append(
+            f"warning: the kept certificate does not name {reach}: clients that check names "
+            "(not pins) refuse it; --new-certificate makes one that does (kiosks then pin the "
+            "new key)"
+        )
+    return lines
 
 
 def _write(path: Path, text: str, token_path: Path | None, tech_token: str) -> bool:
