@@ -324,7 +324,11 @@ class ReleaseDesk:
         except errors.ReleaseLocked as exc:
             return Outcome(job_id, "locked", detail=str(exc))
         except errors.Backpressure as exc:
-            return Outcome(job_id, "queue-full", detail=str(exc))
+            # for the person at the page: where, and when to try again (the API's wording
+            # speaks of an Idempotency-Key, which a release never has)
+            where = exc.target.split(" ", 1)[-1]
+            why = f"{where} is full, try again in {exc.retry_after_s} s"
+            return Outcome(job_id, "queue-full", detail=why)
         except (errors.InvalidRequest, errors.DocumentUnprintable) as exc:
             return Outcome(job_id, "refused", detail=str(exc))
         return Outcome(job_id, "released", state=job.state.value, printer=job.printer,
@@ -356,7 +360,10 @@ def summary(outcomes: Sequence[Outcome]) -> str:
     if pinned:
         has = "has its own PIN" if pinned == 1 else "have their own PINs"
         parts.append(f"{_jobs(pinned)} {has}: choose \u201cI have a job PIN\u201d")
-    held_back = len(outcomes) - sum(sent.values()) - already - gone - pinned
+    full = [o for o in outcomes if o.outcome == "queue-full"]
+    if full:
+        parts.append(f"{_jobs(len(full))} still waiting: {full[0].detail}")
+    held_back = len(outcomes) - sum(sent.values()) - already - gone - pinned - len(full)
     if held_back:
         parts.append(f"{_jobs(held_back)} could not be sent now")
     text = "; ".join(parts)
