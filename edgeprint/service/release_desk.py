@@ -4,8 +4,12 @@ released at the printer or pool they stand at.
 A credential is a release code or a card (one namespace: whatever is typed or read is
 looked up as either) or a job's PIN. Codes and cards are stored only as a keyed
 lookup digest (HMAC-SHA256 under a random per-store key, so a credential alone finds
-its one row without trying every owner's scrypt) and a salted scrypt hash (so a
-stolen database does not give them away cheaply). Every try is counted per client
+its one row without trying every owner's scrypt) and a salted scrypt hash: no route
+returns them and no log line holds them. That is all the hashing guards: the key
+(``release_key``) lives in the same database as the digests, so a copy of the database
+alone gives every credential away by trying the values (a 6-digit code: at most 10^6
+HMACs, about a second). A leaked database means new codes and cards for everyone
+(DESIGN §"Release where you stand"). Every try is counted per client
 address *before* the slow check (``[release] max_pin_failures``, ``pin_lockout_s``,
 the PIN settings), so parallel guesses cannot outrun the lock; a right one gives back
 only its own count (so a person's own valid code does not wipe an attacker's wrong

@@ -3,7 +3,8 @@
 ``owner_credentials`` holds a code and/or a card per owner, each only as a keyed
 lookup digest (unique: one namespace across owners and kinds) and a salted
 scrypt hash; the service computes both (edgeprint.service.release_desk). The
-lookup key is one random key per store, made on first use (``release_key``).
+lookup key is one random key per store, made on first use (``release_key``), kept in
+the same database: a copy of it gives the credentials away to whoever tries the values.
 ``release_attempts`` counts tries per client address before they are checked,
 as ``jobs.pin_failures`` does per job; a right try gives back only its own count,
 and the count ages out ``pin_lockout_s`` after the last wrong try.
