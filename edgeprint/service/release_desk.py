@@ -5,11 +5,12 @@ A credential is a release code or a card (one namespace: whatever is typed or re
 looked up as either) or a job's PIN. Codes and cards are stored only as a keyed
 lookup digest (HMAC-SHA256 under a random per-store key, so a credential alone finds
 its one row without trying every owner's scrypt) and a salted scrypt hash: no route
-returns them and no log line holds them. That is all the hashing guards: the key
-(``release_key``) lives in the same database as the digests, so a copy of the database
-alone gives every credential away by trying the values (a 6-digit code: at most 10^6
-HMACs, about a second). A leaked database means new codes and cards for everyone
-(DESIGN §"Release where you stand"). Every try is counted per client
+returns them and no log line holds them. Beside its key, a digest gives its value away
+to whoever tries them all (a 6-digit code: 10^6 HMACs, about a second), so with SQLite
+the key is kept outside the database (edgeprint.service.release_key: a 0600 file in
+data_dir) and a copy of the database alone gives nothing away; with PostgreSQL it is in
+the shared database, and a copy of that database does (DESIGN §"Release where you
+stand"). Every try is counted per client
 address *before* the slow check (``[release] max_pin_failures``, ``pin_lockout_s``,
 the PIN settings), so parallel guesses cannot outrun the lock; a right one gives back
 only its own count (so a person's own valid code does not wipe an attacker's wrong
@@ -33,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from edgeprint import errors, pins
+from edgeprint.service import release_key
 from edgeprint.service.jobs import JobService
 from edgeprint.service.records import Caller, JobRecord
 from edgeprint.states import JobState
@@ -132,13 +134,18 @@ class ReleaseDesk:
         if self._key is None:
             async with self._key_lock:
                 if self._key is None:
-                    key = await self.owners.lookup_key(
-                        os.urandom(32).hex(), now=self.service.clock()
-                    )
-                    self._key = bytes.fromhex(key)
+                    self._key = bytes.fromhex(await self._lookup_key())
         return hmac.new(
             self._key, value.encode("utf-8", "surrogateescape"), hashlib.sha256
         ).hexdigest()
+
+    async def _lookup_key(self) -> str:
+        """SQLite: the key file in data_dir (a copy of the database alone holds no key);
+        PostgreSQL: the shared database's row, the same for every appliance."""
+        if self.service.jobs.store.dialect == "sqlite":
+            path = self.service.config.server.data_dir / release_key.KEY_FILE
+            return await release_key.file_key(self.owners, path)
+        return await self.owners.lookup_key(os.urandom(32).hex(), now=self.service.clock())
 
     async def set_credentials(
         self, owner: str, values: dict[str, str], caller: Caller
