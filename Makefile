@@ -21,6 +21,9 @@ $(PY):
 install: $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,dist]'
+	@# axe-core (npm, pinned by tests/axe/package-lock.json): the page tests' accessibility check
+	@if command -v npm >/dev/null; then npm ci --prefix tests/axe --no-audit --no-fund --silent; \
+	else echo "make install: npm not found: the page tests' axe check is skipped (apt-get install npm)"; fi
 
 lint:
 	$(PY) -m ruff check edgeprint tests testbed bench

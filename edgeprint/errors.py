@@ -424,6 +424,19 @@ class AddressLocked(EdgeprintError):
         super().__init__(f"too many wrong codes from this address; try again in {retry_after_s} s")
 
 
+class ReleaseKeyMissing(EdgeprintError):
+    """The release credentials' lookup key cannot be had safely (HTTP 503): its file is
+    missing while credentials exist, is not a key, or disagrees with the database."""
+
+    def __init__(self, path: str, why: str) -> None:
+        self.path = path
+        super().__init__(
+            f"release codes and cards cannot be checked: the lookup key file {path} {why}; "
+            "restore it from the backup taken with the database, or remove the owners' "
+            "codes and cards (DELETE /v1/owners/OWNER) and set new ones"
+        )
+
+
 # --- printers (classified once, in edgeprint.printers.ipp) ------------------------
 
 

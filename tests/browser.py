@@ -7,13 +7,19 @@ Loaded as a pytest plugin (tests/conftest.py), so ``chromium_path`` is a fixture
 
 from __future__ import annotations
 
-import importlib.resources
+import functools
 import json
+from pathlib import Path
 
 import pytest
 
 from tests.cdp import Page
+from tests.rig_fixtures import in_ci
 from tests.test_status_page import require_chromium
+
+#: axe-core from npm, pinned in tests/axe/package.json and package-lock.json; installed by
+#: ``npm ci --prefix tests/axe`` (``make install``, so ``.ci/run``).
+AXE_JS = Path(__file__).parent / "axe" / "node_modules" / "axe-core" / "axe.min.js"
 
 PHONE_WIDTH = 390
 PHONE_HEIGHT = 844
@@ -104,10 +110,22 @@ async def no_sideways_scroll(page: Page) -> None:
     assert widths[0] <= widths[1], f"the page scrolls sideways at {widths[1]} px: {wide}"
 
 
+@functools.cache
+def axe_source() -> str:
+    """axe.min.js; when it is not installed, a skip (locally) or a failure (in CI)."""
+    if not AXE_JS.is_file():
+        why = f"axe-core not installed ({AXE_JS} missing): run npm ci --prefix tests/axe"
+        if in_ci():
+            pytest.fail(f"{why}; CI is set, so this is a failure, not a skip", pytrace=False)
+        pytest.skip(why)
+    return AXE_JS.read_text(encoding="utf-8")
+
+
 async def axe_violations(page: Page) -> list[str]:
     """axe-core's rules run in the page: the ids of the rules it finds broken, with nodes."""
-    source = importlib.resources.files("axe_core_python").joinpath("axe.min.js").read_text()
-    await page.eval(source + ";true")
+    await page.eval(axe_source() + ";true")
+    pinned = json.loads((AXE_JS.parents[2] / "package.json").read_text())["dependencies"]
+    assert await page.eval("axe.version") == pinned["axe-core"]  # the npm pin, not another
     found = await page.eval(
         "axe.run(document).then(function (r) { return JSON.stringify(r.violations.map("
         "function (v) { return v.id + ': ' + v.nodes.map(function (n) {"

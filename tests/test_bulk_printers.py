@@ -144,3 +144,73 @@ async def test_replay_dead_letters_by_reason_prints_each_once(
         for job_id in poison:
             assert (await kiosk.job(job_id))["state"] == "DEAD"
     assert_each_printed_once(printers, exhausted)
+
+
+async def test_bulk_resolve_racing_single_resolutions_settles_each_once(
+    tmp_path: Path, printers: Rig
+) -> None:
+    """Twelve DEAD `outcome_unknown` jobs and two `poison` ones on printer-02. At once: two
+    bulk resolutions `printed=false` (print again), one by filter and one by ids (poison
+    included), and a single resolution of every job, `printed=true` for a third of them and
+    `printed=false` for the rest. Each unknown job is settled exactly once across every
+    answer; one settled "printed" ends DONE and never reaches paper, one settled "not
+    printed" prints exactly once; the poison ones stay DEAD, untouched."""
+    cfg = rig_config(tmp_path / "data", printers)
+    del cfg["printers"][1]["pool"]  # printer-02 alone: paused while the dead letters are made
+    async with appliance(cfg) as (run, kiosk):
+        await run.service.set_paused("printer-02", True, TECH)
+        unknown = [
+            await dead_on(kiosk, run, f"bulk-unk-{i:03d}", "outcome_unknown", "ann")
+            for i in range(12)
+        ]
+        poison = [
+            await dead_on(kiosk, run, f"bulk-unk-p{i:03d}", "poison", "ann") for i in range(2)
+        ]
+        await run.service.set_paused("printer-02", False, TECH)
+        saw_it = set(unknown[::3])
+        results = await asyncio.gather(
+            kiosk.post(
+                "/v1/jobs/resolve",
+                {"filter": {"owner": "ann"}, "limit": 100, "printed": False},
+                tech=True,
+            ),
+            kiosk.post(
+                "/v1/jobs/resolve",
+                {"ids": [*unknown[::-1], *poison], "limit": 100, "printed": False},
+                tech=True,
+            ),
+            *(
+                kiosk.post(f"/v1/jobs/{i}/resolve", {"printed": i in saw_it}, tech=True)
+                for i in unknown
+            ),
+        )
+        bulk, single = list(results[:2]), results[2:]
+        wins = _count(bulk, {"resolved"})
+        printed_by_person: set[str] = set()
+        for job_id, (status, body) in zip(unknown, single, strict=True):
+            assert status in (200, 409), body
+            if status == 200:
+                wins[job_id] += 1
+                if job_id in saw_it:
+                    printed_by_person.add(job_id)
+            else:
+                assert body["type"].endswith(":outcome-not-unknown"), body
+        assert wins == dict.fromkeys(unknown, 1)
+        for _, body in bulk:
+            for r in body["results"]:
+                assert r["outcome"] in ("resolved", "conflict"), r
+                if r["id"] in poison:
+                    assert (r["outcome"], r["state"]) == ("conflict", "DEAD")
+        # the filter took only the outcome_unknown ones, never the poison ones
+        assert {r["id"] for r in bulk[0][1]["results"]} == set(unknown)
+        again = [i for i in unknown if i not in printed_by_person]
+        await kiosk.wait_states(unknown, {"DONE"}, timeout_s=60)
+        for job_id in unknown:
+            history = [e.to_state for e in await run.service.jobs.events(job_id)]
+            assert history.count("DEAD") == 1, (job_id, history)
+            job = await kiosk.job(job_id)
+            assert (job["settled_by"] == "person") == (job_id in printed_by_person), job
+        for job_id in poison:
+            job = await kiosk.job(job_id)
+            assert (job["state"], job["dead_reason"]) == ("DEAD", "poison")
+    assert_each_printed_once(printers, again)

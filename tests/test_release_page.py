@@ -1,13 +1,15 @@
 """The release page (issue 24) in real headless chromium on real printers, at a phone's
 (390×844) and a tablet's (1024×768) size: a code typed at a person's pace and Enter lists
 the person's HELD jobs, a real mouse click on "Print all" prints them here; a card reader
-(a keyboard wedge: its digits at once, then Enter) prints everything with no other input.
+(a keyboard wedge: its digits at once or 15 ms apart, then Enter) prints everything with no
+other input, while a person typing the same number is shown the list.
 axe-core finds nothing, and the page never scrolls sideways."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,21 +18,35 @@ import pytest
 
 from edgeprint.api.auth import token_digest
 from testbed.rig import Rig
-from tests.browser import at_size, axe_violations, fits_screen, js, mouse_click
+from tests.browser import SCREENS, at_size, axe_violations, fits_screen, js, mouse_click
 from tests.cdp import Page, browser
 from tests.conftest import KIOSK_TOKEN
 from tests.printing import Client, appliance, printed_names, rig_config
 
 ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
+STATIC = Path(__file__).parent.parent / "edgeprint" / "api" / "static"
 STATION_TOKEN = "station-token-for-page-tests"
 CODE = "48213907"
 CARD = "0004127733"
-SIZES = {"phone": (390, 844, True), "tablet": (1024, 768, False)}
+
+
+def _page_constant(name: str) -> int:
+    """A number the release page's script sets (``var NAME = 30;``)."""
+    found = re.search(rf"var {name} = (\d+);", (STATIC / "release.js").read_text())
+    assert found is not None, name
+    return int(found[1])
+
+
+#: The page's own threshold: a card reader's keys are at most this far apart on average.
+WEDGE_GAP_MS = _page_constant("WEDGE_GAP_MS")
+#: Paces of key input (seconds between keys): a reader's burst (back to back), a reader
+#: at a realistic pace (well under WEDGE_GAP_MS), a fast typist (twice WEDGE_GAP_MS
+#: between keys) and a person at an ordinary pace.
+BURST, READER, FAST_PERSON, PERSON = 0.0, 0.015, 2 * WEDGE_GAP_MS / 1000, 0.15
 
 
 async def _size(page: Page, size: str) -> None:
-    width, height, mobile = SIZES[size]
-    await at_size(page, width, height, mobile)
+    await at_size(page, *SCREENS[size])
 
 
 async def _click(page: Page, selector: str) -> None:
@@ -62,15 +78,35 @@ def _keys(key: str, text: str, code: str, vk: int) -> list[tuple[str, dict[str, 
 
 async def _type(page: Page, digits: str, gap_s: float) -> None:
     """Key events for each digit into the focused field, then Enter. ``gap_s`` between keys
-    is the pace under test: a person's, or none: a card reader's burst, sent back to back."""
+    is the pace under test: a person's, a reader's, or none: a card reader's burst, sent
+    back to back. Keys go out on a fixed schedule (key i at i × ``gap_s``), so the time the
+    DevTools round trips take does not add up."""
     if not gap_s:
         burst = [k for d in digits for k in _keys(d, d, f"Digit{d}", ord(d))]
         await page.burst([*burst, *_keys("Enter", "\r", "Enter", 13)])
         return
-    for d in digits:
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    for i, d in enumerate(digits):
+        # the pace is the behaviour the page tells apart, not a wait for something
+        await asyncio.sleep(max(0.0, start + i * gap_s - loop.time()))
         await _key(page, d, d, f"Digit{d}", ord(d))
-        await asyncio.sleep(gap_s)  # a person's pace: the behaviour the page tells apart
     await _key(page, "Enter", "\r", "Enter", 13)
+
+
+async def _watch_keys(page: Page) -> None:
+    """Record when the page sees each key in the code field (as the page itself does)."""
+    await page.eval(
+        "window.seenKeys = []; document.getElementById('code').addEventListener('keydown',"
+        " function (e) { if (e.key.length === 1) { window.seenKeys.push(performance.now()); }"
+        " }); true"
+    )
+
+
+async def _mean_gap_ms(page: Page) -> float:
+    """The mean time between the keys the page saw last (what it compares to WEDGE_GAP_MS)."""
+    seen: list[float] = await page.eval("window.seenKeys")
+    return (seen[-1] - seen[0]) / (len(seen) - 1)
 
 
 async def _held(kiosk: Client, owner: str, key: str, **meta: Any) -> str:
@@ -121,7 +157,7 @@ async def test_a_typed_code_lists_the_jobs_and_print_all_prints_them_here(
         assert await page.eval("document.getElementById('title').textContent") == (
             "Print here: printer-02"
         )
-        await _type(page, CODE, 0.15)
+        await _type(page, CODE, PERSON)
         await page.wait("document.body.getAttribute('data-state') === 'listed'")
         items = await page.eval(
             "Array.from(document.querySelectorAll('#jobs li')).map(function (li) {"
@@ -176,10 +212,13 @@ async def test_a_typed_code_lists_the_jobs_and_print_all_prints_them_here(
         )
 
 
+@pytest.mark.parametrize("pace", ["burst", "reader"])
 @pytest.mark.parametrize("size", ["phone", "tablet"])
 async def test_a_card_read_prints_everything_with_no_other_input(
-    chromium_path: str, tmp_path: Path, printers: Rig, size: str
+    chromium_path: str, tmp_path: Path, printers: Rig, size: str, pace: str
 ) -> None:
+    """A card reader's keys back to back, or at a reader's realistic pace (15 ms apart,
+    under the page's WEDGE_GAP_MS), then Enter: everything of the card's owner prints here."""
     async with appliance(_config(tmp_path, printers)) as (_, kiosk), browser(tmp_path) as page:
         await _set_credentials(kiosk, "bob", {"card": CARD})
         mine = [await _held(kiosk, "bob", f"card-{size}-{i:04d}", pool="lobby") for i in range(3)]
@@ -189,7 +228,11 @@ async def test_a_card_read_prints_everything_with_no_other_input(
         await page.wait("document.body && document.body.getAttribute('data-state') === 'ready'")
         assert await page.eval("location.hash") == ""
         assert await page.eval("document.body.getAttribute('data-station')") == "1"
-        await _type(page, CARD, 0)
+        await _watch_keys(page)
+        await _type(page, CARD, BURST if pace == "burst" else READER)
+        gap = await _mean_gap_ms(page)
+        if pace == "reader":  # the pace really was a reader's, as the page saw it
+            assert READER * 1000 / 2 <= gap < WEDGE_GAP_MS, f"keys {gap:.1f} ms apart on average"
         await page.wait("document.body.getAttribute('data-state') === 'printed'")
         assert await page.eval("document.getElementById('answer').textContent") == (
             "3 jobs sent to printer-01"
@@ -207,24 +250,57 @@ async def test_a_card_read_prints_everything_with_no_other_input(
         assert await axe_violations(page) == []
 
 
+@pytest.mark.parametrize("size", ["phone", "tablet"])
+async def test_a_person_typing_a_card_number_is_not_a_card(
+    chromium_path: str, tmp_path: Path, printers: Rig, size: str
+) -> None:
+    """The card's number typed by a person, even a fast typist (keys twice WEDGE_GAP_MS
+    apart), then Enter: the page lists the jobs for the person to choose, and prints
+    nothing by itself."""
+    async with appliance(_config(tmp_path, printers)) as (run, kiosk), browser(tmp_path) as page:
+        await _set_credentials(kiosk, "bob", {"card": CARD})
+        mine = [await _held(kiosk, "bob", f"slow-{size}-{i:04d}", pool="lobby") for i in range(2)]
+        await _size(page, size)
+        await page.goto(f"{kiosk.url}/release/printer-01")
+        await page.wait("document.body && document.body.getAttribute('data-state') === 'ready'")
+        await _watch_keys(page)
+        await _type(page, CARD, FAST_PERSON)
+        assert await _mean_gap_ms(page) > WEDGE_GAP_MS
+        await page.wait("document.body.getAttribute('data-state') === 'listed'")
+        assert await page.eval("document.getElementById('answer').textContent") == (
+            "2 jobs waiting for you"
+        )
+        listed = await page.eval(
+            "Array.from(document.querySelectorAll('#jobs li')).map(function (li) {"
+            " return li.dataset.job; })"
+        )
+        assert sorted(listed) == sorted(mine)
+        for job_id in mine:
+            assert (await kiosk.job(job_id))["state"] == "HELD"
+            assert [e.to_state for e in await run.service.jobs.events(job_id)] == ["HELD"]
+        await fits_screen(page)
+        assert await axe_violations(page) == []
+
+
+@pytest.mark.parametrize("size", ["phone", "tablet"])
 async def test_a_wrong_code_and_a_pool_page(
-    chromium_path: str, tmp_path: Path, printers: Rig
+    chromium_path: str, tmp_path: Path, printers: Rig, size: str
 ) -> None:
     """A wrong code is said in words; a pool's page offers its printers, the least busy
     chosen, and prints one job there with its own button."""
     async with appliance(_config(tmp_path, printers)) as (_, kiosk), browser(tmp_path) as page:
         await _set_credentials(kiosk, "ann", {"release_code": CODE})
         mine = [await _held(kiosk, "ann", f"pool-page-{i:04d}", pool="lobby") for i in range(2)]
-        await _size(page, "phone")
+        await _size(page, size)
         await page.goto(f"{kiosk.url}/release/lobby")
         await page.wait("document.body && document.body.getAttribute('data-state') === 'ready'")
-        await _type(page, "11110000", 0.15)
+        await _type(page, "11110000", PERSON)
         await page.wait("document.body.getAttribute('data-state') === 'refused'")
         assert await page.eval("document.getElementById('answer').textContent") == (
             "That code, card or PIN opens nothing here. Check it and try again."
         )
         await page.eval("document.getElementById('code').select()")
-        await _type(page, CODE, 0.15)
+        await _type(page, CODE, PERSON)
         await page.wait("document.body.getAttribute('data-state') === 'listed'")
         options = await page.eval(
             "Array.from(document.querySelectorAll('#printer option')).map(function (o) {"
@@ -248,13 +324,16 @@ async def test_a_wrong_code_and_a_pool_page(
             assert r.status == 404
 
 
-async def test_a_job_pin_at_the_page(chromium_path: str, tmp_path: Path, printers: Rig) -> None:
+@pytest.mark.parametrize("size", ["phone", "tablet"])
+async def test_a_job_pin_at_the_page(
+    chromium_path: str, tmp_path: Path, printers: Rig, size: str
+) -> None:
     """ "I have a job PIN" (a real click) shows the job and PIN fields; typed and Enter, the
     page lists that one job, and its Print button prints it here."""
     async with appliance(_config(tmp_path, printers)) as (_, kiosk), browser(tmp_path) as page:
         job = await _held(kiosk, "dora", "pin-page-0001", pool="lobby", release_pin="4711")
         other = await _held(kiosk, "dora", "pin-page-0002", pool="lobby")
-        await _size(page, "tablet")
+        await _size(page, size)
         await page.goto(f"{kiosk.url}/release/printer-01")
         await page.wait("document.body && document.body.getAttribute('data-state') === 'ready'")
         await _click(page, "#pin-toggle")
@@ -263,7 +342,7 @@ async def test_a_job_pin_at_the_page(chromium_path: str, tmp_path: Path, printer
         # the short number the pages show, typed as read (any case)
         await page.call("Input.insertText", text=job[:6].upper())
         await _click(page, "#pin")
-        await _type(page, "4711", 0.15)
+        await _type(page, "4711", PERSON)
         await page.wait("document.body.getAttribute('data-state') === 'listed'")
         assert await page.eval(
             "Array.from(document.querySelectorAll('#jobs li')).map(function (li) {"

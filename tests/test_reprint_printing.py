@@ -12,7 +12,7 @@ import psycopg
 from testbed.config import KIOSK_TOKEN
 from testbed.rig import Rig
 from tests.polling import eventually
-from tests.printing import Client, appliance, printed_names, rig_config
+from tests.printing import Client, appliance, assert_each_printed_once, printed_names, rig_config
 
 
 async def _reprint(kiosk: Client, job_id: str, key: str, reason: str) -> tuple[int, Any]:
@@ -83,6 +83,31 @@ async def test_a_reprint_prints_once_per_key_on_real_printers(
         assert kinds.index("copy-made") < kinds.index("copy-settled") < len(kinds) - 1
         times = [e["at"] for e in entries]
         assert times == sorted(times)
+
+
+async def test_reprints_with_distinct_keys_racing_for_the_limit_print_that_many(
+    tmp_path: Path, printers: Rig
+) -> None:
+    """`[release] max_reprints = 3`; eight concurrent reprint calls, each with its own key:
+    three are made (201), five are refused 409 `reprint-limit` with the count; the printers'
+    logs show the original and the three reprints, each printed once, and nothing else."""
+    cfg = rig_config(tmp_path / "data", printers)
+    cfg["release"] = {"max_reprints": 3}
+    async with appliance(cfg) as (_run, kiosk):
+        original = await kiosk.submit("badge-race-0001", pool="lobby", hold=False)
+        await kiosk.wait_states([original["id"]], {"DONE"})
+        answers = await asyncio.gather(
+            *(_reprint(kiosk, original["id"], f"race-key-{i:02d}", "lost") for i in range(8))
+        )
+        assert sorted(s for s, _ in answers) == [201] * 3 + [409] * 5
+        made = [b["id"] for s, b in answers if s == 201]
+        for status, body in answers:
+            if status == 409:
+                assert body["type"].endswith(":reprint-limit"), body
+                assert (body["count"], body["limit"], body["state"]) == (3, 3, "DONE")
+        await kiosk.wait_states(made, {"DONE"}, timeout_s=60)
+        assert sorted((await kiosk.job(original["id"]))["reprints"]) == sorted(made)
+    assert_each_printed_once(printers, [original["id"], *made])
 
 
 async def test_a_reprint_with_the_store_in_postgresql(

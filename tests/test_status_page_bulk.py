@@ -1,6 +1,6 @@
 """The status page acts on many jobs at once (issue 24): checkboxes, "Retry all N dead letters
 with reason R" and "Cancel all matching", clicked with real mouse events (CDP
-Input.dispatchMouseEvent) and typed with real key input at a phone's width, on real
+Input.dispatchMouseEvent) and typed with real key input at a phone's and a tablet's size, on real
 printers. Each confirmation names the count; each answer counts the outcomes; the store and
 the printers' own logs agree; axe-core finds nothing; the page never scrolls sideways."""
 
@@ -138,8 +138,9 @@ async def test_select_cancel_retry_by_reason_and_cancel_matching(
     assert_each_printed_once(printers, exhausted)
 
 
+@pytest.mark.parametrize("screen", sorted(SCREENS))
 async def test_saying_no_to_a_bulk_action_changes_nothing(
-    chromium_path: str, tmp_path: Path, printers: Rig
+    chromium_path: str, tmp_path: Path, printers: Rig, screen: str
 ) -> None:
     """Ticking a dead letter offers Retry and Cancel; "Cancel" in the dialog does nothing."""
     cfg = rig_config(tmp_path / "data", printers)
@@ -148,7 +149,7 @@ async def test_saying_no_to_a_bulk_action_changes_nothing(
         await run.service.set_paused("printer-02", True, TECH)
         dead = await dead_on(kiosk, run, "page-bulk-no1", "poison", "ann")
         async with browser(tmp_path) as page:
-            await at_size(page)
+            await at_size(page, *SCREENS[screen])
             await open_status_page(page, kiosk.url, TECH_TOKEN)
             await tick_box(page, f'#dead li[data-job="{dead}"] input[data-select]')
             # the same job in the jobs list shows the same choice
@@ -170,5 +171,8 @@ async def test_saying_no_to_a_bulk_action_changes_nothing(
             )
             assert answer == "Retry 1 job: not done (you said no)."
             assert await state(run, dead) == "DEAD"
+            assert [e.to_state for e in await run.service.jobs.events(dead)][-1] == "DEAD"
+            assert await axe_violations(page) == []
+            await fits_screen(page)
             await real_click(page, '[data-action="bulk-clear"]')
             await page.wait("document.getElementById('bulk-bar').hidden")

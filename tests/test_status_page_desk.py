@@ -1,6 +1,7 @@
-"""The status page at the badge desk (issue 24), in real headless chromium at a phone's width
-(390 px) on real printers, with real input events (mouse presses and typed text, not
-``element.click()``): search the job list, open a job's story, reprint it with a reason; the
+"""The status page at the badge desk (issue 24), in real headless chromium at a phone's and a
+tablet's size on real printers, with real input events (mouse presses and typed text, not
+``element.click()``): search the job list (by owner, id prefix, Idempotency-Key; a bad
+prefix is said, not sent), open a job's story, reprint it with a reason; the
 reprint prints once (the printers' logs); axe-core finds nothing; no sideways scroll."""
 
 from __future__ import annotations
@@ -18,15 +19,47 @@ from tests.browser import (
     enter,
     fits_screen,
     js,
+    key,
     open_status_page,
     real_click,
     type_text,
 )
-from tests.cdp import browser
+from tests.cdp import Page, browser
 from tests.conftest import TECH_TOKEN
 from tests.polling import eventually
 from tests.printing import appliance, printed_names, rig_config
 from tests.test_status_page_event import ARTIFACTS
+
+
+async def _retype(page: Page, selector: str, text: str) -> None:
+    """Replace the field's text by ``text`` typed as keyboard input (what was there selected,
+    as a person's double click or Ctrl+A does, then typed over)."""
+    await real_click(page, selector)
+    await page.eval(f"document.querySelector({js(selector)}).select(); true")
+    await page.call("Input.insertText", text=text)
+
+
+async def _query_after_now(page: Page) -> str:
+    """The jobs query of a poll that began after this call (the page polls one at a time and
+    marks each answered poll's query on the body): the mark is overwritten twice, so the
+    second poll started after the first was seen, i.e. after everything typed before."""
+    for _ in range(2):
+        await page.eval("document.body.setAttribute('data-jobs-query', 'seen'); true")
+        query: str = await page.wait(
+            "document.body.getAttribute('data-jobs-query') !== 'seen' && "
+            "document.body.getAttribute('data-jobs-query')"
+        )
+    return query
+
+
+async def _rows(page: Page) -> list[str]:
+    """The ids of the rows of the recent jobs list (once the list has rows)."""
+    rows: list[str] = await page.wait(
+        "(function () { var r = Array.from(document.querySelectorAll('#jobs tr[data-job]'))"
+        ".map(function (tr) { return tr.getAttribute('data-job'); });"
+        " return r.length ? r : null; })()"
+    )
+    return rows
 
 
 @pytest.mark.parametrize("screen", sorted(SCREENS))
@@ -44,7 +77,7 @@ async def test_search_story_and_reprint_from_the_page(
             await at_size(page, *SCREENS[screen])
             await open_status_page(page, kiosk.url, TECH_TOKEN)
 
-            # search: owner contains "zoë" (typed, Enter), then a bad id prefix is said, not sent
+            # search: owner contains "zoë" (typed, Enter)
             await type_text(page, "#job-search", "zoë")
             await enter(page)
             query = await page.wait(
@@ -62,6 +95,42 @@ async def test_search_story_and_reprint_from_the_page(
                 ".map(function (td) { return td.textContent; })"
             )
             assert "Zoë's badge" in cells  # issue 24: the job's title in its own column
+
+            # by id prefix: a bad one is said under the box and not sent (the list shows
+            # what it showed without a search); a good one, typed in capitals, is sent
+            # lowercased and finds the one job
+            await page.eval("document.getElementById('job-search-by').focus(); true")
+            await key(page, "ArrowDown", 40)
+            assert await page.eval("document.getElementById('job-search-by').value") == (
+                "id_prefix"
+            )
+            await _retype(page, "#job-search", "zz12")
+            await enter(page)
+            hint = await page.wait(
+                "!document.getElementById('search-hint').hidden && "
+                "document.getElementById('search-hint').textContent"
+            )
+            assert hint == ("A job id prefix is 4 to 32 characters from 0-9 and a-f. Not searched.")
+            assert await _query_after_now(page) == "v1/jobs?limit=20"
+            await _retype(page, "#job-search", other["id"][:6].upper())
+            await enter(page)
+            await page.wait(
+                "document.body.getAttribute('data-jobs-query') === "
+                + js(f"v1/jobs?limit=20&id_prefix={other['id'][:6]}")
+            )
+            assert await page.eval("document.getElementById('search-hint').hidden") is True
+            assert await _rows(page) == [other["id"]]
+
+            # by Idempotency-Key: the exact key finds its job
+            await page.eval("document.getElementById('job-search-by').focus(); true")
+            await key(page, "ArrowDown", 40)
+            await _retype(page, "#job-search", "desk-badge-0001")
+            await enter(page)
+            await page.wait(
+                "document.body.getAttribute('data-jobs-query') === "
+                "'v1/jobs?limit=20&idempotency_key=desk-badge-0001'"
+            )
+            assert await _rows(page) == [badge["id"]]
 
             # open the job's story: in words, with times, its copy on a printer and DONE
             await real_click(page, f'[data-action="open-story"][data-target="{badge["id"]}"]')

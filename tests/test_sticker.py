@@ -32,7 +32,14 @@ from edgeprint.service.stickers import (
 )
 from edgeprint.stock import Stock, StockView
 from testbed.rig import Rig
-from tests.browser import open_status_page, real_click
+from tests.browser import (
+    SCREENS,
+    at_size,
+    axe_violations,
+    fits_screen,
+    open_status_page,
+    real_click,
+)
 from tests.cdp import browser
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance
 from tests.polling import eventually
@@ -284,9 +291,12 @@ async def test_cli_sticker_usage_errors(capsys: pytest.CaptureFixture[str]) -> N
     assert "go with: edgeprint printers sticker" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("screen", sorted(SCREENS))
 async def test_status_page_sticker_button_downloads_it(
-    tmp_path: Path, make_appliance: Callable[..., Any]
+    tmp_path: Path, make_appliance: Callable[..., Any], screen: str
 ) -> None:
+    """At a phone's and a tablet's size: the button (a real click) downloads the sticker,
+    whose QR code decodes; axe-core finds nothing on the page, nothing is wider than it."""
     require_chromium()
     downloads = tmp_path / "downloads"
     downloads.mkdir()
@@ -294,6 +304,7 @@ async def test_status_page_sticker_button_downloads_it(
         await page.call(
             "Browser.setDownloadBehavior", behavior="allow", downloadPath=str(downloads)
         )
+        await at_size(page, *SCREENS[screen])
         await open_status_page(page, app.url, TECH_TOKEN)
         # clicked with the mouse in the middle of the viewport, nothing over it
         await real_click(page, '[data-action="sticker"][data-target="printer-01"]')
@@ -303,6 +314,8 @@ async def test_status_page_sticker_button_downloads_it(
             " && a.textContent; })()"
         )
         assert answer.startswith("Sticker for printer-01 downloaded: sticker-printer-01.pdf")
+        assert await axe_violations(page) == []
+        await fits_screen(page)
         target = downloads / "sticker-printer-01.pdf"
         await eventually(lambda: target.is_file(), "the sticker downloaded", timeout_s=20)
         pdf = target.read_bytes()

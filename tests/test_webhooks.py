@@ -27,6 +27,7 @@ from testbed.rig import Rig
 from tests.conftest import TECH_TOKEN, Appliance, config_dict, to_toml
 from tests.polling import eventually
 from tests.printing import Client, appliance, assert_each_printed_once, rig_config
+from tests.test_reprint import done_job, reprint
 from tests.test_resolve import dead_job
 from tests.webhook_receiver import Receiver, webhook
 
@@ -342,6 +343,47 @@ async def test_printer_unhealthy_is_delivered(
     data = got[0].verified()["data"]
     assert data["healthy"] is False
     assert data["reason"]
+
+
+async def test_job_reprinted_is_delivered_signed_once_per_reprint(
+    make_appliance: Callable[..., Any], receiver: Receiver
+) -> None:
+    """job.reprinted reaches a real receiver, signed (Standard Webhooks): one delivery per
+    reprint made, none for a replay of its key or a refusal over `max_reprints`; the data
+    links the new job to its original, with who asked and why."""
+    sections = {
+        "webhooks": [webhook(receiver.url, ["job.reprinted"])],
+        "release": {"max_reprints": 2},
+    }
+    async with make_appliance(sections=sections) as app:
+        original = await done_job(app, "hook-reprint-0001")
+        made = await asyncio.gather(
+            *(reprint(app, original["id"], {"reason": "badge lost"}, key="hook-rp-key-1")
+              for _ in range(3))
+        )  # fmt: skip
+        assert sorted(s for s, _, _ in made) == [200, 200, 201]
+        [first] = {b["id"] for _, b, _ in made}
+        status, second, _ = await reprint(
+            app, original["id"], {"reason": "misspelt, fixed"}, key="hook-rp-key-2"
+        )
+        assert status == 201
+        status, problem, _ = await reprint(app, original["id"], {"reason": "x"}, key="hook-rp-3")
+        assert (status, problem["type"]) == (409, PROBLEM + "reprint-limit")
+        got = await receiver.wait_for(2)
+        assert receiver.delivered_types() == [
+            ("job.reprinted", first),
+            ("job.reprinted", second["id"]),
+        ]
+        payload = got[0].verified()
+        assert payload["timestamp"].endswith("Z")
+        data = payload["data"]
+        assert (data["reprint_of"], data["asked_for"]) == (original["id"], original["id"])
+        assert (data["reason"], data["idempotency_key"]) == ("badge lost", "hook-rp-key-1")
+        assert data["actor"] == "kiosk-1"
+        assert got[1].verified()["data"]["reason"] == "misspelt, fixed"
+        assert await metric(app, "delivered") == 2
+        assert [t for t, _ in outbox_rows(app)] == ["job.reprinted"] * 2  # no more made
+    assert len(receiver.hooks()) == 2  # each answered 204 at once: no second try
 
 
 # --- kill -9 -------------------------------------------------------------------------------

@@ -151,6 +151,8 @@ def from_error(exc: errors.EdgeprintError) -> web.Response:
             )
         case errors.StorageFull():
             return problem(507, "storage-full", str(exc))
+        case errors.ReleaseKeyMissing():
+            return problem(503, "release-key-missing", str(exc))
         case errors.StoreError():
             return problem(
                 503, "store-unavailable", "the job store cannot take work right now; retry later",

@@ -4,8 +4,13 @@ released at the printer or pool they stand at.
 A credential is a release code or a card (one namespace: whatever is typed or read is
 looked up as either) or a job's PIN. Codes and cards are stored only as a keyed
 lookup digest (HMAC-SHA256 under a random per-store key, so a credential alone finds
-its one row without trying every owner's scrypt) and a salted scrypt hash (so a
-stolen database does not give them away cheaply). Every try is counted per client
+its one row without trying every owner's scrypt) and a salted scrypt hash: no route
+returns them and no log line holds them. Beside its key, a digest gives its value away
+to whoever tries them all (a 6-digit code: 10^6 HMACs, about a second), so with SQLite
+the key is kept outside the database (edgeprint.service.release_key: a 0600 file in
+data_dir) and a copy of the database alone gives nothing away; with PostgreSQL it is in
+the shared database, and a copy of that database does (DESIGN §"Release where you
+stand"). Every try is counted per client
 address *before* the slow check (``[release] max_pin_failures``, ``pin_lockout_s``,
 the PIN settings), so parallel guesses cannot outrun the lock; a right one gives back
 only its own count (so a person's own valid code does not wipe an attacker's wrong
@@ -29,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from edgeprint import errors, pins
+from edgeprint.service import release_key
 from edgeprint.service.jobs import JobService
 from edgeprint.service.records import Caller, JobRecord
 from edgeprint.states import JobState
@@ -128,13 +134,18 @@ class ReleaseDesk:
         if self._key is None:
             async with self._key_lock:
                 if self._key is None:
-                    key = await self.owners.lookup_key(
-                        os.urandom(32).hex(), now=self.service.clock()
-                    )
-                    self._key = bytes.fromhex(key)
+                    self._key = bytes.fromhex(await self._lookup_key())
         return hmac.new(
             self._key, value.encode("utf-8", "surrogateescape"), hashlib.sha256
         ).hexdigest()
+
+    async def _lookup_key(self) -> str:
+        """SQLite: the key file in data_dir (a copy of the database alone holds no key);
+        PostgreSQL: the shared database's row, the same for every appliance."""
+        if self.service.jobs.store.dialect == "sqlite":
+            path = self.service.config.server.data_dir / release_key.KEY_FILE
+            return await release_key.file_key(self.owners, path)
+        return await self.owners.lookup_key(os.urandom(32).hex(), now=self.service.clock())
 
     async def set_credentials(
         self, owner: str, values: dict[str, str], caller: Caller
@@ -324,7 +335,11 @@ class ReleaseDesk:
         except errors.ReleaseLocked as exc:
             return Outcome(job_id, "locked", detail=str(exc))
         except errors.Backpressure as exc:
-            return Outcome(job_id, "queue-full", detail=str(exc))
+            # for the person at the page: where, and when to try again (the API's wording
+            # speaks of an Idempotency-Key, which a release never has)
+            where = exc.target.split(" ", 1)[-1]
+            why = f"{where} is full, try again in {exc.retry_after_s} s"
+            return Outcome(job_id, "queue-full", detail=why)
         except (errors.InvalidRequest, errors.DocumentUnprintable) as exc:
             return Outcome(job_id, "refused", detail=str(exc))
         return Outcome(job_id, "released", state=job.state.value, printer=job.printer,
@@ -356,7 +371,10 @@ def summary(outcomes: Sequence[Outcome]) -> str:
     if pinned:
         has = "has its own PIN" if pinned == 1 else "have their own PINs"
         parts.append(f"{_jobs(pinned)} {has}: choose \u201cI have a job PIN\u201d")
-    held_back = len(outcomes) - sum(sent.values()) - already - gone - pinned
+    full = [o for o in outcomes if o.outcome == "queue-full"]
+    if full:
+        parts.append(f"{_jobs(len(full))} still waiting: {full[0].detail}")
+    held_back = len(outcomes) - sum(sent.values()) - already - gone - pinned - len(full)
     if held_back:
         parts.append(f"{_jobs(held_back)} could not be sent now")
     text = "; ".join(parts)

@@ -3,7 +3,9 @@
 ``owner_credentials`` holds a code and/or a card per owner, each only as a keyed
 lookup digest (unique: one namespace across owners and kinds) and a salted
 scrypt hash; the service computes both (edgeprint.service.release_desk). The
-lookup key is one random key per store, made on first use (``release_key``).
+lookup key is one random key per store, made on first use: in ``release_key`` with
+PostgreSQL (every appliance shares it), in a file outside the database with SQLite
+(edgeprint.service.release_key, which adopts and deletes a key stored here before).
 ``release_attempts`` counts tries per client address before they are checked,
 as ``jobs.pin_failures`` does per job; a right try gives back only its own count,
 and the count ages out ``pin_lockout_s`` after the last wrong try.
@@ -77,6 +79,19 @@ class Owners:
         )
         rows = await self._store.read("SELECT key FROM release_key WHERE id = 1")
         return str(rows[0][0])
+
+    async def stored_key(self) -> str | None:
+        """The lookup key held in the database (hex), if any."""
+        rows = await self._store.read("SELECT key FROM release_key WHERE id = 1")
+        return str(rows[0][0]) if rows else None
+
+    async def forget_stored_key(self) -> None:
+        """Delete the database's copy of the lookup key (it is kept elsewhere now)."""
+        await self._store.write("DELETE FROM release_key WHERE id = 1")
+
+    async def any_credentials(self) -> bool:
+        """Whether any owner has a code or card."""
+        return bool(await self._store.read("SELECT 1 FROM owner_credentials LIMIT 1"))
 
     async def find(self, lookup: str) -> Credential | None:
         """The credential with this lookup digest, or None."""
