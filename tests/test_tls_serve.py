@@ -3,7 +3,8 @@ openssl and ipptool.
 
 - https with curl ``--cacert`` and ``--pinnedpubkey`` (a wrong pin: curl exits 90 and sends
   nothing); TLS 1.0 and 1.1 refused, 1.2 and 1.3 served;
-- plain HTTP on the TLS port: /healthz, 308 to https://, 426 for the rest (nothing stored);
+- plain HTTP on the TLS port: /healthz, 308 to https:// for a page, 426 for the rest and
+  for anything carrying credentials, an IPP answer naming ipps:// (nothing stored);
 - ipptool over ipps:// completes (no TLS 1.3 session tickets, ``num_tickets = 0``);
 - a handshake that never finishes is bounded like a request head; a flood of them at the
   connection cap does not keep a real client out;
@@ -14,7 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
+import re
 import socket
 import ssl
 import stat
@@ -237,7 +240,7 @@ async def test_only_tls_1_2_and_newer_are_served(
 
 
 async def test_plain_http_on_the_tls_port_gets_health_a_redirect_or_426(
-    tls_appliance: Callable[..., Any], tmp_path: Path
+    tls_appliance: Callable[..., Any], tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with tls_appliance() as app:
         ctx = client_context(tmp_path / "tls.crt")
@@ -250,6 +253,7 @@ async def test_plain_http_on_the_tls_port_gets_health_a_redirect_or_426(
             job = await r.json()
         assert job["state"] == "HELD"
         before = app.snapshot()
+        port = app.running.port
 
         async with app.http.get(http(app, "/healthz")) as r:
             assert r.status == 200
@@ -259,42 +263,182 @@ async def test_plain_http_on_the_tls_port_gets_health_a_redirect_or_426(
                 method, http(app, "/status?printer=printer-01"), allow_redirects=False
             ) as r:
                 assert r.status == 308
-                port = app.running.port
                 assert (
                     r.headers["Location"] == f"https://127.0.0.1:{port}/status?printer=printer-01"
                 )
-        asks = [
-            ("POST", f"/v1/jobs/{job['id']}/release", "https"),
-            ("POST", "/v1/jobs", "https"),
-            ("POST", "/ipp/print/lobby", "ipps"),
-            ("DELETE", f"/v1/jobs/{job['id']}", "https"),
-        ]
-        for method, path, scheme in asks:
-            async with app.http.request(
-                method,
-                http(app, path),
-                headers={"Authorization": f"Bearer {KIOSK_TOKEN}"},
-                data=b"\x02\x00\x00\x0b\x00\x00\x00\x01\x03",
-            ) as r:
-                assert r.status == 426, (method, path)
+        # Without credentials, a POST of the API: 426, "use https://".
+        with caplog.at_level(logging.INFO):
+            async with app.http.post(http(app, "/v1/jobs"), data=b"x") as r:
+                assert r.status == 426
                 assert r.headers["Content-Type"] == "application/problem+json"
                 assert r.headers["Upgrade"] == "TLS/1.2, HTTP/1.1"
                 problem = await r.json()
-            url = f"{scheme}://127.0.0.1:{app.running.port}{path}"
-            assert problem["type"] == "urn:edgeprint:problem:upgrade-required"
-            assert problem["url"] == url
-            assert problem["detail"] == f"this port speaks TLS only: use {url}"
+        url = f"https://127.0.0.1:{port}/v1/jobs"
+        assert problem["type"] == "urn:edgeprint:problem:upgrade-required"
+        assert problem["url"] == url
+        assert problem["detail"] == f"this port speaks TLS only: use {url}"
+        events = [getattr(r, "event", "") for r in caplog.records]
+        assert events.count("plain_http_refused") == 1
+        assert "plain_token_refused" not in events
         assert app.snapshot() == before  # still HELD, nothing new
 
 
-async def test_a_redirect_never_echoes_a_hostile_host_header(
-    tls_appliance: Callable[..., Any],
+async def test_credentials_in_clear_on_the_tls_port_get_426_never_a_redirect(
+    tls_appliance: Callable[..., Any], caplog: pytest.LogCaptureFixture
 ) -> None:
+    """Finding 1: a GET carrying a token got a 308 (a client following it drops the header
+    and is told it sent none) and no log line. Any method, any path but /healthz: 426 whose
+    detail says the token crossed in clear and should be replaced, one log line each,
+    never the token."""
+    async with tls_appliance() as app:
+        before = app.snapshot()
+        port = app.running.port
+        asks = [
+            ("GET", "/v1/jobs"),
+            ("GET", "/metrics"),
+            ("GET", "/readyz"),
+            ("HEAD", "/v1/openapi.json"),
+            ("GET", "/status?printer=printer-01"),
+            ("POST", "/v1/jobs"),
+            ("DELETE", "/v1/jobs/0123456789abcdef"),
+        ]
+        with caplog.at_level(logging.INFO):
+            for method, path in asks:
+                async with app.http.request(
+                    method,
+                    http(app, path),
+                    headers={"Authorization": f"Bearer {KIOSK_TOKEN}"},
+                    allow_redirects=False,
+                ) as r:
+                    assert r.status == 426, (method, path)
+                    assert "Location" not in r.headers
+                    assert r.headers["Upgrade"] == "TLS/1.2, HTTP/1.1"
+                    assert r.headers["Content-Type"] == "application/problem+json"
+                    if method == "HEAD":
+                        continue
+                    problem = await r.json()
+                url = f"https://127.0.0.1:{port}{path}"
+                assert problem["type"] == "urn:edgeprint:problem:upgrade-required"
+                assert problem["url"] == url
+                assert problem["detail"] == (
+                    f"this port speaks TLS only: use {url}; the credentials of this request "
+                    "crossed the network in clear text: replace them (a new token)"
+                )
+        refused = [r for r in caplog.records if getattr(r, "event", "") == "plain_token_refused"]
+        assert len(refused) == len(asks)
+        assert refused[0].getMessage() == (
+            "credentials sent in clear text to the TLS port refused: GET /v1/jobs from 127.0.0.1"
+        )
+        for record in caplog.records:
+            assert KIOSK_TOKEN not in record.getMessage()
+            assert KIOSK_TOKEN not in str(record.__dict__)
+        # /healthz answers even with a header (load balancers add whatever they add).
+        async with app.http.get(
+            http(app, "/healthz"), headers={"Authorization": f"Bearer {KIOSK_TOKEN}"}
+        ) as r:
+            assert r.status == 200
+        assert app.snapshot() == before
+
+
+async def test_plain_ipp_on_the_tls_port_is_answered_in_ipp(
+    tls_appliance: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """An IPP request over plain HTTP gets an IPP answer naming ipps:// (request-id echoed),
+    not an HTTP 426, which CUPS takes as an offer of an in-place upgrade."""
+    async with tls_appliance() as app:
+        before = app.snapshot()
+        base = f"127.0.0.1:{app.running.port}"
+        message = codec.request(
+            Operation.GET_PRINTER_ATTRIBUTES, 77, printer_uri=f"ipp://{base}/ipp/print/lobby"
+        )
+        for auth in ({}, {"Authorization": f"Bearer {KIOSK_TOKEN}"}):
+            with caplog.at_level(logging.INFO):
+                async with app.http.post(
+                    http(app, "/ipp/print/lobby"),
+                    data=message.encode(),
+                    headers={"Content-Type": "application/ipp", **auth},
+                ) as r:
+                    assert r.status == 200
+                    assert "Upgrade" not in r.headers
+                    answer = codec.parse(await r.read())
+            assert answer.request_id == 77
+            assert answer.status_code == Status.CLIENT_ERROR_NOT_AUTHORIZED
+            detail = f"this port speaks TLS only: use ipps://{base}/ipp/print/lobby"
+            if auth:
+                detail += (
+                    "; the credentials of this request crossed the network in clear text: "
+                    "replace them (a new token)"
+                )
+            assert answer.value(GroupTag.OPERATION, "status-message") == detail
+        events = [getattr(r, "event", "") for r in caplog.records]
+        assert events.count("plain_http_refused") == 1
+        assert events.count("plain_token_refused") == 1
+        assert app.snapshot() == before
+
+
+async def test_ipptool_with_an_ipp_uri_is_told_to_use_ipps(printers: Rig, tmp_path: Path) -> None:
+    """Finding 4: with the 426 for every plain request, ipptool -tv ipp://… printed
+    ``[FAIL] … status-code = cups-pki-error (Encryption is not supported.)``: CUPS answers
+    any HTTP 426 by trying an RFC 2817 in-place upgrade (``OPTIONS *`` with ``Upgrade:``),
+    whatever the Upgrade field offers, and edgeprint does not serve one. Answered in IPP
+    instead, ipptool (CUPS 2.4.2) prints::
+
+        Get printer attributes using get-printer-attributes            [FAIL]
+          ...
+          status-code = client-error-not-authorized (this port speaks TLS only: use
+          ipps://localhost:PORT/ipp/print/lobby)
+    """
+    if find_tool("ipptool") is None:
+        pytest.skip("ipptool: apt-get install cups-ipp-utils")
+    from tests.printing import appliance, rig_config
+
+    cfg = rig_config(tmp_path / "data", printers)
+    cfg["server"].update(tls_server(tmp_path))
+    async with appliance(cfg) as (served, _):
+        home = tmp_path / "home"
+        home.mkdir()
+        port = served.port
+        code, out = await run(
+            "ipptool",
+            "-tv",
+            "-T",
+            "10",
+            f"ipp://127.0.0.1:{port}/ipp/print/lobby",
+            "get-printer-attributes.test",
+            timeout_s=30,
+            env={**os.environ, "HOME": str(home)},
+        )
+    assert code != 0, out
+    # ipptool sends "Host: localhost:PORT" for 127.0.0.1; the port is the socket's.
+    told = "status-code = client-error-not-authorized (this port speaks TLS only: use ipps://"
+    assert re.search(
+        re.escape(told) + r"(127\.0\.0\.1|localhost):" + re.escape(f"{port}/ipp/print/lobby)"),
+        out,
+    ), out
+    assert "Encryption is not supported" not in out, out
+
+
+@pytest.mark.parametrize(
+    ("host", "where"),
+    [
+        pytest.param("box.example", "box.example:{port}", id="name-without-port"),
+        pytest.param("box.example:9999", "box.example:{port}", id="name-with-another-port"),
+        pytest.param("[::1]:1", "[::1]:{port}", id="ipv6-with-another-port"),
+        pytest.param("evil.example/x?", "127.0.0.1:{port}", id="not-a-host"),
+        pytest.param("x@evil", "127.0.0.1:{port}", id="userinfo"),
+    ],
+)
+async def test_a_redirect_takes_the_host_name_but_the_port_it_arrived_on(
+    tls_appliance: Callable[..., Any], host: str, where: str
+) -> None:
+    """Finding 10: ``Host: evil.example`` gave ``https://evil.example/`` (the port dropped);
+    the name is taken when it is a plain name or address, the port is always the socket's."""
     async with tls_appliance() as app, connect(app) as [(reader, writer)]:
-        writer.write(b"GET /status HTTP/1.1\r\nHost: evil.example/x?\r\nConnection: close\r\n\r\n")
+        head = f"GET /status HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        writer.write(head.encode())
         status, headers, _ = parse(await until_eof(reader))
     assert status == 308
-    assert headers["location"] == f"https://127.0.0.1:{app.running.port}/status"
+    assert headers["location"] == f"https://{where.format(port=app.running.port)}/status"
 
 
 # --- slow and hostile TLS clients --------------------------------------------------------------

@@ -162,10 +162,11 @@ class IppEndpoint:
                 b"",
                 403,
             )
-        if request.content_type != CONTENT_TYPE:
-            raise errors.UnsupportedDocument(f"send IPP requests as {CONTENT_TYPE}")
         config = self.deps.config
-        refused = plain_http.token_refused(request, config.server)  # issue 26: not in clear text
+        refused = plain_http.tls_only(request, config.server)  # issue 26: ipps:// only
+        if refused is None and request.content_type != CONTENT_TYPE:
+            raise errors.UnsupportedDocument(f"send IPP requests as {CONTENT_TYPE}")
+        refused = refused or plain_http.token_refused(request, config.server)  # not in clear
         if refused is not None:
             head = await self._peek_head(request)  # status-message is text(255)
             return _answer(Status.CLIENT_ERROR_NOT_AUTHORIZED, refused[:255], head)

@@ -1,11 +1,19 @@
 """What a request that came without TLS is answered (issue 26, items 1 and 3).
 
 **Plain HTTP on the TLS port** (``[server] tls`` serving, ``allow_plain_http`` not true):
-``GET``/``HEAD /healthz`` as usual (load balancers, systemd checks); any other ``GET`` or
+``GET``/``HEAD /healthz`` as usual (load balancers, systemd checks); a request carrying
+``Authorization`` (any method, any other path) → ``426 Upgrade Required`` whose detail says
+the credentials crossed the network in clear text and should be replaced (never a redirect:
+a client following it would drop the header and be told it sent none); any other ``GET`` or
 ``HEAD`` → ``308 Permanent Redirect`` to the same path and query on ``https://<Host>``;
-anything else (a POST of the API, an IPP request) → ``426 Upgrade Required``,
-problem+json ``upgrade-required`` naming the ``https://`` (``ipps://`` for a queue) URL in
-``detail`` and ``url``. Nothing else runs: no token is looked at, nothing is stored.
+anything else (a POST of the API) → ``426``, problem+json ``upgrade-required`` naming the
+``https://`` URL in ``detail`` and ``url``. An IPP request (a POST to a queue) is answered
+in IPP by edgeprint.api.ipp with :func:`tls_only`'s message (``client-error-not-authorized``
+naming ``ipps://``): CUPS and ipptool take any HTTP 426 as an offer of an RFC 2817 in-place
+upgrade, which is not served, and would only say "Encryption is not supported". Nothing else
+runs: no token is looked at, nothing is stored. The redirect's host is the Host header's
+name when it is a plain name or address, with the port the request arrived on (never a port
+the client chose).
 
 **A token over plain HTTP from off the box** (TLS not serving, i.e. ``tls = "off"``, or a
 venue that set ``allow_plain_http = false``): a request carrying ``Authorization`` (a
@@ -36,8 +44,8 @@ log = logging.getLogger(__name__)
 
 HEALTH_PATH = "/healthz"
 IPP_PREFIX = "/ipp/print/"
-#: A Host header that may go into a redirect as it is (name or address, optional port).
-_HOST_RE = re.compile(r"^(?:[A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?$")
+#: A Host header whose name may go into a redirect (name or address, optional port).
+_HOST_RE = re.compile(r"^([A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?$")
 
 
 def is_loopback(remote: str | None) -> bool:
@@ -64,11 +72,13 @@ def from_this_machine(request: web.Request) -> bool:
 
 
 def _host(request: web.Request, server: ServerConfig) -> str:
-    host = request.headers.get("Host", "")
-    if _HOST_RE.match(host):
-        return host
+    """``name:port``: the Host header's name if it is a plain name or address (else the
+    socket's own address), and always the port the request arrived on."""
     sockname = request.transport.get_extra_info("sockname") if request.transport else None
     address, port = (sockname[0], sockname[1]) if sockname else (server.host, server.port)
+    match = _HOST_RE.match(request.headers.get("Host", ""))
+    if match:
+        return f"{match.group(1)}:{port}"
     return f"[{address}]:{port}" if ":" in str(address) else f"{address}:{port}"
 
 
@@ -95,15 +105,43 @@ def _upgrade_required(url: str, detail: str) -> web.Response:
     return resp
 
 
+def _tls_port_refusal(request: web.Request, url: str) -> str:
+    """Log a plain-HTTP request refused on the TLS port; the detail to answer it with."""
+    if "Authorization" in request.headers:
+        _log(
+            request, "credentials sent in clear text to the TLS port refused", "plain_token_refused"
+        )
+        # ASCII (the URL is percent-encoded, the host checked): IPP cuts it to text(255) as is.
+        return (
+            f"this port speaks TLS only: use {url}; the credentials of this request crossed "
+            "the network in clear text: replace them (a new token)"
+        )
+    _log(request, "plain HTTP request on the TLS port refused", "plain_http_refused")
+    return f"this port speaks TLS only: use {url}"
+
+
 def plain_port(request: web.Request, server: ServerConfig) -> web.Response | None:
-    """The answer to a plain-HTTP request on the TLS port (None: /healthz, served)."""
+    """The answer to a plain-HTTP request on the TLS port (None: /healthz, or an IPP
+    request, which edgeprint.api.ipp refuses in IPP with :func:`tls_only`)."""
     if request.method in ("GET", "HEAD") and request.path == HEALTH_PATH:
         return None
+    if request.method == "POST" and request.path.startswith(IPP_PREFIX):
+        return None
     url = secure_url(request, server)
-    if request.method in ("GET", "HEAD") and not request.path.startswith(IPP_PREFIX):
+    if (
+        request.method in ("GET", "HEAD")
+        and not request.path.startswith(IPP_PREFIX)
+        and "Authorization" not in request.headers
+    ):
         return web.Response(status=308, headers={"Location": url})
-    _log(request, "plain HTTP request on the TLS port refused", "plain_http_refused")
-    return _upgrade_required(url, f"this port speaks TLS only: use {url}")
+    return _upgrade_required(url, _tls_port_refusal(request, url))
+
+
+def tls_only(request: web.Request, server: ServerConfig) -> str | None:
+    """Why an IPP request is refused for coming without TLS to the TLS port, or None."""
+    if request.secure or not server.serves_tls or server.allow_plain_http:
+        return None
+    return _tls_port_refusal(request, secure_url(request, server))
 
 
 def token_refused(request: web.Request, server: ServerConfig) -> str | None:
