@@ -374,8 +374,14 @@ async def _watching(served: tls_runtime.ServedCertificate | None) -> AsyncIterat
 def reload_certificate(served: tls_runtime.ServedCertificate | None, config: Config) -> bool:
     """Read the certificate files again (every reload); False when the new pair is refused
     (logged with its reason; the running certificate stays)."""
+    return certificate_refused(served, config) is None
+
+
+def certificate_refused(served: tls_runtime.ServedCertificate | None, config: Config) -> str | None:
+    """Read the certificate files again; why the new pair is refused ("file: reason", never
+    key material; logged, the running certificate stays), or None when it is served."""
     if served is None or not config.server.serves_tls:
-        return True
+        return None
     try:
         served.reload(config.server)
     except CertificateError as exc:
@@ -383,8 +389,9 @@ def reload_certificate(served: tls_runtime.ServedCertificate | None, config: Con
             tls_runtime.refused(exc, at_start=False),
             extra={"event": "tls_reload_refused", "path": str(exc.path), "reason": exc.reason},
         )
-        return False
-    return True
+        folder = f"{exc.path.parent}{os.sep}"  # names within the folder: the row is short
+        return f"{exc.path.name}: {exc.reason.replace(folder, '')}"
+    return None
 
 
 async def serve(config: Config, config_path: Path | None = None) -> None:
@@ -413,8 +420,11 @@ async def serve(config: Config, config_path: Path | None = None) -> None:
                 async with one_at_a_time:
                     systemd.reloading()
                     try:
-                        current[0] = await _reload(run, current[0], config_path)
-                        reload_certificate(run.tls, current[0])
+                        current[0], outcome, detail = await _reload(run, current[0], config_path)
+                        refused = certificate_refused(run.tls, current[0])
+                        if refused is not None:  # the config part still applied, if it did
+                            outcome, detail = "refused", f"{detail}; certificate refused: {refused}"
+                        await _audit_reload(run, config_path, outcome, detail)
                     finally:
                         systemd.ready(status)
 
@@ -433,9 +443,10 @@ async def serve(config: Config, config_path: Path | None = None) -> None:
         log.info("stopping", extra={"event": "stopping"})
 
 
-async def _reload(run: Running, current: Config, path: Path) -> Config:
+async def _reload(run: Running, current: Config, path: Path) -> tuple[Config, str, str]:
     """Read ``path`` again and apply it if it is valid and changes only live keys; the config
-    now in force. A refusal is logged with check-config's message and changes nothing."""
+    now in force, and the audit row's outcome and detail. A refusal is logged with
+    check-config's message and changes nothing."""
     try:
         new = load_config(path)
     except errors.ConfigError as exc:
@@ -443,8 +454,7 @@ async def _reload(run: Running, current: Config, path: Path) -> Config:
             "config reload refused: invalid config; the running config stays",
             extra={"event": "reload_refused", "detail": str(exc)},
         )
-        await _audit_reload(run, "refused", "invalid config")  # its message may quote values
-        return current
+        return current, "refused", "invalid config"  # its message may quote values
     blocked = reload.restart_keys(current, new)
     if blocked:
         log.error(
@@ -452,8 +462,7 @@ async def _reload(run: Running, current: Config, path: Path) -> Config:
             "edgeprint); the running config stays",
             extra={"event": "reload_refused", "keys": blocked},
         )
-        await _audit_reload(run, "refused", "restart keys: " + ", ".join(blocked))
-        return current
+        return current, "refused", "restart keys: " + ", ".join(blocked)
     changed = reload.changed_keys(current, new)
     try:
         await run.reconfigure(new)
@@ -465,11 +474,11 @@ async def _reload(run: Running, current: Config, path: Path) -> Config:
             extra={"event": "reload_store_failed", "error": str(exc)},
         )
     log.info("config reloaded", extra={"event": "config_reloaded", "keys": changed})
-    await _audit_reload(run, "done", ", ".join(changed) or "nothing changed")
-    return new
+    return new, "done", ", ".join(changed) or "nothing changed"
 
 
-async def _audit_reload(run: Running, outcome: str, detail: str) -> None:
-    """The reload's audit row: who is ``signal`` (SIGHUP), what the changed keys."""
+async def _audit_reload(run: Running, path: Path, outcome: str, detail: str) -> None:
+    """The reload's audit row: who is ``signal`` (SIGHUP), what the config file (by name),
+    the detail the changed keys or why it was refused (a certificate's reason included)."""
     who = Caller("signal", "tech", kind="system")
-    await run.service.audit.record(who, "config-reload", "config", "config", outcome, detail)
+    await run.service.audit.record(who, "config-reload", "config", path.name, outcome, detail)

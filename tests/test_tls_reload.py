@@ -163,7 +163,7 @@ async def test_reload_refuses_a_bad_pair_and_the_running_certificate_stays(
         first.key_file.write_bytes(other.key_file.read_bytes())  # a key of another certificate
         with caplog.at_level(logging.ERROR, logger="edgeprint.server"):
             assert not reload_certificate(app.running.tls, app.config)
-        reason = f"this key does not belong to the certificate {first.cert_file}"
+        reason = "this key does not belong to the certificate served.crt"
         assert [r.getMessage() for r in caplog.records if r.name == "edgeprint.server"] == [
             f"TLS certificate reload refused: {first.key_file}: {reason}; "
             "the running certificate stays"
@@ -203,6 +203,60 @@ def test_sighup_reads_the_files_again_even_when_the_config_did_not_change(tmp_pa
         assert reloaded["event"] == "tls_certificate_reloaded"
         assert reloaded["fingerprint"] == renewed.fingerprint
         assert served_fingerprint(port) == renewed.fingerprint
+
+
+def _audit_rows(port: int, cafile: Path) -> list[dict[str, Any]]:
+    """GET /v1/audit?action=config-reload over TLS, newest first."""
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"https://127.0.0.1:{port}/v1/audit?action=config-reload",
+        headers={"Authorization": f"Bearer {TECH_TOKEN}"},
+    )
+    ctx = ssl.create_default_context(cafile=str(cafile))
+    with urllib.request.urlopen(request, context=ctx, timeout=10) as answer:
+        rows: list[dict[str, Any]] = json.load(answer)["entries"]
+        return rows
+
+
+def test_a_refused_certificate_at_sighup_is_a_refused_audit_row(tmp_path: Path) -> None:
+    """Finding 3: a SIGHUP whose certificate was refused was audited "done / nothing changed".
+    Now one row, ``refused``, with the file and the reason (never key material); the audit
+    log line names the config file once (not "config config")."""
+    first = pair(tmp_path, "served")
+    cfg = config_dict(tmp_path / "data", **files_server(first.cert_file, first.key_file))
+    with ReloadedProcess(tmp_path, cfg).running() as proc:
+        port = proc.server.port
+        secret = first.key_file.read_bytes()
+        other = pair(tmp_path, "other")
+        first.key_file.write_bytes(other.key_file.read_bytes())  # a key of another certificate
+        offset = proc.server.log_path.stat().st_size
+        proc.reload(cfg)
+        audit = proc.event(offset, {"audit"}, 10)
+        assert audit["message"] == "audit: signal config-reload config config.toml: refused"
+        rows = _audit_rows(port, first.cert_file)
+        reason = "this key does not belong to the certificate served.crt"
+        assert [
+            (r["actor"], r["target_kind"], r["target"], r["outcome"], r["detail"]) for r in rows
+        ] == [
+            (
+                "signal",
+                "config",
+                "config.toml",
+                "refused",
+                f"nothing changed; certificate refused: served.key: {reason}",
+            )
+        ]
+        assert served_fingerprint(port) == first.fingerprint
+        # A good pair again: done.
+        first.key_file.write_bytes(secret)
+        proc.reload(cfg)
+        newest = _audit_rows(port, first.cert_file)[0]
+        assert (newest["outcome"], newest["detail"]) == ("done", "nothing changed")
+        log_text = proc.server.log_path.read_text()
+        for key in (secret, other.key_file.read_bytes()):
+            body = b"".join(key.splitlines()[1:-1]).decode()
+            assert body[:40] not in log_text
 
 
 # --- expiry: metric and warnings ----------------------------------------------------------------
