@@ -355,9 +355,10 @@ class Unauthorized(EdgeprintError):
 class TokenExpired(Unauthorized):
     """A configured token whose ``expires`` has passed (HTTP 401; IPP not-authorized)."""
 
-    def __init__(self, name: str, at: datetime) -> None:
+    def __init__(self, name: str, at: datetime, *, role: str | None = None) -> None:
         self.name = name
         self.at = at
+        self.role = role
         super().__init__(f"token {name!r} expired at {at.isoformat()}")
 
 
@@ -366,9 +367,13 @@ class Forbidden(EdgeprintError):
 
     ``allowed``: the roles that may (default: ``needed`` itself, a role's name)."""
 
-    def __init__(self, role: str, needed: str, allowed: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, role: str, needed: str, allowed: tuple[str, ...] = (), *, token: str | None = None
+    ) -> None:
         self.role = role
         self.needed = needed
+        #: The refused token's name, when a token was known (for the log; never the secret).
+        self.token = token
         names = [repr(r) for r in allowed or (needed,)]
         who = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
         only = " (a viewer only reads)" if role == "viewer" else ""
@@ -381,6 +386,7 @@ class StationForbidden(Forbidden):
     def __init__(self, token: str, name: str) -> None:
         self.role = "station"
         self.needed = "station"
+        self.token = token
         EdgeprintError.__init__(self, f"station {token!r} may not release at {name!r}")
 
 

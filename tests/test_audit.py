@@ -117,7 +117,19 @@ async def test_each_job_action_is_one_row_with_who_where_and_outcome(app: Applia
     pinned = await _held(app, "audit-key-0005", release_pin=PIN)
     wrong = await app.post(f"/v1/jobs/{pinned}/release", {"pin": "0000"})
     assert wrong.status == 403
-    await trail.one(**kiosk, action="release", target=pinned, outcome="refused")
+    left = (await wrong.json())["detail"].rsplit("; ", 1)[1].split()[0]  # "N more wrong PIN(s)"
+    await trail.one(
+        **kiosk,
+        action="release",
+        target=pinned,
+        outcome="refused",
+        detail=f"pin-mismatch, {left} more lock the release",
+    )
+    assert int(left) >= 1
+    assert (await app.post(f"/v1/jobs/{pinned}/release")).status == 403  # no PIN
+    await trail.one(
+        **kiosk, action="release", target=pinned, outcome="refused", detail="pin-required"
+    )
     assert (await app.post(f"/v1/jobs/{pinned}/release", {"pin": PIN})).status == 200
     await trail.one(**kiosk, action="release", target=pinned, outcome="done")
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import logging
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ import pytest
 from edgeprint import cli, errors
 from edgeprint.api import openapi
 from edgeprint.api.auth import TokenAuth, token_digest
+from edgeprint.api.refusals import RefusalLog
 from edgeprint.config import parse_config
 from edgeprint.config_checks import token_expiry
 from edgeprint.printers import codec
@@ -492,3 +495,80 @@ async def test_a_station_token_may_not_print_over_ipp(roles_app: Appliance) -> N
         status_message(answer) == "role 'station' may not do this; it needs role " + NEEDS["kiosk"]
     )
     assert _stored(app) == before
+
+
+async def test_a_refused_known_token_is_one_throttled_log_line_and_no_audit_row(
+    roles_app: Appliance, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Finding 6: a viewer's 403 and an expired token's 401 left no trace. Now one
+    ``auth_refused`` line per token per 10 s (name, role, method, path, peer; never the
+    secret), one for unknown tokens without a name, none without ``Authorization``; no
+    audit row (a flood must not fill the table), nothing stored."""
+    app = roles_app
+    before = _stored(app)
+    with caplog.at_level(logging.INFO, logger="edgeprint.api.refusals"):
+        for _ in range(5):
+            resp = await app.post("/v1/printers/printer-01/pause", {}, token=VIEWER_TOKEN)
+            assert resp.status == 403
+        for _ in range(3):
+            assert (await app.get("/v1/jobs", token=OLD_TOKEN)).status == 401
+            assert (await app.get("/v1/jobs", token="not-a-token-of-this-box")).status == 401
+        async with app.http.get(f"{app.url}/v1/jobs") as r:  # no header: not logged
+            assert r.status == 401
+    lines = [r for r in caplog.records if getattr(r, "event", "") == "auth_refused"]
+    assert [r.getMessage() for r in lines] == [
+        "403: token 'wall-screen' (viewer) refused: POST /v1/printers/printer-01/pause from "
+        f"127.0.0.1: {READ_ONLY}'tech'",
+        "401: token 'old-kiosk' (kiosk) refused: GET /v1/jobs from 127.0.0.1: expired",
+        "401: an unknown token refused: GET /v1/jobs from 127.0.0.1: unknown bearer token",
+    ]
+    first = lines[0].__dict__
+    assert (first["token"], first["role"], first["method"], first["path"], first["peer"]) == (
+        "wall-screen",
+        "viewer",
+        "POST",
+        "/v1/printers/printer-01/pause",
+        "127.0.0.1",
+    )
+    assert lines[2].__dict__["token"] is None
+    for record in caplog.records:
+        for secret in (VIEWER_TOKEN, OLD_TOKEN, "not-a-token-of-this-box"):
+            assert secret not in str(record.__dict__)
+    assert _stored(app) == before  # no audit row, nothing else
+
+
+def test_refusal_lines_say_how_many_were_held_back() -> None:
+    now = [100.0]
+    refusals = RefusalLog(every_s=10.0, clock=lambda: now[0])
+    exc = errors.Forbidden("viewer", "tech", ("tech",), token="wall-screen")
+    with _captured() as records:
+        for _ in range(4):
+            refusals.refused(
+                exc, "GET", "/v1/audit", "192.0.2.7", token="wall-screen", role="viewer"
+            )
+        now[0] += 10.0
+        refusals.refused(exc, "GET", "/v1/audit", "192.0.2.7", token="wall-screen", role="viewer")
+    assert [r.getMessage() for r in records] == [
+        "403: token 'wall-screen' (viewer) refused: GET /v1/audit from 192.0.2.7: "
+        "role 'viewer' may not do this (a viewer only reads); it needs role 'tech'",
+        "403: token 'wall-screen' (viewer) refused: GET /v1/audit from 192.0.2.7: "
+        "role 'viewer' may not do this (a viewer only reads); it needs role 'tech' "
+        "(and 3 more held back)",
+    ]
+    assert records[1].__dict__["suppressed"] == 3
+
+
+@contextlib.contextmanager
+def _captured() -> Iterator[list[logging.LogRecord]]:
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger("edgeprint.api.refusals")
+    logger.addHandler(handler)
+    old = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        yield records
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old)

@@ -21,7 +21,7 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from edgeprint import errors, printable
-from edgeprint.api import problems
+from edgeprint.api import problems, refusals
 from edgeprint.api.auth import Needed, TokenAuth
 from edgeprint.api.ratelimit import TokenRateLimiter
 from edgeprint.api.uploads import (
@@ -170,7 +170,11 @@ async def authorize(request: web.Request, needed: Needed) -> Caller:
     """Who asks, with a role that grants ``needed``; raises errors.Unauthorized,
     errors.Forbidden, errors.RateLimited."""
     deps = _deps(request)
-    token = deps.auth.authenticate(request.headers.get("Authorization"), needed, request.remote)
+    try:
+        token = deps.auth.authenticate(request.headers.get("Authorization"), needed, request.remote)
+    except (errors.Unauthorized, errors.Forbidden) as exc:
+        refusals.note(deps.auth.refusals, request, exc)  # one throttled log line
+        raise
     try:
         await deps.rate_limiter.hit(token.name)
     except errors.RateLimited:

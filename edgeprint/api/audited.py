@@ -85,6 +85,7 @@ def wrap(operation_id: str, role: str | None, handler: app.Handler) -> app.Handl
         except errors.RateLimited:
             raise
         except errors.EdgeprintError as exc:
+            found.detail = found.detail or _refusal_detail(exc)
             await _record(request, spec, role, found, _outcome(_status(exc)))
             raise
         if resp.status != 429:
@@ -93,6 +94,20 @@ def wrap(operation_id: str, role: str | None, handler: app.Handler) -> app.Handl
 
     audited.__doc__ = handler.__doc__
     return audited
+
+
+def _refusal_detail(exc: errors.EdgeprintError) -> str:
+    """What a refused release's row says of the PIN (never the PIN itself)."""
+    match exc:
+        case errors.PinMismatch(locked_for_s=None):
+            return f"pin-mismatch, {exc.failures_left} more lock the release"
+        case errors.PinMismatch():
+            return f"pin-mismatch, release locked for {exc.locked_for_s} s"
+        case errors.PinRequired():
+            return "pin-required"
+        case errors.ReleaseLocked():
+            return f"release-locked, retry in {exc.retry_after_s} s"
+    return ""
 
 
 def _status(exc: errors.EdgeprintError) -> int:

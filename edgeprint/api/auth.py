@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from edgeprint import errors
+from edgeprint.api.refusals import RefusalLog
 from edgeprint.config import TokenConfig
 
 #: What a route (or a call) needs: "kiosk" (act as a kiosk), "tech", "station" (the release
@@ -66,6 +67,8 @@ class TokenAuth:
         #: When this process began counting uses (``GET /v1/tokens``'s ``since``).
         self.since = clock()
         self._last: dict[str, LastUse] = {}
+        #: The throttled log lines of refused tokens (edgeprint.api.refusals).
+        self.refusals = RefusalLog()
         self.replace(tokens)
 
     def replace(self, tokens: list[TokenConfig]) -> None:
@@ -103,8 +106,8 @@ class TokenAuth:
         if found is None:
             raise errors.Unauthorized("unknown bearer token")
         if found.expires is not None and self.expired(found):
-            raise errors.TokenExpired(found.name, found.expires)
+            raise errors.TokenExpired(found.name, found.expires, role=found.role)
         self._last[found.name] = LastUse(self._clock(), source)
         if needed not in _GRANTS[found.role]:
-            raise errors.Forbidden(found.role, needed, roles_for(needed))
+            raise errors.Forbidden(found.role, needed, roles_for(needed), token=found.name)
         return found
