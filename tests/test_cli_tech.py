@@ -412,3 +412,33 @@ async def test_drain_moves_waiting_jobs_to_the_pool(
         [done] = await kiosk.wait_states([waiting["id"]], {"DONE"})
         assert (await kiosk.job(busy["id"]))["state"] == "PRINTING"
     assert done["printed_on"] == "printer-02"
+
+
+async def test_a_refusal_hint_follows_the_server(
+    make_appliance: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Finding 8: the CLI added "(this needs a tech token; …)" to a 403 whose detail says a
+    kiosk is enough, and "does not know it" to an EXPIRED token's 401."""
+    from tests.test_roles import OLD_TOKEN, VIEWER_TOKEN, _tokens
+
+    async with make_appliance(sections={"tokens": _tokens()}) as app:
+        job = await (await app.submit({"owner": "ann", "pool": "lobby"}, key="hint-0001")).json()
+        code, out, err = await run_cli(
+            capsys, "release", job["id"], "--url", app.url, token=VIEWER_TOKEN
+        )
+        assert code == 1
+        assert err.strip() == (
+            "edgeprint: 403 Forbidden: role 'viewer' may not do this (a viewer only reads); "
+            "it needs "
+            "role 'kiosk' or 'tech' (use a token of a role it names; the token from --token "
+            "is not one)"
+        )
+        code, out, err = await run_cli(capsys, "jobs", "--url", app.url, token=OLD_TOKEN)
+        assert code == 1
+        assert err.strip() == (
+            "edgeprint: 401 Unauthorized: token 'old-kiosk' expired at "
+            "2026-01-31T09:00:00+01:00 (the "
+            "token from --token has expired: ask the technician for a new one)"
+        )
+        assert VIEWER_TOKEN not in out + err
+        assert OLD_TOKEN not in out + err

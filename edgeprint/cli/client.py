@@ -223,9 +223,13 @@ class Api:
         if slug == "pin-required":
             return " (give --pin PIN)"
         if status == 403 and slug in ("forbidden", ""):
-            return f" (this needs a tech token; {token} is not one)"
+            if b"it needs role" in raw:  # the server named the roles that may
+                return f" (use a token of a role it names; {token} is not one)"
+            return f" ({token} may not do this)"
         if status != 401:
             return ""
+        if b"expired at" in raw:  # the appliance knows the token: it is past its expires
+            return f" ({token} has expired: ask the technician for a new one)"
         if self._where.is_default and b"unknown bearer token" in raw:
             return (
                 f" ({self.base} is the default address, used as no config was found: it may "
