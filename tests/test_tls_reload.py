@@ -163,7 +163,7 @@ async def test_reload_refuses_a_bad_pair_and_the_running_certificate_stays(
         first.key_file.write_bytes(other.key_file.read_bytes())  # a key of another certificate
         with caplog.at_level(logging.ERROR, logger="edgeprint.server"):
             assert not reload_certificate(app.running.tls, app.config)
-        reason = "this key does not belong to the certificate served.crt"
+        reason = f"this key does not belong to the certificate {first.cert_file}"
         assert [r.getMessage() for r in caplog.records if r.name == "edgeprint.server"] == [
             f"TLS certificate reload refused: {first.key_file}: {reason}; "
             "the running certificate stays"
