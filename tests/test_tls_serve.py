@@ -211,10 +211,18 @@ def _http_requests(app: Appliance) -> float:
     [("-tls1", False), ("-tls1_1", False), ("-tls1_2", True), ("-tls1_3", True)],
 )
 async def test_only_tls_1_2_and_newer_are_served(
-    tls_appliance: Callable[..., Any], version: str, served: bool
+    tls_appliance: Callable[..., Any],
+    version: str,
+    served: bool,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """openssl s_client offering one version only; SECLEVEL=0 lets the local openssl offer
-    the old ones, so a refusal is the appliance's."""
+    the old ones, so a refusal is the appliance's. A refused one is one log line
+    (finding 9: the box said nothing), with the peer and OpenSSL's reason."""
+    from edgeprint.api import tls_listener
+
+    monkeypatch.setitem(tls_listener._logged, "at", float("-inf"))  # no earlier test's line
     async with tls_appliance() as app:
         code, out = await run(
             "openssl",
@@ -234,6 +242,13 @@ async def test_only_tls_1_2_and_newer_are_served(
         else:
             assert code != 0, out
             assert "Cipher is (NONE)" in out, out
+    failed = [r for r in caplog.records if getattr(r, "event", "") == "tls_handshake_failed"]
+    if served:
+        assert failed == []
+    else:
+        assert [r.getMessage() for r in failed] == [
+            "TLS handshake failed from 127.0.0.1: UNSUPPORTED_PROTOCOL"
+        ]
 
 
 # --- plain HTTP on the TLS port ----------------------------------------------------------------

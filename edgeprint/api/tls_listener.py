@@ -10,19 +10,48 @@ appliance serves *now* (a reload swaps it for new connections only). Anything el
 HTTP and goes to the same application, whose middleware answers it only with /healthz, a
 redirect or a 426 (edgeprint.api.plain_http). A client that sends nothing, or closes, is
 closed. A connection evicted at the connection cap while it is being looked at or is
-shaking hands is closed at once (its task is cancelled).
+shaking hands is closed at once (its task is cancelled). A handshake refused by TLS
+itself (a TLS 1.0/1.1 client, no shared cipher) is one log line ``tls_handshake_failed``
+with the peer and OpenSSL's reason, at most one every :data:`LOG_EVERY_S` seconds (saying
+how many it held back), so an old kiosk is visible on the box and a flood is not.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
 import ssl
+import time
 from collections.abc import Callable
+
+log = logging.getLogger(__name__)
 
 #: The first byte of a TLS record carrying a handshake message (RFC 8446 §5.1).
 TLS_HANDSHAKE = 0x16
+#: At most one ``tls_handshake_failed`` line this often.
+LOG_EVERY_S = 10.0
+_logged = {"at": float("-inf"), "held": 0}
+
+
+def _handshake_failed(peer: str | None, exc: ssl.SSLError) -> None:
+    """One throttled log line for a handshake TLS refused: the peer and the reason."""
+    now = time.monotonic()
+    if now - _logged["at"] < LOG_EVERY_S:
+        _logged["held"] += 1
+        return
+    held = int(_logged["held"])
+    _logged.update(at=now, held=0)
+    reason = exc.reason or type(exc).__name__
+    more = f" (and {held} more held back)" if held else ""
+    log.warning(
+        "TLS handshake failed from %s: %s%s",
+        peer,
+        reason,
+        more,
+        extra={"event": "tls_handshake_failed", "peer": peer, "reason": reason, "suppressed": held},
+    )
 
 
 async def peek_first_byte(sock: socket.socket, timeout_s: float) -> int | None:
@@ -61,6 +90,7 @@ async def open_connection(
     handshake; ``on_failed`` is called when it never gets connected (the socket is closed)."""
     loop = asyncio.get_running_loop()
     connected = False
+    peer: str | None = None
     try:
         try:
             first = await peek_first_byte(conn, timeout_s)
@@ -69,6 +99,8 @@ async def open_connection(
         if first is None:
             return
         tls = context() if first == TLS_HANDSHAKE else None
+        with contextlib.suppress(OSError):
+            peer = conn.getpeername()[0]
         await loop.connect_accepted_socket(
             lambda: protocol,
             conn,
@@ -77,6 +109,8 @@ async def open_connection(
             ssl_shutdown_timeout=timeout_s if tls is not None else None,
         )
         connected = True
+    except ssl.SSLError as exc:  # refused by TLS itself (old protocol version, no cipher)
+        _handshake_failed(peer, exc)
     except (OSError, TimeoutError, ConnectionError):
         pass  # a failed handshake (old protocol versions, not TLS after all, timed out)
     finally:
