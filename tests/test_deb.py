@@ -177,6 +177,11 @@ def _as_service_user(*argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+#: Temporary folders of the suite's own fixtures (a CUPS scheduler, a PostgreSQL cluster),
+#: which another test run on the machine may make or remove while this one runs.
+_SUITES_OWN = ("/tmp/edgeprint-cups-", "/tmp/edgeprint-pg-")
+
+
 def _leftovers() -> set[str]:
     """Everything of edgeprint's on this machine outside what dpkg tracks: every place the
     package, its maintainer scripts, systemd, the service or a run of the CLI as root could
@@ -207,7 +212,7 @@ def _leftovers() -> set[str]:
         "/var/tmp/edgeprint*",
         "/var/cache/edgeprint*",
     ):
-        found.update(glob.glob(pattern, recursive=True))
+        found.update(p for p in glob.glob(pattern, recursive=True) if not p.startswith(_SUITES_OWN))
     found.update(f"user {n}" for n in ("edgeprint",) if _user_exists())
     with contextlib.suppress(KeyError):
         grp.getgrnam("edgeprint")
