@@ -18,7 +18,7 @@ from pathlib import Path
 
 import aiohttp
 
-from edgeprint import errors, reload, tls_runtime
+from edgeprint import background, errors, reload, tls_runtime
 from edgeprint.api import http_server, tls_info
 from edgeprint.api.app import Deps
 from edgeprint.api.auth import TokenAuth
@@ -285,13 +285,8 @@ async def _webhooks(config: Config, outbox: Outbox, metrics: Metrics) -> AsyncIt
     if not config.webhooks:
         yield
         return
-    task = asyncio.create_task(deliveries.run(), name="webhooks")
-    try:
+    async with background.running(deliveries.run(), "webhooks"):
         yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 @contextlib.asynccontextmanager
@@ -362,13 +357,8 @@ async def _watching(served: tls_runtime.ServedCertificate | None) -> AsyncIterat
     if served is None:
         yield
         return
-    task = asyncio.create_task(served.watch(), name="tls:expiry")
-    try:
+    async with background.running(served.watch(), "tls:expiry"):
         yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 def reload_certificate(served: tls_runtime.ServedCertificate | None, config: Config) -> bool:

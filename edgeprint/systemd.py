@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator
 
 from sdnotify import SystemdNotifier
 
+from edgeprint import background
+
 
 class Systemd:
     """Talks to the service manager named by ``NOTIFY_SOCKET`` / ``WATCHDOG_USEC``."""
@@ -61,10 +63,5 @@ class Systemd:
     @contextlib.asynccontextmanager
     async def watching(self) -> AsyncIterator[None]:
         """Run :meth:`watchdog` for the duration of the block."""
-        task = asyncio.create_task(self.watchdog(), name="systemd:watchdog")
-        try:
+        async with background.running(self.watchdog(), "systemd:watchdog"):
             yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task

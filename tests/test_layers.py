@@ -53,6 +53,8 @@ LEAVES = (
     "edgeprint.certificates",
     # issue 26: the certificate the running appliance serves, reloaded and watched
     "edgeprint.tls_runtime",
+    # a task for the duration of a block (asyncio only)
+    "edgeprint.background",
 )
 
 #: layer → (its module prefixes, the layers it may import besides its own and the leaves).

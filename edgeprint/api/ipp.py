@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from edgeprint import errors
-from edgeprint.api import plain_http
+from edgeprint.api import peers, plain_http
 from edgeprint.faults import crash_point
 from edgeprint.ipp_server import limits
 from edgeprint.ipp_server.operations import Context, IppServer, status_for
@@ -79,15 +79,7 @@ class IppEndpoint:
         ]
 
     def _allowed(self, remote: str | None) -> bool:
-        if remote is None:
-            return False
-        try:
-            addr = ipaddress.ip_address(remote.split("%", 1)[0])
-        except ValueError:
-            return False
-        if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-            addr = addr.ipv4_mapped
-        return any(addr.version == n.version and addr in n for n in self.networks)
+        return peers.in_networks(remote, self.networks)
 
     def _basic(self, request: web.Request) -> tuple[str, str]:
         """(user, role) from Basic credentials; raises errors.Unauthorized."""

@@ -30,13 +30,12 @@ header's value.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import re
 
 from aiohttp import web
 
-from edgeprint.api import problems
+from edgeprint.api import peers, problems
 from edgeprint.api.app import DEPS, Handler
 from edgeprint.config import ServerConfig
 
@@ -50,15 +49,8 @@ _HOST_RE = re.compile(r"^([A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]
 
 def is_loopback(remote: str | None) -> bool:
     """True when the peer address is this machine's own (127/8, ::1, ::ffff:127…)."""
-    if not remote:
-        return False
-    try:
-        addr = ipaddress.ip_address(remote.split("%", 1)[0])
-    except ValueError:
-        return False
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        return addr.ipv4_mapped.is_loopback
-    return addr.is_loopback
+    addr = peers.peer_address(remote)
+    return addr is not None and addr.is_loopback
 
 
 def from_this_machine(request: web.Request) -> bool:

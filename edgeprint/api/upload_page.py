@@ -32,7 +32,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from pydantic import ValidationError
 
 from edgeprint import errors
-from edgeprint.api import audited, problems
+from edgeprint.api import audited, peers, problems
 from edgeprint.api.app import CORRELATION_ID, Deps, _deps
 from edgeprint.api.pages import content_security_policy, html_response, page_headers
 from edgeprint.api.ratelimit import TokenRateLimiter
@@ -116,19 +116,10 @@ DOOR = web.AppKey("upload_door", UploadDoor)
 
 def _allowed(request: web.Request) -> bool:
     """The client's address is in ``[ipp] allowed_networks`` (as for the IPP queues)."""
-    if request.remote is None:
-        return False
-    try:
-        addr = ipaddress.ip_address(request.remote.split("%", 1)[0])
-    except ValueError:
-        return False
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        addr = addr.ipv4_mapped
-    for net in _deps(request).config.ipp.allowed_networks:
-        network = ipaddress.ip_network(net, strict=False)
-        if addr.version == network.version and addr in network:
-            return True
-    return False
+    networks = _deps(request).config.ipp.allowed_networks
+    return peers.in_networks(
+        request.remote, (ipaddress.ip_network(n, strict=False) for n in networks)
+    )
 
 
 def _guard(request: web.Request) -> None:

@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator
 from zeroconf import InterfaceChoice, IPVersion, ServiceInfo
 from zeroconf.asyncio import AsyncZeroconf
 
+from edgeprint import background
 from edgeprint.config import Config
 from edgeprint.ipp_server import attributes as A
 
@@ -167,13 +168,10 @@ async def advertised(config: Config, host: str, port: int) -> AsyncIterator[list
             extra={"event": "ipp_advertised", "queues": [i.name for i in infos]},
         )
 
-    task = asyncio.create_task(register(), name="ipp-advertise")
     try:
-        yield infos
+        async with background.running(register(), "ipp-advertise"):
+            yield infos
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
         for responder in responders:
             await responder.async_unregister_all_services()
             await responder.async_close()
