@@ -167,13 +167,13 @@ def test_fingerprint_warns_within_30_days_and_prints_json(
     path = _cli_config(etc, port, tls="files", cert_file="v.crt", key_file="v.key")
     code, out, err = _fingerprint(capsys, "--config", str(path))
     assert code == 0
-    assert out.startswith(_shown(cert, f"from {cert.cert_file}"))
-    note, warning = err.split("\n", 1)
-    assert note.startswith(
-        f"edgeprint: not compared with what the appliance serves (cannot connect to "
+    source = (
+        f"from {cert.cert_file}; not compared with what is served: cannot connect to "
         f"https://127.0.0.1:{port}: "
     )
-    assert warning.startswith("warning: the certificate expires in 10.0 days (")
+    assert out.startswith(f"The appliance's TLS certificate ({source}")
+    assert _shown(cert, "").split("\n", 1)[1] in out
+    assert err.startswith("warning: the certificate expires in 10.0 days (")
     assert "renew it (edgeprint setup --force --new-certificate" in err
 
     code, out, err = _fingerprint(capsys, "--config", str(path), "--json")

@@ -144,12 +144,9 @@ def _checked_file(where: locate.Where, cert: certificates.Certificate, timeout_s
         problems.append(unservable)
     try:
         served = presented(where.url, timeout_s)
-    except ConnectFailed as exc:
-        print(
-            f"edgeprint: not compared with what the appliance serves ({clean(str(exc))})",
-            file=sys.stderr,
-        )
-        return Found(cert, f"from {cert.cert_file}", tuple(problems))
+    except ConnectFailed as exc:  # not running (yet): what it will serve when it starts
+        source = f"from {cert.cert_file}; not compared with what is served: {exc}"
+        return Found(cert, source, tuple(problems))
     if served.fingerprint == cert.fingerprint:
         return Found(cert, f"from {cert.cert_file}, which {where.url} serves", tuple(problems))
     problems.insert(
