@@ -193,8 +193,10 @@ PY
 
 "$VENV_PY" -c 'from testbed.pdfs import make_pdf; open(".quickstart/badge.pdf", "wb").write(make_pdf("Ada Lovelace"))'
 
-PIN=$(.venv/bin/edgeprint tls fingerprint --config "$CONFIG" | sed -n 's/^  public key pin: *//p')
-[ -n "$PIN" ] || die "could not read the certificate's pin ($QS/tls.crt)"
+TLS_SHOWN=$(.venv/bin/edgeprint tls fingerprint --config "$CONFIG")
+PIN=$(printf '%s\n' "$TLS_SHOWN" | sed -n 's/^  public key pin: *//p')
+FINGERPRINT=$(printf '%s\n' "$TLS_SHOWN" | sed -n 's/^  SHA-256 fingerprint: *//p')
+[ -n "$PIN" ] && [ -n "$FINGERPRINT" ] || die "could not read the certificate's pin ($QS/tls.crt)"
 
 # --- 5. run -----------------------------------------------------------------------------------
 API=https://127.0.0.1:$PORT
@@ -204,8 +206,18 @@ cat <<EOF
              printer-02  $URI2   (pool "lobby"; ground truth: $RIG_DIR/printer-NN/prints.log)
   config     $CONFIG
   tokens     $QS/tokens.env
-  TLS        $QS/tls.crt: clients trust it (curl --cacert $QS/tls.crt) or pin its key:
+  TLS        $QS/tls.crt: clients trust it (curl --cacert $QS/tls.crt) or pin it:
+             SHA-256 fingerprint  $FINGERPRINT
+             public key pin       $PIN
              curl --insecure --pinnedpubkey '$PIN' $API/healthz
+             the README's pinning examples read these:
+               export EDGEPRINT_URL=$API EDGEPRINT_HOST=127.0.0.1:$PORT
+               export EDGEPRINT_PIN='$PIN'
+               export EDGEPRINT_FINGERPRINT='$FINGERPRINT'
+  a token    while it runs (the token is shown, its [[tokens]] entry goes to tokens.toml, kept
+             across runs, and to config.toml, which a reload reads):
+               .venv/bin/edgeprint token new --role viewer --name dash-1 | tee /dev/stderr | grep -v '^#' | tee -a $QS/tokens.toml >>$CONFIG
+               kill -HUP "\$(head -n1 $QS/data/edgeprint.lock)"   # the appliance's pid, not this script's
 
   In another terminal, from $ROOT:
 

@@ -82,11 +82,11 @@ def test_a_renewed_or_foreign_certificate_is_refused_before_sending(
         assert out == ""
         assert err == (
             f"edgeprint: {stub.url} presented a certificate with SHA-256 {other.fingerprint}, "
-            f"not the pinned {cert.fingerprint} (from {cert.cert_file}); nothing was sent. If "
-            "the appliance's certificate was renewed, read the new one on the box (sudo "
-            "edgeprint tls fingerprint) and pass it with --fingerprint or "
-            "$EDGEPRINT_TLS_FINGERPRINT; if not, something on the network is answering in its "
-            "place\n"
+            f"not the pinned {cert.fingerprint} (from {cert.cert_file}); nothing was sent. "
+            f"{cert.cert_file} may have been changed without the appliance serving it (a "
+            "reload that refused it: journalctl -u edgeprint | grep tls; or a restart still to "
+            "do): sudo edgeprint tls fingerprint compares the two. If not, something on the "
+            "network is answering in its place\n"
         )
         assert stub.requests == []
 

@@ -20,7 +20,7 @@ from typing import Any
 import aiohttp
 from zeroconf import Zeroconf
 
-from edgeprint import setup
+from edgeprint import certificates, setup
 from edgeprint.config import load_config
 from testbed.pdfs import make_pdf
 from testbed.proc import ServeProcess
@@ -71,6 +71,20 @@ def test_setup_with_flags_writes_a_config_that_prints(tmp_path: Path, printers: 
         assert secret not in path.read_text()
     assert "only programs on this machine can reach it, no kiosk can" in out.stdout
     assert f"Next: edgeprint serve --config {path}" in out.stdout
+    # not at a path the CLI looks in: it is told to name it (fresh-user finding 13)
+    assert (
+        f"the edgeprint command finds them when given this config (edgeprint status --config "
+        f"{path}), not by itself (it looks in /etc/edgeprint/config.toml, "
+        ".quickstart/config.toml)." in out.stdout
+    )
+    assert "sudo edgeprint status" not in out.stdout
+    cert = certificates.load(path.parent / "tls.crt", path.parent / "tls.key")
+    assert (
+        "  the README's pinning examples read them as:\n"
+        "    export EDGEPRINT_URL=https://127.0.0.1:0 EDGEPRINT_HOST=127.0.0.1:0\n"
+        f"    export EDGEPRINT_PIN='{cert.pin}'\n"
+        f"    export EDGEPRINT_FINGERPRINT='{cert.fingerprint}'\n"
+    ) in out.stdout
 
     # the config as written, with fast dispatch for the test, prints a job
     data = tomllib.loads(path.read_text())
@@ -107,6 +121,15 @@ async def _print_one(url: str, token: str, cert_file: Path) -> str:
 
         await eventually(done, lambda: f"the job printed: {job}", timeout_s=30)
         return str(job["id"])
+
+
+def test_setup_says_the_cli_finds_the_installed_config_by_itself() -> None:
+    from edgeprint.cli.setup import _found
+
+    assert _found(Path("/etc/edgeprint/config.toml")) == (
+        "the edgeprint command on this box finds the appliance and this token by itself "
+        "(sudo edgeprint status)."
+    )
 
 
 def test_setup_refuses_to_replace_a_config_in_use(tmp_path: Path) -> None:

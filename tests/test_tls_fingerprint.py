@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import hashlib
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -135,7 +136,8 @@ async def test_fingerprint_from_the_file_else_over_the_network(
     on_box = _cli_config(tmp_path / "etc", served.port, cert_file="tls.crt", key_file="tls.key")
     code, out, err = await asyncio.to_thread(_fingerprint, capsys, "--config", str(on_box))
     assert (code, err) == (0, "")
-    assert out.startswith(_shown(served.cert, f"from {served.cert.cert_file}"))
+    source = f"from {served.cert.cert_file}, which {served.url} serves"
+    assert out.startswith(_shown(served.cert, source))
     assert f"curl --insecure --pinnedpubkey '{served.cert.pin}'" in out
 
     elsewhere = _cli_config(tmp_path / "other", served.port)  # its tls.crt is not there
@@ -161,10 +163,16 @@ def test_fingerprint_warns_within_30_days_and_prints_json(
 ) -> None:
     etc = tmp_path / "etc"
     cert = certificates.make_self_signed(etc / "v.crt", etc / "v.key", ["printhub"], days=10)
-    path = _cli_config(etc, 8631, tls="files", cert_file="v.crt", key_file="v.key")
+    port = _closed_port()
+    path = _cli_config(etc, port, tls="files", cert_file="v.crt", key_file="v.key")
     code, out, err = _fingerprint(capsys, "--config", str(path))
     assert code == 0
-    assert out.startswith(_shown(cert, f"from {cert.cert_file}"))
+    source = (
+        f"from {cert.cert_file}; not compared with what is served: cannot connect to "
+        f"https://127.0.0.1:{port}: "
+    )
+    assert out.startswith(f"The appliance's TLS certificate ({source}")
+    assert _shown(cert, "").split("\n", 1)[1] in out
     assert err.startswith("warning: the certificate expires in 10.0 days (")
     assert "renew it (edgeprint setup --force --new-certificate" in err
 
@@ -172,6 +180,73 @@ def test_fingerprint_warns_within_30_days_and_prints_json(
     assert code == 0
     assert f'"fingerprint": "{cert.fingerprint}"' in out
     assert '"expires_soon": true' in out
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then closed)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+async def test_fingerprint_of_a_file_the_appliance_does_not_serve(
+    served: Served, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The config's certificate file was replaced (a valid pair) but a reload refused it,
+    or no restart yet: exit 1, said plainly, and the SERVED certificate is the one shown,
+    as kiosks must pin it (fresh-user finding 2)."""
+    etc = tmp_path / "new"
+    new = certificates.make_self_signed(etc / "tls.crt", etc / "tls.key", ["localhost"])
+    path = _cli_config(etc, served.port)
+    code, out, err = await asyncio.to_thread(_fingerprint, capsys, "--config", str(path))
+    assert code == 1
+    assert err == (
+        f"edgeprint: the file {new.cert_file} is not what the appliance serves (it serves "
+        f"{served.cert.fingerprint}; the file is {new.fingerprint}): a reload may have "
+        "refused it — see `journalctl -u edgeprint | grep tls` — or a restart is still to "
+        "do; kiosks must pin what is served (shown below)\n"
+    )
+    source = f"served by {served.url}; NOT the file {new.cert_file}"
+    assert out.startswith(_shown(served.cert, source))
+    assert f"--pinnedpubkey '{served.cert.pin}'" in out
+    assert new.pin not in out
+    code, out, err = await asyncio.to_thread(_fingerprint, capsys, "--config", str(path), "--json")
+    assert code == 1
+    assert f'"fingerprint": "{served.cert.fingerprint}"' in out
+    assert err.startswith(f"edgeprint: the file {new.cert_file} is not what the appliance serves")
+
+
+async def test_fingerprint_of_a_file_whose_key_does_not_match(
+    served: Served, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The served certificate's file beside another key (or no key): it is what is served,
+    but a reload or a restart would refuse the pair: exit 1 naming the reason; the pin
+    shown is still right. Nothing on disk is changed."""
+    etc = tmp_path / "pair"
+    etc.mkdir()
+    crt = etc / "tls.crt"
+    crt.write_bytes(served.cert.cert_file.read_bytes())
+    other = certificates.make_self_signed(tmp_path / "o.crt", etc / "tls.key", ["localhost"])
+    path = _cli_config(etc, served.port)
+    key_before = (etc / "tls.key").read_bytes()
+    code, out, err = await asyncio.to_thread(_fingerprint, capsys, "--config", str(path))
+    assert code == 1
+    assert err == (
+        f"edgeprint: {crt} cannot be served: {etc / 'tls.key'}: this key does not belong to "
+        f"the certificate {crt} (a reload refuses it and a restart would too; fix the pair)\n"
+    )
+    assert out.startswith(_shown(served.cert, f"from {crt}, which {served.url} serves"))
+    assert (etc / "tls.key").read_bytes() == key_before
+    assert other.pin not in out
+
+    (etc / "tls.key").unlink()
+    code, out, err = await asyncio.to_thread(_fingerprint, capsys, "--config", str(path))
+    assert code == 1
+    assert err == (
+        f"edgeprint: {crt} cannot be served: {etc / 'tls.key'}: no private key file here (a "
+        "reload refuses it and a restart would too; fix the pair)\n"
+    )
 
 
 def test_fingerprint_of_a_plain_config_or_port(

@@ -1,7 +1,8 @@
 """What can go wrong on the command line, and the exit code each gives (README, ``--help``).
 
 0 ok; 1 the appliance answered with an error (its ``detail`` is printed), a
-runtime failure of ``serve``, or ``discover`` found nothing; 2 bad usage or
+runtime failure of ``serve``, ``discover`` found nothing, or ``tls fingerprint``
+found the certificate file is not what is served (or cannot be served); 2 bad usage or
 bad config; 3 the appliance cannot be reached (the URL and where it came from
 are named); 4 ``preflight`` found a printer that would fail the morning (each
 reason is printed).

@@ -58,6 +58,8 @@ class Where:
     #: The appliance's own TLS certificate, as its config names it (None: no TLS, or the
     #: URL is not from a config); the CLI pins it when it can read it (cli/trust.py).
     cert_file: Path | None = None
+    #: Its private key, as the config names it (None when ``cert_file`` is).
+    key_file: Path | None = None
 
     @property
     def is_default(self) -> bool:
@@ -103,7 +105,8 @@ def _flag_url(url: str, config_flag: str | None, env: Mapping[str, str]) -> Wher
         note = f"using --url {url}; --config not used: {exc}"
         return replace(_matched(where, env), note=note)
     if same_appliance(other, url):
-        return Where(url, "--url", config=path, cert_file=_from_config(path, str(path)).cert_file)
+        mine = _from_config(path, str(path))
+        return Where(url, "--url", config=path, cert_file=mine.cert_file, key_file=mine.key_file)
     note = f"--url {url} and --config {path} ({other}) disagree: using --url"
     found = _matched(where, env)
     return replace(found, note=note, others=((path, other), *found.others))
@@ -122,7 +125,13 @@ def _matched(where: Where, env: Mapping[str, str]) -> Where:
             continue
         url = found.url
         if same_appliance(url, where.url):
-            return replace(where, config=path, others=tuple(others), cert_file=found.cert_file)
+            return replace(
+                where,
+                config=path,
+                others=tuple(others),
+                cert_file=found.cert_file,
+                key_file=found.key_file,
+            )
         others.append((path, url))
     secure = [(p, u) for p, u in others if same_appliance(u, _https(where.url))]
     if secure and where.note is None:  # issue 26: the box now serves TLS on that port
@@ -179,7 +188,13 @@ def check_url(url: str, what: str) -> str:
 
 def _from_config(path: Path, source: str) -> Where:
     server = _server(path)
-    return Where(url_of(server), source, config=path, cert_file=cert_file_of(server, path))
+    return Where(
+        url_of(server),
+        source,
+        config=path,
+        cert_file=cert_file_of(server, path),
+        key_file=key_file_of(server, path),
+    )
 
 
 def cert_file_of(server: ServerConfig, config_path: Path) -> Path | None:
@@ -190,6 +205,15 @@ def cert_file_of(server: ServerConfig, config_path: Path) -> Path | None:
     if not server.serves_tls:
         return None
     return config_path.parent / (server.cert_file or Path(SELF_SIGNED_CERT))
+
+
+def key_file_of(server: ServerConfig, config_path: Path) -> Path | None:
+    """The private key beside :func:`cert_file_of` (``tls.key`` for "self-signed")."""
+    from edgeprint.config import SELF_SIGNED_KEY
+
+    if not server.serves_tls:
+        return None
+    return config_path.parent / (server.key_file or Path(SELF_SIGNED_KEY))
 
 
 def _server(path: Path) -> ServerConfig:

@@ -188,11 +188,7 @@ def _run(args: argparse.Namespace, ask: Callable[[str], str]) -> int:
     for t in tokens:
         print(f"  {t.role} token ({t.name}): {t.secret}")
     if token_path is not None:
-        print(
-            f"The tech token is also in {token_path} (readable by root only): the edgeprint "
-            "command on this box finds the appliance and this token by itself (sudo edgeprint "
-            "status)."
-        )
+        print(f"The tech token is also in {token_path} (readable by root only): {_found(path)}")
     print()
     if path == setup.DEFAULT_CONFIG:
         print("Next: systemctl enable --now edgeprint   (or: systemctl restart edgeprint)")
@@ -201,6 +197,22 @@ def _run(args: argparse.Namespace, ask: Callable[[str], str]) -> int:
     for line in warnings(cfg):
         print(f"warning: {line}", file=sys.stderr)
     return EXIT_OK
+
+
+def _found(path: Path) -> str:
+    """How the edgeprint command finds this config and its token: by itself only at a
+    path it looks in (cli/locate.py), else named (fresh-user finding 13)."""
+    from edgeprint.cli import locate
+
+    if path in locate.CONFIG_CANDIDATES and path.is_absolute():
+        return (
+            "the edgeprint command on this box finds the appliance and this token by itself "
+            "(sudo edgeprint status)."
+        )
+    return (
+        f"the edgeprint command finds them when given this config (edgeprint status --config "
+        f"{path}), not by itself (it looks in {', '.join(map(str, locate.CONFIG_CANDIDATES))})."
+    )
 
 
 def _certificate(folder: Path, names: list[str], renew: bool) -> StagedCertificate:
@@ -218,6 +230,7 @@ def tls_lines(cert: StagedCertificate, host: str, port: int, addresses: list[Add
     from edgeprint.cli.locate import reach_host
 
     c = cert.certificate
+    url = setup.https_url(host, port, addresses)
     state = "new" if cert.staged else "kept: the kiosks' pins still hold"
     lines = [
         f"TLS: the API and the IPP queues are served over https:// and ipps:// only, with a "
@@ -232,6 +245,10 @@ def tls_lines(cert: StagedCertificate, host: str, port: int, addresses: list[Add
         f"  e.g. curl --insecure --pinnedpubkey '{c.pin}' {setup.https_url(host, port, addresses)}"
         "/healthz   (--insecure skips the CA check; the pin is checked instead)",
         f"  names: {', '.join(c.names)}",
+        "  the README's pinning examples read them as:",
+        f"    export EDGEPRINT_URL={url} EDGEPRINT_HOST={url.removeprefix('https://')}",
+        f"    export EDGEPRINT_PIN='{c.pin}'",
+        f"    export EDGEPRINT_FINGERPRINT='{c.fingerprint}'",
     ]
     reach = reach_host(host)
     if host not in setup.WILDCARDS and reach not in c.names:

@@ -7,7 +7,15 @@ that network. Prints the SHA-256 fingerprint (openssl's form), the ``sha256//`` 
 (curl's), the names and the end of validity, with a warning within 30 days of it;
 ``--json`` prints what ``GET /v1/tls`` answers.
 
-Exit codes: 0 shown; 2 bad usage (an unreadable config); 3 nothing answers at the URL.
+Read from the file, it is checked too: against its key (when readable here: a pair that
+cannot be served is said) and against what the appliance presents when it answers (a
+handshake to the config's URL). A file that is not what is served — a reload refused it,
+or a restart is still to do — is said plainly and the SERVED certificate is printed, as
+that is what kiosks must pin; the exit status is then 1, so a script that hands pins out
+stops instead of spreading one the box is not serving, or one a restart would lose.
+
+Exit codes: 0 shown; 1 shown, but the file is not what is served or cannot be served
+(stderr says which); 2 bad usage (an unreadable config); 3 nothing answers at the URL.
 """
 
 from __future__ import annotations
@@ -19,11 +27,19 @@ import socket
 import ssl
 import sys
 import urllib.parse
+from dataclasses import dataclass
 from pathlib import Path
 
 from edgeprint import certificates
 from edgeprint.cli import locate
-from edgeprint.cli.errors import EXIT_CONNECT, EXIT_OK, EXIT_USAGE, ConnectFailed, UsageError
+from edgeprint.cli.errors import (
+    EXIT_API_ERROR,
+    EXIT_CONNECT,
+    EXIT_OK,
+    EXIT_USAGE,
+    ConnectFailed,
+    UsageError,
+)
 from edgeprint.cli.render import clean
 from edgeprint.timefmt import rfc3339_ms
 
@@ -50,20 +66,23 @@ def add_parser(
 def run(args: argparse.Namespace) -> int:
     """The ``tls fingerprint`` command."""
     try:
-        cert, source = _certificate(args)
+        found = _certificate(args)
     except UsageError as exc:
         print(f"edgeprint: {clean(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except ConnectFailed as exc:
         print(f"edgeprint: {clean(str(exc))}", file=sys.stderr)
         return EXIT_CONNECT
+    cert = found.cert
+    for problem in found.problems:
+        print(f"edgeprint: {clean(problem)}", file=sys.stderr)
     now = datetime.datetime.now(datetime.UTC)
     if getattr(args, "json", False):
         print(json.dumps(as_json(cert, now), indent=2))
-        return EXIT_OK
-    for line in lines(cert, source, now):
-        print(line)
-    if cert.expires_soon(now):
+    else:
+        for line in lines(cert, found.source, now):
+            print(line)
+    if cert.expires_soon(now) and not getattr(args, "json", False):
         days = cert.seconds_left(now) / 86400
         print(
             f"warning: the certificate expires in {days:.1f} days ({cert.not_after:%Y-%m-%d} "
@@ -71,13 +90,25 @@ def run(args: argparse.Namespace) -> int:
             "files), reload, and give the kiosks the new pin",
             file=sys.stderr,
         )
-    return EXIT_OK
+    return EXIT_API_ERROR if found.problems else EXIT_OK
 
 
-def _certificate(args: argparse.Namespace) -> tuple[certificates.Certificate, str]:
-    """The certificate and where it was read: the file, else the network."""
+@dataclass(frozen=True)
+class Found:
+    """The certificate to pin, where it was read, and what is wrong on the box (each a line
+    for stderr; any makes the exit status 1, the pin printed is still the served one)."""
+
+    cert: certificates.Certificate
+    source: str
+    problems: tuple[str, ...] = ()
+
+
+def _certificate(args: argparse.Namespace) -> Found:
+    """The certificate: the file, checked against its key and against what is served;
+    else the network."""
     url_flag = getattr(args, "url", None)
     where = locate.locate(url_flag, getattr(args, "api_config", None))
+    timeout_s = getattr(args, "timeout", DEFAULT_TIMEOUT_S)
     if url_flag is None and where.cert_file is not None:
         try:
             x509 = certificates.read_certificate(where.cert_file)
@@ -88,17 +119,68 @@ def _certificate(args: argparse.Namespace) -> tuple[certificates.Certificate, st
                 file=sys.stderr,
             )
         else:
-            cert = certificates.describe(x509, where.cert_file, where.cert_file)
-            return cert, f"from {where.cert_file}"
+            return _checked_file(
+                where, certificates.describe(x509, where.cert_file, where.cert_file), timeout_s
+            )
     if not where.url.startswith("https://"):
         if where.config is not None:
             raise UsageError(f"{where.config} does not serve TLS ([server] tls): nothing to pin")
         raise UsageError(f"{where.url} is not https://: give --url https://HOST:PORT")
-    cert = presented(where.url, getattr(args, "timeout", DEFAULT_TIMEOUT_S))
-    return cert, (
+    cert = presented(where.url, timeout_s)
+    return Found(
+        cert,
         f"READ OVER THE NETWORK from {where.url}: only as good as that network. Compare it "
-        "with `sudo edgeprint tls fingerprint` on the box (or GET /v1/tls) before kiosks pin it"
+        "with `sudo edgeprint tls fingerprint` on the box (or GET /v1/tls) before kiosks pin it",
     )
+
+
+def _checked_file(where: locate.Where, cert: certificates.Certificate, timeout_s: float) -> Found:
+    """The config's certificate file, its pair checked (when the key can be read) and
+    compared with what the appliance at ``where.url`` presents (when it answers): a file
+    changed on disk is not served until a reload accepts it (issue 26 fresh-user 2)."""
+    problems = []
+    unservable = _pair_problem(where)
+    if unservable is not None:
+        problems.append(unservable)
+    try:
+        served = presented(where.url, timeout_s)
+    except ConnectFailed as exc:  # not running (yet): what it will serve when it starts
+        source = f"from {cert.cert_file}; not compared with what is served: {exc}"
+        return Found(cert, source, tuple(problems))
+    if served.fingerprint == cert.fingerprint:
+        return Found(cert, f"from {cert.cert_file}, which {where.url} serves", tuple(problems))
+    problems.insert(
+        0,
+        f"the file {cert.cert_file} is not what the appliance serves (it serves "
+        f"{served.fingerprint}; the file is {cert.fingerprint}): a reload may have refused "
+        "it — see `journalctl -u edgeprint | grep tls` — or a restart is still to do; "
+        "kiosks must pin what is served (shown below)",
+    )
+    return Found(served, f"served by {where.url}; NOT the file {cert.cert_file}", tuple(problems))
+
+
+def _pair_problem(where: locate.Where) -> str | None:
+    """Why the certificate file and its key cannot be served, or None (servable, or the
+    key is not readable here: not root)."""
+    assert where.cert_file is not None
+    key_file = where.key_file
+    if key_file is None:
+        return None
+    try:
+        with key_file.open("rb"):
+            pass
+    except PermissionError:
+        return None
+    except OSError:
+        pass  # missing: load() says so
+    try:
+        certificates.load(where.cert_file, key_file)
+    except certificates.CertificateError as exc:
+        return (
+            f"{where.cert_file} cannot be served: {exc.path}: {exc.reason} (a reload refuses "
+            "it and a restart would too; fix the pair)"
+        )
+    return None
 
 
 def presented(url: str, timeout_s: float) -> certificates.Certificate:

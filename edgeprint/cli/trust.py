@@ -164,12 +164,21 @@ class _PinnedConnection(http.client.HTTPSConnection):
 def mismatch_message(base: str, pin: Pin, der: bytes) -> str:
     presented = show(pin.kind, _digest_of(pin.kind, der)) if der else "none"
     what = "certificate" if pin.kind == "certificate" else "public key"
-    return (
+    head = (
         f"{base} presented a {what} with SHA-256 {presented}, not the pinned {pin.shown()} "
-        f"(from {pin.source}); nothing was sent. If the appliance's certificate was renewed, "
-        "read the new one on the box (sudo edgeprint tls fingerprint) and pass it with "
-        f"--fingerprint or ${FINGERPRINT_ENV}; if not, something on the network is "
-        "answering in its place"
+        f"(from {pin.source}); nothing was sent. "
+    )
+    if pin.source not in ("--fingerprint", f"${FINGERPRINT_ENV}"):  # the config's file
+        return head + (
+            f"{pin.source} may have been changed without the appliance serving it (a reload "
+            "that refused it: journalctl -u edgeprint | grep tls; or a restart still to do): "
+            "sudo edgeprint tls fingerprint compares the two. If not, something on the network "
+            "is answering in its place"
+        )
+    return head + (
+        "If the appliance's certificate was renewed, read the new one on the box (sudo "
+        f"edgeprint tls fingerprint) and pass it with --fingerprint or ${FINGERPRINT_ENV}; "
+        "if not, something on the network is answering in its place"
     )
 
 
