@@ -222,7 +222,9 @@ async def test_only_tls_1_2_and_newer_are_served(
     (finding 9: the box said nothing), with the peer and OpenSSL's reason."""
     from edgeprint.api import tls_listener
 
-    monkeypatch.setitem(tls_listener._logged, "at", float("-inf"))  # no earlier test's line
+    # no earlier test's line, and none of its refusals held back
+    monkeypatch.setitem(tls_listener._logged, "at", float("-inf"))
+    monkeypatch.setitem(tls_listener._logged, "held", 0)
     async with tls_appliance() as app:
         code, out = await run(
             "openssl",
