@@ -42,7 +42,7 @@ test-fast:
 BENCHES = api print failover cups chaos resources render fleet soak ipp pg adversary morning
 # printers (ippeveprinter + its dbus-daemon), the CUPS scheduler of the side-by-side run,
 # PostgreSQL (bench.pg_bench runs its own throw-away cluster)
-BENCH_DEBS = cups-ipp-utils dbus-daemon cups-daemon cups-client postgresql
+BENCH_DEBS = cups-ipp-utils dbus-daemon cups-daemon cups-client postgresql fuse3 python3-pyfuse3 faketime patroni etcd-server
 
 bench-deps: install
 	bash scripts/apt_deps.sh $(BENCH_DEBS)
