@@ -25,6 +25,17 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)
         r = self.registry
+        self.store_writable = Gauge(
+            "edgeprint_store_writable",
+            "1 while the store's disk takes writes, 0 while it refuses them (DESIGN §6)",
+            registry=r,
+        )
+        self.store_write_errors = Counter(
+            "edgeprint_store_write_errors_total",
+            "Writes the data disk refused, by kind (read-only, io, full)",
+            ["kind"],
+            registry=r,
+        )
         self.jobs_accepted = Counter(
             "edgeprint_jobs_accepted_total", "Jobs accepted (201), by initial state",
             ["state"], registry=r,

@@ -36,7 +36,7 @@ from edgeprint.service import Caller, JobService
 from edgeprint.service.leases import LeaseKeeper
 from edgeprint.service.previews import Previews
 from edgeprint.spool import Spool
-from edgeprint.store import backends, documents
+from edgeprint.store import backends, db, documents, health
 from edgeprint.store.interface import Store
 from edgeprint.store.jobs import Jobs
 from edgeprint.store.leases import Fence, Leases
@@ -199,6 +199,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
         if removed:
             log.info("orphan documents removed", extra={"event": "spool_swept", "count": removed})
         async with (
+            _store_health(store, spool, jobs, metrics),
             _documents_in_database(spool, store, config.store.shared),
             _webhooks(config, Outbox(store), metrics),
             _leases(config, store, fence, metrics) as keeper,
@@ -276,6 +277,30 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
 
 
 @contextlib.asynccontextmanager
+async def _store_health(
+    store: Store, spool: Spool, jobs: Jobs, metrics: Metrics
+) -> AsyncIterator[None]:
+    """With SQLite, a disk that refuses writes is waited out (edgeprint.store.health): the
+    spool and the store report to the store's health, a task probes until writes work."""
+    if not isinstance(store, db.Store):
+        yield
+        return
+    watch = store.health
+    watch.on_change = lambda ok: metrics.store_writable.set(int(ok))
+    watch.on_error = lambda kind: metrics.store_write_errors.labels(kind=kind).inc()
+    metrics.store_writable.set(1)
+    spool.on_disk_error = watch.failed
+
+    async def store_probe() -> None:
+        await store.probe()
+        await spool.sweep_leftovers(jobs.ids_with_documents)
+
+    probing = health.probe_until_writable(watch, spool.probe, store_probe, store.reopen)
+    async with background.running(probing, "store:health"):
+        yield
+
+
+@contextlib.asynccontextmanager
 async def _webhooks(config: Config, outbox: Outbox, metrics: Metrics) -> AsyncIterator[None]:
     """Subscribe the outbox to the configured events; deliver them in a task of their own."""
     deliveries = Deliveries(
@@ -300,6 +325,8 @@ async def _api(
     served: tls_runtime.ServedCertificate | None = None,
 ) -> AsyncIterator[tuple[str, int, Callable[[Config], None]]]:
     async def ready() -> None:
+        if isinstance(store, db.Store) and (failing := store.health.problem()) is not None:
+            raise failing  # writes fail now: the probe says when they work again
         spool.check_ready()  # a read-only or full disk: a no-op write would not see it
         await store.write("SELECT 1")
 

@@ -12,8 +12,10 @@ errors.StorageFull (HTTP 507) when staging starts below it, while it is being
 written (checked once per ``_CHECK_EVERY`` bytes, not per chunk) and at commit
 (after the last byte), so the state transitions of accepted jobs (SQLite, its
 WAL) still find room. A real ENOSPC at any write point is errors.StorageFull
-too; an unwritable filesystem (EROFS, EIO) is errors.StoreUnavailable (503).
-On every refusal the staged file is removed: nothing half-written stays behind.
+too; an unwritable filesystem (EROFS, EIO) is errors.StoreWriteFailed (503), told to
+``on_disk_error`` (edgeprint.store.health). On every refusal the staged file is removed:
+nothing half-written stays behind (a removal the disk refuses too is kept in
+``leftovers`` and done by :meth:`Spool.sweep_leftovers` once the disk takes writes again).
 
 A ``mirror`` (with PostgreSQL: :class:`edgeprint.store.documents.DbDocuments`)
 gets each document once its file is durable, before commit returns; when the
@@ -29,6 +31,7 @@ import hashlib
 import os
 import secrets
 import shutil
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
@@ -81,7 +84,7 @@ def _os_error(exc: OSError) -> errors.StoreError:
         return errors.StorageFull(
             f"the appliance's disk is full (no space left for the document); {_WHAT_TO_DO_FULL}"
         )
-    return errors.StoreUnavailable(
+    return errors.StoreWriteFailed(
         f"the appliance cannot write the document ({exc.strerror or exc}); "
         f"{_WHAT_TO_DO_UNAVAILABLE}"
     )
@@ -130,7 +133,7 @@ class StagedDocument:
                 self._spool.check_room()
         except OSError as exc:
             self.discard()
-            raise _os_error(exc) from exc
+            raise self._spool.disk_error(exc) from exc
         except errors.StoreError:
             self.discard()
             raise
@@ -146,7 +149,7 @@ class StagedDocument:
             self._fh.flush()
             self._fh.seek(0)
         except OSError as exc:
-            raise _os_error(exc) from exc
+            raise self._spool.disk_error(exc) from exc
         return self._fh
 
     def looks_like_pdf(self) -> bool:
@@ -168,10 +171,10 @@ class StagedDocument:
         except (OSError, errors.StoreError) as exc:
             # Also after the rename (a failed directory fsync): the job id is new,
             # so whatever is at ``final`` is this half-made document.
-            _unlink(self.tmp_path)
-            _unlink(final)
+            self._spool.unlink(self.tmp_path)
+            self._spool.unlink(final)
             if isinstance(exc, OSError):
-                raise _os_error(exc) from exc
+                raise self._spool.disk_error(exc) from exc
             raise
         if self._spool.mirror is not None:
             try:
@@ -197,8 +200,7 @@ class StagedDocument:
         if fh is not None:
             with contextlib.suppress(OSError):
                 fh.close()
-        with contextlib.suppress(FileNotFoundError):
-            self.tmp_path.unlink()
+        self._spool.unlink(self.tmp_path)
 
 
 class Spool:
@@ -215,6 +217,62 @@ class Spool:
         self.tmp_dir = self.dir / "tmp"
         self.min_free_bytes = min_free_bytes
         self.mirror = mirror
+        #: Told ``(kind, reason)`` of every write the disk refused (edgeprint.store.health).
+        self.on_disk_error: Callable[[str, str], object] | None = None
+        #: Files whose removal the disk refused: removed once it takes writes again.
+        self.leftovers: set[Path] = set()
+        #: Jobs whose insert failed with the disk (its COMMIT may yet have been kept): their
+        #: documents stay until the store tells (:meth:`sweep_leftovers`).
+        self.unsure: set[str] = set()
+
+    def disk_error(self, exc: OSError) -> errors.StoreError:
+        """``exc`` as a StoreError, told to ``on_disk_error`` when it is the disk's."""
+        err = _os_error(exc)
+        kind = {errno.EROFS: "read-only", errno.EIO: "io"}.get(exc.errno or 0)
+        if exc.errno in _FULL_ERRNOS:
+            kind = "full"
+        if kind is not None and self.on_disk_error is not None:
+            self.on_disk_error(kind, f"{exc.strerror or exc} (spool)")
+        return err
+
+    def unlink(self, path: Path) -> None:
+        """Remove ``path`` (missing is fine); a removal the disk refuses is kept for later."""
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            self.leftovers.discard(path)
+        except OSError:
+            self.leftovers.add(path)
+        else:
+            self.leftovers.discard(path)
+
+    def probe(self) -> None:
+        """Write, fsync and remove a small file in ``spool/tmp`` (and fsync the folder): does
+        the disk take writes? Raises errors.StoreError (told to ``on_disk_error``)."""
+        path = self.tmp_dir / f".probe-{secrets.token_hex(6)}"
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.write(fd, b"probe\n")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            path.unlink()
+            _fsync_dir(self.tmp_dir)
+        except OSError as exc:
+            self.unlink(path)
+            raise self.disk_error(exc) from exc
+
+    async def sweep_leftovers(self, known: Callable[[set[str]], Awaitable[set[str]]]) -> None:
+        """Once the disk takes writes again: remove what could not be removed, and the
+        documents of :attr:`unsure` jobs the store does not have (``known`` answers which
+        of these ids it has)."""
+        for path in list(self.leftovers):
+            self.unlink(path)
+        unsure, self.unsure = self.unsure, set()
+        if unsure:
+            for job_id in unsure - await known(unsure):
+                self.remove(job_id)
 
     def free_bytes(self) -> int:
         """Bytes an unprivileged writer may still use on the spool's filesystem."""
@@ -228,7 +286,7 @@ class Spool:
         try:
             free = self.free_bytes()
         except OSError as exc:
-            raise _os_error(exc) from exc
+            raise self.disk_error(exc) from exc
         if free < self.min_free_bytes:
             raise errors.StorageFull(
                 f"the appliance's disk is nearly full ({free // 1024} KiB free; "
@@ -295,8 +353,8 @@ class Spool:
         except FileNotFoundError:
             raise
         except OSError as exc:
-            _unlink(final)
-            raise _os_error(exc) from exc
+            self.unlink(final)
+            raise self.disk_error(exc) from exc
         finally:
             _unlink(tmp)
         if self.mirror is not None:
@@ -334,7 +392,7 @@ class Spool:
         try:
             os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         except OSError as exc:
-            raise _os_error(exc) from exc
+            raise self.disk_error(exc) from exc
         _unlink(probe)
 
     def stage(self) -> StagedDocument:
@@ -349,7 +407,7 @@ class Spool:
             # which costs ~0.4 ms on some filesystems)
             fh = open(tmp, "x+b")  # noqa: SIM115 - closed by commit()/discard()
         except OSError as exc:
-            raise _os_error(exc) from exc
+            raise self.disk_error(exc) from exc
         return StagedDocument(self, tmp, fh)
 
     def stored_ids(self) -> set[str]:
@@ -358,7 +416,6 @@ class Spool:
 
     def remove(self, job_id: str) -> None:
         """Delete a job's document (missing is fine), and soon its mirrored copy."""
-        with contextlib.suppress(FileNotFoundError):
-            self.path_for(job_id).unlink()
+        self.unlink(self.path_for(job_id))
         if self.mirror is not None:
             self.mirror.discard(job_id)

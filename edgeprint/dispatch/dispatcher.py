@@ -245,14 +245,15 @@ class Dispatcher:
         self, interval_s: float, work: Callable[[], Awaitable[object]], name: str
     ) -> None:
         """``work`` every ``interval_s`` until stopped. A lost database connection
-        (PostgreSQL reconnects) skips a round; other store failures end the dispatcher (the
-        process exits and systemd restarts it)."""
+        (PostgreSQL reconnects) or a disk that refuses writes (it may come back) skips a
+        round; other store failures end the dispatcher (the process exits and systemd
+        restarts it)."""
         while not self.stop.is_set():
             try:
                 await work()
-            except errors.StoreReconnecting as exc:
+            except (errors.StoreTransient, errors.StorageFull) as exc:
                 log.warning(
-                    f"store reconnecting: {name.replace('_', ' ')} skips a round",
+                    f"store unavailable: {name.replace('_', ' ')} skips a round",
                     extra={"event": f"{name}_store_lost", "error": str(exc)},
                 )
             with contextlib.suppress(TimeoutError):

@@ -132,10 +132,10 @@ class PrinterWorker:
     async def run(self) -> None:
         """Work until the stop event is set.
 
-        A full disk or a lost database connection (PostgreSQL reconnects) makes the
-        worker wait (nothing of the step was recorded: every write is conditional and
-        all-or-nothing; what a broken COMMIT kept is reconciled); other store failures
-        propagate (the process exits and systemd restarts it).
+        A full disk, a disk that refuses writes or a lost database connection (PostgreSQL
+        reconnects) makes the worker wait (nothing of the step was recorded: every write
+        is conditional and all-or-nothing; what a broken COMMIT kept is reconciled); other
+        store failures propagate (the process exits and systemd restarts it).
         """
         self._retry_delay_s = self.settings.poll_interval_min_s
         while not self.stop.is_set():
@@ -149,9 +149,9 @@ class PrinterWorker:
                 )
                 self._needs_reconcile = True
                 await self._hold_off(self.settings.unreachable_retry_max_s)
-            except errors.StoreReconnecting as exc:  # PostgreSQL lost: the store reconnects
+            except errors.StoreTransient as exc:  # a disk or PostgreSQL that comes back
                 log.error(
-                    "store reconnecting: worker waits",
+                    "store unavailable: worker waits",
                     extra={"event": "worker_store_lost", "printer": self.name, "error": str(exc)},
                 )
                 self._needs_reconcile = True  # a claim may have committed as the link broke

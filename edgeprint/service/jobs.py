@@ -300,6 +300,9 @@ class JobService:
         )
         try:
             job = await self.jobs.insert(new, self.clock(), caller.name)
+        except errors.StoreWriteFailed:  # its COMMIT may yet be kept: the store tells later
+            self.spool.unsure.add(job_id)
+            raise
         except errors.StoreError:
             self.spool.remove(job_id)
             raise

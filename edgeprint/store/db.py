@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -22,7 +23,7 @@ from typing import Any, Final, TypeVar
 import aiosqlite
 
 from edgeprint import errors
-from edgeprint.store import batching
+from edgeprint.store import batching, health
 from edgeprint.store.batching import Read, Unit
 from edgeprint.store.schema import MIGRATIONS
 
@@ -31,7 +32,10 @@ log = logging.getLogger(__name__)
 Params = tuple[Any, ...]
 Rows = list[sqlite3.Row]
 
-_SQLITE_FULL = 13
+#: The row the store-health probe rewrites while writes fail (edgeprint.store.health).
+PROBE_SQL = (
+    "INSERT INTO store_probe (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at"
+)
 
 
 def _read_failed(exc: Exception) -> errors.StoreError:
@@ -39,15 +43,17 @@ def _read_failed(exc: Exception) -> errors.StoreError:
 
 
 def _translate(exc: Exception) -> errors.StoreError:
-    """SQLITE_FULL (ENOSPC on the database, its WAL or journal) → StorageFull; else Unavailable."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    full = code & 0xFF == _SQLITE_FULL if isinstance(code, int) else "disk is full" in str(exc)
-    if full:
+    """SQLITE_FULL (ENOSPC on the database, its WAL or journal) → StorageFull; the disk
+    refusing the write (read-only, I/O error) → StoreWriteFailed; else Unavailable."""
+    kind = health.classify(exc)
+    if kind == health.FULL:
         return errors.StorageFull(
             f"the appliance's disk is full ({exc}); nothing was stored; retry later (a "
             "submission with the same Idempotency-Key). A technician must free space on the "
             "appliance's data disk"
         )
+    if kind is not None:
+        return errors.StoreWriteFailed(f"store write failed: {exc}; nothing was stored")
     return errors.StoreUnavailable(f"store error: {exc}")
 
 
@@ -85,6 +91,8 @@ class Store:
         self._read_task: asyncio.Task[None] | None = None
         self.batches = 0
         self.writes = 0
+        #: Whether the disk takes writes now: told of every write the disk refused.
+        self.health = health.WriteHealth()
 
     # --- lifecycle -----------------------------------------------------------
 
@@ -120,6 +128,34 @@ class Store:
                 with contextlib.suppress(sqlite3.Error, ValueError):
                     await conn.close()
         self._reader = self._writer = None
+
+    async def reopen(self) -> None:
+        """Open both connections again (after I/O errors SQLite may keep an error state); the
+        new ones open before the old ones close, so the WAL index is never dropped (a failed
+        commit's frames past its end stay ignored). Raises errors.StoreUnavailable."""
+        try:
+            writer = await self._connect()
+            reader = await self._connect()
+            await reader.execute("PRAGMA query_only=ON")
+        except sqlite3.Error as exc:
+            raise errors.StoreUnavailable(f"cannot open store {self.path}: {exc}") from exc
+        old = (self._writer, self._reader)
+        self._writer, self._reader = writer, reader
+        for conn in old:
+            if conn is not None:
+                with contextlib.suppress(sqlite3.Error, ValueError):
+                    await conn.close()
+
+    async def probe(self) -> None:
+        """One durable write of the ``store_probe`` row; raises like :meth:`write`."""
+        await self.write(PROBE_SQL, (time.time(),))
+
+    def _failed(self, exc: Exception) -> errors.StoreError:
+        """``exc`` as the error its caller gets; a disk failure is told to :attr:`health`."""
+        kind = health.classify(exc)
+        if kind is not None:
+            self.health.failed(kind, str(exc))
+        return _translate(exc)
 
     async def _connect(self) -> aiosqlite.Connection:
         conn = await aiosqlite.connect(self.path, isolation_level=None)
@@ -218,13 +254,13 @@ class Store:
             log.error(
                 "group commit failed", extra={"event": "store_commit_failed", "error": str(fatal)}
             )
-            batching.fail(batch, _translate(fatal))
+            batching.fail(batch, self._failed(fatal))
             return
         self.batches += 1
         self.writes += len(batch)
         if self._on_commit is not None:
             self._on_commit(sum(len(w) for w in work))
-        batching.answer(batch, results, _translate)
+        batching.answer(batch, results, self._failed)
 
 
 Work = list[list[tuple[str, Params]]]

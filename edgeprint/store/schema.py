@@ -576,4 +576,18 @@ MIGRATIONS.append(
     ]
 )
 
+
+MIGRATIONS.append(
+    # issue 27 (a disk that stops taking writes): one row the store-health probe rewrites
+    # while writes fail, to see when the disk takes them again (edgeprint.store.health).
+    [
+        """
+        CREATE TABLE store_probe (
+            id  INTEGER PRIMARY KEY CHECK (id = 1),
+            at  REAL NOT NULL
+        )
+        """,
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
