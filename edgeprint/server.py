@@ -35,6 +35,7 @@ from edgeprint.metrics import Metrics
 from edgeprint.service import Caller, JobService
 from edgeprint.service.leases import LeaseKeeper
 from edgeprint.service.previews import Previews
+from edgeprint.service.retirements import Retirements
 from edgeprint.spool import Spool
 from edgeprint.store import backends, db, documents, health
 from edgeprint.store.interface import Store
@@ -228,6 +229,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
             await service.load_paused()
             await service.event.apply_config(config.event.mode)  # issue 23: [event] mode
             _listen_to_other_appliances(store, service)
+            retirements = Retirements(service)
             dispatch_task = asyncio.create_task(
                 dispatcher.run(config.server.shutdown_grace_s), name="dispatcher"
             )
@@ -248,8 +250,8 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                         if keeper is not None:
                             keeper.set_printers(p.name for p in new.printers)
                         await dispatcher.reconfigure(new)
-                        for printer in removed:
-                            await service.retire(printer)
+                        for printer in removed:  # a store error: tried again later
+                            await retirements.retire(printer)
 
                     log.info(
                         "edgeprint ready",
@@ -268,6 +270,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                     dispatch_task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await dispatch_task
+                await retirements.close()
                 service.close()
                 await service.audit.flush()  # the last actions' rows, before the store closes
                 await renderer.close()
@@ -324,10 +327,16 @@ async def _api(
     dispatcher: Dispatcher,
     served: tls_runtime.ServedCertificate | None = None,
 ) -> AsyncIterator[tuple[str, int, Callable[[Config], None]]]:
+    watch = store.health if isinstance(store, db.Store) else None
+
     async def ready() -> None:
-        if isinstance(store, db.Store) and (failing := store.health.problem()) is not None:
-            raise failing  # writes fail now: the probe says when they work again
-        spool.check_ready()  # a read-only or full disk: a no-op write would not see it
+        try:
+            spool.check_ready()  # a read-only or full disk: a no-op write would not see it
+        except errors.StoreWriteFailed:
+            if watch is None:
+                raise
+        if watch is not None and (failing := watch.problem()) is not None:
+            raise failing  # the disk's kind and since when; the probe sees it come back
         await store.write("SELECT 1")
 
     auth = TokenAuth(list(config.tokens))
@@ -484,8 +493,8 @@ async def _reload(run: Running, current: Config, path: Path) -> tuple[Config, st
     try:
         await run.reconfigure(new)
     except errors.StoreError as exc:  # while moving a removed printer's waiting jobs
-        # The new config is in force; jobs not moved stay aimed at the removed printer,
-        # whose worker runs on and prints them.
+        # The new config is in force; the move is tried again until the store takes it
+        # (edgeprint.service.retirements: the removed printer's worker claims nothing new).
         log.error(
             "config reload: the store failed while moving jobs",
             extra={"event": "reload_store_failed", "error": str(exc)},

@@ -40,6 +40,8 @@ from edgeprint.service.leases import Ownership, SoleOwner
 log = logging.getLogger(__name__)
 
 DOCUMENT_FORMAT = formats.PDF
+#: The first wait after a write the store refused; it doubles up to unreachable_retry_max_s.
+_STORE_RETRY_S = 0.1
 
 
 class PrinterWorker:
@@ -77,6 +79,7 @@ class PrinterWorker:
         self._cancel = asyncio.Event()
         self._needs_reconcile = True
         self._retry_delay_s = settings.poll_interval_min_s
+        self._store_delay_s = 0.0  # the back-off while the store refuses writes
         self.current_job: str | None = None
         self.monitor = Monitor(
             printer, client, service, settings, metrics, self.board, self.ownership,
@@ -141,6 +144,7 @@ class PrinterWorker:
         while not self.stop.is_set():
             try:
                 await self._step()
+                self._store_delay_s = 0.0
                 self.monitor.publish()  # health may have moved inside the step
             except errors.StorageFull as exc:
                 log.error(
@@ -150,12 +154,17 @@ class PrinterWorker:
                 self._needs_reconcile = True
                 await self._hold_off(self.settings.unreachable_retry_max_s)
             except errors.StoreTransient as exc:  # a disk or PostgreSQL that comes back
-                log.error(
+                # a refusing disk is logged once by the store's health (edgeprint.store.health)
+                quiet = isinstance(exc, errors.StoreWriteFailed)
+                log.log(
+                    logging.DEBUG if quiet else logging.ERROR,
                     "store unavailable: worker waits",
                     extra={"event": "worker_store_lost", "printer": self.name, "error": str(exc)},
                 )
                 self._needs_reconcile = True  # a claim may have committed as the link broke
-                await self._hold_off(self.settings.unreachable_retry_max_s)
+                cap = self.settings.unreachable_retry_max_s
+                self._store_delay_s = min(max(2 * self._store_delay_s, _STORE_RETRY_S), cap)
+                await self._hold_off(self._store_delay_s)
 
     async def _step(self) -> None:
         """One turn: check, probe, settle, then claim and print one job (or wait)."""

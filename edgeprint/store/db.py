@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 Params = tuple[Any, ...]
 Rows = list[sqlite3.Row]
 
+_QUIET = (health.READ_ONLY, health.IO)
+
 #: The row the store-health probe rewrites while writes fail (edgeprint.store.health).
 PROBE_SQL = (
     "INSERT INTO store_probe (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at"
@@ -251,8 +253,13 @@ class Store:
         except ValueError as exc:  # the connection was closed under us
             results, fatal = [], exc
         if fatal is not None:
-            log.error(
-                "group commit failed", extra={"event": "store_commit_failed", "error": str(fatal)}
+            kind = health.classify(fatal)
+            # a disk already known to refuse writes: its health said so once (and counts it)
+            level = logging.DEBUG if kind in _QUIET and not self.health.writable else logging.ERROR
+            log.log(
+                level,
+                "group commit failed",
+                extra={"event": "store_commit_failed", "error": str(fatal)},
             )
             batching.fail(batch, self._failed(fatal))
             return

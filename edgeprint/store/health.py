@@ -91,9 +91,11 @@ class WriteHealth:
         """A write failed for ``kind`` (the first failure is logged, the rest counted)."""
         if self.on_error is not None:
             self.on_error(kind)
-        self.kind, self.reason = kind, reason
         if self.failing_since is not None:
+            if kind == READ_ONLY != self.kind:  # SQLite says "I/O error" on a read-only disk
+                self.kind, self.reason = kind, reason
             return
+        self.kind, self.reason = kind, reason
         self.failing_since, self._since_mono = self._clock(), time.monotonic()
         self._failing.set()
         log.error(
