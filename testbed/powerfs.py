@@ -94,7 +94,8 @@ class PowerFs(Model, pyfuse3.Operations):  # type: ignore[misc]
         if name == b".":
             return self._attr(parent)
         if name == b"..":
-            return self._attr(self.nodes[parent.parent or pyfuse3.ROOT_INODE])
+            up = parent.links[0][0] if parent.links else pyfuse3.ROOT_INODE
+            return self._attr(self.nodes[up])
         ino = parent.children.get(name)
         if ino is None:
             raise OSError(errno.ENOENT, "no entry")
@@ -173,7 +174,7 @@ class PowerFs(Model, pyfuse3.Operations):  # type: ignore[misc]
         ino = parent.children.pop(name)
         node = self.nodes[ino]
         self._ensure_shadow(node)
-        node.parent = None
+        node.links.remove((parent.ino, name))
 
     @_op
     def unlink(self, parent_inode: int, name: bytes, ctx: Any) -> None:
@@ -214,6 +215,8 @@ class PowerFs(Model, pyfuse3.Operations):  # type: ignore[misc]
         if flags & pyfuse3.RENAME_NOREPLACE and name_new in new.children:
             raise OSError(errno.EEXIST, "exists")
         victim = new.children.get(name_new)
+        if victim == old.children[name_old]:
+            return  # two names of one file: POSIX says rename does nothing
         if victim is not None:
             self._ensure_shadow(self.nodes[victim])
         os.rename(self._child_path(old, name_old), self._child_path(new, name_new))
@@ -222,11 +225,24 @@ class PowerFs(Model, pyfuse3.Operations):  # type: ignore[misc]
         ino = old.children.pop(name_old)
         new.children[name_new] = ino
         node = self.nodes[ino]
-        node.parent, node.name = new.ino, name_new
+        node.links[node.links.index((old.ino, name_old))] = (new.ino, name_new)
 
     @_op
     def link(self, inode: int, new_parent: int, new_name: bytes, ctx: Any) -> Any:
-        raise OSError(errno.EPERM, "hard links are not modelled")
+        """A second name: pending in its folder like a create (both names hold one inode)."""
+        self._fault("meta")
+        node, parent = self.nodes[inode], self.nodes[new_parent]
+        if node.kind == "d":
+            raise OSError(errno.EPERM, "no hard links to folders")
+        if new_name in parent.children:
+            raise OSError(errno.EEXIST, "exists")
+        src = self._path(node)
+        if src is None:
+            raise OSError(errno.ENOENT, "unlinked")
+        os.link(src, self._child_path(parent, new_name))
+        parent.children[new_name] = node.ino
+        node.links.append((parent.ino, new_name))
+        return self._attr(node)
 
     def _open_fd(self, node: Node, flags: int) -> int:
         path = self._path(node)

@@ -11,6 +11,8 @@ The durability model (strict POSIX, harsher than ext4):
   the *parent directory* is fsync'ed (``fsyncdir``). A rename between two folders is two
   pending changes, one per folder; each becomes durable with its own folder's fsync (with
   only the target's fsync'ed, the file has both names after a cut).
+* Hard links: a new name is pending in its folder like a create; after a cut two durable
+  names of one file are two files with the same bytes (nothing here relies on sharing).
 * Modes and owners are kept as they are live (nobody relies on them across a cut here).
 * A failed fsync (``fsync-eio``) drops the pending data it was asked to write: the
   following fsync succeeds without making it durable, as Linux does after a write-back
@@ -54,8 +56,8 @@ class Node:
     def __init__(self, ino: int, kind: str, parent: int | None, name: bytes, mode: int) -> None:
         self.ino = ino
         self.kind = kind  # "f" file, "d" folder, "l" symlink
-        self.parent = parent  # live link (None once unlinked)
-        self.name = name
+        #: live names (folder inode, name): one, or more for hard links; none once unlinked
+        self.links: list[tuple[int, bytes]] = [] if parent is None else [(parent, name)]
         self.mode = mode
         self.target = b""
         self.children: dict[bytes, int] = {}  # folders: live entries
@@ -105,7 +107,7 @@ class Model:
                 node.target = os.readlink(entry.path)
             if kind == "d":
                 self._scan(node, entry.path)
-            folder.durable[node.name] = node.ino
+            folder.durable[entry.name] = node.ino
 
     def _new(self, kind: str, parent: Node, name: bytes, mode: int) -> Node:
         node = Node(self.next_ino, kind, parent.ino, name, stat.S_IMODE(mode))
@@ -117,10 +119,11 @@ class Model:
     def _path(self, node: Node) -> bytes | None:
         parts: list[bytes] = []
         while node.ino != ROOT_INODE:
-            if node.parent is None:
+            if not node.links:
                 return None
-            parts.append(node.name)
-            node = self.nodes[node.parent]
+            parent, name = node.links[0]
+            parts.append(name)
+            node = self.nodes[parent]
         return os.path.join(os.fsencode(self.live), *reversed(parts))
 
     def _child_path(self, parent: Node, name: bytes) -> bytes:

@@ -218,3 +218,21 @@ def test_a_failed_fsync_drops_the_pending_data(powerfs: PowerFs) -> None:
     assert (m / "f").read_bytes() == b"durable+lost"
     powerfs.cut()
     assert (m / "f").read_bytes() == b"durable"
+
+
+def test_hard_link_then_unlink_of_the_temporary(powerfs: PowerFs) -> None:
+    """release.key's protocol: private temp file, fsync, link in place, unlink, fsync folder."""
+    m = powerfs.mount
+    _write(m / ".key.tmp", b"secret", sync=True)
+    os.link(m / ".key.tmp", m / "key")
+    os.unlink(m / ".key.tmp")
+    assert os.stat(m / "key").st_nlink == 1
+    powerfs.cut()
+    assert os.listdir(m) == []
+    _write(m / ".key.tmp", b"secret", sync=True)
+    os.link(m / ".key.tmp", m / "key")
+    os.unlink(m / ".key.tmp")
+    fsync_dir(m)
+    powerfs.cut()
+    assert os.listdir(m) == ["key"]
+    assert (m / "key").read_bytes() == b"secret"
