@@ -31,13 +31,13 @@ import pytest
 
 from edgeprint.server import DB_FILE
 from testbed.pdfs import make_pdf
-from testbed.powerfs_control import PowerFs, unavailable
+from testbed.powerfs_control import PowerFs
 from testbed.proc import ServeProcess
 from testbed.rig import Rig
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, config_dict, to_toml
 from tests.polling import eventually, eventually_sync
+from tests.powerfs_fixtures import require_powerfs
 from tests.printing import Client, appliance, assert_each_printed_once, rig_config
-from tests.rig_fixtures import in_ci
 
 pytestmark = pytest.mark.slow
 
@@ -49,11 +49,7 @@ READY_WORDS = {"erofs": "read-only", "eio": "I/O errors", "fsync-eio": "I/O erro
 @pytest.fixture
 def disk(tmp_path: Path) -> Iterator[PowerFs]:
     """A powerfs mount at ``tmp_path/mnt`` (unmounted and its process ended after)."""
-    why = unavailable()
-    if why is not None:
-        if in_ci():
-            pytest.fail(f"{why}; CI is set, so this is a failure, not a skip", pytrace=False)
-        pytest.skip(f"{why}; set CI=1 to make this a failure")
+    require_powerfs()
     with PowerFs(tmp_path / "base", tmp_path / "mnt") as fs:
         fs.start()
         yield fs
