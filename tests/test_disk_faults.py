@@ -22,6 +22,7 @@ import io
 import json
 import signal
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ import aiohttp
 import pytest
 
 from edgeprint.server import DB_FILE
+from edgeprint.store import health
 from testbed.pdfs import make_pdf
 from testbed.powerfs_control import PowerFs
 from testbed.proc import ServeProcess
@@ -156,11 +158,15 @@ async def test_erofs_eio_and_fsync_eio_mid_run_then_recovery_by_itself(
             assert not run.dispatch_task.done()
 
             disk.set_mode("ok")
+            back = time.monotonic()
 
             async def writable() -> bool:
                 return (await ready(c))[0] == 200
 
             await eventually(writable, f"ready again after {mode}", timeout_s=20)
+            recovered_s = time.monotonic() - back
+            print(f"disk faults: {mode} → ready again {recovered_s * 1000:.0f} ms after the disk")
+            assert recovered_s < 2 * health.PROBE_INTERVAL_S + 1.0  # a probe's pace, no restart
             assert await metric(c, "edgeprint_store_writable") == 1
             for key in refused:  # the kiosk's retries, with the same keys
                 await kiosk.accept(key)
