@@ -20,6 +20,7 @@ import copy
 import hashlib
 import io
 import json
+import logging
 import signal
 import sqlite3
 import time
@@ -210,6 +211,48 @@ async def test_fsync_errors_refuse_uploads_and_keep_nothing(disk: PowerFs) -> No
             status, body, _, _ = await kiosk.post(f"during-{i}", hold=True)
             assert (status, body["id"]) == (200, job_id), body
         assert len(set(before + after)) == 8
+        assert not run.dispatch_task.done()
+    assert_intact(data_dir, kiosk)
+
+
+@pytest.mark.parametrize("mode", ["fsync-eio", "erofs"])
+async def test_store_alone_failing_keeps_an_unsure_document_until_the_store_tells(
+    tmp_path: Path, disk: PowerFs, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Only the SQLite file fails (the spool is a symlink to a folder off the FUSE layer):
+    the document is durable, the insert's COMMIT fails (with fsync-eio its WAL frames are
+    written: the answer is unsure), so the document stays until a later commit settles it;
+    the store's connections are opened again meanwhile; back to ok, the unsure document
+    goes (its job was not kept) and the same key is accepted once."""
+    data_dir = disk.mount / "data"
+    data_dir.mkdir()
+    outside = tmp_path / "spool-off-fuse"
+    outside.mkdir()
+    (data_dir / "spool").symlink_to(outside)
+    caplog.set_level(logging.INFO, logger="edgeprint.store")
+    async with appliance(config_dict(data_dir)) as (run, c):
+        kiosk = Kiosk(c)
+        before = [await kiosk.accept(f"before-{i:04d}", hold=True) for i in range(2)]
+        disk.set_mode(mode)
+        assert_refused(await kiosk.post("unsure-0001", hold=True))
+        kept = {p.stem for p in outside.glob("*.pdf")} - set(before)
+        assert len(kept) == 1  # the unsure job's document, kept while its commit is unsure
+        status, detail = await ready(c)
+        assert status == 503, detail
+
+        def reopened() -> bool:
+            return any(getattr(r, "event", "") == "store_reopen" for r in caplog.records)
+
+        await eventually(reopened, "the store's connections opened again", timeout_s=20)
+        disk.set_mode("ok")
+
+        async def writable() -> bool:
+            return (await ready(c))[0] == 200
+
+        await eventually(writable, f"ready again after {mode}", timeout_s=20)
+        assert not (outside / f"{kept.pop()}.pdf").exists()  # its job was not kept
+        again = await kiosk.accept("unsure-0001", hold=True)
+        assert again not in before
         assert not run.dispatch_task.done()
     assert_intact(data_dir, kiosk)
 
