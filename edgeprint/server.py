@@ -32,7 +32,7 @@ from edgeprint.documents.cache import RenditionCache
 from edgeprint.documents.render import RenderPool
 from edgeprint.ipp_server import advertise
 from edgeprint.metrics import Metrics
-from edgeprint.service import Caller, JobService
+from edgeprint.service import Caller, JobService, clock_watch
 from edgeprint.service.leases import LeaseKeeper
 from edgeprint.service.previews import Previews
 from edgeprint.spool import Spool
@@ -194,11 +194,14 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
     try:
         # A shared (PostgreSQL) store: printers are driven through fenced leases.
         fence = Fence(config.cluster.appliance_id) if config.store.shared else None
-        jobs = Jobs(store, fence=fence)
+        # durations run on the run clock, which no wall-clock step moves (issue 27)
+        watch = clock_watch.ClockWatch(await clock_watch.start(store), store, metrics)
+        jobs = Jobs(store, fence=fence, run=watch.clock.run)
         removed = await _sweep_orphans(spool, jobs)
         if removed:
             log.info("orphan documents removed", extra={"event": "spool_swept", "count": removed})
         async with (
+            _keeping_time(watch),
             _documents_in_database(spool, store, config.store.shared),
             _webhooks(config, Outbox(store), metrics),
             _leases(config, store, fence, metrics) as keeper,
@@ -273,6 +276,15 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
     finally:
         await store.close()
         log.info("edgeprint stopped", extra={"event": "stopped"})
+
+
+@contextlib.asynccontextmanager
+async def _keeping_time(watch: clock_watch.ClockWatch) -> AsyncIterator[None]:
+    """Watch the wall clock and store the run clock while running; store it at a clean stop."""
+    async with background.running(watch.run(), "clock"):
+        yield
+    with contextlib.suppress(errors.StoreError):
+        await watch.advance()
 
 
 @contextlib.asynccontextmanager

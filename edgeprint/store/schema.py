@@ -576,4 +576,24 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # issue 27 (clocks that jump): the run clock (edgeprint.clock), seconds the appliance was
+    # running, which no wall-clock step moves. Seeded with the unix time now, so every stored
+    # ``not_before`` stays meaningful; jobs' ages for the hold TTL and retention are counted
+    # on it from ``created_run``/``finished_run`` (their wall-clock times stay for people).
+    [
+        """
+        CREATE TABLE store_clock (
+            id     INTEGER PRIMARY KEY CHECK (id = 1),
+            run_s  REAL NOT NULL
+        )
+        """,
+        "INSERT INTO store_clock (id, run_s) VALUES (1, (julianday('now') - 2440587.5) * 86400.0)",
+        "ALTER TABLE jobs ADD COLUMN created_run REAL",
+        "ALTER TABLE jobs ADD COLUMN finished_run REAL",
+        "UPDATE jobs SET created_run = created_at, finished_run = finished_at",
+        "CREATE INDEX jobs_held_run ON jobs (created_run) WHERE state = 'HELD'",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
