@@ -135,7 +135,7 @@ class JobService:
         self.metrics = metrics
         self.clock = clock
         #: The run clock (edgeprint.clock, issue 27): every duration judged against the store.
-        self.run = jobs.run
+        self.run: Clock = jobs.run or clock
         #: The dispatcher's published printer view, and the bell the service rings.
         self.board = board if board is not None else PrinterBoard()
         self.admission = Admission(config, self.board, metrics, jobs.waiting_depths, clock)
@@ -147,7 +147,7 @@ class JobService:
         #: Who did what (issue 26): the front doors record each action through it.
         self.audit = AuditTrail(jobs.store, clock)
         #: The event's mode: rehearsal or live (issue 23).
-        self.event = EventService(jobs.store, self.admission, clock, jobs.run)
+        self.event = EventService(jobs.store, self.admission, clock, self.run)
         #: The release counter, looked up once (a label lookup per release is measurable).
         self._released_ok = metrics.transitions.labels(action="release", outcome="ok")
         self._pools = config.pools

@@ -88,7 +88,7 @@ class ReprintService:
                 new,
                 now=service.clock(),
                 max_reprints=limit,
-                run=service.jobs.run(),
+                run=service.run(),
             )
         except errors.StoreError:
             service.spool.remove(new_id)

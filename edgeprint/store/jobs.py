@@ -8,7 +8,6 @@ RETURNING *``; the allowed source states come from :data:`states.TRANSITIONS`.
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -289,14 +288,22 @@ class Jobs:
     """Queries on the ``jobs`` and ``job_events`` tables of one :class:`Store`."""
 
     def __init__(
-        self, store: Store, *, fence: Fence | None = None, run: Callable[[], float] = time.time
+        self,
+        store: Store,
+        *,
+        fence: Fence | None = None,
+        run: Callable[[], float] | None = None,
     ) -> None:
         self._store = store
         #: The run clock (edgeprint.clock, issue 27): what ``created_run``/``finished_run``
-        #: and ``not_before`` are read on; a wall clock only where no store clock is kept.
+        #: and ``not_before`` are read on. None: each write's ``now`` stands for it (tests).
         self.run = run
         #: With printer leases (a shared store): what fences this appliance's printer writes.
         self.fence = fence
+
+    def _run(self, now: float) -> float:
+        """The run clock now (``now`` when none is kept)."""
+        return now if self.run is None else self.run()
 
     @property
     def store(self) -> Store:
@@ -317,7 +324,7 @@ class Jobs:
                 job.document_bytes, now, now, released_at, job.token_name, job.correlation_id,
                 actor, job.release_pin_hash, job.document_pages, job.page_short_min,
                 job.page_short_max, job.page_long_min, job.page_long_max, job.page_landscape,
-                job.document_format, job.title, self.run(),
+                job.document_format, job.title, self._run(now),
             ),
         )  # fmt: skip
         return JobRecord.from_row(rows[0]) if rows else None
@@ -363,7 +370,7 @@ class Jobs:
         """The conditional UPDATE of :meth:`transition` (to run with other statements)."""
         extra = sets or {}
         if "finished_at" in extra:  # its age for retention, on the run clock (issue 27)
-            extra = {**extra, "finished_run": self.run()}
+            extra = {**extra, "finished_run": self._run(now)}
         key = (action, tuple(extra), None if only_from is None else tuple(only_from), guard)
         shape = _TRANSITION_SHAPES.get(key)
         if shape is None:
@@ -423,7 +430,7 @@ class Jobs:
         when leases are on. ``takes_zpl``: the printer takes ZPL, so its pool's ZPL jobs
         are its to claim (:data:`FORMAT_FITS`). ``now`` is the wall clock written for people;
         ``not_before`` is judged on the run clock (``run``; default: read it now)."""
-        ready = self.run() if run is None else run
+        ready = self._run(now) if run is None else run
         params = (
             printer, now, now, actor, printer, ready, pool, ready, printer, ready - PEER_FIRST_S,
             takes_zpl,
@@ -636,7 +643,7 @@ class Jobs:
             f"UPDATE jobs SET state = '{EXPIRED.value}', updated_at = ?, finished_at = ?, "
             "finished_run = ?, actor = 'housekeeping', reason = 'hold_ttl' "
             f"WHERE state IN ({in_list(EXPIRABLE)}) AND created_run < ? RETURNING id",
-            (now, now, self.run(), created_before),
+            (now, now, self._run(now), created_before),
         )
         return [str(r[0]) for r in rows]
 
