@@ -132,7 +132,7 @@ async def test_a_clock_step_expires_purges_and_times_out_nothing(
     TTL and retention still end a job after their time of running."""
     serve, clock = serving
     clock.set(before)
-    printers.set_speed("printer-02", 4.0)  # a job is printing across the step
+    printers.set_speed("printer-02", 8.0)  # a job is printing across the step
     async with aiohttp.ClientSession() as http:
         with serve.start():
             kiosk = Client(http, serve.url)
@@ -141,10 +141,11 @@ async def test_a_clock_step_expires_purges_and_times_out_nothing(
             assert abs(_seconds(done["created_at"]) - (time.time() + before)) < 60
             [done] = await kiosk.wait_states([done["id"]], {"DONE"}, timeout_s=20)
             done_at = time.monotonic()
+            printing = await kiosk.submit("printing-0001", printer="printer-02", hold=False)
+            await kiosk.wait_states([printing["id"]], {"PRINTING"}, timeout_s=10)
             held = await kiosk.submit("held-0001", printer="printer-01")
             held_at = time.monotonic()
             later = await kiosk.submit("held-0002", printer="printer-01")
-            printing = await kiosk.submit("printing-0001", printer="printer-02", hold=False)
             retried = await kiosk.submit("retry-0001", printer="printer-01")
             printers.fault("printer-01", "abort", once=True, match=retried["id"])
             assert (await kiosk.post(f"/v1/jobs/{retried['id']}/release"))[0] == 200
@@ -154,9 +155,9 @@ async def test_a_clock_step_expires_purges_and_times_out_nothing(
                 return bool(job["state"] == "RELEASED" and job["attempts"] >= 1)
 
             await eventually(backing_off, "the aborted job is in its retry back-off")
-            await kiosk.wait_states([printing["id"]], {"PRINTING"}, timeout_s=10)
             seen = {j: await kiosk.job(j) for j in (done["id"], held["id"], printing["id"])}
 
+            assert seen[printing["id"]]["state"] == "PRINTING", "the case took too long to step"
             clock.set(after)
             # the back-off ends seconds after it began, whatever the step
             await kiosk.wait_states([retried["id"]], {"DONE"}, timeout_s=BACKOFF_S + 15)
