@@ -21,6 +21,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from testbed.config import TECH_TOKEN
 from testbed.proc import ServeProcess
 from testbed.rig import Rig
 from tests.conftest import to_toml
@@ -200,3 +201,93 @@ async def test_a_clock_step_expires_purges_and_times_out_nothing(
             assert time.monotonic() - done_at >= TTL_S - 1
             assert serve.terminate() == 0
     assert_each_printed_once(printers, [done["id"], printing["id"], retried["id"], later["id"]])
+
+
+#: Short leases, as tests/test_cluster.py's: a takeover costs about two seconds.
+CLUSTER = {"lease_s": 1.5, "heartbeat_s": 0.5, "margin_s": 0.25}
+
+
+def _cluster_config(tmp_path: Path, rig: Rig, url: str, name: str) -> Path:
+    cfg = rig_config(tmp_path / name, rig, pool=None)
+    cfg["printers"] = [p for p in cfg["printers"] if p["name"] == "printer-02"]
+    cfg["store"] = {"url": url, "shared": True}
+    cfg["cluster"] = {"appliance_id": name, **CLUSTER}
+    cfg["retention"] = {"hold_ttl_s": 600.0, "document_retention_s": 600.0, "interval_s": 0.5}
+    path = tmp_path / f"{name}.toml"
+    path.write_text(to_toml(cfg))
+    return path
+
+
+async def _owner(http: aiohttp.ClientSession, url: str) -> tuple[str | None, int]:
+    headers = {"Authorization": f"Bearer {TECH_TOKEN}"}
+    async with http.get(f"{url}/v1/printers", headers=headers) as r:
+        assert r.status == 200
+        body = await r.json()
+    [printer] = [p for p in body["printers"] if p["name"] == "printer-02"]
+    return printer["owner"], printer["lease_epoch"] or 0
+
+
+@pytest.mark.parametrize("step", [FIFTY_YEARS, -3600], ids=["forward-fifty-years", "back-one-hour"])
+async def test_a_step_during_a_lease_takeover_takes_over_once_fenced(
+    tmp_path: Path, printers: Rig, pg_url: str, step: int
+) -> None:
+    """Two appliances on PostgreSQL; b drives printer-02 and is printing a job when it is
+    SIGKILLed, and a's wall clock steps at that instant: a takes the lease over once (epoch
+    2, one takeover), the job prints once, a's held job neither expires nor moves, and a
+    logs the step once. Before the kill a's step alone took nothing from b."""
+    clock = FakeClock(tmp_path / "faketime")
+    clock.set(0)
+    b = ServeProcess(_cluster_config(tmp_path, printers, pg_url, "b"), tmp_path / "b.log")
+    a = ServeProcess(
+        _cluster_config(tmp_path, printers, pg_url, "a"), tmp_path / "a.log", env=clock.env()
+    )
+    printers.set_speed("printer-02", 6.0)
+    async with aiohttp.ClientSession() as http:
+        with b.start():
+            kiosk_b = Client(http, b.url)
+
+            async def b_owns() -> bool:
+                return (await _owner(http, b.url))[0] == "b"
+
+            await eventually(b_owns, "b holds printer-02's lease")
+            with a.start():
+                kiosk_a = Client(http, a.url)
+                held = await kiosk_a.submit("held-0001", printer="printer-02")
+                job = await kiosk_b.submit("printing-0001", printer="printer-02", hold=False)
+                await kiosk_b.wait_states([job["id"]], {"PRINTING"}, timeout_s=10)
+                assert await _owner(http, a.url) == ("b", 1)
+                b.kill()
+                clock.set(step)
+
+                async def a_owns() -> tuple[str | None, int] | None:
+                    owner = await _owner(http, a.url)
+                    return owner if owner[0] == "a" else None
+
+                assert await eventually(a_owns, "a takes printer-02 over", timeout_s=20) == (
+                    "a", 2,
+                )  # fmt: skip
+                [done] = await kiosk_a.wait_states([job["id"]], {"DONE"}, timeout_s=40)
+                after = await kiosk_a.job(held["id"])
+                assert after["state"] == "HELD"
+                assert after["created_at"] == held["created_at"]
+                assert (
+                    await _metric_labelled(
+                        http, a.url, 'edgeprint_printer_takeovers_total{printer="printer-02"}'
+                    )
+                    == 1
+                )
+                steps = _log_events(a, "clock_step")
+                assert len(steps) == 1, steps
+                assert steps[0]["seconds"] == pytest.approx(step, abs=2)
+                assert a.terminate() == 0
+    assert done["state"] == "DONE"
+    assert_each_printed_once(printers, [job["id"]])
+
+
+async def _metric_labelled(http: aiohttp.ClientSession, url: str, series: str) -> float:
+    async with http.get(f"{url}/metrics") as r:
+        text = await r.text()
+    for line in text.splitlines():
+        if line.startswith(series + " "):
+            return float(line.split()[-1])
+    raise AssertionError(f"{series} not in /metrics")
