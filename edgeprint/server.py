@@ -203,7 +203,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
         async with (
             _keeping_time(watch),
             _documents_in_database(spool, store, config.store.shared),
-            _webhooks(config, Outbox(store), metrics),
+            _webhooks(config, Outbox(store), metrics, watch.clock.run),
             _leases(config, store, fence, metrics) as keeper,
             aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit_per_host=4), raise_for_status=False
@@ -288,10 +288,16 @@ async def _keeping_time(watch: clock_watch.ClockWatch) -> AsyncIterator[None]:
 
 
 @contextlib.asynccontextmanager
-async def _webhooks(config: Config, outbox: Outbox, metrics: Metrics) -> AsyncIterator[None]:
+async def _webhooks(
+    config: Config, outbox: Outbox, metrics: Metrics, run: Callable[[], float]
+) -> AsyncIterator[None]:
     """Subscribe the outbox to the configured events; deliver them in a task of their own."""
     deliveries = Deliveries(
-        config.webhooks, outbox, metrics, retention_s=config.retention.document_retention_s
+        config.webhooks,
+        outbox,
+        metrics,
+        retention_s=config.retention.document_retention_s,
+        run=run,
     )
     await deliveries.prepare(time.time())  # before any job can change state
     if not config.webhooks:
