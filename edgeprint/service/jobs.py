@@ -138,7 +138,8 @@ class JobService:
         self.run: Clock = jobs.run or clock
         #: The dispatcher's published printer view, and the bell the service rings.
         self.board = board if board is not None else PrinterBoard()
-        self.admission = Admission(config, self.board, metrics, jobs.waiting_depths, clock)
+        # the depth snapshot's age is a duration: the run clock (issue 27)
+        self.admission = Admission(config, self.board, metrics, jobs.waiting_depths, self.run)
         #: Which jobs each printer's stock fits, and why released jobs wait (issue 23).
         self.stock = StockRouting(
             config, self.board, lambda: self.admission.paused, Waiting(jobs.store), metrics,
