@@ -210,3 +210,30 @@ def test_clock_step_log_is_one_json_event(caplog: pytest.LogCaptureFixture) -> N
     assert len(steps) == 1
     assert steps[0].seconds == pytest.approx(-3600)  # type: ignore[attr-defined]
     assert "stepped back by 60.0 minutes" in steps[0].getMessage()
+
+
+def test_a_printers_quarantine_and_stopped_grace_ignore_wall_clock_steps() -> None:
+    """A printer's health measures its stopped grace and quarantine on its timer: a wall clock
+    (``now``) stepped back an hour neither lengthens them, nor does one forward end them."""
+    from edgeprint.printers.health import Health, HealthSettings
+    from tests.test_health import status
+
+    timer = Ticks(100.0)
+    settings = HealthSettings(stopped_grace_s=10, quarantine_after=1, quarantine_s=60)
+    health = Health(settings, timer=timer)
+    assert health.on_job_failed("j1", now=1.7e9) is not None
+    idle, stopped = status(state=3), status(state=5)
+    assert health.on_probe(idle, now=1.7e9 + FIFTY_YEARS) is None  # still quarantined
+    assert not health.healthy
+    timer.at += 61
+    assert health.on_probe(idle, now=1.7e9 - 3600) is not None  # its 60 s ran: healthy
+    assert health.healthy
+    health.on_probe(stopped, now=1.7e9)
+    assert health.on_probe(stopped, now=1.7e9 + FIFTY_YEARS) is None  # grace not over
+    timer.at += 11
+    assert health.on_probe(stopped, now=1.7e9 - 3600) is not None
+    assert not health.healthy
+    assert health.stopped_since == 1.7e9  # shown to people: the wall clock it was seen at
+
+
+FIFTY_YEARS = 50 * 365 * 86_400.0
