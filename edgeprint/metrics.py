@@ -271,6 +271,15 @@ class Metrics:
             registry=r,
         )
         self.event_loop_tasks.set_function(_tasks_alive)
+        self.clock_step = Gauge(
+            "edgeprint_clock_step_seconds",
+            "The last wall-clock step seen (signed: forward positive; 0: none since start); "
+            "durations run on the run clock, which no step moves (issue 27)",
+            registry=r,
+        )
+        self.clock_steps = Counter(
+            "edgeprint_clock_steps_total", "Wall-clock steps seen since start", registry=r
+        )
         self._reason_labels: dict[str, set[str]] = {}
         self._problem_kinds: dict[str, set[str]] = {}
         self._level_labels: dict[tuple[str, str], set[str]] = {}

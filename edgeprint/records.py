@@ -69,6 +69,8 @@ class JobRecord(NamedTuple):
     document_format: str  # as accepted: application/pdf, or a raw language sent unchanged
     reprint_of: str | None  # issue 24: a reprint names the DONE job it was made from
     title: str | None  # issue 24: what a person knows it by (None: no title)
+    created_run: float | None  # issue 27: run-clock seconds (edgeprint.clock) at acceptance
+    finished_run: float | None  # issue 27: run-clock seconds when it finished
     # computed from its copies (not columns of jobs; see ROW):
     cancel_requested: bool  # a person asked to cancel it while a printer holds a copy
     truncated_copies: int  # copies that completed without being verifiably whole

@@ -32,7 +32,7 @@ from edgeprint.documents.cache import RenditionCache
 from edgeprint.documents.render import RenderPool
 from edgeprint.ipp_server import advertise
 from edgeprint.metrics import Metrics
-from edgeprint.service import Caller, JobService
+from edgeprint.service import Caller, JobService, clock_watch
 from edgeprint.service.leases import LeaseKeeper
 from edgeprint.service.previews import Previews
 from edgeprint.service.retirements import Retirements
@@ -195,14 +195,17 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
     try:
         # A shared (PostgreSQL) store: printers are driven through fenced leases.
         fence = Fence(config.cluster.appliance_id) if config.store.shared else None
-        jobs = Jobs(store, fence=fence)
+        # durations run on the run clock, which no wall-clock step moves (issue 27)
+        watch = clock_watch.ClockWatch(await clock_watch.start(store), store, metrics)
+        jobs = Jobs(store, fence=fence, run=watch.clock.run)
         removed = await _sweep_orphans(spool, jobs)
         if removed:
             log.info("orphan documents removed", extra={"event": "spool_swept", "count": removed})
         async with (
             _store_health(store, spool, jobs, metrics),
+            _keeping_time(watch),
             _documents_in_database(spool, store, config.store.shared),
-            _webhooks(config, Outbox(store), metrics),
+            _webhooks(config, Outbox(store), metrics, watch.clock.run),
             _leases(config, store, fence, metrics) as keeper,
             aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit_per_host=4), raise_for_status=False
@@ -304,10 +307,25 @@ async def _store_health(
 
 
 @contextlib.asynccontextmanager
-async def _webhooks(config: Config, outbox: Outbox, metrics: Metrics) -> AsyncIterator[None]:
+async def _keeping_time(watch: clock_watch.ClockWatch) -> AsyncIterator[None]:
+    """Watch the wall clock and store the run clock while running; store it at a clean stop."""
+    async with background.running(watch.run(), "clock"):
+        yield
+    with contextlib.suppress(errors.StoreError):
+        await watch.advance()
+
+
+@contextlib.asynccontextmanager
+async def _webhooks(
+    config: Config, outbox: Outbox, metrics: Metrics, run: Callable[[], float]
+) -> AsyncIterator[None]:
     """Subscribe the outbox to the configured events; deliver them in a task of their own."""
     deliveries = Deliveries(
-        config.webhooks, outbox, metrics, retention_s=config.retention.document_retention_s
+        config.webhooks,
+        outbox,
+        metrics,
+        retention_s=config.retention.document_retention_s,
+        run=run,
     )
     await deliveries.prepare(time.time())  # before any job can change state
     if not config.webhooks:

@@ -904,7 +904,7 @@ async def test_a_create_job_lost_in_a_restart_aborts_after_the_resend_window(
     from edgeprint.service import Caller
 
     now = [0.0]
-    server = IppServer(app.running.service, list, clock=lambda: now[0])
+    server = IppServer(app.running.service, list, clock=lambda: now[0], timer=lambda: now[0])
     queue = server.queue("lobby", "ipp://h:1", "http://h:1/")
     assert queue is not None
     ctx = Context(queue, Caller("ipp:test", "kiosk", "cid"))

@@ -188,6 +188,8 @@ def _job(**changes: Any) -> JobRecord:
         truncated_copies=0,
         document_format="application/pdf",
         dead_reason="poison",
+        created_run=None,
+        finished_run=None,
     )
     values.update(changes)
     return JobRecord(**values)

@@ -55,6 +55,8 @@ LEAVES = (
     "edgeprint.tls_runtime",
     # a task for the duration of a block (asyncio only)
     "edgeprint.background",
+    # issue 27: the run clock and the wall-clock step detector (pure)
+    "edgeprint.clock",
 )
 
 #: layer → (its module prefixes, the layers it may import besides its own and the leaves).

@@ -980,7 +980,7 @@ async def test_a_pool_job_a_printer_failed_goes_to_its_peers_first(
     one job's attempts while a peer idles)."""
     now = [1_000.0]
     async with _service(tmp_path, store) as service:
-        service.clock = lambda: now[0]
+        service.clock = service.run = lambda: now[0]
         job = await _printing_job(service, pool="lobby")
         await service.requeue(job, "printer-01", "aborted", 1_001.0, count=True, failure_sig="x")
         now[0] = 1_001.0

@@ -116,7 +116,8 @@ class Monitor:
                 stopped_grace_s=settings.stopped_grace_s,
                 quarantine_after=settings.quarantine_after,
                 quarantine_s=settings.quarantine_s,
-            )
+            ),
+            timer=time.monotonic,  # its grace and quarantine are durations (issue 27)
         )
         self.epoch: Epoch | None = None
         self.traits = Traits()

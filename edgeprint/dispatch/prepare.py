@@ -185,5 +185,5 @@ class Preparer:
                 extra={"event": "document_unreadable", "job_id": job.id, "printer": self.name,
                        "error": str(exc), "correlation_id": job.correlation_id},
             )  # fmt: skip
-            not_before = self._clock() + self.settings.unreachable_retry_max_s
+            not_before = self.service.run() + self.settings.unreachable_retry_max_s
             await self.service.requeue(job, self.name, f"document: {exc}", not_before, count=False)

@@ -299,7 +299,7 @@ class Settlement:
         # failed here: its pool's peers have it first (PEER_FIRST_S), as the printer may look
         # idle once the cancel took its job and still be jammed
         await self.service.requeue(
-            job, self.name, reason, self._clock(), count=False, failure_sig=STUCK_SIG
+            job, self.name, reason, self.service.run(), count=False, failure_sig=STUCK_SIG
         )
         # a job named for this printer goes to its pool: the printer may look idle now and
         # still be jammed (its peers take it, as they take its other waiting jobs)
@@ -352,7 +352,7 @@ class Settlement:
                 await self.service.cancelled(job, self.name, why)
             elif not risky or self.settings.on_unknown_outcome == "reprint":
                 await self.service.requeue(
-                    job, self.name, f"{self.name} unreachable; moved to a peer", self._clock(),
+                    job, self.name, f"{self.name} unreachable; moved to a peer", self.service.run(),
                     count=False,
                 )  # fmt: skip
             else:

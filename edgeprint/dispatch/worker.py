@@ -58,6 +58,7 @@ class PrinterWorker:
         *,
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.time,
+        timer: Callable[[], float] = time.monotonic,
         renderer: RenderPool | None = None,
         renditions: RenditionCache | None = None,
         board: PrinterBoard | None = None,
@@ -85,10 +86,12 @@ class PrinterWorker:
             printer, client, service, settings, metrics, self.board, self.ownership,
             raster=renderer is not None, clock=clock,
         )  # fmt: skip
-        self.observer = Observer(client, service, self.monitor, settings, stop, clock=clock)
+        # a copy's timeouts are durations: the monotonic ``timer`` (no wall-clock step moves
+        # them, issue 27); the monitor's times are shown to people (wall ``clock``)
+        self.observer = Observer(client, service, self.monitor, settings, stop, clock=timer)
         self.run_copy = CopyRun(
             client, service, self.monitor, self.observer, settings, metrics, self.ownership,
-            stop, self._cancel, clock=clock,
+            stop, self._cancel, clock=timer,
         )  # fmt: skip
         self.settle = Settlement(
             service, self.monitor, self.observer, settings, metrics, clock=clock
@@ -373,7 +376,7 @@ class PrinterWorker:
         timeout = self.settings.idle_probe_interval_s
         ready_at = await self.service.next_ready_at(self.name)
         if ready_at is not None:
-            timeout = min(timeout, max(0.0, ready_at - self._clock()) + 0.001)
+            timeout = min(timeout, max(0.0, ready_at - self.service.run()) + 0.001)
         await self._pause(timeout)
 
 

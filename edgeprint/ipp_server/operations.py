@@ -111,6 +111,8 @@ class _Pending:
     job_uuid: str | None
     created_at: float
     page_ranges: PageRanges | None = None
+    #: When it was made on the monotonic timer: its time-out is a duration (issue 27).
+    opened: float = 0.0
 
 
 @dataclass
@@ -235,11 +237,15 @@ class IppServer:
         printers: Callable[[], list[PrinterSnapshot]],
         *,
         clock: Callable[[], float] = time.time,
+        timer: Callable[[], float] = time.monotonic,
     ) -> None:
         self.service = service
         self.printers = printers
         self.clock = clock
+        #: For durations (a pending Create-Job's time-out): no wall-clock step moves it.
+        self.timer = timer
         self.up_since = clock()
+        self._up_timer = timer()
         self._pending: dict[int, _Pending] = {}
         # Create-Job ids of this process life start at a clock-derived offset, so that an id
         # a client still holds from before a restart names no job of this life.
@@ -713,6 +719,7 @@ class IppServer:
         pending = _Pending(
             ctx.queue.name, owner, self._job_name(message), self._hold(message, ctx),
             self._copies(message), self._job_uuid(message), self.clock(), ranges,
+            self.timer(),
         )  # fmt: skip
         self._pending[ipp_id] = pending
         crash_point("ipp_create_job")
@@ -722,8 +729,8 @@ class IppServer:
 
     def _expire_pending(self) -> None:
         """Create-Jobs whose document did not come within multiple-operation-time-out."""
-        cutoff = self.clock() - A.MULTIPLE_OPERATION_TIME_OUT_S
-        for ipp_id in [i for i, p in self._pending.items() if p.created_at < cutoff]:
+        cutoff = self.timer() - A.MULTIPLE_OPERATION_TIME_OUT_S
+        for ipp_id in [i for i, p in self._pending.items() if p.opened < cutoff]:
             del self._pending[ipp_id]
 
     def _job_id(self, message: IppMessage) -> int:
@@ -876,7 +883,7 @@ class IppServer:
             if not self._lost(ipp_id):
                 raise
             # A Create-Job of an earlier process life whose document was never stored.
-            resend = self.clock() - self.up_since < LOST_RESEND_WINDOW_S
+            resend = self.timer() - self._up_timer < LOST_RESEND_WINDOW_S
             attrs = A.lost_job_attributes(ctx.queue, ipp_id, resend)
             response.groups.append(codec.AttributeGroup(GroupTag.JOB, A.select(attrs, requested)))
             if resend:

@@ -33,7 +33,7 @@ request) is forgotten once the printer answers properly: it never outlives a rec
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -185,6 +185,21 @@ class Health:
     ledger: problems.Ledger = field(default_factory=problems.Ledger)
     #: what the printer itself showed at the last contact (its reasons, or no answer)
     _printer_facts: list[problems.Fact] = field(default_factory=list, repr=False)
+    #: Reads the clock the stopped grace and the quarantine are measured on (issue 27: the
+    #: monotonic clock, which no wall-clock step moves); None: the ``now`` given (tests).
+    timer: Callable[[], float] | None = field(default=None, repr=False)
+    #: When the printer was first seen stopped, on :attr:`timer` (``stopped_since``: wall).
+    _stopped_t: float | None = field(default=None, repr=False)
+
+    def _t(self, now: float) -> float:
+        """The duration clock now (``quarantined_until`` is on it)."""
+        return now if self.timer is None else self.timer()
+
+    def _stopped_long(self, now: float) -> bool:
+        return (
+            self._stopped_t is not None
+            and self._t(now) - self._stopped_t >= self.settings.stopped_grace_s
+        )
 
     def _set(self, healthy: bool, reason: str | None, now: float) -> HealthChange | None:
         if healthy == self.healthy and reason == self.reason:
@@ -208,8 +223,9 @@ class Health:
         self.consecutive_failures = 0
         if status.state == PRINTER_STOPPED:
             self.stopped_since = self.stopped_since if self.stopped_since is not None else now
+            self._stopped_t = self._stopped_t if self._stopped_t is not None else self._t(now)
         else:
-            self.stopped_since = None
+            self.stopped_since = self._stopped_t = None
         values = blocking_values(status, trays_of(status.attributes))
         blocked = [text for _, text in values]
         self.last_error = self.monitoring_problem  # it answered: a request's error is over
@@ -218,16 +234,13 @@ class Health:
             return self._set(False, self.monitoring_problem, now)
         if unusable is not None:
             return self._set(False, unusable, now)
-        if self.quarantined_until is not None and now < self.quarantined_until:
+        if self.quarantined_until is not None and self._t(now) < self.quarantined_until:
             return self._set(False, "quarantined: several different jobs failed here", now)
         self.quarantined_until = None
         if blocked:
             why = f"printer-state-reasons: {'; '.join(blocked)}{said(status.message)}"
             return self._set(False, why, now)
-        if (
-            self.stopped_since is not None
-            and now - self.stopped_since >= self.settings.stopped_grace_s
-        ):
+        if self._stopped_long(now):
             return self._set(False, f"printer-state: stopped{said(status.message)}", now)
         if not status.accepting_jobs:
             return self._set(False, "printer-is-accepting-jobs: false", now)
@@ -247,7 +260,7 @@ class Health:
             for value, text in values
         ]
         stopped = self.stopped_since
-        if stopped is not None and now - stopped >= self.settings.stopped_grace_s:
+        if stopped is not None and self._stopped_long(now):
             message = status.message.strip()
             evidence = f"printer-state: stopped{said(status.message)}"
             quoted = f'"{message}"' if message else ""
@@ -263,7 +276,7 @@ class Health:
         standing = []
         if self.monitoring_problem is not None:
             standing.append(problems.Fact("cannot-report-job-state", self.monitoring_problem))
-        if self.quarantined_until is not None and now < self.quarantined_until:
+        if self.quarantined_until is not None and self._t(now) < self.quarantined_until:
             standing.append(
                 problems.Fact("quarantined", "quarantined: several different jobs failed here")
             )
@@ -310,7 +323,7 @@ class Health:
             self.failing_jobs.append(job_id)
         if len(self.failing_jobs) >= self.settings.quarantine_after:
             self.failing_jobs.clear()
-            self.quarantined_until = now + self.settings.quarantine_s
+            self.quarantined_until = self._t(now) + self.settings.quarantine_s
             self._observe(now)
             return self._set(False, "quarantined: several different jobs failed here", now)
         return None

@@ -33,10 +33,17 @@ GO_LIVE_WHY = "cancelled at go-live: a rehearsal job that had not printed"
 class EventService:
     """Start a rehearsal, go live, read the mode (through the store's named operations)."""
 
-    def __init__(self, store: Store, admission: Admission, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        admission: Admission,
+        clock: Callable[[], float],
+        run: Callable[[], float] | None = None,
+    ) -> None:
         self._modes = EventModes(store)
         self._admission = admission
         self._clock = clock
+        self._run = run or clock  # the run clock (issue 27): the cancelled jobs' retention
 
     async def current(self) -> EventMode:
         return await self._modes.current()
@@ -62,7 +69,9 @@ class EventService:
         """rehearsal → live; the rehearsal's waiting jobs are cancelled.
 
         Raises errors.EventModeConflict (``not-in-rehearsal``)."""
-        went = await self._modes.go_live(now=self._clock(), actor=caller.name, why=GO_LIVE_WHY)
+        went = await self._modes.go_live(
+            now=self._clock(), actor=caller.name, why=GO_LIVE_WHY, run=self._run()
+        )
         if went is None:
             now = await self._modes.current()
             raise errors.EventModeConflict(

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, NoReturn
 from edgeprint import errors, pins
 from edgeprint.backoff import retry_delay
 from edgeprint.board import PrinterBoard
+from edgeprint.clock import wall_cutoff
 from edgeprint.config import Config, PrinterConfig
 from edgeprint.copies import (
     ORIGIN_EDGEPRINT,
@@ -133,9 +134,12 @@ class JobService:
         self.spool = spool
         self.metrics = metrics
         self.clock = clock
+        #: The run clock (edgeprint.clock, issue 27): every duration judged against the store.
+        self.run: Clock = jobs.run or clock
         #: The dispatcher's published printer view, and the bell the service rings.
         self.board = board if board is not None else PrinterBoard()
-        self.admission = Admission(config, self.board, metrics, jobs.waiting_depths, clock)
+        # the depth snapshot's age is a duration: the run clock (issue 27)
+        self.admission = Admission(config, self.board, metrics, jobs.waiting_depths, self.run)
         #: Which jobs each printer's stock fits, and why released jobs wait (issue 23).
         self.stock = StockRouting(
             config, self.board, lambda: self.admission.paused, Waiting(jobs.store), metrics,
@@ -144,7 +148,7 @@ class JobService:
         #: Who did what (issue 26): the front doors record each action through it.
         self.audit = AuditTrail(jobs.store, clock)
         #: The event's mode: rehearsal or live (issue 23).
-        self.event = EventService(jobs.store, self.admission, clock)
+        self.event = EventService(jobs.store, self.admission, clock, self.run)
         #: The release counter, looked up once (a label lookup per release is measurable).
         self._released_ok = metrics.transitions.labels(action="release", outcome="ok")
         self._pools = config.pools
@@ -478,7 +482,7 @@ class JobService:
         if pin is None:
             raise errors.PinRequired(job.id)
         cfg = self.config.release
-        now = self.clock()
+        now = self.run()  # a lockout is a duration (issue 27)
         taken = await self.jobs.take_pin_attempt(
             job.id, now=now, max_failures=cfg.max_pin_failures, lockout_s=cfg.pin_lockout_s
         )
@@ -762,13 +766,13 @@ class JobService:
 
         Returns (expired job ids, documents deleted).
         """
-        now = self.clock()
+        now, run = self.clock(), self.run()  # ages on the run clock (issue 27)
         retention = self.config.retention
-        expired = await self.jobs.expire_held(now - retention.hold_ttl_s, now=now)
+        expired = await self.jobs.expire_held(run - retention.hold_ttl_s, now=now)
         for job_id in expired:
             log.info("job expired", extra={"event": "job_expired", "job_id": job_id})
-        await self.audit.sweep(now - retention.audit_s)
-        due = await self.jobs.retention_due(now - retention.document_retention_s)
+        await self.audit.sweep(wall_cutoff(now, run, retention.audit_s))
+        due = await self.jobs.retention_due(run - retention.document_retention_s)
         for job_id in due:
             self.spool.remove(job_id)
             if self.renditions is not None:
@@ -789,7 +793,7 @@ class JobService:
         pool = cfg.pool if cfg is not None else None
         job = await self.jobs.claim_next(
             printer, pool, now=self.clock(), actor=f"printer:{printer}",
-            fit=self.stock.condition(printer), takes_zpl=takes_zpl,
+            fit=self.stock.condition(printer), takes_zpl=takes_zpl, run=self.run(),
         )  # fmt: skip
         if job is not None:
             self.admission.admitted(job.printer, job.pool, -1)
@@ -822,6 +826,7 @@ class JobService:
             actor=f"printer:{printer}",
             fit=self.stock.condition(printer),
             takes_zpl=takes_zpl,
+            run=self.run(),
         )
         opened = self.copies.open_claimed_sql(
             printer=printer,
@@ -837,10 +842,10 @@ class JobService:
         return job, copy_from_row(rows[1][0]) if rows[1] else None
 
     async def next_ready_at(self, printer: str) -> float | None:
-        """When the earliest backed-off job for ``printer`` becomes claimable (unix seconds)."""
+        """When the earliest backed-off job for ``printer`` becomes claimable (run clock)."""
         cfg = self.config.printer(printer)
         pool = cfg.pool if cfg is not None else None
-        return await self.jobs.next_not_before(printer, pool, self.clock())
+        return await self.jobs.next_not_before(printer, pool, self.run())
 
     async def printing_on(self, printer: str) -> list[JobRecord]:
         """Jobs PRINTING on ``printer`` (to reconcile before any new dispatch)."""
@@ -1195,11 +1200,11 @@ class JobService:
                     self.config.dispatch.retry_max_s, self._rng,
                 )  # fmt: skip
                 return await self.requeue(
-                    job, printer, verdict.error or "retry", self.clock() + delay,
+                    job, printer, verdict.error or "retry", self.run() + delay,
                     count=True, failure_sig=verdict.failure_sig,
                 )  # fmt: skip
             case Kind.SEND:
-                when = self.clock() + verdict.delay_s if not_before is None else not_before
+                when = self.run() + verdict.delay_s if not_before is None else not_before
                 return await self.requeue(
                     job, printer, verdict.error or "resent", when, count=False
                 )
@@ -1257,7 +1262,7 @@ class JobService:
         count: bool,
         failure_sig: str | None = None,
     ) -> JobRecord | None:
-        """PRINTING → RELEASED not before ``not_before`` (unix seconds); None if not ours.
+        """PRINTING → RELEASED not before ``not_before`` (run clock); None if not ours.
 
         ``count=False`` gives the attempt back (backpressure, fencing, a move):
         only real failures use up ``max_attempts``. ``failure_sig`` records how

@@ -191,7 +191,7 @@ class ReleaseDesk:
         counts towards its job's own lock (errors.ReleaseLocked).
         """
         cfg = self.service.config.release
-        now = self.service.clock()
+        now = self.service.run()  # a lockout is a duration: the run clock (issue 27)
         taken = await self.owners.take_attempt(
             address, now=now, max_failures=cfg.max_pin_failures, lockout_s=cfg.pin_lockout_s
         )

@@ -84,7 +84,12 @@ class ReprintService:
             actor=caller.name, reason=reason, webhook_id=f"msg_{uuid.uuid4().hex}",
         )  # fmt: skip
         try:
-            job = await self._reprints.insert(new, now=service.clock(), max_reprints=limit)
+            job = await self._reprints.insert(
+                new,
+                now=service.clock(),
+                max_reprints=limit,
+                run=service.run(),
+            )
         except errors.StoreError:
             service.spool.remove(new_id)
             raise

@@ -32,7 +32,7 @@ _SET_MODE = (
 )
 _CANCEL_REHEARSAL = (
     f"UPDATE jobs SET state = '{JobState.CANCELLED.value}', updated_at = ?, finished_at = ?, "
-    f"actor = ?, reason = '{GO_LIVE_REASON}', last_error = ? "
+    f"finished_run = ?, actor = ?, reason = '{GO_LIVE_REASON}', last_error = ? "
     f"WHERE rehearsal = 1 AND state IN ({in_list(CANCELLED_AT_GO_LIVE)}) "
     "AND EXISTS (SELECT 1 FROM event_mode WHERE id = 1 AND mode = 'live' AND since = ?) "
     "RETURNING id"
@@ -71,13 +71,15 @@ class EventModes:
         rows = await self._store.write(_SET_MODE, ("rehearsal", now, actor, "live"))
         return _mode(rows[0]) if rows else None
 
-    async def go_live(self, *, now: float, actor: str, why: str) -> WentLive | None:
+    async def go_live(
+        self, *, now: float, actor: str, why: str, run: float | None = None
+    ) -> WentLive | None:
         """rehearsal → live, and the rehearsal's HELD, RELEASED and DEAD jobs → CANCELLED
         (``why`` as their last_error), in one transaction; None when not in rehearsal."""
         changed, cancelled = await self._store.write_many(
             [
                 (_SET_MODE, ("live", now, actor, "rehearsal")),
-                (_CANCEL_REHEARSAL, (now, now, actor, why, now)),
+                (_CANCEL_REHEARSAL, (now, now, now if run is None else run, actor, why, now)),
             ]
         )
         if not changed:

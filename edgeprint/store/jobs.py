@@ -8,7 +8,7 @@ RETURNING *``; the allowed source states come from :data:`states.TRANSITIONS`.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,6 +127,7 @@ _SETTABLE = frozenset(
         "released_at",
         "claimed_at",
         "finished_at",
+        "finished_run",
         "failure_sig",
         "failure_printer",
         "pin_failures",
@@ -182,10 +183,10 @@ INSERT INTO jobs (id, idempotency_key, request_sha256, state, owner, printer, po
                   copies, document_sha256, document_bytes, created_at, updated_at, released_at,
                   token_name, correlation_id, actor, reason, release_pin_hash,
                   document_pages, page_short_min, page_short_max, page_long_min, page_long_max,
-                  page_landscape, rehearsal, document_format, title)
+                  page_landscape, rehearsal, document_format, title, created_run)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'submit', ?, ?, ?, ?, ?, ?, ?,
         (SELECT CASE WHEN mode = 'rehearsal' THEN 1 ELSE 0 END FROM event_mode WHERE id = 1),
-        ?, ?)
+        ?, ?, ?)
 ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING """
     + ROW
@@ -286,10 +287,23 @@ def like_escape(text: str) -> str:
 class Jobs:
     """Queries on the ``jobs`` and ``job_events`` tables of one :class:`Store`."""
 
-    def __init__(self, store: Store, *, fence: Fence | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        fence: Fence | None = None,
+        run: Callable[[], float] | None = None,
+    ) -> None:
         self._store = store
+        #: The run clock (edgeprint.clock, issue 27): what ``created_run``/``finished_run``
+        #: and ``not_before`` are read on. None: each write's ``now`` stands for it (tests).
+        self.run = run
         #: With printer leases (a shared store): what fences this appliance's printer writes.
         self.fence = fence
+
+    def _run(self, now: float) -> float:
+        """The run clock now (``now`` when none is kept)."""
+        return now if self.run is None else self.run()
 
     @property
     def store(self) -> Store:
@@ -310,7 +324,7 @@ class Jobs:
                 job.document_bytes, now, now, released_at, job.token_name, job.correlation_id,
                 actor, job.release_pin_hash, job.document_pages, job.page_short_min,
                 job.page_short_max, job.page_long_min, job.page_long_max, job.page_landscape,
-                job.document_format, job.title,
+                job.document_format, job.title, self._run(now),
             ),
         )  # fmt: skip
         return JobRecord.from_row(rows[0]) if rows else None
@@ -355,6 +369,8 @@ class Jobs:
     ) -> tuple[str, tuple[Any, ...]]:
         """The conditional UPDATE of :meth:`transition` (to run with other statements)."""
         extra = sets or {}
+        if "finished_at" in extra:  # its age for retention, on the run clock (issue 27)
+            extra = {**extra, "finished_run": self._run(now)}
         key = (action, tuple(extra), None if only_from is None else tuple(only_from), guard)
         shape = _TRANSITION_SHAPES.get(key)
         if shape is None:
@@ -394,27 +410,29 @@ class Jobs:
 
     async def claim_next(
         self, printer: str, pool: str | None, *, now: float, actor: str,
-        fit: StockCondition | None = None, takes_zpl: bool = False,
+        fit: StockCondition | None = None, takes_zpl: bool = False, run: float | None = None,
     ) -> JobRecord | None:  # fmt: skip
         """Move the next claimable job for ``printer`` (whose pages ``fit`` its stock) to
         PRINTING; ``None`` if there is none. Raises errors.StoreError.
         """
         claim = self.claim_next_sql(
-            printer, pool, now=now, actor=actor, fit=fit, takes_zpl=takes_zpl
+            printer, pool, now=now, actor=actor, fit=fit, takes_zpl=takes_zpl, run=run
         )
         rows = await self._store.write(*claim)
         return JobRecord.from_row(rows[0]) if rows else None
 
     def claim_next_sql(
         self, printer: str, pool: str | None, *, now: float, actor: str,
-        fit: StockCondition | None = None, takes_zpl: bool = False,
+        fit: StockCondition | None = None, takes_zpl: bool = False, run: float | None = None,
     ) -> tuple[str, tuple[Any, ...]]:  # fmt: skip
         """The claim of :meth:`claim_next` (to run with other statements): only a job whose
         pages ``fit`` this printer's stock (None: any job); fenced by the printer's lease
         when leases are on. ``takes_zpl``: the printer takes ZPL, so its pool's ZPL jobs
-        are its to claim (:data:`FORMAT_FITS`)."""
+        are its to claim (:data:`FORMAT_FITS`). ``now`` is the wall clock written for people;
+        ``not_before`` is judged on the run clock (``run``; default: read it now)."""
+        ready = self._run(now) if run is None else run
         params = (
-            printer, now, now, actor, printer, now, pool, now, printer, now - PEER_FIRST_S,
+            printer, now, now, actor, printer, ready, pool, ready, printer, ready - PEER_FIRST_S,
             takes_zpl,
         )  # fmt: skip
         fit = fit or _ANY_FIT
@@ -619,20 +637,22 @@ class Jobs:
         return [JobRecord.from_row(r) for r in rows]
 
     async def expire_held(self, created_before: float, *, now: float) -> list[str]:
-        """HELD jobs accepted before ``created_before`` → EXPIRED; the ids (events via trigger)."""
+        """HELD jobs accepted before ``created_before`` (run clock) → EXPIRED; the ids (events
+        via trigger). ``now``: the wall-clock time written for people."""
         rows = await self._store.write(
             f"UPDATE jobs SET state = '{EXPIRED.value}', updated_at = ?, finished_at = ?, "
-            "actor = 'housekeeping', reason = 'hold_ttl' "
-            f"WHERE state IN ({in_list(EXPIRABLE)}) AND created_at < ? RETURNING id",
-            (now, now, created_before),
+            "finished_run = ?, actor = 'housekeeping', reason = 'hold_ttl' "
+            f"WHERE state IN ({in_list(EXPIRABLE)}) AND created_run < ? RETURNING id",
+            (now, now, self._run(now), created_before),
         )
         return [str(r[0]) for r in rows]
 
     async def retention_due(self, finished_before: float, limit: int = 500) -> list[str]:
-        """Terminal jobs (not DEAD: replayable) finished before the cut whose document remains."""
+        """Terminal jobs (not DEAD: replayable) finished before the cut (run clock) whose
+        document remains."""
         rows = await self._store.read(
             f"SELECT id FROM jobs WHERE state IN ({in_list(FINISHED)}) "
-            "AND finished_at <= ? AND document_deleted_at IS NULL ORDER BY finished_at LIMIT ?",
+            "AND finished_run <= ? AND document_deleted_at IS NULL ORDER BY finished_run LIMIT ?",
             (finished_before, limit),
         )
         return [str(r[0]) for r in rows]

@@ -582,7 +582,6 @@ MIGRATIONS.append(
     ]
 )
 
-
 MIGRATIONS.append(
     # issue 27 (a disk that stops taking writes): one row the store-health probe rewrites
     # while writes fail, to see when the disk takes them again (edgeprint.store.health).
@@ -593,6 +592,24 @@ MIGRATIONS.append(
             at  double precision NOT NULL
         )
         """,
+    ]
+)
+
+MIGRATIONS.append(
+    # issue 27 (clocks that jump; SQLite's the same): the run clock, shared by every appliance
+    # on this store (each adopts the row when it is ahead), and jobs' run-clock ages
+    [
+        """
+        CREATE TABLE store_clock (
+            id     bigint PRIMARY KEY CHECK (id = 1),
+            run_s  double precision NOT NULL
+        )
+        """,
+        "INSERT INTO store_clock (id, run_s) VALUES (1, extract(epoch FROM clock_timestamp()))",
+        "ALTER TABLE jobs ADD COLUMN created_run double precision",
+        "ALTER TABLE jobs ADD COLUMN finished_run double precision",
+        "UPDATE jobs SET created_run = created_at, finished_run = finished_at",
+        "CREATE INDEX jobs_held_run ON jobs (created_run) WHERE state = 'HELD'",
     ]
 )
 

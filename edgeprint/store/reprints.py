@@ -38,12 +38,12 @@ INSERT INTO jobs (id, idempotency_key, request_sha256, state, owner, printer, po
                   copies, document_sha256, document_bytes, created_at, updated_at, released_at,
                   token_name, correlation_id, actor, reason, document_pages, page_short_min,
                   page_short_max, page_long_min, page_long_max, page_landscape, rehearsal,
-                  document_format, reprint_of, title)
+                  document_format, reprint_of, title, created_run)
 SELECT ?, ?, ?, '{JobState.RELEASED.value}', o.owner, ?, ?, o.priority, o.copies,
        o.document_sha256, o.document_bytes, ?, ?, ?, ?, ?, ?, ?, o.document_pages,
        o.page_short_min, o.page_short_max, o.page_long_min, o.page_long_max, o.page_landscape,
        (SELECT CASE WHEN mode = 'rehearsal' THEN 1 ELSE 0 END FROM event_mode WHERE id = 1),
-       o.document_format, ?, o.title
+       o.document_format, ?, o.title, ?
 FROM jobs o
 WHERE o.id = ? AND o.state = '{_DONE}' AND o.document_deleted_at IS NULL
   AND o.document_sha256 = ?
@@ -97,12 +97,14 @@ class Reprints:
     def __init__(self, store: Store) -> None:
         self._store = store
 
-    async def insert(self, new: NewReprint, *, now: float, max_reprints: int) -> JobRecord | None:
+    async def insert(
+        self, new: NewReprint, *, now: float, max_reprints: int, run: float | None = None
+    ) -> JobRecord | None:
         """Store the reprint, RELEASED, with its events and webhook; None when nothing was
         stored: the key exists already, or the original is not DONE, has lost its document,
         or has ``max_reprints`` reprints (read the store again to say which).
 
-        Raises errors.StoreError.
+        ``run``: the run-clock reading (issue 27; default ``now``). Raises errors.StoreError.
         """
         job_reason = f"reprint of {new.asked_id}: {new.reason}"
         note = f"reprinted as {new.id}: {new.reason}"
@@ -118,7 +120,8 @@ class Reprints:
             _INSERT_REPRINT,
             (new.id, new.idempotency_key, new.request_sha256, new.printer, new.pool, now, now,
              now, new.token_name, new.correlation_id, new.actor, job_reason, new.original_id,
-             new.asked_id, new.document_sha256, new.original_id, max_reprints),
+             now if run is None else run, new.asked_id, new.document_sha256, new.original_id,
+             max_reprints),
         ))  # fmt: skip
         noted = [new.asked_id]
         if new.original_id != new.asked_id:

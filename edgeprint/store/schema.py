@@ -576,7 +576,6 @@ MIGRATIONS.append(
     ]
 )
 
-
 MIGRATIONS.append(
     # issue 27 (a disk that stops taking writes): one row the store-health probe rewrites
     # while writes fail, to see when the disk takes them again (edgeprint.store.health).
@@ -587,6 +586,26 @@ MIGRATIONS.append(
             at  REAL NOT NULL
         )
         """,
+    ]
+)
+
+MIGRATIONS.append(
+    # issue 27 (clocks that jump): the run clock (edgeprint.clock), seconds the appliance was
+    # running, which no wall-clock step moves. Seeded with the unix time now, so every stored
+    # ``not_before`` stays meaningful; jobs' ages for the hold TTL and retention are counted
+    # on it from ``created_run``/``finished_run`` (their wall-clock times stay for people).
+    [
+        """
+        CREATE TABLE store_clock (
+            id     INTEGER PRIMARY KEY CHECK (id = 1),
+            run_s  REAL NOT NULL
+        )
+        """,
+        "INSERT INTO store_clock (id, run_s) VALUES (1, (julianday('now') - 2440587.5) * 86400.0)",
+        "ALTER TABLE jobs ADD COLUMN created_run REAL",
+        "ALTER TABLE jobs ADD COLUMN finished_run REAL",
+        "UPDATE jobs SET created_run = created_at, finished_run = finished_at",
+        "CREATE INDEX jobs_held_run ON jobs (created_run) WHERE state = 'HELD'",
     ]
 )
 

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 import aiohttp
 
 from edgeprint import __version__, errors
+from edgeprint.clock import wall_cutoff
 from edgeprint.config import WebhookConfig
 from edgeprint.metrics import Metrics
 from edgeprint.store.outbox import Outbox, OutboxEvent
@@ -71,12 +72,15 @@ class Receiver:
         *,
         clock: Clock = time.time,
         rng: Callable[[], float] = random.random,
+        timer: Clock = time.monotonic,
     ) -> None:
         self.cfg = cfg
         self.outbox = outbox
         self.session = session
         self.metrics = metrics
         self.clock = clock
+        #: ``max_delivery_s`` is a duration: no wall-clock step moves it (issue 27).
+        self.timer = timer
         self.rng = rng
         self.types = tuple(cfg.events)
 
@@ -109,7 +113,7 @@ class Receiver:
 
     async def deliver(self, event: OutboxEvent) -> bool:
         """Attempt ``event`` until delivered (True) or parked after ``max_delivery_s`` (False)."""
-        first = self.clock()
+        first, started = self.clock(), self.timer()
         attempts = 0
         while True:
             attempts += 1
@@ -124,7 +128,7 @@ class Receiver:
                                "attempts": attempts},
                     )  # fmt: skip
                 return True
-            elapsed = self.clock() - first
+            elapsed = self.timer() - started
             if elapsed >= self.cfg.max_delivery_s:
                 await self.outbox.park(
                     self.cfg.url, event, attempts=attempts, first_attempt_at=first,
@@ -182,11 +186,14 @@ class Deliveries:
         metrics: Metrics,
         *,
         retention_s: float,
+        run: Clock | None = None,
     ) -> None:
         self.configs = list(configs)
         self.outbox = outbox
         self.metrics = metrics
         self.retention_s = retention_s
+        #: The run clock (edgeprint.clock): with it no wall-clock step forward prunes early.
+        self.run_clock = run
 
     @property
     def events(self) -> set[str]:
@@ -221,7 +228,9 @@ class Deliveries:
         urls = [cfg.url for cfg in self.configs]
         while True:
             with contextlib.suppress(errors.StoreError):  # the next round tries again
-                removed = await self.outbox.prune(time.time() - self.retention_s, urls)
+                wall = time.time()
+                run = wall if self.run_clock is None else self.run_clock()
+                removed = await self.outbox.prune(wall_cutoff(wall, run, self.retention_s), urls)
                 if removed:
                     log.info(
                         "webhook outbox pruned", extra={"event": "webhook_pruned", "count": removed}
