@@ -51,7 +51,7 @@ def find_patroni() -> tuple[str, str] | None:
 def _get(url: str, timeout_s: float = 1.0) -> tuple[int, dict[str, Any]]:
     """Status and JSON body of a GET; (0, {}) when nothing answers."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as r:  # noqa: S310 - loopback
+        with urllib.request.urlopen(url, timeout=timeout_s) as r:
             return int(r.status), json.loads(r.read() or b"{}")
     except urllib.error.HTTPError as exc:
         try:

@@ -295,6 +295,14 @@ def test_a_url_is_shown_without_its_password() -> None:
         "postgresql://ep:***@db.lan:5433/edgeprint?sslmode=require"
     )
     assert redact("postgresql://db.lan/edgeprint") == "postgresql://db.lan/edgeprint"
+    # a libpq multi-host URL (a Patroni pair, issue 27): urllib.parse cannot parse its port
+    assert (
+        redact(
+            "postgresql://ep:s3cret@db1.lan:5432,db2.lan:5433/edgeprint?target_session_attrs=read-write"
+        )
+        == "postgresql://ep:***@db1.lan:5432,db2.lan:5433/edgeprint?target_session_attrs=read-write"
+    )
+    assert redact("postgresql://ep@db1,db2/edgeprint") == "postgresql://ep@db1,db2/edgeprint"
 
 
 async def test_an_unreachable_database_is_a_clear_store_error(postgres: PostgresCluster) -> None:
