@@ -31,6 +31,8 @@ STORE_UNAVAILABLE = "urn:edgeprint:problem:store-unavailable"
 CLIENT_TIMEOUT_S = 15.0
 #: How long a commit or read may wait for the server (then 503).
 QUERY_TIMEOUT_S = 3.0
+#: How long the returning host gets to become the synchronous standby by itself.
+REJOIN_S = 30.0
 #: Short leases so the printers change hands quickly after the store is back.
 CLUSTER = {"lease_s": 1.5, "heartbeat_s": 0.5, "margin_s": 0.25}
 
@@ -74,6 +76,9 @@ class Run:
     fault_at: float = 0.0
     takeover_s: float = 0.0
     back_s: float = 0.0
+    #: Times the returning host had to be rebuilt from the primary (``patronictl reinit``):
+    #: Patroni 3.0 did not pg_rewind a primary demoted while cut off (its WAL diverged).
+    reinits: int = 0
     states: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     printed: dict[str, list[str]] = field(default_factory=dict)
 
@@ -122,7 +127,7 @@ class Run:
         return (
             f"{self.kind}: {len(self.submitted)} jobs acknowledged, {len(self.released)} released;"
             f" takeover {self.takeover_s:.1f} s, back {self.back_s:.1f} s, write unavailable "
-            f"{self.unavailable_s:.1f} s, slowest answer {self.slowest_s:.1f} s, failed answers "
+            f"{self.unavailable_s:.1f} s, reinits {self.reinits}, slowest answer {self.slowest_s:.1f} s, failed answers "
             f"{dict(self.statuses)}, lost {len(self.lost)}, duplicates {len(self.duplicates)}"
         )
 
@@ -227,7 +232,7 @@ async def run_failover(
             await _until(
                 lambda: any(a.ok and a.sent > run.fault_at + run.back_s for a in run.answers
                             if a.op != "read"),
-                "a write succeeds again", 120,
+                "a write succeeds again", 60,
             )  # fmt: skip
             resumed = time.monotonic()
             await _until(lambda: time.monotonic() - resumed >= after_s, "more load", after_s + 5)
@@ -257,14 +262,23 @@ async def _fault(cluster: PatroniCluster, run: Run, kind: str) -> None:
     run.takeover_s = time.monotonic() - run.fault_at
     await _back(cluster, primary, kind)
     run.back_s = time.monotonic() - run.fault_at
+    try:
+        await asyncio.to_thread(cluster.wait_sync_standby, REJOIN_S)
+    except RuntimeError:  # diverged and not rewound: the operator rebuilds it
+        run.reinits += 1
+        await asyncio.to_thread(cluster.reinit, primary)
+        await asyncio.to_thread(cluster.wait_sync_standby, 120)
 
 
 async def _back(cluster: PatroniCluster, node: Node, kind: str) -> None:
-    """The lost host returns (rebooted, or its cable plugged back) and becomes the standby."""
-    if kind == "kill":
-        await asyncio.to_thread(cluster.start_node, node)
-    else:
+    """The lost host returns, rebooted, and becomes the standby. A host cut off the network
+    is rebooted too (killed, cable back, started): plugging the cable back into the running
+    host left Patroni 3.0.2 demoting it twice at once, its old postmaster still running, and
+    pg_rewind failing on it — a former primary that never rejoined (DESIGN §10)."""
+    if kind == "cut":
+        await asyncio.to_thread(cluster.kill, node)
         await asyncio.to_thread(cluster.reconnect, node)
+    await asyncio.to_thread(cluster.start_node, node)
 
 
 async def _until(check: Any, what: str, timeout_s: float) -> None:

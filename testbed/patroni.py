@@ -317,6 +317,16 @@ class PatroniCluster:
                     os.waitpid(pid, os.WNOHANG)
                 time.sleep(0.01)  # bounded: a SIGKILLed process is reaped within ms
 
+    def reinit(self, node: Node) -> None:
+        """Have Patroni rebuild ``node`` from the primary (``patronictl reinit``): what an
+        operator does to a former primary that diverged and was not rewound."""
+        req = urllib.request.Request(
+            f"{node.api}/reinitialize", data=b'{"force": true}', method="POST",
+            headers={"Content-Type": "application/json"},
+        )  # fmt: skip
+        with urllib.request.urlopen(req, timeout=10) as r:
+            r.read()
+
     def stop_node(self, node: Node) -> None:
         """Patroni's own clean stop (SIGTERM by pid: it stops PostgreSQL first)."""
         if node.proc is None:
