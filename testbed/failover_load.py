@@ -155,16 +155,19 @@ class Kiosk:
             self.run.answers.append(Answer(op, sent, time.monotonic(), 0, type(exc).__name__))
             return 0, None
 
+    async def submit_once(self, key: str) -> tuple[int, Any]:
+        form = aiohttp.FormData()
+        form.add_field("metadata", json.dumps({"owner": "ann", "pool": "lobby"}),
+                       content_type="application/json")  # fmt: skip
+        form.add_field("document", make_pdf(key), content_type="application/pdf",
+                       filename="b.pdf")  # fmt: skip
+        return await self.call(
+            "submit", "POST", "/v1/jobs", data=form, headers={"Idempotency-Key": key}
+        )
+
     async def submit(self, key: str, deadline: float) -> str | None:
         while time.monotonic() < deadline:
-            form = aiohttp.FormData()
-            form.add_field("metadata", json.dumps({"owner": "ann", "pool": "lobby"}),
-                           content_type="application/json")  # fmt: skip
-            form.add_field("document", make_pdf(key), content_type="application/pdf",
-                           filename="b.pdf")  # fmt: skip
-            status, body = await self.call(
-                "submit", "POST", "/v1/jobs", data=form, headers={"Idempotency-Key": key}
-            )
+            status, body = await self.submit_once(key)
             if status in (200, 201):
                 job_id: str = body["id"]
                 self.run.submitted[key] = job_id
@@ -242,7 +245,7 @@ async def run_failover(
         released = list(run.released)
 
         def settled() -> bool:
-            run.states = _states(url, list(run.submitted.values()))
+            run.states = states(url, list(run.submitted.values()))
             return all(run.states.get(i, ("", None))[0] in ("DONE", "DEAD") for i in released)
 
         await _until(lambda: asyncio.to_thread(settled), "every released job DONE", 120)
@@ -294,7 +297,7 @@ async def _until(check: Any, what: str, timeout_s: float) -> None:
         await asyncio.sleep(0.05)  # polling a condition, bounded by the deadline
 
 
-def _states(url: str, ids: list[str]) -> dict[str, tuple[str, str | None]]:
+def states(url: str, ids: list[str]) -> dict[str, tuple[str, str | None]]:
     with psycopg.connect(url, connect_timeout=5) as conn:
         rows = conn.execute(
             "SELECT id, state, dead_reason FROM jobs WHERE id = ANY(%s)", (ids,)
