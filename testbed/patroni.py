@@ -297,12 +297,28 @@ class PatroniCluster:
         self._until(lambda: _get(f"{node.api}/patroni")[0] != 0, f"{node.name}'s REST API",
                     node.proc)  # fmt: skip
 
+    def postmaster(self, node: Node) -> int | None:
+        """The pid of ``node``'s PostgreSQL (its ``postmaster.pid``): Patroni starts it
+        detached, so it is not below Patroni's pid but init's."""
+        try:
+            pid = int((node.root / "data" / "postmaster.pid").read_text().split("\n", 1)[0])
+        except (OSError, ValueError):
+            return None
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return None
+        return pid if str(node.root / "data").encode() in cmdline else None
+
     def kill(self, node: Node) -> None:
-        """The host dies: SIGSTOP then SIGKILL its Patroni and every process below it
-        (PostgreSQL and its backends) at once, by pid."""
+        """The host dies: SIGSTOP then SIGKILL, by pid, its Patroni, its PostgreSQL and every
+        process below either (backends, Patroni's helpers) at once."""
         if node.proc is None:
             return
         pids = [node.proc.pid, *_descendants(node.proc.pid)]
+        postmaster = self.postmaster(node)
+        if postmaster is not None:
+            pids += [postmaster, *_descendants(postmaster)]
         for sig in (signal.SIGSTOP, signal.SIGKILL):
             for pid in pids:
                 with contextlib.suppress(ProcessLookupError):
@@ -348,6 +364,10 @@ class PatroniCluster:
                     self.reconnect(node)  # a cut node stops quicker reachable
             with contextlib.suppress(Exception):
                 self.stop_node(node)
+            postmaster = self.postmaster(node)  # a PostgreSQL its Patroni left behind
+            if postmaster is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(postmaster, signal.SIGKILL)
         if self.etcd is not None and self.etcd.poll() is None:
             self.etcd.terminate()
             try:
