@@ -3,20 +3,24 @@
 (a) releases/s of ``--jobs`` held jobs over 50 connections (printers paused) on SQLite,
 on PostgreSQL, and on two appliances sharing it (goal ≥ 0.5× SQLite); (b) released on A,
 printed by B's printer through NOTIFY (goal p50 ≤ 50 ms); (c) takeover: one of two
-appliances SIGKILLed, kill → its printer's next print (goal ≤ lease + 2 s).
+appliances SIGKILLed, kill → its printer's next print (goal ≤ lease + 2 s); (d) failover:
+the Patroni primary's host SIGKILLed or cut off the network under load (bench/pg_failover.py),
+write unavailability and takeover, nothing lost or printed twice.
 
-    .venv/bin/python -m bench.pg_bench [--quick]
+    .venv/bin/python -m bench.pg_bench [--quick] [--only failover]
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import statistics
 import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -42,6 +46,7 @@ from bench.harness import (
     until,
     versus,
 )
+from bench.pg_failover import failover_line, failover_phase, failover_rows
 from edgeprint.config import ClusterConfig
 from testbed.pg import PostgresCluster, find_pg_bin
 
@@ -201,17 +206,22 @@ async def takeover(stands: dict[str, Stand], rounds: int) -> dict[str, Any]:
     }
 
 
-PHASES = ("throughput", "across", "takeover")
+PHASES = ("throughput", "across", "takeover", "failover")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = parser("pg", __doc__, "fewer jobs (300 per appliance, 20 releases across, 6 takeovers)")
+    ap = parser(
+        "pg", __doc__,
+        "fewer jobs (300 per appliance, 20 releases across, 6 takeovers, 1 failover per kind)",
+    )  # fmt: skip
     ap.add_argument("--connections", type=int, default=50, help="connections per appliance")
     ap.add_argument("--only", choices=PHASES, help="run this phase alone (not in make bench)")
     args = ap.parse_args(argv)
+    previous = _read(args.out)
     jobs = 300 if args.quick else 2000
     n_across = 20 if args.quick else 100
     n_takeover = 6 if args.quick else 20
+    n_failover = 1 if args.quick else 3
     phases = {args.only} if args.only else set(PHASES)
     pg_bin = find_pg_bin()
     if pg_bin is None:
@@ -220,10 +230,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     rates: dict[str, float | None] = {}
     result: dict[str, Any] | None = None
     taken: dict[str, Any] | None = None
+    failover: dict[str, Any] | None = None
     with Run("pg", args, snapshot=True) as run:
         cluster = PostgresCluster(pg_bin, durable=True)
         cluster.start()
         try:
+            if "failover" in phases:
+                failover = failover_phase(run, n_failover)
             if "throughput" in phases:
                 rates = _throughput_phase(run, cluster, jobs, args.connections)
             if "across" in phases:
@@ -259,11 +272,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         bad = sum(taken[k] for k in ("duplicates", "losses", "elsewhere", "unexpected"))
         if bad or taken["first_print_not_the_job"]:
             run.failures.append(f"takeover: {taken}")
-    return run.finish(
+    if failover is not None:
+        table += failover_rows(failover)
+    code = run.finish(
         figures_markdown(table), table=table, rates=rates, across=result, takeover=taken,
+        failover=failover,
         settings={"jobs": jobs, "connections": args.connections, "across": n_across,
-                  "takeover_rounds": n_takeover, "phases": sorted(phases)},
+                  "takeover_rounds": n_takeover, "failover_rounds": n_failover,
+                  "phases": sorted(phases)},
     )  # fmt: skip
+    if args.only:
+        _keep_other_phases(args.out, previous)
+    if failover is not None:
+        print(failover_line(failover))
+    return code
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = json.loads(path.read_text())
+        return data
+    except (OSError, ValueError):
+        return {}
+
+
+def _keep_other_phases(path: Path, previous: dict[str, Any]) -> None:
+    """``--only`` rewrote the results file: put back the other phases' figures and rows."""
+    now = _read(path)
+    if not now or not previous:
+        return
+    mine = {r["figure"] for r in now.get("table", [])}
+    for key in ("rates", "across", "takeover", "failover"):
+        if not now.get(key) and previous.get(key):
+            now[key] = previous[key]
+    ours = list(now.get("table", []))
+    others = [r for r in previous.get("table", []) if r["figure"] not in mine]
+    if ours and others:
+        now["table"] = [*others, *ours]
+        now["table_markdown"] = figures_markdown(now["table"])
+    path.write_text(json.dumps(now, indent=2, default=str) + "\n")
 
 
 def _throughput_phase(

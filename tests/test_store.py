@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import sqlite3
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -295,6 +296,14 @@ def test_a_url_is_shown_without_its_password() -> None:
         "postgresql://ep:***@db.lan:5433/edgeprint?sslmode=require"
     )
     assert redact("postgresql://db.lan/edgeprint") == "postgresql://db.lan/edgeprint"
+    # a libpq multi-host URL (a Patroni pair, issue 27): urllib.parse cannot parse its port
+    assert (
+        redact(
+            "postgresql://ep:s3cret@db1.lan:5432,db2.lan:5433/edgeprint?target_session_attrs=read-write"
+        )
+        == "postgresql://ep:***@db1.lan:5432,db2.lan:5433/edgeprint?target_session_attrs=read-write"
+    )
+    assert redact("postgresql://ep@db1,db2/edgeprint") == "postgresql://ep@db1,db2/edgeprint"
 
 
 async def test_an_unreachable_database_is_a_clear_store_error(postgres: PostgresCluster) -> None:
@@ -353,6 +362,35 @@ async def test_a_lost_database_connection_fails_one_write_and_is_reconnected(
         await s.write(_INSERT, ("x2", "xk2", "HELD", 1))
         assert sorted(r[0] for r in await s.read("SELECT id FROM jobs")) == ["before", "x2"]
         assert s.reconnects >= 2  # the writer and at least one reader
+    finally:
+        await s.close()
+
+
+async def test_a_commit_or_read_that_waits_too_long_fails_within_the_query_timeout(
+    pg_url: str,
+) -> None:
+    """A write or read the server does not answer (here: blocked by another session's lock;
+    in a failover: a primary cut off the network, or strict synchronous mode with no
+    standby) fails with StoreReconnecting after ``query_timeout_s``, not later; the
+    connection is dropped and the store works again once the server answers."""
+    import psycopg
+
+    s = PostgresStore(pg_url, query_timeout_s=1.0)
+    await s.open()
+    try:
+        await s.write(_INSERT, ("before", "kb", "HELD", 1))
+        with psycopg.connect(pg_url) as blocker:
+            blocker.execute("LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE")
+            started = time.monotonic()
+            with pytest.raises(errors.StoreReconnecting, match="may or may not have been"):
+                await s.write(_INSERT, ("x1", "xk1", "HELD", 1))
+            with pytest.raises(errors.StoreReconnecting):
+                await s.read("SELECT id FROM jobs")
+            assert time.monotonic() - started < 1.0 * 2 + 2.0 + 1.0  # two timeouts, no hang
+            blocker.rollback()
+        await s.write(_INSERT, ("x2", "xk2", "HELD", 1))
+        assert sorted(r[0] for r in await s.read("SELECT id FROM jobs")) == ["before", "x2"]
+        assert s.in_doubt == 1
     finally:
         await s.close()
 

@@ -35,6 +35,7 @@ def from_config(
         max_batch=config.max_batch,
         readers=config.readers,
         connect_timeout_s=config.connect_timeout_s,
+        query_timeout_s=config.query_timeout_s,
         exclusive=not config.shared,
         appliance_id=appliance_id if config.shared else None,
         on_commit=on_commit,

@@ -23,13 +23,16 @@ import contextlib
 import functools
 import json
 import logging
+import os
+import re
+import socket
 import time
-import urllib.parse
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import psycopg
+from psycopg import conninfo
 from psycopg import errors as pg_errors
 from psycopg import sql as pg_sql
 
@@ -98,16 +101,24 @@ def translate(sql: str) -> str:
     return "".join(out)
 
 
+#: ``scheme://user:password@`` of a libpq URL (a multi-host one too: ``@h1:p1,h2:p2``).
+_PASSWORD = re.compile(r"^(?P<head>[a-z]+://[^:@/?]*):[^@/?]*@", re.IGNORECASE)
+
+
 def redact(url: str) -> str:
-    """``url`` without its password (for logs and error messages)."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    user = urllib.parse.quote(parts.username or "")
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    """``url`` without its password (for logs and error messages); a libpq multi-host URL
+    (``postgresql://u:p@h1:5432,h2:5432/db``) too, which :mod:`urllib.parse` cannot parse."""
+    return _PASSWORD.sub(r"\g<head>:***@", url, count=1)
+
+
+def abort(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Shut ``conn``'s socket down under whatever waits on it: that wait ends at once with
+    the connection lost (OperationalError), where cancelling it would wait for a server that
+    may never answer (a primary cut off the network, a commit waiting for a standby)."""
+    with contextlib.suppress(OSError, psycopg.Error):
+        fd = conn.pgconn.socket
+        with socket.socket(fileno=os.dup(fd)) as sock:
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def _translate_error(exc: Exception) -> errors.StoreError:
@@ -125,6 +136,15 @@ def _fatal(exc: psycopg.Error, conn: psycopg.AsyncConnection[PgRow]) -> bool:
     """True when ``exc`` ended the transaction or the connection, not just one statement."""
     return conn.broken or isinstance(exc, psycopg.OperationalError)
 
+
+#: libpq's TCP keepalive settings for every connection (the URL's own win).
+_KEEPALIVES: Final = {
+    "keepalives": 1,
+    "keepalives_idle": 4,
+    "keepalives_interval": 2,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 10_000,
+}
 
 #: First and longest wait between attempts to reconnect to the server.
 _RECONNECT_MIN_S: Final = 0.1
@@ -214,6 +234,7 @@ class PostgresStore:
         max_batch: int = 512,
         readers: int = 4,
         connect_timeout_s: float = 10.0,
+        query_timeout_s: float = 5.0,
         exclusive: bool = True,
         appliance_id: str | None = None,
         on_commit: Callable[[int], object] | None = None,
@@ -226,6 +247,10 @@ class PostgresStore:
         self._max_batch = max_batch
         self._readers = readers
         self._connect_timeout_s = connect_timeout_s
+        self._query_timeout_s = query_timeout_s
+        #: Group commits whose outcome is unknown (the connection was lost or timed out
+        #: after the COMMIT may have reached the server).
+        self.in_doubt = 0
         self._writer: psycopg.AsyncConnection[PgRow] | None = None
         self._reader_conns: list[psycopg.AsyncConnection[PgRow]] = []
         self._read_queue: asyncio.Queue[Read | None] = asyncio.Queue()
@@ -300,13 +325,20 @@ class PostgresStore:
     async def _connect(
         self, role: str, timeout_s: float | None = None
     ) -> psycopg.AsyncConnection[PgRow]:
-        """A connection named ``edgeprint-<role>`` in ``pg_stat_activity`` (for the DBA)."""
+        """A connection named ``edgeprint-<role>`` in ``pg_stat_activity`` (for the DBA).
+
+        TCP keepalives (unless the URL sets them) notice a server that vanished without a
+        word (a host cut off the network) within ~10 s, even on the listener, which only
+        reads."""
+        given = conninfo.conninfo_to_dict(self.url)
+        alive: dict[str, Any] = {k: v for k, v in _KEEPALIVES.items() if k not in given}
         return await psycopg.AsyncConnection.connect(
             self.url,
             autocommit=True,
             row_factory=_row_factory,
             connect_timeout=max(1, round(timeout_s or self._connect_timeout_s)),
             application_name=f"edgeprint-{role}",
+            **alive,
         )
 
     async def _reconnect(
@@ -506,7 +538,9 @@ class PostgresStore:
                 except errors.StoreUnavailable as exc:
                     results = [exc] * len(batch)
                     break
-                results = list(await _reads(conn, batch))
+                results = list(
+                    await _within(self._query_timeout_s, conn, _reads(conn, batch), "read")
+                )
                 lost = conn.broken or any(isinstance(r, psycopg.OperationalError) for r in results)
                 if lost:  # reconnect at the next use (a lost server is not always "broken")
                     self._born.pop(id(conn), None)
@@ -560,13 +594,17 @@ class PostgresStore:
             results: list[list[Rows] | psycopg.Error] = []
             fatal: Exception | None = None
             try:
-                results = list(await _pipelined(conn, batch))
+                results = list(
+                    await _within(self._query_timeout_s, conn, _pipelined(conn, batch), "commit")
+                )
             except psycopg.Error as exc:
                 if _fatal(exc, conn):
                     fatal = exc
                 results = []
             if not results and fatal is None:
-                results, fatal = await self._one_by_one(conn, batch)
+                results, fatal = await _within(
+                    self._query_timeout_s, conn, self._one_by_one(conn, batch), "commit"
+                )
             # another appliance's transaction deadlocked with this one (or a serialisation
             # failure): nothing of the batch was kept; run it again
             if not isinstance(fatal, pg_errors.TransactionRollback) or conn.broken:
@@ -620,8 +658,13 @@ class PostgresStore:
         if fatal is not None:
             err = _translate_error(fatal)
             if self._writer is None:
+                # the COMMIT may have reached the server before the connection went (and a
+                # strict synchronous primary keeps it, waiting for a standby): a retry must be
+                # idempotent (Idempotency-Key; a second release is 409)
+                self.in_doubt += 1
                 err = errors.StoreReconnecting(
-                    f"the database connection failed ({fatal}); nothing was stored; reconnecting"
+                    f"the database connection failed ({fatal}); the write may or may not have "
+                    "been stored; reconnecting"
                 )
             log.error(
                 "group commit failed", extra={"event": "store_commit_failed", "error": str(fatal)}
@@ -639,6 +682,29 @@ class PostgresStore:
                 )
             )
         batching.answer(batch, results, _translate_error)
+
+
+_T = TypeVar("_T")
+
+
+async def _within(
+    timeout_s: float, conn: psycopg.AsyncConnection[PgRow], work: Awaitable[_T], what: str
+) -> _T:
+    """``await work``, but after ``timeout_s`` the connection is aborted (:func:`abort`) so
+    that ``work`` ends at once with the connection lost (psycopg.OperationalError)."""
+    task = asyncio.ensure_future(work)
+    done, _ = await asyncio.wait({task}, timeout=timeout_s)
+    if not done:
+        log.warning(
+            "store %s timed out; connection dropped",
+            what,
+            extra={"event": "store_timeout", "what": what, "timeout_s": timeout_s},
+        )
+        abort(conn)
+        done, _ = await asyncio.wait({task}, timeout=timeout_s)
+        if not done:  # the socket was gone already: psycopg's own cancel, bounded by it
+            task.cancel()
+    return await task
 
 
 async def _run_unit(
