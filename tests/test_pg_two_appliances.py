@@ -149,7 +149,8 @@ async def test_a_thousand_releases_spread_over_two_appliances_release_once(
     tmp_path: Path, printers: Rig, pg_url: str
 ) -> None:
     """1,000 simultaneous releases of one held job, half on each appliance: exactly one 200,
-    every other one 409 ``state-conflict``, one RELEASED event, and the job prints once."""
+    every other one 409 ``state-conflict``, one HELD → RELEASED event, and the job prints once
+    (a copy handed back under load, PRINTING → RELEASED, is not a second release)."""
     a, b = _configs(tmp_path, printers, pg_url)
     async with _two(a, b) as (kiosk_a, kiosk_b):
         job = await kiosk_b.submit("race-0001", printer="printer-02")
@@ -167,7 +168,8 @@ async def test_a_thousand_releases_spread_over_two_appliances_release_once(
         await kiosk_b.wait_states([job["id"]], {"DONE"}, timeout_s=30)
     with psycopg.connect(pg_url) as conn:
         row = conn.execute(
-            "SELECT count(*) FROM job_events WHERE job_id = %s AND to_state = 'RELEASED'",
+            "SELECT count(*) FROM job_events WHERE job_id = %s "
+            "AND from_state = 'HELD' AND to_state = 'RELEASED'",
             (job["id"],),
         ).fetchone()
     assert row is not None
