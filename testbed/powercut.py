@@ -195,6 +195,12 @@ class PowerCutRun:
         await asyncio.gather(*clients, return_exceptions=True)
         self.server.kill()  # reap
         self.rounds += 1
+        if self.rounds % 25 == 0:
+            r = self.record
+            self.log(
+                f"powercut: {self.rounds} cuts, acknowledged jobs {len(r.acked())}, "
+                f"lost {len(set(r.lost))}, corrupted {len(set(r.corrupted))} so far"
+            )
 
     async def _client(
         self, http: aiohttp.ClientSession, url: str, n: int, stop: asyncio.Event
