@@ -39,7 +39,7 @@ test-fast:
 
 # Each benchmark writes bench/results/<name>.json; bench.report joins them into
 # bench/results/latest.{json,md} and prints the table. A failing benchmark fails the target.
-BENCHES = api print failover cups chaos resources render fleet soak ipp pg adversary morning
+BENCHES = api print failover cups chaos resources render fleet soak ipp pg adversary morning powercut
 # printers (ippeveprinter + its dbus-daemon), the CUPS scheduler of the side-by-side run,
 # PostgreSQL (bench.pg_bench runs its own throw-away cluster)
 BENCH_DEBS = cups-ipp-utils dbus-daemon cups-daemon cups-client postgresql fuse3 python3-pyfuse3 faketime patroni etcd-server

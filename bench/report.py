@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
 BENCHMARKS = (
     "api", "print", "failover", "cups", "chaos", "resources", "render", "fleet",
-    "soak", "ipp", "pg", "adversary", "morning", "dist",
+    "soak", "ipp", "pg", "adversary", "morning", "powercut", "dist",
 )  # fmt: skip
 
 
@@ -273,6 +273,7 @@ _ROWS: dict[str, Callable[[Mapping[str, Any]], list[Row]]] = {
     "pg": _generic("PostgreSQL, two boxes"),
     "adversary": _adversary,
     "morning": _generic("opening morning"),
+    "powercut": _generic("power cuts"),
     "dist": _dist,
 }
 

@@ -199,8 +199,8 @@ def _san(names: Iterable[str]) -> list[x509.GeneralName]:
     return out
 
 
-def _write_private(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` as 0600 (made so before any byte is written), atomically."""
+def _stage_private(path: Path, data: bytes) -> Path:
+    """A temporary file beside ``path`` holding ``data``: 0600 before any byte, fsync'ed."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -210,7 +210,22 @@ def _write_private(path: Path, data: bytes) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-    os.replace(tmp, path)
+    return tmp
+
+
+def _write_private(files: dict[Path, bytes]) -> None:
+    """Write each file 0600, atomically and durably, the set as one: every file is staged
+    and synced first, then all are renamed and their folders fsync'ed (a power cut leaves
+    the old set or the new one, never a new key beside no certificate)."""
+    staged = [(_stage_private(path, data), path) for path, data in files.items()]
+    for tmp, path in staged:
+        os.replace(tmp, path)
+    for folder in {path.parent for path in files}:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 #: A server certificate's key signs the TLS handshake, and does nothing else.
@@ -269,6 +284,5 @@ def make_self_signed(
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
-    _write_private(key_file, key_pem)
-    _write_private(cert_file, cert.public_bytes(serialization.Encoding.PEM))
+    _write_private({key_file: key_pem, cert_file: cert.public_bytes(serialization.Encoding.PEM)})
     return describe(cert, cert_file, key_file)

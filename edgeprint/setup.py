@@ -334,7 +334,8 @@ def commit_certificate(staged: StagedCertificate) -> None:
     if staged.staged is None:
         return
     tmp_cert, tmp_key = staged.staged
-    commit_secret(tmp_key, staged.certificate.key_file)
+    # both renamed, then one folder fsync: a power cut keeps the old pair or the new one
+    os.replace(tmp_key, staged.certificate.key_file)
     commit_secret(tmp_cert, staged.certificate.cert_file)
 
 

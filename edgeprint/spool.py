@@ -79,6 +79,19 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _make_dirs_durable(path: Path) -> None:
+    """``mkdir -p path``, each new folder's parent fsync'ed after it is made: without that a
+    power cut can take the spool folder, with every document in it, away (nothing else
+    fsyncs data_dir when the store is PostgreSQL or the SQLite file already exists)."""
+    missing: list[Path] = []
+    while not path.is_dir():
+        missing.append(path)
+        path = path.parent
+    for folder in reversed(missing):
+        folder.mkdir(exist_ok=True)
+        _fsync_dir(folder.parent)
+
+
 def _os_error(exc: OSError) -> errors.StoreError:
     if exc.errno in _FULL_ERRNOS:
         return errors.StorageFull(
@@ -295,8 +308,9 @@ class Spool:
             )
 
     def prepare(self) -> None:
-        """Create the folders and remove partial uploads left by a crash."""
-        self.tmp_dir.mkdir(parents=True, exist_ok=True)
+        """Create the folders (durably: a folder's name is on disk only once its parent
+        is fsync'ed) and remove partial uploads left by a crash."""
+        _make_dirs_durable(self.tmp_dir)
         for leftover in self.tmp_dir.iterdir():
             with contextlib.suppress(OSError):
                 leftover.unlink()

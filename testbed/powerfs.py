@@ -27,6 +27,7 @@ import os
 import socket
 import stat
 import sys
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -50,6 +51,9 @@ def _op(fn: Callable[..., Any]) -> Callable[..., Any]:
             return fn(self, *args)
         except OSError as e:
             raise pyfuse3.FUSEError(e.errno or errno.EIO) from None
+        except Exception:  # a bug here: an EIO to the caller, the trace to the log
+            traceback.print_exc()
+            raise pyfuse3.FUSEError(errno.EIO) from None
 
     handler.__name__ = fn.__name__
     return handler

@@ -89,7 +89,6 @@ class Model:
             "writes": 0,
             "written_bytes": 0,
             "injected_errors": 0,
-            "cuts_survived_files": 0,
         }
         root = Node(ROOT_INODE, "d", None, b"", os.stat(self.live).st_mode)
         self.nodes[root.ino] = root
