@@ -215,6 +215,7 @@ class Soak:
             "after_warmup": self.after_warmup,
             "checkpoints": self.checkpoints,
             "samples": self.samples,
+            "table": partial_table(self.checkpoints[-1], self.after_warmup, self.requests),
         }
 
     async def client(self, c: int, stop_at: int, turn: Sequence[str]) -> None:
@@ -296,6 +297,47 @@ async def soak(
         "samples": s.samples,
         **ground_truth(stand.rig, s.ids),
     }
+
+
+def partial_table(
+    c: dict[str, Any], aw: dict[str, float] | None, planned: int
+) -> list[dict[str, Any]]:
+    """The rows so far, from the last checkpoint (in flight, not at a quiet point)."""
+    n = f"{c['requests']:,} of {planned:,} requests (partial, in flight)"
+    rows = [
+        versus(
+            f"soak, {n}: p99 latency, last 10 % vs first 10 %",
+            "ms",
+            c["p99_last_10pct_ms"],
+            "first 10 %",
+            c["p99_first_10pct_ms"],
+            f"goal ≤ {P99_RATIO_GOAL}×; last window {c['requests_per_s']} requests/s",
+        ),
+        versus(
+            f"soak, {n}: SQLite file + WAL",
+            "MiB",
+            round(c["db_mib"] + c["wal_mib"], 1),
+            "WAL",
+            c["wal_mib"],
+            f"{c['jobs']:,} jobs kept",
+        ),
+    ]
+    if aw is not None:
+        rows.insert(
+            0,
+            versus(
+                f"soak, {n}: RSS growth after warm-up",
+                "MiB",
+                c["rss_growth_after_warmup_mib"],
+                "goal",
+                RSS_GROWTH_GOAL_MIB,
+                f"{aw['VmRSS']} → {c['VmRSS']} MiB (heap, RssAnon: "
+                f"{aw['RssAnon']} → {c['RssAnon']}); descriptors {aw['fds']:g} → {c['fds']:g}, "
+                f"threads {aw['Threads']:g} → {c['Threads']:g}, tasks {aw['tasks']:g} → "
+                f"{c['tasks']:g}",
+            ),
+        )
+    return rows
 
 
 def table(r: dict[str, Any]) -> list[dict[str, Any]]:
