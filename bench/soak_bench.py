@@ -186,10 +186,15 @@ class Soak:
             ),
             "db_mib": file_mib(data / DB_FILE),
             "wal_mib": file_mib(data / f"{DB_FILE}-wal"),
-            "appliance_cpu_s": round(process_cpu_s(self.stand.pid), 1),
+            "appliance_cpu_s": round(process_cpu_s(self.stand.pid), 2),
             "loadavg_1m": round(os.getloadavg()[0], 2),
         }
         del c["label"]
+        # The appliance's CPU per request (flat: its work does not drift) and its share of
+        # a core (low while others load the box: a p99 that moves with it is theirs).
+        cpu = c["appliance_cpu_s"] - prev.get("appliance_cpu_s", 0.0)
+        c["appliance_cpu_ms_per_request"] = round(1000 * cpu / max(1, n - prev["requests"]), 2)
+        c["appliance_cpu_share"] = round(cpu / dt, 2) if dt > 0 else None
         self.checkpoints.append(c)
         growth = c["rss_anon_growth_after_warmup_mib"]
         print(
@@ -198,7 +203,9 @@ class Soak:
             f"p99 last/first {c['p99_last_over_first']}, RSS {s['VmRSS']} MiB "
             f"(RssAnon {s['RssAnon']}, after warm-up {'+' if growth and growth > 0 else ''}"
             f"{growth}), fds {s['fds']:g}, threads {s['Threads']:g}, tasks {s['tasks']:g}, "
-            f"db {c['db_mib']} + wal {c['wal_mib']} MiB, load {c['loadavg_1m']}",
+            f"db {c['db_mib']} + wal {c['wal_mib']} MiB, appliance "
+            f"{c['appliance_cpu_ms_per_request']} ms CPU a request ({c['appliance_cpu_share']} "
+            f"of a core), load {c['loadavg_1m']}",
             flush=True,
         )
         if self.report is not None:
