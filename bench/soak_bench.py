@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import array
 import asyncio
+import contextlib
 import os
 import statistics
 import sys
@@ -71,6 +72,16 @@ def file_mib(path: Path) -> float:
         return 0.0
 
 
+def sockets(pid: int) -> int:
+    """Descriptors of ``pid`` that are sockets (a client's keep-alive connection is one,
+    with its handler task: it tells a connection from a leaked file)."""
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            n += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
+    return n
+
+
 def p99_drift(lat: Sequence[float], window: int) -> dict[str, float | None]:
     """p99 of the first and of the last ``window`` requests (ms) and their ratio; None
     until there are two whole windows."""
@@ -116,7 +127,8 @@ class Soak:
     async def sample(self, label: str = "") -> dict[str, float]:
         pid = self.stand.pid
         s = {"t_s": round(time.monotonic() - self.t0, 1), "requests": len(self.latency),
-             **proc_status(pid), "fds": open_fds(pid), "tasks": await self.tasks()}  # fmt: skip
+             **proc_status(pid), "fds": open_fds(pid), "sockets": sockets(pid),
+             "tasks": await self.tasks()}  # fmt: skip
         if label:
             s["label"] = label  # type: ignore[assignment]
         self.samples.append(s)
