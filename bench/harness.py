@@ -208,6 +208,24 @@ class Run:
         print(f"wrote {path}")
         return 1 if self.failures else 0
 
+    def partial(self, **result: Any) -> None:
+        """Rewrite the results file with the figures so far, marked ``"partial": true``
+        (a long run stopped later keeps them; :meth:`finish` replaces it at the end)."""
+        out = {
+            "benchmark": self.name,
+            "partial": True,
+            "command": f".venv/bin/python -m bench.{self.name}_bench {' '.join(sys.argv[1:])}",
+            "settings": {k: v for k, v in vars(self.args).items() if k not in ("out", "keep")},
+            **result,
+            "machine": {**self.info, "loadavg_now": [round(x, 2) for x in os.getloadavg()]},
+            "failures": self.failures,
+        }
+        path: Path = self.args.out
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(out, indent=2, default=str) + "\n")
+        tmp.replace(path)
+
 
 # --- stats and the results table -----------------------------------------------------
 
