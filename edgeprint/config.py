@@ -189,7 +189,7 @@ class StoreConfig(_Frozen):
     #: PostgreSQL only: how long one group commit or read may wait for the server (a primary
     #: cut off the network, a strict synchronous primary with no standby) before its callers
     #: get 503 ``store-unavailable`` and the connection is dropped (DESIGN §10 "failover").
-    query_timeout_s: float = Field(default=5.0, gt=0, le=300)
+    query_timeout_s: float = Field(default=5.0, ge=0.1, le=300, allow_inf_nan=False)
     #: PostgreSQL only: let several appliances use the database at once (DESIGN §10 "two
     #: boxes"). False: the first appliance holds it and a second one's start-up is refused.
     shared: bool = False

@@ -27,12 +27,14 @@ class Metrics:
         r = self.registry
         self.store_writable = Gauge(
             "edgeprint_store_writable",
-            "1 while the store's disk takes writes, 0 while it refuses them (DESIGN §6)",
+            "1 while the data disk takes writes, 0 while it refuses them (always 1 on PostgreSQL, "
+            "whose outages answer store-unavailable and show on /readyz)",
             registry=r,
         )
         self.store_write_errors = Counter(
             "edgeprint_store_write_errors_total",
-            "Writes the data disk refused, by kind (read-only, io, full)",
+            "Writes the data disk refused, by kind (read-only, io, full); while it refuses them "
+            "the once-a-second write probe counts too",
             ["kind"],
             registry=r,
         )
@@ -274,7 +276,7 @@ class Metrics:
         self.clock_step = Gauge(
             "edgeprint_clock_step_seconds",
             "The last wall-clock step seen (signed: forward positive; 0: none since start); "
-            "durations run on the run clock, which no step moves (issue 27)",
+            "durations (hold TTL, retention, back-offs) run on the run clock, which no step moves",
             registry=r,
         )
         self.clock_steps = Counter(

@@ -289,6 +289,7 @@ async def _store_health(
     """With SQLite, a disk that refuses writes is waited out (edgeprint.store.health): the
     spool and the store report to the store's health, a task probes until writes work."""
     if not isinstance(store, db.Store):
+        metrics.store_writable.set(1)  # PostgreSQL: its outages are store-unavailable, not this
         yield
         return
     watch = store.health

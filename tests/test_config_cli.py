@@ -103,6 +103,8 @@ def _with(**changes: Any) -> dict[str, Any]:
         pytest.param(_with(printers__0__fit="stretch"), "printers[0].fit: Input should be 'exact', 'center' or 'scale'", id="fit-unknown"),
         pytest.param(_with(dispatch={"media_tolerance_mm": 25}), "dispatch.media_tolerance_mm: Input should be less than or equal to 20", id="tolerance-range"),
         pytest.param(_with(dispatch={"media_tolerance_mm": -1}), "dispatch.media_tolerance_mm: Input should be greater than or equal to 0", id="tolerance-negative"),
+        pytest.param(_with(store={"query_timeout_s": 0.001}), "store.query_timeout_s: Input should be greater than or equal to 0.1", id="query-timeout-tiny"),
+        pytest.param(_with(store={"query_timeout_s": float("nan")}), "store.query_timeout_s: Input should be a finite number", id="query-timeout-nan"),
     ],
 )  # fmt: skip
 def test_bad_config_names_the_key(

@@ -304,6 +304,12 @@ def test_a_url_is_shown_without_its_password() -> None:
         == "postgresql://ep:***@db1.lan:5432,db2.lan:5433/edgeprint?target_session_attrs=read-write"
     )
     assert redact("postgresql://ep@db1,db2/edgeprint") == "postgresql://ep@db1,db2/edgeprint"
+    # the password as a parameter, and one with a raw '@' in it
+    assert redact(
+        "postgresql://ep@h1:1,h2:2/ep?password=PwSecret&target_session_attrs=read-write"
+    ) == ("postgresql://ep@h1:1,h2:2/ep?password=***&target_session_attrs=read-write")
+    assert redact("postgresql://u:S3c@ret@h1/db") == "postgresql://u:***@h1/db"
+    assert "p%40ss" not in redact("postgresql://u:p%40ss@h1/db")
 
 
 async def test_an_unreachable_database_is_a_clear_store_error(postgres: PostgresCluster) -> None:

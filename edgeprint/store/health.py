@@ -163,12 +163,17 @@ async def probe_until_writable(
         await asyncio.sleep(interval_s)  # the probe's pace
         try:
             spool_probe()
-        except errors.StoreError:
+        except (errors.StoreError, OSError):
             store_failures = 0
             continue  # the spool reported it
         try:
             await store_probe()
-        except errors.StoreError as exc:
+        except Exception as exc:  # the probe must outlive any one failure
+            if not isinstance(exc, errors.StoreError):
+                log.exception(
+                    "store: the write probe failed unexpectedly; trying again",
+                    extra={"event": "store_probe_failed"},
+                )
             store_failures += 1
             if reopen is not None and store_failures >= REOPEN_AFTER:
                 store_failures = 0

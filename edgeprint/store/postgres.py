@@ -27,6 +27,7 @@ import os
 import re
 import socket
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
@@ -101,14 +102,27 @@ def translate(sql: str) -> str:
     return "".join(out)
 
 
-#: ``scheme://user:password@`` of a libpq URL (a multi-host one too: ``@h1:p1,h2:p2``).
-_PASSWORD = re.compile(r"^(?P<head>[a-z]+://[^:@/?]*):[^@/?]*@", re.IGNORECASE)
+#: ``scheme://user:password@`` of a libpq URL (a multi-host one too: ``@h1:p1,h2:p2``); the
+#: password runs to the last ``@`` of the URL's authority (a raw ``@`` in it is common).
+_PASSWORD = re.compile(r"^(?P<head>[a-z]+://[^:@/?]*):[^/?]*@", re.IGNORECASE)
+#: ``password=…`` among the URL's parameters (``?password=`` or ``&password=``).
+_PASSWORD_PARAM = re.compile(r"(?P<head>[?&]password=)[^&]*", re.IGNORECASE)
 
 
 def redact(url: str) -> str:
-    """``url`` without its password (for logs and error messages); a libpq multi-host URL
-    (``postgresql://u:p@h1:5432,h2:5432/db``) too, which :mod:`urllib.parse` cannot parse."""
-    return _PASSWORD.sub(r"\g<head>:***@", url, count=1)
+    """``url`` without its password (for logs and error messages): in the user part or as a
+    ``password=`` parameter, and wherever else the value libpq reads from the URL appears; a
+    libpq multi-host URL (``postgresql://u:p@h1:5432,h2:5432/db``) too, which
+    :mod:`urllib.parse` cannot parse."""
+    out = _PASSWORD_PARAM.sub(r"\g<head>***", _PASSWORD.sub(r"\g<head>:***@", url, count=1))
+    try:
+        password = conninfo.conninfo_to_dict(url).get("password")
+    except psycopg.Error:
+        password = None
+    if isinstance(password, str) and password:
+        for form in {password, urllib.parse.quote(password, safe=""), urllib.parse.quote(password)}:
+            out = out.replace(form, "***")
+    return out
 
 
 def abort(conn: psycopg.AsyncConnection[Any]) -> None:
@@ -359,7 +373,8 @@ class PostgresStore:
             and self._born.get(id(conn)) == self._lost
         ):
             return conn
-        unreachable = f"the database {redact(self.url)} is unreachable; reconnecting"
+        # no URL: this reaches /readyz, which anyone on the network may read
+        unreachable = "the database is unreachable; reconnecting"
         if not backoff.ready():
             raise errors.StoreReconnecting(unreachable)
         if conn is not None:
