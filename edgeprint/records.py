@@ -71,6 +71,7 @@ class JobRecord(NamedTuple):
     title: str | None  # issue 24: what a person knows it by (None: no title)
     created_run: float | None  # issue 27: run-clock seconds (edgeprint.clock) at acceptance
     finished_run: float | None  # issue 27: run-clock seconds when it finished
+    released_run: float | None  # issue 27: run-clock seconds at its (last) release
     # computed from its copies (not columns of jobs; see ROW):
     cancel_requested: bool  # a person asked to cancel it while a printer holds a copy
     truncated_copies: int  # copies that completed without being verifiably whole

@@ -208,7 +208,7 @@ def test_job_json_is_the_models_json(
         release_pin_hash=maybe, pin_failures=0, document_pages=None if flag else n % 500,
         claims=n % 3, cancel_requested=flag, truncated_copies=n % 2,
         document_format="application/vnd.zebra-zpl" if flag else "application/pdf",
-        title=maybe, created_run=ts, finished_run=None if flag else ts,
+        title=maybe, created_run=ts, finished_run=None if flag else ts, released_run=ts,
     )  # fmt: skip
     job = JobRecord(**values)  # type: ignore[arg-type]
     assert job_json(job) == JobOut.from_record(job).model_dump_json().encode()

@@ -237,3 +237,26 @@ def test_a_printers_quarantine_and_stopped_grace_ignore_wall_clock_steps() -> No
 
 
 FIFTY_YEARS = 50 * 365 * 86_400.0
+
+
+async def test_how_long_a_job_waits_is_counted_on_the_run_clock(store: Store) -> None:
+    """The oldest-waiting age (``edgeprint_oldest_waiting_seconds``, a printer's
+    ``oldest_waiting_s``) reads ``released_run``: a release stamped with a wall time fifty
+    years ahead waits only the run clock's seconds, at submission and at a later release."""
+    run = Ticks(5000.0)
+    jobs = Jobs(store, run=run)
+    fifty_years = 50 * 365 * 86_400.0
+    at_once = await jobs.insert(_new(1, JobState.RELEASED), now=1.7e9 + fifty_years, actor="k")
+    assert at_once is not None
+    assert (at_once.released_at, at_once.released_run) == (1.7e9 + fifty_years, 5000.0)
+    held = await jobs.insert(_new(2), now=1.7e9, actor="k")
+    assert held is not None
+    assert held.released_run is None
+    run.at = 5030.0
+    released = await jobs.transition(
+        held.id, Action.RELEASE, now=1.7e9 - 3600, actor="k", sets={"released_at": 1.7e9 - 3600}
+    )
+    assert released is not None
+    assert released.released_run == 5030.0
+    assert await jobs.oldest_waiting() == {("printer-01", None): 5000.0}
+    assert await run_clock.base(store) >= 5030.0  # a lost tick resumes past every release

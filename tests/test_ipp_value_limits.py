@@ -190,6 +190,7 @@ def _job(**changes: Any) -> JobRecord:
         dead_reason="poison",
         created_run=None,
         finished_run=None,
+        released_run=None,
     )
     values.update(changes)
     return JobRecord(**values)

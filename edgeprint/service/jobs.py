@@ -98,7 +98,9 @@ _CANCEL_AT_ONCE = tuple(s for s in sources(Action.CANCEL) if s not in _ON_PRINTE
 
 @dataclass(frozen=True)
 class Queues:
-    """The waiting queues: depths and the oldest release time, keyed by (printer, pool)."""
+    """The waiting queues: depths and the oldest release time, keyed by (printer, pool);
+    ``oldest_waiting`` and ``at`` are run-clock seconds (edgeprint.clock): only ages mean
+    anything."""
 
     waiting: dict[tuple[str | None, str | None], int]
     oldest_waiting: dict[tuple[str | None, str | None], float]
@@ -1242,8 +1244,8 @@ class JobService:
     def _printed(self, done: JobRecord, printer: str, now: float) -> None:
         if not done.rehearsal:  # the live figures never count a rehearsal job
             self.metrics.jobs_printed.labels(printer=printer).inc()
-            if done.released_at is not None:
-                self.metrics.release_to_completed.observe(max(0.0, now - done.released_at))
+            if done.released_run is not None:  # on the run clock: a step is no latency
+                self.metrics.release_to_completed.observe(max(0.0, self.run() - done.released_run))
         log.info(
             "job printed",
             extra={
@@ -1489,7 +1491,7 @@ class JobService:
         """The waiting queues, keyed by (printer, None) and (None, pool), read now."""
         depths = await self.jobs.waiting_depths()
         oldest = await self.jobs.oldest_waiting()
-        return Queues(depths, oldest, self.clock())
+        return Queues(depths, oldest, self.run())  # ages on the run clock (issue 27)
 
     def stage_document(self) -> StagedDocument:
         """A place to stream an incoming document into (committed by :meth:`submit`)."""
@@ -1501,7 +1503,7 @@ class JobService:
         dead = await store_stats.dead_by_reason(self.jobs.store)
         depths = await self.jobs.waiting_depths()
         oldest = await self.jobs.oldest_waiting()
-        return JobStats(counts, dead, depths, oldest, self.clock())
+        return JobStats(counts, dead, depths, oldest, self.run())  # ages: run clock
 
     # --- webhooks (issue 17) ------------------------------------------------------------------
 

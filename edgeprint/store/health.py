@@ -35,6 +35,8 @@ _SQLITE_KINDS: Final = {8: READ_ONLY, 10: IO, 13: FULL, 14: IO}  # READONLY, IOE
 _ERRNO_KINDS: Final = {
     errno.EROFS: READ_ONLY,
     errno.EIO: IO,
+    errno.ENOTCONN: IO,  # a FUSE or network mount whose server went away
+    errno.ESTALE: IO,  # a network filesystem's handle gone stale
     errno.ENOSPC: FULL,
     errno.EDQUOT: FULL,
 }
@@ -162,7 +164,8 @@ async def probe_until_writable(
         await health.wait_failing()
         await asyncio.sleep(interval_s)  # the probe's pace
         try:
-            spool_probe()
+            # a thread: a hung fsync on a failing disk must not stop the event loop
+            await asyncio.to_thread(spool_probe)
         except (errors.StoreError, OSError):
             store_failures = 0
             continue  # the spool reported it

@@ -128,6 +128,7 @@ _SETTABLE = frozenset(
         "claimed_at",
         "finished_at",
         "finished_run",
+        "released_run",
         "failure_sig",
         "failure_printer",
         "pin_failures",
@@ -183,10 +184,10 @@ INSERT INTO jobs (id, idempotency_key, request_sha256, state, owner, printer, po
                   copies, document_sha256, document_bytes, created_at, updated_at, released_at,
                   token_name, correlation_id, actor, reason, release_pin_hash,
                   document_pages, page_short_min, page_short_max, page_long_min, page_long_max,
-                  page_landscape, rehearsal, document_format, title, created_run)
+                  page_landscape, rehearsal, document_format, title, created_run, released_run)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'submit', ?, ?, ?, ?, ?, ?, ?,
         (SELECT CASE WHEN mode = 'rehearsal' THEN 1 ELSE 0 END FROM event_mode WHERE id = 1),
-        ?, ?, ?)
+        ?, ?, ?, ?)
 ON CONFLICT (idempotency_key) DO NOTHING
 RETURNING """
     + ROW
@@ -316,6 +317,7 @@ class Jobs:
         Raises errors.StoreError. Durable (committed) when it returns.
         """
         released_at = now if job.state is JobState.RELEASED else None
+        run = self._run(now)
         rows = await self._store.write(
             _INSERT,
             (
@@ -324,7 +326,7 @@ class Jobs:
                 job.document_bytes, now, now, released_at, job.token_name, job.correlation_id,
                 actor, job.release_pin_hash, job.document_pages, job.page_short_min,
                 job.page_short_max, job.page_long_min, job.page_long_max, job.page_landscape,
-                job.document_format, job.title, self._run(now),
+                job.document_format, job.title, run, None if released_at is None else run,
             ),
         )  # fmt: skip
         return JobRecord.from_row(rows[0]) if rows else None
@@ -371,6 +373,8 @@ class Jobs:
         extra = sets or {}
         if "finished_at" in extra:  # its age for retention, on the run clock (issue 27)
             extra = {**extra, "finished_run": self._run(now)}
+        if "released_at" in extra:  # how long it waits, on the run clock (issue 27)
+            extra = {**extra, "released_run": self._run(now)}
         key = (action, tuple(extra), None if only_from is None else tuple(only_from), guard)
         shape = _TRANSITION_SHAPES.get(key)
         if shape is None:
@@ -605,9 +609,10 @@ class Jobs:
         return {(r[0], r[1]): int(r[2]) for r in rows}
 
     async def oldest_waiting(self) -> dict[tuple[str | None, str | None], float]:
-        """The oldest ``released_at`` (unix seconds) of each (printer, pool) queue."""
+        """The oldest release (run-clock seconds, ``released_run``) of each (printer, pool)
+        queue: compare with the run clock now, which no wall-clock step moves."""
         rows = await self._store.read(
-            "SELECT printer, pool, min(released_at) FROM jobs "
+            "SELECT printer, pool, min(released_run) FROM jobs "
             f"WHERE state IN ({in_list(WAITING)}) "
             "GROUP BY 1, 2"
         )

@@ -613,4 +613,12 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # issue 27 (SQLite's the same): a released job's wait on the run clock
+    [
+        "ALTER TABLE jobs ADD COLUMN released_run double precision",
+        "UPDATE jobs SET released_run = released_at",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -38,12 +38,12 @@ INSERT INTO jobs (id, idempotency_key, request_sha256, state, owner, printer, po
                   copies, document_sha256, document_bytes, created_at, updated_at, released_at,
                   token_name, correlation_id, actor, reason, document_pages, page_short_min,
                   page_short_max, page_long_min, page_long_max, page_landscape, rehearsal,
-                  document_format, reprint_of, title, created_run)
+                  document_format, reprint_of, title, created_run, released_run)
 SELECT ?, ?, ?, '{JobState.RELEASED.value}', o.owner, ?, ?, o.priority, o.copies,
        o.document_sha256, o.document_bytes, ?, ?, ?, ?, ?, ?, ?, o.document_pages,
        o.page_short_min, o.page_short_max, o.page_long_min, o.page_long_max, o.page_landscape,
        (SELECT CASE WHEN mode = 'rehearsal' THEN 1 ELSE 0 END FROM event_mode WHERE id = 1),
-       o.document_format, ?, o.title, ?
+       o.document_format, ?, o.title, ?, ?
 FROM jobs o
 WHERE o.id = ? AND o.state = '{_DONE}' AND o.document_deleted_at IS NULL
   AND o.document_sha256 = ?
@@ -116,12 +116,12 @@ class Reprints:
         statements: list[tuple[str, tuple[Any, ...]]] = []
         if self._store.dialect == "postgresql":
             statements.append((_LOCK_ORIGINAL, (new.original_id,)))
+        stamp = now if run is None else run  # created_run and released_run
         statements.append((
             _INSERT_REPRINT,
             (new.id, new.idempotency_key, new.request_sha256, new.printer, new.pool, now, now,
              now, new.token_name, new.correlation_id, new.actor, job_reason, new.original_id,
-             now if run is None else run, new.asked_id, new.document_sha256, new.original_id,
-             max_reprints),
+             stamp, stamp, new.asked_id, new.document_sha256, new.original_id, max_reprints),
         ))  # fmt: skip
         noted = [new.asked_id]
         if new.original_id != new.asked_id:

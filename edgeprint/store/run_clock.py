@@ -15,7 +15,8 @@ from edgeprint.store.interface import Dialect, Store
 _BASE = (
     "SELECT max(v) FROM (SELECT run_s AS v FROM store_clock WHERE id = 1 "
     "UNION ALL SELECT max(created_run) FROM jobs "
-    "UNION ALL SELECT max(finished_run) FROM jobs) AS q"
+    "UNION ALL SELECT max(finished_run) FROM jobs "
+    "UNION ALL SELECT max(released_run) FROM jobs) AS q"
 )
 
 _ADVANCE: dict[Dialect, str] = {

@@ -609,4 +609,13 @@ MIGRATIONS.append(
     ]
 )
 
+MIGRATIONS.append(
+    # issue 27: how long a released job has waited, on the run clock (the oldest-waiting age
+    # and release-to-completed; a wall-clock step showed as waiting time)
+    [
+        "ALTER TABLE jobs ADD COLUMN released_run REAL",
+        "UPDATE jobs SET released_run = released_at",
+    ]
+)
+
 SCHEMA_VERSION = len(MIGRATIONS)
