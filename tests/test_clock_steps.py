@@ -160,6 +160,12 @@ async def test_a_clock_step_expires_purges_and_times_out_nothing(
 
             assert seen[printing["id"]]["state"] == "PRINTING", "the case took too long to step"
             clock.set(after)
+            # the job in its back-off has waited seconds, not the step (released_run)
+            waited = await _metric_labelled(
+                http, serve.url, 'edgeprint_oldest_waiting_seconds{printer="printer-01"}'
+            )
+            if (await kiosk.job(retried["id"]))["state"] == "RELEASED":  # still waiting
+                assert 0 < waited < 60, waited
             # the back-off ends seconds after it began, whatever the step
             await kiosk.wait_states([retried["id"]], {"DONE"}, timeout_s=BACKOFF_S + 15)
             await kiosk.wait_states([printing["id"]], {"DONE"}, timeout_s=30)
