@@ -41,6 +41,8 @@ class Expect:
     check: Callable[[runner.RunOutcome], None] | None = None
     with_: tuple[str, ...] = ()  # behaviours run together with it (on printer-01)
     look_s: float = 0.0  # the run lasts at least this long (a trait learnt over time)
+    #: The other honest end, when timing alone decides between them (a race with the fault)
+    alt: Expect | None = None
 
 
 def _epoch_cause(*words: str) -> Callable[[runner.RunOutcome], None]:
@@ -114,7 +116,13 @@ EXPECT: dict[str, Expect] = {
                          whole=0, partial=1),
     "slow_answers": Expect(on=P1),
     "hangs": Expect(),
-    "hangs_long": Expect(),
+    # the hang (0.13 s in, 1.56 s long) races the 2-page job: printed and seen before it,
+    # DONE; still in hand, no answer about it for in_hand_timeout_s (1.5 s): edgeprint cannot
+    # know, says so (DEAD outcome_unknown; the printer unhealthy until a technician resumes
+    # it) and a person decides; printed once either way
+    "hangs_long": Expect(alt=Expect(state="DEAD", settled_by=frozenset({"monitoring_failed"}),
+                                    dead_reason="outcome_unknown", error="no usable answer",
+                                    healthy=False)),
     "busy": Expect(),
     "service_unavailable": Expect(),
     "ignores_which_jobs": Expect(on=P1),
@@ -198,6 +206,8 @@ async def test_behaviour(behaviour: str, rig: Rig, tmp_path: Path) -> None:
     scn = generator.scenario(22, only=(*e.with_, behaviour))
     out = await runner.run(scn, tmp_path, rig, min_run_s=e.look_s)
     [job] = out.jobs.values()
+    if e.alt is not None and job["state"] == e.alt.state:
+        e = e.alt
     name = f"edgeprint-{job['id']}"
     lines = [(p, x) for p, xs in out.paper.items() for x in xs if x.job_name == name]
     whole = [p for p, x in lines if x.whole]

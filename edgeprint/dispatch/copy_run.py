@@ -281,7 +281,7 @@ class CopyRun:
         grace = self.settings.blocked_grace_s
         now = self._clock()
         shown = stall_reasons(m.status.reasons, trays_of(m.status.attributes))
-        since = stalled_since(shown, m.reasons_since, progressed_at)
+        since = stalled_since(shown, m.reasons_seen_at, progressed_at)  # both on the timer
         if since is not None and now - since >= grace:
             return f"printer-state-reasons: {', '.join(shown)}; the job in hand is stalled"
         health = m.health

@@ -77,6 +77,7 @@ class Monitor:
         raster: bool,
         clock: Callable[[], float] = time.time,
         clocks: Callable[[], Clock] = Clock.now,
+        timer: Callable[[], float] | None = None,
     ) -> None:
         self.name = printer.name
         self.config = printer
@@ -89,6 +90,8 @@ class Monitor:
         self._raster = raster
         self._clock = clock
         self._clocks = clocks
+        #: The clock durations are judged on (the worker's monotonic timer; default ``clock``)
+        self._timer = timer or clock
         self.capabilities: PrinterCapabilities | None = None
         #: The stock it has ready, from every probe (None: not probed yet)
         self.stock: StockView | None = None
@@ -103,6 +106,9 @@ class Monitor:
         self.status: PrinterStatus | None = None
         #: since when each printer-state-reasons value now shown has shown (unix seconds)
         self.reasons_since: dict[str, float] = {}
+        #: the same on the timer: how long a stall has lasted (issue 27: no wall-clock step
+        #: makes a stall look longer or shorter)
+        self.reasons_seen_at: dict[str, float] = {}
         self.reachable = False
         self.unreachable_since: float | None = None
         self._trusted = False
@@ -291,6 +297,9 @@ class Monitor:
         self.status = status
         self._read_stock(status)
         self.reasons_since = reasons.first_seen(self.reasons_since, status.reasons, now)
+        self.reasons_seen_at = reasons.first_seen(
+            self.reasons_seen_at, status.reasons, self._timer()
+        )
         await self.rolls.on_probe(status)
         self._note_paused(now)
         await self.health_changed(self.health.on_probe(status, now, unusable))
@@ -317,6 +326,7 @@ class Monitor:
         now = self._clock()
         self._described = None  # it may come back another printer: describe it again
         self.reasons_since = {}  # what it shows when back is seen anew
+        self.reasons_seen_at = {}
         if isinstance(exc, errors.PrinterUnreachable | errors.PrinterTimedOut):
             self._after_outage = True  # it may have been off (a reset of one request is not)
         if self.reachable or self.unreachable_since is None:

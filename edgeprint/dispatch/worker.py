@@ -84,7 +84,7 @@ class PrinterWorker:
         self.current_job: str | None = None
         self.monitor = Monitor(
             printer, client, service, settings, metrics, self.board, self.ownership,
-            raster=renderer is not None, clock=clock,
+            raster=renderer is not None, clock=clock, timer=timer,
         )  # fmt: skip
         # a copy's timeouts are durations: the monotonic ``timer`` (no wall-clock step moves
         # them, issue 27); the monitor's times are shown to people (wall ``clock``)
