@@ -42,6 +42,8 @@ TERMINAL = {"DONE", "DEAD", "CANCELLED", "EXPIRED"}
 #: Documents of finished jobs are deleted this soon, so housekeeping runs under the cuts.
 RETENTION_S = 2.0
 CLIENTS = 3
+#: Clean stop-and-start rounds at the end (the normal start-up time to compare with).
+CLEAN_STARTS = 5
 SETTLE_TIMEOUT_S = 120.0
 
 
@@ -62,6 +64,9 @@ class Record:
 
     sent: dict[str, Sent] = field(default_factory=dict)
     restart_s: list[float] = field(default_factory=list)
+    #: Start → serving after a clean stop, on the same filesystem and store (the normal
+    #: start-up time the restarts after a cut are compared with).
+    clean_start_s: list[float] = field(default_factory=list)
     cut_s: list[float] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)
     corrupted: list[str] = field(default_factory=list)
@@ -165,8 +170,9 @@ class PowerCutRun:
 
     # -- one round -------------------------------------------------------------------------
 
-    async def _start(self, http: aiohttp.ClientSession) -> str:
-        """Start the appliance; restart → serving (ready line, then a 200 to a list)."""
+    async def _start(self, http: aiohttp.ClientSession, *, clean: bool = False) -> str:
+        """Start the appliance; restart → serving (ready line, then a 200 to a list), kept
+        with the restarts after a cut, or (``clean``) with the starts after a clean stop."""
         assert self.server is not None
         t0 = time.monotonic()
         await asyncio.to_thread(self.server.start)
@@ -174,8 +180,17 @@ class PowerCutRun:
         async with http.get(f"{url}/v1/jobs?limit=1", headers=_auth()) as r:
             if r.status != 200:
                 raise AssertionError(f"not serving after restart: HTTP {r.status}")
-        self.record.restart_s.append(time.monotonic() - t0)
+        took = time.monotonic() - t0
+        (self.record.clean_start_s if clean else self.record.restart_s).append(took)
         return url
+
+    async def _clean_starts(self, http: aiohttp.ClientSession, n: int = CLEAN_STARTS) -> None:
+        """Stop cleanly and start again ``n`` times on what the run left: the normal
+        start-up time on this filesystem, beside the restarts after a cut."""
+        assert self.server is not None
+        for _ in range(n):
+            await self._start(http, clean=True)
+            await asyncio.to_thread(self.server.terminate)
 
     async def _round(self, http: aiohttp.ClientSession) -> None:
         assert self.server is not None
@@ -371,6 +386,7 @@ class PowerCutRun:
         lost_hooks = sorted(expected - self.hooks.delivered())
         self.server.terminate()
         self.check_durable_state()
+        await self._clean_starts(http)
         return self.summary(jobs, duplicates, unknown, unprinted, lost_hooks)
 
     def summary(
@@ -386,6 +402,7 @@ class PowerCutRun:
         for _, state in jobs.values():
             states[state] = states.get(state, 0) + 1
         restart = sorted(r.restart_s)
+        clean = sorted(r.clean_start_s)
         return {
             "seed": self.seed,
             "cuts": self.rounds,
@@ -402,6 +419,11 @@ class PowerCutRun:
             "restart_to_serving_ms": {
                 "p50": round(statistics.median(restart) * 1000) if restart else None,
                 "max": round(restart[-1] * 1000) if restart else None,
+            },
+            "clean_start_ms": {
+                "p50": round(statistics.median(clean) * 1000) if clean else None,
+                "max": round(clean[-1] * 1000) if clean else None,
+                "starts": len(clean),
             },
             "cut_ms_p50": round(statistics.median(r.cut_s) * 1000) if r.cut_s else None,
             "answers": dict(sorted(r.answers.items())),
