@@ -259,7 +259,7 @@ def _alive(pid: int) -> bool:
     """The process exists and is not a zombie."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before the open, or during the read
         return False
     return stat[stat.rfind(")") + 2] not in "ZX"
 
