@@ -1,8 +1,7 @@
 """JSON logs: one object per line on stdout (journald keeps them).
 
-Log with ``extra={"event": "job_accepted", "job_id": …, "printer": …,
-"correlation_id": …}``; event names are those of DESIGN §7. Never log tokens
-or PINs.
+Log an event with :func:`log_event`: ``log_event(log, "job_accepted", job_id=…,
+printer=…)``; event names are those of DESIGN §7. Never log tokens or PINs.
 """
 
 from __future__ import annotations
@@ -105,6 +104,26 @@ class _WithholdRequestData(logging.Filter):
             record.exc_text = None
             record.event = "http_bad_request"
         return True
+
+
+def log_event(
+    logger: logging.Logger,
+    event: str,
+    /,
+    *,
+    message: str | None = None,
+    level: int = logging.INFO,
+    exc_info: bool | BaseException | None = None,
+    **fields: object,
+) -> None:
+    """Log ``event`` with ``fields`` as one line's keys, in the order given.
+
+    The message is ``message``, or the event's name with spaces (``job_expired`` → "job
+    expired"). Nothing is built when ``level`` is not logged.
+    """
+    if logger.isEnabledFor(level):
+        text = event.replace("_", " ") if message is None else message
+        logger.log(level, text, exc_info=exc_info, extra={"event": event, **fields})
 
 
 def configure(level: str = "INFO") -> None:

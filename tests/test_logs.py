@@ -131,3 +131,29 @@ def test_a_log_line_is_what_the_json_encoder_writes(message: str, extra: dict[st
         **extra,
     }
     assert JsonLines().format(record) == json.JSONEncoder(default=str).encode(expected)
+
+
+def test_log_event_writes_the_event_and_its_fields_in_order() -> None:
+    from edgeprint.logs import JsonLines, log_event
+
+    logger = logging.getLogger("edgeprint.test_log_event")
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    keep = Keep()
+    logger.addHandler(keep)
+    logger.setLevel(logging.INFO)
+    try:
+        log_event(logger, "job_expired", job_id="j1", printer="p1")
+        log_event(logger, "printer_stalled", message="printer is stalled", level=logging.WARNING)
+        log_event(logger, "quiet", level=logging.DEBUG)  # below the level: not built
+    finally:
+        logger.removeHandler(keep)
+    assert [r.getMessage() for r in records] == ["job expired", "printer is stalled"]
+    assert [r.levelno for r in records] == [logging.INFO, logging.WARNING]
+    line = json.loads(JsonLines().format(records[0]))
+    assert list(line)[4:] == ["event", "job_id", "printer"]
+    assert (line["event"], line["job_id"], line["printer"]) == ("job_expired", "j1", "p1")
