@@ -29,6 +29,7 @@ _DOTTED = re.compile(r"`([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)`")
 _PACKAGE_REF = re.compile(r"(?<![\w/.-])edgeprint(?:\.[A-Za-z_]\w*)+")
 _RECORD = re.compile(r"^(\d{4})-[a-z0-9-]+\.md$")
 _LINK = re.compile(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)")
+_DESIGN_ANCHOR = re.compile(r"\]\([^)#\s]*DESIGN\.md#([^)\s]+)\)")
 
 
 def _design() -> str:
@@ -136,6 +137,16 @@ def records() -> dict[str, Path]:
     return found
 
 
+def anchors(text: str) -> set[str]:
+    """The anchors GitHub gives the headings of ``text``."""
+    found = set()
+    for line in text.splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            found.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return found
+
+
 def links(text: str) -> list[str]:
     """The relative ``.md`` targets of the Markdown links in ``text``."""
     return [t for t in _LINK.findall(text) if "://" not in t]
@@ -187,12 +198,17 @@ def test_the_state_tables_are_printed_from_the_transition_tables() -> None:
 
 
 def test_every_linked_decision_record_exists() -> None:
-    """Every record DESIGN.md, the index or another record links to is a file."""
+    """Every record DESIGN.md, the index or another record links to is a file, and every
+    section of DESIGN.md a record links to is a heading there."""
     sources = [DESIGN, DECISIONS / "README.md", *records().values()]
     for source in sources:
         for target in links(source.read_text(encoding="utf-8")):
             path = (source.parent / target).resolve()
             assert path.is_file(), f"{source.name} links {target}, which does not exist"
+    headings = anchors(_design())
+    for source in sources[1:]:
+        for anchor in _DESIGN_ANCHOR.findall(source.read_text(encoding="utf-8")):
+            assert anchor in headings, f"{source.name} links DESIGN.md#{anchor}: no such section"
 
 
 def test_every_decision_record_is_linked_and_indexed() -> None:
