@@ -198,15 +198,15 @@ def test_the_state_tables_are_printed_from_the_transition_tables() -> None:
 
 
 def test_every_linked_decision_record_exists() -> None:
-    """Every record DESIGN.md, the index or another record links to is a file, and every
-    section of DESIGN.md a record links to is a heading there."""
-    sources = [DESIGN, DECISIONS / "README.md", *records().values()]
+    """Every record DESIGN.md, the README, the index or another record links to is a file,
+    and every section of DESIGN.md a record links to is a heading there."""
+    sources = [DESIGN, ROOT / "README.md", DECISIONS / "README.md", *records().values()]
     for source in sources:
         for target in links(source.read_text(encoding="utf-8")):
             path = (source.parent / target).resolve()
             assert path.is_file(), f"{source.name} links {target}, which does not exist"
     headings = anchors(_design())
-    for source in sources[1:]:
+    for source in sources[2:]:
         for anchor in _DESIGN_ANCHOR.findall(source.read_text(encoding="utf-8")):
             assert anchor in headings, f"{source.name} links DESIGN.md#{anchor}: no such section"
 
