@@ -25,7 +25,7 @@ import aiosqlite
 from edgeprint import errors
 from edgeprint.store import batching, health
 from edgeprint.store.batching import Read, Unit
-from edgeprint.store.schema import MIGRATIONS
+from edgeprint.store.schema.sqlite import MIGRATIONS
 
 log = logging.getLogger(__name__)
 

@@ -38,9 +38,11 @@ from psycopg import errors as pg_errors
 from psycopg import sql as pg_sql
 
 from edgeprint import errors
-from edgeprint.store import batching, pg_schema
+from edgeprint.store import batching
 from edgeprint.store.batching import Read, Unit
 from edgeprint.store.interface import Params, Rows
+from edgeprint.store.schema import pg_names
+from edgeprint.store.schema import postgres as pg_schema
 
 log = logging.getLogger(__name__)
 
@@ -426,7 +428,7 @@ class PostgresStore:
             try:
                 cur = await conn.execute("SELECT current_schema()")
                 row = await cur.fetchone()
-                channel = pg_schema.CHANNEL_PREFIX + str(row[0] if row else "public")
+                channel = pg_names.CHANNEL_PREFIX + str(row[0] if row else "public")
                 await conn.execute(pg_sql.SQL("LISTEN {}").format(pg_sql.Identifier(channel)))
                 delay = _RECONNECT_MIN_S
                 # the server answers again: the writer and readers try at their next use
@@ -466,7 +468,7 @@ class PostgresStore:
         how = "pg_try_advisory_lock" if self._exclusive else "pg_try_advisory_lock_shared"
         cur = await conn.execute(
             pg_sql.SQL("SELECT {}({}, hashtext(current_schema()))").format(
-                pg_sql.Identifier(how), pg_schema.WRITER_LOCK
+                pg_sql.Identifier(how), pg_names.WRITER_LOCK
             )
         )
         row = await cur.fetchone()
@@ -490,7 +492,7 @@ class PostgresStore:
         and both drive the printers. Raises errors.StoreUnavailable when another holds it."""
         cur = await conn.execute(
             pg_sql.SQL("SELECT pg_try_advisory_lock({}, hashtext(current_schema() || ':' || %s))")
-            .format(pg_schema.APPLIANCE_LOCK),
+            .format(pg_names.APPLIANCE_LOCK),
             (me,),
         )  # fmt: skip
         row = await cur.fetchone()
@@ -504,10 +506,10 @@ class PostgresStore:
         async with conn.transaction():
             await conn.execute(
                 pg_sql.SQL("SELECT pg_advisory_xact_lock({}, hashtext(current_schema()))").format(
-                    pg_schema.MIGRATION_LOCK
+                    pg_names.MIGRATION_LOCK
                 )
             )
-            await conn.execute(pg_schema.VERSION_TABLE)
+            await conn.execute(pg_names.VERSION_TABLE)
             cur = await conn.execute("SELECT version FROM schema_version")
             row = await cur.fetchone()
             if row is None:
