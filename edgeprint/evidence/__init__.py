@@ -9,7 +9,7 @@ the copy's epoch, ``time-at-creation`` and ``job-uuid`` where known, the name
 only as the printer is known to echo it); :func:`find_orphans` looks for the
 printer job of a copy whose job-id edgeprint never learnt; :func:`observe` turns
 what the printer said (a :class:`Sighting`) into what the copy now is. The
-job-level rules that follow are :func:`edgeprint.copies.judge`.
+job-level rules that follow are :func:`edgeprint.copy_policy.judge`.
 
 The table and the answers' types are :mod:`.table`, identity :mod:`.identity`, what an
 answer means for a copy :mod:`.observe`; this package re-exports every public name.
