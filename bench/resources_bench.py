@@ -46,7 +46,7 @@ from edgeprint.states import Action
 from edgeprint.store import Store
 from edgeprint.store.copies import Copies
 from edgeprint.store.jobs import GUARD_ON_PRINTER, Jobs
-from edgeprint.store.schema import SCHEMA_VERSION
+from edgeprint.store.schema.sqlite import SCHEMA_VERSION
 
 PRINTERS = 20
 POOLS = ("hall-a", "hall-b", "hall-c", "hall-d")

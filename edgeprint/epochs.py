@@ -156,27 +156,40 @@ def advance(
         number = 1
     else:
         cause = restart_cause(
-            last, reading, asked or clock, after_outage=after_outage,
+            last,
+            reading,
+            asked or clock,
+            after_outage=after_outage,
             up_time_moves=up_time_moves,
-        )  # fmt: skip
+        )
         number = last.number + 1 if cause else last.number
     if cause is not None:
         return (
             Epoch(
-                number=number, began_at=clock.wall, cause=cause, up_time_s=reading.up_time_s,
-                seen_at=clock.wall, boot_id=clock.boot_id, boot_s=clock.boot_s,
-                printer_uuid=reading.printer_uuid, config_change_time=reading.config_change_time,
+                number=number,
+                began_at=clock.wall,
+                cause=cause,
+                up_time_s=reading.up_time_s,
+                seen_at=clock.wall,
+                boot_id=clock.boot_id,
+                boot_s=clock.boot_s,
+                printer_uuid=reading.printer_uuid,
+                config_change_time=reading.config_change_time,
                 config_change_dt=reading.config_change_dt,
             ),
             cause,
-        )  # fmt: skip
+        )
     assert last is not None
     return (
         replace(
-            last, up_time_s=reading.up_time_s, seen_at=clock.wall, boot_id=clock.boot_id,
-            boot_s=clock.boot_s, printer_uuid=reading.printer_uuid or last.printer_uuid,
+            last,
+            up_time_s=reading.up_time_s,
+            seen_at=clock.wall,
+            boot_id=clock.boot_id,
+            boot_s=clock.boot_s,
+            printer_uuid=reading.printer_uuid or last.printer_uuid,
             config_change_time=reading.config_change_time,
             config_change_dt=reading.config_change_dt or last.config_change_dt,
         ),
         None,
-    )  # fmt: skip
+    )

@@ -19,268 +19,282 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 
+class _Declare:
+    """Metrics declared on one registry."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+
+    def counter(self, name: str, doc: str, *labels: str) -> Counter:
+        return Counter(name, doc, labels, registry=self.registry)
+
+    def gauge(self, name: str, doc: str, *labels: str) -> Gauge:
+        return Gauge(name, doc, labels, registry=self.registry)
+
+    def histogram(self, name: str, doc: str, *labels: str, buckets: tuple[float, ...]) -> Histogram:
+        return Histogram(name, doc, labels, buckets=buckets, registry=self.registry)
+
+
 class Metrics:
     """Every edgeprint_* metric, registered on :attr:`registry`."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)
-        r = self.registry
-        self.store_writable = Gauge(
+        new = _Declare(self.registry)
+        self.store_writable = new.gauge(
             "edgeprint_store_writable",
             "1 while the data disk takes writes, 0 while it refuses them (always 1 on PostgreSQL, "
             "whose outages answer store-unavailable and show on /readyz)",
-            registry=r,
         )
-        self.store_write_errors = Counter(
+        self.store_write_errors = new.counter(
             "edgeprint_store_write_errors_total",
             "Writes the data disk refused, by kind (read-only, io, full); while it refuses them "
             "the once-a-second write probe counts too",
-            ["kind"],
-            registry=r,
+            "kind",
         )
-        self.jobs_accepted = Counter(
-            "edgeprint_jobs_accepted_total", "Jobs accepted (201), by initial state",
-            ["state"], registry=r,
-        )  # fmt: skip
-        self.duplicates_suppressed = Counter(
+        self.jobs_accepted = new.counter(
+            "edgeprint_jobs_accepted_total", "Jobs accepted (201), by initial state", "state"
+        )
+        self.duplicates_suppressed = new.counter(
             "edgeprint_duplicates_suppressed_total",
             "Submissions answered from an earlier job with the same Idempotency-Key",
-            registry=r,
         )
-        self.transitions = Counter(
-            "edgeprint_job_transitions_total", "Job state changes, by action and outcome",
-            ["action", "outcome"], registry=r,
-        )  # fmt: skip
-        self.printer_takeovers = Counter(
+        self.transitions = new.counter(
+            "edgeprint_job_transitions_total",
+            "Job state changes, by action and outcome",
+            "action",
+            "outcome",
+        )
+        self.printer_takeovers = new.counter(
             "edgeprint_printer_takeovers_total",
             "Printer leases this appliance took over (from another appliance or an earlier "
             "run of its own), by printer",
-            ["printer"], registry=r,
-        )  # fmt: skip
-        self.printer_epoch = Gauge(
+            "printer",
+        )
+        self.printer_epoch = new.gauge(
             "edgeprint_printer_epoch",
             "The printer's epoch: one more each time it restarted or was replaced (DESIGN §3)",
-            ["printer"], registry=r,
-        )  # fmt: skip
-        self.printer_epochs = Counter(
+            "printer",
+        )
+        self.printer_epochs = new.counter(
             "edgeprint_printer_epochs_total",
             "New epochs seen (restarts, replacements), by printer",
-            ["printer"], registry=r,
-        )  # fmt: skip
-        self.ipp_requests_held = Counter(
+            "printer",
+        )
+        self.ipp_requests_held = new.counter(
             "edgeprint_ipp_requests_held_total",
             "IPP requests that waited for the printer's request budget (a storm held back)",
-            ["printer"], registry=r,
-        )  # fmt: skip
-        self.release_conflicts = Counter(
+            "printer",
+        )
+        self.release_conflicts = new.counter(
             "edgeprint_release_conflicts_total",
             "Releases refused because the job was no longer HELD (409)",
-            registry=r,
         )
-        self.pin_attempts = Counter(
+        self.pin_attempts = new.counter(
             "edgeprint_release_pin_attempts_total",
             "Releases of PIN-protected jobs, by outcome (ok, mismatch, locked)",
-            ["outcome"], registry=r,
-        )  # fmt: skip
-        self.release_locks = Counter(
+            "outcome",
+        )
+        self.release_locks = new.counter(
             "edgeprint_release_locks_total",
             "Jobs whose release was locked after too many wrong PINs",
-            registry=r,
         )
-        self.rate_limited = Counter(
+        self.rate_limited = new.counter(
             "edgeprint_rate_limited_total",
             "Requests refused with 429 because their token exceeded server.rate_limit",
-            registry=r,
         )
-        self.documents_rejected = Counter(
+        self.documents_rejected = new.counter(
             "edgeprint_documents_rejected_total",
             "Submissions refused for their PDF, by reason (problem type slug)",
-            ["reason"], registry=r,
-        )  # fmt: skip
-        self.jobs = Gauge(
-            "edgeprint_jobs", "Stored jobs by state (refreshed on scrape)", ["state"], registry=r
+            "reason",
+        )
+        self.jobs = new.gauge(
+            "edgeprint_jobs", "Stored jobs by state (refreshed on scrape)", "state"
         )
         # issue 23 (preflight): the event's mode and the rehearsal's jobs, apart from the live
-        self.event_rehearsal = Gauge(
+        self.event_rehearsal = new.gauge(
             "edgeprint_event_rehearsal",
             "1 while the event is in rehearsal (POST /v1/event/rehearsal), 0 when live",
-            registry=r,
         )
-        self.rehearsal_jobs = Gauge(
+        self.rehearsal_jobs = new.gauge(
             "edgeprint_rehearsal_jobs",
             "Stored rehearsal jobs by state (refreshed on scrape; edgeprint_jobs counts only "
             "live ones)",
-            ["state"], registry=r,
-        )  # fmt: skip
-        self.http_request_duration = Histogram(
+            "state",
+        )
+        self.http_request_duration = new.histogram(
             "edgeprint_http_request_duration_seconds",
             "API request handling time, by route and status class",
-            ["route", "status"],
+            "route",
+            "status",
             buckets=_LATENCY_BUCKETS,
-            registry=r,
         )
-        self.store_batch_size = Histogram(
+        self.store_batch_size = new.histogram(
             "edgeprint_store_commit_statements",
             "Statements per group commit",
             buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
-            registry=r,
         )
-        self.jobs_printed = Counter(
-            "edgeprint_jobs_printed_total", "Jobs the printer reported completed", ["printer"],
-            registry=r,
-        )  # fmt: skip
-        self.retries = Counter(
-            "edgeprint_job_retries_total", "Print attempts that failed and were retried",
-            ["printer"], registry=r,
-        )  # fmt: skip
-        self.jobs_dead = Counter(
-            "edgeprint_jobs_dead_total", "Jobs parked in the dead-letter queue, by reason",
-            ["reason"], registry=r,
-        )  # fmt: skip
-        self.reconciliations = Counter(
+        self.jobs_printed = new.counter(
+            "edgeprint_jobs_printed_total", "Jobs the printer reported completed", "printer"
+        )
+        self.retries = new.counter(
+            "edgeprint_job_retries_total",
+            "Print attempts that failed and were retried",
+            "printer",
+        )
+        self.jobs_dead = new.counter(
+            "edgeprint_jobs_dead_total",
+            "Jobs parked in the dead-letter queue, by reason",
+            "reason",
+        )
+        self.reconciliations = new.counter(
             "edgeprint_reconciliations_total",
             "PRINTING jobs reconciled with the printer's job list, by verdict",
-            ["printer", "verdict"], registry=r,
-        )  # fmt: skip
-        self.copies_settled = Counter(
+            "printer",
+            "verdict",
+        )
+        self.copies_settled = new.counter(
             "edgeprint_copies_settled_total",
             "Printer jobs (copies) settled, by printer and how (printed, incomplete, "
             "document_error, aborted, cancelled, cancelled_elsewhere, vanished, lost, refused)",
-            ["printer", "state"], registry=r,
-        )  # fmt: skip
-        self.certificate_changes = Counter(
+            "printer",
+            "state",
+        )
+        self.certificate_changes = new.counter(
             "edgeprint_tls_certificate_changes_total",
             "ipps printers found presenting another certificate than the pinned one",
-            ["printer"], registry=r,
-        )  # fmt: skip
-        self.monitoring_failures = Counter(
+            "printer",
+        )
+        self.monitoring_failures = new.counter(
             "edgeprint_job_monitoring_failures_total",
             "Get-Job-Attributes/Get-Jobs requests about a copy that got no usable answer",
-            ["printer"], registry=r,
-        )  # fmt: skip
-        self.ipp_request_duration = Histogram(
+            "printer",
+        )
+        self.ipp_request_duration = new.histogram(
             "edgeprint_ipp_request_duration_seconds",
             "IPP request time, by printer, operation and outcome",
-            ["printer", "operation", "outcome"], buckets=_LATENCY_BUCKETS, registry=r,
-        )  # fmt: skip
-        self.release_to_completed = Histogram(
+            "printer",
+            "operation",
+            "outcome",
+            buckets=_LATENCY_BUCKETS,
+        )
+        self.release_to_completed = new.histogram(
             "edgeprint_release_to_completed_seconds",
             "From release (or submit with hold=false) to the printer reporting completed",
-            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300), registry=r,
-        )  # fmt: skip
-        self.failovers = Counter(
+            buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300),
+        )
+        self.failovers = new.counter(
             "edgeprint_failovers_total",
-            "Jobs moved off a printer (unhealthy, full, drained) to its peers", ["printer"],
-            registry=r,
-        )  # fmt: skip
-        self.backpressure = Counter(
-            "edgeprint_backpressure_total", "Jobs refused with 503 because a queue was full",
-            registry=r,
-        )  # fmt: skip
-        self.printer_healthy = Gauge(
-            "edgeprint_printer_healthy", "1 when the printer takes new work", ["printer"],
-            registry=r,
-        )  # fmt: skip
-        self.health_changes = Counter(
-            "edgeprint_printer_health_changes_total", "Printer health transitions",
-            ["printer", "healthy"], registry=r,
-        )  # fmt: skip
-        self.waiting_jobs = Gauge(
-            "edgeprint_waiting_jobs", "RELEASED jobs waiting for this printer by name",
-            ["printer"], registry=r,
-        )  # fmt: skip
-        self.pool_waiting_jobs = Gauge(
-            "edgeprint_pool_waiting_jobs", "RELEASED jobs waiting for any printer of the pool",
-            ["pool"], registry=r,
-        )  # fmt: skip
-        self.jobs_waiting_for_stock = Gauge(
+            "Jobs moved off a printer (unhealthy, full, drained) to its peers",
+            "printer",
+        )
+        self.backpressure = new.counter(
+            "edgeprint_backpressure_total", "Jobs refused with 503 because a queue was full"
+        )
+        self.printer_healthy = new.gauge(
+            "edgeprint_printer_healthy", "1 when the printer takes new work", "printer"
+        )
+        self.health_changes = new.counter(
+            "edgeprint_printer_health_changes_total",
+            "Printer health transitions",
+            "printer",
+            "healthy",
+        )
+        self.waiting_jobs = new.gauge(
+            "edgeprint_waiting_jobs", "RELEASED jobs waiting for this printer by name", "printer"
+        )
+        self.pool_waiting_jobs = new.gauge(
+            "edgeprint_pool_waiting_jobs",
+            "RELEASED jobs waiting for any printer of the pool",
+            "pool",
+        )
+        self.jobs_waiting_for_stock = new.gauge(
             "edgeprint_jobs_waiting_for_stock",
             "RELEASED jobs no printer of their target has fitting stock ready for, by target "
             "(a printer or pool name; kind: printer or pool)",
-            ["target", "kind"], registry=r,
-        )  # fmt: skip
-        self.oldest_waiting = Gauge(
+            "target",
+            "kind",
+        )
+        self.oldest_waiting = new.gauge(
             "edgeprint_oldest_waiting_seconds",
             "Age of the oldest job this printer could take (its own or its pool's); 0 if none",
-            ["printer"], registry=r,
-        )  # fmt: skip
-        self.dead_letter = Gauge(
-            "edgeprint_dead_letter_jobs", "Jobs in the dead-letter queue (DEAD)", registry=r
+            "printer",
         )
-        self.printer_state_reason = Gauge(
+        self.dead_letter = new.gauge(
+            "edgeprint_dead_letter_jobs", "Jobs in the dead-letter queue (DEAD)"
+        )
+        self.printer_state_reason = new.gauge(
             "edgeprint_printer_state_reason",
             "1 for each printer-state-reasons keyword the printer reports (RFC 8011 §5.4.12)",
-            ["printer", "reason"], registry=r,
-        )  # fmt: skip
-        self.printer_problem = Gauge(
+            "printer",
+            "reason",
+        )
+        self.printer_problem = new.gauge(
             "edgeprint_printer_problem",
             "1 for each problem a printer has now, by its kind (edgeprint.printers.problems: "
             "the words of the page, the CLI and GET /v1/printers)",
-            ["printer", "kind"],
-            registry=r,
+            "printer",
+            "kind",
         )
-        self.queued_job_count = Gauge(
-            "edgeprint_printer_queued_jobs", "The printer's own queued-job-count", ["printer"],
-            registry=r,
-        )  # fmt: skip
-        self.printer_up = Gauge(
-            "edgeprint_printer_up", "1 when the printer answered its last request", ["printer"],
-            registry=r,
-        )  # fmt: skip
+        self.queued_job_count = new.gauge(
+            "edgeprint_printer_queued_jobs", "The printer's own queued-job-count", "printer"
+        )
+        self.printer_up = new.gauge(
+            "edgeprint_printer_up", "1 when the printer answered its last request", "printer"
+        )
         # issue 23 (supplies): levels from the probes, and each label roll's runway
-        self.supply_level = Gauge(
+        self.supply_level = new.gauge(
             "edgeprint_printer_supply_level",
             "A supply's level in percent (printer-supply, marker-levels), as last probed",
-            ["printer", "supply"], registry=r,
-        )  # fmt: skip
-        self.media_level = Gauge(
+            "printer",
+            "supply",
+        )
+        self.media_level = new.gauge(
             "edgeprint_printer_media_level",
             "An input tray's media level in percent (printer-input-tray), as last probed",
-            ["printer", "tray"], registry=r,
-        )  # fmt: skip
-        self.labels_left = Gauge(
+            "printer",
+            "tray",
+        )
+        self.labels_left = new.gauge(
             "edgeprint_printer_labels_left",
             "Labels left on the roll: labels_per_roll less those printed since it was changed",
-            ["printer"], registry=r,
-        )  # fmt: skip
-        self.runway_seconds = Gauge(
+            "printer",
+        )
+        self.runway_seconds = new.gauge(
             "edgeprint_printer_runway_seconds",
             "When the roll runs out at the last 15 minutes' rate (+Inf: nothing printed lately)",
-            ["printer"], registry=r,
-        )  # fmt: skip
-        self.roll_changes = Counter(
+            "printer",
+        )
+        self.roll_changes = new.counter(
             "edgeprint_printer_roll_changes_total",
             "Label roll changes seen (media-empty → ready, new media-ready) or told "
             "(POST /v1/printers/{name}/media-loaded)",
-            ["printer"], registry=r,
-        )  # fmt: skip
-        self.webhook_deliveries = Counter(
+            "printer",
+        )
+        self.webhook_deliveries = new.counter(
             "edgeprint_webhook_deliveries_total",
             "Webhook delivery attempts by outcome: delivered (2xx), retried (failed, tried "
             "again later), failed (parked after max_delivery_s)",
-            ["outcome"], registry=r,
-        )  # fmt: skip
+            "outcome",
+        )
         for outcome in ("delivered", "retried", "failed"):
             self.webhook_deliveries.labels(outcome=outcome)
-        self.tls_certificate_expiry = Gauge(
+        self.tls_certificate_expiry = new.gauge(
             "edgeprint_tls_certificate_expiry_timestamp_seconds",
             "When the certificate the API serves ends (notAfter, unix time; 0: no TLS served)",
-            registry=r,
         )
-        self.event_loop_tasks = Gauge(
+        self.event_loop_tasks = new.gauge(
             "edgeprint_event_loop_tasks",
             "asyncio tasks alive in the appliance's event loop (a count that only grows is a leak)",
-            registry=r,
         )
         self.event_loop_tasks.set_function(_tasks_alive)
-        self.clock_step = Gauge(
+        self.clock_step = new.gauge(
             "edgeprint_clock_step_seconds",
             "The last wall-clock step seen (signed: forward positive; 0: none since start); "
             "durations (hold TTL, retention, back-offs) run on the run clock, which no step moves",
-            registry=r,
         )
-        self.clock_steps = Counter(
-            "edgeprint_clock_steps_total", "Wall-clock steps seen since start", registry=r
+        self.clock_steps = new.counter(
+            "edgeprint_clock_steps_total", "Wall-clock steps seen since start"
         )
         self._reason_labels: dict[str, set[str]] = {}
         self._problem_kinds: dict[str, set[str]] = {}

@@ -135,7 +135,8 @@ def _listen_to_other_appliances(store: Store, service: JobService) -> None:
     """On PostgreSQL, changes other appliances make ring this one's workers at once."""
     if store.dialect != "postgresql":
         return
-    from edgeprint.store.postgres import Notice, PostgresStore
+    from edgeprint.store.pg_connection import Notice
+    from edgeprint.store.postgres import PostgresStore
 
     async def on_notice(n: Notice) -> None:
         await service.notified(n.kind, n.printer, n.pool, n.paused)

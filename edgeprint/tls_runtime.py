@@ -33,6 +33,7 @@ import ifaddr
 from edgeprint import certificates
 from edgeprint.certificates import Certificate, CertificateError
 from edgeprint.config import SELF_SIGNED_CERT, SELF_SIGNED_KEY, ServerConfig
+from edgeprint.logs import log_event
 from edgeprint.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -101,15 +102,14 @@ class ServedCertificate:
         cert_file, key_file = _files(server)
         if server.tls == "self-signed" and not cert_file.exists() and not key_file.exists():
             made = certificates.make_self_signed(cert_file, key_file, default_names(server.host))
-            log.info(
-                "made a self-signed TLS certificate",
-                extra={
-                    "event": "tls_certificate_made",
-                    "cert_file": str(cert_file),
-                    "fingerprint": made.fingerprint,
-                    "pin": made.pin,
-                    "names": list(made.names),
-                },
+            log_event(
+                log,
+                "tls_certificate_made",
+                message="made a self-signed TLS certificate",
+                cert_file=str(cert_file),
+                fingerprint=made.fingerprint,
+                pin=made.pin,
+                names=list(made.names),
             )
         return cls(certificates.load(cert_file, key_file), metrics)
 
@@ -126,15 +126,14 @@ class ServedCertificate:
         cert = self.certificate
         if self._metrics is not None:
             self._metrics.tls_certificate_expiry.set(cert.not_after.timestamp())
-        log.info(
-            "TLS certificate reloaded" if reloaded else "serving TLS",
-            extra={
-                "event": "tls_certificate_reloaded" if reloaded else "tls_certificate",
-                "fingerprint": cert.fingerprint,
-                "pin": cert.pin,
-                "not_after": cert.not_after.isoformat(),
-                "cert_file": str(cert.cert_file),
-            },
+        log_event(
+            log,
+            "tls_certificate_reloaded" if reloaded else "tls_certificate",
+            message="TLS certificate reloaded" if reloaded else "serving TLS",
+            fingerprint=cert.fingerprint,
+            pin=cert.pin,
+            not_after=cert.not_after.isoformat(),
+            cert_file=str(cert.cert_file),
         )
         self.warn_if_expiring()
 
@@ -144,16 +143,14 @@ class ServedCertificate:
         if not cert.expires_soon(when):
             return False
         days = cert.seconds_left(when) / 86400
-        log.warning(
-            "the TLS certificate %s expires in %.1f days (%s UTC): renew it and reload",
-            cert.cert_file,
-            days,
-            f"{cert.not_after:%Y-%m-%d %H:%M}",
-            extra={
-                "event": "tls_certificate_expires_soon",
-                "days_left": round(days, 1),
-                "not_after": cert.not_after.isoformat(),
-            },
+        log_event(
+            log,
+            "tls_certificate_expires_soon",
+            message=f"the TLS certificate {cert.cert_file} expires in {days:.1f} days "
+            f"({cert.not_after:%Y-%m-%d %H:%M} UTC): renew it and reload",
+            level=logging.WARNING,
+            days_left=round(days, 1),
+            not_after=cert.not_after.isoformat(),
         )
         return True
 

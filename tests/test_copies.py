@@ -1,4 +1,5 @@
-"""The copy state machine and the job-level rules (edgeprint/copies.py): table and hypothesis."""
+"""The copy state machine (edgeprint/copies.py) and the job-level rules
+(edgeprint/copy_policy.py): table and hypothesis."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from edgeprint.copies import (
     JobFacts,
     Kind,
     Policy,
-    judge,
 )
+from edgeprint.copy_policy import judge
 from edgeprint.store.interface import Store
 
 C = CopyState

@@ -1,4 +1,4 @@
-"""What each printer answer proves (edgeprint/evidence.py): pure, with hypothesis."""
+"""What each printer answer proves (edgeprint/evidence/): pure, with hypothesis."""
 
 from __future__ import annotations
 

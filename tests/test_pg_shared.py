@@ -20,7 +20,9 @@ from edgeprint.store.documents import DbDocuments
 from edgeprint.store.interface import Store
 from edgeprint.store.jobs import Jobs, NewJob
 from edgeprint.store.outbox import Outbox
-from edgeprint.store.postgres import Notice, PostgresStore, translate
+from edgeprint.store.pg_connection import Notice
+from edgeprint.store.pg_statements import translate
+from edgeprint.store.postgres import PostgresStore
 from testbed.config import config_dict
 from tests.polling import eventually
 

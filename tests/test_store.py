@@ -17,10 +17,13 @@ import pytest
 from edgeprint import errors
 from edgeprint.config import StoreConfig
 from edgeprint.store import Store as SqliteStore
-from edgeprint.store import backends, db, pg_schema
+from edgeprint.store import backends, db
 from edgeprint.store.interface import Store
-from edgeprint.store.postgres import PostgresStore, redact, translate
-from edgeprint.store.schema import SCHEMA_VERSION
+from edgeprint.store.pg_connection import redact
+from edgeprint.store.pg_statements import translate
+from edgeprint.store.postgres import PostgresStore
+from edgeprint.store.schema import postgres as pg_schema
+from edgeprint.store.schema.sqlite import SCHEMA_VERSION
 from tests.pg_fixtures import PostgresCluster
 from tests.polling import eventually
 

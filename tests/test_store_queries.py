@@ -16,7 +16,7 @@ from edgeprint.store import stats
 from edgeprint.store.interface import Store
 from edgeprint.store.jobs import ROW, Jobs, NewJob
 from edgeprint.store.outbox import Outbox
-from edgeprint.store.schema import MIGRATIONS
+from edgeprint.store.schema.sqlite import MIGRATIONS
 
 S = JobState
 

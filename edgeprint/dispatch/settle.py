@@ -4,7 +4,7 @@
 and carries out what it means (one transaction for printed-and-DONE; the refusal
 policy; a stuck copy cancelled and its job moved; a lost one parked);
 :meth:`Settlement.conclude` brings the printer's word on a job's copies up to date
-and does what :func:`edgeprint.copies.judge` says; :meth:`Settlement.sweep`
+and does what :func:`edgeprint.copy_policy.judge` says; :meth:`Settlement.sweep`
 settles everything a printer may still hold before it gets new work;
 :meth:`Settlement.give_up_in_hand` settles without a printer that stayed away.
 Each returns the copy to follow next, if any: the worker follows it
@@ -26,11 +26,9 @@ from edgeprint.copies import (
     CopyState,
     Kind,
     Policy,
-    Refusal,
     Verdict,
-    judge,
-    on_refusal,
 )
+from edgeprint.copy_policy import Refusal, judge, on_refusal
 from edgeprint.dispatch.copy_run import Ended, Outcome
 from edgeprint.dispatch.monitor import Monitor
 from edgeprint.dispatch.observer import MonitoringFailed, Observer, Unsettled
@@ -60,7 +58,7 @@ REFUSED_CANCEL_TRIES = 5
 #: given three request time-outs to settle it, as any cancel.
 STUCK_CANCEL_WATCH_S = 1.0
 #: The failure signature of a copy moved because its printer could not go on: no printer
-#: answer is ever signed so, so it never makes a job poison (copies.on_failure).
+#: answer is ever signed so, so it never makes a job poison (copy_policy.on_failure).
 STUCK_SIG = "stuck-at-printer"
 
 #: What settlement hands back: a copy to follow, True (the job is settled, or no longer
@@ -211,7 +209,7 @@ class Settlement:
 
         Nothing of this attempt can print: a printer job it may have made is
         cancelled, the copy is settled ``refused``, and the job follows the
-        refusal (:func:`edgeprint.copies.on_refusal`) — unless a person asked to
+        refusal (:func:`edgeprint.copy_policy.on_refusal`) — unless a person asked to
         cancel it meanwhile.
         """
         if copy.printer_job_id is not None:

@@ -34,9 +34,8 @@ from edgeprint.copies import (
     Kind,
     Policy,
     Verdict,
-    judge,
-    on_failure,
 )
+from edgeprint.copy_policy import judge, on_failure
 from edgeprint.documents import ladder, pages, zpl
 from edgeprint.documents.cache import RenditionCache
 from edgeprint.documents.render import RenderPool
@@ -1153,11 +1152,11 @@ class JobService:
         )  # fmt: skip
 
     def judge(self, job: JobRecord, copies: list[Copy]) -> Verdict:
-        """What ``copies`` mean for ``job`` (:func:`edgeprint.copies.judge`) under this config."""
+        """What ``copies`` mean for ``job`` (:func:`copy_policy.judge`) under this config."""
         return judge(job_facts(job), copies, self.policy)
 
     def on_failure(self, job: JobRecord, printer: str, sig: str, error: str) -> Verdict:
-        """The retry/poison policy for a failed attempt (:func:`edgeprint.copies.on_failure`)."""
+        """The retry/poison policy for a failed attempt (:func:`copy_policy.on_failure`)."""
         return on_failure(job_facts(job), printer, sig, error, self.policy)
 
     @property

@@ -23,9 +23,10 @@ from typing import Any, Final, TypeVar
 import aiosqlite
 
 from edgeprint import errors
+from edgeprint.logs import log_event
 from edgeprint.store import batching, health
 from edgeprint.store.batching import Read, Unit
-from edgeprint.store.schema import MIGRATIONS
+from edgeprint.store.schema.sqlite import MIGRATIONS
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +185,7 @@ class Store:
             except BaseException:
                 await conn.execute("ROLLBACK")
                 raise
-            log.info("store migrated", extra={"event": "store_migrated", "version": version + 1})
+            log_event(log, "store_migrated", version=version + 1)
 
     # --- reads and writes ----------------------------------------------------
 
@@ -256,10 +257,12 @@ class Store:
             kind = health.classify(fatal)
             # a disk already known to refuse writes: its health said so once (and counts it)
             level = logging.DEBUG if kind in _QUIET and not self.health.writable else logging.ERROR
-            log.log(
-                level,
-                "group commit failed",
-                extra={"event": "store_commit_failed", "error": str(fatal)},
+            log_event(
+                log,
+                "store_commit_failed",
+                message="group commit failed",
+                level=level,
+                error=str(fatal),
             )
             batching.fail(batch, self._failed(fatal))
             return

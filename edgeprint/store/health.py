@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from typing import Final
 
 from edgeprint import errors, timefmt
+from edgeprint.logs import log_event
 
 log = logging.getLogger(__name__)
 
@@ -100,11 +101,15 @@ class WriteHealth:
         self.kind, self.reason = kind, reason
         self.failing_since, self._since_mono = self._clock(), time.monotonic()
         self._failing.set()
-        log.error(
-            f"store writes failing since {timefmt.rfc3339_ms(self.failing_since)}: "
+        log_event(
+            log,
+            "store_writes_failing",
+            message=f"store writes failing since {timefmt.rfc3339_ms(self.failing_since)}: "
             f"{_WORDS.get(kind, kind)} ({reason}); new work is refused and printing waits "
             "until the disk takes writes again (checked every few seconds, no restart needed)",
-            extra={"event": "store_writes_failing", "kind": kind, "error": reason},
+            level=logging.ERROR,
+            kind=kind,
+            error=reason,
         )
         if self.on_change is not None:
             self.on_change(False)
@@ -116,10 +121,14 @@ class WriteHealth:
         lasted = time.monotonic() - self._since_mono
         self.failing_since = None
         self._failing.clear()
-        log.warning(
-            f"store takes writes again at {timefmt.rfc3339_ms(self._clock())} after "
+        log_event(
+            log,
+            "store_writes_recovered",
+            message=f"store takes writes again at {timefmt.rfc3339_ms(self._clock())} after "
             f"{lasted:.1f} s of failing writes ({_WORDS.get(self.kind, self.kind)})",
-            extra={"event": "store_writes_recovered", "kind": self.kind, "seconds": lasted},
+            level=logging.WARNING,
+            kind=self.kind,
+            seconds=lasted,
         )
         if self.on_change is not None:
             self.on_change(True)
@@ -173,16 +182,22 @@ async def probe_until_writable(
             await store_probe()
         except Exception as exc:  # the probe must outlive any one failure
             if not isinstance(exc, errors.StoreError):
-                log.exception(
-                    "store: the write probe failed unexpectedly; trying again",
-                    extra={"event": "store_probe_failed"},
+                log_event(
+                    log,
+                    "store_probe_failed",
+                    message="store: the write probe failed unexpectedly; trying again",
+                    level=logging.ERROR,
+                    exc_info=True,
                 )
             store_failures += 1
             if reopen is not None and store_failures >= REOPEN_AFTER:
                 store_failures = 0
-                log.warning(
-                    "store: opening the database connections again after write errors",
-                    extra={"event": "store_reopen", "error": str(exc)},
+                log_event(
+                    log,
+                    "store_reopen",
+                    message="store: opening the database connections again after write errors",
+                    level=logging.WARNING,
+                    error=str(exc),
                 )
                 with contextlib.suppress(errors.StoreError):
                     await reopen()
