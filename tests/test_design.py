@@ -177,15 +177,15 @@ def test_the_resolver_fails_on_a_missing_name() -> None:
     """A name planted missing — a method, an attribute of a module, a module — is reported,
     and only it: the walk check can fail."""
     planted = [
-        "service.jobs.JobService.release_everything",
+        "states.JobState.NO_SUCH_STATE",
         "dispatch.worker.no_such_function",
         "dispatch.no_such_module.run",
         "edgeprint.copies.no_such_rule",
     ]
-    real = ["service.jobs.JobService.release", "edgeprint.copies.judge", "api.app.release_job"]
+    real = ["states.JobState.DONE", "edgeprint.copy_policy.judge", "logs.log_event"]
     assert unresolved(planted + real) == planted
-    walk = "1. `api.app.release_job` then `service.jobs.JobService.release_everything`."
-    assert unresolved(dotted_names(walk)) == ["service.jobs.JobService.release_everything"]
+    walk = "1. `logs.log_event` then `copy_policy.judge_everything`."
+    assert unresolved(dotted_names(walk)) == ["copy_policy.judge_everything"]
 
 
 def test_the_state_tables_are_printed_from_the_transition_tables() -> None:
