@@ -21,7 +21,7 @@ from edgeprint.store import backends, db, pg_schema
 from edgeprint.store.interface import Store
 from edgeprint.store.postgres import PostgresStore, redact, translate
 from edgeprint.store.schema import SCHEMA_VERSION
-from tests.pg_fixtures import PostgresCluster
+from tests.pg_fixtures import PostgresCluster, only_durable
 from tests.polling import eventually
 
 _INSERT = (
@@ -53,6 +53,7 @@ def _count(store: Store) -> int:
         return int(row[0])
 
 
+@only_durable
 async def test_concurrent_writes_are_grouped_and_all_durable(store: Store) -> None:
     """500 concurrent inserts commit in far fewer transactions, and another connection sees all."""
     await asyncio.gather(
@@ -132,6 +133,7 @@ async def _schema_version(store: Store) -> int:
     return int((await store.read("SELECT version FROM schema_version"))[0][0])
 
 
+@only_durable
 async def test_reopen_keeps_schema_and_data(store: Store) -> None:
     """Opening an existing store applies no migration twice and keeps every row."""
     await store.write(_INSERT, ("r1", "rk1", "HELD", 1))
@@ -149,6 +151,7 @@ async def test_reopen_keeps_schema_and_data(store: Store) -> None:
         await again.close()
 
 
+@only_durable
 async def test_two_stores_opening_one_new_database_migrate_it_once(store: Store) -> None:
     """Two engines opening the same new database at once migrate it once; on PostgreSQL the
     second is refused while the first uses it (one appliance per database unless `[store] shared`)."""
