@@ -18,17 +18,22 @@ import pytest
 T = TypeVar("T")
 What = str | Callable[[], str]
 
-#: Between two looks: short, as every condition is cheap to check.
+#: Between two looks: short, as most conditions are cheap to check.
 EVERY_S = 0.01
 
 
 async def eventually(
-    check: Callable[[], T | Awaitable[T]], what: What, *, timeout_s: float = 10.0
+    check: Callable[[], T | Awaitable[T]],
+    what: What,
+    *,
+    timeout_s: float = 10.0,
+    every_s: float = EVERY_S,
 ) -> T:
     """``check()`` (plain or async) until it returns something truthy, which is returned.
 
     Fails the test after ``timeout_s`` naming ``what`` (or what ``what()`` says then, e.g.
-    the tail of a printer's log) and the last value seen.
+    the tail of a printer's log) and the last value seen. ``every_s``: the pause between
+    looks, longer for a check that is not cheap (a request per job, a process run).
     """
     deadline = time.monotonic() + timeout_s
     while True:
@@ -39,10 +44,12 @@ async def eventually(
             return value  # type: ignore[return-value]
         if time.monotonic() >= deadline:
             _fail(timeout_s, what, value)
-        await asyncio.sleep(EVERY_S)
+        await asyncio.sleep(every_s)
 
 
-def eventually_sync(check: Callable[[], T], what: What, *, timeout_s: float = 10.0) -> T:
+def eventually_sync(
+    check: Callable[[], T], what: What, *, timeout_s: float = 10.0, every_s: float = EVERY_S
+) -> T:
     """:func:`eventually` for code outside an event loop (blocks the calling thread)."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -51,7 +58,7 @@ def eventually_sync(check: Callable[[], T], what: What, *, timeout_s: float = 10
             return value
         if time.monotonic() >= deadline:
             _fail(timeout_s, what, value)
-        time.sleep(EVERY_S)
+        time.sleep(every_s)
 
 
 def _fail(timeout_s: float, what: What, value: object) -> NoReturn:
