@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.pg import PG_USER, _free_port, find_pg_bin
+from testbed.polling import TimedOut, until_sync
 
 _DB = "edgeprint"
 #: Leader key TTL, HA loop and DCS retry (seconds): a failover within ~ttl + loop_wait.
@@ -428,14 +429,18 @@ class PatroniCluster:
         proc: subprocess.Popen[bytes] | None,
         timeout_s: float = _START_DEADLINE_S,
     ) -> None:
-        deadline = time.monotonic() + timeout_s
-        while not check():
+
+        def done() -> bool:
+            if check():
+                return True
             if proc is not None and proc.poll() is not None:
                 raise RuntimeError(f"{what}: the process exited {proc.returncode}\n{self.logs()}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"timed out after {timeout_s:g} s waiting for {what}\n"
-                                   f"{self.logs()}")  # fmt: skip
-            time.sleep(0.05)  # polling the REST API, bounded by the deadline
+            return False
+
+        try:
+            until_sync(done, what, timeout_s=timeout_s, every_s=0.05)  # the REST API
+        except TimedOut as exc:
+            raise RuntimeError(f"{exc}\n{self.logs()}") from None
 
     def logs(self, chars: int = 2500) -> str:
         out = []
