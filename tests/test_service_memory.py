@@ -236,3 +236,36 @@ async def test_housekeeping_deletes_finished_documents_past_retention(
     assert await service.housekeeping() == ([], 1)
     assert service.spool.stored_ids() == {dead.id}
     assert (await service.get(done.id)).document_deleted_at == memory_service.clock.now
+
+
+async def test_a_job_with_a_release_pin_releases_only_with_it(
+    memory_service: MemoryService,
+) -> None:
+    """A kiosk must give the job's PIN: none is PinRequired, a wrong one PinMismatch (the job
+    stays HELD); the right one releases it."""
+    service = memory_service.service
+    job = (await memory_service.submit(release_pin="4711")).job
+    with pytest.raises(errors.PinRequired):
+        await service.release(job.id, KIOSK)
+    with pytest.raises(errors.PinMismatch):
+        await service.release(job.id, KIOSK, pin="1234")
+    assert (await service.get(job.id)).state is S.HELD
+    assert (await service.release(job.id, KIOSK, pin="4711")).state is S.RELEASED
+
+
+async def test_cancel_of_a_printing_job_flags_its_copy_or_ends_it(
+    memory_service: MemoryService,
+) -> None:
+    """A PRINTING job with a copy on its printer is flagged for Cancel-Job (still PRINTING);
+    one without a copy yet is CANCELLED at once."""
+    service = memory_service.service
+    await memory_service.submit("key-copy-00001", printer="printer-03", pool=None, hold=False)
+    claimed = await service.claim_and_open("printer-03", printer_up_s=None, **CREATE_JOB)
+    assert claimed is not None
+    with_copy, _ = claimed
+    flagged = await service.cancel(with_copy.id, KIOSK)
+    assert (flagged.state, flagged.cancel_requested) == (S.PRINTING, True)
+    await memory_service.submit("key-bare-00001", printer="printer-03", pool=None, hold=False)
+    bare = await service.claim_next("printer-03")
+    assert bare is not None
+    assert (await service.cancel(bare.id, KIOSK)).state is S.CANCELLED
