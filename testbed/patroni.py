@@ -15,6 +15,7 @@ killed node back as a rebooted host would: pg_rewind, then a replica).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import pwd
@@ -22,7 +23,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.pg import PG_USER, _free_port, find_pg_bin
+from testbed.polling import TimedOut, until_sync
 
 _DB = "edgeprint"
 #: Leader key TTL, HA loop and DCS retry (seconds): a failover within ~ttl + loop_wait.
@@ -325,13 +326,9 @@ class PatroniCluster:
                     os.kill(pid, sig)
         node.proc.wait(timeout=10)
         node.proc = None
-        for pid in pids[1:]:  # reparented to us or init: gone once they die
-            for _ in range(1000):
-                if not Path(f"/proc/{pid}").exists():
-                    break
-                with contextlib.suppress(ChildProcessError, OSError):
-                    os.waitpid(pid, os.WNOHANG)
-                time.sleep(0.01)  # bounded: a SIGKILLed process is reaped within ms
+        for pid in pids[1:]:  # reparented to us or init: gone once they die (within ms)
+            with contextlib.suppress(TimedOut):
+                until_sync(functools.partial(_reaped, pid), f"pid {pid} gone", timeout_s=10)
 
     def reinit(self, node: Node) -> None:
         """Have Patroni rebuild ``node`` from the primary (``patronictl reinit``): what an
@@ -428,14 +425,18 @@ class PatroniCluster:
         proc: subprocess.Popen[bytes] | None,
         timeout_s: float = _START_DEADLINE_S,
     ) -> None:
-        deadline = time.monotonic() + timeout_s
-        while not check():
+
+        def done() -> bool:
+            if check():
+                return True
             if proc is not None and proc.poll() is not None:
                 raise RuntimeError(f"{what}: the process exited {proc.returncode}\n{self.logs()}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"timed out after {timeout_s:g} s waiting for {what}\n"
-                                   f"{self.logs()}")  # fmt: skip
-            time.sleep(0.05)  # polling the REST API, bounded by the deadline
+            return False
+
+        try:
+            until_sync(done, what, timeout_s=timeout_s, every_s=0.05)  # the REST API
+        except TimedOut as exc:
+            raise RuntimeError(f"{exc}\n{self.logs()}") from None
 
     def logs(self, chars: int = 2500) -> str:
         out = []
@@ -472,3 +473,12 @@ class PatroniCluster:
 
 def _ip(*argv: str) -> None:
     subprocess.run(["ip", *argv], check=True, capture_output=True, timeout=10)
+
+
+def _reaped(pid: int) -> bool:
+    """Whether ``pid`` is gone; reaped here if it is a child of ours."""
+    if not Path(f"/proc/{pid}").exists():
+        return True
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+    return False

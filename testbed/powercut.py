@@ -32,6 +32,7 @@ from aiohttp import web
 from edgeprint.server import DB_FILE
 from testbed.config import KIOSK_TOKEN, rig_config, to_toml
 from testbed.pdfs import make_pdf
+from testbed.polling import TimedOut, until
 from testbed.powerfs_control import PowerFs, fsync_dir
 from testbed.proc import ServeProcess
 from testbed.rig import Rig, printed_names
@@ -357,15 +358,21 @@ class PowerCutRun:
         assert self.server is not None
         self.check_durable_state()
         await self._start(http)
-        deadline = time.monotonic() + SETTLE_TIMEOUT_S
-        while True:
-            jobs = await asyncio.to_thread(self._live_jobs)
-            busy = [i for i, (_, state) in jobs.items() if state in ("RELEASED", "PRINTING")]
-            if not busy:
-                break
-            if time.monotonic() > deadline:
-                raise AssertionError(f"not settled in {SETTLE_TIMEOUT_S}s: {busy[:5]}")
-            await asyncio.sleep(0.2)  # polling the store for a condition, bounded
+        jobs: dict[str, tuple[str, str]] = {}
+
+        def busy() -> list[str]:
+            return [i for i, (_, state) in jobs.items() if state in ("RELEASED", "PRINTING")]
+
+        async def settled() -> bool:
+            now = await asyncio.to_thread(self._live_jobs)
+            jobs.clear()
+            jobs.update(now)
+            return not busy()
+
+        try:
+            await until(settled, "settled", timeout_s=SETTLE_TIMEOUT_S, every_s=0.2)  # the store
+        except TimedOut:
+            raise AssertionError(f"not settled in {SETTLE_TIMEOUT_S}s: {busy()[:5]}") from None
         names = printed_names(self.rig)
         duplicates = {n: p for n, p in names.items() if len(p) > 1}
         unknown = sorted(n for n in names if n.removeprefix("edgeprint-") not in jobs)

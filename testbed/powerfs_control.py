@@ -18,11 +18,12 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
+
+from testbed.polling import TimedOut, until_sync
 
 SCRIPT = Path(__file__).with_name("powerfs.py")
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -67,17 +68,18 @@ def fsync_dir(path: Path) -> None:
 
 def wait_dead(pid: int, timeout_s: float = 10.0) -> None:
     """Until ``pid`` is gone or a zombie (its descriptors closed); bounded."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+
+    def dead() -> bool:
         try:
             with open(f"/proc/{pid}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
+                return f.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
         except (FileNotFoundError, ProcessLookupError):
-            return
-        if state in ("Z", "X"):
-            return
-        time.sleep(0.005)  # polling /proc for a condition, bounded by the deadline
-    raise PowerFsError(f"pid {pid} still alive {timeout_s}s after SIGKILL")
+            return True
+
+    try:
+        until_sync(dead, f"pid {pid} dead", timeout_s=timeout_s, every_s=0.005)
+    except TimedOut:
+        raise PowerFsError(f"pid {pid} still alive {timeout_s}s after SIGKILL") from None
 
 
 class PowerFs:

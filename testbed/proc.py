@@ -7,10 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
+
+from testbed.polling import TimedOut, until_sync
 
 READY_DEADLINE_S = 20.0
 
@@ -46,19 +47,25 @@ class ServeProcess:
             env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
         )
         log.close()
-        deadline = time.monotonic() + READY_DEADLINE_S
-        while time.monotonic() < deadline:
+
+        def ready() -> dict[str, Any] | None:
             for line in self.log_path.read_bytes()[offset:].splitlines():
-                rec = _json(line)
-                if rec.get("event") == "ready":
-                    self.port = int(rec["port"])
-                    self.tls = bool(rec.get("tls"))
-                    return self
-            if self.proc.poll() is not None:
+                if (rec := _json(line)).get("event") == "ready":
+                    return rec
+            if self.proc is not None and self.proc.poll() is not None:
                 raise RuntimeError(f"edgeprint exited {self.proc.returncode}:\n{self.tail()}")
-            time.sleep(0.02)  # polling the log for a condition, bounded by the deadline
-        self.kill()
-        raise TimeoutError(f"edgeprint not ready in {READY_DEADLINE_S}s:\n{self.tail()}")
+            return None
+
+        try:
+            rec = until_sync(ready, "edgeprint ready", timeout_s=READY_DEADLINE_S, every_s=0.02)
+        except TimedOut:
+            self.kill()
+            raise TimeoutError(
+                f"edgeprint not ready in {READY_DEADLINE_S}s:\n{self.tail()}"
+            ) from None
+        self.port = int(rec["port"])
+        self.tls = bool(rec.get("tls"))
+        return self
 
     @property
     def url(self) -> str:

@@ -146,6 +146,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from testbed.polling import TimedOut, until_sync
+
 HERE = Path(__file__).resolve().parent
 PRINT_COMMAND = HERE / "rig_print_command.sh"
 CANCEL_TEST = HERE / "rig_job_canceled.test"
@@ -160,6 +162,8 @@ MAX_PRINTERS = 250
 #: Attempts per printer when an automatically chosen port was taken meanwhile.
 PORT_ATTEMPTS = 3
 POLL_INTERVAL_S = 0.05
+#: Between two looks at a process's own state (/proc): cheap, so often.
+_LOOK_S = POLL_INTERVAL_S / 5
 LOG_TAIL_LINES = 15
 
 _SBIN_DIRS = ("/usr/sbin", "/usr/bin", "/sbin", "/bin", "/usr/local/sbin", "/usr/local/bin")
@@ -885,11 +889,11 @@ class Rig:
         """Wait (bounded) until :meth:`state` is ``state``, e.g. ``dead`` after a die-* fault."""
         if state not in ("running", "hung", "dead"):
             raise ValueError("state must be running, hung or dead")
-        deadline = time.monotonic() + timeout
-        while (now := self.state(name)) != state:
-            if time.monotonic() >= deadline:
-                raise RigError(f"{name} is {now}, not {state}, after {timeout:g}s")
-            time.sleep(POLL_INTERVAL_S / 5)
+        try:
+            until_sync(lambda: self.state(name) == state, name, timeout_s=timeout, every_s=_LOOK_S)
+        except TimedOut:
+            now = self.state(name)
+            raise RigError(f"{name} is {now}, not {state}, after {timeout:g}s") from None
 
     def set_speed(self, name: str, seconds_per_page: float) -> None:
         """Simulated print time per page (and copy) of one printer, effective from its next job."""
@@ -953,13 +957,14 @@ class Rig:
                 pass_fds=(fd,),
             )
         (self.root / "dbus.pid").write_text(f"{proc.pid}\n")
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if addr_file.read_text().strip():
-                return
-            if proc.poll() is not None:
-                break
-            time.sleep(POLL_INTERVAL_S)
+
+        def started() -> bool:
+            return bool(addr_file.read_text().strip()) or proc.poll() is not None
+
+        with contextlib.suppress(TimedOut):
+            until_sync(started, "dbus-daemon's address", timeout_s=10, every_s=POLL_INTERVAL_S)
+        if addr_file.read_text().strip():
+            return
         self._stop_pid(proc.pid, "dbus-daemon")
         raise RigError(f"private dbus-daemon did not start:\n{_tail(self.root / 'dbus.log')}")
 
@@ -1059,18 +1064,21 @@ class Rig:
 
     def _wait_proc_state(self, pid: int, *, stopped: bool) -> None:
         """Signals are delivered asynchronously: wait (bounded) until /proc shows the effect."""
-        deadline = time.monotonic() + self.stop_timeout
-        while (_proc_state(pid) == "T") != stopped and self._alive(pid, "ippeveprinter"):
-            if time.monotonic() >= deadline:
-                raise RigError(f"pid {pid} did not become {'stopped' if stopped else 'running'}")
-            time.sleep(POLL_INTERVAL_S / 5)
+        become = "stopped" if stopped else "running"
+
+        def there() -> bool:
+            return (_proc_state(pid) == "T") == stopped or not self._alive(pid, "ippeveprinter")
+
+        try:
+            until_sync(there, f"pid {pid} {become}", timeout_s=self.stop_timeout, every_s=_LOOK_S)
+        except TimedOut:
+            raise RigError(f"pid {pid} did not become {become}") from None
 
     def _wait_gone(self, pid: int, word: str, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while self._alive(pid, word):
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(POLL_INTERVAL_S / 5)
+        try:
+            until_sync(lambda: not self._alive(pid, word), word, timeout_s=timeout, every_s=_LOOK_S)
+        except TimedOut:
+            return False
         return True
 
     def _stop_pid(self, pid: int | None, word: str) -> None:

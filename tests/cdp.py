@@ -15,13 +15,13 @@ import os
 import re
 import signal
 import tempfile
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
+from tests.polling import eventually
 from tests.test_status_page import CHROMIUM_DEADLINE_S, require_chromium
 
 _LISTENING = re.compile(rb"DevTools listening on (ws://[^\s]+)")
@@ -94,17 +94,14 @@ class Page:
 
         A poll that a navigation overtook counts as "not yet" (a posted form's answer is a
         new page); any other error in the page fails at once."""
-        deadline = time.monotonic() + timeout_s
-        while True:
+
+        async def value() -> Any:
             try:
-                value = await self.eval(expression)
+                return await self.eval(expression)
             except Navigating:
-                value = None
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise AssertionError(f"not true after {timeout_s}s: {expression}")
-            await asyncio.sleep(0.02)  # polling a condition in the page, bounded by the deadline
+                return None
+
+        return await eventually(value, expression, timeout_s=timeout_s, every_s=0.02)
 
     async def goto(self, url: str) -> None:
         await self.call("Page.navigate", url=url)

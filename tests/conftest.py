@@ -20,7 +20,13 @@ from testbed.config import config_dict as config_dict
 from testbed.config import to_toml as to_toml
 from testbed.pdfs import make_pdf
 
-pytest_plugins = ["tests.rig_fixtures", "tests.mdns", "tests.pg_fixtures", "tests.browser"]
+pytest_plugins = [
+    "tests.rig_fixtures",
+    "tests.mdns",
+    "tests.pg_fixtures",
+    "tests.memory_fixtures",
+    "tests.browser",
+]
 
 
 @pytest.fixture

@@ -29,10 +29,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from testbed.rig import RigError, _pid_is, _read_int, _tail
 from tests.lprint_ns import ZEBRA_FAULTS, ZEBRA_FILE
+from tests.polling import eventually_sync
 
 HERE = Path(__file__).resolve().parent
 PRINTER_URI = "ipp://localhost/ipp/print"
@@ -127,15 +129,7 @@ class LPrintRig:
 
     def wait_received(self, n: int, timeout: float = 20.0) -> list[bytes]:
         """Wait (bounded) until ``n`` connections of any kind have closed; their bytes."""
-        deadline = time.monotonic() + timeout
-        while len(got := self.received()) < n:
-            if time.monotonic() > deadline:
-                raise RigError(
-                    f"the label printer got {len(got)} connection(s), not {n}, in {timeout:g} s;"
-                    f" LPrint log:\n{_tail(self.log)}"
-                )
-            time.sleep(0.05)
-        return got
+        return self._wait(self.received, n, "connection(s)", timeout)
 
     def labels(self) -> list[bytes]:
         """The connections that carried label data (ZPL ``^XA``); LPrint also opens the
@@ -144,14 +138,22 @@ class LPrintRig:
 
     def wait_labels(self, n: int, timeout: float = 20.0) -> list[bytes]:
         """Wait (bounded) until ``n`` connections with label data have closed; their bytes."""
-        deadline = time.monotonic() + timeout
-        while len(got := self.labels()) < n:
-            if time.monotonic() > deadline:
-                raise RigError(
-                    f"the label printer got {len(got)} label connection(s), not {n}, in "
-                    f"{timeout:g} s; LPrint log:\n{_tail(self.log)}"
-                )
-            time.sleep(0.05)
+        return self._wait(self.labels, n, "label connection(s)", timeout)
+
+    def _wait(
+        self, look: Callable[[], list[bytes]], n: int, what: str, timeout: float
+    ) -> list[bytes]:
+        """``look()`` once it holds ``n`` entries (bounded by ``timeout``)."""
+        got: list[bytes] = []
+
+        def enough() -> bool:
+            got[:] = look()
+            return len(got) >= n
+
+        def why() -> str:
+            return f"{n} {what} at the label printer (it has {len(got)}); log:\n{_tail(self.log)}"
+
+        eventually_sync(enough, why, timeout_s=timeout, every_s=0.05)
         return got
 
     def stop(self) -> None:

@@ -15,12 +15,19 @@ import pytest
 
 from edgeprint.store import Store as SqliteStore
 from edgeprint.store.interface import Store
+from edgeprint.store.memory import MemoryStore
 from testbed.pg import PostgresCluster as PostgresCluster
 from testbed.pg import find_pg_bin
 from tests.rig_fixtures import in_ci
 
-#: Backends every conformance test runs on.
-BACKENDS = ("sqlite", "postgresql")
+#: Backends every conformance test runs on (memory: the service unit tests' store,
+#: edgeprint.store.memory, held to the same conformance).
+BACKENDS = ("sqlite", "postgresql", "memory")
+
+#: The backends that outlive their process: a test of what survives a close or is shared by
+#: two stores on one database takes ``only_durable`` (memory has neither).
+DURABLE = ("sqlite", "postgresql")
+only_durable = pytest.mark.parametrize("backend", DURABLE, indirect=True)
 
 
 def require_postgresql() -> Path:
@@ -53,15 +60,18 @@ def pg_url(postgres: PostgresCluster) -> str:
 
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
-    """The name of the backend a conformance test runs on (each test runs on both)."""
+    """The name of the backend a conformance test runs on (each test runs on each)."""
     name: str = request.param
     return name
 
 
 def make_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Store:
-    """An unopened store of ``backend``: a SQLite file in ``tmp_path`` or a fresh schema."""
+    """An unopened store of ``backend``: a SQLite file in ``tmp_path``, a fresh schema or
+    an in-memory database."""
     if backend == "sqlite":
         return SqliteStore(tmp_path / "t.sqlite3")
+    if backend == "memory":
+        return MemoryStore()
     from edgeprint.store.postgres import PostgresStore
 
     cluster: PostgresCluster = request.getfixturevalue("postgres")

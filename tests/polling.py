@@ -2,58 +2,58 @@
 
 A test that waits for a printer's log, a file on disk, a job's state or a metric
 calls :func:`eventually` (coroutines) or :func:`eventually_sync` (threads), never a
-bare ``asyncio.sleep`` standing in for synchronisation.
+bare ``asyncio.sleep`` standing in for synchronisation. Both are the testbed's
+:mod:`testbed.polling` (which rigs and load runs use), failing the test at the deadline.
 """
 
 from __future__ import annotations
 
-import asyncio
-import inspect
-import time
 from collections.abc import Awaitable, Callable
-from typing import NoReturn, TypeVar
+from typing import Any, TypeVar, overload
 
 import pytest
 
-T = TypeVar("T")
-What = str | Callable[[], str]
+from testbed.polling import EVERY_S, TimedOut, What, until, until_sync
 
-#: Between two looks: short, as every condition is cheap to check.
-EVERY_S = 0.01
+T = TypeVar("T")
+
+
+@overload
+async def eventually(
+    check: Callable[[], Awaitable[T | None]],
+    what: What,
+    *,
+    timeout_s: float = ...,
+    every_s: float = ...,
+) -> T: ...
+
+
+@overload
+async def eventually(
+    check: Callable[[], T | None], what: What, *, timeout_s: float = ..., every_s: float = ...
+) -> T: ...
 
 
 async def eventually(
-    check: Callable[[], T | Awaitable[T]], what: What, *, timeout_s: float = 10.0
-) -> T:
+    check: Callable[[], Any], what: What, *, timeout_s: float = 10.0, every_s: float = EVERY_S
+) -> Any:
     """``check()`` (plain or async) until it returns something truthy, which is returned.
 
     Fails the test after ``timeout_s`` naming ``what`` (or what ``what()`` says then, e.g.
-    the tail of a printer's log) and the last value seen.
+    the tail of a printer's log) and the last value seen. ``every_s``: the pause between
+    looks, longer for a check that is not cheap (a request per job, a process run).
     """
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if inspect.isawaitable(value):
-            value = await value
-        if value:
-            return value  # type: ignore[return-value]
-        if time.monotonic() >= deadline:
-            _fail(timeout_s, what, value)
-        await asyncio.sleep(EVERY_S)
+    try:
+        return await until(check, what, timeout_s=timeout_s, every_s=every_s)
+    except TimedOut as exc:
+        pytest.fail(str(exc))
 
 
-def eventually_sync(check: Callable[[], T], what: What, *, timeout_s: float = 10.0) -> T:
+def eventually_sync(
+    check: Callable[[], T | None], what: What, *, timeout_s: float = 10.0, every_s: float = EVERY_S
+) -> T:
     """:func:`eventually` for code outside an event loop (blocks the calling thread)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            _fail(timeout_s, what, value)
-        time.sleep(EVERY_S)
-
-
-def _fail(timeout_s: float, what: What, value: object) -> NoReturn:
-    said = what() if callable(what) else what
-    pytest.fail(f"timed out after {timeout_s:g} s waiting for {said} (last: {value!r:.300})")
+    try:
+        return until_sync(check, what, timeout_s=timeout_s, every_s=every_s)
+    except TimedOut as exc:
+        pytest.fail(str(exc))

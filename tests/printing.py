@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +18,7 @@ from testbed.config import rig_config as rig_config
 from testbed.pdfs import make_pdf
 from testbed.rig import Rig
 from testbed.rig import printed_names as printed_names
+from tests.polling import eventually
 
 
 @dataclass
@@ -60,15 +59,18 @@ class Client:
         self, ids: list[str], states: set[str], timeout_s: float = 30.0
     ) -> list[dict[str, Any]]:
         """Poll until every job is in one of ``states``; the jobs. Fails after ``timeout_s``."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            jobs = [await self.job(i) for i in ids]
-            if all(j["state"] in states for j in jobs):
-                return jobs
-            if time.monotonic() > deadline:
-                pending = {j["id"]: j["state"] for j in jobs if j["state"] not in states}
-                raise AssertionError(f"not {states} after {timeout_s}s: {pending}")
-            await asyncio.sleep(0.02)  # polling a condition, bounded by the deadline
+        jobs: list[dict[str, Any]] = []
+
+        async def settled() -> bool:
+            jobs[:] = [await self.job(i) for i in ids]
+            return all(j["state"] in states for j in jobs)
+
+        def pending() -> str:
+            late = {j["id"]: j["state"] for j in jobs if j["state"] not in states}
+            return f"every job in {states}; not yet: {late}"
+
+        await eventually(settled, pending, timeout_s=timeout_s, every_s=0.02)
+        return jobs
 
 
 def assert_each_printed_once(rig: Rig, job_ids: list[str]) -> None:

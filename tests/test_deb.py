@@ -20,7 +20,6 @@ import ssl
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,7 +29,7 @@ import pytest
 from testbed.pdfs import make_pdf
 from testbed.proc import ServeProcess
 from testbed.rig import Rig, free_ports
-from tests.polling import eventually
+from tests.polling import eventually, eventually_sync
 from tests.printing import assert_each_printed_once
 from tests.rig_fixtures import in_ci
 from tests.test_readme_blocks import install_block
@@ -85,12 +84,14 @@ def _run(
 
 def _dpkg(*args: str) -> subprocess.CompletedProcess[str]:
     """dpkg ARGS, waiting for the dpkg lock while another install holds it."""
-    deadline = time.monotonic() + LOCK_WAIT_S
-    while True:
+
+    def unlocked() -> subprocess.CompletedProcess[str] | None:
         out = _run(["dpkg", *args])
-        if "lock" not in out.stderr or time.monotonic() > deadline:
-            return out
-        time.sleep(1)  # another dpkg/apt run holds the lock; nothing to poll but the lock
+        return None if "lock" in out.stderr else out
+
+    # another dpkg/apt run holds the lock: nothing to poll but the lock, so dpkg itself
+    what = f"the dpkg lock (dpkg {' '.join(args)})"
+    return eventually_sync(unlocked, what, timeout_s=LOCK_WAIT_S, every_s=1.0)
 
 
 def _apt_get(*args: str) -> subprocess.CompletedProcess[str]:

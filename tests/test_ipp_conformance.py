@@ -15,7 +15,6 @@ import io
 import os
 import re
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from testbed.pdfs import make_pdf
 from testbed.rig import Rig, find_tool
 from tests import ipp_samples
 from tests.conftest import KIOSK_TOKEN
+from tests.polling import eventually
 from tests.printing import appliance, rig_config
 from tests.tls_rig import tls_appliance
 
@@ -82,16 +82,20 @@ async def _ipptool(work: Path, uri: str, test: str, *flags: str) -> tuple[int, s
 
 async def _settled(client: Any, timeout_s: float = 30.0) -> list[dict[str, Any]]:
     """Every job of the appliance once none is RELEASED or PRINTING (deadline ``timeout_s``)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+    jobs: list[dict[str, Any]] = []
+
+    async def settled() -> bool:
         headers = {"Authorization": f"Bearer {KIOSK_TOKEN}"}
         async with client.http.get(f"{client.url}/v1/jobs?limit=500", headers=headers) as r:
             assert r.status == 200
-            jobs: list[dict[str, Any]] = (await r.json())["jobs"]
-        if all(j["state"] not in ("RELEASED", "PRINTING") for j in jobs):
-            return jobs
-        assert time.monotonic() < deadline, [j["state"] for j in jobs]
-        await asyncio.sleep(0.05)  # polling a condition, bounded by the deadline
+            jobs[:] = (await r.json())["jobs"]
+        return all(j["state"] not in ("RELEASED", "PRINTING") for j in jobs)
+
+    def states() -> str:
+        return f"no job RELEASED or PRINTING: {[j['state'] for j in jobs]}"
+
+    await eventually(settled, states, timeout_s=timeout_s, every_s=0.05)
+    return jobs
 
 
 def _printed_once(rig: Rig, jobs: list[dict[str, Any]]) -> None:

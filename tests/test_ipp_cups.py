@@ -7,16 +7,14 @@ Needs cupsd, lp, lpadmin (cups-daemon, cups-client) and CUPS's PDF filters (cups
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import signal
 import subprocess
 import tempfile
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import aiohttp
 import pytest
@@ -27,11 +25,10 @@ from testbed.pdfs import make_pdf
 from testbed.proc import ServeProcess
 from testbed.rig import Rig, free_ports
 from tests.conftest import KIOSK_TOKEN, to_toml
+from tests.polling import eventually
 from tests.printing import Client, appliance, assert_each_printed_once, rig_config
 from tests.rig_fixtures import in_ci
 from tests.tls_rig import tls_appliance
-
-T = TypeVar("T")
 
 
 def _need_cups() -> None:
@@ -77,17 +74,6 @@ def _run(cupsd: Cupsd, *argv: str) -> str:
     return done.stdout
 
 
-async def _poll(what: str, check: Callable[[], Awaitable[T | None]], timeout_s: float = 30.0) -> T:
-    """Poll ``check`` until it returns something (deadline ``timeout_s``)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = await check()
-        if got is not None:
-            return got
-        assert time.monotonic() < deadline, f"{what}: not within {timeout_s} s"
-        await asyncio.sleep(0.05)  # polling a condition, bounded by the deadline
-
-
 async def _jobs(client: Client) -> list[dict[str, Any]]:
     headers = {"Authorization": f"Bearer {KIOSK_TOKEN}"}
     async with client.http.get(f"{client.url}/v1/jobs?limit=50", headers=headers) as r:
@@ -110,7 +96,7 @@ async def add_everywhere_queue(cupsd: Cupsd, name: str, uri: str) -> None:
             True if str(first(resp, "printer-make-and-model")).endswith("IPP Everywhere") else None
         )
 
-    await _poll(f"the PPD of {name}", made)
+    await eventually(made, f"the PPD of {name}", timeout_s=30, every_s=0.05)
 
 
 @pytest.fixture
@@ -138,7 +124,7 @@ async def test_lp_on_a_driverless_queue_prints_once(
         jobs = await _jobs(client)
         return jobs if jobs and all(j["state"] == "DONE" for j in jobs) else None
 
-    jobs = await _poll("edgeprint job DONE", done)
+    jobs = await eventually(done, "edgeprint job DONE", timeout_s=30, every_s=0.05)
     assert len(jobs) == 1
     assert (jobs[0]["owner"], jobs[0]["pool"]) == (os.environ.get("USER", "root"), "lobby")
     assert_each_printed_once(printers, [jobs[0]["id"]])
@@ -146,7 +132,7 @@ async def test_lp_on_a_driverless_queue_prints_once(
     async def cups_completed() -> bool | None:
         return True if [j["state"] for j in cups.jobs()] == ["completed"] else None
 
-    await _poll("CUPS job completed", cups_completed)
+    await eventually(cups_completed, "CUPS job completed", timeout_s=30, every_s=0.05)
 
 
 @pytest.mark.slow
@@ -169,7 +155,7 @@ async def test_lp_over_ipps_on_a_driverless_queue_prints_once(
             jobs = await _jobs(client)
             return jobs if jobs and all(j["state"] == "DONE" for j in jobs) else None
 
-        jobs = await _poll("edgeprint job DONE", done)
+        jobs = await eventually(done, "edgeprint job DONE", timeout_s=30, every_s=0.05)
         assert len(jobs) == 1
         assert jobs[0]["pool"] == "lobby"
         assert_each_printed_once(printers, [jobs[0]["id"]])
@@ -177,7 +163,7 @@ async def test_lp_over_ipps_on_a_driverless_queue_prints_once(
         async def cups_completed() -> bool | None:
             return True if [j["state"] for j in cups.jobs()] == ["completed"] else None
 
-        await _poll("CUPS job completed", cups_completed)
+        await eventually(cups_completed, "CUPS job completed", timeout_s=30, every_s=0.05)
 
 
 @pytest.mark.slow
@@ -196,7 +182,7 @@ async def test_lp_to_a_hold_queue_prints_once_after_an_api_release(
         jobs = await _jobs(client)
         return jobs[0] if [j["state"] for j in jobs] == ["HELD"] else None
 
-    job = await _poll("edgeprint job HELD", held)
+    job = await eventually(held, "edgeprint job HELD", timeout_s=30, every_s=0.05)
     assert printers.printed("printer-02") == []
     status, body = await client.post(f"/v1/jobs/{job['id']}/release")
     assert status == 200, body
@@ -204,7 +190,7 @@ async def test_lp_to_a_hold_queue_prints_once_after_an_api_release(
     async def printed() -> bool | None:
         return True if (await client.job(job["id"]))["state"] == "DONE" else None
 
-    await _poll("released job DONE", printed)
+    await eventually(printed, "released job DONE", timeout_s=30, every_s=0.05)
     assert_each_printed_once(printers, [job["id"]])
 
 
@@ -291,7 +277,9 @@ async def _cups_outcome(cups: Cupsd) -> str:
             return str(states[0])
         return "stopped" if _printer_state(cups, "edge") == 5 else None
 
-    return await _poll("CUPS job finished or queue stopped", outcome, timeout_s=90)
+    return await eventually(
+        outcome, "CUPS job finished or queue stopped", timeout_s=90, every_s=0.05
+    )
 
 
 async def _edgeprint_jobs_done(serve: ServeProcess) -> list[dict[str, Any]]:
@@ -302,7 +290,7 @@ async def _edgeprint_jobs_done(serve: ServeProcess) -> list[dict[str, Any]]:
             jobs = await _jobs(client)
             return jobs if jobs and all(j["state"] == "DONE" for j in jobs) else None
 
-        return await _poll("edgeprint job DONE", settled)
+        return await eventually(settled, "edgeprint job DONE", timeout_s=30, every_s=0.05)
 
 
 @pytest.mark.slow

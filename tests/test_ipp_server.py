@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -26,6 +25,7 @@ from testbed.pdfs import make_page_tree_cycle_pdf, make_pdf
 from testbed.rig import Rig
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance
 from tests.ipp_client import IppQueue, status_message
+from tests.polling import eventually
 from tests.printing import appliance, assert_each_printed_once, rig_config
 
 # --- helpers ---------------------------------------------------------------------------
@@ -48,13 +48,13 @@ async def wait_job_state(
     queue: IppQueue, ipp_job_id: int, states: set[int], timeout_s: float = 20.0
 ) -> codec.IppMessage:
     """Poll Get-Job-Attributes until job-state is one of ``states`` (deadline ``timeout_s``)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+    async def in_states() -> codec.IppMessage | None:
         answer = await queue.job_attributes(ipp_job_id)
-        if answer.value(GroupTag.JOB, "job-state") in states:
-            return answer
-        assert time.monotonic() < deadline, f"job {ipp_job_id} not in {states}: {answer}"
-        await asyncio.sleep(0.02)  # polling a condition, bounded by the deadline
+        return answer if answer.value(GroupTag.JOB, "job-state") in states else None
+
+    what = f"job {ipp_job_id} in {states}"
+    return await eventually(in_states, what, timeout_s=timeout_s, every_s=0.02)
 
 
 # --- with real printers -------------------------------------------------------------------
@@ -884,12 +884,12 @@ async def test_a_pool_queue_relays_its_printers_supplies(
         found = answer.get(GroupTag.PRINTER, "printer-supply-description")
         return list(codec.strings(found)) if found is not None else []
 
-    deadline = time.monotonic() + 20
-    while not {d.split(":")[0] for d in await descriptions()} >= {"printer-01", "printer-02"}:
-        assert time.monotonic() < deadline, await descriptions()
-        await asyncio.sleep(0.05)  # polling a condition (both probed), bounded by the deadline
+    async def both_probed() -> list[str] | None:
+        found = await descriptions()
+        return found if {d.split(":")[0] for d in found} >= {"printer-01", "printer-02"} else None
+
     by_printer: dict[str, list[str]] = {}
-    for d in await descriptions():
+    for d in await eventually(both_probed, "both printers probed", timeout_s=20, every_s=0.05):
         printer, _, what = d.partition(": ")
         by_printer.setdefault(printer, []).append(what)
     assert set(by_printer) == {"printer-01", "printer-02"}
@@ -949,9 +949,8 @@ async def test_a_client_gone_mid_document_stores_nothing(
         def events() -> list[str]:
             return [str(getattr(r, "event", "")) for r in caplog.records]
 
-        deadline = time.monotonic() + 10
-        while "ipp_client_gone" not in events():
-            assert time.monotonic() < deadline, events()
-            await asyncio.sleep(0.02)  # polling a condition, bounded by the deadline
+        await eventually(
+            lambda: "ipp_client_gone" in events(), lambda: f"ipp_client_gone in {events()}"
+        )
         assert "internal_error" not in events()
         assert app.snapshot() == before

@@ -20,6 +20,7 @@ import pytest
 from edgeprint.server import DB_FILE
 from testbed.pdfs import make_pdf
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance
+from tests.polling import eventually
 
 PROBLEM = "urn:edgeprint:problem:"
 #: Twelve digits: a string this long does not turn up in a database file by chance.
@@ -111,11 +112,14 @@ async def test_wrong_pins_lock_the_release_for_a_while(
             PROBLEM + "release-locked",
             "1",
         )
+
         # the lock ends by itself: poll with the right PIN until it opens
-        while status == 423:
-            assert time.monotonic() - locked_at < lockout_s + 5, "lock never ended"
+        async def opened() -> tuple[int, dict[str, Any]] | None:
             status, job, _ = await _release(app, job_id, PIN)
-            await asyncio.sleep(0.05)  # poll interval of a condition with a deadline
+            return None if status == 423 else (status, job)
+
+        left_s = locked_at + lockout_s + 5 - time.monotonic()
+        status, job = await eventually(opened, "the lock to end", timeout_s=left_s, every_s=0.05)
         assert time.monotonic() - locked_at >= lockout_s * 0.9
         assert (status, job["state"]) == (200, "RELEASED")
         with sqlite3.connect(app.data_dir / DB_FILE) as db:

@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import tempfile
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import pytest
 
 from testbed.rig import Rig
 from tests.conftest import TECH_TOKEN
+from tests.polling import eventually
 from tests.printing import appliance
 from tests.test_cli_tech import busy_floor, floor_config
 from tests.test_status_page import require_chromium
@@ -68,12 +68,14 @@ async def devtools(workdir: Path, width: int) -> AsyncIterator[DevTools]:
     )  # fmt: skip
     try:
         port_file = Path(profile) / "DevToolsActivePort"
-        deadline = time.monotonic() + DEADLINE_S
-        while not port_file.exists() or not port_file.read_text().strip():
+
+        def port_written() -> str:
             assert proc.returncode is None, "chromium exited"
-            assert time.monotonic() < deadline, "chromium opened no DevTools port"
-            await asyncio.sleep(0.05)  # polling a file chromium writes, bounded
-        port = int(port_file.read_text().split()[0])
+            return port_file.read_text().strip() if port_file.exists() else ""
+
+        what = "chromium's DevTools port"
+        written = await eventually(port_written, what, timeout_s=DEADLINE_S, every_s=0.05)
+        port = int(written.split()[0])
         async with aiohttp.ClientSession() as http:
             async with http.get(f"http://127.0.0.1:{port}/json/list") as r:
                 pages = [t for t in json.loads(await r.text()) if t["type"] == "page"]
@@ -98,11 +100,13 @@ async def test_reasons_fit_a_phone_without_horizontal_scroll(tmp_path: Path, pri
         await busy_floor(printers, kiosk)
         async with devtools(tmp_path, PHONE_WIDTH) as page:
             await page.call("Page.navigate", url=f"{kiosk.url}/#token={TECH_TOKEN}")
-            deadline = time.monotonic() + DEADLINE_S
             loaded = "document.body && document.body.getAttribute('data-loaded') === '1'"
-            while not await page.evaluate(loaded):
-                assert time.monotonic() < deadline, "the page never rendered data"
-                await asyncio.sleep(0.05)  # polling the page's own mark, bounded
+            await eventually(
+                lambda: page.evaluate(loaded),
+                "the page to render data",
+                timeout_s=DEADLINE_S,
+                every_s=0.05,
+            )
             reason = await page.evaluate(
                 "(() => { const li = document.querySelector("
                 "'[data-printer=\"printer-02\"] li[data-reason]');"

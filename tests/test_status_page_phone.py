@@ -19,6 +19,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from edgeprint.service import Caller
 from testbed.rig import Rig
 from tests.browser import (
@@ -70,7 +72,7 @@ async def open_dialog(page: Page, selector: str) -> str:
         await real_click(page, selector)
         try:
             return str(await page.wait(asked, timeout_s=2.0))
-        except AssertionError:
+        except (AssertionError, pytest.fail.Exception):  # an error in the page, or no sign
             continue
     raise AssertionError(f"{selector} opened no dialog")
 
@@ -96,7 +98,7 @@ async def tap_id(page: Page, selector: str) -> None:
         try:
             await page.wait(opened, timeout_s=2.0)
             return
-        except AssertionError:
+        except (AssertionError, pytest.fail.Exception):  # an error in the page, or no sign
             continue
     raise AssertionError(f"{selector} would not open")
 

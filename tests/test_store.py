@@ -24,7 +24,7 @@ from edgeprint.store.pg_statements import translate
 from edgeprint.store.postgres import PostgresStore
 from edgeprint.store.schema import postgres as pg_schema
 from edgeprint.store.schema.sqlite import SCHEMA_VERSION
-from tests.pg_fixtures import PostgresCluster
+from tests.pg_fixtures import PostgresCluster, only_durable
 from tests.polling import eventually
 
 _INSERT = (
@@ -56,6 +56,7 @@ def _count(store: Store) -> int:
         return int(row[0])
 
 
+@only_durable
 async def test_concurrent_writes_are_grouped_and_all_durable(store: Store) -> None:
     """500 concurrent inserts commit in far fewer transactions, and another connection sees all."""
     await asyncio.gather(
@@ -135,6 +136,7 @@ async def _schema_version(store: Store) -> int:
     return int((await store.read("SELECT version FROM schema_version"))[0][0])
 
 
+@only_durable
 async def test_reopen_keeps_schema_and_data(store: Store) -> None:
     """Opening an existing store applies no migration twice and keeps every row."""
     await store.write(_INSERT, ("r1", "rk1", "HELD", 1))
@@ -152,6 +154,7 @@ async def test_reopen_keeps_schema_and_data(store: Store) -> None:
         await again.close()
 
 
+@only_durable
 async def test_two_stores_opening_one_new_database_migrate_it_once(store: Store) -> None:
     """Two engines opening the same new database at once migrate it once; on PostgreSQL the
     second is refused while the first uses it (one appliance per database unless `[store] shared`)."""
