@@ -95,8 +95,9 @@ class Runway:
         forecast the morning: the rate starts again at go-live)."""
         if labels <= 0:
             return
-        self.roll = Roll(self.roll.printed + labels, self.roll.changed_at, self.roll.media,
-                         self.roll.empty)  # fmt: skip
+        self.roll = Roll(
+            self.roll.printed + labels, self.roll.changed_at, self.roll.media, self.roll.empty
+        )
         if live:
             self._recent.append((now, labels))
             self._recent_total += labels
@@ -136,5 +137,9 @@ class Runway:
         rate = self.per_minute(now)
         left = self.labels_left
         minutes = None if rate <= 0 else left / rate
-        return RunwayView(left, self.labels_per_roll, round(rate, 3),
-                          None if minutes is None else round(minutes, 2))  # fmt: skip
+        return RunwayView(
+            left,
+            self.labels_per_roll,
+            round(rate, 3),
+            None if minutes is None else round(minutes, 2),
+        )

@@ -187,10 +187,16 @@ def _media_col(col: Any) -> Media | None:
     left, right, top, bottom = (_int(col.get(f"media-{side}-margin")) or 0 for side in _SIDES)
     kind, source = col.get("media-type"), col.get("media-source")
     return Media(
-        name if isinstance(name, str) else None, w, h, left, right, top, bottom,
+        name if isinstance(name, str) else None,
+        w,
+        h,
+        left,
+        right,
+        top,
+        bottom,
         media_type=kind if isinstance(kind, str) else None,
         source=source if isinstance(source, str) else None,
-    )  # fmt: skip
+    )
 
 
 _SIDES = ("left", "right", "top", "bottom")

@@ -47,12 +47,26 @@ from edgeprint.stock import StockView
 #: Reasons (any severity) that stop the job in hand while the printer is processing.
 STALL_REASONS = frozenset(
     {
-        "media-jam", "media-empty", "media-needed", "cover-open", "door-open",
-        "interlock-open", "input-tray-missing", "output-tray-missing", "output-area-full",
-        "marker-supply-empty", "marker-waste-full", "toner-empty", "offline", "paused",
-        "shutdown", "spool-area-full", "stopped-partly", "fuser-over-temp",
+        "media-jam",
+        "media-empty",
+        "media-needed",
+        "cover-open",
+        "door-open",
+        "interlock-open",
+        "input-tray-missing",
+        "output-tray-missing",
+        "output-area-full",
+        "marker-supply-empty",
+        "marker-waste-full",
+        "toner-empty",
+        "offline",
+        "paused",
+        "shutdown",
+        "spool-area-full",
+        "stopped-partly",
+        "fuser-over-temp",
     }
-)  # fmt: skip
+)
 #: Reasons about paper in one input: another input with media may print instead.
 #: (media-needed is not one: it says the job in hand needs media the printer lacks.)
 MEDIA_REASONS = frozenset({"media-empty", "input-tray-missing", "media-low"})
