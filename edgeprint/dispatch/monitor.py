@@ -18,6 +18,7 @@ from typing import Any
 from yarl import URL
 
 from edgeprint import errors
+from edgeprint.backoff import Backoff
 from edgeprint.board import PrinterBoard, Usability
 from edgeprint.config import DispatchConfig, PrinterConfig
 from edgeprint.dispatch import formats
@@ -29,6 +30,7 @@ from edgeprint.documents.capabilities import (
     parse_capabilities,
 )
 from edgeprint.epochs import Clock, Epoch, Reading, advance
+from edgeprint.logs import log_event
 from edgeprint.metrics import Metrics
 from edgeprint.personality import JobAnswer, Traits, learn_forgotten, learn_job, learn_printer
 from edgeprint.printers import levels, problems, reasons, supplies, tls
@@ -113,7 +115,11 @@ class Monitor:
         self.unreachable_since: float | None = None
         self._trusted = False
         self._hex_logged_at: float | None = None
-        self.bad_answer_backoff_s = 0.0
+        #: the wait after each answer that is not usable (at least the unreachable cap)
+        self._bad_answer = Backoff(
+            min(settings.unreachable_retry_max_s, BAD_ANSWER_BACKOFF_MAX_S),
+            BAD_ANSWER_BACKOFF_MAX_S,
+        )
         #: A reload removed this printer: it is withdrawn from the board.
         self.retired = False
         self.health = Health(
@@ -153,12 +159,14 @@ class Monitor:
         self.board.publish(
             self.name,
             Usability(
-                healthy=self.health.healthy, sends=self.sends,
-                takes=caps.formats if caps is not None else (), probed=caps is not None,
+                healthy=self.health.healthy,
+                sends=self.sends,
+                takes=caps.formats if caps is not None else (),
+                probed=caps is not None,
                 stock=self.stock,
                 labels_left=self.rolls.labels_left,
             ),
-        )  # fmt: skip
+        )
 
     def resumed(self) -> None:
         """A technician resumed (or re-trusted) the printer: forget what only a person clears."""
@@ -185,28 +193,38 @@ class Monitor:
         if ref is None or clock.boot_s - ref[1] >= UP_TIME_LEARN_S:
             if ref is not None:
                 self.traits = learn_printer(
-                    self.traits, up_time_s=status.up_time_s, previous_up_s=ref[0],
+                    self.traits,
+                    up_time_s=status.up_time_s,
+                    previous_up_s=ref[0],
                     elapsed_s=clock.boot_s - ref[1],
-                )  # fmt: skip
+                )
             self._up_ref = (status.up_time_s, clock.boot_s)
         reading = Reading(
-            status.up_time_s, status.printer_uuid, status.config_change_time,
+            status.up_time_s,
+            status.printer_uuid,
+            status.config_change_time,
             status.config_change_dt,
-        )  # fmt: skip
+        )
         self.epoch, cause = advance(
-            self.epoch, reading, clock, asked=asked, after_outage=self._after_outage,
+            self.epoch,
+            reading,
+            clock,
+            asked=asked,
+            after_outage=self._after_outage,
             up_time_moves=self.traits.up_time_moves,
-        )  # fmt: skip
+        )
         self._after_outage = False
         self.metrics.printer_epoch.labels(printer=self.name).set(self.epoch.number)
         if cause is not None:
             self.metrics.printer_epochs.labels(printer=self.name).inc()
-            log.log(
-                logging.INFO if self.epoch.number == 1 else logging.WARNING,
-                "printer epoch",
-                extra={"event": "printer_epoch", "printer": self.name,
-                       "epoch": self.epoch.number, "why": cause},
-            )  # fmt: skip
+            log_event(
+                log,
+                "printer_epoch",
+                level=logging.INFO if self.epoch.number == 1 else logging.WARNING,
+                printer=self.name,
+                epoch=self.epoch.number,
+                why=cause,
+            )
             self._described = None  # another life: describe it again
         if cause is not None or clock.wall - self._epoch_saved_at >= EPOCH_SAVE_EVERY_S:
             await self.service.save_printer_epoch(self.name, self.epoch)
@@ -217,11 +235,7 @@ class Monitor:
     async def _save_traits(self) -> None:
         if self.traits != self._traits_saved:
             await self.service.save_printer_traits(self.name, self.traits)
-            log.info(
-                "printer personality",
-                extra={"event": "printer_personality", "printer": self.name,
-                       "traits": self.traits.as_json()},
-            )  # fmt: skip
+            log_event(log, "printer_personality", printer=self.name, traits=self.traits.as_json())
             self._traits_saved = self.traits
 
     async def learn(self, answer: JobAnswer, *, sent_name: str, sent_user: str | None) -> None:
@@ -279,10 +293,10 @@ class Monitor:
         if status.described:
             self._described, self._described_at = status, now
         if not self.reachable:
-            log.info("printer reachable", extra={"event": "printer_up", "printer": self.name})
+            log_event(log, "printer_up", message="printer reachable", printer=self.name)
         self.reachable = True
         self.unreachable_since = None
-        self.bad_answer_backoff_s = 0.0
+        self._bad_answer.reset()
         self.metrics.printer_up.labels(printer=self.name).set(1)
         described = self._described
         assert described is not None
@@ -313,12 +327,13 @@ class Monitor:
         view, source = ready_stock(status.attributes, self.config)
         found = view.stocks
         if self.stock is not None and view != self.stock:
-            log.info(
-                "printer stock changed",
-                extra={"event": "printer_stock_changed", "printer": self.name,
-                       "was": [s.describe() for s in self.stock.stocks],
-                       "now": [s.describe() for s in found]},
-            )  # fmt: skip
+            log_event(
+                log,
+                "printer_stock_changed",
+                printer=self.name,
+                was=[s.describe() for s in self.stock.stocks],
+                now=[s.describe() for s in found],
+            )
         self.stock, self.stock_from = view, source
 
     async def on_unreachable(self, exc: errors.PrinterError) -> float:
@@ -330,9 +345,12 @@ class Monitor:
         if isinstance(exc, errors.PrinterUnreachable | errors.PrinterTimedOut):
             self._after_outage = True  # it may have been off (a reset of one request is not)
         if self.reachable or self.unreachable_since is None:
-            log.info(
-                "printer unreachable",
-                extra={"event": "printer_down", "printer": self.name, "error": str(exc)},
+            log_event(
+                log,
+                "printer_down",
+                message="printer unreachable",
+                printer=self.name,
+                error=str(exc),
             )
             self.unreachable_since = now
         self.reachable = False
@@ -360,9 +378,12 @@ class Monitor:
         url = URL(self.config.uri)
         pinned = await self.service.printer_pin(self.name)
         got = await tls.trust(
-            url.host or "", url.port or 631, pinned, printer=self.name,
+            url.host or "",
+            url.port or 631,
+            pinned,
+            printer=self.name,
             timeout_s=self.settings.request_timeout_s,
-        )  # fmt: skip
+        )
         if got.first_contact:
             await self.service.pin_printer(self.name, got.fingerprint)
         self.client.ssl = got.ssl
@@ -395,17 +416,17 @@ class Monitor:
             self._hex_logged_at is None or now - self._hex_logged_at >= HEX_LOG_INTERVAL_S
         ):
             self._hex_logged_at = now
-            log.warning(
-                "printer answer is not IPP",
-                extra={"event": "printer_bad_answer", "printer": self.name,
-                       "error": str(exc), "head_hex": head.hex()},
-            )  # fmt: skip
+            log_event(
+                log,
+                "printer_bad_answer",
+                message="printer answer is not IPP",
+                level=logging.WARNING,
+                printer=self.name,
+                error=str(exc),
+                head_hex=head.hex(),
+            )
         await self.service.fail_over_waiting(self.name, problem)
-        self.bad_answer_backoff_s = min(
-            BAD_ANSWER_BACKOFF_MAX_S,
-            max(self.settings.unreachable_retry_max_s, self.bad_answer_backoff_s * 2),
-        )
-        return self.bad_answer_backoff_s
+        return self._bad_answer.failed()
 
     async def health_changed(self, change: HealthChange | None) -> None:
         if change is None:
@@ -417,12 +438,11 @@ class Monitor:
         ).inc()
         await self.service.printer_health_changed(self.name, change.healthy, change.reason)
         if change.healthy:
-            log.info("printer healthy", extra={"event": "printer_healthy", "printer": self.name})
+            log_event(log, "printer_healthy", printer=self.name)
             self.service.wake(self.name, self.config.pool)
             return
-        log.warning(
-            "printer unhealthy",
-            extra={"event": "printer_unhealthy", "printer": self.name, "why": change.reason},
+        log_event(
+            log, "printer_unhealthy", level=logging.WARNING, printer=self.name, why=change.reason
         )
         await self.service.fail_over_waiting(self.name, change.reason or "unhealthy")
 

@@ -36,6 +36,7 @@ from edgeprint.dispatch.monitor import Monitor
 from edgeprint.dispatch.observer import MonitoringFailed, Observer, Unsettled
 from edgeprint.dispatch.stall import stall_reasons
 from edgeprint.evidence import Evidence
+from edgeprint.logs import log_event
 from edgeprint.metrics import Metrics
 from edgeprint.printers.health import trays_of
 from edgeprint.runway import labels_of
@@ -146,14 +147,16 @@ class Settlement:
             copies = await self.service.copies_of(job.id)
             verdict = self.judge(job, copies)
             self.metrics.reconciliations.labels(printer=self.name, verdict=verdict.kind).inc()
-            log.info(
-                "job reconciled",
-                extra={"event": "job_reconciled", "job_id": job.id, "printer": self.name,
-                       "verdict": verdict.kind.value,
-                       "printer_job_id": verdict.copy.printer_job_id if verdict.copy else None,
-                       "settled_by": verdict.settled_by,
-                       "correlation_id": job.correlation_id},
-            )  # fmt: skip
+            log_event(
+                log,
+                "job_reconciled",
+                job_id=job.id,
+                printer=self.name,
+                verdict=verdict.kind.value,
+                printer_job_id=verdict.copy.printer_job_id if verdict.copy else None,
+                settled_by=verdict.settled_by,
+                correlation_id=job.correlation_id,
+            )
             copy = verdict.copy
             match verdict.kind:
                 case Kind.FOLLOW:
@@ -284,15 +287,14 @@ class Settlement:
         if not cleanly and not accepted:
             return False  # the printer did not take the cancel: nothing may move yet
         reason = f"{self.name} cannot go on ({why}); cancelled there, moved to a peer"
-        log.warning(
-            "job failed over",
-            extra={
-                "event": "job_failed_over",
-                "job_id": job.id,
-                "printer": self.name,
-                "why": why,
-                "correlation_id": job.correlation_id,
-            },
+        log_event(
+            log,
+            "job_failed_over",
+            level=logging.WARNING,
+            job_id=job.id,
+            printer=self.name,
+            why=why,
+            correlation_id=job.correlation_id,
         )
         self.metrics.failovers.labels(printer=self.name).inc()
         self.left_live = after is None or after.live
@@ -317,15 +319,21 @@ class Settlement:
 
     async def monitoring_gave_up(self, job: JobRecord, copy: Copy, why: str) -> None:
         """The printer cannot say what became of a copy: park the job, blame the printer."""
-        log.warning(
-            "job monitoring failed",
-            extra={"event": "job_monitoring_failed", "job_id": job.id, "printer": self.name,
-                   "printer_job_id": copy.printer_job_id, "error": why},
-        )  # fmt: skip
+        log_event(
+            log,
+            "job_monitoring_failed",
+            level=logging.WARNING,
+            job_id=job.id,
+            printer=self.name,
+            printer_job_id=copy.printer_job_id,
+            error=why,
+        )
         await self.service.settle_copy(
-            copy, CopyState.LOST, f"cannot report job state: {why}",
+            copy,
+            CopyState.LOST,
+            f"cannot report job state: {why}",
             evidence=Evidence.MONITORING_FAILED.value,
-        )  # fmt: skip
+        )
         health = self.monitor.health
         await self.monitor.health_changed(health.on_monitoring_failed(why, self._clock()))
         await self.service.fail_over_waiting(self.name, health.reason or why)
@@ -352,14 +360,19 @@ class Settlement:
                 await self.service.cancelled(job, self.name, why)
             elif not risky or self.settings.on_unknown_outcome == "reprint":
                 await self.service.requeue(
-                    job, self.name, f"{self.name} unreachable; moved to a peer", self.service.run(),
+                    job,
+                    self.name,
+                    f"{self.name} unreachable; moved to a peer",
+                    self.service.run(),
                     count=False,
-                )  # fmt: skip
+                )
             else:
                 await self.service.fail(
-                    job, self.name, "outcome_unknown",
+                    job,
+                    self.name,
+                    "outcome_unknown",
                     f"{self.name} became unreachable while it may have been printing the job",
-                )  # fmt: skip
+                )
             self.left_live = True
 
     async def settle_stale(self, copy: Copy) -> bool:
@@ -378,16 +391,21 @@ class Settlement:
             obs = await self.observer.look(copy)
         except MonitoringFailed as exc:
             await self.service.settle_copy(
-                copy, CopyState.LOST, f"cannot report job state: {exc}",
+                copy,
+                CopyState.LOST,
+                f"cannot report job state: {exc}",
                 evidence=Evidence.MONITORING_FAILED.value,
-            )  # fmt: skip
+            )
             return True
         if obs.settled is None:
-            log.warning(
-                "stale copy cancelled",
-                extra={"event": "stale_copy_cancelled", "job_id": copy.job_id,
-                       "printer": self.name, "printer_job_id": copy.printer_job_id},
-            )  # fmt: skip
+            log_event(
+                log,
+                "stale_copy_cancelled",
+                level=logging.WARNING,
+                job_id=copy.job_id,
+                printer=self.name,
+                printer_job_id=copy.printer_job_id,
+            )
             cancelling = await self.service.copy_cancelling(copy, "its job left this printer")
             if cancelling is None:
                 return True
