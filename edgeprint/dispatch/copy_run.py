@@ -161,7 +161,7 @@ class CopyRun:
         out = copy.pages_out
         if out:
             return False
-        if out == 0 and self.monitor.traits.impressions:
+        if out == 0 and self.monitor.life.traits.impressions:
             return True
         expected = copy.impressions_expected
         return expected is not None and expected <= 1

@@ -68,15 +68,18 @@ class Observer:
         status = m.status
         if status is not None and media_elsewhere(trays_of(status.attributes)):
             reasons = tuple(r for r in reasons if reason_keyword(r) not in MEDIA_REASONS)
-        return evidence.Context(epoch=m.epoch_number or 0, traits=m.traits, printer_reasons=reasons)
+        life = m.life
+        return evidence.Context(
+            epoch=life.epoch_number or 0, traits=life.traits, printer_reasons=reasons
+        )
 
     async def _get_jobs(self) -> tuple[list[PrinterJob], Listing]:
         try:
             listed, listing = await self.client.get_jobs("all")
         except errors.PrinterUnreachable as exc:
             raise Unsettled from exc
-        if listing is Listing.LIVE and not self.monitor.traits.lists_live_only:
-            await self.monitor.learn_trait(lists_live_only=True)
+        if listing is Listing.LIVE and not self.monitor.life.traits.lists_live_only:
+            await self.monitor.life.learn_trait(lists_live_only=True)
         return listed, listing
 
     async def look(self, copy: Copy) -> Observation:
@@ -125,17 +128,17 @@ class Observer:
                 printer=copy.printer,
                 printer_job_id=copy.printer_job_id,
             )
-            await self.monitor.learn_trait(gja_unreliable=True)
+            await self.monitor.life.learn_trait(gja_unreliable=True)
         if obs.evidence is Evidence.FORGOTTEN_AFTER_ACKNOWLEDGED:
-            await self.monitor.learn_forgotten()
+            await self.monitor.life.learn_forgotten()
         return obs
 
     async def learn_from(self, copy: Copy, pj: PrinterJob | None, job: JobRecord | None) -> None:
         """What an answer about a copy of this epoch (its identity certain) shows of the
         printer: how it echoes names, which figures it keeps (the monitor's traits)."""
-        if pj is None or copy.epoch != self.monitor.epoch_number:
+        if pj is None or copy.epoch != self.monitor.life.epoch_number:
             return
-        await self.monitor.learn(
+        await self.monitor.life.learn(
             JobAnswer(
                 name=pj.name,
                 user=pj.user,
@@ -256,7 +259,7 @@ class Observer:
         """Cancel printer jobs that are edgeprint's by name, wait for a document that will never
         come (a Create-Job whose copy was given up) and are no live copy's: an empty job blocks
         a printer that takes one job at a time. Returns how many were cancelled."""
-        traits = self.monitor.traits
+        traits = self.monitor.life.traits
         if traits.job_name not in (Echo.UNKNOWN, Echo.WHOLE, Echo.CONTAINS):
             return 0  # it does not echo names: nothing on it can be told to be ours
         listed = await self._list_patiently(tries=1)

@@ -96,7 +96,7 @@ class Settlement:
     def policy(self) -> Policy:
         """The service's policy, with what this printer is known to do."""
         base = self.service.policy
-        counting = base.counting | ({self.name} if self.monitor.traits.impressions else set())
+        counting = base.counting | ({self.name} if self.monitor.life.traits.impressions else set())
         return replace(base, counting=frozenset(counting))
 
     def judge(self, job: JobRecord, copies: list[Copy]) -> Verdict:

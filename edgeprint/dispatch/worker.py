@@ -264,7 +264,7 @@ class PrinterWorker:
     async def _claim_and_print(self, status: PrinterStatus) -> None:
         """Claim the next job with its copy, make what the printer is sent, run the copy."""
         operation = "Create-Job" if status.supports_create_job else "Print-Job"
-        epoch = self.monitor.epoch_number
+        epoch = self.monitor.life.epoch_number
         takes_zpl = formats.takes_raw(self.monitor.capabilities, formats.ZPL)
         if self.monitor.sends != formats.PDF:
             job = await self.service.claim_next(self.name, takes_zpl=takes_zpl)
