@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Fit = Literal["exact", "center", "scale"]
-FITS: tuple[Fit, ...] = ("exact", "center", "scale")
 
 #: hundredths of a millimetre per inch
 HMM_PER_INCH = 2540

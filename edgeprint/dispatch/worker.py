@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 from collections.abc import Callable
 
@@ -58,7 +57,6 @@ class PrinterWorker:
         metrics: Metrics,
         stop: asyncio.Event,
         *,
-        rng: random.Random | None = None,
         clock: Callable[[], float] = time.time,
         timer: Callable[[], float] = time.monotonic,
         renderer: RenderPool | None = None,
@@ -124,7 +122,6 @@ class PrinterWorker:
             renditions=renditions,
             clock=clock,
         )
-        del rng  # the back-offs' jitter is the service's
 
     # --- signals from the rest of the appliance ------------------------------------
 

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: operations-supported values (RFC 8011 §5.4.15).
-OP_PRINT_JOB = 0x0002
 OP_CREATE_JOB = 0x0005
 OP_SEND_DOCUMENT = 0x0006
 
