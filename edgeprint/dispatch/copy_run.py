@@ -267,7 +267,7 @@ class CopyRun:
                 copy = stored or copy
                 if _figures(copy) != figures:
                     figures, progressed_at = _figures(copy), self._clock()
-            await _wait_any((self.stop, self.cancel), self._next_poll(polls.failed(), acked_at))
+            await wait_any((self.stop, self.cancel), self._next_poll(polls.failed(), acked_at))
         return Outcome(Ended.STOPPED, copy)
 
     def _cannot_go_on(self, held: bool, progressed_at: float) -> str | None:
@@ -319,7 +319,7 @@ def _figures(copy: Copy) -> tuple[int | None, ...]:
     return (copy.impressions_completed, copy.sheets_completed, copy.k_octets)
 
 
-async def _wait_any(events: tuple[asyncio.Event, ...], seconds: float) -> None:
+async def wait_any(events: tuple[asyncio.Event, ...], seconds: float) -> None:
     """Return after ``seconds`` or as soon as any of ``events`` is set."""
     waits = [asyncio.ensure_future(e.wait()) for e in events]
     try:

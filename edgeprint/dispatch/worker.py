@@ -23,7 +23,7 @@ from edgeprint.board import PrinterBoard
 from edgeprint.config import DispatchConfig, PrinterConfig
 from edgeprint.copies import Copy
 from edgeprint.dispatch import formats
-from edgeprint.dispatch.copy_run import CopyRun, Outcome, _wait_any
+from edgeprint.dispatch.copy_run import CopyRun, Outcome, wait_any
 from edgeprint.dispatch.monitor import Monitor
 from edgeprint.dispatch.observer import Observer, Unsettled
 from edgeprint.dispatch.prepare import Preparer
@@ -397,7 +397,7 @@ class PrinterWorker:
 
     async def _pause(self, seconds: float) -> None:
         """Wait ``seconds`` or until stopped or woken (a job became claimable)."""
-        await _wait_any((self.stop, self._wake), seconds)
+        await wait_any((self.stop, self._wake), seconds)
 
     async def _hold_off(self, seconds: float) -> None:
         """Wait ``seconds`` or until stopped or a technician acts; new jobs do not wake it.
@@ -406,7 +406,7 @@ class PrinterWorker:
         not be probed once per incoming job.
         """
         self._control.clear()
-        await _wait_any((self.stop, self._control), seconds)
+        await wait_any((self.stop, self._control), seconds)
 
     async def _idle(self) -> None:
         """Nothing to claim: wait for a wake-up, the next backed-off job, or a probe."""
