@@ -82,9 +82,9 @@ class Dispatcher:
     def _worker(self, p: PrinterConfig) -> PrinterWorker:
         metrics = self._metrics
 
-        def observe(op: str, outcome: str, seconds: float, _name: str = p.name) -> None:
+        def observe(op: str, outcome: str, seconds: float) -> None:
             metrics.ipp_request_duration.labels(
-                printer=_name, operation=op, outcome=outcome
+                printer=p.name, operation=op, outcome=outcome
             ).observe(seconds)
 
         client = IppClient(
