@@ -5,7 +5,8 @@ and carries out what it means (one transaction for printed-and-DONE; the refusal
 policy; a stuck copy cancelled and its job moved; a lost one parked);
 :meth:`Settlement.conclude` brings the printer's word on a job's copies up to date
 and does what :func:`edgeprint.copies.judge` says; :meth:`Settlement.sweep`
-settles everything a printer may still hold before it gets new work;
+settles the copies a printer may still hold of jobs that left it, before it gets new work
+(the worker first concludes, and follows, each job PRINTING there);
 :meth:`Settlement.give_up_in_hand` settles without a printer that stayed away.
 Each returns the copy to follow next, if any: the worker follows it
 (:mod:`edgeprint.dispatch.copy_run`) and hands the outcome back here.
@@ -374,6 +375,26 @@ class Settlement:
                     f"{self.name} became unreachable while it may have been printing the job",
                 )
             self.left_live = True
+
+    async def sweep(self) -> bool:
+        """Settle every copy this printer may still hold whose job is not PRINTING here
+        (its job left it), then cancel the printer's stray empty jobs.
+
+        True when nothing is left open; raises Unsettled.
+        """
+        current = {(j.id, j.claims) for j in await self.service.printing_on(self.name)}
+        for copy in await self.service.open_copies_on(self.name):
+            if (copy.job_id, copy.claim) in current:
+                continue
+            if not await self.settle_stale(copy):
+                return False
+        live = {
+            c.printer_job_id
+            for c in await self.service.open_copies_on(self.name)
+            if c.printer_job_id is not None
+        }
+        await self.observer.cancel_strays(live)
+        return True
 
     async def settle_stale(self, copy: Copy) -> bool:
         """A copy of a job that left this printer: cancel it if live, record it if settled.

@@ -361,7 +361,8 @@ class PrinterWorker:
         return False
 
     async def _sweep(self) -> bool:
-        """Settle every job PRINTING here and every copy this printer may still hold.
+        """Settle every job PRINTING here (concluded, and followed while a copy is live),
+        then every other copy this printer may still hold (:meth:`Settlement.sweep`).
 
         True when nothing is left open; then new work may be sent.
         """
@@ -376,18 +377,8 @@ class PrinterWorker:
                         self.current_job = None
                 if not nxt:
                     return False
-            current = {(j.id, j.claims) for j in await self.service.printing_on(self.name)}
-            for copy in await self.service.open_copies_on(self.name):
-                if (copy.job_id, copy.claim) in current:
-                    continue
-                if not await self.settle.settle_stale(copy):
-                    return False
-            live = {
-                c.printer_job_id
-                for c in await self.service.open_copies_on(self.name)
-                if c.printer_job_id is not None
-            }
-            await self.observer.cancel_strays(live)
+            if not await self.settle.sweep():
+                return False
         except Unsettled:
             return False
         self._needs_reconcile = False
