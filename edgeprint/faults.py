@@ -1,7 +1,7 @@
 """Crash points for fault-injection tests: ``EDGEPRINT_CRASH_AT=<point>`` kills the process there.
 
 The environment variable is read once at import. Unset (always, in
-production) a crash point is one dictionary lookup. Points, in the order a
+production) a crash point is one string comparison. Points, in the order a
 job meets them: ``after_claim``, ``after_create_job`` (before its job-id is
 stored), ``after_send_document`` (the printer has the document; nothing
 after it is stored), ``during_send_document`` (half the document handed to the
@@ -17,19 +17,6 @@ from __future__ import annotations
 import os
 import signal
 
-POINTS = frozenset(
-    {
-        "after_claim",
-        "after_create_job",
-        "during_send_document",
-        "after_send_document",
-        "after_printer_completed",
-        "ipp_create_job",
-        "ipp_during_document",
-        "ipp_after_document",
-        "ipp_after_store",
-    }
-)
 _ARMED = os.environ.get("EDGEPRINT_CRASH_AT", "")
 
 

@@ -74,14 +74,12 @@ class Runway:
         *,
         started_at: float,
         roll: Roll | None = None,
-        window_s: float = RATE_WINDOW_S,
     ) -> None:
         if labels_per_roll < 1:
             raise ValueError("labels_per_roll must be at least 1")
         self.labels_per_roll = labels_per_roll
         self.roll = roll or Roll()
         self._started_at = started_at
-        self._window_s = window_s
         self._recent: deque[tuple[float, int]] = deque()
         self._recent_total = 0
 
@@ -95,8 +93,9 @@ class Runway:
         forecast the morning: the rate starts again at go-live)."""
         if labels <= 0:
             return
-        self.roll = Roll(self.roll.printed + labels, self.roll.changed_at, self.roll.media,
-                         self.roll.empty)  # fmt: skip
+        self.roll = Roll(
+            self.roll.printed + labels, self.roll.changed_at, self.roll.media, self.roll.empty
+        )
         if live:
             self._recent.append((now, labels))
             self._recent_total += labels
@@ -122,19 +121,23 @@ class Runway:
         return cause
 
     def _prune(self, now: float) -> None:
-        while self._recent and self._recent[0][0] <= now - self._window_s:
+        while self._recent and self._recent[0][0] <= now - RATE_WINDOW_S:
             self._recent_total -= self._recent.popleft()[1]
 
     def per_minute(self, now: float) -> float:
-        """Labels a minute over the last ``window_s`` (or the time since start-up, when
+        """Labels a minute over the last ``RATE_WINDOW_S`` (or the time since start-up, when
         shorter, but at least :data:`MIN_RATE_SPAN_S`)."""
         self._prune(now)
-        span = max(MIN_RATE_SPAN_S, min(self._window_s, now - self._started_at))
+        span = max(MIN_RATE_SPAN_S, min(RATE_WINDOW_S, now - self._started_at))
         return self._recent_total * 60.0 / span
 
     def view(self, now: float) -> RunwayView:
         rate = self.per_minute(now)
         left = self.labels_left
         minutes = None if rate <= 0 else left / rate
-        return RunwayView(left, self.labels_per_roll, round(rate, 3),
-                          None if minutes is None else round(minutes, 2))  # fmt: skip
+        return RunwayView(
+            left,
+            self.labels_per_roll,
+            round(rate, 3),
+            None if minutes is None else round(minutes, 2),
+        )

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Fit = Literal["exact", "center", "scale"]
-FITS: tuple[Fit, ...] = ("exact", "center", "scale")
 
 #: hundredths of a millimetre per inch
 HMM_PER_INCH = 2540
@@ -134,9 +133,13 @@ def is_label_stock(name: str | None, media_type: str | None) -> bool:
 
 
 def stock(
-    width: int, height: int, *, name: str | None = None, media_type: str | None = None,
+    width: int,
+    height: int,
+    *,
+    name: str | None = None,
+    media_type: str | None = None,
     source: str | None = None,
-) -> Stock:  # fmt: skip
+) -> Stock:
     """A ready media of ``width`` × ``height`` (hundredths of a millimetre)."""
     return Stock(
         min(width, height), max(width, height), is_label_stock(name, media_type), name, source

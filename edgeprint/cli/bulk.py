@@ -22,8 +22,14 @@ from edgeprint.cli.errors import EXIT_API_ERROR, EXIT_OK, UsageError
 
 #: The filter keys ``--filter`` takes (the API's BulkFilter fields).
 FILTER_KEYS = (
-    "owner", "pool", "printer", "state", "dead_reason", "created_after", "created_before",
-)  # fmt: skip
+    "owner",
+    "pool",
+    "printer",
+    "state",
+    "dead_reason",
+    "created_after",
+    "created_before",
+)
 
 #: The word of each outcome, as a person reads it after the job's id.
 _WORDS = {
@@ -99,9 +105,11 @@ def add_options(p: argparse.ArgumentParser, *, required: bool) -> None:
     p.epilog = EXIT_HELP
     which = p.add_mutually_exclusive_group(required=required)
     which.add_argument(
-        "--filter", type=parse_filter, metavar="KEY=VALUE,…",
+        "--filter",
+        type=parse_filter,
+        metavar="KEY=VALUE,…",
         help=f"the jobs, by what they are ({', '.join(FILTER_KEYS)}); oldest first",
-    )  # fmt: skip
+    )
     which.add_argument("--ids", type=parse_ids, metavar="ID,…", help="the jobs, by id")
     p.add_argument("--limit", type=int, metavar="N", help="required: the most jobs (1-500)")
     p.add_argument("--yes", action="store_true", help="do not ask first")

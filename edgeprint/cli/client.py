@@ -40,9 +40,14 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
     """A redirect is an error: following it would hand the bearer token to another URL."""
 
     def redirect_request(
-        self, req: urllib.request.Request, fp: IO[bytes], code: int, msg: str,
-        headers: Any, newurl: str,
-    ) -> urllib.request.Request | None:  # fmt: skip
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
         return None
 
 
@@ -74,10 +79,16 @@ class Api:
         self._opener = urllib.request.build_opener(*handlers)
 
     def call(
-        self, method: str, path: str, query: dict[str, str] | None = None, *, auth: bool = True,
-        json_body: object = None, body: tuple[bytes, str] | None = None,
+        self,
+        method: str,
+        path: str,
+        query: dict[str, str] | None = None,
+        *,
+        auth: bool = True,
+        json_body: object = None,
+        body: tuple[bytes, str] | None = None,
         extra_headers: dict[str, str] | None = None,
-    ) -> bytes:  # fmt: skip
+    ) -> bytes:
         """The response body of a 2xx; raises ApiFailed, ConnectFailed or UsageError."""
         url = self.base + path
         if query:
@@ -163,9 +174,14 @@ class Api:
         )
 
     def json(
-        self, method: str, path: str, query: dict[str, str] | None = None, *, auth: bool = True,
+        self,
+        method: str,
+        path: str,
+        query: dict[str, str] | None = None,
+        *,
+        auth: bool = True,
         json_body: object = None,
-    ) -> tuple[bytes, Any]:  # fmt: skip
+    ) -> tuple[bytes, Any]:
         """The raw body and its JSON value; a 2xx that is not JSON is not edgeprint: the URL
         is wrong (ConnectFailed)."""
         raw = self.call(method, path, query, auth=auth, json_body=json_body)
@@ -193,9 +209,11 @@ class Api:
             out += value + b"\r\n"
         out += f"--{boundary}--\r\n".encode()
         raw = self.call(
-            "POST", "/v1/jobs", body=(bytes(out), f"multipart/form-data; boundary={boundary}"),
+            "POST",
+            "/v1/jobs",
+            body=(bytes(out), f"multipart/form-data; boundary={boundary}"),
             extra_headers={"Idempotency-Key": key},
-        )  # fmt: skip
+        )
         try:
             return json.loads(raw)
         except ValueError:

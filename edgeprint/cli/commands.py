@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from edgeprint.cli import discover, parser, setup, tech, tls
 from edgeprint.cli.errors import EXIT_OK, EXIT_USAGE
+from edgeprint.logs import log_event
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -94,8 +95,12 @@ def _serve(config_path: str, log_level: str) -> int:
     from edgeprint.config_checks import warnings
 
     for line in warnings(cfg):  # check-config's warnings, in the journal too
-        logging.getLogger("edgeprint").warning(
-            line, extra={"event": "config_warning", "key": line.split(":", 1)[0]}
+        log_event(
+            logging.getLogger("edgeprint"),
+            "config_warning",
+            message=line,
+            level=logging.WARNING,
+            key=line.split(":", 1)[0],
         )
     from edgeprint.certificates import CertificateError
     from edgeprint.server import serve  # the server stack is not needed for other commands

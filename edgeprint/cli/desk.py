@@ -19,9 +19,11 @@ def cmd_reprint(api: client.Api, args: argparse.Namespace, as_json: bool) -> Non
     """``edgeprint reprint JOB_ID --reason "…" [--key KEY]``: a DONE job printed again."""
     key = args.key or f"reprint-{uuid.uuid4().hex}"
     raw = api.call(
-        "POST", f"/v1/jobs/{args.job_id}/reprint", json_body={"reason": args.reason},
+        "POST",
+        f"/v1/jobs/{args.job_id}/reprint",
+        json_body={"reason": args.reason},
         extra_headers={"Idempotency-Key": key},
-    )  # fmt: skip
+    )
     if as_json:
         render.emit_raw(raw)
         return
@@ -30,8 +32,10 @@ def cmd_reprint(api: client.Api, args: argparse.Namespace, as_json: bool) -> Non
     except ValueError:
         raise ApiFailed(200, "the answer to the reprint is not JSON", raw) from None
     where = job.get("printer") or (f"pool {job['pool']}" if job.get("pool") else "-")
-    render.out([
-        f"reprint of {job['reprint_of']}: job {job['id']}, {job['state']}, for {where}",
-        f"owner {job['owner']}, {job['copies']} copy(ies); Idempotency-Key {key}",
-        f"(run again with --key {key} to get this same reprint, never a second one)",
-    ])  # fmt: skip
+    render.out(
+        [
+            f"reprint of {job['reprint_of']}: job {job['id']}, {job['state']}, for {where}",
+            f"owner {job['owner']}, {job['copies']} copy(ies); Idempotency-Key {key}",
+            f"(run again with --key {key} to get this same reprint, never a second one)",
+        ]
+    )

@@ -31,13 +31,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "its make and model, state, formats and media ready (Get-Printer-Attributes).",
     )
     d.add_argument(
-        "--timeout", dest="browse_s", type=seconds_arg, default=DEFAULT_TIMEOUT_S,
-        metavar="SECONDS", help=f"how long to listen for printers (default {DEFAULT_TIMEOUT_S:g})",
-    )  # fmt: skip
+        "--timeout",
+        dest="browse_s",
+        type=seconds_arg,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"how long to listen for printers (default {DEFAULT_TIMEOUT_S:g})",
+    )
     d.add_argument(
-        "--interface", dest="interfaces", action="append", metavar="ADDRESS",
+        "--interface",
+        dest="interfaces",
+        action="append",
+        metavar="ADDRESS",
         help="browse only on the interface with this IPv4 address (repeatable; default all)",
-    )  # fmt: skip
+    )
     d.add_argument("--json", dest="as_json", action="store_true", help="print JSON")
 
 

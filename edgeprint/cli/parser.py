@@ -57,13 +57,18 @@ def _common_options() -> argparse.ArgumentParser:
         "else the certificate file of the config found, else the system CAs)",
     )
     g.add_argument(
-        "--json", action="store_true", default=argparse.SUPPRESS,
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS,
         help="print the API's JSON as-is (for scripts)",
-    )  # fmt: skip
+    )
     g.add_argument(
-        "--timeout", type=_positive_float, metavar="SECONDS", default=argparse.SUPPRESS,
+        "--timeout",
+        type=_positive_float,
+        metavar="SECONDS",
+        default=argparse.SUPPRESS,
         help=f"give up on a request after this long (default {client.DEFAULT_TIMEOUT_S:g})",
-    )  # fmt: skip
+    )
     return common
 
 
@@ -166,8 +171,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = parser()
     args = p.parse_args(argv)
     if args.command == "printers" and args.action in ("trust", "sticker") and not args.printer:
-        p.error(f"printers {args.action}: name the printer: edgeprint printers {args.action} "
-                "PRINTER")  # fmt: skip
+        p.error(
+            f"printers {args.action}: name the printer: edgeprint printers {args.action} PRINTER"
+        )
     if (
         args.command == "printers"
         and args.action != "sticker"
@@ -248,22 +254,29 @@ def parser() -> argparse.ArgumentParser:
         "sticker: tech)",
     )
     pr.add_argument(
-        "action", nargs="?", choices=["trust", "sticker"],
+        "action",
+        nargs="?",
+        choices=["trust", "sticker"],
         help="trust: accept the certificate an ipps printer presents now (after a reset); "
         "sticker: a PDF label with its name and a QR code of its release page",
-    )  # fmt: skip
+    )
     pr.add_argument("printer", nargs="?", metavar="PRINTER", type=_printer)
     sticker = pr.add_argument_group("sticker")
-    sticker.add_argument("--out", metavar="FILE", help="write the sticker here "
-                         "(default sticker-PRINTER.pdf, none with --print alone)")  # fmt: skip
-    sticker.add_argument("--print", action="store_true",
-                         help="print the sticker on that printer through edgeprint")  # fmt: skip
     sticker.add_argument(
-        "--base", metavar="URL",
+        "--out",
+        metavar="FILE",
+        help="write the sticker here (default sticker-PRINTER.pdf, none with --print alone)",
+    )
+    sticker.add_argument(
+        "--print", action="store_true", help="print the sticker on that printer through edgeprint"
+    )
+    sticker.add_argument(
+        "--base",
+        metavar="URL",
         help="the release pages' base URL in the QR code (default [release] public_url, else "
         "the address --url reaches unless loopback, else the box's LAN address and port; a "
         "loopback base is refused: pass --base http://<box address>:<port>)",
-    )  # fmt: skip
+    )
     j = tech("jobs", "list jobs, newest first (kiosk, viewer or tech)")
     j.add_argument("--state", type=_state, help="HELD, RELEASED, PRINTING, DONE, DEAD, …")
     j.add_argument("--owner")
@@ -297,11 +310,15 @@ def parser() -> argparse.ArgumentParser:
     bulk.add_options(rel, required=False)
     to = rel.add_mutually_exclusive_group()
     to.add_argument(
-        "--printer", dest="to_printer", type=_printer, metavar="PRINTER",
+        "--printer",
+        dest="to_printer",
+        type=_printer,
+        metavar="PRINTER",
         help="release to this printer (default: each job's own printer or pool)",
-    )  # fmt: skip
-    to.add_argument("--pool", dest="to_pool", type=_printer, metavar="POOL",
-                    help="release to this pool")  # fmt: skip
+    )
+    to.add_argument(
+        "--pool", dest="to_pool", type=_printer, metavar="POOL", help="release to this pool"
+    )
     can = tech(
         "cancel",
         "cancel a job (JOB_ID [--pin PIN]), or many: --filter or --ids, and --limit "
@@ -309,10 +326,12 @@ def parser() -> argparse.ArgumentParser:
     )
     can.add_argument("job_id", metavar="JOB_ID", type=_job_id, nargs="?")
     can.add_argument(
-        "--pin", type=_pin, metavar="PIN",
+        "--pin",
+        type=_pin,
+        metavar="PIN",
         help="JOB_ID's release PIN: a kiosk token cancelling a HELD job that has one needs it "
         "(a tech token does not)",
-    )  # fmt: skip
+    )
     bulk.add_options(can, required=False)
     idf = tech("identify", "make a printer show itself: IPP Identify-Printer or a test page (tech)")
     idf.add_argument("printer", metavar="PRINTER", type=_printer)
@@ -328,28 +347,36 @@ def parser() -> argparse.ArgumentParser:
     rp = tech("reprint", "print a DONE job again, on purpose, with a reason (kiosk or tech)")
     rp.add_argument("job_id", metavar="JOB_ID", type=_job_id)
     rp.add_argument(
-        "--reason", required=True, type=_reason,
+        "--reason",
+        required=True,
+        type=_reason,
         help="why (lost, damaged, misspelt then fixed): recorded in both jobs' events",
-    )  # fmt: skip
+    )
     rp.add_argument(
-        "--key", metavar="KEY", type=_idempotency_key,
+        "--key",
+        metavar="KEY",
+        type=_idempotency_key,
         help="the Idempotency-Key of an earlier run that got no answer (default: a new one)",
-    )  # fmt: skip
+    )
     pf = tech(
         "preflight",
         "will every printer get through the morning? reachable, round trip, state, stock, "
         "supplies, TLS pin, and a test badge each (tech); exit 4 when one would fail",
     )
     pf.add_argument(
-        "--badge", metavar="FILE",
+        "--badge",
+        metavar="FILE",
         help="the badge PDF: its first page's size is checked against each printer's ready "
         "stock, and it is the test badge (default: [event] badge_media, a generated badge)",
-    )  # fmt: skip
+    )
     pf.add_argument("--no-print", action="store_true", help="check only; print no test badge")
     pf.add_argument(
-        "--wait", type=_positive_float, metavar="SECONDS", default=60.0,
+        "--wait",
+        type=_positive_float,
+        metavar="SECONDS",
+        default=60.0,
         help="how long to wait for the test badges to print (default 60)",
-    )  # fmt: skip
+    )
     audit.add_arguments(tech("audit", "who did what: the audit trail, newest first (tech)"))
     tech(
         "event",

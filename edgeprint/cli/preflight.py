@@ -59,8 +59,12 @@ class Badge:
         return media_fit.Size(round(self.width_mm * 100), round(self.height_mm * 100))
 
     def json(self) -> dict[str, Any]:
-        return {"source": self.source, "name": self.name, "width_mm": self.width_mm,
-                "height_mm": self.height_mm}  # fmt: skip
+        return {
+            "source": self.source,
+            "name": self.name,
+            "width_mm": self.width_mm,
+            "height_mm": self.height_mm,
+        }
 
 
 @dataclass

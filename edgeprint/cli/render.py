@@ -75,8 +75,17 @@ def printer_table(printers: list[dict[str, Any]], *, short_ids: bool) -> list[st
         ]
         for p in printers
     ]
-    headers = ["PRINTER", "POOL", "HEALTH", "STATE", "QUEUED", "WAIT", "OLDEST", "PAUSED",
-               "PRINTING"]  # fmt: skip
+    headers = [
+        "PRINTER",
+        "POOL",
+        "HEALTH",
+        "STATE",
+        "QUEUED",
+        "WAIT",
+        "OLDEST",
+        "PAUSED",
+        "PRINTING",
+    ]
     lines = table(headers, rows, right={4, 5, 6})
     for p in printers:
         for problem in problems(p):  # one sentence each: what, since when, what to do
@@ -107,8 +116,9 @@ def stock_waits(waits: list[dict[str, Any]]) -> list[str]:
     """``waiting_for_stock`` of GET /v1/printers: what to load where (nothing when none)."""
     lines: list[str] = []
     for w in waits:
-        lines += wrap(f"WAITING FOR STOCK  {w.get('jobs', 0)} job(s): {w.get('reason', '')}",
-                      "", "    ")  # fmt: skip
+        lines += wrap(
+            f"WAITING FOR STOCK  {w.get('jobs', 0)} job(s): {w.get('reason', '')}", "", "    "
+        )
     return lines
 
 
@@ -116,10 +126,14 @@ def pool_table(pools: list[dict[str, Any]]) -> list[str]:
     if not pools:
         return ["no pools configured"]
     rows = [
-        [p["name"], " ".join(p.get("printers", [])), str(p.get("waiting", 0)),
-         age(p.get("oldest_waiting_s"))]
+        [
+            p["name"],
+            " ".join(p.get("printers", [])),
+            str(p.get("waiting", 0)),
+            age(p.get("oldest_waiting_s")),
+        ]
         for p in pools
-    ]  # fmt: skip
+    ]
     return table(["POOL", "PRINTERS", "WAIT", "OLDEST"], rows, right={2, 3})
 
 
@@ -144,9 +158,12 @@ def table(
 def wrap(text: str, indent: str = "  ", subsequent: str = "    ") -> list[str]:
     """``text`` folded to 80 columns (never at a hyphen: printer names and reasons have them)."""
     return textwrap.wrap(
-        clean(text), WIDTH, initial_indent=indent, subsequent_indent=subsequent,
+        clean(text),
+        WIDTH,
+        initial_indent=indent,
+        subsequent_indent=subsequent,
         break_on_hyphens=False,
-    ) or [indent.rstrip()]  # fmt: skip
+    ) or [indent.rstrip()]
 
 
 def clean(text: str) -> str:

@@ -51,30 +51,42 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "made and shown once; only their SHA-256 is stored.",
     )
     s.add_argument(
-        "--printer", dest="printers", action="append", default=[], type=_printer_arg,
-        metavar="NAME=URI", help="a printer (repeatable), e.g. lobby-1=ipp://192.0.2.7/ipp/print",
-    )  # fmt: skip
+        "--printer",
+        dest="printers",
+        action="append",
+        default=[],
+        type=_printer_arg,
+        metavar="NAME=URI",
+        help="a printer (repeatable), e.g. lobby-1=ipp://192.0.2.7/ipp/print",
+    )
     s.add_argument(
-        "--discovered", action="store_true",
+        "--discovered",
+        action="store_true",
         help="use every printer discovery finds, without asking",
-    )  # fmt: skip
+    )
     s.add_argument("--pool", type=_name_arg, help="put every printer in this pool")
     s.add_argument(
-        "--host", help="address the API listens on (default: this machine's LAN address that "
+        "--host",
+        help="address the API listens on (default: this machine's LAN address that "
         "reaches the printers)",
-    )  # fmt: skip
+    )
     s.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
     s.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, metavar="DIR")
     s.add_argument(
-        "--config", dest="setup_config", type=Path, default=DEFAULT_CONFIG, metavar="PATH",
+        "--config",
+        dest="setup_config",
+        type=Path,
+        default=DEFAULT_CONFIG,
+        metavar="PATH",
         help=f"the file to write (default {DEFAULT_CONFIG})",
-    )  # fmt: skip
+    )
     s.add_argument("--force", action="store_true", help="replace a config that is in use")
     s.add_argument(
-        "--new-certificate", action="store_true",
+        "--new-certificate",
+        action="store_true",
         help="make a new TLS key and certificate even when a valid one is there (kiosks must "
         "then pin the new key; without it --force keeps the certificate and its pin)",
-    )  # fmt: skip
+    )
     s.add_argument(
         "--no-token-file",
         action="store_true",
@@ -82,13 +94,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "by root only; the CLI on this box reads it)",
     )
     s.add_argument(
-        "--timeout", dest="browse_s", type=seconds_arg, default=3.0, metavar="SECONDS",
+        "--timeout",
+        dest="browse_s",
+        type=seconds_arg,
+        default=3.0,
+        metavar="SECONDS",
         help="how long discovery listens (default 3)",
-    )  # fmt: skip
+    )
     s.add_argument(
-        "--interface", dest="interfaces", action="append", metavar="ADDRESS",
+        "--interface",
+        dest="interfaces",
+        action="append",
+        metavar="ADDRESS",
         help="discover only on the interface with this IPv4 address (repeatable; default all)",
-    )  # fmt: skip
+    )
 
 
 def _name_arg(text: str) -> str:
@@ -155,9 +174,15 @@ def _run(args: argparse.Namespace, ask: Callable[[str], str]) -> int:
     tokens = [setup.new_token("kiosk-1", "kiosk"), setup.new_token("tech-1", "tech")]
     try:
         text, cfg = setup.build(
-            printers=printers, pool=pool, host=host, port=args.port, data_dir=args.data_dir,
-            tokens=tokens, now=datetime.now(UTC), config_path=path,
-        )  # fmt: skip
+            printers=printers,
+            pool=pool,
+            host=host,
+            port=args.port,
+            data_dir=args.data_dir,
+            tokens=tokens,
+            now=datetime.now(UTC),
+            config_path=path,
+        )
     except errors.ConfigError as exc:
         raise SetupError(f"{exc}\nnothing written") from None
 

@@ -172,12 +172,16 @@ def cmd_printers(api: client.Api, args: argparse.Namespace, as_json: bool) -> No
             ("queued in printer", render.num(p.get("queued_job_count"))),
             ("waiting", f"{p.get('waiting', 0)} (oldest {render.age(p.get('oldest_waiting_s'))})"),
             ("printing", p.get("printing_job") or "-"),
-            ("stock", ", ".join(
-                f"{m.get('size')} {'labels' if m.get('label') else 'sheets'} ({m.get('fit')})"
-                + (f" in {m['tray']}" if m.get("tray") else "")
-                for m in p.get("media_ready") or []
-            ) or "not reported"),
-        ]  # fmt: skip
+            (
+                "stock",
+                ", ".join(
+                    f"{m.get('size')} {'labels' if m.get('label') else 'sheets'} ({m.get('fit')})"
+                    + (f" in {m['tray']}" if m.get("tray") else "")
+                    for m in p.get("media_ready") or []
+                )
+                or "not reported",
+            ),
+        ]
         lines += render.wrap(f"{p['name']}  {p.get('uri', '')}", "", "    ")
         for label, value in fields:
             lines += render.wrap(f"{label + ':':<19}{value}", "  ", " " * 21)
@@ -208,14 +212,18 @@ def cmd_jobs(api: client.Api, args: argparse.Namespace, as_json: bool) -> None:
     query = {
         k: v
         for k, v in (
-            ("state", args.state), ("owner", args.owner), ("printer", args.printer),
-            ("limit", None if args.limit is None else str(args.limit)), ("cursor", args.cursor),
+            ("state", args.state),
+            ("owner", args.owner),
+            ("printer", args.printer),
+            ("limit", None if args.limit is None else str(args.limit)),
+            ("cursor", args.cursor),
             # issue 24: search
-            ("idempotency_key", args.key), ("id_prefix", args.id_prefix),
+            ("idempotency_key", args.key),
+            ("id_prefix", args.id_prefix),
             ("owner_contains", args.owner_contains),
         )
         if v is not None
-    }  # fmt: skip
+    }
     raw, body = api.json("GET", "/v1/jobs", query)
     if as_json:
         render.emit_raw(raw)
@@ -224,14 +232,17 @@ def cmd_jobs(api: client.Api, args: argparse.Namespace, as_json: bool) -> None:
     jobs = body.get("jobs", [])
     rows = [
         [
-            j["id"], j["state"], render.trim(j.get("owner") or "-", 14),
+            j["id"],
+            j["state"],
+            render.trim(j.get("owner") or "-", 14),
             render.trim(j.get("title") or "-", 16),
             render.trim(j.get("printed_on") or j.get("printer") or j.get("pool") or "-", 14),
-            str(j.get("priority", "")), str(j.get("attempts", "")),
+            str(j.get("priority", "")),
+            str(j.get("attempts", "")),
             render.ago(j.get("updated_at"), now),
         ]
         for j in jobs
-    ]  # fmt: skip
+    ]
     lines = (
         render.table(
             ["ID", "STATE", "OWNER", "TITLE", "WHERE", "PRI", "ATT", "CHANGED"],
@@ -259,12 +270,14 @@ def cmd_dead_letter(api: client.Api, args: argparse.Namespace, as_json: bool) ->
     if jobs:
         rows = [
             [
-                j["id"], j.get("dead_reason") or "-",
+                j["id"],
+                j.get("dead_reason") or "-",
                 render.trim(j.get("printed_on") or j.get("printer") or j.get("pool") or "-", 14),
-                str(j.get("attempts", "")), render.ago(j.get("updated_at"), now),
+                str(j.get("attempts", "")),
+                render.ago(j.get("updated_at"), now),
             ]
             for j in jobs
-        ]  # fmt: skip
+        ]
         table = render.table(["ID", "REASON", "WHERE", "ATT", "DEAD FOR"], rows, right={3, 4})
         lines += ["", table[0]]
         for job, line in zip(jobs, table[1:], strict=True):
@@ -344,13 +357,15 @@ def cmd_stats(api: client.Api, args: argparse.Namespace, as_json: bool) -> None:
     lines += render.wrap(f"{body.get('dead_letters', 0)} ({dead})", "DEAD  ", "      ")
     rows = [
         [
-            p["name"], render.trim(p.get("pool") or "-", 12),
+            p["name"],
+            render.trim(p.get("pool") or "-", 12),
             "paused" if p.get("paused") else ("healthy" if p.get("healthy") else "unhealthy"),
-            str(p.get("waiting", 0)), render.age(p.get("oldest_waiting_s")),
+            str(p.get("waiting", 0)),
+            render.age(p.get("oldest_waiting_s")),
             render.short_id(p.get("printing_job"), True),
         ]
         for p in body.get("printers", [])
-    ]  # fmt: skip
+    ]
     if rows:
         header = ["PRINTER", "POOL", "HEALTH", "WAITING", "OLDEST", "PRINTING"]
         lines += ["", *render.table(header, rows, right={3, 4})]
@@ -404,9 +419,10 @@ def _printer_action(verb: str) -> Callable[[client.Api, argparse.Namespace, bool
             moved = body.get("moved", [])
             pool = printer.get("pool")
             lines.append(
-                f"moved {len(moved)} waiting job(s) to pool {pool}" if pool
+                f"moved {len(moved)} waiting job(s) to pool {pool}"
+                if pool
                 else f"moved {len(moved)} waiting job(s)"
-            )  # fmt: skip
+            )
             lines += [f"  {m}" for m in moved]
         render.out(lines)
 

@@ -37,20 +37,30 @@ async def check_printer(
     except (errors.PrinterError, errors.CertificateChanged, errors.TlsHandshakeFailed) as exc:
         return PrinterCheck(
             reachable=isinstance(exc, errors.PrinterAnswerError | errors.CertificateChanged),
-            round_trip_s=None, printer_state=None, printer_state_reasons=(),
-            printer_state_message="", accepting_jobs=None, media_ready=(),
-            error=str(exc), tls=tls_check,
-        )  # fmt: skip
+            round_trip_s=None,
+            printer_state=None,
+            printer_state_reasons=(),
+            printer_state_message="",
+            accepting_jobs=None,
+            media_ready=(),
+            error=str(exc),
+            tls=tls_check,
+        )
     elapsed = time.perf_counter() - started
     media = parse_capabilities(status.attributes).media_ready
     view, _ = ready_stock(status.attributes, printer)
     return PrinterCheck(
-        reachable=True, round_trip_s=round(elapsed, 4),
+        reachable=True,
+        round_trip_s=round(elapsed, 4),
         printer_state=_STATES.get(status.state, str(status.state)),
-        printer_state_reasons=status.reasons, printer_state_message=status.message,
-        accepting_jobs=status.accepting_jobs, media_ready=tuple(str(m) for m in media),
-        error=None, tls=tls_check, stock=view,
-    )  # fmt: skip
+        printer_state_reasons=status.reasons,
+        printer_state_message=status.message,
+        accepting_jobs=status.accepting_jobs,
+        media_ready=tuple(str(m) for m in media),
+        error=None,
+        tls=tls_check,
+        stock=view,
+    )
 
 
 async def _tls(printer: PrinterConfig, service: JobService, timeout_s: float) -> TlsCheck:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from edgeprint import errors
+from edgeprint.backoff import Backoff
 from edgeprint.config import DispatchConfig
 from edgeprint.copies import Copy, CopyState
 from edgeprint.dispatch import formats
@@ -160,7 +161,7 @@ class CopyRun:
         out = copy.pages_out
         if out:
             return False
-        if out == 0 and self.monitor.traits.impressions:
+        if out == 0 and self.monitor.life.traits.impressions:
             return True
         expected = copy.impressions_expected
         return expected is not None and expected <= 1
@@ -179,7 +180,7 @@ class CopyRun:
         is unhealthy. One that cannot report its state for ``in_hand_timeout_s`` ends
         it LOST. Raises Unsettled when the printer stops answering.
         """
-        delay = self.settings.poll_interval_min_s
+        polls = Backoff(self.settings.poll_interval_min_s, self.settings.follow_interval_max_s)
         acked_at = self._clock()
         next_probe = acked_at + self.settings.poll_interval_max_s
         failing_since: float | None = None
@@ -266,8 +267,7 @@ class CopyRun:
                 copy = stored or copy
                 if _figures(copy) != figures:
                     figures, progressed_at = _figures(copy), self._clock()
-            await _wait_any((self.stop, self.cancel), self._next_poll(delay, acked_at))
-            delay = min(delay * 2, self.settings.follow_interval_max_s)
+            await wait_any((self.stop, self.cancel), self._next_poll(polls.failed(), acked_at))
         return Outcome(Ended.STOPPED, copy)
 
     def _cannot_go_on(self, held: bool, progressed_at: float) -> str | None:
@@ -319,7 +319,7 @@ def _figures(copy: Copy) -> tuple[int | None, ...]:
     return (copy.impressions_completed, copy.sheets_completed, copy.k_octets)
 
 
-async def _wait_any(events: tuple[asyncio.Event, ...], seconds: float) -> None:
+async def wait_any(events: tuple[asyncio.Event, ...], seconds: float) -> None:
     """Return after ``seconds`` or as soon as any of ``events`` is set."""
     waits = [asyncio.ensure_future(e.wait()) for e in events]
     try:

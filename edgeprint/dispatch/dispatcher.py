@@ -18,6 +18,7 @@ from edgeprint.dispatch.worker import PrinterWorker
 from edgeprint.documents.cache import RenditionCache
 from edgeprint.documents.capabilities import REQUESTED_ATTRIBUTES
 from edgeprint.documents.render import RenderPool
+from edgeprint.logs import log_event
 from edgeprint.metrics import Metrics
 from edgeprint.printers import supplies
 from edgeprint.printers.health import PrinterSnapshot
@@ -81,9 +82,9 @@ class Dispatcher:
     def _worker(self, p: PrinterConfig) -> PrinterWorker:
         metrics = self._metrics
 
-        def observe(op: str, outcome: str, seconds: float, _name: str = p.name) -> None:
+        def observe(op: str, outcome: str, seconds: float) -> None:
             metrics.ipp_request_duration.labels(
-                printer=_name, operation=op, outcome=outcome
+                printer=p.name, operation=op, outcome=outcome
             ).observe(seconds)
 
         client = IppClient(
@@ -101,10 +102,17 @@ class Dispatcher:
         if self.stop.is_set():
             stop.set()
         return PrinterWorker(
-            p, client, self.service, self.config.dispatch, metrics, stop,
-            renderer=self._renderer, renditions=self._renditions, board=self.board,
+            p,
+            client,
+            self.service,
+            self.config.dispatch,
+            metrics,
+            stop,
+            renderer=self._renderer,
+            renditions=self._renditions,
+            board=self.board,
             ownership=self.ownership,
-        )  # fmt: skip
+        )
 
     def _start(self, name: str) -> None:
         if self._group is not None and not self.stop.is_set():
@@ -143,9 +151,11 @@ class Dispatcher:
                 self.board.withdraw(p.name)  # the new worker publishes after its first probe
                 self.workers[p.name] = self._worker(p)
                 self._start(p.name)
-                log.info(
-                    "printer worker restarted for its new config",
-                    extra={"event": "printer_reconfigured", "printer": p.name},
+                log_event(
+                    log,
+                    "printer_reconfigured",
+                    message="printer worker restarted for its new config",
+                    printer=p.name,
                 )
 
     async def _stop_worker(self, name: str) -> None:
@@ -155,9 +165,12 @@ class Dispatcher:
             return
         done, _ = await asyncio.wait([task], timeout=self._grace_s)
         if not done:
-            log.warning(
-                "worker cancelled after grace",
-                extra={"event": "worker_cancelled", "printer": name},
+            log_event(
+                log,
+                "worker_cancelled",
+                message="worker cancelled after grace",
+                level=logging.WARNING,
+                printer=name,
             )
             task.cancel()
             await asyncio.wait([task])
@@ -252,9 +265,12 @@ class Dispatcher:
             try:
                 await work()
             except (errors.StoreTransient, errors.StorageFull) as exc:
-                log.warning(
-                    f"store unavailable: {name.replace('_', ' ')} skips a round",
-                    extra={"event": f"{name}_store_lost", "error": str(exc)},
+                log_event(
+                    log,
+                    f"{name}_store_lost",
+                    message=f"store unavailable: {name.replace('_', ' ')} skips a round",
+                    level=logging.WARNING,
+                    error=str(exc),
                 )
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(interval_s):
@@ -267,12 +283,12 @@ class Dispatcher:
                 await asyncio.gather(*tasks, return_exceptions=True)
         late = [t for t in tasks if not t.done()]
         for t in late:
-            log.warning(
-                "worker cancelled after grace",
-                extra={
-                    "event": "worker_cancelled",
-                    "printer": t.get_name().removeprefix("printer:"),
-                },
+            log_event(
+                log,
+                "worker_cancelled",
+                message="worker cancelled after grace",
+                level=logging.WARNING,
+                printer=t.get_name().removeprefix("printer:"),
             )
             t.cancel()
 

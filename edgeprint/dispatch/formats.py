@@ -114,10 +114,12 @@ async def render(
     assert choice.resolution is not None
     assert choice.media is not None
     key = RenditionKey(
-        document_sha256, choice.format, choice.resolution.x_dpi,
+        document_sha256,
+        choice.format,
+        choice.resolution.x_dpi,
         choice.color_space or ladder.SGRAY_8,
         (choice.media.width_hmm, choice.media.height_hmm),
-    )  # fmt: skip
+    )
     if cache is not None:
         kept = cache.get(key)
         if kept is None:

@@ -1,9 +1,9 @@
-"""One printer's monitor: trust, probe, describe, epoch, personality, health, publish.
+"""One printer's monitor: trust, probe, describe, health, publish.
 
 The monitor is what a worker knows of its printer between jobs: the last
-answer, the capabilities and the format it is sent, its health, which life of
-the printer this is (:mod:`edgeprint.epochs`) and what it is known to keep and
-echo (:mod:`edgeprint.personality`). It asks the printer nothing but
+answer, the capabilities and the format it is sent, its health, and (its
+``life``, :mod:`edgeprint.dispatch.life`) which life of the printer this is and
+what it is known to keep and echo. It asks the printer nothing but
 Get-Printer-Attributes (and checks an ipps printer's certificate); what the
 printer says of a copy is :mod:`edgeprint.dispatch.observer`'s.
 """
@@ -18,9 +18,11 @@ from typing import Any
 from yarl import URL
 
 from edgeprint import errors
+from edgeprint.backoff import Backoff
 from edgeprint.board import PrinterBoard, Usability
 from edgeprint.config import DispatchConfig, PrinterConfig
 from edgeprint.dispatch import formats
+from edgeprint.dispatch.life import PrinterLife
 from edgeprint.dispatch.ready import ready_stock
 from edgeprint.dispatch.rolls import RollCounter
 from edgeprint.documents.capabilities import (
@@ -28,9 +30,9 @@ from edgeprint.documents.capabilities import (
     PrinterCapabilities,
     parse_capabilities,
 )
-from edgeprint.epochs import Clock, Epoch, Reading, advance
+from edgeprint.epochs import Clock
+from edgeprint.logs import log_event
 from edgeprint.metrics import Metrics
-from edgeprint.personality import JobAnswer, Traits, learn_forgotten, learn_job, learn_printer
 from edgeprint.printers import levels, problems, reasons, supplies, tls
 from edgeprint.printers.health import Health, HealthChange, HealthSettings, PrinterSnapshot
 from edgeprint.printers.ipp import IppClient, PrinterStatus
@@ -51,12 +53,6 @@ DESCRIBE_EVERY_S = 60.0
 #: A printer-up-time this far behind the time since the printer was described means it
 #: restarted (seconds; printer-up-time counts whole seconds).
 RESTART_SLACK_S = 2.0
-#: The epoch's latest reading is stored at least this often (a restart of the appliance then
-#: compares the printer's up-time with a reading at most this old) (seconds).
-EPOCH_SAVE_EVERY_S = 60.0
-#: printer-up-time readings at least this far apart teach whether it moves (seconds; it
-#: counts whole seconds, so a moving one has moved by then).
-UP_TIME_LEARN_S = 1.5
 
 _PRINTER_STATES = {3: "idle", 4: "processing", 5: "stopped"}
 
@@ -113,7 +109,11 @@ class Monitor:
         self.unreachable_since: float | None = None
         self._trusted = False
         self._hex_logged_at: float | None = None
-        self.bad_answer_backoff_s = 0.0
+        #: the wait after each answer that is not usable (at least the unreachable cap)
+        self._bad_answer = Backoff(
+            min(settings.unreachable_retry_max_s, BAD_ANSWER_BACKOFF_MAX_S),
+            BAD_ANSWER_BACKOFF_MAX_S,
+        )
         #: A reload removed this printer: it is withdrawn from the board.
         self.retired = False
         self.health = Health(
@@ -125,21 +125,12 @@ class Monitor:
             ),
             timer=time.monotonic,  # its grace and quarantine are durations (issue 27)
         )
-        self.epoch: Epoch | None = None
-        self.traits = Traits()
-        self._loaded = False
-        self._after_outage = False
-        self._epoch_saved_at = 0.0
-        self._up_ref: tuple[int | None, float] | None = None  # (up-time, boot seconds)
-        self._traits_saved = Traits()
+        #: Which life of the printer this is, and what it is known to keep and echo.
+        self.life = PrinterLife(self.name, service, metrics, clocks)
         #: The label roll's runway (issue 23; nothing without labels_per_roll).
         self.rolls = RollCounter(printer, service, metrics, clock)
 
     # --- what the rest of the worker reads ------------------------------------------
-
-    @property
-    def epoch_number(self) -> int | None:
-        return self.epoch.number if self.epoch is not None else None
 
     @property
     def printer_reasons(self) -> tuple[str, ...]:
@@ -153,92 +144,20 @@ class Monitor:
         self.board.publish(
             self.name,
             Usability(
-                healthy=self.health.healthy, sends=self.sends,
-                takes=caps.formats if caps is not None else (), probed=caps is not None,
+                healthy=self.health.healthy,
+                sends=self.sends,
+                takes=caps.formats if caps is not None else (),
+                probed=caps is not None,
                 stock=self.stock,
                 labels_left=self.rolls.labels_left,
             ),
-        )  # fmt: skip
+        )
 
     def resumed(self) -> None:
         """A technician resumed (or re-trusted) the printer: forget what only a person clears."""
         self.health.clear(self._clock())
         self._trusted = False
         self.publish()
-
-    # --- the printer's life and personality ------------------------------------------
-
-    async def _load(self) -> None:
-        if self._loaded:
-            return
-        self.epoch = await self.service.printer_epoch(self.name)
-        self.traits = await self.service.printer_traits(self.name) or Traits()
-        self._traits_saved = self.traits
-        self._loaded = True
-
-    async def _live(self, status: PrinterStatus, asked: Clock) -> bool:
-        """Fold a probe's printer-up-time, printer-uuid and printer-config-change-time into
-        the epoch (and the up-time trait); True when a new epoch began."""
-        await self._load()
-        clock = self._clocks()
-        ref = self._up_ref
-        if ref is None or clock.boot_s - ref[1] >= UP_TIME_LEARN_S:
-            if ref is not None:
-                self.traits = learn_printer(
-                    self.traits, up_time_s=status.up_time_s, previous_up_s=ref[0],
-                    elapsed_s=clock.boot_s - ref[1],
-                )  # fmt: skip
-            self._up_ref = (status.up_time_s, clock.boot_s)
-        reading = Reading(
-            status.up_time_s, status.printer_uuid, status.config_change_time,
-            status.config_change_dt,
-        )  # fmt: skip
-        self.epoch, cause = advance(
-            self.epoch, reading, clock, asked=asked, after_outage=self._after_outage,
-            up_time_moves=self.traits.up_time_moves,
-        )  # fmt: skip
-        self._after_outage = False
-        self.metrics.printer_epoch.labels(printer=self.name).set(self.epoch.number)
-        if cause is not None:
-            self.metrics.printer_epochs.labels(printer=self.name).inc()
-            log.log(
-                logging.INFO if self.epoch.number == 1 else logging.WARNING,
-                "printer epoch",
-                extra={"event": "printer_epoch", "printer": self.name,
-                       "epoch": self.epoch.number, "why": cause},
-            )  # fmt: skip
-            self._described = None  # another life: describe it again
-        if cause is not None or clock.wall - self._epoch_saved_at >= EPOCH_SAVE_EVERY_S:
-            await self.service.save_printer_epoch(self.name, self.epoch)
-            self._epoch_saved_at = clock.wall
-        await self._save_traits()
-        return cause is not None
-
-    async def _save_traits(self) -> None:
-        if self.traits != self._traits_saved:
-            await self.service.save_printer_traits(self.name, self.traits)
-            log.info(
-                "printer personality",
-                extra={"event": "printer_personality", "printer": self.name,
-                       "traits": self.traits.as_json()},
-            )  # fmt: skip
-            self._traits_saved = self.traits
-
-    async def learn(self, answer: JobAnswer, *, sent_name: str, sent_user: str | None) -> None:
-        """An answer about a copy whose identity is certain: what it shows of the printer."""
-        self.traits = learn_job(self.traits, answer, sent_name=sent_name, sent_user=sent_user)
-        await self._save_traits()
-
-    async def learn_trait(self, **changes: Any) -> None:
-        """Something the printer showed about itself (e.g. ``gja_unreliable=True``)."""
-        from dataclasses import replace
-
-        self.traits = replace(self.traits, **changes)
-        await self._save_traits()
-
-    async def learn_forgotten(self) -> None:
-        self.traits = learn_forgotten(self.traits)
-        await self._save_traits()
 
     # --- probing -----------------------------------------------------------------------
 
@@ -272,17 +191,19 @@ class Monitor:
         if not status.described and not self._described_since(status, self._clock()):
             asked = self._clocks()
             status = await self.client.get_printer_attributes(describe=True)
-        new_epoch = await self._live(status, asked)
+        new_epoch = await self.life.observe(status, asked)
+        if new_epoch:
+            self._described = None  # another life: describe it again
         if new_epoch and not status.described:
             status = await self.client.get_printer_attributes(describe=True)
         now = self._clock()
         if status.described:
             self._described, self._described_at = status, now
         if not self.reachable:
-            log.info("printer reachable", extra={"event": "printer_up", "printer": self.name})
+            log_event(log, "printer_up", message="printer reachable", printer=self.name)
         self.reachable = True
         self.unreachable_since = None
-        self.bad_answer_backoff_s = 0.0
+        self._bad_answer.reset()
         self.metrics.printer_up.labels(printer=self.name).set(1)
         described = self._described
         assert described is not None
@@ -313,12 +234,13 @@ class Monitor:
         view, source = ready_stock(status.attributes, self.config)
         found = view.stocks
         if self.stock is not None and view != self.stock:
-            log.info(
-                "printer stock changed",
-                extra={"event": "printer_stock_changed", "printer": self.name,
-                       "was": [s.describe() for s in self.stock.stocks],
-                       "now": [s.describe() for s in found]},
-            )  # fmt: skip
+            log_event(
+                log,
+                "printer_stock_changed",
+                printer=self.name,
+                was=[s.describe() for s in self.stock.stocks],
+                now=[s.describe() for s in found],
+            )
         self.stock, self.stock_from = view, source
 
     async def on_unreachable(self, exc: errors.PrinterError) -> float:
@@ -328,11 +250,14 @@ class Monitor:
         self.reasons_since = {}  # what it shows when back is seen anew
         self.reasons_seen_at = {}
         if isinstance(exc, errors.PrinterUnreachable | errors.PrinterTimedOut):
-            self._after_outage = True  # it may have been off (a reset of one request is not)
+            self.life.after_outage = True  # it may have been off (a reset of one request is not)
         if self.reachable or self.unreachable_since is None:
-            log.info(
-                "printer unreachable",
-                extra={"event": "printer_down", "printer": self.name, "error": str(exc)},
+            log_event(
+                log,
+                "printer_down",
+                message="printer unreachable",
+                printer=self.name,
+                error=str(exc),
             )
             self.unreachable_since = now
         self.reachable = False
@@ -360,9 +285,12 @@ class Monitor:
         url = URL(self.config.uri)
         pinned = await self.service.printer_pin(self.name)
         got = await tls.trust(
-            url.host or "", url.port or 631, pinned, printer=self.name,
+            url.host or "",
+            url.port or 631,
+            pinned,
+            printer=self.name,
             timeout_s=self.settings.request_timeout_s,
-        )  # fmt: skip
+        )
         if got.first_contact:
             await self.service.pin_printer(self.name, got.fingerprint)
         self.client.ssl = got.ssl
@@ -395,17 +323,17 @@ class Monitor:
             self._hex_logged_at is None or now - self._hex_logged_at >= HEX_LOG_INTERVAL_S
         ):
             self._hex_logged_at = now
-            log.warning(
-                "printer answer is not IPP",
-                extra={"event": "printer_bad_answer", "printer": self.name,
-                       "error": str(exc), "head_hex": head.hex()},
-            )  # fmt: skip
+            log_event(
+                log,
+                "printer_bad_answer",
+                message="printer answer is not IPP",
+                level=logging.WARNING,
+                printer=self.name,
+                error=str(exc),
+                head_hex=head.hex(),
+            )
         await self.service.fail_over_waiting(self.name, problem)
-        self.bad_answer_backoff_s = min(
-            BAD_ANSWER_BACKOFF_MAX_S,
-            max(self.settings.unreachable_retry_max_s, self.bad_answer_backoff_s * 2),
-        )
-        return self.bad_answer_backoff_s
+        return self._bad_answer.failed()
 
     async def health_changed(self, change: HealthChange | None) -> None:
         if change is None:
@@ -417,12 +345,11 @@ class Monitor:
         ).inc()
         await self.service.printer_health_changed(self.name, change.healthy, change.reason)
         if change.healthy:
-            log.info("printer healthy", extra={"event": "printer_healthy", "printer": self.name})
+            log_event(log, "printer_healthy", printer=self.name)
             self.service.wake(self.name, self.config.pool)
             return
-        log.warning(
-            "printer unhealthy",
-            extra={"event": "printer_unhealthy", "printer": self.name, "why": change.reason},
+        log_event(
+            log, "printer_unhealthy", level=logging.WARNING, printer=self.name, why=change.reason
         )
         await self.service.fail_over_waiting(self.name, change.reason or "unhealthy")
 
@@ -440,7 +367,7 @@ class Monitor:
         entries = self.health.ledger.entries(now)
         st = self.status if self.reachable else None
         owner, lease_epoch = self.ownership.owner(self.name)
-        e = self.epoch
+        e = self.life.epoch
         said = self._described.attributes if self._described is not None else None
         return PrinterSnapshot(
             name=self.name,
@@ -469,7 +396,7 @@ class Monitor:
             epoch=e.number if e is not None else None,
             epoch_began_at=e.began_at if e is not None else None,
             epoch_cause=e.cause if e is not None else None,
-            personality=self.traits.as_json(),
+            personality=self.life.traits.as_json(),
             stock=self.stock,
             stock_from=self.stock_from,
             reasons=reasons.describe(st.reasons, self.reasons_since) if st else (),

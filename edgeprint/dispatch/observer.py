@@ -17,10 +17,12 @@ import time
 from collections.abc import Callable
 
 from edgeprint import errors, evidence
+from edgeprint.backoff import Backoff
 from edgeprint.config import DispatchConfig
 from edgeprint.copies import WAITING_FOR_DATA, Copy, CopyState
 from edgeprint.dispatch.monitor import Monitor
 from edgeprint.evidence import Evidence, Listing, Observation, PrinterJob, Sighting
+from edgeprint.logs import log_event
 from edgeprint.personality import Echo, JobAnswer
 from edgeprint.printers.health import MEDIA_REASONS, media_elsewhere, reason_keyword, trays_of
 from edgeprint.printers.ipp import IppClient
@@ -66,15 +68,18 @@ class Observer:
         status = m.status
         if status is not None and media_elsewhere(trays_of(status.attributes)):
             reasons = tuple(r for r in reasons if reason_keyword(r) not in MEDIA_REASONS)
-        return evidence.Context(epoch=m.epoch_number or 0, traits=m.traits, printer_reasons=reasons)
+        life = m.life
+        return evidence.Context(
+            epoch=life.epoch_number or 0, traits=life.traits, printer_reasons=reasons
+        )
 
     async def _get_jobs(self) -> tuple[list[PrinterJob], Listing]:
         try:
             listed, listing = await self.client.get_jobs("all")
         except errors.PrinterUnreachable as exc:
             raise Unsettled from exc
-        if listing is Listing.LIVE and not self.monitor.traits.lists_live_only:
-            await self.monitor.learn_trait(lists_live_only=True)
+        if listing is Listing.LIVE and not self.monitor.life.traits.lists_live_only:
+            await self.monitor.life.learn_trait(lists_live_only=True)
         return listed, listing
 
     async def look(self, copy: Copy) -> Observation:
@@ -115,30 +120,38 @@ class Observer:
             ) from second
         obs = evidence.observe(copy, Sighting(direct, asked, tuple(listed), listing), ctx)
         if asked and direct is None and obs.pj is not None and not ctx.traits.gja_unreliable:
-            log.warning(
-                "Get-Job-Attributes not found, Get-Jobs lists it",
-                extra={"event": "printer_gja_unreliable", "printer": copy.printer,
-                       "printer_job_id": copy.printer_job_id},
-            )  # fmt: skip
-            await self.monitor.learn_trait(gja_unreliable=True)
+            log_event(
+                log,
+                "printer_gja_unreliable",
+                message="Get-Job-Attributes not found, Get-Jobs lists it",
+                level=logging.WARNING,
+                printer=copy.printer,
+                printer_job_id=copy.printer_job_id,
+            )
+            await self.monitor.life.learn_trait(gja_unreliable=True)
         if obs.evidence is Evidence.FORGOTTEN_AFTER_ACKNOWLEDGED:
-            await self.monitor.learn_forgotten()
+            await self.monitor.life.learn_forgotten()
         return obs
 
     async def learn_from(self, copy: Copy, pj: PrinterJob | None, job: JobRecord | None) -> None:
         """What an answer about a copy of this epoch (its identity certain) shows of the
         printer: how it echoes names, which figures it keeps (the monitor's traits)."""
-        if pj is None or copy.epoch != self.monitor.epoch_number:
+        if pj is None or copy.epoch != self.monitor.life.epoch_number:
             return
-        await self.monitor.learn(
+        await self.monitor.life.learn(
             JobAnswer(
-                name=pj.name, user=pj.user, uuid=pj.uuid, k_octets=pj.k_octets,
-                impressions_completed=pj.impressions_completed, created_s=pj.created_s,
-                terminal=pj.terminal, has_document=copy.acknowledged_at is not None,
+                name=pj.name,
+                user=pj.user,
+                uuid=pj.uuid,
+                k_octets=pj.k_octets,
+                impressions_completed=pj.impressions_completed,
+                created_s=pj.created_s,
+                terminal=pj.terminal,
+                has_document=copy.acknowledged_at is not None,
             ),
             sent_name=evidence.printer_job_name(copy.job_id),
             sent_user=job.owner if job is not None else None,
-        )  # fmt: skip
+        )
 
     async def record(
         self, copy: Copy, obs: Observation, job: JobRecord | None = None
@@ -183,12 +196,15 @@ class Observer:
             except errors.PrinterUnreachable as exc:
                 raise Unsettled from exc
             except errors.PrinterError as exc:
-                log.warning(
-                    "cancel failed",
-                    extra={"event": "cancel_failed", "printer": copy.printer,
-                           "printer_job_id": copy.printer_job_id, "error": str(exc),
-                           "attempt": attempt},
-                )  # fmt: skip
+                log_event(
+                    log,
+                    "cancel_failed",
+                    level=logging.WARNING,
+                    printer=copy.printer,
+                    printer_job_id=copy.printer_job_id,
+                    error=str(exc),
+                    attempt=attempt,
+                )
                 if attempt < tries and isinstance(exc, errors.PrinterTransient):
                     await asyncio.sleep(delay)  # the printer did not act on it: ask again
                     delay *= 4
@@ -206,7 +222,7 @@ class Observer:
             await self.send_cancel(copy)
         if copy.printer_job_id is None:
             return await self.service.copy(copy.id)
-        delay = self.settings.poll_interval_min_s
+        polls = Backoff(self.settings.poll_interval_min_s, self.settings.poll_interval_max_s)
         bound = self.settings.request_timeout_s * 3 if within_s is None else within_s
         deadline = self._clock() + bound
         while not self.stop.is_set():
@@ -221,8 +237,7 @@ class Observer:
             copy = await self.record(copy, obs) or copy
             if self._clock() >= deadline:
                 break
-            await asyncio.sleep(delay)  # the printer is stopping the job: poll, bounded
-            delay = min(delay * 2, self.settings.poll_interval_max_s)
+            await asyncio.sleep(polls.failed())  # the printer is stopping the job: poll, bounded
         return await self.service.copy(copy.id)
 
     async def _list_patiently(self, tries: int = 3) -> list[PrinterJob] | None:
@@ -244,7 +259,7 @@ class Observer:
         """Cancel printer jobs that are edgeprint's by name, wait for a document that will never
         come (a Create-Job whose copy was given up) and are no live copy's: an empty job blocks
         a printer that takes one job at a time. Returns how many were cancelled."""
-        traits = self.monitor.traits
+        traits = self.monitor.life.traits
         if traits.job_name not in (Echo.UNKNOWN, Echo.WHOLE, Echo.CONTAINS):
             return 0  # it does not echo names: nothing on it can be told to be ours
         listed = await self._list_patiently(tries=1)
@@ -254,11 +269,15 @@ class Observer:
                 continue
             if not (WAITING_FOR_DATA & set(j.reasons)) or j.k_octets not in (None, 0):
                 continue
-            log.warning(
-                "stray empty printer job cancelled",
-                extra={"event": "stray_job_cancelled", "printer": self.monitor.name,
-                       "printer_job_id": j.job_id, "job_name": j.name},
-            )  # fmt: skip
+            log_event(
+                log,
+                "stray_job_cancelled",
+                message="stray empty printer job cancelled",
+                level=logging.WARNING,
+                printer=self.monitor.name,
+                printer_job_id=j.job_id,
+                job_name=j.name,
+            )
             try:
                 await self.client.cancel_job(j.job_id)
                 cancelled += 1
@@ -279,10 +298,12 @@ class Observer:
         ctx = self.context()
         if copy.epoch is not None and copy.epoch != ctx.epoch:
             await self.service.settle_copy(
-                copy, CopyState.VANISHED,
+                copy,
+                CopyState.VANISHED,
                 f"the printer restarted since (epoch {copy.epoch} → {ctx.epoch}): a job it "
-                "made before is gone", evidence=Evidence.VANISHED_NEW_EPOCH.value,
-            )  # fmt: skip
+                "made before is gone",
+                evidence=Evidence.VANISHED_NEW_EPOCH.value,
+            )
             return True
         listed = await self._list_patiently()
         if listed is None:
@@ -292,27 +313,38 @@ class Observer:
         found = evidence.find_orphans(copy, owner, listed, known, ctx.traits)
         if len(found) == 1:
             pj = found[0]
-            log.info(
-                "orphan printer job found",
-                extra={"event": "copy_found", "job_id": copy.job_id, "printer": copy.printer,
-                       "printer_job_id": pj.job_id},
-            )  # fmt: skip
+            log_event(
+                log,
+                "copy_found",
+                message="orphan printer job found",
+                job_id=copy.job_id,
+                printer=copy.printer,
+                printer_job_id=pj.job_id,
+            )
             await self.service.copy_found(copy, pj)
             return True
         if not found:
             await self.service.settle_copy(
-                copy, CopyState.VANISHED, "no printer job matches it: never created, or purged",
+                copy,
+                CopyState.VANISHED,
+                "no printer job matches it: never created, or purged",
                 evidence=Evidence.ORPHAN_ABSENT.value,
-            )  # fmt: skip
+            )
             return True
         ids = ", ".join(str(j.job_id) for j in found)
-        log.warning(
-            "orphan printer job ambiguous",
-            extra={"event": "copy_ambiguous", "job_id": copy.job_id, "printer": copy.printer,
-                   "candidates": ids},
-        )  # fmt: skip
+        log_event(
+            log,
+            "copy_ambiguous",
+            message="orphan printer job ambiguous",
+            level=logging.WARNING,
+            job_id=copy.job_id,
+            printer=copy.printer,
+            candidates=ids,
+        )
         await self.service.settle_copy(
-            copy, CopyState.LOST, f"printer jobs {ids} could each be it: cancel the stray one",
+            copy,
+            CopyState.LOST,
+            f"printer jobs {ids} could each be it: cancel the stray one",
             evidence=Evidence.ORPHAN_AMBIGUOUS.value,
-        )  # fmt: skip
+        )
         return True

@@ -23,6 +23,7 @@ from edgeprint.dispatch.monitor import Monitor
 from edgeprint.documents.cache import RenditionCache
 from edgeprint.documents.render import RenderPool
 from edgeprint.evidence import Evidence
+from edgeprint.logs import log_event
 from edgeprint.service import JobRecord, JobService
 
 log = logging.getLogger(__name__)
@@ -65,9 +66,11 @@ class Preparer:
             rendered = await self._rendition(job, raster_only=True)
             if rendered is None:
                 await self.service.settle_copy(
-                    copy, CopyState.REFUSED, "no raster could be made",
+                    copy,
+                    CopyState.REFUSED,
+                    "no raster could be made",
                     evidence=Evidence.NO_DOCUMENT.value,
-                )  # fmt: skip
+                )
                 return None
             fmt, data = rendered
             redescribed = await self.service.redescribe_copy(copy, fmt, len(data))
@@ -115,9 +118,11 @@ class Preparer:
         goes where an unreadable document goes."""
         if copy is not None:
             await self.service.settle_copy(
-                copy, CopyState.REFUSED, f"document unreadable: {exc}",
+                copy,
+                CopyState.REFUSED,
+                f"document unreadable: {exc}",
                 evidence=Evidence.NO_DOCUMENT.value,
-            )  # fmt: skip
+            )
         await self._unreadable(job, exc)
 
     async def raster(self, job: JobRecord) -> tuple[str, bytes] | None:
@@ -158,9 +163,12 @@ class Preparer:
             return None
         try:
             made = await formats.render(
-                self.renderer, self.renditions if job.from_page is None else None, caps,
-                job.document_sha256, str(path),
-            )  # fmt: skip
+                self.renderer,
+                self.renditions if job.from_page is None else None,
+                caps,
+                job.document_sha256,
+                str(path),
+            )
         except errors.DocumentUnprintable as exc:
             await self.service.fail(job, self.name, exc.slug.replace("-", "_"), exc.detail)
             return None
@@ -180,10 +188,14 @@ class Preparer:
         if isinstance(exc, FileNotFoundError):
             await self.service.fail(job, self.name, "document_missing", f"document: {exc}")
         else:  # EMFILE, EIO…: the document is there, reading it failed now
-            log.warning(
-                "document unreadable",
-                extra={"event": "document_unreadable", "job_id": job.id, "printer": self.name,
-                       "error": str(exc), "correlation_id": job.correlation_id},
-            )  # fmt: skip
+            log_event(
+                log,
+                "document_unreadable",
+                level=logging.WARNING,
+                job_id=job.id,
+                printer=self.name,
+                error=str(exc),
+                correlation_id=job.correlation_id,
+            )
             not_before = self.service.run() + self.settings.unreachable_retry_max_s
             await self.service.requeue(job, self.name, f"document: {exc}", not_before, count=False)

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 
 from edgeprint.config import PrinterConfig
+from edgeprint.logs import log_event
 from edgeprint.metrics import Metrics
 from edgeprint.printers import levels
 from edgeprint.printers.ipp import PrinterStatus
@@ -98,8 +99,11 @@ class RollCounter:
 
     def _changed(self, cause: str) -> None:
         self.metrics.roll_changes.labels(printer=self.name).inc()
-        log.info(
-            "label roll changed",
-            extra={"event": "printer_roll_changed", "printer": self.name, "why": cause,
-                   "labels_per_roll": self.runway.labels_per_roll if self.runway else None},
-        )  # fmt: skip
+        log_event(
+            log,
+            "printer_roll_changed",
+            message="label roll changed",
+            printer=self.name,
+            why=cause,
+            labels_per_roll=self.runway.labels_per_roll if self.runway else None,
+        )

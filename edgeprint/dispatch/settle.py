@@ -5,7 +5,8 @@ and carries out what it means (one transaction for printed-and-DONE; the refusal
 policy; a stuck copy cancelled and its job moved; a lost one parked);
 :meth:`Settlement.conclude` brings the printer's word on a job's copies up to date
 and does what :func:`edgeprint.copy_policy.judge` says; :meth:`Settlement.sweep`
-settles everything a printer may still hold before it gets new work;
+settles the copies a printer may still hold of jobs that left it, before it gets new work
+(the worker first concludes, and follows, each job PRINTING there);
 :meth:`Settlement.give_up_in_hand` settles without a printer that stayed away.
 Each returns the copy to follow next, if any: the worker follows it
 (:mod:`edgeprint.dispatch.copy_run`) and hands the outcome back here.
@@ -34,6 +35,7 @@ from edgeprint.dispatch.monitor import Monitor
 from edgeprint.dispatch.observer import MonitoringFailed, Observer, Unsettled
 from edgeprint.dispatch.stall import stall_reasons
 from edgeprint.evidence import Evidence
+from edgeprint.logs import log_event
 from edgeprint.metrics import Metrics
 from edgeprint.printers.health import trays_of
 from edgeprint.runway import labels_of
@@ -93,7 +95,7 @@ class Settlement:
     def policy(self) -> Policy:
         """The service's policy, with what this printer is known to do."""
         base = self.service.policy
-        counting = base.counting | ({self.name} if self.monitor.traits.impressions else set())
+        counting = base.counting | ({self.name} if self.monitor.life.traits.impressions else set())
         return replace(base, counting=frozenset(counting))
 
     def judge(self, job: JobRecord, copies: list[Copy]) -> Verdict:
@@ -144,14 +146,16 @@ class Settlement:
             copies = await self.service.copies_of(job.id)
             verdict = self.judge(job, copies)
             self.metrics.reconciliations.labels(printer=self.name, verdict=verdict.kind).inc()
-            log.info(
-                "job reconciled",
-                extra={"event": "job_reconciled", "job_id": job.id, "printer": self.name,
-                       "verdict": verdict.kind.value,
-                       "printer_job_id": verdict.copy.printer_job_id if verdict.copy else None,
-                       "settled_by": verdict.settled_by,
-                       "correlation_id": job.correlation_id},
-            )  # fmt: skip
+            log_event(
+                log,
+                "job_reconciled",
+                job_id=job.id,
+                printer=self.name,
+                verdict=verdict.kind.value,
+                printer_job_id=verdict.copy.printer_job_id if verdict.copy else None,
+                settled_by=verdict.settled_by,
+                correlation_id=job.correlation_id,
+            )
             copy = verdict.copy
             match verdict.kind:
                 case Kind.FOLLOW:
@@ -282,15 +286,14 @@ class Settlement:
         if not cleanly and not accepted:
             return False  # the printer did not take the cancel: nothing may move yet
         reason = f"{self.name} cannot go on ({why}); cancelled there, moved to a peer"
-        log.warning(
-            "job failed over",
-            extra={
-                "event": "job_failed_over",
-                "job_id": job.id,
-                "printer": self.name,
-                "why": why,
-                "correlation_id": job.correlation_id,
-            },
+        log_event(
+            log,
+            "job_failed_over",
+            level=logging.WARNING,
+            job_id=job.id,
+            printer=self.name,
+            why=why,
+            correlation_id=job.correlation_id,
         )
         self.metrics.failovers.labels(printer=self.name).inc()
         self.left_live = after is None or after.live
@@ -315,15 +318,21 @@ class Settlement:
 
     async def monitoring_gave_up(self, job: JobRecord, copy: Copy, why: str) -> None:
         """The printer cannot say what became of a copy: park the job, blame the printer."""
-        log.warning(
-            "job monitoring failed",
-            extra={"event": "job_monitoring_failed", "job_id": job.id, "printer": self.name,
-                   "printer_job_id": copy.printer_job_id, "error": why},
-        )  # fmt: skip
+        log_event(
+            log,
+            "job_monitoring_failed",
+            level=logging.WARNING,
+            job_id=job.id,
+            printer=self.name,
+            printer_job_id=copy.printer_job_id,
+            error=why,
+        )
         await self.service.settle_copy(
-            copy, CopyState.LOST, f"cannot report job state: {why}",
+            copy,
+            CopyState.LOST,
+            f"cannot report job state: {why}",
             evidence=Evidence.MONITORING_FAILED.value,
-        )  # fmt: skip
+        )
         health = self.monitor.health
         await self.monitor.health_changed(health.on_monitoring_failed(why, self._clock()))
         await self.service.fail_over_waiting(self.name, health.reason or why)
@@ -350,15 +359,40 @@ class Settlement:
                 await self.service.cancelled(job, self.name, why)
             elif not risky or self.settings.on_unknown_outcome == "reprint":
                 await self.service.requeue(
-                    job, self.name, f"{self.name} unreachable; moved to a peer", self.service.run(),
+                    job,
+                    self.name,
+                    f"{self.name} unreachable; moved to a peer",
+                    self.service.run(),
                     count=False,
-                )  # fmt: skip
+                )
             else:
                 await self.service.fail(
-                    job, self.name, "outcome_unknown",
+                    job,
+                    self.name,
+                    "outcome_unknown",
                     f"{self.name} became unreachable while it may have been printing the job",
-                )  # fmt: skip
+                )
             self.left_live = True
+
+    async def sweep(self) -> bool:
+        """Settle every copy this printer may still hold whose job is not PRINTING here
+        (its job left it), then cancel the printer's stray empty jobs.
+
+        True when nothing is left open; raises Unsettled.
+        """
+        current = {(j.id, j.claims) for j in await self.service.printing_on(self.name)}
+        for copy in await self.service.open_copies_on(self.name):
+            if (copy.job_id, copy.claim) in current:
+                continue
+            if not await self.settle_stale(copy):
+                return False
+        live = {
+            c.printer_job_id
+            for c in await self.service.open_copies_on(self.name)
+            if c.printer_job_id is not None
+        }
+        await self.observer.cancel_strays(live)
+        return True
 
     async def settle_stale(self, copy: Copy) -> bool:
         """A copy of a job that left this printer: cancel it if live, record it if settled.
@@ -376,16 +410,21 @@ class Settlement:
             obs = await self.observer.look(copy)
         except MonitoringFailed as exc:
             await self.service.settle_copy(
-                copy, CopyState.LOST, f"cannot report job state: {exc}",
+                copy,
+                CopyState.LOST,
+                f"cannot report job state: {exc}",
                 evidence=Evidence.MONITORING_FAILED.value,
-            )  # fmt: skip
+            )
             return True
         if obs.settled is None:
-            log.warning(
-                "stale copy cancelled",
-                extra={"event": "stale_copy_cancelled", "job_id": copy.job_id,
-                       "printer": self.name, "printer_job_id": copy.printer_job_id},
-            )  # fmt: skip
+            log_event(
+                log,
+                "stale_copy_cancelled",
+                level=logging.WARNING,
+                job_id=copy.job_id,
+                printer=self.name,
+                printer_job_id=copy.printer_job_id,
+            )
             cancelling = await self.service.copy_cancelling(copy, "its job left this printer")
             if cancelling is None:
                 return True

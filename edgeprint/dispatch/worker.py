@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 from collections.abc import Callable
 
 from edgeprint import errors
+from edgeprint.backoff import Backoff
 from edgeprint.board import PrinterBoard
 from edgeprint.config import DispatchConfig, PrinterConfig
 from edgeprint.copies import Copy
 from edgeprint.dispatch import formats
-from edgeprint.dispatch.copy_run import CopyRun, Outcome, _wait_any
+from edgeprint.dispatch.copy_run import CopyRun, Outcome, wait_any
 from edgeprint.dispatch.monitor import Monitor
 from edgeprint.dispatch.observer import Observer, Unsettled
 from edgeprint.dispatch.prepare import Preparer
@@ -31,6 +31,7 @@ from edgeprint.dispatch.settle import ROUNDS, Settlement
 from edgeprint.documents.cache import RenditionCache
 from edgeprint.documents.render import RenderPool
 from edgeprint.faults import crash_point
+from edgeprint.logs import log_event
 from edgeprint.metrics import Metrics
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.printers.ipp import IppClient, PrinterStatus
@@ -56,7 +57,6 @@ class PrinterWorker:
         metrics: Metrics,
         stop: asyncio.Event,
         *,
-        rng: random.Random | None = None,
         clock: Callable[[], float] = time.time,
         timer: Callable[[], float] = time.monotonic,
         renderer: RenderPool | None = None,
@@ -79,28 +79,49 @@ class PrinterWorker:
         self._control = asyncio.Event()
         self._cancel = asyncio.Event()
         self._needs_reconcile = True
-        self._retry_delay_s = settings.poll_interval_min_s
-        self._store_delay_s = 0.0  # the back-off while the store refuses writes
+        cap = settings.unreachable_retry_max_s
+        #: the wait after each unanswered probe (from twice the poll interval)
+        self._unreachable = Backoff(min(2 * settings.poll_interval_min_s, cap), cap)
+        self._store_lost = Backoff(min(_STORE_RETRY_S, cap), cap)  # while the store refuses
         self.current_job: str | None = None
         self.monitor = Monitor(
-            printer, client, service, settings, metrics, self.board, self.ownership,
-            raster=renderer is not None, clock=clock, timer=timer,
-        )  # fmt: skip
+            printer,
+            client,
+            service,
+            settings,
+            metrics,
+            self.board,
+            self.ownership,
+            raster=renderer is not None,
+            clock=clock,
+            timer=timer,
+        )
         # a copy's timeouts are durations: the monotonic ``timer`` (no wall-clock step moves
         # them, issue 27); the monitor's times are shown to people (wall ``clock``)
         self.observer = Observer(client, service, self.monitor, settings, stop, clock=timer)
         self.run_copy = CopyRun(
-            client, service, self.monitor, self.observer, settings, metrics, self.ownership,
-            stop, self._cancel, clock=timer,
-        )  # fmt: skip
+            client,
+            service,
+            self.monitor,
+            self.observer,
+            settings,
+            metrics,
+            self.ownership,
+            stop,
+            self._cancel,
+            clock=timer,
+        )
         self.settle = Settlement(
             service, self.monitor, self.observer, settings, metrics, clock=clock
         )
         self.prepare = Preparer(
-            service, self.monitor, settings, renderer=renderer, renditions=renditions,
+            service,
+            self.monitor,
+            settings,
+            renderer=renderer,
+            renditions=renditions,
             clock=clock,
-        )  # fmt: skip
-        del rng  # the back-offs' jitter is the service's
+        )
 
     # --- signals from the rest of the appliance ------------------------------------
 
@@ -143,31 +164,36 @@ class PrinterWorker:
         is conditional and all-or-nothing; what a broken COMMIT kept is reconciled); other
         store failures propagate (the process exits and systemd restarts it).
         """
-        self._retry_delay_s = self.settings.poll_interval_min_s
+        self._unreachable.reset()
         while not self.stop.is_set():
             try:
                 await self._step()
-                self._store_delay_s = 0.0
+                self._store_lost.reset()
                 self.monitor.publish()  # health may have moved inside the step
             except errors.StorageFull as exc:
-                log.error(
-                    "store full: worker waits",
-                    extra={"event": "worker_store_full", "printer": self.name, "error": str(exc)},
+                log_event(
+                    log,
+                    "worker_store_full",
+                    message="store full: worker waits",
+                    level=logging.ERROR,
+                    printer=self.name,
+                    error=str(exc),
                 )
                 self._needs_reconcile = True
                 await self._hold_off(self.settings.unreachable_retry_max_s)
             except errors.StoreTransient as exc:  # a disk or PostgreSQL that comes back
                 # a refusing disk is logged once by the store's health (edgeprint.store.health)
                 quiet = isinstance(exc, errors.StoreWriteFailed)
-                log.log(
-                    logging.DEBUG if quiet else logging.ERROR,
-                    "store unavailable: worker waits",
-                    extra={"event": "worker_store_lost", "printer": self.name, "error": str(exc)},
+                log_event(
+                    log,
+                    "worker_store_lost",
+                    message="store unavailable: worker waits",
+                    level=logging.DEBUG if quiet else logging.ERROR,
+                    printer=self.name,
+                    error=str(exc),
                 )
                 self._needs_reconcile = True  # a claim may have committed as the link broke
-                cap = self.settings.unreachable_retry_max_s
-                self._store_delay_s = min(max(2 * self._store_delay_s, _STORE_RETRY_S), cap)
-                await self._hold_off(self._store_delay_s)
+                await self._hold_off(self._store_lost.failed())
 
     async def _step(self) -> None:
         """One turn: check, probe, settle, then claim and print one job (or wait)."""
@@ -178,7 +204,7 @@ class PrinterWorker:
             await m.ensure_trust()
             status, new_epoch = await m.probe()
             self._needs_reconcile |= new_epoch
-            self._retry_delay_s = self.settings.poll_interval_min_s
+            self._unreachable.reset()
             if not m.health.healthy:  # before anything that may wait on the printer
                 await self.service.fail_over_waiting(self.name, m.health.reason or "")
             if self._needs_reconcile and not await self._sweep():
@@ -198,19 +224,18 @@ class PrinterWorker:
         except errors.PrinterBusy:
             await self._pause(self.settings.busy_backoff_s)
         except (
-            errors.PrinterNeedsTls, errors.PrinterAnswerError, errors.CertificateChanged,
+            errors.PrinterNeedsTls,
+            errors.PrinterAnswerError,
+            errors.CertificateChanged,
             errors.TlsHandshakeFailed,
-        ) as exc:  # fmt: skip
+        ) as exc:
             self._needs_reconcile = True
             await self._hold_off(await m.on_bad_answer(exc))
         except errors.PrinterError as exc:
             self._needs_reconcile = True
             if await m.on_unreachable(exc) >= self.settings.in_hand_timeout_s:
                 await self.settle.give_up_in_hand()
-            self._retry_delay_s = min(
-                self._retry_delay_s * 2, self.settings.unreachable_retry_max_s
-            )
-            await self._hold_off(self._retry_delay_s)
+            await self._hold_off(self._unreachable.failed())
 
     async def _owned(self) -> bool:
         """True when this appliance may drive the printer now; else wait a little.
@@ -236,7 +261,7 @@ class PrinterWorker:
     async def _claim_and_print(self, status: PrinterStatus) -> None:
         """Claim the next job with its copy, make what the printer is sent, run the copy."""
         operation = "Create-Job" if status.supports_create_job else "Print-Job"
-        epoch = self.monitor.epoch_number
+        epoch = self.monitor.life.epoch_number
         takes_zpl = formats.takes_raw(self.monitor.capabilities, formats.ZPL)
         if self.monitor.sends != formats.PDF:
             job = await self.service.claim_next(self.name, takes_zpl=takes_zpl)
@@ -251,18 +276,27 @@ class PrinterWorker:
                 return
             fmt, data = rendered
             copy = await self.service.open_copy(
-                job, self.name, operation=operation, document_format=fmt,
-                printer_up_s=status.up_time_s, document_bytes=len(data), epoch=epoch,
-            )  # fmt: skip
+                job,
+                self.name,
+                operation=operation,
+                document_format=fmt,
+                printer_up_s=status.up_time_s,
+                document_bytes=len(data),
+                epoch=epoch,
+            )
             if copy is None:  # cancelled or moved meanwhile, or a copy of it printed
                 await self._settle_unopened(job)
                 return
             await self._print(job, copy, data, status)
             return
         claimed = await self.service.claim_and_open(
-            self.name, operation=operation, document_format=DOCUMENT_FORMAT,
-            printer_up_s=status.up_time_s, epoch=epoch, takes_zpl=takes_zpl,
-        )  # fmt: skip
+            self.name,
+            operation=operation,
+            document_format=DOCUMENT_FORMAT,
+            printer_up_s=status.up_time_s,
+            epoch=epoch,
+            takes_zpl=takes_zpl,
+        )
         if claimed is None:
             await self._idle()
             return
@@ -288,11 +322,14 @@ class PrinterWorker:
     async def _print(
         self, job: JobRecord, copy: Copy, document: bytes, status: PrinterStatus
     ) -> None:
-        log.info(
-            "job dispatched",
-            extra={"event": "job_dispatched", "job_id": job.id, "printer": self.name,
-                   "attempt": job.attempts, "correlation_id": job.correlation_id},
-        )  # fmt: skip
+        log_event(
+            log,
+            "job_dispatched",
+            job_id=job.id,
+            printer=self.name,
+            attempt=job.attempts,
+            correlation_id=job.correlation_id,
+        )
         crash_point("after_claim")
         self.current_job = job.id
         try:
@@ -324,7 +361,8 @@ class PrinterWorker:
         return False
 
     async def _sweep(self) -> bool:
-        """Settle every job PRINTING here and every copy this printer may still hold.
+        """Settle every job PRINTING here (concluded, and followed while a copy is live),
+        then every other copy this printer may still hold (:meth:`Settlement.sweep`).
 
         True when nothing is left open; then new work may be sent.
         """
@@ -339,18 +377,8 @@ class PrinterWorker:
                         self.current_job = None
                 if not nxt:
                     return False
-            current = {(j.id, j.claims) for j in await self.service.printing_on(self.name)}
-            for copy in await self.service.open_copies_on(self.name):
-                if (copy.job_id, copy.claim) in current:
-                    continue
-                if not await self.settle.settle_stale(copy):
-                    return False
-            live = {
-                c.printer_job_id
-                for c in await self.service.open_copies_on(self.name)
-                if c.printer_job_id is not None
-            }
-            await self.observer.cancel_strays(live)
+            if not await self.settle.sweep():
+                return False
         except Unsettled:
             return False
         self._needs_reconcile = False
@@ -360,7 +388,7 @@ class PrinterWorker:
 
     async def _pause(self, seconds: float) -> None:
         """Wait ``seconds`` or until stopped or woken (a job became claimable)."""
-        await _wait_any((self.stop, self._wake), seconds)
+        await wait_any((self.stop, self._wake), seconds)
 
     async def _hold_off(self, seconds: float) -> None:
         """Wait ``seconds`` or until stopped or a technician acts; new jobs do not wake it.
@@ -369,7 +397,7 @@ class PrinterWorker:
         not be probed once per incoming job.
         """
         self._control.clear()
-        await _wait_any((self.stop, self._control), seconds)
+        await wait_any((self.stop, self._control), seconds)
 
     async def _idle(self) -> None:
         """Nothing to claim: wait for a wake-up, the next backed-off job, or a probe."""

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: operations-supported values (RFC 8011 §5.4.15).
-OP_PRINT_JOB = 0x0002
 OP_CREATE_JOB = 0x0005
 OP_SEND_DOCUMENT = 0x0006
 
@@ -187,10 +186,16 @@ def _media_col(col: Any) -> Media | None:
     left, right, top, bottom = (_int(col.get(f"media-{side}-margin")) or 0 for side in _SIDES)
     kind, source = col.get("media-type"), col.get("media-source")
     return Media(
-        name if isinstance(name, str) else None, w, h, left, right, top, bottom,
+        name if isinstance(name, str) else None,
+        w,
+        h,
+        left,
+        right,
+        top,
+        bottom,
         media_type=kind if isinstance(kind, str) else None,
         source=source if isinstance(source, str) else None,
-    )  # fmt: skip
+    )
 
 
 _SIDES = ("left", "right", "top", "bottom")

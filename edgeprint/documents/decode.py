@@ -90,10 +90,18 @@ def decode_pwg(data: bytes) -> list[Page]:
         rows, pos = _lines(data, pos + 1796, height, bpl, max(1, bpp // 8))
         pages.append(
             Page(
-                width, height, u32(276), bpp, u32(400), bpl, (u32(352), u32(356)), u32(452),
-                h[1732:1796].rstrip(b"\0").decode(), rows,
+                width,
+                height,
+                u32(276),
+                bpp,
+                u32(400),
+                bpl,
+                (u32(352), u32(356)),
+                u32(452),
+                h[1732:1796].rstrip(b"\0").decode(),
+                rows,
             )
-        )  # fmt: skip
+        )
         del bpc
     return pages
 

@@ -66,9 +66,7 @@ class FoundPrinter:
         return asdict(self)
 
 
-async def browse(
-    timeout_s: float, interfaces: Sequence[str] | None = None
-) -> list[Advert]:  # fmt: skip
+async def browse(timeout_s: float, interfaces: Sequence[str] | None = None) -> list[Advert]:
     """Every ``_ipp._tcp``/``_ipps._tcp`` service answering within ``timeout_s`` seconds.
 
     ``interfaces`` (IPv4 addresses) limits the browse to those interfaces; default all.
@@ -136,11 +134,16 @@ async def describe(
         extra = await client.get_printer_description(_DESCRIPTION)
     except errors.PrinterError as exc:
         return FoundPrinter(
-            instance=advert.instance, service=advert.service, uri=advert.uri,
-            make_and_model=advert.txt.get("ty") or None, state=None, state_reasons=[],
+            instance=advert.instance,
+            service=advert.service,
+            uri=advert.uri,
+            make_and_model=advert.txt.get("ty") or None,
+            state=None,
+            state_reasons=[],
             formats=sorted(f for f in advert.txt.get("pdl", "").split(",") if f),
-            media_ready=[], error=f"{exc.operation}: {exc.detail}",
-        )  # fmt: skip
+            media_ready=[],
+            error=f"{exc.operation}: {exc.detail}",
+        )
     model = extra.get("printer-make-and-model") or advert.txt.get("ty") or None
     return FoundPrinter(
         instance=advert.instance,

@@ -47,16 +47,30 @@ from edgeprint.stock import StockView
 #: Reasons (any severity) that stop the job in hand while the printer is processing.
 STALL_REASONS = frozenset(
     {
-        "media-jam", "media-empty", "media-needed", "cover-open", "door-open",
-        "interlock-open", "input-tray-missing", "output-tray-missing", "output-area-full",
-        "marker-supply-empty", "marker-waste-full", "toner-empty", "offline", "paused",
-        "shutdown", "spool-area-full", "stopped-partly", "fuser-over-temp",
+        "media-jam",
+        "media-empty",
+        "media-needed",
+        "cover-open",
+        "door-open",
+        "interlock-open",
+        "input-tray-missing",
+        "output-tray-missing",
+        "output-area-full",
+        "marker-supply-empty",
+        "marker-waste-full",
+        "toner-empty",
+        "offline",
+        "paused",
+        "shutdown",
+        "spool-area-full",
+        "stopped-partly",
+        "fuser-over-temp",
     }
-)  # fmt: skip
+)
 #: Reasons about paper in one input: another input with media may print instead.
 #: (media-needed is not one: it says the job in hand needs media the printer lacks.)
 MEDIA_REASONS = frozenset({"media-empty", "input-tray-missing", "media-low"})
-PRINTER_IDLE, PRINTER_PROCESSING, PRINTER_STOPPED = 3, 4, 5
+PRINTER_PROCESSING, PRINTER_STOPPED = 4, 5
 
 
 #: ``media-jam-warning`` → ``media-jam``; a value's severity (a bare keyword is an error).
@@ -104,20 +118,16 @@ def media_elsewhere(trays: Sequence[Tray]) -> bool | None:
     return any(known)
 
 
-def blocking(status: PrinterStatus, trays: Sequence[Tray]) -> list[str]:
-    """What keeps the printer from new work, in plain words (empty: nothing).
+def blocking_values(status: PrinterStatus, trays: Sequence[Tray]) -> list[tuple[str | None, str]]:
+    """What keeps the printer from new work, in plain words (empty: nothing), each with
+    the printer-state-reasons value it is about (None: no input tray has media, which no
+    one value says).
 
     Error-severity reasons, known or not (media ones only when no other input has
     media), no input with media at all, and a stalled job in hand (any severity of a
     stall reason while processing or stopped). Each names the value as the printer sent
     it: ``a fault the printer does not name (other)``.
     """
-    return [text for _, text in blocking_values(status, trays)]
-
-
-def blocking_values(status: PrinterStatus, trays: Sequence[Tray]) -> list[tuple[str | None, str]]:
-    """:func:`blocking`, each with the printer-state-reasons value it is about (None: no
-    input tray has media, which no one value says)."""
     elsewhere = media_elsewhere(trays)
     out: list[tuple[str | None, str]] = []
     # holding jobs counts as busy whatever printer-state says: a device may stay "idle"

@@ -20,8 +20,6 @@ from typing import Any
 MAX_NAME = 64
 #: Most supplies, trays or ready media kept of one printer (labels stay bounded).
 MAX_ROWS = 32
-#: printer-state-reasons keywords that say a supply runs low (shown as warnings).
-LOW_REASONS = ("media-low", "marker-supply-low", "toner-low", "ink-low")
 _SUFFIXES = ("-report", "-warning", "-error")
 
 
@@ -201,11 +199,6 @@ def _keyword(reason: str) -> str:
         if reason.endswith(suffix):
             return reason[: -len(suffix)]
     return reason
-
-
-def low_warnings(reasons: Iterable[str]) -> tuple[str, ...]:
-    """The reasons (as reported) that say a supply runs low: media-low, marker-supply-low, …"""
-    return tuple(r for r in reasons if _keyword(r) in LOW_REASONS)
 
 
 def media_empty(reasons: Iterable[str], attrs: Mapping[str, Any]) -> bool:

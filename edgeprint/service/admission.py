@@ -16,6 +16,7 @@ from edgeprint import errors
 from edgeprint.board import PrinterBoard
 from edgeprint.config import Config
 from edgeprint.documents import ladder
+from edgeprint.logs import log_event
 from edgeprint.metrics import Metrics
 from edgeprint.service.records import Caller
 
@@ -106,10 +107,18 @@ class Admission:
             if room(printer) and self.usable(printer) and not runs_out:
                 return printer, None
             cfg = self.config.printer(printer)
-            peers = [
-                p for p in pools.get(cfg.pool or "", ()) if p != printer
-                and self.usable(p) and room(p) and self.may_take(p, document_format)
-            ] if cfg is not None else []  # fmt: skip
+            peers = (
+                [
+                    p
+                    for p in pools.get(cfg.pool or "", ())
+                    if p != printer
+                    and self.usable(p)
+                    and room(p)
+                    and self.may_take(p, document_format)
+                ]
+                if cfg is not None
+                else []
+            )
             lasting = [p for p in peers if not short(p)]
             # only the runway speaks against it: a peer whose roll lasts, or it stays here
             peers = lasting if room(printer) and self.usable(printer) else lasting or peers
@@ -119,11 +128,15 @@ class Admission:
                 why = "full" if not room(printer) else "unusable"
                 if room(printer) and self.usable(printer):
                     why = "runway"
-                log.info(
-                    "job redirected to a peer",
-                    extra={"event": "job_failed_over", "printer": printer, "to_printer": best,
-                           "why": why, "correlation_id": caller.correlation_id},
-                )  # fmt: skip
+                log_event(
+                    log,
+                    "job_failed_over",
+                    message="job redirected to a peer",
+                    printer=printer,
+                    to_printer=best,
+                    why=why,
+                    correlation_id=caller.correlation_id,
+                )
                 return best, None
             if room(printer):
                 # not usable now (or its roll short), but nowhere better: it waits there
@@ -256,11 +269,14 @@ class Admission:
 
     def _backpressure(self, target: str, caller: Caller) -> None:
         self.metrics.backpressure.inc()
-        log.warning(
-            "queue full",
-            extra={"event": "queue_backpressure", "target": target,
-                   "correlation_id": caller.correlation_id},
-        )  # fmt: skip
+        log_event(
+            log,
+            "queue_backpressure",
+            message="queue full",
+            level=logging.WARNING,
+            target=target,
+            correlation_id=caller.correlation_id,
+        )
 
 
 def _dropped(task: asyncio.Task[Depths]) -> None:

@@ -19,6 +19,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from edgeprint import errors
+from edgeprint.logs import log_event
 from edgeprint.service.records import Caller
 from edgeprint.store.audit import AuditEntry, AuditLog
 from edgeprint.store.interface import Store
@@ -87,21 +88,20 @@ class AuditTrail:
             outcome=outcome,
             detail=detail[:MAX_DETAIL],
         )
-        log.info(
-            f"audit: {entry.actor} {action} {target_kind} {entry.target}: {outcome}",
-            extra={
-                "event": "audit",
-                "at": entry.at,
-                "actor": entry.actor,
-                "actor_kind": entry.actor_kind,
-                "source": entry.source,
-                "action": action,
-                "target_kind": target_kind,
-                "target": entry.target,
-                "outcome": outcome,
-                "detail": entry.detail,
-                "correlation_id": caller.correlation_id,
-            },
+        log_event(
+            log,
+            "audit",
+            message=f"audit: {entry.actor} {action} {target_kind} {entry.target}: {outcome}",
+            at=entry.at,
+            actor=entry.actor,
+            actor_kind=entry.actor_kind,
+            source=entry.source,
+            action=action,
+            target_kind=target_kind,
+            target=entry.target,
+            outcome=outcome,
+            detail=entry.detail,
+            correlation_id=caller.correlation_id,
         )
         task = asyncio.create_task(self._store(entry), name="audit:row")
         self._writing.add(task)
@@ -112,7 +112,13 @@ class AuditTrail:
         try:
             await self.log.record(entry)
         except errors.StoreError as exc:  # the action stands; its log line tells it
-            log.error("audit row not stored", extra={"event": "audit_unstored", "error": str(exc)})
+            log_event(
+                log,
+                "audit_unstored",
+                message="audit row not stored",
+                level=logging.ERROR,
+                error=str(exc),
+            )
 
     async def flush(self) -> None:
         """Wait until every row recorded so far is stored (or its failure logged)."""

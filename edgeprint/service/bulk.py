@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from edgeprint import errors
+from edgeprint.logs import log_event
 from edgeprint.service.jobs import JobService
 from edgeprint.service.records import Caller, JobRecord
 from edgeprint.states import Action, JobState, sources
@@ -181,14 +182,17 @@ class BulkActions:
 
         results = list(await asyncio.gather(*(act(i) for i in ids)))
         outcomes = collections.Counter(r.outcome for r in results)
-        log.info(
-            f"bulk {action.value}",
-            extra={
-                "event": f"bulk_{action.value}", "matched": len(ids), "more": more,
-                "by_filter": selector.where is not None, "outcomes": dict(outcomes),
-                "actor": caller.name, "correlation_id": caller.correlation_id,
-            },
-        )  # fmt: skip
+        log_event(
+            log,
+            f"bulk_{action.value}",
+            message=f"bulk {action.value}",
+            matched=len(ids),
+            more=more,
+            by_filter=selector.where is not None,
+            outcomes=dict(outcomes),
+            actor=caller.name,
+            correlation_id=caller.correlation_id,
+        )
         return BulkAnswer(matched=len(ids), more=more, results=results)
 
     async def _one(
@@ -239,12 +243,16 @@ class BulkActions:
             dead_reason = OUTCOME_UNKNOWN
         found = await self._selection.job_ids(
             JobFilter(
-                states=states, owner=where.owner, pool=where.pool, printer=where.printer,
-                dead_reason=dead_reason, created_after=where.created_after,
+                states=states,
+                owner=where.owner,
+                pool=where.pool,
+                printer=where.printer,
+                dead_reason=dead_reason,
+                created_after=where.created_after,
                 created_before=where.created_before,
             ),
             selector.limit + 1,
-        )  # fmt: skip
+        )
         return found[: selector.limit], len(found) > selector.limit
 
     def _check_filter(self, where: BulkFilter) -> None:

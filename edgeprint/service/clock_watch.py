@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from edgeprint import errors
 from edgeprint.clock import RunClock, Step, StepDetector
+from edgeprint.logs import log_event
 from edgeprint.metrics import Metrics
 from edgeprint.store import run_clock
 from edgeprint.store.interface import Store
@@ -81,12 +82,15 @@ class ClockWatch:
         if step is not None:
             self._metrics.clock_step.set(step.seconds)
             self._metrics.clock_steps.inc()
-            log.warning(
-                words(step),
-                extra={"event": "clock_step", "seconds": round(step.seconds, 3),
-                       "wall_due": rfc3339_ms(step.wall_before),
-                       "wall_read": rfc3339_ms(step.wall_after)},
-            )  # fmt: skip
+            log_event(
+                log,
+                "clock_step",
+                message=words(step),
+                level=logging.WARNING,
+                seconds=round(step.seconds, 3),
+                wall_due=rfc3339_ms(step.wall_before),
+                wall_read=rfc3339_ms(step.wall_after),
+            )
         return step
 
     async def advance(self) -> float:
@@ -106,7 +110,4 @@ class ClockWatch:
                 try:
                     await self.advance()
                 except errors.StoreError as exc:  # the next tick tries again
-                    log.warning(
-                        "run clock not stored",
-                        extra={"event": "run_clock_not_stored", "error": str(exc)},
-                    )
+                    log_event(log, "run_clock_not_stored", level=logging.WARNING, error=str(exc))

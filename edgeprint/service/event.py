@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable
 
 from edgeprint import errors, timefmt
+from edgeprint.logs import log_event
 from edgeprint.service.admission import Admission
 from edgeprint.service.records import Caller
 from edgeprint.store.event import EventMode, EventModes, Mode, WentLive
@@ -54,15 +55,13 @@ class EventService:
         if started is None:
             now = await self._modes.current()
             raise errors.EventModeConflict(
-                "already-in-rehearsal", now.mode, now.since,
+                "already-in-rehearsal",
+                now.mode,
+                now.since,
                 "the event is already in rehearsal; end it with POST /v1/event/live "
                 "(edgeprint go-live)",
-            )  # fmt: skip
-        log.info(
-            "rehearsal started",
-            extra={"event": "rehearsal_started", "actor": caller.name,
-                   "correlation_id": caller.correlation_id},
-        )  # fmt: skip
+            )
+        log_event(log, "rehearsal_started", actor=caller.name, correlation_id=caller.correlation_id)
         return started
 
     async def go_live(self, caller: Caller) -> WentLive:
@@ -82,11 +81,13 @@ class EventService:
                 + (" already" if now.since is None else f" since {timefmt.rfc3339_ms(now.since)}"),
             )
         self._admission.forget_depths()  # cancelled jobs left their queues
-        log.info(
-            "event live",
-            extra={"event": "event_live", "actor": caller.name, "cancelled": len(went.cancelled),
-                   "correlation_id": caller.correlation_id},
-        )  # fmt: skip
+        log_event(
+            log,
+            "event_live",
+            actor=caller.name,
+            cancelled=len(went.cancelled),
+            correlation_id=caller.correlation_id,
+        )
         return went
 
     async def apply_config(self, mode: Mode) -> EventMode | None:

@@ -180,6 +180,9 @@ class PrinterJobMade(Protocol):
 def job_facts(job: JobRecord) -> JobFacts:
     """What the copy rules need of a job record."""
     return JobFacts(
-        id=job.id, claim=job.claims, attempts=job.attempts,
-        failure_sig=job.failure_sig, failure_printer=job.failure_printer,
-    )  # fmt: skip
+        id=job.id,
+        claim=job.claims,
+        attempts=job.attempts,
+        failure_sig=job.failure_sig,
+        failure_printer=job.failure_printer,
+    )

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from edgeprint import errors, pins
+from edgeprint.logs import log_event
 from edgeprint.service import release_key
 from edgeprint.service.jobs import JobService
 from edgeprint.service.records import Caller, JobRecord
@@ -164,22 +165,29 @@ class ReleaseDesk:
             if await self.owners.held_by_others(owner, lookups):
                 raise errors.CredentialTaken() from None
             raise
-        log.info(
-            "release credentials set",
-            extra={"event": "owner_credentials_set", "owner": owner, "kinds": sorted(values),
-                   "token": caller.name, "correlation_id": caller.correlation_id},
-        )  # fmt: skip
+        log_event(
+            log,
+            "owner_credentials_set",
+            message="release credentials set",
+            owner=owner,
+            kinds=sorted(values),
+            token=caller.name,
+            correlation_id=caller.correlation_id,
+        )
         return await self.owners.kinds(owner)
 
     async def remove_credentials(self, owner: str, caller: Caller) -> None:
         """Forget ``owner``'s code and card; errors.OwnerNotFound when there were none."""
         if not await self.owners.remove(owner):
             raise errors.OwnerNotFound(owner)
-        log.info(
-            "release credentials removed",
-            extra={"event": "owner_credentials_removed", "owner": owner, "token": caller.name,
-                   "correlation_id": caller.correlation_id},
-        )  # fmt: skip
+        log_event(
+            log,
+            "owner_credentials_removed",
+            message="release credentials removed",
+            owner=owner,
+            token=caller.name,
+            correlation_id=caller.correlation_id,
+        )
 
     async def identify(self, presented: Presented, address: str, caller: Caller) -> Person:
         """Who ``presented`` opens, tried from ``address``.
@@ -204,12 +212,16 @@ class ReleaseDesk:
             person = await self._by_value((presented.value or "").strip())
         if person is None:
             attempts, locked_until = taken
-            log.warning(
-                "release credential mismatch",
-                extra={"event": "release_credential_mismatch", "address": address,
-                       "attempts": attempts, "locked": locked_until is not None,
-                       "token": caller.name, "correlation_id": caller.correlation_id},
-            )  # fmt: skip
+            log_event(
+                log,
+                "release_credential_mismatch",
+                level=logging.WARNING,
+                address=address,
+                attempts=attempts,
+                locked=locked_until is not None,
+                token=caller.name,
+                correlation_id=caller.correlation_id,
+            )
             raise errors.CredentialInvalid()
         await self.owners.give_back(address, taken[1])
         return person
@@ -315,15 +327,26 @@ class ReleaseDesk:
                     out.append(Outcome(job_id, "not-found"))
                 continue
             out.append(
-                await self._release_one(job_id, caller, target_printer, target_pool, person.pin,
-                                        place.name if place.pool else None)
-            )  # fmt: skip
+                await self._release_one(
+                    job_id,
+                    caller,
+                    target_printer,
+                    target_pool,
+                    person.pin,
+                    place.name if place.pool else None,
+                )
+            )
         return out
 
     async def _release_one(
-        self, job_id: str, caller: Caller, printer: str | None, pool: str | None,
-        pin: str | None, place_pool: str | None,
-    ) -> Outcome:  # fmt: skip
+        self,
+        job_id: str,
+        caller: Caller,
+        printer: str | None,
+        pool: str | None,
+        pin: str | None,
+        place_pool: str | None,
+    ) -> Outcome:
         try:
             job = await self.service.release(job_id, caller, printer=printer, pool=pool, pin=pin)
         except errors.StateConflict as exc:
@@ -342,8 +365,13 @@ class ReleaseDesk:
             return Outcome(job_id, "queue-full", detail=why)
         except (errors.InvalidRequest, errors.DocumentUnprintable) as exc:
             return Outcome(job_id, "refused", detail=str(exc))
-        return Outcome(job_id, "released", state=job.state.value, printer=job.printer,
-                       pool=job.pool or place_pool)  # fmt: skip
+        return Outcome(
+            job_id,
+            "released",
+            state=job.state.value,
+            printer=job.printer,
+            pool=job.pool or place_pool,
+        )
 
 
 def _jobs(n: int) -> str:

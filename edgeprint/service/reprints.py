@@ -17,6 +17,7 @@ import logging
 import uuid
 
 from edgeprint import errors
+from edgeprint.logs import log_event
 from edgeprint.runway import labels_of
 from edgeprint.service.jobs import JobService
 from edgeprint.service.records import Caller, JobRecord, SubmitResult
@@ -64,10 +65,12 @@ class ReprintService:
         await self._check(asked, original_id, limit)
         service.check_target(asked.printer, asked.pool, "job")
         printer, pool = await service.admission.admit(
-            asked.printer, asked.pool, caller,
+            asked.printer,
+            asked.pool,
+            caller,
             labels=labels_of(asked.document_pages, asked.copies),
             document_format=asked.document_format,
-        )  # fmt: skip
+        )
         new_id = uuid.uuid4().hex
         try:
             await service.spool.duplicate(asked.id, asked.document_sha256, new_id)
@@ -78,11 +81,20 @@ class ReprintService:
                 raise errors.StoreUnavailable(f"document not readable now: {exc}") from exc
             raise
         new = NewReprint(
-            id=new_id, idempotency_key=key, request_sha256=digest, original_id=original_id,
-            asked_id=asked.id, document_sha256=asked.document_sha256, printer=printer,
-            pool=pool, token_name=caller.name, correlation_id=caller.correlation_id,
-            actor=caller.name, reason=reason, webhook_id=f"msg_{uuid.uuid4().hex}",
-        )  # fmt: skip
+            id=new_id,
+            idempotency_key=key,
+            request_sha256=digest,
+            original_id=original_id,
+            asked_id=asked.id,
+            document_sha256=asked.document_sha256,
+            printer=printer,
+            pool=pool,
+            token_name=caller.name,
+            correlation_id=caller.correlation_id,
+            actor=caller.name,
+            reason=reason,
+            webhook_id=f"msg_{uuid.uuid4().hex}",
+        )
         try:
             job = await self._reprints.insert(
                 new,
@@ -99,12 +111,17 @@ class ReprintService:
         if not job.rehearsal:
             service.metrics.jobs_accepted.labels(state=job.state.value).inc()
         service.admission.admitted(job.printer, job.pool)
-        log.info(
-            "job reprinted",
-            extra={"event": "job_reprinted", "job_id": job.id, "reprint_of": original_id,
-                   "asked_for": asked.id, "owner": job.owner, "actor": caller.name,
-                   "reason": reason, "correlation_id": caller.correlation_id},
-        )  # fmt: skip
+        log_event(
+            log,
+            "job_reprinted",
+            job_id=job.id,
+            reprint_of=original_id,
+            asked_for=asked.id,
+            owner=job.owner,
+            actor=caller.name,
+            reason=reason,
+            correlation_id=caller.correlation_id,
+        )
         job = await service.stock.on_released(job)
         service.board.wake(job.printer, job.pool)
         return SubmitResult(job, created=True)
@@ -135,9 +152,7 @@ class ReprintService:
         if existing.request_sha256 != digest:
             raise errors.IdempotencyKeyReused(key, existing.id)
         self._service.metrics.duplicates_suppressed.inc()
-        log.info(
-            "duplicate suppressed",
-            extra={"event": "duplicate_suppressed", "job_id": existing.id,
-                   "correlation_id": caller.correlation_id},
-        )  # fmt: skip
+        log_event(
+            log, "duplicate_suppressed", job_id=existing.id, correlation_id=caller.correlation_id
+        )
         return SubmitResult(existing, created=False)

@@ -16,6 +16,7 @@ from typing import Final
 
 from edgeprint import errors
 from edgeprint.config import PrinterConfig
+from edgeprint.logs import log_event
 from edgeprint.service.jobs import JobService
 
 log = logging.getLogger(__name__)
@@ -53,13 +54,13 @@ class Retirements:
             except errors.StoreError:
                 delay = min(2 * delay, RETRY_MAX_S)
                 continue
-            log.warning(
-                "a removed printer's waiting jobs moved after the store took writes again",
-                extra={
-                    "event": "printer_retired_late",
-                    "printer": printer.name,
-                    "moved": len(moved),
-                },
+            log_event(
+                log,
+                "printer_retired_late",
+                message="a removed printer's waiting jobs moved after the store took writes again",
+                level=logging.WARNING,
+                printer=printer.name,
+                moved=len(moved),
             )
             return
 

@@ -31,7 +31,12 @@ async def search_jobs(
 ) -> list[JobRecord]:
     """Jobs matching ``search``, newest first; ``before_seq`` pages on from a cursor."""
     return await service.jobs.list_jobs(
-        state=search.state, owner=search.owner, printer=search.printer, before_seq=before_seq,
-        limit=limit, idempotency_key=search.idempotency_key, id_prefix=search.id_prefix,
+        state=search.state,
+        owner=search.owner,
+        printer=search.printer,
+        before_seq=before_seq,
+        limit=limit,
+        idempotency_key=search.idempotency_key,
+        id_prefix=search.id_prefix,
         owner_contains=search.owner_contains,
-    )  # fmt: skip
+    )

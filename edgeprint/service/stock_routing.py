@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from edgeprint.board import PrinterBoard
 from edgeprint.config import Config
+from edgeprint.logs import log_event
 from edgeprint.metrics import Metrics
 from edgeprint.records import JobRecord
 from edgeprint.states import JobState
@@ -119,16 +120,31 @@ class StockRouting:
         now = self._clock()
         began = await self._waiting.mark(printer, pool, sizes, why, now=now)
         for job_id in began:
-            log.info(
-                "job waiting for stock",
-                extra={"event": "job_waiting", "job_id": job_id, "printer": printer,
-                       "pool": pool, "reason": why},
-            )  # fmt: skip
+            log_event(
+                log,
+                "job_waiting",
+                message="job waiting for stock",
+                job_id=job_id,
+                printer=printer,
+                pool=pool,
+                reason=why,
+            )
             await self._waiting.webhook(
-                f"msg_{uuid.uuid4().hex}", job_id, printer, now,
-                json.dumps({"id": job_id, "state": "RELEASED", "printer": printer,
-                            "pool": pool, "waiting_reason": why}, separators=(",", ":")),
-            )  # fmt: skip
+                f"msg_{uuid.uuid4().hex}",
+                job_id,
+                printer,
+                now,
+                json.dumps(
+                    {
+                        "id": job_id,
+                        "state": "RELEASED",
+                        "printer": printer,
+                        "pool": pool,
+                        "waiting_reason": why,
+                    },
+                    separators=(",", ":"),
+                ),
+            )
 
     async def refresh(self) -> list[WaitingGroup]:
         """Set (or clear) the waiting reason of every released job with known sizes; a

@@ -63,19 +63,32 @@ def _event_entry(e: EventRecord) -> StoryEntry:
             words += f" ({e.reason})"
         kind = "state"
     return StoryEntry(
-        at=e.at, kind=kind, words=words, actor=e.actor, reason=e.reason,
-        from_state=e.from_state, to_state=e.to_state, order=e.seq,
-    )  # fmt: skip
+        at=e.at,
+        kind=kind,
+        words=words,
+        actor=e.actor,
+        reason=e.reason,
+        from_state=e.from_state,
+        to_state=e.to_state,
+        order=e.seq,
+    )
 
 
 def _copy_entries(row: CopyRow, n: int) -> list[StoryEntry]:
     c = row.copy
     pj = f" as printer job {c.printer_job_id}" if c.printer_job_id is not None else ""
     made = StoryEntry(
-        at=row.created_at, kind="copy-made", words=f"Copy {n} handed to {c.printer}{pj}",
-        actor=row.actor, reason=None, printer=c.printer, printer_job_id=c.printer_job_id,
-        copy_id=c.id, copy_state=c.state.value, order=c.id,
-    )  # fmt: skip
+        at=row.created_at,
+        kind="copy-made",
+        words=f"Copy {n} handed to {c.printer}{pj}",
+        actor=row.actor,
+        reason=None,
+        printer=c.printer,
+        printer_job_id=c.printer_job_id,
+        copy_id=c.id,
+        copy_state=c.state.value,
+        order=c.id,
+    )
     if row.settled_at is None:
         return [made]
     words = f"Copy {n} on {c.printer} settled {c.state.value}"
@@ -85,11 +98,20 @@ def _copy_entries(row: CopyRow, n: int) -> list[StoryEntry]:
         words += f" (the printer's answer: {c.settled_by})"
     reasons = [r for r in c.job_state_reasons.split(",") if r]
     settled = StoryEntry(
-        at=row.settled_at, kind="copy-settled", words=words, actor=row.actor, reason=c.outcome,
-        printer=c.printer, printer_job_id=c.printer_job_id, copy_id=c.id,
-        copy_state=c.state.value, outcome=c.outcome, settled_by=c.settled_by,
-        job_state_reasons=reasons, order=c.id,
-    )  # fmt: skip
+        at=row.settled_at,
+        kind="copy-settled",
+        words=words,
+        actor=row.actor,
+        reason=c.outcome,
+        printer=c.printer,
+        printer_job_id=c.printer_job_id,
+        copy_id=c.id,
+        copy_state=c.state.value,
+        outcome=c.outcome,
+        settled_by=c.settled_by,
+        job_state_reasons=reasons,
+        order=c.id,
+    )
     return [made, settled]
 
 

@@ -28,8 +28,10 @@ from datetime import UTC, datetime
 import aiohttp
 
 from edgeprint import __version__, errors
+from edgeprint.backoff import Backoff
 from edgeprint.clock import wall_cutoff
 from edgeprint.config import WebhookConfig
+from edgeprint.logs import log_event
 from edgeprint.metrics import Metrics
 from edgeprint.store.outbox import Outbox, OutboxEvent
 from edgeprint.webhooks import signing
@@ -54,12 +56,6 @@ def body(event: OutboxEvent) -> bytes:
     return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def backoff_s(cfg: WebhookConfig, failures: int, rng: Callable[[], float]) -> float:
-    """Delay after ``failures`` failed attempts: base·2^(n−1), capped, times 0.5–1 (jitter)."""
-    raw: float = min(cfg.retry_max_s, cfg.retry_base_s * 2.0 ** min(failures - 1, 30))
-    return raw * (0.5 + 0.5 * rng())
-
-
 class Receiver:
     """Delivers one receiver's events in order."""
 
@@ -75,6 +71,8 @@ class Receiver:
         timer: Clock = time.monotonic,
     ) -> None:
         self.cfg = cfg
+        #: the wait after a failed attempt (by its number, with equal jitter)
+        self.backoff = Backoff(cfg.retry_base_s, cfg.retry_max_s)
         self.outbox = outbox
         self.session = session
         self.metrics = metrics
@@ -93,9 +91,12 @@ class Receiver:
             try:
                 await self._run()
             except errors.StoreError as exc:
-                log.error(
-                    "webhook outbox unavailable",
-                    extra={"event": "webhook_store_error", "error": str(exc)},
+                log_event(
+                    log,
+                    "webhook_store_error",
+                    message="webhook outbox unavailable",
+                    level=logging.ERROR,
+                    error=str(exc),
                 )
                 await asyncio.sleep(max(1.0, self.cfg.poll_interval_s))
 
@@ -121,34 +122,53 @@ class Receiver:
             if error is None:
                 self.metrics.webhook_deliveries.labels(outcome="delivered").inc()
                 if attempts > 1:
-                    log.info(
-                        "webhook delivered",
-                        extra={"event": "webhook_delivered", "webhook_id": event.id,
-                               "type": event.type, "job_id": event.job_id,
-                               "attempts": attempts},
-                    )  # fmt: skip
+                    log_event(
+                        log,
+                        "webhook_delivered",
+                        webhook_id=event.id,
+                        type=event.type,
+                        job_id=event.job_id,
+                        attempts=attempts,
+                    )
                 return True
             elapsed = self.timer() - started
             if elapsed >= self.cfg.max_delivery_s:
                 await self.outbox.park(
-                    self.cfg.url, event, attempts=attempts, first_attempt_at=first,
-                    now=self.clock(), error=error,
-                )  # fmt: skip
+                    self.cfg.url,
+                    event,
+                    attempts=attempts,
+                    first_attempt_at=first,
+                    now=self.clock(),
+                    error=error,
+                )
                 self.metrics.webhook_deliveries.labels(outcome="failed").inc()
-                log.warning(
-                    "webhook delivery failed",
-                    extra={"event": "webhook_failed", "webhook_id": event.id, "type": event.type,
-                           "job_id": event.job_id, "attempts": attempts, "error": error},
-                )  # fmt: skip
+                log_event(
+                    log,
+                    "webhook_failed",
+                    message="webhook delivery failed",
+                    level=logging.WARNING,
+                    webhook_id=event.id,
+                    type=event.type,
+                    job_id=event.job_id,
+                    attempts=attempts,
+                    error=error,
+                )
                 return False
             self.metrics.webhook_deliveries.labels(outcome="retried").inc()
-            delay = min(backoff_s(self.cfg, attempts, self.rng), self.cfg.max_delivery_s - elapsed)
-            log.info(
-                "webhook attempt failed",
-                extra={"event": "webhook_retry", "webhook_id": event.id, "type": event.type,
-                       "job_id": event.job_id, "attempts": attempts, "error": error,
-                       "retry_in_s": round(delay, 3)},
-            )  # fmt: skip
+            delay = min(
+                self.backoff.for_attempt(attempts, self.rng), self.cfg.max_delivery_s - elapsed
+            )
+            log_event(
+                log,
+                "webhook_retry",
+                message="webhook attempt failed",
+                webhook_id=event.id,
+                type=event.type,
+                job_id=event.job_id,
+                attempts=attempts,
+                error=error,
+                retry_in_s=round(delay, 3),
+            )
             await asyncio.sleep(delay)
 
     async def attempt(self, event: OutboxEvent) -> str | None:
@@ -232,7 +252,5 @@ class Deliveries:
                 run = wall if self.run_clock is None else self.run_clock()
                 removed = await self.outbox.prune(wall_cutoff(wall, run, self.retention_s), urls)
                 if removed:
-                    log.info(
-                        "webhook outbox pruned", extra={"event": "webhook_pruned", "count": removed}
-                    )
+                    log_event(log, "webhook_pruned", message="webhook outbox pruned", count=removed)
             await asyncio.sleep(PRUNE_INTERVAL_S)
