@@ -29,7 +29,7 @@ from edgeprint.copies import (
     Policy,
     Verdict,
 )
-from edgeprint.copy_policy import Refusal, judge, on_refusal
+from edgeprint.copy_policy import Refusal, judge, on_refusal, refusal_of
 from edgeprint.dispatch.copy_run import Ended, Outcome
 from edgeprint.dispatch.monitor import Monitor
 from edgeprint.dispatch.observer import MonitoringFailed, Observer, Unsettled
@@ -231,18 +231,11 @@ class Settlement:
         if judged.kind is not Kind.SEND:  # e.g. a person's cancel
             await self.service.settle_job(job, self.name, judged)
             return True
-        if isinstance(exc, errors.PrinterPermanent):
-            refusal = Refusal.POISON
-        elif isinstance(exc, errors.PrinterBusy):
-            refusal = Refusal.BUSY
-        elif isinstance(exc, errors.PrinterUnreachable):
-            refusal = Refusal.UNREACHABLE
-        else:
-            refusal = Refusal.OTHER
+        refusal, sig = refusal_of(exc)
+        if refusal is Refusal.OTHER:
             await self.monitor.health_changed(
                 self.monitor.health.on_job_failed(job.id, self._clock())
             )
-        sig = f"status:{exc.status_code:#06x}" if exc.status_code else type(exc).__name__
         verdict = on_refusal(job_facts(job), self.name, refusal, sig, str(exc), self.policy())
         await self.service.settle_job(job, self.name, replace(verdict, copy=settled))
         return True
