@@ -29,7 +29,7 @@ from schemathesis.specs.openapi.checks import (
 
 from edgeprint.api import openapi
 from edgeprint.api.app import Deps
-from edgeprint.api.routes import build_app
+from edgeprint.api.factory import build_app
 from testbed.pdfs import make_pdf
 from tests.conftest import TECH_TOKEN
 from tests.live import Live, live_appliance, unlimited_config

@@ -36,7 +36,7 @@ from edgeprint.models import (
 from edgeprint.service import Caller, JobRecord
 from edgeprint.service.release_desk import Place, Presented, ReleaseDesk, summary
 
-#: The app's one release desk (made by edgeprint.api.routes.build_app).
+#: The app's one release desk (made by edgeprint.api.factory.build_app).
 DESK = web.AppKey("release_desk", ReleaseDesk)
 _OWNER = TypeAdapter(Owner)
 

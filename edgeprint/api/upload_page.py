@@ -87,7 +87,7 @@ _HEADERS = page_headers(CONTENT_SECURITY_POLICY)
 
 
 class UploadDoor:
-    """The page's state in one appliance (set by ``routes.build_app``): the PINs' secret and
+    """The page's state in one appliance (set by ``factory.build_app``): the PINs' secret and
     the uploads counted per client address against ``[release] upload_rate_limit``."""
 
     def __init__(self, deps: Deps) -> None:
