@@ -32,6 +32,7 @@ from edgeprint.api.uploads import (
     validation_problems,
 )
 from edgeprint.config import Config, ServerConfig
+from edgeprint.logs import log_event
 from edgeprint.metrics import Metrics
 from edgeprint.models import (
     IDEMPOTENCY_KEY_PATTERN,
@@ -62,9 +63,16 @@ log = logging.getLogger(__name__)
 
 #: The optional JSON body of a release or a cancel.
 _Body = TypeVar(
-    "_Body", ReleaseRequest, CancelRequest, ResolveRequest, IdentifyRequest,
-    OwnerCredentialsIn, ReleaseLookupIn, ReleasePrintIn, ReleasePreviewIn,  # issue 24
-)  # fmt: skip
+    "_Body",
+    ReleaseRequest,
+    CancelRequest,
+    ResolveRequest,
+    IdentifyRequest,
+    OwnerCredentialsIn,
+    ReleaseLookupIn,
+    ReleasePrintIn,
+    ReleasePreviewIn,  # issue 24
+)
 #: A JSON body that must be there.
 _Model = TypeVar("_Model", bound=BaseModel)
 
@@ -74,9 +82,15 @@ _KEY_RE = re.compile(IDEMPOTENCY_KEY_PATTERN)
 _JOB_ID_RE = re.compile(JOB_ID_PATTERN)
 _CORRELATION_RE = re.compile(r"^[\x21-\x7e]{1,128}$")
 _LIST_PARAMS = {
-    "state", "owner", "printer", "limit", "cursor", "idempotency_key", "id_prefix",
+    "state",
+    "owner",
+    "printer",
+    "limit",
+    "cursor",
+    "idempotency_key",
+    "id_prefix",
     "owner_contains",
-}  # fmt: skip
+}
 _ID_PREFIX_RE = re.compile(r"^[0-9a-f]{4,32}$")
 _PRINTABLE_RE = re.compile(r"^[^\x00-\x1f\x7f-\x9f]+$")
 # ASCII digits only: str.isdigit() also accepts "²" or "١", which int() refuses or misreads.
@@ -166,9 +180,11 @@ def _json(model: BaseModel, status: int = 200, **headers: str) -> web.Response:
 def _job_json(job: JobRecord, status: int = 200, **headers: str) -> web.Response:
     """The job as :class:`JobOut` JSON (serialised without building the model: the hot path)."""
     return web.Response(
-        status=status, body=job_json(job), content_type="application/json",
+        status=status,
+        body=job_json(job),
+        content_type="application/json",
         headers=headers or None,
-    )  # fmt: skip
+    )
 
 
 def _job_id(request: web.Request) -> str:
@@ -238,9 +254,14 @@ async def middleware(request: web.Request, handler: Handler) -> web.StreamRespon
         if exc.status == 405:
             resp.headers["Allow"] = exc.headers.get("Allow", "")
     except Exception:
-        log.exception(
-            "unhandled error",
-            extra={"event": "internal_error", "path": request.path, "correlation_id": cid},
+        log_event(
+            log,
+            "internal_error",
+            message="unhandled error",
+            level=logging.ERROR,
+            exc_info=True,
+            path=request.path,
+            correlation_id=cid,
         )
         resp = problems.problem(500, "internal-error", "unexpected error; see the appliance log")
     resp.headers["X-Correlation-ID"] = cid

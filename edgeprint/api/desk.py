@@ -30,19 +30,30 @@ async def reprint_job(request: web.Request) -> web.Response:
     if not result.created:
         headers["Idempotent-Replayed"] = "true"
     return web.Response(
-        status=201 if result.created else 200, body=job_json(job),
-        content_type="application/json", headers=headers,
-    )  # fmt: skip
+        status=201 if result.created else 200,
+        body=job_json(job),
+        content_type="application/json",
+        headers=headers,
+    )
 
 
 def _entry(e: StoryEntry) -> StoryEntryOut:
     return StoryEntryOut(
-        at=rfc3339_ms(e.at), kind=e.kind,  # type: ignore[arg-type]
-        words=e.words, actor=e.actor, reason=e.reason, from_state=e.from_state,
-        to_state=e.to_state, printer=e.printer, printer_job_id=e.printer_job_id,
-        copy_id=e.copy_id, copy_state=e.copy_state, outcome=e.outcome,
-        settled_by=e.settled_by, job_state_reasons=e.job_state_reasons,
-    )  # fmt: skip
+        at=rfc3339_ms(e.at),
+        kind=e.kind,  # type: ignore[arg-type]
+        words=e.words,
+        actor=e.actor,
+        reason=e.reason,
+        from_state=e.from_state,
+        to_state=e.to_state,
+        printer=e.printer,
+        printer_job_id=e.printer_job_id,
+        copy_id=e.copy_id,
+        copy_state=e.copy_state,
+        outcome=e.outcome,
+        settled_by=e.settled_by,
+        job_state_reasons=e.job_state_reasons,
+    )
 
 
 async def job_story(request: web.Request) -> web.Response:

@@ -78,18 +78,29 @@ def check_out(
         fit = media_fit.judge_view(badge, found.stock)
     tls = found.tls
     return PrinterCheckOut(
-        printer=name, checked_at=rfc3339_ms(at), reachable=found.reachable,
-        round_trip_s=found.round_trip_s, printer_state=found.printer_state,
+        printer=name,
+        checked_at=rfc3339_ms(at),
+        reachable=found.reachable,
+        round_trip_s=found.round_trip_s,
+        printer_state=found.printer_state,
         printer_state_reasons=list(found.printer_state_reasons),
         printer_state_message=found.printer_state_message,
-        accepting_jobs=found.accepting_jobs, media_ready=list(found.media_ready),
-        badge_media=badge_media, stock_fit=fit, error=found.error,
+        accepting_jobs=found.accepting_jobs,
+        media_ready=list(found.media_ready),
+        badge_media=badge_media,
+        stock_fit=fit,
+        error=found.error,
         stock=ReadyMediaOut.of(found.stock) if found.stock is not None else None,
-        tls=None if tls is None else TlsCheckOut(
-            mode=tls.mode, pinned=tls.pinned, presented=tls.presented, matches=tls.matches,
+        tls=None
+        if tls is None
+        else TlsCheckOut(
+            mode=tls.mode,
+            pinned=tls.pinned,
+            presented=tls.presented,
+            matches=tls.matches,
             error=tls.error,
         ),
-    )  # fmt: skip
+    )
 
 
 async def check_printer(request: web.Request) -> web.Response:

@@ -38,9 +38,15 @@ from edgeprint.service.search import JobSearch, search_jobs
 from edgeprint.states import JobState
 
 _LIST_PARAMS = {
-    "state", "owner", "printer", "limit", "cursor", "idempotency_key", "id_prefix",
+    "state",
+    "owner",
+    "printer",
+    "limit",
+    "cursor",
+    "idempotency_key",
+    "id_prefix",
     "owner_contains",
-}  # fmt: skip
+}
 _ID_PREFIX_RE = re.compile(r"^[0-9a-f]{4,32}$")
 _PRINTABLE_RE = re.compile(r"^[^\x00-\x1f\x7f-\x9f]+$")
 
@@ -90,9 +96,11 @@ def _search(q: Mapping[str, str], problems_: list[errors.FieldProblem]) -> dict[
         if _KEY_RE.match(q["idempotency_key"]):
             out["idempotency_key"] = q["idempotency_key"]
         else:
-            problems_.append(errors.FieldProblem(
-                "query.idempotency_key", "8–80 printable ASCII characters, no spaces"
-            ))  # fmt: skip
+            problems_.append(
+                errors.FieldProblem(
+                    "query.idempotency_key", "8–80 printable ASCII characters, no spaces"
+                )
+            )
     if "id_prefix" in q:
         if _ID_PREFIX_RE.match(q["id_prefix"]):
             out["id_prefix"] = q["id_prefix"]
@@ -105,9 +113,11 @@ def _search(q: Mapping[str, str], problems_: list[errors.FieldProblem]) -> dict[
         if 1 <= len(text) <= 255 and _PRINTABLE_RE.match(text):
             out["owner_contains"] = text
         else:
-            problems_.append(errors.FieldProblem(
-                "query.owner_contains", "1–255 characters, no control characters"
-            ))  # fmt: skip
+            problems_.append(
+                errors.FieldProblem(
+                    "query.owner_contains", "1–255 characters, no control characters"
+                )
+            )
     return out
 
 
@@ -134,10 +144,12 @@ async def list_jobs(request: web.Request) -> web.Response:
     done = [j.id for j in jobs if j.state is JobState.DONE]
     reprints = await ReprintService(service).reprints_of(done)
     next_cursor = str(jobs[-1].seq) if len(jobs) == limit else None
-    return _json(JobListOut(
-        jobs=[JobOut.from_record(j, reprints.get(j.id, ())) for j in jobs],
-        next_cursor=next_cursor,
-    ))  # fmt: skip
+    return _json(
+        JobListOut(
+            jobs=[JobOut.from_record(j, reprints.get(j.id, ())) for j in jobs],
+            next_cursor=next_cursor,
+        )
+    )
 
 
 #: Each body model with no field given (the models are frozen: one instance serves all).

@@ -45,40 +45,58 @@ from edgeprint.timefmt import rfc3339_ms
 
 
 def _printer_out(
-    snap: PrinterSnapshot, depths: dict[tuple[str | None, str | None], int],
-    oldest: dict[tuple[str | None, str | None], float], now: float,
-) -> PrinterOut:  # fmt: skip
+    snap: PrinterSnapshot,
+    depths: dict[tuple[str | None, str | None], int],
+    oldest: dict[tuple[str | None, str | None], float],
+    now: float,
+) -> PrinterOut:
     key = (snap.name, None)
     return PrinterOut(
-        name=snap.name, uri=snap.uri, pool=snap.pool, healthy=snap.healthy,
-        health_reason=_shown(snap.health_reason), reachable=snap.reachable, paused=snap.paused,
-        printer_state=snap.printer_state, printer_state_reasons=list(snap.printer_state_reasons),
+        name=snap.name,
+        uri=snap.uri,
+        pool=snap.pool,
+        healthy=snap.healthy,
+        health_reason=_shown(snap.health_reason),
+        reachable=snap.reachable,
+        paused=snap.paused,
+        printer_state=snap.printer_state,
+        printer_state_reasons=list(snap.printer_state_reasons),
         printer_state_message=snap.printer_state_message,
         reasons=[_reason_out(r) for r in snap.reasons],
-        queued_job_count=snap.queued_job_count, waiting=depths.get(key, 0),
+        queued_job_count=snap.queued_job_count,
+        waiting=depths.get(key, 0),
         oldest_waiting_s=_age(oldest.get(key), now),
-        printing_job=snap.printing_job, last_error=_shown(snap.last_error),
+        printing_job=snap.printing_job,
+        last_error=_shown(snap.last_error),
         problems=[
-            PrinterProblemOut(kind=p.kind, text=p.text, since=rfc3339_ms(p.since),
-                              until=None if p.until is None else rfc3339_ms(p.until),
-                              evidence=p.evidence)
+            PrinterProblemOut(
+                kind=p.kind,
+                text=p.text,
+                since=rfc3339_ms(p.since),
+                until=None if p.until is None else rfc3339_ms(p.until),
+                evidence=p.evidence,
+            )
             for p in snap.problems
         ],
         problem=next((p.text for p in snap.problems if p.until is None), None),
         capabilities=(
             PrinterCapabilitiesOut(**snap.capabilities) if snap.capabilities is not None else None
         ),
-        sends=snap.sends, owner=snap.owner, lease_epoch=snap.lease_epoch, epoch=snap.epoch,
+        sends=snap.sends,
+        owner=snap.owner,
+        lease_epoch=snap.lease_epoch,
+        epoch=snap.epoch,
         epoch_began_at=(
             datetime.fromtimestamp(snap.epoch_began_at, UTC)
             if snap.epoch_began_at is not None
             else None
         ),
-        epoch_cause=snap.epoch_cause, personality=snap.personality,
+        epoch_cause=snap.epoch_cause,
+        personality=snap.personality,
         media_ready=ReadyMediaOut.of(snap.stock) if snap.stock is not None else None,
-        media_from="config" if snap.stock_from == "config" else (
-            "printer" if snap.stock_from == "printer" else None
-        ),
+        media_from="config"
+        if snap.stock_from == "config"
+        else ("printer" if snap.stock_from == "printer" else None),
         supplies=[SupplyOut(**asdict(x)) for x in snap.supply_levels],
         media_levels=[MediaLevelOut(**asdict(x)) for x in snap.media_levels],
         runway=RunwayOut(**asdict(snap.runway)) if snap.runway is not None else None,
@@ -87,7 +105,7 @@ def _printer_out(
             if snap.unreachable_since is not None
             else None
         ),
-    )  # fmt: skip
+    )
 
 
 #: health_reason and last_error hold a printer's own text: escaped and cut to this many chars
@@ -103,9 +121,13 @@ def _shown(text: str | None) -> str | None:
 def _reason_out(r: reasons.Reason) -> PrinterReasonOut:
     since = datetime.fromtimestamp(r.since, UTC) if r.since is not None else None
     return PrinterReasonOut(
-        value=r.value, keyword=r.keyword, severity=r.severity,
-        known=r.known, words=r.words, since=since,
-    )  # fmt: skip
+        value=r.value,
+        keyword=r.keyword,
+        severity=r.severity,
+        known=r.known,
+        words=r.words,
+        since=since,
+    )
 
 
 def _age(since: float | None, now: float) -> float | None:
@@ -133,11 +155,16 @@ async def _printers_out(deps: Deps, names: set[str] | None = None) -> PrintersOu
         for pool, members in deps.config.pools.items()
     ]
     waits = [
-        StockWaitOut(printer=w.printer, pool=w.pool, size=w.sizes.describe(), jobs=w.jobs,
-                     reason=w.reason or "")
+        StockWaitOut(
+            printer=w.printer,
+            pool=w.pool,
+            size=w.sizes.describe(),
+            jobs=w.jobs,
+            reason=w.reason or "",
+        )
         for w in deps.service.stock.waits
         if names is None or w.printer in names
-    ]  # fmt: skip
+    ]
     return PrintersOut(printers=printers, pools=pools, waiting_for_stock=waits)
 
 
@@ -235,21 +262,27 @@ async def stats(request: web.Request) -> web.Response:
     st = await deps.service.stats()
     printers = [
         PrinterSummaryOut(
-            name=snap.name, pool=snap.pool, healthy=snap.healthy,
-            health_reason=snap.health_reason, reachable=snap.reachable, paused=snap.paused,
+            name=snap.name,
+            pool=snap.pool,
+            healthy=snap.healthy,
+            health_reason=snap.health_reason,
+            reachable=snap.reachable,
+            paused=snap.paused,
             waiting=st.waiting.get((snap.name, None), 0),
             oldest_waiting_s=_age(st.oldest_waiting.get((snap.name, None)), st.at),
             printing_job=snap.printing_job,
         )
         for snap in deps.printers()
-    ]  # fmt: skip
+    ]
     pools = [
         PoolOut(
-            name=pool, printers=list(members), waiting=st.waiting.get((None, pool), 0),
+            name=pool,
+            printers=list(members),
+            waiting=st.waiting.get((None, pool), 0),
             oldest_waiting_s=_age(st.oldest_waiting.get((None, pool)), st.at),
         )
         for pool, members in deps.config.pools.items()
-    ]  # fmt: skip
+    ]
     return _json(
         StatsOut(
             jobs_by_state={s.value: n for s, n in st.jobs_by_state.items()},
@@ -286,12 +319,18 @@ async def webhook_deliveries(request: web.Request) -> web.Response:
     )
     out = [
         WebhookDeliveryOut(
-            state="failed", url=_shown_url(f.url), webhook_id=f.event_id, type=f.type,
-            job_id=f.job_id, printer=f.printer, attempts=f.attempts,
-            first_attempt_at=iso_time(f.first_attempt_at), failed_at=iso_time(f.failed_at),
+            state="failed",
+            url=_shown_url(f.url),
+            webhook_id=f.event_id,
+            type=f.type,
+            job_id=f.job_id,
+            printer=f.printer,
+            attempts=f.attempts,
+            first_attempt_at=iso_time(f.first_attempt_at),
+            failed_at=iso_time(f.failed_at),
             last_error=f.last_error,
         )
         for f in failed
-    ]  # fmt: skip
+    ]
     next_cursor = str(failed[-1].seq) if len(failed) == limit else None
     return _json(WebhookDeliveriesOut(deliveries=out, next_cursor=next_cursor))

@@ -126,27 +126,32 @@ async def _at(request: web.Request) -> tuple[Caller, Place]:
 
 
 def _presented(body: ReleaseLookupIn) -> Presented:
-    return Presented(value=body.code if body.code is not None else body.card, pin=body.pin,
-                     job=body.job)  # fmt: skip
+    return Presented(
+        value=body.code if body.code is not None else body.card, pin=body.pin, job=body.job
+    )
 
 
 def _job_out(job: JobRecord) -> ReleaseJobOut:
     return ReleaseJobOut(
-        id=job.id, title=job.title or f"Job {job.id[:6]}", pages=job.document_pages,
-        copies=job.copies, created_at=iso_time(job.created_at),
+        id=job.id,
+        title=job.title or f"Job {job.id[:6]}",
+        pages=job.document_pages,
+        copies=job.copies,
+        created_at=iso_time(job.created_at),
         has_preview=job.document_format == _PDF and job.document_deleted_at is None,
         pin_required=job.release_pin_hash is not None,
-    )  # fmt: skip
+    )
 
 
 def _place_out(place: Place) -> dict[str, object]:
     return {
         "place": place.name,
         "kind": "pool" if place.pool else "printer",
-        "printers": [ReleasePrinterOut(name=p.name, waiting=p.waiting, ready=p.ready)
-                     for p in place.printers],
+        "printers": [
+            ReleasePrinterOut(name=p.name, waiting=p.waiting, ready=p.ready) for p in place.printers
+        ],
         "suggested": place.suggested,
-    }  # fmt: skip
+    }
 
 
 async def release_lookup(request: web.Request) -> web.Response:
@@ -158,15 +163,18 @@ async def release_lookup(request: web.Request) -> web.Response:
     jobs = await desk.held(person)
     n = len(jobs)
     message = (
-        "Nothing is waiting for you" if not jobs
+        "Nothing is waiting for you"
+        if not jobs
         else f"{n} job{'' if n == 1 else 's'} waiting for you"
-    )  # fmt: skip
+    )
     return _json(
         ReleaseLookupOut(
-            owner=person.owner, jobs=[_job_out(j) for j in jobs], message=message,
+            owner=person.owner,
+            jobs=[_job_out(j) for j in jobs],
+            message=message,
             **_place_out(place),  # type: ignore[arg-type]
         )
-    )  # fmt: skip
+    )
 
 
 async def release_print(request: web.Request) -> web.Response:
@@ -187,14 +195,20 @@ async def release_print(request: web.Request) -> web.Response:
     return _json(
         ReleasePrintOut(
             outcomes=[
-                ReleaseOutcomeOut(job=o.job, outcome=o.outcome, state=o.state,  # type: ignore[arg-type]
-                                  printer=o.printer, pool=o.pool, detail=o.detail)
+                ReleaseOutcomeOut(
+                    job=o.job,
+                    outcome=o.outcome,  # type: ignore[arg-type]
+                    state=o.state,
+                    printer=o.printer,
+                    pool=o.pool,
+                    detail=o.detail,
+                )
                 for o in outcomes
             ],
             released=sum(o.outcome == "released" for o in outcomes),
             message=summary(outcomes),
         )
-    )  # fmt: skip
+    )
 
 
 async def release_preview(request: web.Request) -> web.Response:

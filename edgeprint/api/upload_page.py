@@ -185,9 +185,13 @@ async def upload_form(request: web.Request) -> web.Response:
 
 
 def _refused(
-    status: int, words: str, request: web.Request | None = None, owner: str = "",
-    target: str = "", headers: dict[str, str] | None = None,
-) -> web.Response:  # fmt: skip
+    status: int,
+    words: str,
+    request: web.Request | None = None,
+    owner: str = "",
+    target: str = "",
+    headers: dict[str, str] | None = None,
+) -> web.Response:
     """A problem in words, and (with ``request``) the form again with a new key."""
     body = f'<h1>Not uploaded</h1>\n<p class="problem" role="alert">{html.escape(words)}</p>\n'
     if request is not None:
