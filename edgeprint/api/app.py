@@ -78,7 +78,7 @@ _Model = TypeVar("_Model", bound=BaseModel)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-_KEY_RE = re.compile(IDEMPOTENCY_KEY_PATTERN)
+IDEMPOTENCY_KEY_RE = re.compile(IDEMPOTENCY_KEY_PATTERN)
 _JOB_ID_RE = re.compile(JOB_ID_PATTERN)
 _CORRELATION_RE = re.compile(r"^[\x21-\x7e]{1,128}$")
 _LIST_PARAMS = {
@@ -147,14 +147,14 @@ CORRELATION_ID = web.RequestKey("correlation_id", str)
 CALLER = web.RequestKey("caller", Caller)
 
 
-def _deps(request: web.Request) -> Deps:
+def deps_of(request: web.Request) -> Deps:
     return request.app[DEPS]
 
 
 async def authorize(request: web.Request, needed: Needed) -> Caller:
     """Who asks, with a role that grants ``needed``; raises errors.Unauthorized,
     errors.Forbidden, errors.RateLimited."""
-    deps = _deps(request)
+    deps = deps_of(request)
     try:
         token = deps.auth.authenticate(request.headers.get("Authorization"), needed, request.remote)
     except (errors.Unauthorized, errors.Forbidden) as exc:
@@ -168,7 +168,7 @@ async def authorize(request: web.Request, needed: Needed) -> Caller:
     return Caller(token.name, token.role, request.get(CORRELATION_ID), request.remote)
 
 
-def _json(model: BaseModel, status: int = 200, **headers: str) -> web.Response:
+def json_response(model: BaseModel, status: int = 200, **headers: str) -> web.Response:
     return web.Response(
         status=status,
         body=model.model_dump_json().encode(),
@@ -177,7 +177,7 @@ def _json(model: BaseModel, status: int = 200, **headers: str) -> web.Response:
     )
 
 
-def _job_json(job: JobRecord, status: int = 200, **headers: str) -> web.Response:
+def job_response(job: JobRecord, status: int = 200, **headers: str) -> web.Response:
     """The job as :class:`JobOut` JSON (serialised without building the model: the hot path)."""
     return web.Response(
         status=status,
@@ -187,7 +187,7 @@ def _job_json(job: JobRecord, status: int = 200, **headers: str) -> web.Response
     )
 
 
-def _job_id(request: web.Request) -> str:
+def job_id_of(request: web.Request) -> str:
     job_id = request.match_info["job_id"]
     if not _JOB_ID_RE.match(job_id):
         raise errors.JobNotFound(job_id[:80])
@@ -208,7 +208,7 @@ def idempotency_key(request: web.Request) -> str:
             "the Idempotency-Key header is required (8–80 printable ASCII characters)",
             slug="idempotency-key-missing",
         )
-    if not _KEY_RE.match(key):
+    if not IDEMPOTENCY_KEY_RE.match(key):
         raise errors.MalformedRequest(
             "the Idempotency-Key header must be 8–80 printable ASCII characters, no spaces",
             slug="idempotency-key-invalid",
@@ -267,11 +267,11 @@ async def middleware(request: web.Request, handler: Handler) -> web.StreamRespon
     resp.headers["X-Correlation-ID"] = cid
     resource = request.match_info.route.resource
     route = resource.canonical if resource is not None else "unmatched"
-    _deps(request).metrics.observe_http(route, resp.status, time.perf_counter() - started)
+    deps_of(request).metrics.observe_http(route, resp.status, time.perf_counter() - started)
     return resp
 
 
-def _query(
+def query_params(
     request: web.Request, known: set[str], problems_: list[errors.FieldProblem]
 ) -> dict[str, str]:
     """The ``known`` query parameters that were given once; unknown or repeated ones are
@@ -285,7 +285,7 @@ def _query(
     return {name: q[name] for name in known & set(q) if name not in repeated}
 
 
-def _paging(
+def paging(
     q: Mapping[str, str], default_limit: int, problems_: list[errors.FieldProblem]
 ) -> tuple[int, int | None]:
     """``limit`` (1–500) and ``cursor`` query parameters; bad ones are added to ``problems_``."""
@@ -327,7 +327,7 @@ async def required_json(request: web.Request, model: type[_Model], example: str)
     return _parse_body(raw, model, example)
 
 
-async def _optional_json(request: web.Request, model: type[_Body]) -> _Body:
+async def optional_json(request: web.Request, model: type[_Body]) -> _Body:
     raw = await _json_body(request)
     return _empty(model) if raw is None else _parse_body(raw, model)
 
@@ -338,7 +338,7 @@ async def _json_body(request: web.Request) -> bytearray | None:
         return None
     if request.content_length is not None and request.content_length > MAX_JSON_BODY:
         raise errors.PayloadTooLarge("the request body", MAX_JSON_BODY)
-    timeout_s = _deps(request).config.server.body_timeout_s
+    timeout_s = deps_of(request).config.server.body_timeout_s
     raw = bytearray()
     try:
         async with asyncio.timeout(timeout_s):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from edgeprint.api.app import CALLER, DEPS, _job_id, idempotency_key, required_json
+from edgeprint.api.app import CALLER, DEPS, idempotency_key, job_id_of, required_json
 from edgeprint.models import JobOut, JobStoryOut, ReprintRequest, StoryEntryOut, job_json
 from edgeprint.service.reprints import ReprintService
 from edgeprint.service.story import StoryEntry, story
@@ -19,7 +19,7 @@ from edgeprint.timefmt import rfc3339_ms
 async def reprint_job(request: web.Request) -> web.Response:
     """POST /v1/jobs/{id}/reprint {"reason": …} with an Idempotency-Key (kiosk, tech)."""
     caller = request[CALLER]
-    job_id = _job_id(request)
+    job_id = job_id_of(request)
     key = idempotency_key(request)
     body = await required_json(request, ReprintRequest, '{"reason": "badge lost"}')
     result = await ReprintService(request.app[DEPS].service).reprint(
@@ -59,7 +59,7 @@ def _entry(e: StoryEntry) -> StoryEntryOut:
 async def job_story(request: web.Request) -> web.Response:
     """GET /v1/jobs/{id}/events (kiosk): state changes, copies, who and why, oldest first."""
     service = request.app[DEPS].service
-    job_id = _job_id(request)
+    job_id = job_id_of(request)
     reprints = (await ReprintService(service).reprints_of([job_id])).get(job_id, [])
     told = await story(service, job_id, reprints)
     out = JobStoryOut(

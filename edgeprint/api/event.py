@@ -12,7 +12,7 @@ import time
 from aiohttp import web
 
 from edgeprint import errors, media_fit
-from edgeprint.api.app import CALLER, DEPS, Deps, _json
+from edgeprint.api.app import CALLER, DEPS, Deps, json_response
 from edgeprint.models import EventOut, PrinterCheckOut, ReadyMediaOut, TlsCheckOut
 from edgeprint.service import PrinterCheck
 from edgeprint.service.event import EventMode
@@ -48,7 +48,7 @@ async def _empty_body(request: web.Request) -> None:
 async def get_event(request: web.Request) -> web.Response:
     """GET /v1/event (tech): the mode, since when, and the rehearsal's jobs."""
     deps = request.app[DEPS]
-    return _json(await _event_out(deps, await deps.service.event.current()))
+    return json_response(await _event_out(deps, await deps.service.event.current()))
 
 
 async def start_rehearsal(request: web.Request) -> web.Response:
@@ -56,7 +56,7 @@ async def start_rehearsal(request: web.Request) -> web.Response:
     deps = request.app[DEPS]
     await _empty_body(request)
     mode = await deps.service.event.start_rehearsal(request[CALLER])
-    return _json(await _event_out(deps, mode))
+    return json_response(await _event_out(deps, mode))
 
 
 async def go_live(request: web.Request) -> web.Response:
@@ -65,7 +65,7 @@ async def go_live(request: web.Request) -> web.Response:
     deps = request.app[DEPS]
     await _empty_body(request)
     went = await deps.service.event.go_live(request[CALLER])
-    return _json(await _event_out(deps, went.mode, went.cancelled))
+    return json_response(await _event_out(deps, went.mode, went.cancelled))
 
 
 def check_out(
@@ -109,4 +109,4 @@ async def check_printer(request: web.Request) -> web.Response:
     name = request.match_info["name"]
     await _empty_body(request)
     found = await deps.service.check_printer(name, request[CALLER], deps.check)
-    return _json(check_out(name, found, deps.config.event.badge_media, time.time()))
+    return json_response(check_out(name, found, deps.config.event.badge_media, time.time()))

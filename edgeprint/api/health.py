@@ -7,7 +7,7 @@ import asyncio
 from aiohttp import web
 
 from edgeprint import errors
-from edgeprint.api.app import _deps, _json, authorize
+from edgeprint.api.app import authorize, deps_of, json_response
 from edgeprint.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from edgeprint.models import (
     Health,
@@ -16,22 +16,24 @@ from edgeprint.models import (
 
 async def healthz(request: web.Request) -> web.Response:
     """GET /healthz: the process and its event loop answer."""
-    return _json(Health(status="ok"))
+    return json_response(Health(status="ok"))
 
 
 async def readyz(request: web.Request) -> web.Response:
     """GET /readyz: 200 when the store takes a write transaction within 2 s, else 503."""
     try:
         async with asyncio.timeout(2.0):
-            await _deps(request).ready()
+            await deps_of(request).ready()
     except (errors.StoreError, TimeoutError) as exc:
-        return _json(Health(status="unavailable", detail=str(exc) or "store timed out"), 503)
-    return _json(Health(status="ok"))
+        return json_response(
+            Health(status="unavailable", detail=str(exc) or "store timed out"), 503
+        )
+    return json_response(Health(status="ok"))
 
 
 async def metrics(request: web.Request) -> web.Response:
     """GET /metrics: Prometheus text format (a token with ``[metrics] token_required``)."""
-    deps = _deps(request)
+    deps = deps_of(request)
     if deps.config.metrics.token_required:  # read per request: a reload applies it at once
         await authorize(request, "read")
     deps.metrics.set_job_counts(await deps.service.jobs_by_state())

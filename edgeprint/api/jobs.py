@@ -10,16 +10,16 @@ from aiohttp import web
 
 from edgeprint import errors
 from edgeprint.api.app import (
-    _KEY_RE,
     CALLER,
-    _deps,
-    _job_id,
-    _job_json,
-    _json,
-    _optional_json,
-    _paging,
-    _query,
+    IDEMPOTENCY_KEY_RE,
+    deps_of,
     idempotency_key,
+    job_id_of,
+    job_response,
+    json_response,
+    optional_json,
+    paging,
+    query_params,
 )
 from edgeprint.api.uploads import (
     invalid,
@@ -53,7 +53,7 @@ _PRINTABLE_RE = re.compile(r"^[^\x00-\x1f\x7f-\x9f]+$")
 
 async def submit_job(request: web.Request) -> web.Response:
     """POST /v1/jobs: multipart metadata + document, Idempotency-Key required."""
-    deps = _deps(request)
+    deps = deps_of(request)
     caller = request[CALLER]
     key = idempotency_key(request)
     server = deps.config.server
@@ -74,16 +74,18 @@ async def submit_job(request: web.Request) -> web.Response:
     )
     job = result.job
     if result.created:
-        return _job_json(job, 201, Location=f"/v1/jobs/{job.id}")
-    return _job_json(job, 200, **{"Idempotent-Replayed": "true", "Location": f"/v1/jobs/{job.id}"})
+        return job_response(job, 201, Location=f"/v1/jobs/{job.id}")
+    return job_response(
+        job, 200, **{"Idempotent-Replayed": "true", "Location": f"/v1/jobs/{job.id}"}
+    )
 
 
 async def get_job(request: web.Request) -> web.Response:
     """GET /v1/jobs/{id} (with its reprints: only a DONE job has any)."""
-    service = _deps(request).service
-    job = await service.get(_job_id(request))
+    service = deps_of(request).service
+    job = await service.get(job_id_of(request))
     if job.state is not JobState.DONE:
-        return _job_json(job)
+        return job_response(job)
     reprints = await ReprintService(service).reprints_of([job.id])
     body = job_json(job, reprints.get(job.id, ()))
     return web.Response(body=body, content_type="application/json")
@@ -93,7 +95,7 @@ def _search(q: Mapping[str, str], problems_: list[errors.FieldProblem]) -> dict[
     """The search parameters of ``GET /v1/jobs`` (issue 24); bad ones go to ``problems_``."""
     out: dict[str, str] = {}
     if "idempotency_key" in q:
-        if _KEY_RE.match(q["idempotency_key"]):
+        if IDEMPOTENCY_KEY_RE.match(q["idempotency_key"]):
             out["idempotency_key"] = q["idempotency_key"]
         else:
             problems_.append(
@@ -125,7 +127,7 @@ async def list_jobs(request: web.Request) -> web.Response:
     """GET /v1/jobs?state=&owner=&printer=&idempotency_key=&id_prefix=&owner_contains=
     &limit=&cursor= (newest first; every filter given must match)."""
     problems_: list[errors.FieldProblem] = []
-    q = _query(request, _LIST_PARAMS, problems_)
+    q = query_params(request, _LIST_PARAMS, problems_)
     found = _search(q, problems_)
     state = None
     if "state" in q:
@@ -135,16 +137,16 @@ async def list_jobs(request: web.Request) -> web.Response:
             problems_.append(
                 errors.FieldProblem("query.state", f"one of {', '.join(s.value for s in JobState)}")
             )
-    limit, before = _paging(q, 50, problems_)
+    limit, before = paging(q, 50, problems_)
     if problems_:
         raise invalid("invalid query parameters", problems_, "query")
-    service = _deps(request).service
+    service = deps_of(request).service
     search = JobSearch(state=state, owner=q.get("owner"), printer=q.get("printer"), **found)
     jobs = await search_jobs(service, search, before_seq=before, limit=limit)
     done = [j.id for j in jobs if j.state is JobState.DONE]
     reprints = await ReprintService(service).reprints_of(done)
     next_cursor = str(jobs[-1].seq) if len(jobs) == limit else None
-    return _json(
+    return json_response(
         JobListOut(
             jobs=[JobOut.from_record(j, reprints.get(j.id, ())) for j in jobs],
             next_cursor=next_cursor,
@@ -158,36 +160,36 @@ async def list_jobs(request: web.Request) -> web.Response:
 async def release_job(request: web.Request) -> web.Response:
     """POST /v1/jobs/{id}/release with optional {"printer": …} or {"pool": …}."""
     caller = request[CALLER]
-    job_id = _job_id(request)
-    body = await _optional_json(request, ReleaseRequest)
-    job = await _deps(request).service.release(
+    job_id = job_id_of(request)
+    body = await optional_json(request, ReleaseRequest)
+    job = await deps_of(request).service.release(
         job_id, caller, printer=body.printer, pool=body.pool, pin=body.pin
     )
-    return _job_json(job)
+    return job_response(job)
 
 
 async def cancel_job(request: web.Request) -> web.Response:
     """POST /v1/jobs/{id}/cancel, optional {"pin": …}: 200 CANCELLED, or 202 while the
     printer cancels it. A kiosk cancelling a HELD job that has a release PIN must give it."""
     caller = request[CALLER]
-    job_id = _job_id(request)
-    body = await _optional_json(request, CancelRequest)
-    job = await _deps(request).service.cancel(job_id, caller, pin=body.pin)
-    return _job_json(job, 202 if job.state is JobState.PRINTING else 200)
+    job_id = job_id_of(request)
+    body = await optional_json(request, CancelRequest)
+    job = await deps_of(request).service.cancel(job_id, caller, pin=body.pin)
+    return job_response(job, 202 if job.state is JobState.PRINTING else 200)
 
 
 async def replay_job(request: web.Request) -> web.Response:
     """POST /v1/jobs/{id}/replay (tech): DEAD → RELEASED once."""
     caller = request[CALLER]
-    job = await _deps(request).service.replay(_job_id(request), caller)
-    return _job_json(job)
+    job = await deps_of(request).service.replay(job_id_of(request), caller)
+    return job_response(job)
 
 
 async def resolve_job(request: web.Request) -> web.Response:
     """POST /v1/jobs/{id}/resolve (tech) {"printed": true|false}: settle an unknown outcome."""
     caller = request[CALLER]
-    job_id = _job_id(request)
-    body = await _optional_json(request, ResolveRequest)
+    job_id = job_id_of(request)
+    body = await optional_json(request, ResolveRequest)
     if body.rest and body.printed is not None:
         raise errors.InvalidRequest(
             'say one thing: {"printed": …} or {"rest": true}',
@@ -199,7 +201,7 @@ async def resolve_job(request: web.Request) -> web.Response:
             'or ask for the pages that did not: {"rest": true}',
             [errors.FieldProblem("body.printed", "required: true or false (or rest: true)")],
         )
-    job = await _deps(request).service.resolve(
+    job = await deps_of(request).service.resolve(
         job_id, caller, printed=bool(body.printed), rest=bool(body.rest)
     )
-    return _job_json(job)
+    return job_response(job)

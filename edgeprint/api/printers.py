@@ -10,7 +10,16 @@ from datetime import UTC, datetime
 from aiohttp import web
 
 from edgeprint import errors, printable
-from edgeprint.api.app import CALLER, Deps, Handler, _deps, _json, _optional_json, _paging, _query
+from edgeprint.api.app import (
+    CALLER,
+    Deps,
+    Handler,
+    deps_of,
+    json_response,
+    optional_json,
+    paging,
+    query_params,
+)
 from edgeprint.api.uploads import (
     invalid,
 )
@@ -170,7 +179,7 @@ async def _printers_out(deps: Deps, names: set[str] | None = None) -> PrintersOu
 
 async def list_printers(request: web.Request) -> web.Response:
     """GET /v1/printers (tech): health, IPP state, queue depths."""
-    return _json(await _printers_out(_deps(request)))
+    return json_response(await _printers_out(deps_of(request)))
 
 
 async def _one_printer(deps: Deps, name: str) -> PrinterOut:
@@ -184,9 +193,9 @@ def _pause_handler(paused: bool) -> Handler:
     async def handler(request: web.Request) -> web.Response:
         caller = request[CALLER]
         name = request.match_info["name"]
-        deps = _deps(request)
+        deps = deps_of(request)
         await deps.service.set_paused(name, paused, caller)
-        return _json(await _one_printer(deps, name))
+        return json_response(await _one_printer(deps, name))
 
     return handler
 
@@ -201,53 +210,55 @@ async def trust_printer(request: web.Request) -> web.Response:
     """POST /v1/printers/{name}/trust (tech): pin the certificate it presents from now on."""
     caller = request[CALLER]
     name = request.match_info["name"]
-    deps = _deps(request)
+    deps = deps_of(request)
     await deps.service.trust_printer(name, caller)
-    return _json(await _one_printer(deps, name))
+    return json_response(await _one_printer(deps, name))
 
 
 async def media_loaded(request: web.Request) -> web.Response:
     """POST /v1/printers/{name}/media-loaded (tech): a new roll is in; its runway from full."""
     caller = request[CALLER]
     name = request.match_info["name"]
-    deps = _deps(request)
+    deps = deps_of(request)
     await deps.service.media_loaded(name, caller)
     printer = await _one_printer(deps, name)
-    return _json(MediaLoadedOut(printer=name, runway=printer.runway))
+    return json_response(MediaLoadedOut(printer=name, runway=printer.runway))
 
 
 async def drain_printer(request: web.Request) -> web.Response:
     """POST /v1/printers/{name}/drain (tech): pause it and move its waiting jobs to its pool."""
     caller = request[CALLER]
     name = request.match_info["name"]
-    deps = _deps(request)
+    deps = deps_of(request)
     moved = await deps.service.drain(name, caller)
-    return _json(DrainOut(printer=await _one_printer(deps, name), moved=moved))
+    return json_response(DrainOut(printer=await _one_printer(deps, name), moved=moved))
 
 
 async def identify_printer(request: web.Request) -> web.Response:
     """POST /v1/printers/{name}/identify (tech), optional {"how": …}: the printer shows itself."""
     caller = request[CALLER]
     name = request.match_info["name"]
-    body = await _optional_json(request, IdentifyRequest)
-    deps = _deps(request)
+    body = await optional_json(request, IdentifyRequest)
+    deps = deps_of(request)
     done = await deps.service.identify(name, body.how, caller, deps.identify)
-    return _json(IdentifyOut(printer=name, action=done.action, printer_job_id=done.printer_job_id))
+    return json_response(
+        IdentifyOut(printer=name, action=done.action, printer_job_id=done.printer_job_id)
+    )
 
 
 async def dead_letter(request: web.Request) -> web.Response:
     """GET /v1/dead-letter?limit=&cursor= (tech): DEAD jobs, oldest first."""
     problems_: list[errors.FieldProblem] = []
-    q = _query(request, {"limit", "cursor"}, problems_)
-    limit, cursor = _paging(q, 100, problems_)
+    q = query_params(request, {"limit", "cursor"}, problems_)
+    limit, cursor = paging(q, 100, problems_)
     after = cursor or 0
     if problems_:
         raise invalid("invalid query parameters", problems_, "query")
-    service = _deps(request).service
+    service = deps_of(request).service
     dead = await service.dead_letters(after_seq=after, limit=limit)
     counts = await service.jobs_by_state()
     rehearsal = await service.jobs_by_state(rehearsal=True)  # a person acts on those too
-    return _json(
+    return json_response(
         DeadLetterOut(
             jobs=[JobOut.from_record(j) for j in dead],
             count=counts[JobState.DEAD] + rehearsal[JobState.DEAD],
@@ -258,7 +269,7 @@ async def dead_letter(request: web.Request) -> web.Response:
 
 async def stats(request: web.Request) -> web.Response:
     """GET /v1/stats (tech): jobs by state, dead letters by reason, printers in short."""
-    deps = _deps(request)
+    deps = deps_of(request)
     st = await deps.service.stats()
     printers = [
         PrinterSummaryOut(
@@ -283,7 +294,7 @@ async def stats(request: web.Request) -> web.Response:
         )
         for pool, members in deps.config.pools.items()
     ]
-    return _json(
+    return json_response(
         StatsOut(
             jobs_by_state={s.value: n for s, n in st.jobs_by_state.items()},
             dead_letters=st.jobs_by_state.get(JobState.DEAD, 0)
@@ -308,13 +319,13 @@ def _shown_url(url: str) -> str:
 async def webhook_deliveries(request: web.Request) -> web.Response:
     """GET /v1/webhooks/deliveries?state=failed&limit=&cursor= (tech): parked deliveries."""
     problems_: list[errors.FieldProblem] = []
-    q = _query(request, {"state", "limit", "cursor"}, problems_)
+    q = query_params(request, {"state", "limit", "cursor"}, problems_)
     if q.get("state", "failed") != "failed":
         problems_.append(errors.FieldProblem("query.state", "only 'failed' deliveries are kept"))
-    limit, cursor = _paging(q, 100, problems_)
+    limit, cursor = paging(q, 100, problems_)
     if problems_:
         raise invalid("invalid query parameters", problems_, "query")
-    failed = await _deps(request).service.failed_webhook_deliveries(
+    failed = await deps_of(request).service.failed_webhook_deliveries(
         after_seq=cursor or 0, limit=limit
     )
     out = [
@@ -333,4 +344,4 @@ async def webhook_deliveries(request: web.Request) -> web.Response:
         for f in failed
     ]
     next_cursor = str(failed[-1].seq) if len(failed) == limit else None
-    return _json(WebhookDeliveriesOut(deliveries=out, next_cursor=next_cursor))
+    return json_response(WebhookDeliveriesOut(deliveries=out, next_cursor=next_cursor))

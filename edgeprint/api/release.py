@@ -18,7 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from edgeprint import errors
 from edgeprint.api import audited
-from edgeprint.api.app import CALLER, CORRELATION_ID, DEPS, _json, _optional_json
+from edgeprint.api.app import CALLER, CORRELATION_ID, DEPS, json_response, optional_json
 from edgeprint.models import (
     Owner,
     OwnerCredentialsIn,
@@ -62,7 +62,7 @@ PREVIEW_WIDTH = 300
 async def _body(request: web.Request, model: type[_M]) -> _M:
     """The JSON body as ``model``; an empty body is a 422 (these calls need one)."""
     try:
-        return await _optional_json(request, model)
+        return await optional_json(request, model)
     except ValidationError:  # the empty body: model() with nothing in it
         raise errors.InvalidRequest(
             "a JSON body is required", [errors.FieldProblem("body", "required")]
@@ -80,7 +80,7 @@ async def put_owner(request: web.Request) -> web.Response:
     kinds = await request.app[DESK].set_credentials(
         owner, {k: v for k, v in values.items() if v is not None}, request[CALLER]
     )
-    return _json(
+    return json_response(
         OwnerCredentialsOut(owner=owner, release_code="code" in kinds, card="card" in kinds)
     )
 
@@ -167,7 +167,7 @@ async def release_lookup(request: web.Request) -> web.Response:
         if not jobs
         else f"{n} job{'' if n == 1 else 's'} waiting for you"
     )
-    return _json(
+    return json_response(
         ReleaseLookupOut(
             owner=person.owner,
             jobs=[_job_out(j) for j in jobs],
@@ -192,7 +192,7 @@ async def release_print(request: web.Request) -> web.Response:
     found.detail = (
         f"{sum(o.outcome == 'released' for o in outcomes)} of {len(outcomes)} released{via}"
     )
-    return _json(
+    return json_response(
         ReleasePrintOut(
             outcomes=[
                 ReleaseOutcomeOut(
