@@ -22,8 +22,8 @@ from edgeprint import background, errors, reload, tls_runtime
 from edgeprint.api import http_server, tls_info
 from edgeprint.api.app import Deps
 from edgeprint.api.auth import TokenAuth
+from edgeprint.api.factory import build_app
 from edgeprint.api.ratelimit import TokenRateLimiter
-from edgeprint.api.routes import build_app
 from edgeprint.board import PrinterBoard
 from edgeprint.certificates import CertificateError
 from edgeprint.config import Config, load_config

@@ -27,9 +27,9 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from edgeprint.api import openapi
+from edgeprint.api import openapi, route_table
 from edgeprint.api.app import Deps
-from edgeprint.api.routes import build_app
+from edgeprint.api.factory import build_app
 from testbed.pdfs import make_pdf
 from tests.conftest import TECH_TOKEN
 from tests.live import Live, live_appliance, unlimited_config
@@ -103,11 +103,11 @@ def http() -> Iterator[requests.Session]:
 
 def test_served_document(live: Live, http: requests.Session) -> None:
     """Served without a token, as JSON, and exactly the generated document."""
-    resp = http.get(f"{live.url}{openapi.PATH}", timeout=10)
+    resp = http.get(f"{live.url}{route_table.PATH}", timeout=10)
     assert resp.status_code == 200
     assert resp.headers["Content-Type"].startswith("application/json")
     assert resp.json() == openapi.document()
-    loaded = schemathesis.openapi.from_url(f"{live.url}{openapi.PATH}")
+    loaded = schemathesis.openapi.from_url(f"{live.url}{route_table.PATH}")
     assert loaded.raw_schema == openapi.document()
     loaded.validate()  # against the OpenAPI 3.1 meta-schema
 

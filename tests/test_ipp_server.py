@@ -15,7 +15,7 @@ import pytest
 
 from edgeprint.api import ipp
 from edgeprint.api.app import Deps
-from edgeprint.api.routes import build_app
+from edgeprint.api.factory import build_app
 from edgeprint.ipp_server import attributes as A
 from edgeprint.ipp_server.operations import Context
 from edgeprint.printers import codec, supplies

@@ -70,7 +70,8 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "dispatch": (("edgeprint.dispatch",), ("service", "printers", "documents")),
     # the outbox's reader and sender: it reads what the service wrote in the same transaction
     "webhooks": (("edgeprint.webhooks",), ("store",)),
-    # the wire models the two front doors share (JSON bodies, validated submissions)
+    # the wire models the two front doors share (JSON bodies, validated submissions); a
+    # package by subject since issue 28 (edgeprint.models.jobs, .printers, .release, …)
     "models": (("edgeprint.models",), ()),
     "ipp_server": (("edgeprint.ipp_server",), ("service", "models", "printers")),
     "api": (("edgeprint.api",), ("service", "models", "ipp_server", "printers")),
@@ -213,6 +214,69 @@ def test_a_function_level_import_counts() -> None:
     }  # fmt: skip
     graph = {"edgeprint.store.copies": found}
     assert len(violations(graph)) == 3  # api, service and printers are all above or beside store
+
+
+def cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """Every import circle of ``graph``: its strongly connected components of more than one
+    module (or a module importing itself), each sorted, in sorted order (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for target in graph.get(module, ()):
+            if target not in graph:
+                continue
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in on_stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            component: list[str] = []
+            while not component or component[-1] != module:
+                component.append(stack.pop())
+                on_stack.discard(component[-1])
+            if len(component) > 1 or module in graph.get(module, ()):
+                found.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(found)
+
+
+def test_the_import_graph_has_no_circle() -> None:
+    """No module of edgeprint reaches itself through its imports (module level, inside
+    functions or under TYPE_CHECKING): the route table owns its row types, so the OpenAPI
+    builder reads the table and the table never imports the builder."""
+    graph = import_graph()
+    assert {"edgeprint.api.openapi", "edgeprint.api.routes"} <= set(graph)
+    assert cycles(graph) == []
+
+
+def test_a_planted_circle_is_caught() -> None:
+    """The walk finds a circle planted in the real graph (the old openapi ↔ routes one), a
+    longer one through three packages, and a module importing itself."""
+    graph = {module: set(targets) for module, targets in import_graph().items()}
+    graph["edgeprint.api.routes"].add("edgeprint.api.openapi")
+    assert ["edgeprint.api.openapi", "edgeprint.api.routes"] in cycles(graph)
+    synthetic = {
+        "edgeprint.a.x": {"edgeprint.b.y", "edgeprint.states"},
+        "edgeprint.b.y": {"edgeprint.c.z"},
+        "edgeprint.c.z": {"edgeprint.a.x"},
+        "edgeprint.states": set(),
+        "edgeprint.self": {"edgeprint.self"},
+    }
+    assert cycles(synthetic) == [
+        ["edgeprint.a.x", "edgeprint.b.y", "edgeprint.c.z"],
+        ["edgeprint.self"],
+    ]
 
 
 def test_a_module_outside_every_layer_is_reported() -> None:

@@ -14,7 +14,7 @@ from datetime import datetime
 from aiohttp import web
 
 from edgeprint import errors
-from edgeprint.api.app import _deps, _json, _query
+from edgeprint.api.app import deps_of, json_response, query_params
 from edgeprint.api.uploads import invalid
 from edgeprint.models import AuditEntryOut, AuditOut
 from edgeprint.timefmt import rfc3339_ms
@@ -48,7 +48,7 @@ def parse_since(text: str) -> float | None:
 async def audit_trail(request: web.Request) -> web.Response:
     """GET /v1/audit?since=&limit=&actor=&action=&target= (tech): the rows, newest first."""
     problems_: list[errors.FieldProblem] = []
-    q = _query(request, _KNOWN, problems_)
+    q = query_params(request, _KNOWN, problems_)
     since: float | None = None
     if "since" in q:
         since = parse_since(q["since"])
@@ -72,10 +72,10 @@ async def audit_trail(request: web.Request) -> web.Response:
             )
     if problems_:
         raise invalid("invalid query parameters", problems_, "query")
-    rows = await _deps(request).service.audit.since(
+    rows = await deps_of(request).service.audit.since(
         since, limit=limit, actor=q.get("actor"), action=q.get("action"), target=q.get("target")
     )
-    return _json(
+    return json_response(
         AuditOut(
             entries=[
                 AuditEntryOut.model_construct(

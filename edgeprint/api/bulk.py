@@ -33,16 +33,21 @@ async def _body(request: web.Request, model: type[_Req]) -> _Req:
     return await app.required_json(request, model, '{"ids": ["…"], "limit": 1}')
 
 
-def _selector(body: BulkReleaseRequest | BulkCancelRequest | BulkReplayRequest
-              | BulkResolveRequest) -> Selector:  # fmt: skip
+def _selector(
+    body: BulkReleaseRequest | BulkCancelRequest | BulkReplayRequest | BulkResolveRequest,
+) -> Selector:
     f = body.filter
     if f is None:
         return Selector(limit=body.limit, ids=body.ids, dry_run=body.dry_run)
     where = BulkFilter(
-        state=f.state, owner=f.owner, pool=f.pool, printer=f.printer, dead_reason=f.dead_reason,
+        state=f.state,
+        owner=f.owner,
+        pool=f.pool,
+        printer=f.printer,
+        dead_reason=f.dead_reason,
         created_after=None if f.created_after is None else f.created_after.timestamp(),
         created_before=None if f.created_before is None else f.created_before.timestamp(),
-    )  # fmt: skip
+    )
     return Selector(limit=body.limit, where=where, dry_run=body.dry_run)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from edgeprint.api.app import CALLER, DEPS, _job_id, idempotency_key, required_json
+from edgeprint.api.app import CALLER, DEPS, idempotency_key, job_id_of, required_json
 from edgeprint.models import JobOut, JobStoryOut, ReprintRequest, StoryEntryOut, job_json
 from edgeprint.service.reprints import ReprintService
 from edgeprint.service.story import StoryEntry, story
@@ -19,7 +19,7 @@ from edgeprint.timefmt import rfc3339_ms
 async def reprint_job(request: web.Request) -> web.Response:
     """POST /v1/jobs/{id}/reprint {"reason": …} with an Idempotency-Key (kiosk, tech)."""
     caller = request[CALLER]
-    job_id = _job_id(request)
+    job_id = job_id_of(request)
     key = idempotency_key(request)
     body = await required_json(request, ReprintRequest, '{"reason": "badge lost"}')
     result = await ReprintService(request.app[DEPS].service).reprint(
@@ -30,25 +30,36 @@ async def reprint_job(request: web.Request) -> web.Response:
     if not result.created:
         headers["Idempotent-Replayed"] = "true"
     return web.Response(
-        status=201 if result.created else 200, body=job_json(job),
-        content_type="application/json", headers=headers,
-    )  # fmt: skip
+        status=201 if result.created else 200,
+        body=job_json(job),
+        content_type="application/json",
+        headers=headers,
+    )
 
 
 def _entry(e: StoryEntry) -> StoryEntryOut:
     return StoryEntryOut(
-        at=rfc3339_ms(e.at), kind=e.kind,  # type: ignore[arg-type]
-        words=e.words, actor=e.actor, reason=e.reason, from_state=e.from_state,
-        to_state=e.to_state, printer=e.printer, printer_job_id=e.printer_job_id,
-        copy_id=e.copy_id, copy_state=e.copy_state, outcome=e.outcome,
-        settled_by=e.settled_by, job_state_reasons=e.job_state_reasons,
-    )  # fmt: skip
+        at=rfc3339_ms(e.at),
+        kind=e.kind,  # type: ignore[arg-type]
+        words=e.words,
+        actor=e.actor,
+        reason=e.reason,
+        from_state=e.from_state,
+        to_state=e.to_state,
+        printer=e.printer,
+        printer_job_id=e.printer_job_id,
+        copy_id=e.copy_id,
+        copy_state=e.copy_state,
+        outcome=e.outcome,
+        settled_by=e.settled_by,
+        job_state_reasons=e.job_state_reasons,
+    )
 
 
 async def job_story(request: web.Request) -> web.Response:
     """GET /v1/jobs/{id}/events (kiosk): state changes, copies, who and why, oldest first."""
     service = request.app[DEPS].service
-    job_id = _job_id(request)
+    job_id = job_id_of(request)
     reprints = (await ReprintService(service).reprints_of([job_id])).get(job_id, [])
     told = await story(service, job_id, reprints)
     out = JobStoryOut(

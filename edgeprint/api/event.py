@@ -12,7 +12,7 @@ import time
 from aiohttp import web
 
 from edgeprint import errors, media_fit
-from edgeprint.api.app import CALLER, DEPS, Deps, _json
+from edgeprint.api.app import CALLER, DEPS, Deps, json_response
 from edgeprint.models import EventOut, PrinterCheckOut, ReadyMediaOut, TlsCheckOut
 from edgeprint.service import PrinterCheck
 from edgeprint.service.event import EventMode
@@ -48,7 +48,7 @@ async def _empty_body(request: web.Request) -> None:
 async def get_event(request: web.Request) -> web.Response:
     """GET /v1/event (tech): the mode, since when, and the rehearsal's jobs."""
     deps = request.app[DEPS]
-    return _json(await _event_out(deps, await deps.service.event.current()))
+    return json_response(await _event_out(deps, await deps.service.event.current()))
 
 
 async def start_rehearsal(request: web.Request) -> web.Response:
@@ -56,7 +56,7 @@ async def start_rehearsal(request: web.Request) -> web.Response:
     deps = request.app[DEPS]
     await _empty_body(request)
     mode = await deps.service.event.start_rehearsal(request[CALLER])
-    return _json(await _event_out(deps, mode))
+    return json_response(await _event_out(deps, mode))
 
 
 async def go_live(request: web.Request) -> web.Response:
@@ -65,7 +65,7 @@ async def go_live(request: web.Request) -> web.Response:
     deps = request.app[DEPS]
     await _empty_body(request)
     went = await deps.service.event.go_live(request[CALLER])
-    return _json(await _event_out(deps, went.mode, went.cancelled))
+    return json_response(await _event_out(deps, went.mode, went.cancelled))
 
 
 def check_out(
@@ -78,18 +78,29 @@ def check_out(
         fit = media_fit.judge_view(badge, found.stock)
     tls = found.tls
     return PrinterCheckOut(
-        printer=name, checked_at=rfc3339_ms(at), reachable=found.reachable,
-        round_trip_s=found.round_trip_s, printer_state=found.printer_state,
+        printer=name,
+        checked_at=rfc3339_ms(at),
+        reachable=found.reachable,
+        round_trip_s=found.round_trip_s,
+        printer_state=found.printer_state,
         printer_state_reasons=list(found.printer_state_reasons),
         printer_state_message=found.printer_state_message,
-        accepting_jobs=found.accepting_jobs, media_ready=list(found.media_ready),
-        badge_media=badge_media, stock_fit=fit, error=found.error,
+        accepting_jobs=found.accepting_jobs,
+        media_ready=list(found.media_ready),
+        badge_media=badge_media,
+        stock_fit=fit,
+        error=found.error,
         stock=ReadyMediaOut.of(found.stock) if found.stock is not None else None,
-        tls=None if tls is None else TlsCheckOut(
-            mode=tls.mode, pinned=tls.pinned, presented=tls.presented, matches=tls.matches,
+        tls=None
+        if tls is None
+        else TlsCheckOut(
+            mode=tls.mode,
+            pinned=tls.pinned,
+            presented=tls.presented,
+            matches=tls.matches,
             error=tls.error,
         ),
-    )  # fmt: skip
+    )
 
 
 async def check_printer(request: web.Request) -> web.Response:
@@ -98,4 +109,4 @@ async def check_printer(request: web.Request) -> web.Response:
     name = request.match_info["name"]
     await _empty_body(request)
     found = await deps.service.check_printer(name, request[CALLER], deps.check)
-    return _json(check_out(name, found, deps.config.event.badge_media, time.time()))
+    return json_response(check_out(name, found, deps.config.event.badge_media, time.time()))

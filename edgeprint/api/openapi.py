@@ -4,31 +4,28 @@ Sources: the JSON schemas come from the pydantic models in
 :mod:`edgeprint.models` (``models_json_schema``, request models in validation
 mode, answers in serialization mode); paths, operations, roles, parameters and
 every status a handler can give are written once, in the route table
-:data:`edgeprint.api.routes.ROUTES`, which also registers the routes and checks
-their roles. ``tests/test_contract.py`` runs schemathesis
+:data:`edgeprint.api.routes.ROUTES`, whose rows also register the routes and check
+their roles; this module only reads it. ``tests/test_contract.py`` runs schemathesis
 against a live appliance with this document, so a drift fails CI.
 
 The document is served **without a token**: it describes the API and holds no
-data. It is built once (at app start, by ``routes.build_app``) and cached.
+data. It is built once (at app start, by ``factory.build_app``) and cached.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from aiohttp import web
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from edgeprint import __version__
-from edgeprint.config import NAME_PATTERN
+from edgeprint.api import openapi_components
+from edgeprint.api.route_table import Answer, Body, Operation
+from edgeprint.api.routes import ROUTES
 from edgeprint.models import (
-    IDEMPOTENCY_KEY_PATTERN,
-    JOB_ID_PATTERN,
     ApplianceTlsOut,
     AuditOut,
     BulkCancelRequest,
@@ -68,48 +65,27 @@ from edgeprint.models import (
     WebhookDeliveriesOut,
 )
 
-__all__ = ["PATH", "Answer", "Operation", "document", "document_bytes", "openapi_json"]
-
-#: Where the document is served.
-PATH = "/v1/openapi.json"
 _REF = "#/components/schemas/{model}"
 _PROBLEM_TYPE = "application/problem+json"
 
 _REQUEST_MODELS: tuple[type[BaseModel], ...] = (
-    SubmitMetadata, ReleaseRequest, CancelRequest, ResolveRequest, IdentifyRequest,
-    OwnerCredentialsIn, ReleaseLookupIn, ReleasePrintIn, ReleasePreviewIn,  # issue 24
-    BulkReleaseRequest, BulkCancelRequest, BulkReplayRequest, BulkResolveRequest,  # issue 24
+    *(SubmitMetadata, ReleaseRequest, CancelRequest, ResolveRequest, IdentifyRequest),
+    *(OwnerCredentialsIn, ReleaseLookupIn, ReleasePrintIn, ReleasePreviewIn),  # issue 24
+    *(BulkReleaseRequest, BulkCancelRequest, BulkReplayRequest, BulkResolveRequest),  # issue 24
     ReprintRequest,  # issue 24
-)  # fmt: skip
+)
 _RESPONSE_MODELS: tuple[type[BaseModel], ...] = (
-    JobOut, JobListOut, PrinterOut, PrintersOut, DrainOut, DeadLetterOut, Health, Problem,
-    StatsOut, WebhookDeliveriesOut, IdentifyOut, EventOut, PrinterCheckOut,
+    *(JobOut, JobListOut, PrinterOut, PrintersOut, DrainOut, DeadLetterOut, Health, Problem),
+    *(StatsOut, WebhookDeliveriesOut, IdentifyOut, EventOut, PrinterCheckOut),
     MediaLoadedOut,  # issue 23 (supplies)
-    OwnerCredentialsOut, ReleaseLookupOut, ReleasePrintOut,  # issue 24 (release)
+    *(OwnerCredentialsOut, ReleaseLookupOut, ReleasePrintOut),  # issue 24 (release)
     BulkOut,  # issue 24 (many jobs at once)
     JobStoryOut,  # issue 24
-    TokenOut, TokensOut,  # issue 26
+    *(TokenOut, TokensOut),  # issue 26
     AuditOut,  # issue 26 (who did what)
     ApplianceTlsOut,  # issue 26
-)  # fmt: skip
+)
 
-Body = Literal[
-    "multipart",
-    "release",
-    "cancel",
-    "resolve",
-    "identify",
-    "bulk-release",
-    "bulk-cancel",
-    "bulk-replay",
-    "bulk-resolve",
-    "reprint",
-    "upload",
-    "owner-credentials",
-    "release-lookup",
-    "release-print",
-    "release-preview",
-]
 #: The bulk calls' bodies (issue 24): required JSON, `limit` always.
 _BULK_BODIES: dict[str, type[BaseModel]] = {
     "bulk-release": BulkReleaseRequest,
@@ -117,52 +93,6 @@ _BULK_BODIES: dict[str, type[BaseModel]] = {
     "bulk-replay": BulkReplayRequest,
     "bulk-resolve": BulkResolveRequest,
 }
-#: What a route needs (edgeprint.api.auth.Needed without "station", which no route needs).
-Role = Literal["kiosk", "tech", "read", "view"]
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@dataclass(frozen=True)
-class Answer:
-    """One documented response: a model (JSON), ``Problem`` (problem+json) or raw text."""
-
-    description: str
-    model: type[BaseModel] | None = None
-    #: Media type for a non-model body (``text/plain`` metrics, ``text/html`` page).
-    media: str | None = None
-    #: Response headers beyond X-Correlation-ID (always there): name → components key.
-    headers: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Operation:
-    """One route: its handler, method, path, who may call it, parameters, body and answers.
-
-    The rows are :data:`edgeprint.api.routes.ROUTES`: they register the routes,
-    decide the role each needs and make this document.
-    """
-
-    #: The aiohttp handler (None: ``bind`` makes it from the app's IPP endpoint).
-    handler: Handler | None
-    method: str
-    path: str
-    operation_id: str
-    summary: str
-    tag: str
-    #: None: no token needed; else what the token's role must grant (edgeprint.api.auth).
-    role: Role | None
-    answers: dict[int, Answer]
-    query: tuple[str, ...] = ()
-    headers: tuple[str, ...] = ()
-    body: Body | None = None
-    description: str = ""
-    links: dict[int, tuple[str, ...]] = field(default_factory=dict)
-    #: Makes the handler from the app's one :class:`edgeprint.api.ipp.IppEndpoint` (built
-    #: with the app, so every IPP route shares its state).
-    bind: Callable[[Any], Handler] | None = None
-
-
-# --- building the document ----------------------------------------------------------------
 
 
 def _component_schemas() -> tuple[dict[str, Any], dict[type[BaseModel], dict[str, Any]]]:
@@ -174,164 +104,6 @@ def _component_schemas() -> tuple[dict[str, Any], dict[type[BaseModel], dict[str
         model: ref for (model, _mode), ref in keys.items() if issubclass(model, BaseModel)
     }
     return dict(top.get("$defs", {})), refs
-
-
-_HEADER_DEFS: dict[str, dict[str, Any]] = {
-    "X-Correlation-ID": {
-        "description": "the request's X-Correlation-ID (1–128 printable ASCII characters) or "
-        "one the appliance made; in its logs too",
-        "required": True,
-        "schema": {"type": "string", "minLength": 1, "maxLength": 128},
-    },
-    "Retry-After": {
-        "description": "seconds to wait before retrying",
-        "required": True,
-        "schema": {"type": "integer", "minimum": 0},
-    },
-    "WWW-Authenticate": {
-        "required": True,
-        "schema": {"type": "string", "const": 'Bearer realm="edgeprint"'},
-    },
-    "Location": {
-        "description": "the job's URL, `/v1/jobs/{id}`",
-        "required": True,
-        "schema": {"type": "string", "pattern": r"^/v1/jobs/[0-9a-f]{32}$"},
-    },
-    "ETag": {
-        "description": "names the document, page and width: the same tag, the same bytes",
-        "required": True,
-        "schema": {"type": "string"},
-    },
-    "Cache-Control": {
-        "description": "private (it shows someone's document), kept for an hour",
-        "required": True,
-        "schema": {"type": "string"},
-    },
-    "Content-Disposition": {
-        "description": "`attachment` with a file name",
-        "required": True,
-        "schema": {"type": "string"},
-    },
-    "Idempotent-Replayed": {
-        "description": "the answer is the job an earlier request with this key made",
-        "required": True,
-        "schema": {"type": "string", "const": "true"},
-    },
-}
-
-_LIMIT = {"type": "integer", "minimum": 1, "maximum": 500}
-_PARAMETER_DEFS: dict[str, dict[str, Any]] = {
-    "job_id": {
-        "name": "job_id", "in": "path", "required": True,
-        "description": "a job id (32 lowercase hex characters)",
-        "schema": {"type": "string", "pattern": JOB_ID_PATTERN},
-    },
-    "printer_name": {
-        "name": "name", "in": "path", "required": True,
-        "description": "a configured printer's name",
-        "schema": {"type": "string", "pattern": NAME_PATTERN},
-    },
-    "owner_path": {
-        "name": "owner", "in": "path", "required": True,
-        "description": "an owner, as jobs name it (1–128 printable characters)",
-        "schema": {"type": "string", "minLength": 1, "maxLength": 128},
-    },
-    "ipp_job_id": {
-        "name": "job", "in": "path", "required": True,
-        "description": "an IPP job-id (the last segment of the job-uri a queue answered)",
-        "schema": {"type": "string", "pattern": "^[0-9]{1,10}$"},
-    },
-    "Idempotency-Key": {
-        "name": "Idempotency-Key", "in": "header", "required": True,
-        "description": "8–80 printable ASCII characters, no spaces; one key is one job, forever "
-        "(within the retention window), whichever token sent it",
-        "schema": {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN},
-    },
-    "X-Correlation-ID": {
-        "name": "X-Correlation-ID", "in": "header", "required": False,
-        "description": "echoed in the response and the logs when 1–128 printable ASCII "
-        "characters; otherwise the appliance makes one",
-        "schema": {"type": "string", "pattern": r"^[\x21-\x7e]{1,128}$"},
-    },
-    "state": {
-        "name": "state", "in": "query", "required": False, "description": "only jobs in this state",
-        "schema": {"$ref": "#/components/schemas/JobState"},
-    },
-    "owner": {
-        "name": "owner", "in": "query", "required": False, "description": "only this owner's jobs",
-        "schema": {"type": "string"},
-    },
-    "printer": {
-        "name": "printer", "in": "query", "required": False,
-        "description": "only jobs for this printer (requested or assigned)",
-        "schema": {"type": "string"},
-    },
-    "idempotency_key": {
-        "name": "idempotency_key", "in": "query", "required": False,
-        "description": "only the job made with this Idempotency-Key (exact)",
-        "schema": {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN},
-    },
-    "id_prefix": {
-        "name": "id_prefix", "in": "query", "required": False,
-        "description": "only jobs whose id starts with these 4–32 lowercase hex characters",
-        "schema": {"type": "string", "pattern": r"^[0-9a-f]{4,32}$"},
-    },
-    "owner_contains": {
-        "name": "owner_contains", "in": "query", "required": False,
-        "description": "only jobs whose owner contains this text, case-insensitive (`%` and "
-        "`_` match themselves)",
-        "schema": {"type": "string", "minLength": 1, "maxLength": 255,
-                   "pattern": r"^[^\x00-\x1f\x7f-\x9f]+$"},
-    },
-    "limit": {
-        "name": "limit", "in": "query", "required": False,
-        "description": "page size, 1–500 (default 50; 100 for the dead-letter queue)",
-        "schema": _LIMIT,
-    },
-    "page": {
-        "name": "page", "in": "query", "required": False,
-        "description": "the page to draw, from 1 (default 1)",
-        "schema": {"type": "integer", "minimum": 1},
-    },
-    "width": {
-        "name": "width", "in": "query", "required": False,
-        "description": "pixels, 50–1200 (default 300)",
-        "schema": {"type": "integer", "minimum": 50, "maximum": 1200},
-    },
-    "base": {
-        "name": "base", "in": "query", "required": False,
-        "description": "the release pages' base URL, e.g. `http://print.example.org:8631`",
-        "schema": {"type": "string", "maxLength": 200},
-    },
-    "delivery_state": {
-        "name": "state", "in": "query", "required": False,
-        "description": "only `failed` (the default): deliveries given up",
-        "schema": {"type": "string", "enum": ["failed"]},
-    },
-    "since": {
-        "name": "since", "in": "query", "required": False,
-        "description": "only rows at or after this time: RFC 3339 with an offset, or unix seconds",
-        "schema": {"type": "string", "maxLength": 40},
-    },
-    "audit_limit": {
-        "name": "limit", "in": "query", "required": False,
-        "description": "rows, 1–1000 (default 100)",
-        "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
-    },
-    **{
-        f"audit_{name}": {
-            "name": name, "in": "query", "required": False, "description": f"only this {name}",
-            "schema": {"type": "string", "minLength": 1, "maxLength": 255,
-                       "pattern": r"^[^\x00-\x1f\x7f-\x9f]+$"},
-        }
-        for name in ("actor", "action", "target")
-    },
-    "cursor": {
-        "name": "cursor", "in": "query", "required": False,
-        "description": "`next_cursor` of the previous page",
-        "schema": {"type": "string", "pattern": r"^[0-9]{1,18}$"},
-    },
-}  # fmt: skip
 
 
 def _param_ref(key: str) -> dict[str, str]:
@@ -515,9 +287,6 @@ def document() -> dict[str, Any]:
     """The OpenAPI 3.1 document as a dict (built once; do not mutate)."""
     schemas, refs = _component_schemas()
     paths: dict[str, dict[str, Any]] = {}
-    # The table names this module's handler: read it at the first build, not at import.
-    from edgeprint.api.routes import ROUTES
-
     for op in ROUTES:
         paths.setdefault(op.path, {})[op.method] = _operation(op, refs)
     return {
@@ -554,8 +323,8 @@ def document() -> dict[str, Any]:
         "paths": paths,
         "components": {
             "schemas": schemas,
-            "parameters": _PARAMETER_DEFS,
-            "headers": _HEADER_DEFS,
+            "parameters": openapi_components.PARAMETERS,
+            "headers": openapi_components.HEADERS,
             "securitySchemes": {
                 "bearer": {
                     "type": "http",
@@ -576,8 +345,3 @@ def document() -> dict[str, Any]:
 def document_bytes() -> bytes:
     """The document as the JSON bytes that are served (built once)."""
     return json.dumps(document(), ensure_ascii=False, separators=(",", ":")).encode()
-
-
-async def openapi_json(request: web.Request) -> web.Response:
-    """GET /v1/openapi.json: the contract; no token (it describes the API, holds no data)."""
-    return web.Response(body=document_bytes(), content_type="application/json")

@@ -38,6 +38,7 @@ from aiohttp import web
 from edgeprint.api import peers, problems
 from edgeprint.api.app import DEPS, Handler
 from edgeprint.config import ServerConfig
+from edgeprint.logs import log_event
 
 log = logging.getLogger(__name__)
 
@@ -81,13 +82,13 @@ def secure_url(request: web.Request, server: ServerConfig) -> str:
 
 
 def _log(request: web.Request, why: str, event: str) -> None:
-    log.warning(
-        "%s: %s %s from %s",
-        why,
-        request.method[:10],
-        request.path[:200],
-        request.remote,
-        extra={"event": event, "peer": request.remote, "path": request.path[:200]},
+    log_event(
+        log,
+        event,
+        message=f"{why}: {request.method[:10]} {request.path[:200]} from {request.remote}",
+        level=logging.WARNING,
+        peer=request.remote,
+        path=request.path[:200],
     )
 
 

@@ -13,7 +13,7 @@ import re
 from aiohttp import web
 
 from edgeprint import errors
-from edgeprint.api.app import _deps, _job_id, _query
+from edgeprint.api.app import deps_of, job_id_of, query_params
 from edgeprint.api.uploads import invalid
 
 #: How long a browser may keep a preview without asking again (seconds).
@@ -38,10 +38,10 @@ def etag(document_sha256: str, page: int, width: int) -> str:
 
 async def job_preview(request: web.Request) -> web.Response:
     """GET /v1/jobs/{id}/preview.png?page=1&width=300 (kiosk)."""
-    deps = _deps(request)
-    job_id = _job_id(request)
+    deps = deps_of(request)
+    job_id = job_id_of(request)
     problems: list[errors.FieldProblem] = []
-    q = _query(request, {"page", "width"}, problems)
+    q = query_params(request, {"page", "width"}, problems)
     page = _number(q, "page", 1, problems)
     width = _number(q, "width", DEFAULT_WIDTH, problems)
     if problems:

@@ -71,9 +71,11 @@ def from_error(exc: errors.EdgeprintError) -> web.Response:
     match exc:
         case errors.Unauthorized():
             return problem(
-                401, "unauthorized", str(exc),
+                401,
+                "unauthorized",
+                str(exc),
                 headers={"WWW-Authenticate": 'Bearer realm="edgeprint"'},
-            )  # fmt: skip
+            )
         case errors.Forbidden():
             return problem(403, "forbidden", str(exc))
         case errors.JobNotFound():
@@ -84,9 +86,14 @@ def from_error(exc: errors.EdgeprintError) -> web.Response:
             return problem(409, "outcome-not-unknown", str(exc), state=exc.state, job_id=exc.job_id)
         case errors.ReprintLimit():
             return problem(
-                409, "reprint-limit", str(exc), state=exc.state, job_id=exc.job_id,
-                count=exc.count, limit=exc.limit,
-            )  # fmt: skip
+                409,
+                "reprint-limit",
+                str(exc),
+                state=exc.state,
+                job_id=exc.job_id,
+                count=exc.count,
+                limit=exc.limit,
+            )
         case errors.StateConflict():
             return problem(409, "state-conflict", str(exc), state=exc.state, job_id=exc.job_id)
         case errors.IdempotencyKeyReused():
@@ -117,9 +124,12 @@ def from_error(exc: errors.EdgeprintError) -> web.Response:
             return problem(403, "pin-mismatch", str(exc), job_id=exc.job_id)
         case errors.ReleaseLocked():
             return problem(
-                423, "release-locked", str(exc), job_id=exc.job_id,
+                423,
+                "release-locked",
+                str(exc),
+                job_id=exc.job_id,
                 headers={"Retry-After": str(exc.retry_after_s)},
-            )  # fmt: skip
+            )
         case errors.CredentialInvalid():
             return problem(403, "credential-invalid", str(exc))
         case errors.CredentialTaken():
@@ -134,9 +144,11 @@ def from_error(exc: errors.EdgeprintError) -> web.Response:
             return problem(410, "document-gone", exc.detail, job_id=exc.job_id)
         case errors.RenderFailed():
             return problem(
-                503, "render-failed", f"the page could not be drawn now: {exc.detail}",
+                503,
+                "render-failed",
+                f"the page could not be drawn now: {exc.detail}",
                 headers={"Retry-After": "5"},
-            )  # fmt: skip
+            )
         case errors.PrinterNotFound():
             return problem(404, "printer-not-found", str(exc))
         case errors.IdentifyUnsupported():
@@ -155,8 +167,10 @@ def from_error(exc: errors.EdgeprintError) -> web.Response:
             return problem(503, "release-key-missing", str(exc))
         case errors.StoreError():
             return problem(
-                503, "store-unavailable", "the job store cannot take work right now; retry later",
+                503,
+                "store-unavailable",
+                "the job store cannot take work right now; retry later",
                 headers={"Retry-After": "5"},
-            )  # fmt: skip
+            )
         case _:
             return problem(500, "internal-error", "unexpected error; see the appliance log")

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from aiohttp import web
 
 from edgeprint import errors
+from edgeprint.logs import log_event
 
 log = logging.getLogger(__name__)
 
@@ -66,18 +67,18 @@ class RefusalLog:
         msg = f"{status}: {who} refused: {method[:10]} {path[:200]} from {peer}: {why}"
         if held:
             msg += f" (and {held} more held back)"
-        log.warning(
-            msg,
-            extra={
-                "event": EVENT,
-                "status": status,
-                "token": token,
-                "role": role,
-                "method": method[:10],
-                "path": path[:200],
-                "peer": peer,
-                "suppressed": held,
-            },
+        log_event(
+            log,
+            EVENT,
+            message=msg,
+            level=logging.WARNING,
+            status=status,
+            token=token,
+            role=role,
+            method=method[:10],
+            path=path[:200],
+            peer=peer,
+            suppressed=held,
         )
 
 

@@ -18,7 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from edgeprint import errors
 from edgeprint.api import audited
-from edgeprint.api.app import CALLER, CORRELATION_ID, DEPS, _json, _optional_json
+from edgeprint.api.app import CALLER, CORRELATION_ID, DEPS, json_response, optional_json
 from edgeprint.models import (
     Owner,
     OwnerCredentialsIn,
@@ -36,7 +36,7 @@ from edgeprint.models import (
 from edgeprint.service import Caller, JobRecord
 from edgeprint.service.release_desk import Place, Presented, ReleaseDesk, summary
 
-#: The app's one release desk (made by edgeprint.api.routes.build_app).
+#: The app's one release desk (made by edgeprint.api.factory.build_app).
 DESK = web.AppKey("release_desk", ReleaseDesk)
 _OWNER = TypeAdapter(Owner)
 
@@ -62,7 +62,7 @@ PREVIEW_WIDTH = 300
 async def _body(request: web.Request, model: type[_M]) -> _M:
     """The JSON body as ``model``; an empty body is a 422 (these calls need one)."""
     try:
-        return await _optional_json(request, model)
+        return await optional_json(request, model)
     except ValidationError:  # the empty body: model() with nothing in it
         raise errors.InvalidRequest(
             "a JSON body is required", [errors.FieldProblem("body", "required")]
@@ -80,7 +80,7 @@ async def put_owner(request: web.Request) -> web.Response:
     kinds = await request.app[DESK].set_credentials(
         owner, {k: v for k, v in values.items() if v is not None}, request[CALLER]
     )
-    return _json(
+    return json_response(
         OwnerCredentialsOut(owner=owner, release_code="code" in kinds, card="card" in kinds)
     )
 
@@ -126,27 +126,32 @@ async def _at(request: web.Request) -> tuple[Caller, Place]:
 
 
 def _presented(body: ReleaseLookupIn) -> Presented:
-    return Presented(value=body.code if body.code is not None else body.card, pin=body.pin,
-                     job=body.job)  # fmt: skip
+    return Presented(
+        value=body.code if body.code is not None else body.card, pin=body.pin, job=body.job
+    )
 
 
 def _job_out(job: JobRecord) -> ReleaseJobOut:
     return ReleaseJobOut(
-        id=job.id, title=job.title or f"Job {job.id[:6]}", pages=job.document_pages,
-        copies=job.copies, created_at=iso_time(job.created_at),
+        id=job.id,
+        title=job.title or f"Job {job.id[:6]}",
+        pages=job.document_pages,
+        copies=job.copies,
+        created_at=iso_time(job.created_at),
         has_preview=job.document_format == _PDF and job.document_deleted_at is None,
         pin_required=job.release_pin_hash is not None,
-    )  # fmt: skip
+    )
 
 
 def _place_out(place: Place) -> dict[str, object]:
     return {
         "place": place.name,
         "kind": "pool" if place.pool else "printer",
-        "printers": [ReleasePrinterOut(name=p.name, waiting=p.waiting, ready=p.ready)
-                     for p in place.printers],
+        "printers": [
+            ReleasePrinterOut(name=p.name, waiting=p.waiting, ready=p.ready) for p in place.printers
+        ],
         "suggested": place.suggested,
-    }  # fmt: skip
+    }
 
 
 async def release_lookup(request: web.Request) -> web.Response:
@@ -158,15 +163,18 @@ async def release_lookup(request: web.Request) -> web.Response:
     jobs = await desk.held(person)
     n = len(jobs)
     message = (
-        "Nothing is waiting for you" if not jobs
+        "Nothing is waiting for you"
+        if not jobs
         else f"{n} job{'' if n == 1 else 's'} waiting for you"
-    )  # fmt: skip
-    return _json(
+    )
+    return json_response(
         ReleaseLookupOut(
-            owner=person.owner, jobs=[_job_out(j) for j in jobs], message=message,
+            owner=person.owner,
+            jobs=[_job_out(j) for j in jobs],
+            message=message,
             **_place_out(place),  # type: ignore[arg-type]
         )
-    )  # fmt: skip
+    )
 
 
 async def release_print(request: web.Request) -> web.Response:
@@ -184,17 +192,23 @@ async def release_print(request: web.Request) -> web.Response:
     found.detail = (
         f"{sum(o.outcome == 'released' for o in outcomes)} of {len(outcomes)} released{via}"
     )
-    return _json(
+    return json_response(
         ReleasePrintOut(
             outcomes=[
-                ReleaseOutcomeOut(job=o.job, outcome=o.outcome, state=o.state,  # type: ignore[arg-type]
-                                  printer=o.printer, pool=o.pool, detail=o.detail)
+                ReleaseOutcomeOut(
+                    job=o.job,
+                    outcome=o.outcome,  # type: ignore[arg-type]
+                    state=o.state,
+                    printer=o.printer,
+                    pool=o.pool,
+                    detail=o.detail,
+                )
                 for o in outcomes
             ],
             released=sum(o.outcome == "released" for o in outcomes),
             message=summary(outcomes),
         )
-    )  # fmt: skip
+    )
 
 
 async def release_preview(request: web.Request) -> web.Response:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from edgeprint import errors
-from edgeprint.api.app import _deps, _query
+from edgeprint.api.app import deps_of, query_params
 from edgeprint.api.uploads import invalid
 from edgeprint.service import stickers
 
@@ -24,7 +24,7 @@ def _listen_port(request: web.Request) -> int | None:
     sockname = request.transport.get_extra_info("sockname") if request.transport else None
     if isinstance(sockname, tuple) and len(sockname) >= 2 and isinstance(sockname[1], int):
         return sockname[1]
-    return _deps(request).config.server.port or None
+    return deps_of(request).config.server.port or None
 
 
 def base_for(request: web.Request, asked: str | None) -> str:
@@ -32,7 +32,7 @@ def base_for(request: web.Request, asked: str | None) -> str:
     errors.StickerBaseLoopback when a phone could not reach any found."""
     return stickers.choose_base(
         asked,
-        _deps(request).config.release.public_url,
+        deps_of(request).config.release.public_url,
         f"{request.scheme}://{request.host}",
         _listen_port(request),
     )
@@ -40,10 +40,10 @@ def base_for(request: web.Request, asked: str | None) -> str:
 
 async def printer_sticker(request: web.Request) -> web.Response:
     """GET /v1/printers/{name}/sticker.pdf?base= (tech)."""
-    deps = _deps(request)
+    deps = deps_of(request)
     name = request.match_info["name"]
     problems: list[errors.FieldProblem] = []
-    q = _query(request, {"base"}, problems)
+    q = query_params(request, {"base"}, problems)
     if problems:
         raise invalid("invalid query parameters", problems, "query")
     if deps.config.printer(name) is None:

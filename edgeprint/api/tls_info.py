@@ -12,7 +12,7 @@ import datetime
 
 from aiohttp import web
 
-from edgeprint.api.app import DEPS, _json
+from edgeprint.api.app import DEPS, json_response
 from edgeprint.certificates import Certificate
 from edgeprint.models import ApplianceTlsOut
 from edgeprint.timefmt import rfc3339_ms
@@ -49,4 +49,4 @@ async def get_tls(request: web.Request) -> web.Response:
     served = request.app.get(SERVED)
     mode = request.app[DEPS].config.server.tls
     cert = None if served is None else served.certificate
-    return _json(tls_out(mode, cert, datetime.datetime.now(datetime.UTC)))
+    return json_response(tls_out(mode, cert, datetime.datetime.now(datetime.UTC)))

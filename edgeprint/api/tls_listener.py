@@ -1,6 +1,6 @@
 """TLS and plain HTTP on the one port (issue 26): each accepted connection is looked at first.
 
-With ``[server] tls`` serving, :class:`edgeprint.api.http_server.ConnectionGate` hands every
+With ``[server] tls`` serving, :class:`edgeprint.api.connections.ConnectionGate` hands every
 accepted socket to :func:`open_connection`, in a task of its own (the accept loop never waits
 on one client). It peeks at the first byte the client sends (``MSG_PEEK``: nothing is
 consumed), waiting at most ``idle_timeout_s`` like the request-head timer does for plain
@@ -26,6 +26,8 @@ import ssl
 import time
 from collections.abc import Callable
 
+from edgeprint.logs import log_event
+
 log = logging.getLogger(__name__)
 
 #: The first byte of a TLS record carrying a handshake message (RFC 8446 §5.1).
@@ -45,12 +47,14 @@ def _handshake_failed(peer: str | None, exc: ssl.SSLError) -> None:
     _logged.update(at=now, held=0)
     reason = exc.reason or type(exc).__name__
     more = f" (and {held} more held back)" if held else ""
-    log.warning(
-        "TLS handshake failed from %s: %s%s",
-        peer,
-        reason,
-        more,
-        extra={"event": "tls_handshake_failed", "peer": peer, "reason": reason, "suppressed": held},
+    log_event(
+        log,
+        "tls_handshake_failed",
+        message=f"TLS handshake failed from {peer}: {reason}{more}",
+        level=logging.WARNING,
+        peer=peer,
+        reason=reason,
+        suppressed=held,
     )
 
 

@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from edgeprint import errors
 from edgeprint.api import audited, peers, problems
-from edgeprint.api.app import CORRELATION_ID, Deps, _deps
+from edgeprint.api.app import CORRELATION_ID, Deps, deps_of
 from edgeprint.api.pages import content_security_policy, html_response, page_headers
 from edgeprint.api.ratelimit import TokenRateLimiter
 from edgeprint.api.uploads import _read_document, document_format, validation_problems
@@ -87,7 +87,7 @@ _HEADERS = page_headers(CONTENT_SECURITY_POLICY)
 
 
 class UploadDoor:
-    """The page's state in one appliance (set by ``routes.build_app``): the PINs' secret and
+    """The page's state in one appliance (set by ``factory.build_app``): the PINs' secret and
     the uploads counted per client address against ``[release] upload_rate_limit``."""
 
     def __init__(self, deps: Deps) -> None:
@@ -116,14 +116,14 @@ DOOR = web.AppKey("upload_door", UploadDoor)
 
 def _allowed(request: web.Request) -> bool:
     """The client's address is in ``[ipp] allowed_networks`` (as for the IPP queues)."""
-    networks = _deps(request).config.ipp.allowed_networks
+    networks = deps_of(request).config.ipp.allowed_networks
     return peers.in_networks(
         request.remote, (ipaddress.ip_network(n, strict=False) for n in networks)
     )
 
 
 def _guard(request: web.Request) -> None:
-    if not _deps(request).config.release.web_upload:
+    if not deps_of(request).config.release.web_upload:
         raise web.HTTPNotFound()
 
 
@@ -142,7 +142,7 @@ def _page(title: str, body: str, status: int = 200, **headers: str) -> web.Respo
 
 def _targets(request: web.Request) -> list[tuple[str, str]]:
     """(value, label) of every printer and pool a person may pick."""
-    config = _deps(request).config
+    config = deps_of(request).config
     out = [
         (f"pool:{name}", f"{name}: the first free of {len(members)} printers")
         for name, members in config.pools.items()
@@ -153,7 +153,7 @@ def _targets(request: web.Request) -> list[tuple[str, str]]:
 
 def _form(request: web.Request, owner: str = "", target: str = "") -> str:
     """The upload form with a fresh one-time key (a problem page offers a new try)."""
-    max_mb = _deps(request).config.server.max_document_bytes / (1 << 20)
+    max_mb = deps_of(request).config.server.max_document_bytes / (1 << 20)
     options = "".join(
         f'<option value="{html.escape(value)}"{" selected" if value == target else ""}>'
         f"{html.escape(label)}</option>"
@@ -185,9 +185,13 @@ async def upload_form(request: web.Request) -> web.Response:
 
 
 def _refused(
-    status: int, words: str, request: web.Request | None = None, owner: str = "",
-    target: str = "", headers: dict[str, str] | None = None,
-) -> web.Response:  # fmt: skip
+    status: int,
+    words: str,
+    request: web.Request | None = None,
+    owner: str = "",
+    target: str = "",
+    headers: dict[str, str] | None = None,
+) -> web.Response:
     """A problem in words, and (with ``request``) the form again with a new key."""
     body = f'<h1>Not uploaded</h1>\n<p class="problem" role="alert">{html.escape(words)}</p>\n'
     if request is not None:
@@ -226,8 +230,8 @@ async def _read_form(request: web.Request, fields: _Fields) -> None:
     fields read so far stay, to fill the form again)."""
     if request.content_type != "multipart/form-data":
         raise errors.UnsupportedDocument("send the upload form (multipart/form-data)")
-    server = _deps(request).config.server
-    service = _deps(request).service
+    server = deps_of(request).config.server
+    service = deps_of(request).service
     try:
         reader = await request.multipart()
         while (part := await reader.next()) is not None:
@@ -382,11 +386,11 @@ async def upload_submit(request: web.Request) -> web.Response:
     try:
         await door.hit(str(request.remote))
     except errors.RateLimited as exc:
-        _deps(request).metrics.rate_limited.inc()
+        deps_of(request).metrics.rate_limited.inc()
         return _refused(429, _words(exc), headers={"Retry-After": str(exc.retry_after_s)})
     fields = _Fields()
     try:
-        timeout_s = _deps(request).config.server.body_timeout_s
+        timeout_s = deps_of(request).config.server.body_timeout_s
         try:
             async with asyncio.timeout(timeout_s):
                 await _read_form(request, fields)
