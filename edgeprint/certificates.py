@@ -72,7 +72,6 @@ class Certificate:
     names: tuple[str, ...]
     not_before: datetime.datetime
     not_after: datetime.datetime
-    self_signed: bool
 
     def seconds_left(self, now: datetime.datetime) -> float:
         return (self.not_after - now).total_seconds()
@@ -117,7 +116,6 @@ def describe(cert: x509.Certificate, cert_file: Path, key_file: Path) -> Certifi
         names=_names(cert),
         not_before=cert.not_valid_before_utc,
         not_after=cert.not_valid_after_utc,
-        self_signed=cert.issuer == cert.subject,
     )
 
 

@@ -59,8 +59,6 @@ TRANSITIONS: dict[tuple[JobState, Action], JobState] = {
 ALL_STATES: tuple[JobState, ...] = tuple(JobState)
 #: States no transition leaves (DONE, CANCELLED, EXPIRED; DEAD can be replayed).
 TERMINAL_STATES: frozenset[JobState] = frozenset(S) - {src for src, _ in TRANSITIONS}
-#: States in which a job may still reach paper.
-LIVE_STATES: frozenset[JobState] = frozenset({S.HELD, S.RELEASED, S.PRINTING})
 
 
 def sources(action: Action) -> tuple[JobState, ...]:

@@ -282,10 +282,6 @@ class ConnectionGate:
         self._open: dict[ProblemRequestHandler, None] = {}
         self._changed = asyncio.Event()
 
-    @property
-    def open_connections(self) -> int:
-        return len(self._open)
-
     def release(self, handler: ProblemRequestHandler) -> None:
         if self._open.pop(handler, 0) is None:
             self._changed.set()
