@@ -2,7 +2,7 @@
 
 Pure: no I/O, time is a parameter. Label printers rarely report a level, so edgeprint
 counts the labels it printed since the roll was changed against ``[[printers]]
-labels_per_roll`` (DESIGN §4, "Supplies and label runway"). A roll change is seen by
+labels_per_roll`` (DESIGN §4, "Supplies and runway"). A roll change is seen by
 :meth:`Runway.seen` (the printer goes from media-empty to ready, or the media it has
 ready changes) or told by a technician (:meth:`Runway.roll_changed`). What must survive
 a restart of the appliance is :class:`Roll`; the printing rate is not kept (a restart

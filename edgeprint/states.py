@@ -33,7 +33,7 @@ class Action(StrEnum):
     RETRY = "retry"
     FAIL = "fail"
     REPLAY = "replay"
-    #: A technician says a DEAD ``outcome_unknown`` job did print (DESIGN §11).
+    #: A technician says a DEAD ``outcome_unknown`` job did print (docs/decisions/0026).
     RESOLVE = "resolve"
 
 

@@ -1,5 +1,5 @@
 """Probing a printer: its state on every probe, its description (capabilities, supplies)
-only when it may have changed (DESIGN §11). Real ippeveprinters."""
+only when it may have changed (docs/decisions/0047). Real ippeveprinters."""
 
 from __future__ import annotations
 

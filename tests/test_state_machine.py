@@ -251,7 +251,7 @@ def apply_op(model: Model, op: Op, now: float) -> Outcome:
         elif job.printer is None and job.pool is None:
             return ("missing", None)
     # A PRINTING job here never has a live copy (a "complete" makes and settles its copy
-    # in one go), so a cancel ends it at once (DESIGN §11, cancel of a PRINTING job).
+    # in one go), so a cancel ends it at once (docs/decisions/0004).
     job.move(ACTION_OF[op.kind], now)
     if op.kind == "replay":
         job.attempts, job.not_before, job.printed_on, job.dead_reason = 0, 0.0, None, None

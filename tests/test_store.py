@@ -227,7 +227,7 @@ async def test_job_record_fields_are_the_table_columns(store: Store) -> None:
 def test_a_new_jobs_fields_are_job_record_fields_of_the_same_type() -> None:
     """Every NewJob field is a JobRecord field (a column Jobs.insert writes) with the same
     annotation: the two classes cannot drift apart (JobRecord is a NamedTuple in table
-    order, so NewJob cannot be derived from it; DESIGN §11)."""
+    order, so NewJob cannot be derived from it; docs/decisions/0040)."""
     import dataclasses
     import typing
 
@@ -263,7 +263,7 @@ async def test_each_group_commit_reports_its_statement_count(tmp_path: Path) -> 
 async def test_aiosqlite_runs_a_function_on_its_own_thread(tmp_path: Path) -> None:
     """The one private use of aiosqlite (db.on_thread: its _execute and _conn) still runs a
     function on the connection's own thread with that connection; if a new aiosqlite breaks
-    this, the store's one hop per batch must be redone (DESIGN §11)."""
+    this, the store's one hop per batch must be redone (docs/decisions/0010)."""
     conn = await aiosqlite.connect(tmp_path / "t.sqlite3", isolation_level=None)
     try:
         # The thread aiosqlite runs statements on, learnt through its public API.

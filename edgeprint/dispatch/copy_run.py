@@ -88,7 +88,7 @@ class CopyRun:
         self.cancel = cancel
         self._clock = clock
         #: How long this printer's jobs take, acknowledged → seen settled (moving average):
-        #: the follow polls finely around then instead of on its back-off (DESIGN §11).
+        #: the follow polls finely around then instead of on its back-off (docs/decisions/0049).
         self._typical_s: float | None = None
 
     def _check_lease(self) -> None:

@@ -5,7 +5,7 @@ before capabilities were read) gets the document as submitted. One that does
 not gets a raster (PWG raster, Apple raster, or a JPEG for a one-page
 document) rendered off the event loop by :class:`RenderPool` and kept in the
 rendition cache, so a retry or a failover to an identical printer does not
-render again (DESIGN §11, printers without PDF). A document in a raw label
+render again (docs/decisions/0030). A document in a raw label
 language (ZPL) is never rendered: it goes unchanged, and only to a printer that
 lists its format (:func:`takes_raw`).
 """

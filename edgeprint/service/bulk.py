@@ -5,7 +5,7 @@ Each selected job goes through its single-job use case (:meth:`JobService.releas
 job acted on by a bulk call and, at the same moment, by another bulk call or a single
 call is acted on exactly once, and every loser is told ``conflict`` with the state it
 found. A bulk call is therefore not one transaction: each job's outcome is its own, and
-the answer lists them all (DESIGN §5, "Many jobs at once").
+the answer lists them all (DESIGN §5, "Many jobs at once, reprints").
 """
 
 from __future__ import annotations

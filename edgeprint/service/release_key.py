@@ -6,7 +6,7 @@ code: 10^6 HMACs), so with the embedded SQLite store it is kept **outside** the
 database: ``<data_dir>/release.key`` (64 hex characters and a newline, mode 0600,
 linked in place whole). A copy of the database alone then holds digests no one can test guesses
 against. With PostgreSQL every appliance must use the same key, so it stays in the
-shared database's ``release_key`` row (DESIGN §"Release where you stand" says so).
+shared database's ``release_key`` row (docs/decisions/0073).
 
 An existing store's key (in ``release_key``, from before) is **adopted**: written to
 the file, then deleted from the database, so the codes and cards set before still

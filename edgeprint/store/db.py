@@ -357,7 +357,7 @@ async def on_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connection
     aiosqlite has no public call for this: it runs one statement per hop, and
     each hop waits for the busy event loop to hand back the result. Statement
     by statement, the API bench's releases ran at 266/s instead of 460/s, at
-    1,100 µs of CPU each instead of 710 (DESIGN §11). So this uses aiosqlite's
+    1,100 µs of CPU each instead of 710 (docs/decisions/0010). So this uses aiosqlite's
     private ``_execute`` (queue a callable for its thread) and ``_conn`` (its
     sqlite3 connection), the same in every version pinned in pyproject.toml;
     tests/test_store.py::test_aiosqlite_runs_a_function_on_its_own_thread

@@ -122,7 +122,7 @@ FIRST.append(
         """ALTER TABLE jobs ADD COLUMN upload TEXT
            CHECK (upload IS NULL OR upload IN ('sending', 'truncated'))""",
         "ALTER TABLE jobs ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0",
-        # copies printed from a truncated upload (recorded and counted, DESIGN §3.7)
+        # copies printed from a truncated upload (recorded and counted, docs/decisions/0019)
         "ALTER TABLE jobs ADD COLUMN truncated_copies INTEGER NOT NULL DEFAULT 0",
         # printer copies already recorded as truncated, "<job-id>@<time-at-creation>,…"
         "ALTER TABLE jobs ADD COLUMN discounted_copies TEXT NOT NULL DEFAULT ''",
@@ -144,7 +144,7 @@ FIRST.append(
         )
         """,
         # Jobs that left a printer while it may still hold a copy: before the
-        # printer gets new work again, any live copy is cancelled (DESIGN §3.6).
+        # printer gets new work again, any live copy is cancelled (docs/decisions/0017).
         """
         CREATE TABLE fences (
             printer     TEXT NOT NULL,
