@@ -14,7 +14,8 @@ import pytest
 from edgeprint.states import JobState
 from edgeprint.store.event import EventModes
 from edgeprint.store.interface import Store
-from edgeprint.store.jobs import Jobs, NewJob
+from edgeprint.store.job_rows import NewJob
+from edgeprint.store.jobs import Jobs
 from testbed.rig import Rig
 from tests.conftest import TECH_TOKEN, Appliance
 from tests.polling import eventually

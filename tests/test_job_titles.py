@@ -21,7 +21,8 @@ from edgeprint.documents import inspect_pdf
 from edgeprint.printers.codec import GroupTag, Operation, Status, Tag, attr
 from edgeprint.states import JobState
 from edgeprint.store.interface import Store
-from edgeprint.store.jobs import Jobs, NewJob
+from edgeprint.store.job_rows import NewJob
+from edgeprint.store.jobs import Jobs
 from edgeprint.store.reprints import NewReprint, Reprints
 from edgeprint.titles import MAX_TITLE_CHARS, clean_title, file_title
 from testbed.pdfs import make_pdf

@@ -15,12 +15,13 @@ from edgeprint.copies import CopyState
 from edgeprint.metrics import Metrics
 from edgeprint.models import SubmitMetadata
 from edgeprint.printers.ipp import PrinterJobRef
+from edgeprint.records import JobRecord
 from edgeprint.service import Caller, JobService
 from edgeprint.service.leases import LeaseKeeper
 from edgeprint.spool import Spool
 from edgeprint.states import JobState
 from edgeprint.store.interface import Store
-from edgeprint.store.jobs import JobRecord, Jobs
+from edgeprint.store.jobs import Jobs
 from edgeprint.store.leases import Fence, Leases
 from testbed.pdfs import make_pdf
 from tests.conftest import config_dict

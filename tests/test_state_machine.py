@@ -49,6 +49,7 @@ from edgeprint.config import parse_config
 from edgeprint.copies import CopyState, Kind
 from edgeprint.metrics import Metrics
 from edgeprint.models import SubmitMetadata
+from edgeprint.records import JobRecord
 from edgeprint.server import DB_FILE
 from edgeprint.service import Caller, JobService
 from edgeprint.spool import Spool
@@ -63,14 +64,9 @@ from edgeprint.states import (
 )
 from edgeprint.store import Store
 from edgeprint.store.interface import Store as StoreInterface
-from edgeprint.store.jobs import (
-    GUARD_ON_PRINTER,
-    GUARD_PRINTED,
-    PEER_FIRST_S,
-    ROW,
-    JobRecord,
-    Jobs,
-)
+from edgeprint.store.job_reads import ROW
+from edgeprint.store.job_rows import PEER_FIRST_S
+from edgeprint.store.jobs import GUARD_ON_PRINTER, GUARD_PRINTED, Jobs
 from edgeprint.store.postgres import PostgresStore
 from testbed.pdfs import make_pdf
 from tests.conftest import config_dict

@@ -27,9 +27,7 @@ from edgeprint.board import PrinterBoard
 from edgeprint.clock import wall_cutoff
 from edgeprint.config import Config, PrinterConfig
 from edgeprint.copies import (
-    ORIGIN_EDGEPRINT,
     Copy,
-    CopyAction,
     CopyState,
     Kind,
     Policy,
@@ -67,15 +65,12 @@ from edgeprint.spool import Spool, StagedDocument
 from edgeprint.states import TERMINAL_STATES, Action, JobState, sources
 from edgeprint.stock import PageSizes
 from edgeprint.store import stats as store_stats
-from edgeprint.store.copies import Copies, copy_from_row
-from edgeprint.store.jobs import (
-    GUARD_NO_LIVE_COPY,
-    GUARD_OUTCOME_UNKNOWN,
-    GUARD_PRINTED,
-    Jobs,
-    NewJob,
-)
+from edgeprint.store import units
+from edgeprint.store.copies import Copies
+from edgeprint.store.job_rows import NewJob
+from edgeprint.store.jobs import Jobs
 from edgeprint.store.outbox import FailedDelivery, Outbox
+from edgeprint.store.printer_rows import PrinterRows
 from edgeprint.store.printers import PrinterMemory
 from edgeprint.store.waiting import Waiting
 
@@ -90,10 +85,6 @@ Clock = Callable[[], float]
 _INLINE_PDF_BYTES = 64 * 1024
 #: The states a release takes (HELD), from the transition table.
 _RELEASABLE = sources(Action.RELEASE)
-#: A job a printer's worker holds (PRINTING): its outcome, or a cancel through the printer.
-_ON_PRINTER = sources(Action.COMPLETE)
-#: The states a cancel ends at once: every source of CANCEL but a printer's.
-_CANCEL_AT_ONCE = tuple(s for s in sources(Action.CANCEL) if s not in _ON_PRINTER)
 
 
 @dataclass(frozen=True)
@@ -128,6 +119,8 @@ class JobService:
         self.copies = Copies(jobs.store, fence=jobs.fence)
         #: Each printer's epoch and learnt traits (DESIGN §3).
         self.printer_memory = PrinterMemory(jobs.store)
+        #: Paused flags and ipps pins.
+        self.printer_rows = PrinterRows(jobs.store)
         #: Rasters rendered for printers without PDF; swept with their documents.
         self.renditions = renditions
         #: Renders and converts documents in worker processes.
@@ -144,9 +137,13 @@ class JobService:
         self.admission = Admission(config, self.board, metrics, jobs.waiting_depths, self.run)
         #: Which jobs each printer's stock fits, and why released jobs wait (issue 23).
         self.stock = StockRouting(
-            config, self.board, lambda: self.admission.paused, Waiting(jobs.store), metrics,
+            config,
+            self.board,
+            lambda: self.admission.paused,
+            Waiting(jobs.store),
+            metrics,
             clock,
-        )  # fmt: skip
+        )
         #: Who did what (issue 26): the front doors record each action through it.
         self.audit = AuditTrail(jobs.store, clock)
         #: The event's mode: rehearsal or live (issue 23).
@@ -185,20 +182,31 @@ class JobService:
             )
             log.warning(
                 "printer removed; its waiting jobs wait for it",
-                extra={"event": "printer_removed", "printer": printer.name, "moved": 0,
-                       "waiting": len(waiting)},
-            )  # fmt: skip
+                extra={
+                    "event": "printer_removed",
+                    "printer": printer.name,
+                    "moved": 0,
+                    "waiting": len(waiting),
+                },
+            )
             return []
         moved = await self.jobs.retarget_waiting(
-            printer.name, printer.pool, now=self.clock(), actor="reload",
+            printer.name,
+            printer.pool,
+            now=self.clock(),
+            actor="reload",
             reason=f"{printer.name} was removed from the config",
-        )  # fmt: skip
+        )
         self.admission.forget_depths()
         log.info(
             "printer removed; its waiting jobs moved to its pool",
-            extra={"event": "printer_removed", "printer": printer.name, "pool": printer.pool,
-                   "moved": len(moved)},
-        )  # fmt: skip
+            extra={
+                "event": "printer_removed",
+                "printer": printer.name,
+                "pool": printer.pool,
+                "moved": len(moved),
+            },
+        )
         if moved:
             self.board.wake(None, printer.pool)
         return moved
@@ -325,11 +333,16 @@ class JobService:
         log.info(
             "job accepted",
             extra={
-                "event": "job_accepted", "job_id": job.id, "state": job.state.value,
-                "owner": job.owner, "printer": job.printer, "pool": job.pool,
-                "bytes": job.document_bytes, "correlation_id": caller.correlation_id,
+                "event": "job_accepted",
+                "job_id": job.id,
+                "state": job.state.value,
+                "owner": job.owner,
+                "printer": job.printer,
+                "pool": job.pool,
+                "bytes": job.document_bytes,
+                "correlation_id": caller.correlation_id,
             },
-        )  # fmt: skip
+        )
         if job.state is JobState.RELEASED:
             job = await self.stock.on_released(job)
             self.board.wake(job.printer, job.pool)
@@ -379,9 +392,13 @@ class JobService:
             self.metrics.documents_rejected.labels(reason=exc.slug).inc()
             log.info(
                 "document rejected",
-                extra={"event": "document_rejected", "reason": exc.slug, "bytes": document.size,
-                       "format": zpl.ZPL},
-            )  # fmt: skip
+                extra={
+                    "event": "document_rejected",
+                    "reason": exc.slug,
+                    "bytes": document.size,
+                    "format": zpl.ZPL,
+                },
+            )
             raise
 
     async def _replayed(
@@ -398,10 +415,11 @@ class JobService:
         log.info(
             "duplicate suppressed",
             extra={
-                "event": "duplicate_suppressed", "job_id": existing.id,
+                "event": "duplicate_suppressed",
+                "job_id": existing.id,
                 "correlation_id": caller.correlation_id,
             },
-        )  # fmt: skip
+        )
         return SubmitResult(existing, created=False)
 
     async def get(self, job_id: str) -> JobRecord:
@@ -432,12 +450,10 @@ class JobService:
         current = await self.get(job_id)
         if current.state not in _RELEASABLE:  # the common loser of a race: no write needed
             self._release_conflict(job_id, current.state, caller)
-        pin_sets: dict[str, object] = {}
         if current.release_pin_hash is not None:
             moved_on = await self.check_pin(current, pin, caller)
             if moved_on is not None:
                 self._release_conflict(job_id, moved_on, caller)
-            pin_sets = {"pin_failures": 0, "pin_locked_until": None}
         if printer is None and pool is None:
             printer, pool = current.printer, current.pool
         if printer is None and pool is None:
@@ -447,16 +463,22 @@ class JobService:
             )
         self.admission.check_format(printer, pool, current.document_format)
         printer, pool = await self.admission.admit(
-            printer, pool, caller,
+            printer,
+            pool,
+            caller,
             labels=labels_of(current.document_pages, current.copies, current.from_page),
             document_format=current.document_format,
-        )  # fmt: skip
+        )
         now = self.clock()
-        job = await self.jobs.transition(
-            job_id, Action.RELEASE, now=now, actor=caller.name,
+        job = await self.jobs.release(
+            job_id,
+            now=now,
+            actor=caller.name,
             correlation_id=caller.correlation_id,
-            sets={"released_at": now, "printer": printer, "pool": pool, **pin_sets},
-        )  # fmt: skip
+            printer=printer,
+            pool=pool,
+            reset_pin=current.release_pin_hash is not None,
+        )
         if job is None:  # lost a race after the read: the conditional write is the arbiter
             self._release_conflict(job_id, (await self.get(job_id)).state, caller)
         self.admission.admitted(job.printer, job.pool)
@@ -464,10 +486,13 @@ class JobService:
         log.info(
             "job released",
             extra={
-                "event": "job_released", "job_id": job.id, "printer": job.printer,
-                "pool": job.pool, "correlation_id": caller.correlation_id,
+                "event": "job_released",
+                "job_id": job.id,
+                "printer": job.printer,
+                "pool": job.pool,
+                "correlation_id": caller.correlation_id,
             },
-        )  # fmt: skip
+        )
         job = await self.stock.on_released(job)
         self.board.wake(job.printer, job.pool)
         return job
@@ -504,11 +529,14 @@ class JobService:
         log.warning(
             "release PIN mismatch",
             extra={
-                "event": "release_pin_mismatch", "job_id": job.id, "attempts": attempts,
-                "locked_for_s": locked_for, "token": caller.name,
+                "event": "release_pin_mismatch",
+                "job_id": job.id,
+                "attempts": attempts,
+                "locked_for_s": locked_for,
+                "token": caller.name,
                 "correlation_id": caller.correlation_id,
             },
-        )  # fmt: skip
+        )
         if locked_for is not None:
             self.metrics.release_locks.inc()
         raise errors.PinMismatch(job.id, max(0, cfg.max_pin_failures - attempts), locked_for)
@@ -518,10 +546,12 @@ class JobService:
         log.info(
             "release conflict",
             extra={
-                "event": "release_conflict", "job_id": job_id,
-                "state": state.value, "correlation_id": caller.correlation_id,
+                "event": "release_conflict",
+                "job_id": job_id,
+                "state": state.value,
+                "correlation_id": caller.correlation_id,
             },
-        )  # fmt: skip
+        )
         raise errors.StateConflict(job_id, Action.RELEASE.value, state.value)
 
     async def cancel(self, job_id: str, caller: Caller, *, pin: str | None = None) -> JobRecord:
@@ -544,21 +574,16 @@ class JobService:
         # Conditional writes in turn: the job can move between them (its worker requeued
         # it, or opened a copy of it), so each miss is tried again from the top.
         for _ in range(3):
-            job = await self.jobs.transition(
-                job_id, Action.CANCEL, now=self.clock(), actor=caller.name,
-                correlation_id=caller.correlation_id,
-                only_from=_CANCEL_AT_ONCE,
-                sets={"finished_at": self.clock()},
-            )  # fmt: skip
+            job = await self.jobs.cancel_waiting(
+                job_id, now=self.clock(), actor=caller.name, correlation_id=caller.correlation_id
+            )
             if job is not None:
                 self.admission.forget_depths()  # it may have left a queue
                 break
             # PRINTING with no copy at a printer yet: nothing to cancel there.
-            job = await self.jobs.transition(
-                job_id, Action.CANCEL, now=self.clock(), actor=caller.name,
-                correlation_id=caller.correlation_id, only_from=_ON_PRINTER,
-                sets={"finished_at": self.clock()}, guard=GUARD_NO_LIVE_COPY,
-            )  # fmt: skip
+            job = await self.jobs.cancel_unsent(
+                job_id, now=self.clock(), actor=caller.name, correlation_id=caller.correlation_id
+            )
             if job is not None:
                 break
             flagged = await self.copies.request_cancel(job_id, now=self.clock(), actor=caller.name)
@@ -567,10 +592,12 @@ class JobService:
                 log.info(
                     "cancel requested",
                     extra={
-                        "event": "cancel_requested", "job_id": job_id,
-                        "printer": printer, "correlation_id": caller.correlation_id,
+                        "event": "cancel_requested",
+                        "job_id": job_id,
+                        "printer": printer,
+                        "correlation_id": caller.correlation_id,
                     },
-                )  # fmt: skip
+                )
                 self.board.control(printer)
                 return await self.get(job_id)
             current = await self.get(job_id)
@@ -580,12 +607,9 @@ class JobService:
 
     async def replay(self, job_id: str, caller: Caller) -> JobRecord:
         """DEAD → RELEASED once (attempts and back-off reset). Raises like :meth:`cancel`."""
-        job = await self.jobs.transition(
-            job_id, Action.REPLAY, now=self.clock(), actor=caller.name,
-            correlation_id=caller.correlation_id,
-            sets={"attempts": 0, "not_before": 0.0, "dead_reason": None, "printed_on": None,
-                  "printer_job_id": None, "released_at": self.clock()},
-        )  # fmt: skip
+        job = await self.jobs.replay(
+            job_id, now=self.clock(), actor=caller.name, correlation_id=caller.correlation_id
+        )
         job = await self._checked(job, job_id, Action.REPLAY, caller)
         self.admission.admitted(job.printer, job.pool)
         self.board.wake(job.printer, job.pool)
@@ -602,10 +626,12 @@ class JobService:
         log.info(
             f"job {action.value}",
             extra={
-                "event": f"job_{action.value}", "job_id": job_id, "state": job.state.value,
+                "event": f"job_{action.value}",
+                "job_id": job_id,
+                "state": job.state.value,
                 "correlation_id": caller.correlation_id,
             },
-        )  # fmt: skip
+        )
         return job
 
     # --- admission and failover (DESIGN §4) ----------------------------------------
@@ -631,17 +657,25 @@ class JobService:
         if cfg is None or cfg.pool is None:
             return []
         moved = await self.jobs.retarget_waiting(
-            printer, cfg.pool, now=self.clock(), actor=f"printer:{printer}",
+            printer,
+            cfg.pool,
+            now=self.clock(),
+            actor=f"printer:{printer}",
             reason=f"failed over from {printer}: {reason}",
-        )  # fmt: skip
+        )
         if moved:
             self.admission.forget_depths()  # many jobs changed queue
         for job_id in moved:
             log.info(
                 "job failed over",
-                extra={"event": "job_failed_over", "job_id": job_id, "printer": printer,
-                       "pool": cfg.pool, "why": reason},
-            )  # fmt: skip
+                extra={
+                    "event": "job_failed_over",
+                    "job_id": job_id,
+                    "printer": printer,
+                    "pool": cfg.pool,
+                    "why": reason,
+                },
+            )
         if moved:
             self.metrics.failovers.labels(printer=printer).inc(len(moved))
             self.board.wake(None, cfg.pool)
@@ -657,16 +691,20 @@ class JobService:
     async def set_paused(self, name: str, paused: bool, caller: Caller) -> None:
         """Pause (no new work; the job in hand finishes) or resume a printer; persisted."""
         self.printer_config(name)
-        await self.jobs.set_paused(name, paused, now=self.clock(), actor=caller.name)
+        await self.printer_rows.set_paused(name, paused, now=self.clock(), actor=caller.name)
         if paused:
             self.admission.paused.add(name)
         else:
             self.admission.paused.discard(name)
         log.info(
             "printer paused" if paused else "printer resumed",
-            extra={"event": "printer_paused" if paused else "printer_resumed", "printer": name,
-                   "actor": caller.name, "correlation_id": caller.correlation_id},
-        )  # fmt: skip
+            extra={
+                "event": "printer_paused" if paused else "printer_resumed",
+                "printer": name,
+                "actor": caller.name,
+                "correlation_id": caller.correlation_id,
+            },
+        )
         if paused:
             self.board.control(name)
         else:
@@ -682,11 +720,11 @@ class JobService:
     async def printer_pin(self, name: str) -> str | None:
         """The certificate an ipps printer must present: configured, else pinned on first use."""
         cfg = self.printer_config(name)
-        return cfg.tls_fingerprint or await self.jobs.pin(name)
+        return cfg.tls_fingerprint or await self.printer_rows.pin(name)
 
     async def pin_printer(self, name: str, fingerprint: str) -> bool:
         """Record the certificate of a printer's first contact (trust on first use)."""
-        stored = await self.jobs.set_pin(
+        stored = await self.printer_rows.set_pin(
             name, fingerprint, now=self.clock(), actor=f"printer:{name}"
         )
         if stored:
@@ -709,12 +747,16 @@ class JobService:
             raise errors.InvalidRequest(
                 f"printer {name} has tls_fingerprint in the config: change it there"
             )
-        await self.jobs.forget_pin(name)
+        await self.printer_rows.forget_pin(name)
         log.warning(
             "printer certificate re-trusted",
-            extra={"event": "printer_retrusted", "printer": name, "actor": caller.name,
-                   "correlation_id": caller.correlation_id},
-        )  # fmt: skip
+            extra={
+                "event": "printer_retrusted",
+                "printer": name,
+                "actor": caller.name,
+                "correlation_id": caller.correlation_id,
+            },
+        )
         self.board.resumed(name)
         return cfg
 
@@ -729,9 +771,13 @@ class JobService:
         await self.printer_memory.save_roll(name, Roll(0, now, kept.media, False), now=now)
         log.info(
             "printer media loaded",
-            extra={"event": "printer_media_loaded", "printer": name, "actor": caller.name,
-                   "correlation_id": caller.correlation_id},
-        )  # fmt: skip
+            extra={
+                "event": "printer_media_loaded",
+                "printer": name,
+                "actor": caller.name,
+                "correlation_id": caller.correlation_id,
+            },
+        )
 
     async def notified(
         self, kind: str, printer: str | None, pool: str | None, paused: bool | None
@@ -761,7 +807,7 @@ class JobService:
 
     async def load_paused(self) -> None:
         """Read the persisted paused flags (at start-up)."""
-        self.admission.paused = await self.jobs.paused_printers()
+        self.admission.paused = await self.printer_rows.paused_printers()
 
     async def housekeeping(self) -> tuple[list[str], int]:
         """Expire held jobs past ``hold_ttl_s``; delete documents past retention.
@@ -794,9 +840,14 @@ class JobService:
         cfg = self.config.printer(printer)
         pool = cfg.pool if cfg is not None else None
         job = await self.jobs.claim_next(
-            printer, pool, now=self.clock(), actor=f"printer:{printer}",
-            fit=self.stock.condition(printer), takes_zpl=takes_zpl, run=self.run(),
-        )  # fmt: skip
+            printer,
+            pool,
+            now=self.clock(),
+            actor=f"printer:{printer}",
+            fit=self.stock.condition(printer),
+            takes_zpl=takes_zpl,
+            run=self.run(),
+        )
         if job is not None:
             self.admission.admitted(job.printer, job.pool, -1)
         return job
@@ -820,28 +871,25 @@ class JobService:
         """
         cfg = self.config.printer(printer)
         pool = cfg.pool if cfg is not None else None
-        now = self.clock()
-        claim = self.jobs.claim_next_sql(
+        claimed = await units.claim_and_open(
+            self.jobs,
+            self.copies,
             printer,
             pool,
-            now=now,
-            actor=f"printer:{printer}",
+            operation=operation,
+            document_format=document_format,
+            printer_up_s=printer_up_s,
+            epoch=epoch,
             fit=self.stock.condition(printer),
             takes_zpl=takes_zpl,
+            now=self.clock(),
             run=self.run(),
         )
-        opened = self.copies.open_claimed_sql(
-            printer=printer,
-            state=CopyState.SENDING if operation == "Print-Job" else CopyState.CREATING,
-            operation=operation, document_format=document_format,
-            printer_up_s=printer_up_s, epoch=epoch, now=now,
-        )  # fmt: skip
-        rows = await self.jobs.store.write_many([claim, opened])
-        if not rows[0]:
+        if claimed is None:
             return None
-        job = JobRecord.from_row(rows[0][0])
+        job, copy = claimed
         self.admission.admitted(job.printer, job.pool, -1)
-        return job, copy_from_row(rows[1][0]) if rows[1] else None
+        return job, copy
 
     async def next_ready_at(self, printer: str) -> float | None:
         """When the earliest backed-off job for ``printer`` becomes claimable (run clock)."""
@@ -967,9 +1015,11 @@ class JobService:
         if job.from_page is None or job.document_pages is None:
             return data
         rest = await asyncio.to_thread(
-            pages.cut, data, [(job.from_page, job.document_pages)],
+            pages.cut,
+            data,
+            [(job.from_page, job.document_pages)],
             self.config.server.max_document_pages,
-        )  # fmt: skip
+        )
         if rest is None:  # pragma: no cover - the document passed this check at submission
             raise OSError(errno.EIO, "the stored document no longer passes the PDF check")
         return rest
@@ -984,21 +1034,21 @@ class JobService:
 
     async def copy_found(self, copy: Copy, pj: PrinterJobReport) -> Copy | None:
         """The printer job of a copy whose job-id was never stored has been found."""
-        return await self._copy(
-            copy, CopyAction.CREATED, copy.printer,
-            printer_job_id=pj.job_id, created_s=pj.created_s, job_uuid=pj.uuid,
-            created_dt=pj.created_dt,
-        )  # fmt: skip
+        return await self.copies.found(copy, pj, now=self.clock())
 
     async def stale_copy_printed(self, copy: Copy) -> None:
         """A copy completed on a printer its job had already left: say so loudly."""
         job = await self.jobs.get(copy.job_id)
         log.error(
             "copy printed after its job left the printer",
-            extra={"event": "stale_copy_printed", "job_id": copy.job_id,
-                   "printer": copy.printer, "printer_job_id": copy.printer_job_id,
-                   "state": job.state.value if job else None},
-        )  # fmt: skip
+            extra={
+                "event": "stale_copy_printed",
+                "job_id": copy.job_id,
+                "printer": copy.printer,
+                "printer_job_id": copy.printer_job_id,
+                "state": job.state.value if job else None,
+            },
+        )
 
     async def open_copy(
         self,
@@ -1024,75 +1074,65 @@ class JobService:
         if pages and job.from_page:
             pages -= job.from_page - 1  # the rest only
         return await self.copies.open(
-            job_id=job.id, claim=job.claims, printer=printer,
+            job_id=job.id,
+            claim=job.claims,
+            printer=printer,
             state=CopyState.SENDING if operation == "Print-Job" else CopyState.CREATING,
-            operation=operation, document_format=document_format,
+            operation=operation,
+            document_format=document_format,
             document_bytes=job.document_bytes if document_bytes is None else document_bytes,
             impressions_expected=pages * job.copies if pages else None,
-            printer_up_s=printer_up_s, epoch=epoch, now=self.clock(),
-        )  # fmt: skip
-
-    async def _copy(
-        self, copy: Copy, action: CopyAction, printer: str, **sets: object
-    ) -> Copy | None:
-        return await self.copies.change(
-            copy.id, action, now=self.clock(), actor=f"printer:{printer}", sets=sets,
-            printer=copy.printer,
-        )  # fmt: skip
+            printer_up_s=printer_up_s,
+            epoch=epoch,
+            now=self.clock(),
+        )
 
     async def copy_created(self, copy: Copy, made: PrinterJobMade, *, sending: bool) -> Copy | None:
         """Create-Job answered ``made`` (job-id, maybe job-uuid); with ``sending`` the upload
         starts now."""
         if sending:
-            return await self._copy(
-                copy, CopyAction.SEND, copy.printer,
-                printer_job_id=made.job_id, job_uuid=made.uuid, sent_at=self.clock(),
-            )  # fmt: skip
-        return await self._copy(
-            copy, CopyAction.CREATED, copy.printer, printer_job_id=made.job_id,
-            job_uuid=made.uuid,
-        )  # fmt: skip
+            return await self.copies.sending(copy, made.job_id, made.uuid, now=self.clock())
+        return await self.copies.created(copy, made.job_id, made.uuid, now=self.clock())
 
     async def copy_written(self, copy: Copy) -> Copy | None:
         """Every byte of the upload was handed to the connection, and no answer came back."""
-        return await self._copy(copy, CopyAction.SEND, copy.printer, written_at=self.clock())
+        return await self.copies.written(copy, now=self.clock())
 
     async def copy_unsent(self, copy: Copy) -> Copy | None:
         """The upload's connection was refused: not one byte of the document left."""
-        return await self._copy(copy, CopyAction.UNSEND, copy.printer, sent_at=None)
+        return await self.copies.unsent(copy, now=self.clock())
 
     async def copy_acknowledged(
         self, copy: Copy, made: PrinterJobMade | None = None
     ) -> Copy | None:
         """The printer answered the upload with success: it has the whole document."""
-        sets: dict[str, object] = {"acknowledged_at": self.clock()}
-        if made is not None:
-            sets["printer_job_id"] = made.job_id
-            sets["job_uuid"] = made.uuid
-        return await self._copy(copy, CopyAction.ACKNOWLEDGE, copy.printer, **sets)
+        if made is None:
+            return await self.copies.acknowledge(copy, now=self.clock())
+        return await self.copies.acknowledge(
+            copy, now=self.clock(), printer_job_id=made.job_id, job_uuid=made.uuid
+        )
 
     async def copy_cancelling(self, copy: Copy, why: str) -> Copy | None:
         """edgeprint will Cancel-Job this copy (recorded before the request is sent)."""
         log.info(
             "copy cancelled by edgeprint",
-            extra={"event": "copy_cancelling", "job_id": copy.job_id, "printer": copy.printer,
-                   "printer_job_id": copy.printer_job_id, "why": why},
-        )  # fmt: skip
-        return await self._copy(
-            copy, CopyAction.CANCEL, copy.printer, cancel_origin=ORIGIN_EDGEPRINT
+            extra={
+                "event": "copy_cancelling",
+                "job_id": copy.job_id,
+                "printer": copy.printer,
+                "printer_job_id": copy.printer_job_id,
+                "why": why,
+            },
         )
+        return await self.copies.cancelling(copy, now=self.clock())
 
     async def copy_cancel_sent(self, copy: Copy) -> Copy | None:
         """Cancel-Job for this copy was answered (the printer may still need time to stop)."""
-        return await self._copy(copy, CopyAction.CANCEL, copy.printer, cancel_sent_at=self.clock())
+        return await self.copies.cancel_sent(copy, now=self.clock())
 
     async def copy_reported(self, copy: Copy, pj: PrinterJobReport) -> Copy | None:
         """What the printer says of a live copy now (no state change): its figures, its identity."""
-        facts = {
-            "created_s": pj.created_s, "job_uuid": pj.uuid, "created_dt": pj.created_dt,
-            **_report_sets(pj, ""),
-        }  # fmt: skip
-        return await self.copies.report(copy.id, facts, now=self.clock(), printer=copy.printer)
+        return await self.copies.report(copy, pj, now=self.clock())
 
     async def settle_copy(
         self,
@@ -1105,11 +1145,9 @@ class JobService:
     ) -> Copy | None:
         """The copy settles as ``state`` (printed, aborted, cancelled…) by ``evidence``
         (an :class:`edgeprint.evidence.Evidence`); None if it already was settled."""
-        settled, _ = await self.copies.settle_with(
-            copy.id, state, now=self.clock(), actor=f"printer:{copy.printer}",
-            sets={**_report_sets(pj, outcome), "settled_by": evidence}, then=[],
-            printer=copy.printer,
-        )  # fmt: skip
+        settled = await self.copies.settle(
+            copy, state, outcome, pj, evidence=evidence, now=self.clock()
+        )
         if settled is not None:
             self._copy_settled(settled)
         return settled
@@ -1119,25 +1157,14 @@ class JobService:
     ) -> tuple[Copy | None, JobRecord | None]:
         """The common case in one transaction: the copy printed whole (by ``evidence``), and
         the job is DONE."""
-        on_printer, on_printer_params = self.jobs.on_printer(copy.printer, job.claims)
         now = self.clock()
-        printer = copy.printer
-        done_sql, done_params = self.jobs.transition_sql(
-            job.id, Action.COMPLETE, now=now, actor=f"printer:{printer}", reason=evidence,
-            sets={"finished_at": now, "last_error": None, "settled_by": evidence,
-                  "pages_printed": None},
-            guard=f"{on_printer} AND {GUARD_PRINTED}", guard_params=on_printer_params,
-        )  # fmt: skip
-        settled, rows = await self.copies.settle_with(
-            copy.id, CopyState.PRINTED, now=now, actor=f"printer:{printer}",
-            sets={**_report_sets(pj, "completed"), "settled_by": evidence},
-            then=[(done_sql, done_params)], printer=printer,
-        )  # fmt: skip
+        settled, done = await units.printed_and_done(
+            self.jobs, self.copies, job, copy, pj, evidence=evidence, now=now
+        )
         if settled is not None:
             self._copy_settled(settled)
-        done = JobRecord.from_row(rows[0][0]) if rows and rows[0] else None
         if done is not None:
-            self._printed(done, printer, now)
+            self._printed(done, copy.printer, now)
         return settled, done
 
     def _copy_settled(self, copy: Copy) -> None:
@@ -1146,11 +1173,17 @@ class JobService:
         log.log(
             level,
             "copy settled",
-            extra={"event": "copy_settled", "job_id": copy.job_id, "printer": copy.printer,
-                   "printer_job_id": copy.printer_job_id, "state": copy.state.value,
-                   "outcome": copy.outcome, "settled_by": copy.settled_by,
-                   "epoch": copy.epoch},
-        )  # fmt: skip
+            extra={
+                "event": "copy_settled",
+                "job_id": copy.job_id,
+                "printer": copy.printer,
+                "printer_job_id": copy.printer_job_id,
+                "state": copy.state.value,
+                "outcome": copy.outcome,
+                "settled_by": copy.settled_by,
+                "epoch": copy.epoch,
+            },
+        )
 
     def judge(self, job: JobRecord, copies: list[Copy]) -> Verdict:
         """What ``copies`` mean for ``job`` (:func:`edgeprint.copies.judge`) under this config."""
@@ -1193,18 +1226,28 @@ class JobService:
             case Kind.DEAD:
                 assert verdict.dead_reason is not None
                 return await self.fail(
-                    job, printer, verdict.dead_reason, verdict.error or "",
-                    evidence=evidence, pages=verdict.pages_printed,
-                )  # fmt: skip
+                    job,
+                    printer,
+                    verdict.dead_reason,
+                    verdict.error or "",
+                    evidence=evidence,
+                    pages=verdict.pages_printed,
+                )
             case Kind.RETRY:
                 delay = retry_delay(
-                    max(1, job.attempts), self.config.dispatch.retry_base_s,
-                    self.config.dispatch.retry_max_s, self._rng,
-                )  # fmt: skip
+                    max(1, job.attempts),
+                    self.config.dispatch.retry_base_s,
+                    self.config.dispatch.retry_max_s,
+                    self._rng,
+                )
                 return await self.requeue(
-                    job, printer, verdict.error or "retry", self.run() + delay,
-                    count=True, failure_sig=verdict.failure_sig,
-                )  # fmt: skip
+                    job,
+                    printer,
+                    verdict.error or "retry",
+                    self.run() + delay,
+                    count=True,
+                    failure_sig=verdict.failure_sig,
+                )
             case Kind.SEND:
                 when = self.run() + verdict.delay_s if not_before is None else not_before
                 return await self.requeue(
@@ -1226,17 +1269,15 @@ class JobService:
         that counts (the store checks); None if not ours. ``printed_by`` names the printer
         of that copy where it is another (a copy left on a printer the job had moved from):
         ``printed_on`` then says where it came out."""
-        on_printer, on_printer_params = self.jobs.on_printer(printer, job.claims)
         now = self.clock()
-        sets: dict[str, object] = {
-            "finished_at": now, "last_error": None, "settled_by": evidence, "pages_printed": None,
-        }  # fmt: skip
-        if printed_by is not None and printed_by != printer:
-            sets["printed_on"] = printed_by
-        done = await self.jobs.transition(
-            job.id, Action.COMPLETE, now=now, actor=f"printer:{printer}", reason=evidence,
-            sets=sets, guard=f"{on_printer} AND {GUARD_PRINTED}", guard_params=on_printer_params,
-        )  # fmt: skip
+        done = await self.jobs.complete(
+            job.id,
+            printer,
+            job.claims,
+            now=now,
+            evidence=evidence,
+            printed_on=printed_by if printed_by is not None and printed_by != printer else None,
+        )
         if done is not None:
             self._printed(done, printed_by or printer, now)
         return done
@@ -1249,10 +1290,13 @@ class JobService:
         log.info(
             "job printed",
             extra={
-                "event": "job_printed", "job_id": done.id, "printer": printer,
-                "attempts": done.attempts, "correlation_id": done.correlation_id,
+                "event": "job_printed",
+                "job_id": done.id,
+                "printer": printer,
+                "attempts": done.attempts,
+                "correlation_id": done.correlation_id,
             },
-        )  # fmt: skip
+        )
 
     async def requeue(
         self,
@@ -1272,19 +1316,16 @@ class JobService:
         claim that is still live stays as it is: the printer settles it (cancels
         it) before it gets new work.
         """
-        on_printer, on_printer_params = self.jobs.on_printer(printer, job.claims)
-        sets: dict[str, object] = {
-            "not_before": not_before, "printer_job_id": None, "last_error": reason,
-            "printed_on": None,
-        }  # fmt: skip
-        if failure_sig is not None:
-            sets.update(failure_sig=failure_sig, failure_printer=printer)
-        if not count:
-            sets["attempts"] = max(0, job.attempts - 1)
-        out = await self.jobs.transition(
-            job.id, Action.RETRY, now=self.clock(), actor=f"printer:{printer}", reason=reason,
-            sets=sets, guard=on_printer, guard_params=on_printer_params,
-        )  # fmt: skip
+        out = await self.jobs.requeue(
+            job.id,
+            printer,
+            job.claims,
+            now=self.clock(),
+            reason=reason,
+            not_before=not_before,
+            failure_sig=failure_sig,
+            attempts=None if count else max(0, job.attempts - 1),
+        )
         if out is None:
             return None
         self.admission.admitted(out.printer, out.pool)
@@ -1293,11 +1334,15 @@ class JobService:
             log.info(
                 "job retry",
                 extra={
-                    "event": "job_retry", "job_id": job.id, "printer": printer,
-                    "attempts": job.attempts, "error": reason,
-                    "not_before": not_before, "correlation_id": job.correlation_id,
+                    "event": "job_retry",
+                    "job_id": job.id,
+                    "printer": printer,
+                    "attempts": job.attempts,
+                    "error": reason,
+                    "not_before": not_before,
+                    "correlation_id": job.correlation_id,
                 },
-            )  # fmt: skip
+            )
         self.board.wake(out.printer, out.pool)
         return out
 
@@ -1313,25 +1358,30 @@ class JobService:
     ) -> JobRecord | None:
         """PRINTING → DEAD with ``dead_reason`` (poison, attempts_exhausted, outcome_unknown…),
         settled by ``evidence``; ``pages``: impressions that came out of a partial copy."""
-        on_printer, on_printer_params = self.jobs.on_printer(printer, job.claims)
-        now = self.clock()
-        dead = await self.jobs.transition(
-            job.id, Action.FAIL, now=now, actor=f"printer:{printer}",
+        dead = await self.jobs.fail(
+            job.id,
+            printer,
+            job.claims,
+            now=self.clock(),
             reason=f"{dead_reason}: {evidence}" if evidence else dead_reason,
-            sets={"last_error": error, "dead_reason": dead_reason, "finished_at": now,
-                  "settled_by": evidence, "pages_printed": pages},
-            guard=on_printer, guard_params=on_printer_params,
-        )  # fmt: skip
+            error=error,
+            dead_reason=dead_reason,
+            evidence=evidence,
+            pages=pages,
+        )
         if dead is not None:
             self.metrics.jobs_dead.labels(reason=dead_reason).inc()
             log.warning(
                 "job dead",
                 extra={
-                    "event": "job_dead", "job_id": job.id, "printer": printer,
-                    "dead_reason": dead_reason, "error": error,
+                    "event": "job_dead",
+                    "job_id": job.id,
+                    "printer": printer,
+                    "dead_reason": dead_reason,
+                    "error": error,
                     "correlation_id": job.correlation_id,
                 },
-            )  # fmt: skip
+            )
         return dead
 
     async def cancelled(
@@ -1344,24 +1394,28 @@ class JobService:
         pages: int | None = None,
     ) -> JobRecord | None:
         """PRINTING → CANCELLED: a person cancelled it (through edgeprint, or at the printer)."""
-        on_printer, on_printer_params = self.jobs.on_printer(printer, job.claims)
-        now = self.clock()
-        out = await self.jobs.transition(
-            job.id, Action.CANCEL, now=now, actor=f"printer:{printer}",
-            reason=("cancelled_at_printer" if error else "cancel_requested")
-            + (f": {evidence}" if evidence else ""),
-            sets={"finished_at": now, "last_error": error, "settled_by": evidence,
-                  "pages_printed": pages},
-            only_from=_ON_PRINTER, guard=on_printer,
-            guard_params=on_printer_params,
-        )  # fmt: skip
+        reason = "cancelled_at_printer" if error else "cancel_requested"
+        out = await self.jobs.cancel_printing(
+            job.id,
+            printer,
+            job.claims,
+            now=self.clock(),
+            reason=reason + (f": {evidence}" if evidence else ""),
+            error=error,
+            evidence=evidence,
+            pages=pages,
+        )
         if out is not None and error:
             log.warning(
                 "job cancelled at the printer",
-                extra={"event": "job_cancelled_at_printer", "job_id": job.id,
-                       "printer": printer, "why": error,
-                       "correlation_id": job.correlation_id},
-            )  # fmt: skip
+                extra={
+                    "event": "job_cancelled_at_printer",
+                    "job_id": job.id,
+                    "printer": printer,
+                    "why": error,
+                    "correlation_id": job.correlation_id,
+                },
+            )
         return out
 
     # --- technicians settle what edgeprint could not know (issue 17) ------------------------
@@ -1380,22 +1434,22 @@ class JobService:
         if rest:
             return await self._resolve_rest(job_id, caller)
         if printed:
-            job = await self.jobs.transition(
-                job_id, Action.RESOLVE, now=now, actor=caller.name,
+            job = await self.jobs.resolve_printed(
+                job_id,
+                now=now,
+                actor=caller.name,
                 reason="resolved: printed (a technician saw the copy)",
                 correlation_id=caller.correlation_id,
-                sets={"finished_at": now, "settled_by": "person"},
-                guard=GUARD_OUTCOME_UNKNOWN,
-            )  # fmt: skip
+            )
         else:
-            job = await self.jobs.transition(
-                job_id, Action.REPLAY, now=now, actor=caller.name,
+            job = await self.jobs.replay(
+                job_id,
+                now=now,
+                actor=caller.name,
                 reason="resolved: not printed (a technician found no copy); print again",
                 correlation_id=caller.correlation_id,
-                sets={"attempts": 0, "not_before": 0.0, "dead_reason": None, "printed_on": None,
-                      "printer_job_id": None, "released_at": now},
-                guard=GUARD_OUTCOME_UNKNOWN,
-            )  # fmt: skip
+                unknown_only=True,
+            )
         outcome = "printed" if printed else "not_printed"
         if job is None:
             current = await self.get(job_id)
@@ -1404,10 +1458,16 @@ class JobService:
         self.metrics.transitions.labels(action="resolve", outcome="ok").inc()
         log.info(
             "job resolved",
-            extra={"event": "job_resolved", "job_id": job_id, "printed": printed,
-                   "outcome": outcome, "state": job.state.value, "actor": caller.name,
-                   "correlation_id": caller.correlation_id},
-        )  # fmt: skip
+            extra={
+                "event": "job_resolved",
+                "job_id": job_id,
+                "printed": printed,
+                "outcome": outcome,
+                "state": job.state.value,
+                "actor": caller.name,
+                "correlation_id": caller.correlation_id,
+            },
+        )
         if not printed:
             self.admission.admitted(job.printer, job.pool)
             self.board.wake(job.printer, job.pool)
@@ -1433,20 +1493,25 @@ class JobService:
             raise errors.CannotPrintRest(job_id, current.state.value, out, total, current.copies)
         if current.document_format != ladder.PDF:  # a raw language is sent whole or not at all
             raise errors.CannotPrintRest(
-                job_id, current.state.value, out, total, current.copies,
+                job_id,
+                current.state.value,
+                out,
+                total,
+                current.copies,
                 why=f"its document is {current.document_format}, which is sent unchanged: "
                 "print it again whole, or mark it printed",
-            )  # fmt: skip
+            )
         now = self.clock()
         first = done_before + out + 1
-        job = await self.jobs.transition(
-            job_id, Action.REPLAY, now=now, actor=caller.name,
+        job = await self.jobs.replay(
+            job_id,
+            now=now,
+            actor=caller.name,
             reason=f"resolved: print the rest (pages {first}–{total}; {out} came out)",
             correlation_id=caller.correlation_id,
-            sets={"attempts": 0, "not_before": 0.0, "dead_reason": None, "printed_on": None,
-                  "printer_job_id": None, "released_at": now, "from_page": first},
-            guard=f"{GUARD_OUTCOME_UNKNOWN} AND pages_printed = ?", guard_params=(out,),
-        )  # fmt: skip
+            from_page=first,
+            pages_printed=out,
+        )
         if job is None:
             latest = await self.get(job_id)
             self.metrics.transitions.labels(action="resolve", outcome="conflict").inc()
@@ -1454,10 +1519,17 @@ class JobService:
         self.metrics.transitions.labels(action="resolve", outcome="ok").inc()
         log.info(
             "job resolved",
-            extra={"event": "job_resolved", "job_id": job_id, "printed": "rest",
-                   "outcome": "rest", "from_page": first, "state": job.state.value,
-                   "actor": caller.name, "correlation_id": caller.correlation_id},
-        )  # fmt: skip
+            extra={
+                "event": "job_resolved",
+                "job_id": job_id,
+                "printed": "rest",
+                "outcome": "rest",
+                "from_page": first,
+                "state": job.state.value,
+                "actor": caller.name,
+                "correlation_id": caller.correlation_id,
+            },
+        )
         self.admission.admitted(job.printer, job.pool)
         self.board.wake(job.printer, job.pool)
         return job
@@ -1512,10 +1584,17 @@ class JobService:
         now = self.clock()
         type_ = "printer.healthy" if healthy else "printer.unhealthy"
         await Outbox(self.jobs.store).add_printer_event(
-            f"msg_{uuid.uuid4().hex}", type_, printer, now,
-            {"printer": printer, "healthy": healthy, "reason": why,
-             "pool": self._printer_pool(printer)},
-        )  # fmt: skip
+            f"msg_{uuid.uuid4().hex}",
+            type_,
+            printer,
+            now,
+            {
+                "printer": printer,
+                "healthy": healthy,
+                "reason": why,
+                "pool": self._printer_pool(printer),
+            },
+        )
 
     def _printer_pool(self, printer: str) -> str | None:
         cfg = self.config.printer(printer)
@@ -1539,10 +1618,16 @@ class JobService:
         done = await identify(name, how, caller.name)
         log.info(
             "printer identified",
-            extra={"event": "printer_identified", "printer": name, "how": how,
-                   "action": done.action, "printer_job_id": done.printer_job_id,
-                   "actor": caller.name, "correlation_id": caller.correlation_id},
-        )  # fmt: skip
+            extra={
+                "event": "printer_identified",
+                "printer": name,
+                "how": how,
+                "action": done.action,
+                "printer_job_id": done.printer_job_id,
+                "actor": caller.name,
+                "correlation_id": caller.correlation_id,
+            },
+        )
         return done
 
     async def check_printer(self, name: str, caller: Caller, check: CheckPrinter) -> PrinterCheck:
@@ -1552,10 +1637,15 @@ class JobService:
         out = await check(name)
         log.info(
             "printer checked",
-            extra={"event": "printer_checked", "printer": name, "reachable": out.reachable,
-                   "round_trip_s": out.round_trip_s, "actor": caller.name,
-                   "correlation_id": caller.correlation_id},
-        )  # fmt: skip
+            extra={
+                "event": "printer_checked",
+                "printer": name,
+                "reachable": out.reachable,
+                "round_trip_s": out.round_trip_s,
+                "actor": caller.name,
+                "correlation_id": caller.correlation_id,
+            },
+        )
         return out
 
     # --- the IPP server's reads (edgeprint.ipp_server) ---------------------------------
@@ -1574,14 +1664,3 @@ class JobService:
     async def job_by_idempotency_key(self, key: str) -> JobRecord | None:
         """The job submitted with Idempotency-Key ``key``, or None."""
         return await self.jobs.get_by_key(key)
-
-
-def _report_sets(pj: PrinterJobReport | None, outcome: str) -> dict[str, object]:
-    sets: dict[str, object] = {"outcome": outcome}
-    if pj is not None:
-        sets.update(
-            job_state=pj.state, job_state_reasons=",".join(pj.reasons),
-            k_octets=pj.k_octets, impressions_completed=pj.impressions_completed,
-            sheets_completed=pj.sheets_completed,
-        )  # fmt: skip
-    return sets
