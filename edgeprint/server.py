@@ -28,12 +28,12 @@ from edgeprint.board import PrinterBoard
 from edgeprint.certificates import CertificateError
 from edgeprint.config import Config, load_config
 from edgeprint.dispatch.dispatcher import Dispatcher
+from edgeprint.dispatch.leases import LeaseKeeper
 from edgeprint.documents.cache import RenditionCache
 from edgeprint.documents.render import RenderPool
 from edgeprint.ipp_server import advertise
 from edgeprint.metrics import Metrics
 from edgeprint.service import Caller, JobService, clock_watch
-from edgeprint.service.leases import LeaseKeeper
 from edgeprint.service.previews import Previews
 from edgeprint.service.retirements import Retirements
 from edgeprint.spool import Spool
@@ -356,7 +356,7 @@ async def _api(
                 raise
         if watch is not None and (failing := watch.problem()) is not None:
             raise failing  # the disk's kind and since when; the probe sees it come back
-        await store.write("SELECT 1")
+        await backends.write_probe(store)
 
     auth = TokenAuth(list(config.tokens))
     limiter = TokenRateLimiter(config.server.rate_limit)

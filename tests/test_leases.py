@@ -12,12 +12,12 @@ import pytest
 from edgeprint import errors
 from edgeprint.config import ClusterConfig, parse_config
 from edgeprint.copies import CopyState
+from edgeprint.dispatch.leases import LeaseKeeper
 from edgeprint.metrics import Metrics
 from edgeprint.models import SubmitMetadata
 from edgeprint.printers.ipp import PrinterJobRef
 from edgeprint.records import JobRecord
 from edgeprint.service import Caller, JobService
-from edgeprint.service.leases import LeaseKeeper
 from edgeprint.spool import Spool
 from edgeprint.states import JobState
 from edgeprint.store.interface import Store

@@ -20,6 +20,7 @@ from edgeprint import errors
 from edgeprint.config import DispatchConfig
 from edgeprint.copies import Copy, CopyState
 from edgeprint.dispatch import formats
+from edgeprint.dispatch.leases import Ownership
 from edgeprint.dispatch.monitor import Monitor
 from edgeprint.dispatch.observer import MonitoringFailed, Observer, Unsettled
 from edgeprint.dispatch.stall import stall_reasons, stalled_since
@@ -29,7 +30,6 @@ from edgeprint.metrics import Metrics
 from edgeprint.printers.health import trays_of
 from edgeprint.printers.ipp import IppClient, PrinterStatus
 from edgeprint.service import JobRecord, JobService
-from edgeprint.service.leases import Ownership
 
 log = logging.getLogger(__name__)
 

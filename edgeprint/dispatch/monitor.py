@@ -21,6 +21,7 @@ from edgeprint import errors
 from edgeprint.board import PrinterBoard, Usability
 from edgeprint.config import DispatchConfig, PrinterConfig
 from edgeprint.dispatch import formats
+from edgeprint.dispatch.leases import Ownership
 from edgeprint.dispatch.ready import ready_stock
 from edgeprint.dispatch.rolls import RollCounter
 from edgeprint.documents.capabilities import (
@@ -35,7 +36,6 @@ from edgeprint.printers import levels, problems, reasons, supplies, tls
 from edgeprint.printers.health import Health, HealthChange, HealthSettings, PrinterSnapshot
 from edgeprint.printers.ipp import IppClient, PrinterStatus
 from edgeprint.service import JobService
-from edgeprint.service.leases import Ownership
 from edgeprint.stock import StockView
 
 log = logging.getLogger(__name__)

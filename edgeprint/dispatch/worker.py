@@ -24,6 +24,7 @@ from edgeprint.config import DispatchConfig, PrinterConfig
 from edgeprint.copies import Copy
 from edgeprint.dispatch import formats
 from edgeprint.dispatch.copy_run import CopyRun, Outcome, _wait_any
+from edgeprint.dispatch.leases import Ownership, SoleOwner
 from edgeprint.dispatch.monitor import Monitor
 from edgeprint.dispatch.observer import Observer, Unsettled
 from edgeprint.dispatch.prepare import Preparer
@@ -35,7 +36,6 @@ from edgeprint.metrics import Metrics
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.printers.ipp import IppClient, PrinterStatus
 from edgeprint.service import JobRecord, JobService
-from edgeprint.service.leases import Ownership, SoleOwner
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from edgeprint import errors, pins
-from edgeprint.backoff import retry_delay
+from edgeprint.backoff import Backoff
 from edgeprint.board import PrinterBoard
 from edgeprint.clock import wall_cutoff
 from edgeprint.config import Config, PrinterConfig
@@ -39,6 +39,7 @@ from edgeprint.documents import ladder, pages, zpl
 from edgeprint.documents.cache import RenditionCache
 from edgeprint.documents.render import RenderPool
 from edgeprint.epochs import Epoch
+from edgeprint.logs import log_event
 from edgeprint.metrics import Metrics
 from edgeprint.personality import Traits
 from edgeprint.runway import Roll, labels_of
@@ -180,14 +181,14 @@ class JobService:
                 "until the printer is configured again (or cancel it)",
                 now=self.clock(),
             )
-            log.warning(
-                "printer removed; its waiting jobs wait for it",
-                extra={
-                    "event": "printer_removed",
-                    "printer": printer.name,
-                    "moved": 0,
-                    "waiting": len(waiting),
-                },
+            log_event(
+                log,
+                "printer_removed",
+                message="printer removed; its waiting jobs wait for it",
+                level=logging.WARNING,
+                printer=printer.name,
+                moved=0,
+                waiting=len(waiting),
             )
             return []
         moved = await self.jobs.retarget_waiting(
@@ -198,14 +199,13 @@ class JobService:
             reason=f"{printer.name} was removed from the config",
         )
         self.admission.forget_depths()
-        log.info(
-            "printer removed; its waiting jobs moved to its pool",
-            extra={
-                "event": "printer_removed",
-                "printer": printer.name,
-                "pool": printer.pool,
-                "moved": len(moved),
-            },
+        log_event(
+            log,
+            "printer_removed",
+            message="printer removed; its waiting jobs moved to its pool",
+            printer=printer.name,
+            pool=printer.pool,
+            moved=len(moved),
         )
         if moved:
             self.board.wake(None, printer.pool)
@@ -330,18 +330,16 @@ class JobService:
             self.metrics.jobs_accepted.labels(state=job.state.value).inc()
         if job.state is JobState.RELEASED:
             self.admission.admitted(job.printer, job.pool)
-        log.info(
-            "job accepted",
-            extra={
-                "event": "job_accepted",
-                "job_id": job.id,
-                "state": job.state.value,
-                "owner": job.owner,
-                "printer": job.printer,
-                "pool": job.pool,
-                "bytes": job.document_bytes,
-                "correlation_id": caller.correlation_id,
-            },
+        log_event(
+            log,
+            "job_accepted",
+            job_id=job.id,
+            state=job.state.value,
+            owner=job.owner,
+            printer=job.printer,
+            pool=job.pool,
+            bytes=job.document_bytes,
+            correlation_id=caller.correlation_id,
         )
         if job.state is JobState.RELEASED:
             job = await self.stock.on_released(job)
@@ -364,10 +362,7 @@ class JobService:
             return await loop.run_in_executor(self._pdf_checks, documents.inspect_pdf, pdf, limit)
         except errors.DocumentRejected as exc:
             self.metrics.documents_rejected.labels(reason=exc.slug).inc()
-            log.info(
-                "document rejected",
-                extra={"event": "document_rejected", "reason": exc.slug, "bytes": document.size},
-            )
+            log_event(log, "document_rejected", reason=exc.slug, bytes=document.size)
             raise
 
     async def _count_labels(self, document: StagedDocument, copies: int) -> int:
@@ -390,14 +385,8 @@ class JobService:
             )
         except errors.DocumentRejected as exc:
             self.metrics.documents_rejected.labels(reason=exc.slug).inc()
-            log.info(
-                "document rejected",
-                extra={
-                    "event": "document_rejected",
-                    "reason": exc.slug,
-                    "bytes": document.size,
-                    "format": zpl.ZPL,
-                },
+            log_event(
+                log, "document_rejected", reason=exc.slug, bytes=document.size, format=zpl.ZPL
             )
             raise
 
@@ -412,13 +401,8 @@ class JobService:
         if not same:
             raise errors.IdempotencyKeyReused(key, existing.id)
         self.metrics.duplicates_suppressed.inc()
-        log.info(
-            "duplicate suppressed",
-            extra={
-                "event": "duplicate_suppressed",
-                "job_id": existing.id,
-                "correlation_id": caller.correlation_id,
-            },
+        log_event(
+            log, "duplicate_suppressed", job_id=existing.id, correlation_id=caller.correlation_id
         )
         return SubmitResult(existing, created=False)
 
@@ -483,15 +467,13 @@ class JobService:
             self._release_conflict(job_id, (await self.get(job_id)).state, caller)
         self.admission.admitted(job.printer, job.pool)
         self._released_ok.inc()
-        log.info(
-            "job released",
-            extra={
-                "event": "job_released",
-                "job_id": job.id,
-                "printer": job.printer,
-                "pool": job.pool,
-                "correlation_id": caller.correlation_id,
-            },
+        log_event(
+            log,
+            "job_released",
+            job_id=job.id,
+            printer=job.printer,
+            pool=job.pool,
+            correlation_id=caller.correlation_id,
         )
         job = await self.stock.on_released(job)
         self.board.wake(job.printer, job.pool)
@@ -526,16 +508,16 @@ class JobService:
             return None
         self.metrics.pin_attempts.labels(outcome="mismatch").inc()
         locked_for = None if locked_until is None else max(1, math.ceil(locked_until - now))
-        log.warning(
-            "release PIN mismatch",
-            extra={
-                "event": "release_pin_mismatch",
-                "job_id": job.id,
-                "attempts": attempts,
-                "locked_for_s": locked_for,
-                "token": caller.name,
-                "correlation_id": caller.correlation_id,
-            },
+        log_event(
+            log,
+            "release_pin_mismatch",
+            message="release PIN mismatch",
+            level=logging.WARNING,
+            job_id=job.id,
+            attempts=attempts,
+            locked_for_s=locked_for,
+            token=caller.name,
+            correlation_id=caller.correlation_id,
         )
         if locked_for is not None:
             self.metrics.release_locks.inc()
@@ -543,14 +525,12 @@ class JobService:
 
     def _release_conflict(self, job_id: str, state: JobState, caller: Caller) -> NoReturn:
         self.metrics.release_conflicts.inc()
-        log.info(
-            "release conflict",
-            extra={
-                "event": "release_conflict",
-                "job_id": job_id,
-                "state": state.value,
-                "correlation_id": caller.correlation_id,
-            },
+        log_event(
+            log,
+            "release_conflict",
+            job_id=job_id,
+            state=state.value,
+            correlation_id=caller.correlation_id,
         )
         raise errors.StateConflict(job_id, Action.RELEASE.value, state.value)
 
@@ -589,14 +569,12 @@ class JobService:
             flagged = await self.copies.request_cancel(job_id, now=self.clock(), actor=caller.name)
             if flagged:
                 printer = flagged[0].printer
-                log.info(
-                    "cancel requested",
-                    extra={
-                        "event": "cancel_requested",
-                        "job_id": job_id,
-                        "printer": printer,
-                        "correlation_id": caller.correlation_id,
-                    },
+                log_event(
+                    log,
+                    "cancel_requested",
+                    job_id=job_id,
+                    printer=printer,
+                    correlation_id=caller.correlation_id,
                 )
                 self.board.control(printer)
                 return await self.get(job_id)
@@ -623,14 +601,13 @@ class JobService:
             self.metrics.transitions.labels(action=action.value, outcome="conflict").inc()
             raise errors.StateConflict(job_id, action.value, current.state.value)
         self.metrics.transitions.labels(action=action.value, outcome="ok").inc()
-        log.info(
-            f"job {action.value}",
-            extra={
-                "event": f"job_{action.value}",
-                "job_id": job_id,
-                "state": job.state.value,
-                "correlation_id": caller.correlation_id,
-            },
+        log_event(
+            log,
+            f"job_{action.value}",
+            message=f"job {action.value}",
+            job_id=job_id,
+            state=job.state.value,
+            correlation_id=caller.correlation_id,
         )
         return job
 
@@ -666,15 +643,8 @@ class JobService:
         if moved:
             self.admission.forget_depths()  # many jobs changed queue
         for job_id in moved:
-            log.info(
-                "job failed over",
-                extra={
-                    "event": "job_failed_over",
-                    "job_id": job_id,
-                    "printer": printer,
-                    "pool": cfg.pool,
-                    "why": reason,
-                },
+            log_event(
+                log, "job_failed_over", job_id=job_id, printer=printer, pool=cfg.pool, why=reason
             )
         if moved:
             self.metrics.failovers.labels(printer=printer).inc(len(moved))
@@ -696,14 +666,13 @@ class JobService:
             self.admission.paused.add(name)
         else:
             self.admission.paused.discard(name)
-        log.info(
-            "printer paused" if paused else "printer resumed",
-            extra={
-                "event": "printer_paused" if paused else "printer_resumed",
-                "printer": name,
-                "actor": caller.name,
-                "correlation_id": caller.correlation_id,
-            },
+        log_event(
+            log,
+            "printer_paused" if paused else "printer_resumed",
+            message="printer paused" if paused else "printer resumed",
+            printer=name,
+            actor=caller.name,
+            correlation_id=caller.correlation_id,
         )
         if paused:
             self.board.control(name)
@@ -728,9 +697,12 @@ class JobService:
             name, fingerprint, now=self.clock(), actor=f"printer:{name}"
         )
         if stored:
-            log.info(
-                "printer certificate pinned",
-                extra={"event": "printer_pinned", "printer": name, "fingerprint": fingerprint},
+            log_event(
+                log,
+                "printer_pinned",
+                message="printer certificate pinned",
+                printer=name,
+                fingerprint=fingerprint,
             )
         return stored
 
@@ -748,14 +720,14 @@ class JobService:
                 f"printer {name} has tls_fingerprint in the config: change it there"
             )
         await self.printer_rows.forget_pin(name)
-        log.warning(
-            "printer certificate re-trusted",
-            extra={
-                "event": "printer_retrusted",
-                "printer": name,
-                "actor": caller.name,
-                "correlation_id": caller.correlation_id,
-            },
+        log_event(
+            log,
+            "printer_retrusted",
+            message="printer certificate re-trusted",
+            level=logging.WARNING,
+            printer=name,
+            actor=caller.name,
+            correlation_id=caller.correlation_id,
         )
         self.board.resumed(name)
         return cfg
@@ -769,14 +741,12 @@ class JobService:
         kept = await self.printer_memory.roll(name) or Roll()
         now = self.clock()
         await self.printer_memory.save_roll(name, Roll(0, now, kept.media, False), now=now)
-        log.info(
-            "printer media loaded",
-            extra={
-                "event": "printer_media_loaded",
-                "printer": name,
-                "actor": caller.name,
-                "correlation_id": caller.correlation_id,
-            },
+        log_event(
+            log,
+            "printer_media_loaded",
+            printer=name,
+            actor=caller.name,
+            correlation_id=caller.correlation_id,
         )
 
     async def notified(
@@ -818,7 +788,7 @@ class JobService:
         retention = self.config.retention
         expired = await self.jobs.expire_held(run - retention.hold_ttl_s, now=now)
         for job_id in expired:
-            log.info("job expired", extra={"event": "job_expired", "job_id": job_id})
+            log_event(log, "job_expired", job_id=job_id)
         await self.audit.sweep(wall_cutoff(now, run, retention.audit_s))
         due = await self.jobs.retention_due(run - retention.document_retention_s)
         for job_id in due:
@@ -829,7 +799,7 @@ class JobService:
                     self.renditions.sweep(job.document_sha256)
         if due:
             await self.jobs.mark_documents_deleted(due, now=now)
-            log.info("documents deleted", extra={"event": "documents_deleted", "count": len(due)})
+            log_event(log, "documents_deleted", count=len(due))
         return expired, len(due)
 
     # --- dispatcher use cases (DESIGN §3) ----------------------------------------
@@ -1039,15 +1009,15 @@ class JobService:
     async def stale_copy_printed(self, copy: Copy) -> None:
         """A copy completed on a printer its job had already left: say so loudly."""
         job = await self.jobs.get(copy.job_id)
-        log.error(
-            "copy printed after its job left the printer",
-            extra={
-                "event": "stale_copy_printed",
-                "job_id": copy.job_id,
-                "printer": copy.printer,
-                "printer_job_id": copy.printer_job_id,
-                "state": job.state.value if job else None,
-            },
+        log_event(
+            log,
+            "stale_copy_printed",
+            message="copy printed after its job left the printer",
+            level=logging.ERROR,
+            job_id=copy.job_id,
+            printer=copy.printer,
+            printer_job_id=copy.printer_job_id,
+            state=job.state.value if job else None,
         )
 
     async def open_copy(
@@ -1114,15 +1084,14 @@ class JobService:
 
     async def copy_cancelling(self, copy: Copy, why: str) -> Copy | None:
         """edgeprint will Cancel-Job this copy (recorded before the request is sent)."""
-        log.info(
-            "copy cancelled by edgeprint",
-            extra={
-                "event": "copy_cancelling",
-                "job_id": copy.job_id,
-                "printer": copy.printer,
-                "printer_job_id": copy.printer_job_id,
-                "why": why,
-            },
+        log_event(
+            log,
+            "copy_cancelling",
+            message="copy cancelled by edgeprint",
+            job_id=copy.job_id,
+            printer=copy.printer,
+            printer_job_id=copy.printer_job_id,
+            why=why,
         )
         return await self.copies.cancelling(copy, now=self.clock())
 
@@ -1170,19 +1139,17 @@ class JobService:
     def _copy_settled(self, copy: Copy) -> None:
         self.metrics.copies_settled.labels(printer=copy.printer, state=copy.state.value).inc()
         level = logging.INFO if copy.state is CopyState.PRINTED else logging.WARNING
-        log.log(
-            level,
-            "copy settled",
-            extra={
-                "event": "copy_settled",
-                "job_id": copy.job_id,
-                "printer": copy.printer,
-                "printer_job_id": copy.printer_job_id,
-                "state": copy.state.value,
-                "outcome": copy.outcome,
-                "settled_by": copy.settled_by,
-                "epoch": copy.epoch,
-            },
+        log_event(
+            log,
+            "copy_settled",
+            level=level,
+            job_id=copy.job_id,
+            printer=copy.printer,
+            printer_job_id=copy.printer_job_id,
+            state=copy.state.value,
+            outcome=copy.outcome,
+            settled_by=copy.settled_by,
+            epoch=copy.epoch,
         )
 
     def judge(self, job: JobRecord, copies: list[Copy]) -> Verdict:
@@ -1234,12 +1201,9 @@ class JobService:
                     pages=verdict.pages_printed,
                 )
             case Kind.RETRY:
-                delay = retry_delay(
-                    max(1, job.attempts),
-                    self.config.dispatch.retry_base_s,
-                    self.config.dispatch.retry_max_s,
-                    self._rng,
-                )
+                d = self.config.dispatch
+                backoff = Backoff(d.retry_base_s, d.retry_max_s)
+                delay = backoff.for_attempt(max(1, job.attempts), self._rng)
                 return await self.requeue(
                     job,
                     printer,
@@ -1287,15 +1251,13 @@ class JobService:
             self.metrics.jobs_printed.labels(printer=printer).inc()
             if done.released_run is not None:  # on the run clock: a step is no latency
                 self.metrics.release_to_completed.observe(max(0.0, self.run() - done.released_run))
-        log.info(
-            "job printed",
-            extra={
-                "event": "job_printed",
-                "job_id": done.id,
-                "printer": printer,
-                "attempts": done.attempts,
-                "correlation_id": done.correlation_id,
-            },
+        log_event(
+            log,
+            "job_printed",
+            job_id=done.id,
+            printer=printer,
+            attempts=done.attempts,
+            correlation_id=done.correlation_id,
         )
 
     async def requeue(
@@ -1331,17 +1293,15 @@ class JobService:
         self.admission.admitted(out.printer, out.pool)
         if count:
             self.metrics.retries.labels(printer=printer).inc()
-            log.info(
-                "job retry",
-                extra={
-                    "event": "job_retry",
-                    "job_id": job.id,
-                    "printer": printer,
-                    "attempts": job.attempts,
-                    "error": reason,
-                    "not_before": not_before,
-                    "correlation_id": job.correlation_id,
-                },
+            log_event(
+                log,
+                "job_retry",
+                job_id=job.id,
+                printer=printer,
+                attempts=job.attempts,
+                error=reason,
+                not_before=not_before,
+                correlation_id=job.correlation_id,
             )
         self.board.wake(out.printer, out.pool)
         return out
@@ -1371,16 +1331,15 @@ class JobService:
         )
         if dead is not None:
             self.metrics.jobs_dead.labels(reason=dead_reason).inc()
-            log.warning(
-                "job dead",
-                extra={
-                    "event": "job_dead",
-                    "job_id": job.id,
-                    "printer": printer,
-                    "dead_reason": dead_reason,
-                    "error": error,
-                    "correlation_id": job.correlation_id,
-                },
+            log_event(
+                log,
+                "job_dead",
+                level=logging.WARNING,
+                job_id=job.id,
+                printer=printer,
+                dead_reason=dead_reason,
+                error=error,
+                correlation_id=job.correlation_id,
             )
         return dead
 
@@ -1406,15 +1365,15 @@ class JobService:
             pages=pages,
         )
         if out is not None and error:
-            log.warning(
-                "job cancelled at the printer",
-                extra={
-                    "event": "job_cancelled_at_printer",
-                    "job_id": job.id,
-                    "printer": printer,
-                    "why": error,
-                    "correlation_id": job.correlation_id,
-                },
+            log_event(
+                log,
+                "job_cancelled_at_printer",
+                message="job cancelled at the printer",
+                level=logging.WARNING,
+                job_id=job.id,
+                printer=printer,
+                why=error,
+                correlation_id=job.correlation_id,
             )
         return out
 
@@ -1456,17 +1415,15 @@ class JobService:
             self.metrics.transitions.labels(action="resolve", outcome="conflict").inc()
             raise errors.OutcomeNotUnknown(job_id, current.state.value, current.dead_reason)
         self.metrics.transitions.labels(action="resolve", outcome="ok").inc()
-        log.info(
-            "job resolved",
-            extra={
-                "event": "job_resolved",
-                "job_id": job_id,
-                "printed": printed,
-                "outcome": outcome,
-                "state": job.state.value,
-                "actor": caller.name,
-                "correlation_id": caller.correlation_id,
-            },
+        log_event(
+            log,
+            "job_resolved",
+            job_id=job_id,
+            printed=printed,
+            outcome=outcome,
+            state=job.state.value,
+            actor=caller.name,
+            correlation_id=caller.correlation_id,
         )
         if not printed:
             self.admission.admitted(job.printer, job.pool)
@@ -1517,18 +1474,16 @@ class JobService:
             self.metrics.transitions.labels(action="resolve", outcome="conflict").inc()
             raise errors.OutcomeNotUnknown(job_id, latest.state.value, latest.dead_reason)
         self.metrics.transitions.labels(action="resolve", outcome="ok").inc()
-        log.info(
-            "job resolved",
-            extra={
-                "event": "job_resolved",
-                "job_id": job_id,
-                "printed": "rest",
-                "outcome": "rest",
-                "from_page": first,
-                "state": job.state.value,
-                "actor": caller.name,
-                "correlation_id": caller.correlation_id,
-            },
+        log_event(
+            log,
+            "job_resolved",
+            job_id=job_id,
+            printed="rest",
+            outcome="rest",
+            from_page=first,
+            state=job.state.value,
+            actor=caller.name,
+            correlation_id=caller.correlation_id,
         )
         self.admission.admitted(job.printer, job.pool)
         self.board.wake(job.printer, job.pool)
@@ -1616,17 +1571,15 @@ class JobService:
         """
         self.printer_config(name)
         done = await identify(name, how, caller.name)
-        log.info(
-            "printer identified",
-            extra={
-                "event": "printer_identified",
-                "printer": name,
-                "how": how,
-                "action": done.action,
-                "printer_job_id": done.printer_job_id,
-                "actor": caller.name,
-                "correlation_id": caller.correlation_id,
-            },
+        log_event(
+            log,
+            "printer_identified",
+            printer=name,
+            how=how,
+            action=done.action,
+            printer_job_id=done.printer_job_id,
+            actor=caller.name,
+            correlation_id=caller.correlation_id,
         )
         return done
 
@@ -1635,16 +1588,14 @@ class JobService:
         Raises errors.PrinterNotFound."""
         self.printer_config(name)
         out = await check(name)
-        log.info(
-            "printer checked",
-            extra={
-                "event": "printer_checked",
-                "printer": name,
-                "reachable": out.reachable,
-                "round_trip_s": out.round_trip_s,
-                "actor": caller.name,
-                "correlation_id": caller.correlation_id,
-            },
+        log_event(
+            log,
+            "printer_checked",
+            printer=name,
+            reachable=out.reachable,
+            round_trip_s=out.round_trip_s,
+            actor=caller.name,
+            correlation_id=caller.correlation_id,
         )
         return out
 
