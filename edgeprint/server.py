@@ -138,7 +138,7 @@ def _listen_to_other_appliances(store: Store, service: JobService) -> None:
     from edgeprint.store.postgres import Notice, PostgresStore
 
     async def on_notice(n: Notice) -> None:
-        await service.notified(n.kind, n.printer, n.pool, n.paused)
+        await service.printers.notified(n.kind, n.printer, n.pool, n.paused)
 
     assert isinstance(store, PostgresStore)
     store.listen(on_notice)
@@ -228,8 +228,10 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
             )  # fmt: skip
             if keeper is not None:
                 keeper.on_change = dispatcher.lease_changed
-                keeper.after_beat = service.load_paused  # a pause made on another appliance
-            await service.load_paused()
+                keeper.after_beat = (
+                    service.printers.load_paused
+                )  # a pause made on another appliance
+            await service.printers.load_paused()
             await service.event.apply_config(config.event.mode)  # issue 23: [event] mode
             _listen_to_other_appliances(store, service)
             retirements = Retirements(service)

@@ -233,7 +233,7 @@ async def test_an_uploaded_files_name_is_the_title(make_appliance: Callable[...,
         await _set_code(app)
         await _upload(app, titled_pdf("the PDF's own"), "Ann Lee badge.pdf")
         await _upload(app, make_pdf("second"), "C:\\fakepath\\poster %22final%22.pdf")
-        jobs = await app.running.service.list_jobs(owner="ann", limit=10)
+        jobs = await app.running.service.views.list_jobs(owner="ann", limit=10)
         titles = {j.id: j.title for j in jobs}
         assert sorted(t or "" for t in titles.values()) == [
             "Ann Lee badge.pdf",

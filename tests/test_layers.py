@@ -308,13 +308,16 @@ def store_leaks(source: str) -> list[str]:
             skip |= {id(v) for v in joined.values}
     out: list[str] = []
     for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
         text = None
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
             text = node.value
         elif isinstance(node, ast.JoinedStr):
-            text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)
+            text = "".join(
+                str(v.value) if isinstance(v, ast.Constant) else "{}" for v in node.values
+            )
         if text is not None and _SQL.search(text):
-            out.append(f"line {node.lineno}: SQL text {text[:40]!r}")
+            out.append(f"line {line}: SQL text {text[:40]!r}")
         names = []
         if isinstance(node, ast.ImportFrom):
             names = [a.name for a in node.names]
@@ -322,7 +325,7 @@ def store_leaks(source: str) -> list[str]:
             names = [node.id]
         elif isinstance(node, ast.Attribute):
             names = [node.attr]
-        out += [f"line {node.lineno}: guard {n}" for n in names if n.startswith("GUARD_")]
+        out += [f"line {line}: guard {n}" for n in names if n.startswith("GUARD_")]
         if isinstance(node, ast.keyword) and node.arg in _STORE_KEYWORDS:
             out.append(f"line {node.value.lineno}: store argument {node.arg}=")
     return sorted(out)

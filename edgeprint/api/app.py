@@ -294,13 +294,13 @@ async def submit_job(request: web.Request) -> web.Response:
         async with asyncio.timeout(server.body_timeout_s):
             upload = await read_upload(
                 request,
-                deps.service.stage_document,
+                deps.service.documents.stage_document,
                 max_document_bytes=server.max_document_bytes,
                 max_metadata_bytes=server.max_metadata_bytes,
             )
     except TimeoutError:
         raise errors.BodyTimeout(server.body_timeout_s) from None
-    result = await deps.service.submit(
+    result = await deps.service.front.submit(
         upload.metadata, upload.document, key, caller, document_format=upload.document_format
     )
     job = result.job
@@ -486,7 +486,7 @@ async def release_job(request: web.Request) -> web.Response:
     caller = request[CALLER]
     job_id = _job_id(request)
     body = await _optional_json(request, ReleaseRequest)
-    job = await _deps(request).service.release(
+    job = await _deps(request).service.front.release(
         job_id, caller, printer=body.printer, pool=body.pool, pin=body.pin
     )
     return _job_json(job)
@@ -498,14 +498,14 @@ async def cancel_job(request: web.Request) -> web.Response:
     caller = request[CALLER]
     job_id = _job_id(request)
     body = await _optional_json(request, CancelRequest)
-    job = await _deps(request).service.cancel(job_id, caller, pin=body.pin)
+    job = await _deps(request).service.front.cancel(job_id, caller, pin=body.pin)
     return _job_json(job, 202 if job.state is JobState.PRINTING else 200)
 
 
 async def replay_job(request: web.Request) -> web.Response:
     """POST /v1/jobs/{id}/replay (tech): DEAD → RELEASED once."""
     caller = request[CALLER]
-    job = await _deps(request).service.replay(_job_id(request), caller)
+    job = await _deps(request).service.front.replay(_job_id(request), caller)
     return _job_json(job)
 
 
@@ -525,7 +525,7 @@ async def resolve_job(request: web.Request) -> web.Response:
             'or ask for the pages that did not: {"rest": true}',
             [errors.FieldProblem("body.printed", "required: true or false (or rest: true)")],
         )
-    job = await _deps(request).service.resolve(
+    job = await _deps(request).service.resolutions.resolve(
         job_id, caller, printed=bool(body.printed), rest=bool(body.rest)
     )
     return _job_json(job)
@@ -554,11 +554,11 @@ async def metrics(request: web.Request) -> web.Response:
     deps = _deps(request)
     if deps.config.metrics.token_required:  # read per request: a reload applies it at once
         await authorize(request, "read")
-    deps.metrics.set_job_counts(await deps.service.jobs_by_state())
-    deps.metrics.set_rehearsal_counts(await deps.service.jobs_by_state(rehearsal=True))
+    deps.metrics.set_job_counts(await deps.service.views.jobs_by_state())
+    deps.metrics.set_rehearsal_counts(await deps.service.views.jobs_by_state(rehearsal=True))
     mode = await deps.service.event.current()  # read here: another appliance may change it
     deps.metrics.event_rehearsal.set(int(mode.mode == "rehearsal"))
-    queues = await deps.service.queues()
+    queues = await deps.service.views.queues()
     deps.metrics.set_queues(
         {p.name: p.pool for p in deps.config.printers},
         queues.waiting,
@@ -649,7 +649,7 @@ def _age(since: float | None, now: float) -> float | None:
 
 
 async def _printers_out(deps: Deps, names: set[str] | None = None) -> PrintersOut:
-    queues = await deps.service.queues()
+    queues = await deps.service.views.queues()
     depths, oldest, now = queues.waiting, queues.oldest_waiting, queues.at
     printers = sorted(
         (
@@ -694,7 +694,7 @@ def _pause_handler(paused: bool) -> Handler:
         caller = request[CALLER]
         name = request.match_info["name"]
         deps = _deps(request)
-        await deps.service.set_paused(name, paused, caller)
+        await deps.service.printers.set_paused(name, paused, caller)
         return _json(await _one_printer(deps, name))
 
     return handler
@@ -711,7 +711,7 @@ async def trust_printer(request: web.Request) -> web.Response:
     caller = request[CALLER]
     name = request.match_info["name"]
     deps = _deps(request)
-    await deps.service.trust_printer(name, caller)
+    await deps.service.printers.trust_printer(name, caller)
     return _json(await _one_printer(deps, name))
 
 
@@ -720,7 +720,7 @@ async def media_loaded(request: web.Request) -> web.Response:
     caller = request[CALLER]
     name = request.match_info["name"]
     deps = _deps(request)
-    await deps.service.media_loaded(name, caller)
+    await deps.service.printers.media_loaded(name, caller)
     printer = await _one_printer(deps, name)
     return _json(MediaLoadedOut(printer=name, runway=printer.runway))
 
@@ -730,7 +730,7 @@ async def drain_printer(request: web.Request) -> web.Response:
     caller = request[CALLER]
     name = request.match_info["name"]
     deps = _deps(request)
-    moved = await deps.service.drain(name, caller)
+    moved = await deps.service.printers.drain(name, caller)
     return _json(DrainOut(printer=await _one_printer(deps, name), moved=moved))
 
 
@@ -740,7 +740,7 @@ async def identify_printer(request: web.Request) -> web.Response:
     name = request.match_info["name"]
     body = await _optional_json(request, IdentifyRequest)
     deps = _deps(request)
-    done = await deps.service.identify(name, body.how, caller, deps.identify)
+    done = await deps.service.printers.identify(name, body.how, caller, deps.identify)
     return _json(IdentifyOut(printer=name, action=done.action, printer_job_id=done.printer_job_id))
 
 
@@ -753,9 +753,9 @@ async def dead_letter(request: web.Request) -> web.Response:
     if problems_:
         raise invalid("invalid query parameters", problems_, "query")
     service = _deps(request).service
-    dead = await service.dead_letters(after_seq=after, limit=limit)
-    counts = await service.jobs_by_state()
-    rehearsal = await service.jobs_by_state(rehearsal=True)  # a person acts on those too
+    dead = await service.views.dead_letters(after_seq=after, limit=limit)
+    counts = await service.views.jobs_by_state()
+    rehearsal = await service.views.jobs_by_state(rehearsal=True)  # a person acts on those too
     return _json(
         DeadLetterOut(
             jobs=[JobOut.from_record(j) for j in dead],
@@ -768,7 +768,7 @@ async def dead_letter(request: web.Request) -> web.Response:
 async def stats(request: web.Request) -> web.Response:
     """GET /v1/stats (tech): jobs by state, dead letters by reason, printers in short."""
     deps = _deps(request)
-    st = await deps.service.stats()
+    st = await deps.service.views.stats()
     printers = [
         PrinterSummaryOut(
             name=snap.name, pool=snap.pool, healthy=snap.healthy,
@@ -790,7 +790,7 @@ async def stats(request: web.Request) -> web.Response:
         StatsOut(
             jobs_by_state={s.value: n for s, n in st.jobs_by_state.items()},
             dead_letters=st.jobs_by_state.get(JobState.DEAD, 0)
-            + (await deps.service.jobs_by_state(rehearsal=True))[JobState.DEAD],
+            + (await deps.service.views.jobs_by_state(rehearsal=True))[JobState.DEAD],
             dead_letters_by_reason=st.dead_by_reason,
             printers=printers,
             pools=pools,
@@ -817,7 +817,7 @@ async def webhook_deliveries(request: web.Request) -> web.Response:
     limit, cursor = _paging(q, 100, problems_)
     if problems_:
         raise invalid("invalid query parameters", problems_, "query")
-    failed = await _deps(request).service.failed_webhook_deliveries(
+    failed = await _deps(request).service.printers.failed_webhook_deliveries(
         after_seq=cursor or 0, limit=limit
     )
     out = [

@@ -232,7 +232,7 @@ class Dispatcher:
     async def _housekeeping(self) -> None:
         """Expire held jobs and delete old documents every ``retention.interval_s``."""
         await self._every(
-            self.config.retention.interval_s, self.service.housekeeping, "housekeeping"
+            self.config.retention.interval_s, self.service.upkeep.housekeeping, "housekeeping"
         )
 
     async def _stock_watch(self) -> None:

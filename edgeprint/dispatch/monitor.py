@@ -171,8 +171,8 @@ class Monitor:
     async def _load(self) -> None:
         if self._loaded:
             return
-        self.epoch = await self.service.printer_epoch(self.name)
-        self.traits = await self.service.printer_traits(self.name) or Traits()
+        self.epoch = await self.service.worker.printer_epoch(self.name)
+        self.traits = await self.service.worker.printer_traits(self.name) or Traits()
         self._traits_saved = self.traits
         self._loaded = True
 
@@ -209,14 +209,14 @@ class Monitor:
             )  # fmt: skip
             self._described = None  # another life: describe it again
         if cause is not None or clock.wall - self._epoch_saved_at >= EPOCH_SAVE_EVERY_S:
-            await self.service.save_printer_epoch(self.name, self.epoch)
+            await self.service.worker.save_printer_epoch(self.name, self.epoch)
             self._epoch_saved_at = clock.wall
         await self._save_traits()
         return cause is not None
 
     async def _save_traits(self) -> None:
         if self.traits != self._traits_saved:
-            await self.service.save_printer_traits(self.name, self.traits)
+            await self.service.worker.save_printer_traits(self.name, self.traits)
             log.info(
                 "printer personality",
                 extra={"event": "printer_personality", "printer": self.name,
@@ -340,7 +340,9 @@ class Monitor:
         await self.health_changed(self.health.on_transport_failure(str(exc), now))
         self.metrics.printer_healthy.labels(printer=self.name).set(int(self.health.healthy))
         if not self.health.healthy:  # jobs named for it keep arriving (or come back): move them
-            await self.service.fail_over_waiting(self.name, self.health.reason or "unreachable")
+            await self.service.printers.fail_over_waiting(
+                self.name, self.health.reason or "unreachable"
+            )
         return now - self.unreachable_since
 
     async def ensure_trust(self) -> None:
@@ -358,13 +360,13 @@ class Monitor:
             self._trusted = True
             return
         url = URL(self.config.uri)
-        pinned = await self.service.printer_pin(self.name)
+        pinned = await self.service.printers.printer_pin(self.name)
         got = await tls.trust(
             url.host or "", url.port or 631, pinned, printer=self.name,
             timeout_s=self.settings.request_timeout_s,
         )  # fmt: skip
         if got.first_contact:
-            await self.service.pin_printer(self.name, got.fingerprint)
+            await self.service.printers.pin_printer(self.name, got.fingerprint)
         self.client.ssl = got.ssl
         self._trusted = True
 
@@ -400,7 +402,7 @@ class Monitor:
                 extra={"event": "printer_bad_answer", "printer": self.name,
                        "error": str(exc), "head_hex": head.hex()},
             )  # fmt: skip
-        await self.service.fail_over_waiting(self.name, problem)
+        await self.service.printers.fail_over_waiting(self.name, problem)
         self.bad_answer_backoff_s = min(
             BAD_ANSWER_BACKOFF_MAX_S,
             max(self.settings.unreachable_retry_max_s, self.bad_answer_backoff_s * 2),
@@ -415,20 +417,20 @@ class Monitor:
         self.metrics.health_changes.labels(
             printer=self.name, healthy=str(change.healthy).lower()
         ).inc()
-        await self.service.printer_health_changed(self.name, change.healthy, change.reason)
+        await self.service.printers.printer_health_changed(self.name, change.healthy, change.reason)
         if change.healthy:
             log.info("printer healthy", extra={"event": "printer_healthy", "printer": self.name})
-            self.service.wake(self.name, self.config.pool)
+            self.service.board.wake(self.name, self.config.pool)
             return
         log.warning(
             "printer unhealthy",
             extra={"event": "printer_unhealthy", "printer": self.name, "why": change.reason},
         )
-        await self.service.fail_over_waiting(self.name, change.reason or "unhealthy")
+        await self.service.printers.fail_over_waiting(self.name, change.reason or "unhealthy")
 
     def _note_paused(self, now: float) -> bool:
         """A technician's pause is a problem too (no new work), from when it was first seen."""
-        paused = self.service.is_paused(self.name)
+        paused = self.name in self.service.admission.paused
         fact = problems.Fact("paused", f"paused: no new work until resumed ({self.name})")
         self.health.ledger.update([fact] if paused else [], now, group="paused")
         return paused

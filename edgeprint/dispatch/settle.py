@@ -94,7 +94,7 @@ class Settlement:
 
     def policy(self) -> Policy:
         """The service's policy, with what this printer is known to do."""
-        base = self.service.policy
+        base = self.service.outcomes.policy
         counting = base.counting | ({self.name} if self.monitor.traits.impressions else set())
         return replace(base, counting=frozenset(counting))
 
@@ -108,7 +108,7 @@ class Settlement:
                 obs = outcome.observation
                 assert obs is not None
                 assert obs.pj is not None
-                _, done = await self.service.settle_printed(
+                _, done = await self.service.outcomes.settle_printed(
                     job, outcome.copy, obs.pj, evidence=obs.evidence.value
                 )
                 if done is not None:
@@ -135,7 +135,7 @@ class Settlement:
         Raises Unsettled when the printer cannot be asked.
         """
         for _ in range(ROUNDS):
-            copies = await self.service.copies_of(job.id)
+            copies = await self.service.worker.copies_of(job.id)
             for c in copies:
                 if c.live and c.printer == self.name and c.printer_job_id is not None:
                     try:
@@ -143,7 +143,7 @@ class Settlement:
                     except MonitoringFailed:
                         continue  # judged as it stands; following it retries the printer
                     await self.observer.record(c, obs, job)
-            copies = await self.service.copies_of(job.id)
+            copies = await self.service.worker.copies_of(job.id)
             verdict = self.judge(job, copies)
             self.metrics.reconciliations.labels(printer=self.name, verdict=verdict.kind).inc()
             log.info(
@@ -161,7 +161,7 @@ class Settlement:
                     return copy
                 case Kind.CANCEL:
                     assert copy is not None
-                    cancelling = await self.service.copy_cancelling(copy, verdict.kind.value)
+                    cancelling = await self.service.worker.copy_cancelling(copy, verdict.kind.value)
                     if cancelling is not None:
                         await self.observer.await_cancel(cancelling)
                 case Kind.WAIT:
@@ -174,11 +174,11 @@ class Settlement:
                     if not await self.observer.find(copy, job):
                         raise Unsettled
                 case _:
-                    current = await self.service.find(job.id)
+                    current = await self.service.worker.find(job.id)
                     if current is None or current.state is not JobState.PRINTING:
                         return True
                     await self._count_outcome(job, verdict)
-                    await self.service.settle_job(job, self.name, verdict)
+                    await self.service.outcomes.settle_job(job, self.name, verdict)
                     return True
         return False
 
@@ -215,19 +215,19 @@ class Settlement:
         cancel it meanwhile.
         """
         if copy.printer_job_id is not None:
-            cancelling = await self.service.copy_cancelling(copy, f"refused: {exc}")
+            cancelling = await self.service.worker.copy_cancelling(copy, f"refused: {exc}")
             if cancelling is not None:
                 # an empty printer job blocks a printer that takes one job at a time
                 await self.observer.send_cancel(cancelling, tries=REFUSED_CANCEL_TRIES)
                 copy = cancelling
-        settled = await self.service.settle_copy(
+        settled = await self.service.outcomes.settle_copy(
             copy, CopyState.REFUSED, str(exc), evidence=Evidence.REFUSED.value
         )
         if settled is None:  # it settled otherwise meanwhile: let the copies decide
             return await self.conclude(job)
-        judged = self.judge(job, await self.service.copies_of(job.id))
+        judged = self.judge(job, await self.service.worker.copies_of(job.id))
         if judged.kind is not Kind.SEND:  # e.g. a person's cancel
-            await self.service.settle_job(job, self.name, judged)
+            await self.service.outcomes.settle_job(job, self.name, judged)
             return True
         if isinstance(exc, errors.PrinterPermanent):
             refusal = Refusal.POISON
@@ -242,7 +242,7 @@ class Settlement:
             )
         sig = f"status:{exc.status_code:#06x}" if exc.status_code else type(exc).__name__
         verdict = on_refusal(job_facts(job), self.name, refusal, sig, str(exc), self.policy())
-        await self.service.settle_job(job, self.name, replace(verdict, copy=settled))
+        await self.service.outcomes.settle_job(job, self.name, replace(verdict, copy=settled))
         return True
 
     async def move_stuck(self, job: JobRecord, copy: Copy, why: str = "") -> Next:
@@ -259,7 +259,9 @@ class Settlement:
         (a job that finished may have printed: moving it could print it twice).
         """
         why = why or self.monitor.health.reason or "it cannot go on"
-        cancelling = await self.service.copy_cancelling(copy, f"{self.name} cannot go on ({why})")
+        cancelling = await self.service.worker.copy_cancelling(
+            copy, f"{self.name} cannot go on ({why})"
+        )
         accepted = False
         after: Copy | None = copy
         if cancelling is not None:
@@ -272,7 +274,7 @@ class Settlement:
                     # all (a cancel taken, the job finished anyway): wait for its word
                     after = await self.observer.await_cancel(after)
             else:
-                after = await self.service.copy(cancelling.id)
+                after = await self.service.worker.copy(cancelling.id)
         cleanly = (
             after is not None
             and not after.live
@@ -298,12 +300,12 @@ class Settlement:
         self.left_live = after is None or after.live
         # failed here: its pool's peers have it first (PEER_FIRST_S), as the printer may look
         # idle once the cancel took its job and still be jammed
-        await self.service.requeue(
+        await self.service.outcomes.requeue(
             job, self.name, reason, self.service.run(), count=False, failure_sig=STUCK_SIG
         )
         # a job named for this printer goes to its pool: the printer may look idle now and
         # still be jammed (its peers take it, as they take its other waiting jobs)
-        await self.service.fail_over_waiting(self.name, reason)
+        await self.service.printers.fail_over_waiting(self.name, reason)
         return True
 
     async def _still_stalled(self) -> bool:
@@ -322,13 +324,13 @@ class Settlement:
             extra={"event": "job_monitoring_failed", "job_id": job.id, "printer": self.name,
                    "printer_job_id": copy.printer_job_id, "error": why},
         )  # fmt: skip
-        await self.service.settle_copy(
+        await self.service.outcomes.settle_copy(
             copy, CopyState.LOST, f"cannot report job state: {why}",
             evidence=Evidence.MONITORING_FAILED.value,
         )  # fmt: skip
         health = self.monitor.health
         await self.monitor.health_changed(health.on_monitoring_failed(why, self._clock()))
-        await self.service.fail_over_waiting(self.name, health.reason or why)
+        await self.service.printers.fail_over_waiting(self.name, health.reason or why)
         await self.conclude(job)
 
     async def give_up_in_hand(self) -> None:
@@ -340,8 +342,8 @@ class Settlement:
         "reprint"``). Its copies stay live here: when the printer comes back
         they are settled (live ones cancelled) before it gets new work.
         """
-        for job in await self.service.printing_on(self.name):
-            copies = await self.service.copies_of(job.id)
+        for job in await self.service.worker.printing_on(self.name):
+            copies = await self.service.worker.copies_of(job.id)
             current = [c for c in copies if c.claim == job.claims and c.live]
             risky = any(c.document_may_have_left for c in current)
             if any(c.cancel_origin == ORIGIN_REQUESTED for c in current):
@@ -349,14 +351,14 @@ class Settlement:
                 why = f"cancelled as asked; {self.name} became unreachable before it confirmed"
                 if risky:
                     why += " (it may have printed part of it)"
-                await self.service.cancelled(job, self.name, why)
+                await self.service.outcomes.cancelled(job, self.name, why)
             elif not risky or self.settings.on_unknown_outcome == "reprint":
-                await self.service.requeue(
+                await self.service.outcomes.requeue(
                     job, self.name, f"{self.name} unreachable; moved to a peer", self.service.run(),
                     count=False,
                 )  # fmt: skip
             else:
-                await self.service.fail(
+                await self.service.outcomes.fail(
                     job, self.name, "outcome_unknown",
                     f"{self.name} became unreachable while it may have been printing the job",
                 )  # fmt: skip
@@ -368,16 +370,16 @@ class Settlement:
         True when it is settled (or could be left); raises Unsettled.
         """
         if copy.printer_job_id is None:
-            if not await self.observer.find(copy, await self.service.find(copy.job_id)):
+            if not await self.observer.find(copy, await self.service.worker.find(copy.job_id)):
                 return False
-            refreshed = await self.service.copy(copy.id)
+            refreshed = await self.service.worker.copy(copy.id)
             if refreshed is None or not refreshed.live or refreshed.printer_job_id is None:
                 return True
             copy = refreshed
         try:
             obs = await self.observer.look(copy)
         except MonitoringFailed as exc:
-            await self.service.settle_copy(
+            await self.service.outcomes.settle_copy(
                 copy, CopyState.LOST, f"cannot report job state: {exc}",
                 evidence=Evidence.MONITORING_FAILED.value,
             )  # fmt: skip
@@ -388,15 +390,17 @@ class Settlement:
                 extra={"event": "stale_copy_cancelled", "job_id": copy.job_id,
                        "printer": self.name, "printer_job_id": copy.printer_job_id},
             )  # fmt: skip
-            cancelling = await self.service.copy_cancelling(copy, "its job left this printer")
+            cancelling = await self.service.worker.copy_cancelling(
+                copy, "its job left this printer"
+            )
             if cancelling is None:
                 return True
             after = await self.observer.await_cancel(cancelling)
             return after is None or not after.live
         settled = await self.observer.record(copy, obs)
         if settled is not None and settled.state is CopyState.PRINTED:
-            await self.service.stale_copy_printed(settled)
-            stale = await self.service.find(copy.job_id)  # its labels came off the roll too
+            await self.service.worker.stale_copy_printed(settled)
+            stale = await self.service.worker.find(copy.job_id)  # its labels came off the roll too
             if stale is not None:
                 await self.monitor.rolls.printed(
                     labels_of(stale.document_pages, stale.copies, stale.from_page),

@@ -180,14 +180,14 @@ class PrinterWorker:
             self._needs_reconcile |= new_epoch
             self._retry_delay_s = self.settings.poll_interval_min_s
             if not m.health.healthy:  # before anything that may wait on the printer
-                await self.service.fail_over_waiting(self.name, m.health.reason or "")
+                await self.service.printers.fail_over_waiting(self.name, m.health.reason or "")
             if self._needs_reconcile and not await self._sweep():
                 await self._hold_off(self.settings.unreachable_retry_max_s)
                 return
             if not m.health.healthy:
                 await self._hold_off(self.settings.unreachable_retry_max_s)
                 return
-            if self.service.is_paused(self.name) or self.retired:
+            if self.name in self.service.admission.paused or self.retired:
                 await self._hold_off(self.settings.idle_probe_interval_s)
                 return
             if status.queued_job_count >= self.config.max_inflight:
@@ -239,7 +239,7 @@ class PrinterWorker:
         epoch = self.monitor.epoch_number
         takes_zpl = formats.takes_raw(self.monitor.capabilities, formats.ZPL)
         if self.monitor.sends != formats.PDF:
-            job = await self.service.claim_next(self.name, takes_zpl=takes_zpl)
+            job = await self.service.worker.claim_next(self.name, takes_zpl=takes_zpl)
             if job is None:
                 await self._idle()
                 return
@@ -250,7 +250,7 @@ class PrinterWorker:
             if rendered is None:
                 return
             fmt, data = rendered
-            copy = await self.service.open_copy(
+            copy = await self.service.worker.open_copy(
                 job, self.name, operation=operation, document_format=fmt,
                 printer_up_s=status.up_time_s, document_bytes=len(data), epoch=epoch,
             )  # fmt: skip
@@ -259,7 +259,7 @@ class PrinterWorker:
                 return
             await self._print(job, copy, data, status)
             return
-        claimed = await self.service.claim_and_open(
+        claimed = await self.service.worker.claim_and_open(
             self.name, operation=operation, document_format=DOCUMENT_FORMAT,
             printer_up_s=status.up_time_s, epoch=epoch, takes_zpl=takes_zpl,
         )  # fmt: skip
@@ -329,7 +329,7 @@ class PrinterWorker:
         True when nothing is left open; then new work may be sent.
         """
         try:
-            for job in await self.service.printing_on(self.name):
+            for job in await self.service.worker.printing_on(self.name):
                 nxt = await self.settle.conclude(job)
                 if isinstance(nxt, Copy):
                     self.current_job = job.id
@@ -339,15 +339,15 @@ class PrinterWorker:
                         self.current_job = None
                 if not nxt:
                     return False
-            current = {(j.id, j.claims) for j in await self.service.printing_on(self.name)}
-            for copy in await self.service.open_copies_on(self.name):
+            current = {(j.id, j.claims) for j in await self.service.worker.printing_on(self.name)}
+            for copy in await self.service.worker.open_copies_on(self.name):
                 if (copy.job_id, copy.claim) in current:
                     continue
                 if not await self.settle.settle_stale(copy):
                     return False
             live = {
                 c.printer_job_id
-                for c in await self.service.open_copies_on(self.name)
+                for c in await self.service.worker.open_copies_on(self.name)
                 if c.printer_job_id is not None
             }
             await self.observer.cancel_strays(live)
@@ -374,7 +374,7 @@ class PrinterWorker:
     async def _idle(self) -> None:
         """Nothing to claim: wait for a wake-up, the next backed-off job, or a probe."""
         timeout = self.settings.idle_probe_interval_s
-        ready_at = await self.service.next_ready_at(self.name)
+        ready_at = await self.service.worker.next_ready_at(self.name)
         if ready_at is not None:
             timeout = min(timeout, max(0.0, ready_at - self.service.run()) + 0.001)
         await self._pause(timeout)

@@ -133,7 +133,7 @@ class BulkActions:
         self._service.check_target(printer, pool, "body")
 
         async def one(job_id: str) -> JobRecord:
-            return await self._service.release(job_id, caller, printer=printer, pool=pool)
+            return await self._service.front.release(job_id, caller, printer=printer, pool=pool)
 
         return await self._run(Action.RELEASE, selector, caller, one)
 
@@ -141,7 +141,7 @@ class BulkActions:
         """→ CANCELLED for each selected job (a PRINTING one: ``cancel-requested``)."""
 
         async def one(job_id: str) -> JobRecord:
-            return await self._service.cancel(job_id, caller)
+            return await self._service.front.cancel(job_id, caller)
 
         return await self._run(Action.CANCEL, selector, caller, one)
 
@@ -149,7 +149,7 @@ class BulkActions:
         """DEAD → RELEASED once for each selected job."""
 
         async def one(job_id: str) -> JobRecord:
-            return await self._service.replay(job_id, caller)
+            return await self._service.front.replay(job_id, caller)
 
         return await self._run(Action.REPLAY, selector, caller, one)
 
@@ -157,7 +157,7 @@ class BulkActions:
         """Each selected DEAD ``outcome_unknown`` job: printed → DONE, else RELEASED."""
 
         async def one(job_id: str) -> JobRecord:
-            return await self._service.resolve(job_id, caller, printed=printed)
+            return await self._service.resolutions.resolve(job_id, caller, printed=printed)
 
         return await self._run(Action.RESOLVE, selector, caller, one)
 

@@ -241,7 +241,7 @@ class ReleaseDesk:
             return None
         if job.state is JobState.HELD:
             try:
-                moved_on = await self.service.check_pin(job, pin, caller)
+                moved_on = await self.service.front.check_pin(job, pin, caller)
             except (errors.PinMismatch, errors.PinRequired):
                 return None
             if moved_on is None:
@@ -265,7 +265,7 @@ class ReleaseDesk:
             members, pool = config.pools[name], True
         else:
             raise errors.PrinterNotFound(name)
-        depths = (await self.service.queues()).waiting
+        depths = (await self.service.views.queues()).waiting
         usable = self.service.admission.usable
         printers = tuple(PlacePrinter(p, depths.get((p, None), 0), usable(p)) for p in members)
         ready = [p for p in printers if p.ready]
@@ -325,7 +325,9 @@ class ReleaseDesk:
         pin: str | None, place_pool: str | None,
     ) -> Outcome:  # fmt: skip
         try:
-            job = await self.service.release(job_id, caller, printer=printer, pool=pool, pin=pin)
+            job = await self.service.front.release(
+                job_id, caller, printer=printer, pool=pool, pin=pin
+            )
         except errors.StateConflict as exc:
             return Outcome(job_id, "conflict", state=exc.state)
         except errors.JobNotFound:

@@ -35,7 +35,7 @@ class Retirements:
         """Move ``printer``'s waiting jobs now; on a store error, keep trying in a task of its
         own and raise the error (the reload logs it)."""
         try:
-            await self.service.retire(printer)
+            await self.service.printers.retire(printer)
         except errors.StoreError:
             task = asyncio.create_task(self._again(printer), name=f"retire:{printer.name}")
             self._tasks.add(task)
@@ -49,7 +49,7 @@ class Retirements:
             if any(p.name == printer.name for p in self.service.config.printers):
                 return  # configured again: its worker prints them
             try:
-                moved = await self.service.retire(printer)
+                moved = await self.service.printers.retire(printer)
             except errors.StoreError:
                 delay = min(2 * delay, RETRY_MAX_S)
                 continue

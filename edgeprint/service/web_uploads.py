@@ -65,4 +65,6 @@ class WebUploads:
         if not meta.hold or meta.release_pin != self.pin_for(form_key):
             raise ValueError("an upload from the page is HELD with the PIN of its form key")
         caller = Caller(CALLER_NAME, "kiosk", correlation_id)
-        return await self._service.submit(meta, document, self.idempotency_key(form_key), caller)
+        return await self._service.front.submit(
+            meta, document, self.idempotency_key(form_key), caller
+        )
