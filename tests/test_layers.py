@@ -255,7 +255,10 @@ def test_the_store_spells_no_state_in_its_sql() -> None:
     from edgeprint.states import JobState
 
     names = [s.value for s in JobState] + [s.value for s in CopyState]
-    for path in ("store/jobs.py", "store/copies.py", "service/jobs.py", "service/admission.py"):
+    store = ("jobs", "job_reads", "job_rows", "copies", "copy_reads", "units")
+    service = ("front", "views", "resolutions", "worker_calls", "outcomes", "printer_controls")
+    paths = [f"store/{m}.py" for m in store] + [f"service/{m}.py" for m in service]
+    for path in (*paths, "service/jobs.py", "service/admission.py"):
         source = (PACKAGE / path).read_text()
         spelled = [n for n in names if f"'{n}'" in source]
         assert spelled == [], f"{path} spells {spelled}"

@@ -8,7 +8,7 @@ import asyncio
 import errno
 import io
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,21 +20,18 @@ from edgeprint.service.records import (
     JobRecord,
 )
 from edgeprint.spool import StagedDocument
-from edgeprint.states import Action, sources
 
 if TYPE_CHECKING:
     from edgeprint.documents.check import PdfFacts
 
 from edgeprint.service.shared import Shared
 
-log = logging.getLogger(__name__)
+#: One logger for every part of the service: the name log readers filter on (issue 28 split it).
+log = logging.getLogger("edgeprint.service.jobs")
 
-Clock = Callable[[], float]
 #: PDFs up to this size are parsed on the event loop (a badge: ~0.15 ms; a hostile 64 KiB
 #: page tree: ~17 ms); larger ones in a worker thread.
 _INLINE_PDF_BYTES = 64 * 1024
-#: The states a release takes (HELD), from the transition table.
-_RELEASABLE = sources(Action.RELEASE)
 
 
 class Documents:

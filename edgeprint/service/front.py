@@ -7,13 +7,13 @@ from __future__ import annotations
 import logging
 import math
 import uuid
-from collections.abc import Callable
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 from edgeprint import errors, pins
 from edgeprint.documents import ladder, zpl
 from edgeprint.logs import log_event
 from edgeprint.runway import labels_of
+from edgeprint.service.documents import Documents
 from edgeprint.service.records import (
     Caller,
     JobRecord,
@@ -21,23 +21,15 @@ from edgeprint.service.records import (
     SubmitResult,
     request_digest,
 )
+from edgeprint.service.shared import Shared
 from edgeprint.spool import StagedDocument
 from edgeprint.states import TERMINAL_STATES, Action, JobState, sources
 from edgeprint.stock import PageSizes
 from edgeprint.store.job_rows import NewJob
 
-if TYPE_CHECKING:
-    pass
+#: One logger for every part of the service: the name log readers filter on (issue 28 split it).
+log = logging.getLogger("edgeprint.service.jobs")
 
-from edgeprint.service.documents import Documents
-from edgeprint.service.shared import Shared
-
-log = logging.getLogger(__name__)
-
-Clock = Callable[[], float]
-#: PDFs up to this size are parsed on the event loop (a badge: ~0.15 ms; a hostile 64 KiB
-#: page tree: ~17 ms); larger ones in a worker thread.
-_INLINE_PDF_BYTES = 64 * 1024
 #: The states a release takes (HELD), from the transition table.
 _RELEASABLE = sources(Action.RELEASE)
 
@@ -233,7 +225,7 @@ class Front:
         if job is None:  # lost a race after the read: the conditional write is the arbiter
             self._release_conflict(job_id, (await self._s.get(job_id)).state, caller)
         self._s.admission.admitted(job.printer, job.pool)
-        self._s._released_ok.inc()
+        self._s.released_ok.inc()
         log_event(
             log,
             "job_released",

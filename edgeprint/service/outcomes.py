@@ -6,8 +6,6 @@ CANCELLED, back to RELEASED).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from edgeprint.backoff import Backoff
 from edgeprint.copies import (
@@ -25,22 +23,11 @@ from edgeprint.service.records import (
     PrinterJobReport,
     job_facts,
 )
-from edgeprint.states import Action, sources
+from edgeprint.service.shared import Shared
 from edgeprint.store import units
 
-if TYPE_CHECKING:
-    pass
-
-from edgeprint.service.shared import Shared
-
-log = logging.getLogger(__name__)
-
-Clock = Callable[[], float]
-#: PDFs up to this size are parsed on the event loop (a badge: ~0.15 ms; a hostile 64 KiB
-#: page tree: ~17 ms); larger ones in a worker thread.
-_INLINE_PDF_BYTES = 64 * 1024
-#: The states a release takes (HELD), from the transition table.
-_RELEASABLE = sources(Action.RELEASE)
+#: One logger for every part of the service: the name log readers filter on (issue 28 split it).
+log = logging.getLogger("edgeprint.service.jobs")
 
 
 class Outcomes:
@@ -100,7 +87,7 @@ class Outcomes:
             case Kind.RETRY:
                 d = self._s.config.dispatch
                 backoff = Backoff(d.retry_base_s, d.retry_max_s)
-                delay = backoff.for_attempt(max(1, job.attempts), self._s._rng)
+                delay = backoff.for_attempt(max(1, job.attempts), self._s.rng)
                 return await self.requeue(
                     job,
                     printer,

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from edgeprint import errors
 from edgeprint.config import PrinterConfig
@@ -20,22 +18,11 @@ from edgeprint.service.records import (
     Identify,
     PrinterCheck,
 )
-from edgeprint.states import Action, sources
+from edgeprint.service.shared import Shared
 from edgeprint.store.outbox import FailedDelivery, Outbox
 
-if TYPE_CHECKING:
-    pass
-
-from edgeprint.service.shared import Shared
-
-log = logging.getLogger(__name__)
-
-Clock = Callable[[], float]
-#: PDFs up to this size are parsed on the event loop (a badge: ~0.15 ms; a hostile 64 KiB
-#: page tree: ~17 ms); larger ones in a worker thread.
-_INLINE_PDF_BYTES = 64 * 1024
-#: The states a release takes (HELD), from the transition table.
-_RELEASABLE = sources(Action.RELEASE)
+#: One logger for every part of the service: the name log readers filter on (issue 28 split it).
+log = logging.getLogger("edgeprint.service.jobs")
 
 
 class PrinterControls:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from edgeprint import errors
 from edgeprint.documents import ladder
@@ -13,21 +11,11 @@ from edgeprint.service.records import (
     Caller,
     JobRecord,
 )
-from edgeprint.states import Action, JobState, sources
-
-if TYPE_CHECKING:
-    pass
-
 from edgeprint.service.shared import Shared
+from edgeprint.states import JobState
 
-log = logging.getLogger(__name__)
-
-Clock = Callable[[], float]
-#: PDFs up to this size are parsed on the event loop (a badge: ~0.15 ms; a hostile 64 KiB
-#: page tree: ~17 ms); larger ones in a worker thread.
-_INLINE_PDF_BYTES = 64 * 1024
-#: The states a release takes (HELD), from the transition table.
-_RELEASABLE = sources(Action.RELEASE)
+#: One logger for every part of the service: the name log readers filter on (issue 28 split it).
+log = logging.getLogger("edgeprint.service.jobs")
 
 
 class Resolutions:

@@ -3,11 +3,9 @@ admission and the printer board (one object, so that a reload reaches every part
 
 from __future__ import annotations
 
-import logging
 import random
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from edgeprint import errors
 from edgeprint.board import PrinterBoard
@@ -21,25 +19,13 @@ from edgeprint.service.audit import AuditTrail
 from edgeprint.service.event import EventService
 from edgeprint.service.stock_routing import StockRouting
 from edgeprint.spool import Spool
-from edgeprint.states import Action, sources
 from edgeprint.store.copies import Copies
 from edgeprint.store.jobs import Jobs
 from edgeprint.store.printer_rows import PrinterRows
 from edgeprint.store.printers import PrinterMemory
 from edgeprint.store.waiting import Waiting
 
-if TYPE_CHECKING:
-    pass
-
-
-log = logging.getLogger(__name__)
-
 Clock = Callable[[], float]
-#: PDFs up to this size are parsed on the event loop (a badge: ~0.15 ms; a hostile 64 KiB
-#: page tree: ~17 ms); larger ones in a worker thread.
-_INLINE_PDF_BYTES = 64 * 1024
-#: The states a release takes (HELD), from the transition table.
-_RELEASABLE = sources(Action.RELEASE)
 
 
 class Shared:
@@ -69,7 +55,8 @@ class Shared:
         self.renditions = renditions
         #: Renders and converts documents in worker processes.
         self.renderer = renderer
-        self._rng = rng or random.Random()
+        #: Jitter for retry back-offs.
+        self.rng = rng or random.Random()
         self.spool = spool
         self.metrics = metrics
         self.clock = clock
@@ -93,7 +80,7 @@ class Shared:
         #: The event's mode: rehearsal or live (issue 23).
         self.event = EventService(jobs.store, self.admission, clock, self.run)
         #: The release counter, looked up once (a label lookup per release is measurable).
-        self._released_ok = metrics.transitions.labels(action="release", outcome="ok")
+        self.released_ok = metrics.transitions.labels(action="release", outcome="ok")
         self._pools = config.pools
         self._printers = {p.name for p in config.printers}
 

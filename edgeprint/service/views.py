@@ -2,31 +2,15 @@
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from edgeprint.service.records import (
     JobRecord,
     JobStats,
 )
-from edgeprint.states import Action, JobState, sources
-from edgeprint.store import stats as store_stats
-
-if TYPE_CHECKING:
-    pass
-
 from edgeprint.service.shared import Shared
-
-log = logging.getLogger(__name__)
-
-Clock = Callable[[], float]
-#: PDFs up to this size are parsed on the event loop (a badge: ~0.15 ms; a hostile 64 KiB
-#: page tree: ~17 ms); larger ones in a worker thread.
-_INLINE_PDF_BYTES = 64 * 1024
-#: The states a release takes (HELD), from the transition table.
-_RELEASABLE = sources(Action.RELEASE)
+from edgeprint.states import JobState
+from edgeprint.store import stats as store_stats
 
 
 @dataclass(frozen=True)

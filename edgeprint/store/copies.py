@@ -22,6 +22,7 @@ from edgeprint.copies import (
     copy_targets,
 )
 from edgeprint.states import Action
+from edgeprint.store.copy_reads import CopyReads, copy_from_row
 from edgeprint.store.guards import (
     CANCELLING,
     LEASED_COPY,
@@ -32,7 +33,7 @@ from edgeprint.store.guards import (
     fenced,
     in_list,
 )
-from edgeprint.store.interface import Params, Row, Store
+from edgeprint.store.interface import Params, Store
 from edgeprint.store.leases import Fence
 
 _LIVE_SQL = in_list(LIVE_COPIES)
@@ -66,7 +67,6 @@ _SETTABLE = frozenset(
         "sheets_completed",
     }
 )
-_COLUMNS = tuple(Copy.__dataclass_fields__)
 
 
 class Figures(Protocol):
@@ -106,13 +106,6 @@ def _figures(pj: Figures | None, outcome: str) -> dict[str, object]:
     return sets
 
 
-def copy_from_row(row: Row) -> Copy:
-    """The :class:`Copy` of a ``SELECT *`` / ``RETURNING *`` row of ``copies``."""
-    d = {k: row[k] for k in _COLUMNS}
-    d["state"] = CopyState(d["state"])
-    return Copy(**d)
-
-
 def transition_sql(action: CopyAction, sets: Mapping[str, Any]) -> str:
     """The conditional UPDATE for ``action`` on one copy (``?`` for its id comes last)."""
     bad = set(sets) - _SETTABLE
@@ -136,11 +129,11 @@ def transition_sql(action: CopyAction, sets: Mapping[str, Any]) -> str:
     )
 
 
-class Copies:
+class Copies(CopyReads):
     """Queries on the ``copies`` table of one :class:`Store`."""
 
     def __init__(self, store: Store, *, fence: Fence | None = None) -> None:
-        self._store = store
+        super().__init__(store)
         #: With printer leases: every write of a printer's worker carries its lease's epoch.
         self.fence = fence
 
@@ -455,46 +448,3 @@ class Copies:
             (document_format, document_bytes, now, copy_id),
         )
         return copy_from_row(rows[0]) if rows else None
-
-    async def get(self, copy_id: int) -> Copy | None:
-        rows = await self._store.read("SELECT * FROM copies WHERE id = ?", (copy_id,))
-        return copy_from_row(rows[0]) if rows else None
-
-    async def of_job(self, job_id: str) -> list[Copy]:
-        """Every copy of the job, oldest first."""
-        rows = await self._store.read(
-            "SELECT * FROM copies WHERE job_id = ? ORDER BY id", (job_id,)
-        )
-        return [copy_from_row(r) for r in rows]
-
-    async def open_on(self, printer: str) -> list[Copy]:
-        """Live copies on ``printer`` (anything it may still hold), oldest first."""
-        rows = await self._store.read(
-            f"SELECT * FROM copies WHERE printer = ? AND state IN ({_LIVE_SQL}) ORDER BY id",
-            (printer,),
-        )
-        return [copy_from_row(r) for r in rows]
-
-    async def known_printer_jobs(
-        self, printer: str, epoch: int | None = None
-    ) -> set[tuple[int, int | None]]:
-        """(job-id, time-at-creation) of the copies on ``printer`` whose job-id is known.
-
-        A printer reuses job-ids after a restart, so a job is "known" by both
-        (``None`` for a copy whose time-at-creation was never learnt); with ``epoch``,
-        only copies made in that epoch (or before epochs were recorded) count.
-        """
-        if epoch is None:
-            rows = await self._store.read(
-                "SELECT printer_job_id, created_s FROM copies "
-                "WHERE printer = ? AND printer_job_id IS NOT NULL",
-                (printer,),
-            )
-        else:
-            rows = await self._store.read(
-                "SELECT printer_job_id, created_s FROM copies "
-                "WHERE printer = ? AND printer_job_id IS NOT NULL "
-                "AND (epoch = ? OR epoch IS NULL)",
-                (printer, epoch),
-            )
-        return {(int(r[0]), None if r[1] is None else int(r[1])) for r in rows}

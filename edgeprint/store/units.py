@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from edgeprint.copies import Copy, CopyState
 from edgeprint.records import JobRecord
-from edgeprint.store.copies import Copies, Figures, copy_from_row
+from edgeprint.store.copies import Copies, Figures
+from edgeprint.store.copy_reads import copy_from_row
 from edgeprint.store.jobs import Jobs
 from edgeprint.store.stock_sql import StockCondition
 
