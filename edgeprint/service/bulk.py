@@ -1,10 +1,10 @@
 """Many jobs at once: release, cancel, replay or resolve jobs chosen by id or by a filter.
 
-Each selected job goes through its single-job use case (:meth:`JobService.release`,
-``cancel``, ``replay``, ``resolve``), so its conditional write stays the only arbiter: a
-job acted on by a bulk call and, at the same moment, by another bulk call or a single
-call is acted on exactly once, and every loser is told ``conflict`` with the state it
-found. A bulk call is therefore not one transaction: each job's outcome is its own, and
+Each selected job goes through its single-job use case (:meth:`Front.release`,
+``cancel``, ``replay``, :meth:`Resolutions.resolve`), so its conditional write stays the
+only arbiter: a job acted on by a bulk call and, at the same moment, by another bulk call
+or a single call is acted on exactly once, and every loser is told ``conflict`` with the
+state it found. A bulk call is therefore not one transaction: each job's outcome is its own, and
 the answer lists them all (DESIGN §5, "Many jobs at once").
 """
 

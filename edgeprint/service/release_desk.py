@@ -16,7 +16,7 @@ the PIN settings), so parallel guesses cannot outrun the lock; a right one gives
 only its own count (so a person's own valid code does not wipe an attacker's wrong
 guesses), and the count ages out ``pin_lockout_s`` after the last wrong try. A wrong
 credential is one fixed error whether or not such an owner exists. Releases go through
-:meth:`JobService.release` one job at a time, so exactly-once, PIN rules, admission
+:meth:`Front.release` one job at a time, so exactly-once, PIN rules, admission
 and failover stay what they are.
 """
 

@@ -1,7 +1,7 @@
 """Printers a reload removed whose waiting jobs the store could not move yet (issue 27 §4).
 
 A reload that removes a printer moves its waiting jobs to the printer's pool
-(:meth:`JobService.retire`). When the disk refuses that write (read-only, I/O errors),
+(:meth:`PrinterControls.retire`). When the disk refuses that write (read-only, I/O errors),
 the removed printer's worker claims nothing new, so without a second try those jobs
 would wait for ever: :class:`Retirements` tries again, with back-off, until the store
 takes the write, unless a later reload configured the printer again.
