@@ -16,9 +16,7 @@ from typing import TYPE_CHECKING
 from edgeprint import errors
 from edgeprint.documents import pages, zpl
 from edgeprint.logs import log_event
-from edgeprint.service.records import (
-    JobRecord,
-)
+from edgeprint.service.records import JobRecord
 from edgeprint.spool import StagedDocument
 
 if TYPE_CHECKING:

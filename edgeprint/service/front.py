@@ -14,13 +14,7 @@ from edgeprint.documents import ladder, zpl
 from edgeprint.logs import log_event
 from edgeprint.runway import labels_of
 from edgeprint.service.documents import Documents
-from edgeprint.service.records import (
-    Caller,
-    JobRecord,
-    JobRequest,
-    SubmitResult,
-    request_digest,
-)
+from edgeprint.service.records import Caller, JobRecord, JobRequest, SubmitResult, request_digest
 from edgeprint.service.shared import Shared
 from edgeprint.spool import StagedDocument
 from edgeprint.states import TERMINAL_STATES, Action, JobState, sources

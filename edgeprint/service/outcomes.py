@@ -8,21 +8,9 @@ from __future__ import annotations
 import logging
 
 from edgeprint.backoff import Backoff
-from edgeprint.copies import (
-    Copy,
-    CopyState,
-    Kind,
-    Policy,
-    Verdict,
-    judge,
-    on_failure,
-)
+from edgeprint.copies import Copy, CopyState, Kind, Policy, Verdict, judge, on_failure
 from edgeprint.logs import log_event
-from edgeprint.service.records import (
-    JobRecord,
-    PrinterJobReport,
-    job_facts,
-)
+from edgeprint.service.records import JobRecord, PrinterJobReport, job_facts
 from edgeprint.service.shared import Shared
 from edgeprint.store import units
 

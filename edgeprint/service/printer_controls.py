@@ -11,13 +11,7 @@ from edgeprint import errors
 from edgeprint.config import PrinterConfig
 from edgeprint.logs import log_event
 from edgeprint.runway import Roll
-from edgeprint.service.records import (
-    Caller,
-    CheckPrinter,
-    Identified,
-    Identify,
-    PrinterCheck,
-)
+from edgeprint.service.records import Caller, CheckPrinter, Identified, Identify, PrinterCheck
 from edgeprint.service.shared import Shared
 from edgeprint.store.outbox import FailedDelivery, Outbox
 

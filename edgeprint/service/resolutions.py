@@ -7,10 +7,7 @@ import logging
 from edgeprint import errors
 from edgeprint.documents import ladder
 from edgeprint.logs import log_event
-from edgeprint.service.records import (
-    Caller,
-    JobRecord,
-)
+from edgeprint.service.records import Caller, JobRecord
 from edgeprint.service.shared import Shared
 from edgeprint.states import JobState
 

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from edgeprint.service.records import (
-    JobRecord,
-    JobStats,
-)
+from edgeprint.service.records import JobRecord, JobStats
 from edgeprint.service.shared import Shared
 from edgeprint.states import JobState
 from edgeprint.store import stats as store_stats

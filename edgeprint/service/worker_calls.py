@@ -6,19 +6,12 @@ from __future__ import annotations
 
 import logging
 
-from edgeprint.copies import (
-    Copy,
-    CopyState,
-)
+from edgeprint.copies import Copy, CopyState
 from edgeprint.epochs import Epoch
 from edgeprint.logs import log_event
 from edgeprint.personality import Traits
 from edgeprint.runway import Roll
-from edgeprint.service.records import (
-    JobRecord,
-    PrinterJobMade,
-    PrinterJobReport,
-)
+from edgeprint.service.records import JobRecord, PrinterJobMade, PrinterJobReport
 from edgeprint.service.shared import Shared
 from edgeprint.store import units
 
