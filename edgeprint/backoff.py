@@ -51,9 +51,3 @@ class Backoff:
     def reset(self) -> None:
         """A success: the next failure waits the base delay again."""
         self.delay_s = self.base_s
-
-
-def retry_delay(attempt: int, base_s: float, cap_s: float, rng: random.Random) -> float:
-    """Delay before a job's retry number ``attempt`` (1 = first retry): see
-    :meth:`Backoff.for_attempt`."""
-    return Backoff(base_s, cap_s).for_attempt(attempt, rng)

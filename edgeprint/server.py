@@ -28,12 +28,12 @@ from edgeprint.board import PrinterBoard
 from edgeprint.certificates import CertificateError
 from edgeprint.config import Config, load_config
 from edgeprint.dispatch.dispatcher import Dispatcher
+from edgeprint.dispatch.leases import LeaseKeeper
 from edgeprint.documents.cache import RenditionCache
 from edgeprint.documents.render import RenderPool
 from edgeprint.ipp_server import advertise
 from edgeprint.metrics import Metrics
 from edgeprint.service import Caller, JobService, clock_watch
-from edgeprint.service.leases import LeaseKeeper
 from edgeprint.service.previews import Previews
 from edgeprint.service.retirements import Retirements
 from edgeprint.spool import Spool
@@ -139,7 +139,7 @@ def _listen_to_other_appliances(store: Store, service: JobService) -> None:
     from edgeprint.store.postgres import PostgresStore
 
     async def on_notice(n: Notice) -> None:
-        await service.notified(n.kind, n.printer, n.pool, n.paused)
+        await service.printers.notified(n.kind, n.printer, n.pool, n.paused)
 
     assert isinstance(store, PostgresStore)
     store.listen(on_notice)
@@ -229,8 +229,10 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
             )  # fmt: skip
             if keeper is not None:
                 keeper.on_change = dispatcher.lease_changed
-                keeper.after_beat = service.load_paused  # a pause made on another appliance
-            await service.load_paused()
+                keeper.after_beat = (
+                    service.printers.load_paused
+                )  # a pause made on another appliance
+            await service.printers.load_paused()
             await service.event.apply_config(config.event.mode)  # issue 23: [event] mode
             _listen_to_other_appliances(store, service)
             retirements = Retirements(service)
@@ -357,7 +359,7 @@ async def _api(
                 raise
         if watch is not None and (failing := watch.problem()) is not None:
             raise failing  # the disk's kind and since when; the probe sees it come back
-        await store.write("SELECT 1")
+        await backends.write_probe(store)
 
     auth = TokenAuth(list(config.tokens))
     limiter = TokenRateLimiter(config.server.rate_limit)

@@ -56,7 +56,7 @@ class MemoryService:
         staged = self.service.spool.stage()
         staged.write(make_pdf() if document is None else document)
         fields: dict[str, Any] = {"owner": "ann", "pool": "lobby", **meta}
-        return await self.service.submit(SubmitMetadata(**fields), staged, key, KIOSK)
+        return await self.service.front.submit(SubmitMetadata(**fields), staged, key, KIOSK)
 
 
 @pytest.fixture
@@ -73,5 +73,5 @@ async def memory_service(tmp_path: Path) -> AsyncIterator[MemoryService]:
     try:
         yield MemoryService(service, store, clock)
     finally:
-        service.close()
+        service.documents.close()
         await store.close()

@@ -225,7 +225,7 @@ async def test_release_page_and_upload_name_the_owner_and_the_address(
 
         status, page, _ = await _post(app, await _form_key(app), make_pdf("up"), owner="bea")
         assert status == 201
-        (made,) = await app.running.service.list_jobs(owner="bea", limit=5)
+        (made,) = await app.running.service.views.list_jobs(owner="bea", limit=5)
         await trail.one(
             actor="bea",
             actor_kind="owner",
@@ -448,7 +448,7 @@ async def test_the_housekeeping_sweeps_rows_past_the_retention(
             await service.audit.log.record(
                 AuditEntry(at, "tech-1", "token", "127.0.0.1", "pause", "printer", target, "done")
             )
-        await service.housekeeping()
+        await service.upkeep.housekeeping()
         assert [e.target for e in await service.audit.since(None, limit=10)] == ["recent"]
 
 

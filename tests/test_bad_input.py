@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 import yarl
 
-from edgeprint.store.jobs import JobRecord
+from edgeprint.records import JobRecord
 from testbed.pdfs import (
     make_deep_page_tree_pdf,
     make_encrypted_pdf,

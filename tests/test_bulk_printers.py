@@ -119,7 +119,7 @@ async def test_replay_dead_letters_by_reason_prints_each_once(
     cfg = rig_config(tmp_path / "data", printers)
     del cfg["printers"][1]["pool"]  # printer-02 alone: paused while the dead letters are made
     async with appliance(cfg) as (run, kiosk):
-        await run.service.set_paused("printer-02", True, TECH)
+        await run.service.printers.set_paused("printer-02", True, TECH)
         exhausted = [
             await dead_on(kiosk, run, f"bulk-dead-x{i:03d}", "attempts_exhausted", "ann")
             for i in range(10)
@@ -127,7 +127,7 @@ async def test_replay_dead_letters_by_reason_prints_each_once(
         poison = [
             await dead_on(kiosk, run, f"bulk-dead-p{i:03d}", "poison", "ann") for i in range(2)
         ]
-        await run.service.set_paused("printer-02", False, TECH)
+        await run.service.printers.set_paused("printer-02", False, TECH)
         by_reason = {"filter": {"dead_reason": "attempts_exhausted"}, "limit": 100}
         results = await asyncio.gather(
             kiosk.post("/v1/jobs/replay", by_reason, tech=True),
@@ -158,7 +158,7 @@ async def test_bulk_resolve_racing_single_resolutions_settles_each_once(
     cfg = rig_config(tmp_path / "data", printers)
     del cfg["printers"][1]["pool"]  # printer-02 alone: paused while the dead letters are made
     async with appliance(cfg) as (run, kiosk):
-        await run.service.set_paused("printer-02", True, TECH)
+        await run.service.printers.set_paused("printer-02", True, TECH)
         unknown = [
             await dead_on(kiosk, run, f"bulk-unk-{i:03d}", "outcome_unknown", "ann")
             for i in range(12)
@@ -166,7 +166,7 @@ async def test_bulk_resolve_racing_single_resolutions_settles_each_once(
         poison = [
             await dead_on(kiosk, run, f"bulk-unk-p{i:03d}", "poison", "ann") for i in range(2)
         ]
-        await run.service.set_paused("printer-02", False, TECH)
+        await run.service.printers.set_paused("printer-02", False, TECH)
         saw_it = set(unknown[::3])
         results = await asyncio.gather(
             kiosk.post(

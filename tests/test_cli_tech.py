@@ -43,10 +43,13 @@ async def _dead_job(app: Appliance, key: str, owner: str = "ann") -> dict[str, A
     job = await (
         await app.submit({"owner": owner, "printer": "printer-03", "hold": False}, key=key)
     ).json()
-    claimed = await app.running.service.claim_next("printer-03")
+    claimed = await app.running.service.worker.claim_next("printer-03")
     assert claimed is not None
     assert claimed.id == job["id"]
-    assert await app.running.service.fail(claimed, "printer-03", "poison", "bad PDF") is not None
+    assert (
+        await app.running.service.outcomes.fail(claimed, "printer-03", "poison", "bad PDF")
+        is not None
+    )
     return job
 
 

@@ -15,7 +15,8 @@ from edgeprint.service.clock_watch import ClockWatch, words
 from edgeprint.states import Action, JobState
 from edgeprint.store import run_clock
 from edgeprint.store.interface import Store
-from edgeprint.store.jobs import Jobs, NewJob
+from edgeprint.store.job_rows import NewJob
+from edgeprint.store.jobs import Jobs
 
 
 class Ticks:

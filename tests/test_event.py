@@ -14,7 +14,8 @@ import pytest
 from edgeprint.states import JobState
 from edgeprint.store.event import EventModes
 from edgeprint.store.interface import Store
-from edgeprint.store.jobs import Jobs, NewJob
+from edgeprint.store.job_rows import NewJob
+from edgeprint.store.jobs import Jobs
 from testbed.rig import Rig
 from tests.conftest import TECH_TOKEN, Appliance
 from tests.polling import eventually
@@ -33,10 +34,13 @@ async def _job(app: Appliance, key: str, **meta: Any) -> dict[str, Any]:
 async def _dead(app: Appliance, key: str) -> dict[str, Any]:
     """A job parked DEAD as a worker parks a poison job (printer-03 is unreachable here)."""
     job = await _job(app, key, printer="printer-03", hold=False)
-    claimed = await app.running.service.claim_next("printer-03")
+    claimed = await app.running.service.worker.claim_next("printer-03")
     assert claimed is not None
     assert claimed.id == job["id"]
-    assert await app.running.service.fail(claimed, "printer-03", "poison", "bad PDF") is not None
+    assert (
+        await app.running.service.outcomes.fail(claimed, "printer-03", "poison", "bad PDF")
+        is not None
+    )
     return job
 
 
@@ -243,7 +247,7 @@ async def test_go_live_during_a_run_lets_the_job_in_hand_finish_as_rehearsal(
             "both badges on paper",
         )
         assert f"edgeprint-{queued['id']}" not in {p.job_name for p in slow_printer.printed(name)}
-        stats = await run.service.stats()
+        stats = await run.service.views.stats()
         assert stats.jobs_by_state[JobState.DONE] == 1  # the live one only
         printed = run.service.metrics.registry.get_sample_value(
             "edgeprint_jobs_printed_total", {"printer": name}

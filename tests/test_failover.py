@@ -73,7 +73,7 @@ async def test_printer_dies_mid_run_peers_take_its_work(
              "jam": lambda: rig.clear_fault("printer-02")}[fault]()  # fmt: skip
 
             async def settled() -> bool:
-                return not await run.service.open_copies_on("printer-02")
+                return not await run.service.worker.open_copies_on("printer-02")
 
             await eventually(settled, "printer-02's copies settled", timeout_s=20)
     _check_outcome(rig, jobs)

@@ -219,7 +219,7 @@ async def test_a_slow_printer_that_answers_is_never_shown_down_nor_its_job_moved
             assert looks >= 10  # it was looked at all along the slow job
             final = await kiosk.job(job["id"])
             assert (final["state"], final["printed_on"]) == ("DONE", "printer-01"), final
-            copies = await run.service.copies_of(job["id"])
+            copies = await run.service.worker.copies_of(job["id"])
             assert [(c.printer, c.state.value) for c in copies] == [("printer-01", "printed")]
     assert [p.job_name for p in printers.printed("printer-01")] == [f"edgeprint-{job['id']}"]
     assert printers.printed("printer-02") == []
@@ -228,7 +228,7 @@ async def test_a_slow_printer_that_answers_is_never_shown_down_nor_its_job_moved
 async def _acknowledged_on(run: Running, job_id: str, printer: str) -> bool:
     return any(
         c.printer == printer and c.state.value in ("acknowledged", "cancelling")
-        for c in await run.service.copies_of(job_id)
+        for c in await run.service.worker.copies_of(job_id)
     )
 
 
@@ -274,11 +274,13 @@ async def test_a_badge_stalled_at_its_printer_prints_once_on_the_peer_within_the
             printers.clear_fault("printer-01")  # a person clears the jam: nothing more prints
 
             async def settled_there() -> bool:
-                copies = await run.service.copies_of(job["id"])
+                copies = await run.service.worker.copies_of(job["id"])
                 return all(not c.live for c in copies)
 
             await eventually(settled_there, "printer-01's copy settled", timeout_s=20)
-            states = {(c.printer, c.state.value) for c in await run.service.copies_of(job["id"])}
+            states = {
+                (c.printer, c.state.value) for c in await run.service.worker.copies_of(job["id"])
+            }
             assert states == {("printer-01", "cancelled"), ("printer-02", "printed")}, states
     assert [p.job_name for p in printers.printed("printer-02")] == [f"edgeprint-{job['id']}"]
     assert printers.printed("printer-01") == []

@@ -21,7 +21,8 @@ from edgeprint.documents import inspect_pdf
 from edgeprint.printers.codec import GroupTag, Operation, Status, Tag, attr
 from edgeprint.states import JobState
 from edgeprint.store.interface import Store
-from edgeprint.store.jobs import Jobs, NewJob
+from edgeprint.store.job_rows import NewJob
+from edgeprint.store.jobs import Jobs
 from edgeprint.store.reprints import NewReprint, Reprints
 from edgeprint.titles import MAX_TITLE_CHARS, clean_title, file_title
 from testbed.pdfs import make_pdf
@@ -232,7 +233,7 @@ async def test_an_uploaded_files_name_is_the_title(make_appliance: Callable[...,
         await _set_code(app)
         await _upload(app, titled_pdf("the PDF's own"), "Ann Lee badge.pdf")
         await _upload(app, make_pdf("second"), "C:\\fakepath\\poster %22final%22.pdf")
-        jobs = await app.running.service.list_jobs(owner="ann", limit=10)
+        jobs = await app.running.service.views.list_jobs(owner="ann", limit=10)
         titles = {j.id: j.title for j in jobs}
         assert sorted(t or "" for t in titles.values()) == [
             "Ann Lee badge.pdf",

@@ -8,6 +8,7 @@ inside functions and under ``TYPE_CHECKING`` count like any other.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -67,7 +68,10 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "documents": (("edgeprint.documents",), ()),
     "printers": (("edgeprint.printers",), ()),
     "service": (("edgeprint.service",), ("store", "documents")),
-    "dispatch": (("edgeprint.dispatch",), ("service", "printers", "documents")),
+    "dispatch": (("edgeprint.dispatch",), ("service", "printers", "documents", "leases")),
+    # issue 28: printer ownership when the store is shared (a lease per printer, renewed by
+    # a heartbeat) is the dispatcher's, and it alone of the dispatcher reads its store rows
+    "leases": (("edgeprint.dispatch.leases",), ("store",)),
     # the outbox's reader and sender: it reads what the service wrote in the same transaction
     "webhooks": (("edgeprint.webhooks",), ("store",)),
     # the wire models the two front doors share (JSON bodies, validated submissions); a
@@ -92,6 +96,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "printers",
             "service",
             "dispatch",
+            "leases",
             "webhooks",
             "models",
             "ipp_server",
@@ -316,7 +321,10 @@ def test_the_store_spells_no_state_in_its_sql() -> None:
     from edgeprint.states import JobState
 
     names = [s.value for s in JobState] + [s.value for s in CopyState]
-    for path in ("store/jobs.py", "store/copies.py", "service/jobs.py", "service/admission.py"):
+    store = ("jobs", "job_reads", "job_rows", "copies", "copy_reads", "units")
+    service = ("front", "views", "resolutions", "worker_calls", "outcomes", "printer_controls")
+    paths = [f"store/{m}.py" for m in store] + [f"service/{m}.py" for m in service]
+    for path in (*paths, "service/jobs.py", "service/admission.py"):
         source = (PACKAGE / path).read_text()
         spelled = [n for n in names if f"'{n}'" in source]
         assert spelled == [], f"{path} spells {spelled}"
@@ -338,6 +346,92 @@ def test_the_guards_say_what_the_tables_say() -> None:
     assert guards.CANCELLING is C.CANCELLING
     assert guards.UNREQUESTED == (C.CREATING,)
     assert guards.in_list([S.RELEASED, S.HELD]) == "'HELD', 'RELEASED'"
+
+
+#: SQL text: a statement's verb and, later in the same string, its clause (case as written).
+_SQL = re.compile(
+    r"\b(SELECT|UPDATE|INSERT|DELETE)\b.*\b(FROM|SET|INTO|WHERE)\b|\bSELECT 1\b", re.S
+)
+#: Keyword arguments that hand a store column names or a guard's SQL.
+_STORE_KEYWORDS = {"sets", "guard", "guard_params"}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the docstring constants of ``tree`` (text for people, not SQL)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                out.add(id(first.value))
+    return out
+
+
+def store_leaks(source: str) -> list[str]:
+    """What of the store's own language ``source`` speaks: SQL text in a string, a ``GUARD_``
+    name, or a ``sets=`` / ``guard=`` argument (each as a sentence with its line)."""
+    tree = ast.parse(source)
+    skip = _docstrings(tree)
+    for joined in ast.walk(tree):  # an f-string's parts are read with it, as one text
+        if isinstance(joined, ast.JoinedStr):
+            skip |= {id(v) for v in joined.values}
+    out: list[str] = []
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        text = None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+            text = node.value
+        elif isinstance(node, ast.JoinedStr):
+            text = "".join(
+                str(v.value) if isinstance(v, ast.Constant) else "{}" for v in node.values
+            )
+        if text is not None and _SQL.search(text):
+            out.append(f"line {line}: SQL text {text[:40]!r}")
+        names = []
+        if isinstance(node, ast.ImportFrom):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.Name):
+            names = [node.id]
+        elif isinstance(node, ast.Attribute):
+            names = [node.attr]
+        out += [f"line {line}: guard {n}" for n in names if n.startswith("GUARD_")]
+        if isinstance(node, ast.keyword) and node.arg in _STORE_KEYWORDS:
+            out.append(f"line {node.value.lineno}: store argument {node.arg}=")
+    return sorted(out)
+
+
+def test_no_sql_guard_or_column_dict_above_the_store() -> None:
+    """Only edgeprint/store/ speaks SQL, names a guard or hands a column dict to a write: the
+    layers above ask for named operations (issue 28)."""
+    leaks = {
+        str(path.relative_to(PACKAGE)): found
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.relative_to(PACKAGE).parts[0] != "store"
+        and (found := store_leaks(path.read_text()))
+    }
+    assert leaks == {}
+
+
+def test_a_store_leak_is_caught() -> None:
+    """A planted query, guard import and column dict are each reported; a docstring that
+    describes a statement, and a message naming a DELETE route, are not."""
+    source = (
+        '"""Each change is one ``UPDATE … WHERE state IN (…)``."""\n'
+        "from edgeprint.store.jobs import GUARD_PRINTED\n"
+        'ROWS = f"SELECT id FROM jobs WHERE state = {x}"\n'
+        "HINT = 'codes and cards (DELETE /v1/owners/OWNER) and set new ones'\n"
+        "async def f(jobs):\n"
+        "    await jobs.transition('a', sets={'printer': None}, guard=GUARD_PRINTED)\n"
+        "    await store.write('SELECT 1')\n"
+    )
+    assert store_leaks(source) == [
+        "line 2: guard GUARD_PRINTED",
+        "line 3: SQL text 'SELECT id FROM jobs WHERE state = {}'",
+        "line 6: guard GUARD_PRINTED",
+        "line 6: store argument guard=",
+        "line 6: store argument sets=",
+        "line 7: SQL text 'SELECT 1'",
+    ]
 
 
 def _top_level_imports(path: Path) -> set[str]:

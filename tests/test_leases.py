@@ -12,15 +12,16 @@ import pytest
 from edgeprint import errors
 from edgeprint.config import ClusterConfig, parse_config
 from edgeprint.copies import CopyState
+from edgeprint.dispatch.leases import LeaseKeeper
 from edgeprint.metrics import Metrics
 from edgeprint.models import SubmitMetadata
 from edgeprint.printers.ipp import PrinterJobRef
+from edgeprint.records import JobRecord
 from edgeprint.service import Caller, JobService
-from edgeprint.service.leases import LeaseKeeper
 from edgeprint.spool import Spool
 from edgeprint.states import JobState
 from edgeprint.store.interface import Store
-from edgeprint.store.jobs import JobRecord, Jobs
+from edgeprint.store.jobs import Jobs
 from edgeprint.store.leases import Fence, Leases
 from testbed.pdfs import make_pdf
 from tests.conftest import config_dict
@@ -62,7 +63,7 @@ async def _released(service: JobService, key: str) -> None:
     staged = service.spool.stage()
     staged.write(make_pdf())
     meta = SubmitMetadata(owner="ann", printer="printer-01", hold=False)
-    await service.submit(meta, staged, key, KIOSK)
+    await service.front.submit(meta, staged, key, KIOSK)
 
 
 async def _beats(*pairs: tuple[LeaseKeeper, Clock], until: float, step: float = 1.0) -> None:
@@ -87,10 +88,10 @@ async def test_a_stale_owners_claim_copy_and_outcome_change_nothing(
         await keep_a.beat()
         assert keep_a.fence.epochs == dict.fromkeys(PRINTERS, 1)
         await _released(a, "lease-key-0001")
-        job = await a.claim_next("printer-01")
+        job = await a.worker.claim_next("printer-01")
         assert job is not None
         assert job.state is JobState.PRINTING
-        copy = await a.open_copy(
+        copy = await a.worker.open_copy(
             job, "printer-01", operation="Create-Job", document_format="application/pdf",
             printer_up_s=None,
         )  # fmt: skip
@@ -103,24 +104,24 @@ async def test_a_stale_owners_claim_copy_and_outcome_change_nothing(
         # the zombie wakes (its monotonic clock moved on meanwhile) with epoch 1 in hand:
         # nothing it writes changes a row
         clock_a.now += CLUSTER.lease_s + CLUSTER.margin_s + 2
-        assert await a.copy_created(copy, PrinterJobRef(7), sending=True) is None
-        assert await a.requeue(job, "printer-01", "stale", 0.0, count=False) is None
-        assert await a.fail(job, "printer-01", "poison", "stale") is None
+        assert await a.worker.copy_created(copy, PrinterJobRef(7), sending=True) is None
+        assert await a.outcomes.requeue(job, "printer-01", "stale", 0.0, count=False) is None
+        assert await a.outcomes.fail(job, "printer-01", "poison", "stale") is None
         await _released(a, "lease-key-0002")
-        assert await a.claim_next("printer-01") is None
+        assert await a.worker.claim_next("printer-01") is None
         # and its own clock says it may not send either
         assert not keep_a.may_send("printer-01")
-        stored = await b.copy(copy.id)
+        stored = await b.worker.copy(copy.id)
         assert stored is not None
         assert stored.state is CopyState.CREATING
         # the new owner settles what the old one left (as its reconciliation does)
-        created = await b.copy_created(copy, PrinterJobRef(7), sending=True)
+        created = await b.worker.copy_created(copy, PrinterJobRef(7), sending=True)
         assert created is not None
         assert created.state is CopyState.SENDING
-        back = await b.requeue(job, "printer-01", "taken over", 0.0, count=False)
+        back = await b.outcomes.requeue(job, "printer-01", "taken over", 0.0, count=False)
         assert isinstance(back, JobRecord)
         assert back.state is JobState.RELEASED
-        claimed = await b.claim_next("printer-01")
+        claimed = await b.worker.claim_next("printer-01")
         assert claimed is not None
         assert claimed.printed_on == "printer-01"
 

@@ -18,11 +18,13 @@ from edgeprint.server import running
 from edgeprint.states import JobState
 from edgeprint.store.documents import DbDocuments
 from edgeprint.store.interface import Store
-from edgeprint.store.jobs import Jobs, NewJob
+from edgeprint.store.job_rows import NewJob
+from edgeprint.store.jobs import Jobs
 from edgeprint.store.outbox import Outbox
 from edgeprint.store.pg_connection import Notice
 from edgeprint.store.pg_statements import translate
 from edgeprint.store.postgres import PostgresStore
+from edgeprint.store.printer_rows import PrinterRows
 from testbed.config import config_dict
 from tests.polling import eventually
 
@@ -233,7 +235,7 @@ async def test_changes_are_notified_to_the_other_appliances_at_commit_only(pg_ur
         )
         heard_first = await asyncio.wait_for(notices.get(), timeout=10)
         assert heard_first == Notice("ready", "printer-02", None, None)
-        await Jobs(b).set_paused("printer-02", True, now=1.0, actor="tech")
+        await PrinterRows(b).set_paused("printer-02", True, now=1.0, actor="tech")
         assert await asyncio.wait_for(notices.get(), timeout=10) == Notice(
             "flags", "printer-02", None, True
         )

@@ -59,11 +59,13 @@ async def test_printer_dies_right_after_printing_no_second_copy(
         assert status == 200
         [final] = await kiosk.wait_states([job["id"]], {"DEAD", "DONE"}, timeout_s=30)
         assert (final["state"], final["dead_reason"]) == ("DEAD", "outcome_unknown")
-        assert [c.job_id for c in await run.service.open_copies_on("printer-01")] == [job["id"]]
+        assert [c.job_id for c in await run.service.worker.open_copies_on("printer-01")] == [
+            job["id"]
+        ]
         printers.restart("printer-01")
 
         async def settled() -> bool:  # the worker's own back-off decides when it looks
-            return not await run.service.open_copies_on("printer-01")
+            return not await run.service.worker.open_copies_on("printer-01")
 
         await eventually(settled, "printer-01's copy settled", timeout_s=20)
         after = await kiosk.submit("after-restart", printer="printer-01", hold=False)

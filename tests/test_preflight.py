@@ -102,7 +102,7 @@ async def test_preflight_prints_a_test_badge_on_each_printer_and_times_it(
             ids.append(job["id"])
         names = printed_names(printers)
         assert {n: len(ps) for n, ps in names.items()} == {f"edgeprint-{i}": 1 for i in ids}
-        live = await run.service.jobs_by_state()
+        live = await run.service.views.jobs_by_state()
         assert sum(live.values()) == 0  # no live figure counts the test badges
 
 
@@ -290,7 +290,9 @@ async def test_check_endpoint_and_preflight_on_an_ipps_pin(
 async def _eventually_pinned(run: Any, name: str) -> str:
     from tests.polling import eventually
 
-    pin: str = await eventually(lambda: run.service.printer_pin(name), "the first contact's pin")
+    pin: str = await eventually(
+        lambda: run.service.printers.printer_pin(name), "the first contact's pin"
+    )
     return pin
 
 

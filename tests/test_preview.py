@@ -141,7 +141,7 @@ async def test_preview_after_retention_is_410_document_gone(
         assert _renditions(app) != []
         cancel = await app.post(f"/v1/jobs/{job['id']}/cancel", token=TECH_TOKEN)
         assert cancel.status == 200, await cancel.text()
-        _, deleted = await app.running.service.housekeeping()
+        _, deleted = await app.running.service.upkeep.housekeeping()
         assert deleted == 1
         assert _renditions(app) == []  # the cached preview went with the document
         before = app.snapshot()

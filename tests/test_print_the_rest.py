@@ -73,9 +73,9 @@ async def _partial(app: Appliance, key: str, out: int) -> dict[str, Any]:
                          document=DOC)
     ).json()  # fmt: skip
     service = app.running.service
-    claimed = await service.claim_next("printer-03")
+    claimed = await service.worker.claim_next("printer-03")
     assert claimed is not None
-    dead = await service.fail(
+    dead = await service.outcomes.fail(
         claimed, "printer-03", "outcome_unknown", "part of it printed",
         evidence="stopped_after_pages", pages=out,
     )  # fmt: skip

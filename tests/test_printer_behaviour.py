@@ -121,7 +121,7 @@ async def test_cancelled_at_the_printer_panel_stays_cancelled(
         job = await kiosk.submit("panel-0001", printer="printer-01", hold=False, doc=BADGE)
 
         async def acknowledged() -> int | None:
-            copies = await run.service.copies_of(job["id"])
+            copies = await run.service.worker.copies_of(job["id"])
             return next((c.printer_job_id for c in copies if c.state.value == "acknowledged"), None)
 
         pjid = await eventually(acknowledged, "the printer to acknowledge the copy", timeout_s=20)
@@ -165,7 +165,7 @@ async def test_completed_with_a_document_error_after_pages_came_out_is_outcome_u
     async with proxied(tmp_path, printers, proxy) as (run, kiosk):
         job = await kiosk.submit("docerr-0002", printer="printer-01", hold=False, doc=BADGE)
         [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"})
-        copies = await run.service.copies_of(job["id"])
+        copies = await run.service.worker.copies_of(job["id"])
     assert (final["state"], final["dead_reason"]) == ("DEAD", "outcome_unknown"), final
     assert final["settled_by"] == "completed_with_document_errors", final
     assert "document-format-error" in final["last_error"]
@@ -351,7 +351,7 @@ async def test_a_printer_that_purges_finished_jobs_never_gets_a_blind_second_cop
     async with proxied(tmp_path, printers, proxy) as (run, kiosk):
         job = await kiosk.submit("purge-0001", printer="printer-01", hold=False, doc=BADGE)
         [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"})
-        copies = await run.service.copies_of(job["id"])
+        copies = await run.service.worker.copies_of(job["id"])
     assert final["state"] == "DONE", final
     assert final["settled_by"] == "forgotten_after_acknowledged", final
     assert final["printed_unverified"], final
@@ -409,7 +409,8 @@ async def test_a_cancel_survives_a_printer_that_dies_before_confirming_it(
 
         async def acknowledged() -> bool:
             return any(
-                c.state.value == "acknowledged" for c in await run.service.copies_of(job["id"])
+                c.state.value == "acknowledged"
+                for c in await run.service.worker.copies_of(job["id"])
             )
 
         await eventually(acknowledged, "the printer to acknowledge the copy", timeout_s=20)

@@ -55,7 +55,7 @@ async def _print_badge(tmp_path: Path, rig: Rig, fmt: str) -> None:
         job = await kiosk.submit("raster-0001", printer="printer-01", hold=False, doc=badge)
         [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"}, timeout_s=60)
         assert final["state"] == "DONE", final
-        [copy] = await run.service.copies_of(job["id"])
+        [copy] = await run.service.worker.copies_of(job["id"])
         assert copy.document_format == fmt
         view = (await _printers(kiosk))["printer-01"]
         assert view["sends"] == fmt
@@ -126,7 +126,7 @@ async def test_a_pdf_badge_prints_as_one_label_on_lprint(tmp_path: Path, lprint:
             badge = pdfs.make_badge_pdf("Hedy Lamarr")
             job = await kiosk.submit("label-0001", printer="label-01", hold=False, doc=badge)
             [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"}, timeout_s=60)
-            copies = await run.service.copies_of(job["id"])
+            copies = await run.service.worker.copies_of(job["id"])
             assert final["state"] == "DONE", (final["last_error"], copies)
             [copy] = copies
             assert copy.document_format == "image/pwg-raster"
@@ -156,7 +156,7 @@ async def test_a_pdf_the_printer_cannot_print_is_retried_once_in_raster(
         async with appliance(cfg) as (run, kiosk):
             job = await kiosk.submit("pdf-err-01", printer="printer-01", hold=False)
             [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"}, timeout_s=60)
-            copies = await run.service.copies_of(job["id"])
+            copies = await run.service.worker.copies_of(job["id"])
     assert final["state"] == "DONE", final
     assert [(c.document_format, c.state.value) for c in copies] == [
         ("application/pdf", "document_error"),

@@ -49,7 +49,7 @@ async def test_an_ipps_printer_is_pinned_refused_when_reset_and_retrusted(
         first = await kiosk.submit("tls-0001", printer="printer-01", hold=False)
         [done] = await kiosk.wait_states([first["id"]], {"DONE", "DEAD"})
         assert done["state"] == "DONE", done
-        pin = await run.service.printer_pin("printer-01")
+        pin = await run.service.printers.printer_pin("printer-01")
         assert pin == file_fingerprint(p.dir / "ssl" / "localhost.crt")
 
         shutil.rmtree(p.dir / "ssl")  # a factory reset: a new self-signed certificate
@@ -76,7 +76,7 @@ async def test_an_ipps_printer_is_pinned_refused_when_reset_and_retrusted(
         assert status == 200
         [again] = await kiosk.wait_states([second["id"]], {"DONE", "DEAD"})
         assert again["state"] == "DONE", again
-        assert await run.service.printer_pin("printer-01") == now
+        assert await run.service.printers.printer_pin("printer-01") == now
     names = [x.job_name for x in rig.printed("printer-01")]
     assert names == [f"edgeprint-{first['id']}", f"edgeprint-{second['id']}"]
 

@@ -119,7 +119,8 @@ async def test_lprint_zebra_with_its_head_open_or_out_of_labels_takes_no_work(
 
 async def _copy_on(run: Running, job_id: str, printer: str, state: str) -> bool:
     return any(
-        c.printer == printer and c.state.value == state for c in await run.service.copies_of(job_id)
+        c.printer == printer and c.state.value == state
+        for c in await run.service.worker.copies_of(job_id)
     )
 
 

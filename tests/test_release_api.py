@@ -641,7 +641,7 @@ async def test_a_job_number_shared_by_two_held_jobs_opens_neither(
 ) -> None:
     made = itertools.count()
     monkeypatch.setattr(  # job ids that share their first 8 characters
-        "edgeprint.service.jobs.uuid.uuid4", lambda: uuid.UUID(f"abcdef12{next(made):04x}{0:020x}")
+        "edgeprint.service.front.uuid.uuid4", lambda: uuid.UUID(f"abcdef12{next(made):04x}{0:020x}")
     )
     sections = {"release": {"max_pin_failures": 3, "pin_lockout_s": 300}}
     async with make_appliance(sections=sections) as app:

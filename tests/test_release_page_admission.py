@@ -47,7 +47,7 @@ async def test_a_full_queue_leaves_the_job_held_and_says_so(tmp_path: Path, prin
     cfg["printers"][0]["high_water"] = 1
     async with appliance(cfg) as (run, kiosk):
         await _code(kiosk, "ann", CODE)
-        await run.service.set_paused("printer-01", True, TECH)
+        await run.service.printers.set_paused("printer-01", True, TECH)
         first = (await kiosk.submit("full-0001", printer="printer-01"))["id"]
         second = (await kiosk.submit("full-0002", printer="printer-01"))["id"]
 
@@ -67,7 +67,7 @@ async def test_a_full_queue_leaves_the_job_held_and_says_so(tmp_path: Path, prin
         status, found = await _page(kiosk, "printer-01", "lookup", {"code": CODE})
         assert [j["id"] for j in found["jobs"]] == [second]
 
-        await run.service.set_paused("printer-01", False, TECH)
+        await run.service.printers.set_paused("printer-01", False, TECH)
         await kiosk.wait_states([first], {"DONE"}, timeout_s=60)
         status, out = await _page(kiosk, "printer-01", "print", {"code": CODE, "all": True})
         assert (status, out["message"]) == (200, "1 job sent to printer-01"), out

@@ -21,10 +21,13 @@ async def dead_job(app: Appliance, key: str, reason: str = "outcome_unknown") ->
         await app.submit({"owner": "ann", "printer": "printer-03", "hold": False}, key=key)
     ).json()
     service = app.running.service
-    claimed = await service.claim_next("printer-03")
+    claimed = await service.worker.claim_next("printer-03")
     assert claimed is not None
     assert claimed.id == job["id"]
-    assert await service.fail(claimed, "printer-03", reason, "printer forgot the job") is not None
+    assert (
+        await service.outcomes.fail(claimed, "printer-03", reason, "printer forgot the job")
+        is not None
+    )
     return job
 
 

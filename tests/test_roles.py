@@ -457,9 +457,12 @@ async def test_the_status_page_shows_a_viewer_everything_and_no_action(
     dead = await (
         await app.submit({"owner": "bo", "printer": "printer-03", "hold": False}, key="page-dead-1")
     ).json()
-    claimed = await app.running.service.claim_next("printer-03")
+    claimed = await app.running.service.worker.claim_next("printer-03")
     assert claimed is not None
-    assert await app.running.service.fail(claimed, "printer-03", "poison", "set up") is not None
+    assert (
+        await app.running.service.outcomes.fail(claimed, "printer-03", "poison", "set up")
+        is not None
+    )
     async with browser(tmp_path) as page:
         await open_status_page(page, app.url, VIEWER_TOKEN)
         for job in (held, dead):

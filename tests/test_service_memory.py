@@ -63,7 +63,7 @@ async def test_the_same_key_and_payload_replays_the_first_job(
         await memory_service.submit("key-again-0001", owner="bob")
     with pytest.raises(errors.IdempotencyKeyReused):
         await memory_service.submit("key-again-0001", document=make_pdf(pages=2))
-    assert sum((await memory_service.service.stats()).jobs_by_state.values()) == 1
+    assert sum((await memory_service.service.views.stats()).jobs_by_state.values()) == 1
 
 
 async def test_a_document_that_is_not_a_pdf_is_refused_and_not_kept(
@@ -73,17 +73,17 @@ async def test_a_document_that_is_not_a_pdf_is_refused_and_not_kept(
     with pytest.raises(errors.UnsupportedDocument):
         await memory_service.submit(document=b"hello, printer")
     assert memory_service.service.spool.stored_ids() == set()
-    assert sum((await memory_service.service.stats()).jobs_by_state.values()) == 0
+    assert sum((await memory_service.service.views.stats()).jobs_by_state.values()) == 0
 
 
 async def test_release_moves_a_held_job_once(memory_service: MemoryService) -> None:
     """HELD → RELEASED (optionally to another target); a second release is a StateConflict
     naming the state it found."""
     job = (await memory_service.submit()).job
-    released = await memory_service.service.release(job.id, KIOSK, printer="printer-03")
+    released = await memory_service.service.front.release(job.id, KIOSK, printer="printer-03")
     assert (released.state, released.printer, released.pool) == (S.RELEASED, "printer-03", None)
     with pytest.raises(errors.StateConflict) as conflict:
-        await memory_service.service.release(job.id, KIOSK)
+        await memory_service.service.front.release(job.id, KIOSK)
     assert conflict.value.state == S.RELEASED.value
 
 
@@ -91,18 +91,18 @@ async def test_release_without_any_target_is_refused(memory_service: MemoryServi
     """A held job with no printer or pool needs one named at release."""
     job = (await memory_service.submit(pool=None)).job
     with pytest.raises(errors.MissingTarget):
-        await memory_service.service.release(job.id, KIOSK)
+        await memory_service.service.front.release(job.id, KIOSK)
     with pytest.raises(errors.UnknownTarget):
-        await memory_service.service.release(job.id, KIOSK, printer="printer-99")
+        await memory_service.service.front.release(job.id, KIOSK, printer="printer-99")
     assert (await memory_service.service.get(job.id)).state is S.HELD
 
 
 async def test_release_of_an_unknown_job_is_not_found(memory_service: MemoryService) -> None:
     """Releasing or cancelling a job that does not exist says so."""
     with pytest.raises(errors.JobNotFound):
-        await memory_service.service.release("no-such-job", KIOSK)
+        await memory_service.service.front.release("no-such-job", KIOSK)
     with pytest.raises(errors.JobNotFound):
-        await memory_service.service.cancel("no-such-job", KIOSK)
+        await memory_service.service.front.cancel("no-such-job", KIOSK)
 
 
 async def test_cancel_ends_a_waiting_job_and_refuses_a_finished_one(
@@ -112,9 +112,9 @@ async def test_cancel_ends_a_waiting_job_and_refuses_a_finished_one(
     held = (await memory_service.submit("key-held-00001")).job
     released = (await memory_service.submit("key-rel-000001", hold=False)).job
     for job in (held, released):
-        assert (await memory_service.service.cancel(job.id, KIOSK)).state is S.CANCELLED
+        assert (await memory_service.service.front.cancel(job.id, KIOSK)).state is S.CANCELLED
         with pytest.raises(errors.StateConflict):
-            await memory_service.service.cancel(job.id, KIOSK)
+            await memory_service.service.front.cancel(job.id, KIOSK)
 
 
 async def test_claim_takes_the_pools_oldest_released_job_for_its_printer(
@@ -128,15 +128,15 @@ async def test_claim_takes_the_pools_oldest_released_job_for_its_printer(
     second = (await memory_service.submit("key-pool-00002", hold=False)).job
     await memory_service.submit("key-alone-0001", printer="printer-03", pool=None, hold=False)
     service = memory_service.service
-    a = await service.claim_next("printer-02")
-    b = await service.claim_next("printer-01")
+    a = await service.worker.claim_next("printer-02")
+    b = await service.worker.claim_next("printer-01")
     assert a is not None
     assert b is not None
     assert [(a.id, a.state, a.printed_on), (b.id, b.state, b.printed_on)] == [
         (first.id, S.PRINTING, "printer-02"),
         (second.id, S.PRINTING, "printer-01"),
     ]
-    assert await service.claim_next("printer-01") is None
+    assert await service.worker.claim_next("printer-01") is None
 
 
 async def test_a_copy_opened_and_printed_makes_the_job_done(
@@ -146,18 +146,20 @@ async def test_a_copy_opened_and_printed_makes_the_job_done(
     completed it → the copy PRINTED and the job DONE in one step."""
     service = memory_service.service
     job = (await memory_service.submit(printer="printer-03", pool=None, hold=False)).job
-    claimed = await service.claim_and_open("printer-03", printer_up_s=None, **CREATE_JOB)
+    claimed = await service.worker.claim_and_open("printer-03", printer_up_s=None, **CREATE_JOB)
     assert claimed is not None
     printing, copy = claimed
     assert (printing.id, printing.state) == (job.id, S.PRINTING)
     assert copy is not None
     assert copy.state is CopyState.CREATING
-    made = await service.copy_created(copy, PrinterJobRef(7), sending=True)
+    made = await service.worker.copy_created(copy, PrinterJobRef(7), sending=True)
     assert made is not None
     assert made.state is CopyState.SENDING
-    sent = await service.copy_acknowledged(made)
+    sent = await service.worker.copy_acknowledged(made)
     assert sent is not None
-    settled, done = await service.settle_printed(printing, sent, _completed(7), evidence="state")
+    settled, done = await service.outcomes.settle_printed(
+        printing, sent, _completed(7), evidence="state"
+    )
     assert settled is not None
     assert done is not None
     assert (settled.state, done.state, done.printed_on) == (CopyState.PRINTED, S.DONE, "printer-03")
@@ -170,16 +172,16 @@ async def test_a_refused_copy_sends_the_job_again(memory_service: MemoryService)
     attempt is given back."""
     service = memory_service.service
     await memory_service.submit(printer="printer-03", pool=None, hold=False)
-    claimed = await service.claim_and_open("printer-03", printer_up_s=None, **CREATE_JOB)
+    claimed = await service.worker.claim_and_open("printer-03", printer_up_s=None, **CREATE_JOB)
     assert claimed is not None
     job, copy = claimed
     assert copy is not None
-    refused = await service.settle_copy(copy, CopyState.REFUSED, "server-error-busy")
+    refused = await service.outcomes.settle_copy(copy, CopyState.REFUSED, "server-error-busy")
     assert refused is not None
     assert refused.state is CopyState.REFUSED
-    verdict = service.judge(job, await service.copies_of(job.id))
+    verdict = service.outcomes.judge(job, await service.worker.copies_of(job.id))
     assert verdict.kind is Kind.SEND
-    again = await service.settle_job(job, "printer-03", verdict, not_before=0.0)
+    again = await service.outcomes.settle_job(job, "printer-03", verdict, not_before=0.0)
     assert again is not None
     assert (again.state, again.attempts) == (S.RELEASED, job.attempts - 1)
 
@@ -190,15 +192,15 @@ async def test_replay_gives_a_dead_job_a_fresh_start(memory_service: MemoryServi
     service = memory_service.service
     job = (await memory_service.submit(printer="printer-03", pool=None, hold=False)).job
     with pytest.raises(errors.StateConflict):
-        await service.replay(job.id, TECH)
-    claimed = await service.claim_next("printer-03")
+        await service.front.replay(job.id, TECH)
+    claimed = await service.worker.claim_next("printer-03")
     assert claimed is not None
-    dead = await service.fail(claimed, "printer-03", "poison", "document-unprintable")
+    dead = await service.outcomes.fail(claimed, "printer-03", "poison", "document-unprintable")
     assert dead is not None
     assert (dead.state, dead.dead_reason) == (S.DEAD, "poison")
-    replayed = await service.replay(job.id, TECH)
+    replayed = await service.front.replay(job.id, TECH)
     assert (replayed.state, replayed.attempts, replayed.dead_reason) == (S.RELEASED, 0, None)
-    assert await service.claim_next("printer-03") is not None
+    assert await service.worker.claim_next("printer-03") is not None
 
 
 async def test_housekeeping_expires_held_jobs_past_their_ttl(
@@ -211,7 +213,7 @@ async def test_housekeeping_expires_held_jobs_past_their_ttl(
     memory_service.clock.now += service.config.retention.hold_ttl_s
     young = (await memory_service.submit("key-young-0001")).job
     memory_service.clock.now += 1
-    expired, _ = await service.housekeeping()
+    expired, _ = await service.upkeep.housekeeping()
     assert expired == [old.id]
     states = [(await service.get(j.id)).state for j in (old, released, young)]
     assert states == [S.EXPIRED, S.RELEASED, S.HELD]
@@ -224,16 +226,16 @@ async def test_housekeeping_deletes_finished_documents_past_retention(
     says so); a DEAD job's is kept for a replay."""
     service = memory_service.service
     done = (await memory_service.submit("key-done-00001")).job
-    await service.cancel(done.id, KIOSK)
+    await service.front.cancel(done.id, KIOSK)
     dead = (
         await memory_service.submit("key-dead-00001", printer="printer-03", pool=None, hold=False)
     ).job
-    claimed = await service.claim_next("printer-03")
+    claimed = await service.worker.claim_next("printer-03")
     assert claimed is not None
-    await service.fail(claimed, "printer-03", "poison", "document-unprintable")
-    assert await service.housekeeping() == ([], 0)
+    await service.outcomes.fail(claimed, "printer-03", "poison", "document-unprintable")
+    assert await service.upkeep.housekeeping() == ([], 0)
     memory_service.clock.now += service.config.retention.document_retention_s + 1
-    assert await service.housekeeping() == ([], 1)
+    assert await service.upkeep.housekeeping() == ([], 1)
     assert service.spool.stored_ids() == {dead.id}
     assert (await service.get(done.id)).document_deleted_at == memory_service.clock.now
 
@@ -246,11 +248,11 @@ async def test_a_job_with_a_release_pin_releases_only_with_it(
     service = memory_service.service
     job = (await memory_service.submit(release_pin="4711")).job
     with pytest.raises(errors.PinRequired):
-        await service.release(job.id, KIOSK)
+        await service.front.release(job.id, KIOSK)
     with pytest.raises(errors.PinMismatch):
-        await service.release(job.id, KIOSK, pin="1234")
+        await service.front.release(job.id, KIOSK, pin="1234")
     assert (await service.get(job.id)).state is S.HELD
-    assert (await service.release(job.id, KIOSK, pin="4711")).state is S.RELEASED
+    assert (await service.front.release(job.id, KIOSK, pin="4711")).state is S.RELEASED
 
 
 async def test_cancel_of_a_printing_job_flags_its_copy_or_ends_it(
@@ -260,12 +262,12 @@ async def test_cancel_of_a_printing_job_flags_its_copy_or_ends_it(
     one without a copy yet is CANCELLED at once."""
     service = memory_service.service
     await memory_service.submit("key-copy-00001", printer="printer-03", pool=None, hold=False)
-    claimed = await service.claim_and_open("printer-03", printer_up_s=None, **CREATE_JOB)
+    claimed = await service.worker.claim_and_open("printer-03", printer_up_s=None, **CREATE_JOB)
     assert claimed is not None
     with_copy, _ = claimed
-    flagged = await service.cancel(with_copy.id, KIOSK)
+    flagged = await service.front.cancel(with_copy.id, KIOSK)
     assert (flagged.state, flagged.cancel_requested) == (S.PRINTING, True)
     await memory_service.submit("key-bare-00001", printer="printer-03", pool=None, hold=False)
-    bare = await service.claim_next("printer-03")
+    bare = await service.worker.claim_next("printer-03")
     assert bare is not None
-    assert (await service.cancel(bare.id, KIOSK)).state is S.CANCELLED
+    assert (await service.front.cancel(bare.id, KIOSK)).state is S.CANCELLED

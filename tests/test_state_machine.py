@@ -49,6 +49,7 @@ from edgeprint.config import parse_config
 from edgeprint.copies import CopyState, Kind
 from edgeprint.metrics import Metrics
 from edgeprint.models import SubmitMetadata
+from edgeprint.records import JobRecord
 from edgeprint.server import DB_FILE
 from edgeprint.service import Caller, JobService
 from edgeprint.spool import Spool
@@ -63,14 +64,9 @@ from edgeprint.states import (
 )
 from edgeprint.store import Store
 from edgeprint.store.interface import Store as StoreInterface
-from edgeprint.store.jobs import (
-    GUARD_ON_PRINTER,
-    GUARD_PRINTED,
-    PEER_FIRST_S,
-    ROW,
-    JobRecord,
-    Jobs,
-)
+from edgeprint.store.job_reads import ROW
+from edgeprint.store.job_rows import PEER_FIRST_S
+from edgeprint.store.jobs import GUARD_ON_PRINTER, GUARD_PRINTED, Jobs
 from edgeprint.store.postgres import PostgresStore
 from testbed.pdfs import make_pdf
 from tests.conftest import config_dict
@@ -406,7 +402,7 @@ class JobLifecycle(RuleBasedStateMachine):
     async def _submit(self, payload: Payload, key: str) -> Any:
         staged = self.spool.stage()
         staged.write(payload.document())
-        return await self.service.submit(payload.metadata(), staged, key, KIOSK)
+        return await self.service.front.submit(payload.metadata(), staged, key, KIOSK)
 
     def _accept(self, record: JobRecord, payload: Payload, key: str) -> None:
         """Add a newly created job to the model."""
@@ -434,26 +430,28 @@ class JobLifecycle(RuleBasedStateMachine):
         s = self.service
         if op.kind == "claim":
             assert op.printer is not None
-            return await s.claim_next(op.printer)
+            return await s.worker.claim_next(op.printer)
         assert op.job_id is not None
         if op.kind == "release":
             printer, pool = op.target
-            return await s.release(op.job_id, KIOSK, printer=printer, pool=pool)
+            return await s.front.release(op.job_id, KIOSK, printer=printer, pool=pool)
         if op.kind == "cancel":
-            return await s.cancel(op.job_id, KIOSK)
+            return await s.front.cancel(op.job_id, KIOSK)
         if op.kind == "replay":
-            return await s.replay(op.job_id, TECH)
+            return await s.front.replay(op.job_id, TECH)
         job, printer = held[op.job_id], op.printer
         assert printer is not None
         if op.kind == "complete":
             return await _printed_whole(self.store, job, printer, self.now)
         if op.kind == "requeue":
             error = "server-error-busy" if not op.count else "printer job aborted"
-            return await s.requeue(job, printer, error, self.now + op.delay, count=op.count)
+            return await s.outcomes.requeue(
+                job, printer, error, self.now + op.delay, count=op.count
+            )
         if op.kind == "fail":
-            return await s.fail(job, printer, op.reason, "document-unprintable")
+            return await s.outcomes.fail(job, printer, op.reason, "document-unprintable")
         assert op.kind == "cancelled"
-        return await s.cancelled(job, printer)
+        return await s.outcomes.cancelled(job, printer)
 
     @staticmethod
     def _outcome(op: Op, result: JobRecord | BaseException | None) -> Outcome:
@@ -651,7 +649,7 @@ class JobLifecycle(RuleBasedStateMachine):
             "hold TTL": retention.hold_ttl_s + 1.0,
             "retention": retention.document_retention_s + 1.0,
         }[wait]
-        expired, deleted = self.run(self.service.housekeeping())
+        expired, deleted = self.run(self.service.upkeep.housekeeping())
         want = [
             j
             for j in self.ordered()
@@ -910,8 +908,8 @@ async def _printing_job(service: JobService, pool: str | None = None) -> JobReco
     meta = SubmitMetadata(
         owner="ann", printer=None if pool else "printer-01", pool=pool, hold=False
     )
-    await service.submit(meta, staged, "race-key-0001", KIOSK)
-    job = await service.claim_next("printer-01")
+    await service.front.submit(meta, staged, "race-key-0001", KIOSK)
+    job = await service.worker.claim_next("printer-01")
     assert job is not None
     assert job.state is S.PRINTING
     return job
@@ -930,12 +928,12 @@ async def test_cancel_racing_the_workers_outcome_still_cancels(
     async with _service(tmp_path, store) as service:
         job = await _printing_job(service)
         worker = (
-            service.requeue(job, "printer-01", "server-error-busy", 0.0, count=False)
+            service.outcomes.requeue(job, "printer-01", "server-error-busy", 0.0, count=False)
             if outcome == "requeue"
-            else service.fail(job, "printer-01", "poison", "document-unprintable")
+            else service.outcomes.fail(job, "printer-01", "poison", "document-unprintable")
         )
         cancelled, reported = await asyncio.gather(
-            service.cancel(job.id, KIOSK), worker, return_exceptions=True
+            service.front.cancel(job.id, KIOSK), worker, return_exceptions=True
         )
         assert isinstance(cancelled, JobRecord), f"cancel refused: {cancelled!r}"
         assert cancelled.state is S.CANCELLED
@@ -954,21 +952,21 @@ async def test_cancel_of_a_job_with_a_copy_is_honoured_when_the_printer_refuses(
     CANCELLED, never RELEASED again for a peer to print: the kiosk was told 202."""
     async with _service(tmp_path, store) as service:
         job = await _printing_job(service, pool="lobby")
-        copy = await service.open_copy(
+        copy = await service.worker.open_copy(
             job, "printer-01", operation="Create-Job", document_format="application/pdf",
             printer_up_s=None,
         )  # fmt: skip
         assert copy is not None
-        flagged = await service.cancel(job.id, KIOSK)
+        flagged = await service.front.cancel(job.id, KIOSK)
         assert (flagged.state, flagged.cancel_requested) == (S.PRINTING, True)
-        refused = await service.settle_copy(copy, CopyState.REFUSED, "server-error-busy")
+        refused = await service.outcomes.settle_copy(copy, CopyState.REFUSED, "server-error-busy")
         assert refused is not None
-        verdict = service.judge(job, await service.copies_of(job.id))
+        verdict = service.outcomes.judge(job, await service.worker.copies_of(job.id))
         assert verdict.kind is Kind.CANCELLED
-        out = await service.settle_job(job, "printer-01", verdict)
+        out = await service.outcomes.settle_job(job, "printer-01", verdict)
         assert out is not None
         assert out.state is S.CANCELLED
-        assert await service.claim_next("printer-02") is None
+        assert await service.worker.claim_next("printer-02") is None
 
 
 async def test_a_pool_job_a_printer_failed_goes_to_its_peers_first(
@@ -982,19 +980,23 @@ async def test_a_pool_job_a_printer_failed_goes_to_its_peers_first(
     async with _service(tmp_path, store) as service:
         service.clock = service.run = lambda: now[0]
         job = await _printing_job(service, pool="lobby")
-        await service.requeue(job, "printer-01", "aborted", 1_001.0, count=True, failure_sig="x")
+        await service.outcomes.requeue(
+            job, "printer-01", "aborted", 1_001.0, count=True, failure_sig="x"
+        )
         now[0] = 1_001.0
-        assert await service.claim_next("printer-01") is None
-        assert await service.next_ready_at("printer-01") == 1_001.0 + PEER_FIRST_S
-        assert await service.next_ready_at("printer-02") is None  # claimable for it now
+        assert await service.worker.claim_next("printer-01") is None
+        assert await service.worker.next_ready_at("printer-01") == 1_001.0 + PEER_FIRST_S
+        assert await service.worker.next_ready_at("printer-02") is None  # claimable for it now
         now[0] = 1_001.0 + PEER_FIRST_S
-        again = await service.claim_next("printer-01")
+        again = await service.worker.claim_next("printer-01")
         assert again is not None
         assert again.id == job.id
-        await service.requeue(again, "printer-01", "aborted", 2_000.0, count=True, failure_sig="x")
+        await service.outcomes.requeue(
+            again, "printer-01", "aborted", 2_000.0, count=True, failure_sig="x"
+        )
         now[0] = 2_000.0
-        assert await service.claim_next("printer-01") is None
-        peer = await service.claim_next("printer-02")
+        assert await service.worker.claim_next("printer-01") is None
+        peer = await service.worker.claim_next("printer-02")
         assert peer is not None
         assert (peer.id, peer.printed_on) == (job.id, "printer-02")
 
@@ -1008,51 +1010,51 @@ async def test_a_copy_left_behind_that_printed_lets_no_other_copy_be_made(
     copies make it DONE with that copy: never a second on paper."""
     async with _service(tmp_path, store) as service:
         job = await _printing_job(service, pool="lobby")
-        left = await service.open_copy(
+        left = await service.worker.open_copy(
             job, "printer-01", operation="Create-Job", document_format="application/pdf",
             printer_up_s=None,
         )  # fmt: skip
         assert left is not None
-        left = await service.copy_cancelling(left, "printer-01 cannot go on")
+        left = await service.worker.copy_cancelling(left, "printer-01 cannot go on")
         assert left is not None
-        moved = await service.requeue(job, "printer-01", "stuck", 0.0, count=False)
+        moved = await service.outcomes.requeue(job, "printer-01", "stuck", 0.0, count=False)
         assert moved is not None
         assert moved.state is S.RELEASED
-        printed = await service.settle_copy(left, CopyState.PRINTED, "completed")
+        printed = await service.outcomes.settle_copy(left, CopyState.PRINTED, "completed")
         assert printed is not None
-        claimed = await service.claim_and_open(
+        claimed = await service.worker.claim_and_open(
             "printer-02", operation="Create-Job", document_format="application/pdf",
             printer_up_s=None,
         )  # fmt: skip
         assert claimed is not None
         again, none = claimed
         assert (again.id, again.state, none) == (job.id, S.PRINTING, None)
-        assert await service.open_copy(
+        assert await service.worker.open_copy(
             again, "printer-02", operation="Create-Job", document_format="application/pdf",
             printer_up_s=None,
         ) is None  # fmt: skip
-        verdict = service.judge(again, await service.copies_of(job.id))
+        verdict = service.outcomes.judge(again, await service.worker.copies_of(job.id))
         assert (verdict.kind, verdict.copy and verdict.copy.id) == (Kind.DONE, left.id)
-        done = await service.settle_job(again, "printer-02", verdict)
+        done = await service.outcomes.settle_job(again, "printer-02", verdict)
         assert done is not None
         assert (done.state, done.printed_on) == (S.DONE, "printer-01")  # where it came out
-        assert [c.state for c in await service.copies_of(job.id)] == [CopyState.PRINTED]
+        assert [c.state for c in await service.worker.copies_of(job.id)] == [CopyState.PRINTED]
 
 
 async def test_replay_clears_an_old_cancel_request(tmp_path: Path, store: StoreInterface) -> None:
     """A dead job replayed by a technician starts afresh: an earlier cancel request is gone."""
     async with _service(tmp_path, store) as service:
         job = await _printing_job(service)
-        copy = await service.open_copy(
+        copy = await service.worker.open_copy(
             job, "printer-01", operation="Create-Job", document_format="application/pdf",
             printer_up_s=None,
         )  # fmt: skip
         assert copy is not None
-        assert (await service.cancel(job.id, KIOSK)).cancel_requested
-        dead = await service.fail(job, "printer-01", "poison", "document-unprintable")
+        assert (await service.front.cancel(job.id, KIOSK)).cancel_requested
+        dead = await service.outcomes.fail(job, "printer-01", "poison", "document-unprintable")
         assert dead is not None
         assert dead.state is S.DEAD
-        replayed = await service.replay(job.id, TECH)
+        replayed = await service.front.replay(job.id, TECH)
         assert (replayed.state, replayed.cancel_requested) == (S.RELEASED, False)
 
 

@@ -45,10 +45,10 @@ async def click(page: Page, action: str, target: str, *, confirm: bool = True) -
 async def dead_on(kiosk: Client, run: Any, key: str, reason: str, owner: str) -> str:
     """A job for the paused printer-02, claimed and parked DEAD with ``reason`` (as a worker would)."""
     job = await kiosk.submit(key, printer="printer-02", hold=False, owner=owner)
-    claimed = await run.service.claim_next("printer-02")
+    claimed = await run.service.worker.claim_next("printer-02")
     assert claimed is not None
     assert claimed.id == job["id"]
-    assert await run.service.fail(claimed, "printer-02", reason, "set up by the test")
+    assert await run.service.outcomes.fail(claimed, "printer-02", reason, "set up by the test")
     return str(job["id"])
 
 
@@ -72,7 +72,7 @@ async def test_every_action_from_the_page(
     cfg = rig_config(tmp_path / "data", printers)
     del cfg["printers"][1]["pool"]  # printer-02 alone: paused, its jobs wait for it
     async with appliance(cfg) as (run, kiosk):
-        await run.service.set_paused("printer-02", True, TECH)
+        await run.service.printers.set_paused("printer-02", True, TECH)
         printed_one = await dead_on(kiosk, run, "page-key-u1", "outcome_unknown", "ann")
         print_again = await dead_on(kiosk, run, "page-key-u2", "outcome_unknown", "bob")
         poison = await dead_on(kiosk, run, "page-key-p1", "poison", "cy")

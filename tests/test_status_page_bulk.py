@@ -68,7 +68,7 @@ async def test_select_cancel_retry_by_reason_and_cancel_matching(
     cfg = rig_config(tmp_path / "data", printers)
     del cfg["printers"][1]["pool"]  # printer-02 alone: paused while the dead letters are made
     async with appliance(cfg) as (run, kiosk):
-        await run.service.set_paused("printer-02", True, TECH)
+        await run.service.printers.set_paused("printer-02", True, TECH)
         exhausted = [
             await dead_on(kiosk, run, f"page-bulk-x{i}", "attempts_exhausted", "dee")
             for i in range(3)
@@ -77,7 +77,7 @@ async def test_select_cancel_retry_by_reason_and_cancel_matching(
         held = [(await kiosk.submit(f"page-bulk-h{i}", pool="lobby", owner="zed"))["id"]
                 for i in range(2)]  # fmt: skip
         other = (await kiosk.submit("page-bulk-h9", pool="lobby", owner="yan"))["id"]
-        await run.service.set_paused("printer-02", False, TECH)
+        await run.service.printers.set_paused("printer-02", False, TECH)
 
         async with browser(tmp_path) as page:
             await at_size(page, *SCREENS[screen])
@@ -146,7 +146,7 @@ async def test_saying_no_to_a_bulk_action_changes_nothing(
     cfg = rig_config(tmp_path / "data", printers)
     del cfg["printers"][1]["pool"]
     async with appliance(cfg) as (run, kiosk):
-        await run.service.set_paused("printer-02", True, TECH)
+        await run.service.printers.set_paused("printer-02", True, TECH)
         dead = await dead_on(kiosk, run, "page-bulk-no1", "poison", "ann")
         async with browser(tmp_path) as page:
             await at_size(page, *SCREENS[screen])

@@ -165,9 +165,9 @@ async def test_phone_layout_release_and_conflict(
     cfg = rig_config(tmp_path / "data", printers)
     del cfg["printers"][1]["pool"]  # printer-02 alone: paused while its dead letter is made
     async with appliance(cfg) as (run, kiosk):
-        await run.service.set_paused("printer-02", True, TECH)
+        await run.service.printers.set_paused("printer-02", True, TECH)
         dead = await dead_on(kiosk, run, "phone-dead-1", "attempts_exhausted", LONG_OWNER)
-        await run.service.set_paused("printer-02", False, TECH)
+        await run.service.printers.set_paused("printer-02", False, TECH)
         done = await kiosk.submit("phone-done-1", pool="lobby", hold=False, title=LONG_TITLE)
         held = (await kiosk.submit("phone-held-1", pool="lobby", owner="ann"))["id"]
         raced = (await kiosk.submit("phone-held-2", pool="lobby", owner=LONG_OWNER))["id"]

@@ -242,7 +242,7 @@ async def test_cli_sticker_print_prints_once_on_a_real_printer(
         _, codes = await asyncio.to_thread(read_sticker, out.read_bytes())
         assert codes == ["http://print.lan:8631/release/printer-02"]
 
-        jobs = await run.service.list_jobs(owner="edgeprint-sticker", limit=10)
+        jobs = await run.service.views.list_jobs(owner="edgeprint-sticker", limit=10)
         assert len(jobs) == 1
         (job,) = jobs
         await eventually(

@@ -209,7 +209,7 @@ async def test_closed_store_refuses_writes(store: Store) -> None:
 async def test_job_record_fields_are_the_table_columns(store: Store) -> None:
     """JobRecord is built positionally from ROW: the table's columns in order, then the facts
     computed from the job's copies."""
-    from edgeprint.store.jobs import JobRecord
+    from edgeprint.records import JobRecord
 
     if store.dialect == "sqlite":
         columns = [r[1] for r in await store.read("PRAGMA table_info(jobs)")]
@@ -232,7 +232,7 @@ def test_a_new_jobs_fields_are_job_record_fields_of_the_same_type() -> None:
     import typing
 
     from edgeprint.records import JobRecord
-    from edgeprint.store.jobs import NewJob
+    from edgeprint.store.job_rows import NewJob
 
     record = typing.get_type_hints(JobRecord)
     new = typing.get_type_hints(NewJob)

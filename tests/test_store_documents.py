@@ -15,7 +15,8 @@ from edgeprint import errors
 from edgeprint.spool import Spool
 from edgeprint.states import JobState
 from edgeprint.store.documents import CHUNK_BYTES, DbDocuments, restore
-from edgeprint.store.jobs import Jobs, NewJob
+from edgeprint.store.job_rows import NewJob
+from edgeprint.store.jobs import Jobs
 from edgeprint.store.postgres import PostgresStore
 
 JOB = "0123456789abcdef0123456789abcdef"

@@ -14,8 +14,11 @@ import pytest
 from edgeprint.states import Action, JobState
 from edgeprint.store import stats
 from edgeprint.store.interface import Store
-from edgeprint.store.jobs import ROW, Jobs, NewJob
+from edgeprint.store.job_reads import ROW
+from edgeprint.store.job_rows import NewJob
+from edgeprint.store.jobs import Jobs
 from edgeprint.store.outbox import Outbox
+from edgeprint.store.printer_rows import PrinterRows
 from edgeprint.store.schema.sqlite import MIGRATIONS
 
 S = JobState
@@ -98,16 +101,17 @@ async def test_printer_flags_and_pins(store: Store) -> None:
     """A paused flag is kept and cleared; a certificate is pinned on first use only and can be
     forgotten by a technician."""
     jobs = Jobs(store)
-    await jobs.set_paused("printer-01", True, now=1.0, actor="t")
-    await jobs.set_paused("printer-02", True, now=1.0, actor="t")
-    await jobs.set_paused("printer-02", False, now=2.0, actor="t")
-    assert await jobs.paused_printers() == {"printer-01"}
-    assert await jobs.set_pin("printer-01", "sha256:aa", now=1.0, actor="t")
-    assert not await jobs.set_pin("printer-01", "sha256:bb", now=2.0, actor="t")
-    assert await jobs.pin("printer-01") == "sha256:aa"
-    assert await jobs.forget_pin("printer-01")
-    assert not await jobs.forget_pin("printer-01")
-    assert await jobs.pin("printer-01") is None
+    rows = PrinterRows(jobs.store)
+    await rows.set_paused("printer-01", True, now=1.0, actor="t")
+    await rows.set_paused("printer-02", True, now=1.0, actor="t")
+    await rows.set_paused("printer-02", False, now=2.0, actor="t")
+    assert await rows.paused_printers() == {"printer-01"}
+    assert await rows.set_pin("printer-01", "sha256:aa", now=1.0, actor="t")
+    assert not await rows.set_pin("printer-01", "sha256:bb", now=2.0, actor="t")
+    assert await rows.pin("printer-01") == "sha256:aa"
+    assert await rows.forget_pin("printer-01")
+    assert not await rows.forget_pin("printer-01")
+    assert await rows.pin("printer-01") is None
 
 
 async def test_a_subscribed_job_event_is_written_to_the_outbox_by_the_change(store: Store) -> None:

@@ -13,7 +13,8 @@ from typing import Any
 
 from edgeprint.states import JobState
 from edgeprint.store.interface import Store
-from edgeprint.store.jobs import Jobs, NewJob
+from edgeprint.store.job_rows import NewJob
+from edgeprint.store.jobs import Jobs
 from edgeprint.store.outbox import Outbox
 from edgeprint.store.reprints import NewReprint, Reprints
 from tests.test_pg_shared import _boxes

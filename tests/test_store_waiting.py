@@ -6,7 +6,8 @@ from __future__ import annotations
 from edgeprint.states import JobState
 from edgeprint.stock import PageSizes, StockView, stock
 from edgeprint.store.interface import Store
-from edgeprint.store.jobs import Jobs, NewJob
+from edgeprint.store.job_rows import NewJob
+from edgeprint.store.jobs import Jobs
 from edgeprint.store.outbox import Outbox
 from edgeprint.store.stock_sql import stock_condition
 from edgeprint.store.waiting import Waiting

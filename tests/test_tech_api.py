@@ -19,10 +19,13 @@ async def _dead_job(app: Appliance, key: str) -> dict[str, Any]:
         await app.submit({"owner": "ann", "printer": "printer-03", "hold": False}, key=key)
     ).json()
     service = app.running.service
-    claimed = await service.claim_next("printer-03")
+    claimed = await service.worker.claim_next("printer-03")
     assert claimed is not None
     assert claimed.id == job["id"]
-    assert await service.fail(claimed, "printer-03", "poison", "document-format-error") is not None
+    assert (
+        await service.outcomes.fail(claimed, "printer-03", "poison", "document-format-error")
+        is not None
+    )
     return job
 
 
@@ -96,13 +99,13 @@ async def test_held_jobs_expire_and_documents_are_deleted(
         spooled = app.data_dir / "spool" / f"{job['id']}.pdf"
         assert spooled.exists()
         service = app.running.service
-        assert await service.housekeeping() == ([], 0)  # not yet a minute old
+        assert await service.upkeep.housekeeping() == ([], 0)  # not yet a minute old
         ran = service.run
         service.run = lambda: ran() + 61  # the run clock is a parameter: a minute later
-        await service.housekeeping()
+        await service.upkeep.housekeeping()
         final = await (await app.get(f"/v1/jobs/{job['id']}")).json()
         assert final["state"] == "EXPIRED"
-        await app.running.service.housekeeping()
+        await app.running.service.upkeep.housekeeping()
         assert not spooled.exists()
         events = await app.running.service.jobs.events(job["id"])
         assert [(e.to_state, e.reason) for e in events][-1] == ("EXPIRED", "hold_ttl")

@@ -82,7 +82,7 @@ async def test_double_tap_is_one_job_with_one_pin(make_appliance: Callable[..., 
         pins = {m.group(1) for m in (_PIN.search(page1), _PIN.search(page2)) if m}
         assert len(pins) == 1  # both answers show the same PIN
         (pin,) = pins
-        jobs = await app.running.service.list_jobs(owner="ann", limit=10)
+        jobs = await app.running.service.views.list_jobs(owner="ann", limit=10)
         assert len(jobs) == 1
         (job,) = jobs
         assert (job.state.value, job.pool, job.document_pages) == ("HELD", "lobby", 2)
@@ -106,7 +106,7 @@ async def test_double_tap_is_one_job_with_one_pin(make_appliance: Callable[..., 
         status, page, _ = await _post(app, key, make_pdf("another"))
         assert status == 422
         assert "This form was already used" in page
-        assert len(await app.running.service.list_jobs(owner="ann", limit=10)) == 1
+        assert len(await app.running.service.views.list_jobs(owner="ann", limit=10)) == 1
 
 
 def _said(page: str) -> str:
@@ -260,7 +260,7 @@ async def test_phone_uploads_and_the_pin_releases_it_on_a_real_printer(
         )
         assert problem == "That file is not a PDF. Save it as PDF and try again."
         assert await page.eval("document.getElementById('owner').value") == "Ada Lovelace"
-        assert await run.service.list_jobs(limit=10) == []
+        assert await run.service.views.list_jobs(limit=10) == []
         assert await axe_violations(page) == []
         await no_sideways_scroll(page)
 
@@ -277,7 +277,7 @@ async def test_phone_uploads_and_the_pin_releases_it_on_a_real_printer(
         assert await axe_violations(page) == []
         await no_sideways_scroll(page)
 
-        (job,) = await run.service.list_jobs(owner="Ada Lovelace", limit=10)
+        (job,) = await run.service.views.list_jobs(owner="Ada Lovelace", limit=10)
         assert job.state.value == "HELD"
         assert await page.eval("document.getElementById('job-number').textContent") == (job.id[:6])
         # the person taps the link: the pool's release page, the job filled in, the PIN

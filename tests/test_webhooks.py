@@ -162,7 +162,7 @@ async def test_each_job_event_is_delivered_signed(
         expiring = await (await app.submit(key="hook-key-0006")).json()
 
         async def expired() -> bool:
-            await app.running.service.housekeeping()
+            await app.running.service.upkeep.housekeeping()
             return (await app.running.service.get(expiring["id"])).state == "EXPIRED"
 
         await eventually(expired, "the held job to expire")
@@ -246,9 +246,9 @@ async def test_order_per_job_is_kept_through_retries(
             await app.post(f"/v1/jobs/{j['id']}/resolve", {"printed": False}, TECH_TOKEN)
         # RELEASED again on unreachable printer-03: park them DEAD once more, then cancel
         for _ in jobs:
-            claimed = await app.running.service.claim_next("printer-03")
+            claimed = await app.running.service.worker.claim_next("printer-03")
             assert claimed is not None
-            await app.running.service.fail(claimed, "printer-03", "poison", "bad")
+            await app.running.service.outcomes.fail(claimed, "printer-03", "poison", "bad")
         for j in jobs:
             await app.post(f"/v1/jobs/{j['id']}/cancel", token=TECH_TOKEN)
         await receiver.wait_for(5 + 9)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from edgeprint.states import JobState
 from edgeprint.store.interface import Store
-from edgeprint.store.jobs import Jobs, NewJob
+from edgeprint.store.job_rows import NewJob
+from edgeprint.store.jobs import Jobs
 
 ZPL = "application/vnd.zebra-zpl"
 

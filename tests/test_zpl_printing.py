@@ -113,7 +113,7 @@ async def test_a_zpl_badge_reaches_the_zebra_unchanged_once_per_copy(
                 "page_size": None,
             }  # fmt: skip
             [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"}, timeout_s=60)
-            copies = await run.service.copies_of(job["id"])
+            copies = await run.service.worker.copies_of(job["id"])
             assert final["state"] == "DONE", (final["last_error"], copies)
             [copy] = copies
             assert (copy.document_format, copy.document_bytes) == (ZPL, 2 * len(doc))
@@ -137,7 +137,7 @@ async def test_a_printer_that_takes_pdf_and_zpl_gets_the_zpl_unchanged(
         )
         assert status == 201, job
         [final] = await kiosk.wait_states([job["id"]], {"DONE", "DEAD"}, timeout_s=60)
-        [copy] = await run.service.copies_of(job["id"])
+        [copy] = await run.service.worker.copies_of(job["id"])
         assert final["state"] == "DONE", (final, copy)
         assert (copy.document_format, copy.document_bytes) == (ZPL, 3 * len(doc))
     [printed] = pdf_zpl_printer.printed("printer-01")
@@ -170,7 +170,7 @@ async def test_a_zpl_print_job_through_the_ipp_queue_reaches_the_zebra(
             [job] = await run.service.jobs.list_jobs()
             assert (job.document_format, job.document_pages) == (ZPL, 1)
             [final] = await kiosk.wait_states([job.id], {"DONE", "DEAD"}, timeout_s=60)
-            copies = await run.service.copies_of(job.id)
+            copies = await run.service.worker.copies_of(job.id)
             assert final["state"] == "DONE", (final["last_error"], copies)
     assert lprint.wait_labels(1) == [doc], lprint.received()
 
@@ -197,7 +197,9 @@ async def test_only_the_printer_that_takes_zpl_claims_a_pool_zpl_job(
             finals = await kiosk.wait_states(ids, {"DONE", "DEAD"}, timeout_s=90)
             assert [(f["state"], f["printed_on"]) for f in finals] == [("DONE", "label-01")] * 3
             for job_id in ids:
-                assert [c.printer for c in await run.service.copies_of(job_id)] == ["label-01"]
+                assert [c.printer for c in await run.service.worker.copies_of(job_id)] == [
+                    "label-01"
+                ]
     assert sorted(lprint.wait_labels(3)) == sorted(docs)
     assert pdf_printer.printed("printer-01") == []
     assert pdf_printer.received("printer-01") == 0
@@ -276,6 +278,6 @@ async def test_a_printer_named_that_turns_out_not_to_take_zpl_refuses_it_unsent(
             f"printer-01 does not take {ZPL} (its document-format-supported does not list "
             "it); nothing was sent"
         )
-        copies = await run.service.copies_of(job["id"])
+        copies = await run.service.worker.copies_of(job["id"])
         assert [(c.state.value, c.printer_job_id) for c in copies] == [("refused", None)]
     assert pdf_printer.received("printer-01") == 0

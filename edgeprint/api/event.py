@@ -22,7 +22,7 @@ from edgeprint.timefmt import rfc3339_ms
 async def _event_out(deps: Deps, mode: EventMode, cancelled: list[str] | None = None) -> EventOut:
     # in a rehearsal, its own test jobs (not an earlier rehearsal's); live, every one
     current = mode.since if mode.mode == "rehearsal" else None
-    counts = await deps.service.jobs_by_state(rehearsal=True, since=current)
+    counts = await deps.service.views.jobs_by_state(rehearsal=True, since=current)
     return EventOut(
         mode=mode.mode,
         since=None if mode.since is None else rfc3339_ms(mode.since),
@@ -108,5 +108,5 @@ async def check_printer(request: web.Request) -> web.Response:
     deps = request.app[DEPS]
     name = request.match_info["name"]
     await _empty_body(request)
-    found = await deps.service.check_printer(name, request[CALLER], deps.check)
+    found = await deps.service.printers.check_printer(name, request[CALLER], deps.check)
     return json_response(check_out(name, found, deps.config.event.badge_media, time.time()))

@@ -36,11 +36,11 @@ async def metrics(request: web.Request) -> web.Response:
     deps = deps_of(request)
     if deps.config.metrics.token_required:  # read per request: a reload applies it at once
         await authorize(request, "read")
-    deps.metrics.set_job_counts(await deps.service.jobs_by_state())
-    deps.metrics.set_rehearsal_counts(await deps.service.jobs_by_state(rehearsal=True))
+    deps.metrics.set_job_counts(await deps.service.views.jobs_by_state())
+    deps.metrics.set_rehearsal_counts(await deps.service.views.jobs_by_state(rehearsal=True))
     mode = await deps.service.event.current()  # read here: another appliance may change it
     deps.metrics.event_rehearsal.set(int(mode.mode == "rehearsal"))
-    queues = await deps.service.queues()
+    queues = await deps.service.views.queues()
     deps.metrics.set_queues(
         {p.name: p.pool for p in deps.config.printers},
         queues.waiting,

@@ -128,7 +128,7 @@ class IppEndpoint:
         self, request: web.Request, first: bytes, limit: int
     ) -> StagedDocument:
         """The rest of the body, streamed into the spool's staging area (at most ``limit``)."""
-        staged = self.deps.service.stage_document()
+        staged = self.deps.service.documents.stage_document()
         try:
             if len(first) > limit:
                 raise errors.PayloadTooLarge("the document", limit)

@@ -63,13 +63,13 @@ async def submit_job(request: web.Request) -> web.Response:
         async with asyncio.timeout(server.body_timeout_s):
             upload = await read_upload(
                 request,
-                deps.service.stage_document,
+                deps.service.documents.stage_document,
                 max_document_bytes=server.max_document_bytes,
                 max_metadata_bytes=server.max_metadata_bytes,
             )
     except TimeoutError:
         raise errors.BodyTimeout(server.body_timeout_s) from None
-    result = await deps.service.submit(
+    result = await deps.service.front.submit(
         upload.metadata, upload.document, key, caller, document_format=upload.document_format
     )
     job = result.job
@@ -162,7 +162,7 @@ async def release_job(request: web.Request) -> web.Response:
     caller = request[CALLER]
     job_id = job_id_of(request)
     body = await optional_json(request, ReleaseRequest)
-    job = await deps_of(request).service.release(
+    job = await deps_of(request).service.front.release(
         job_id, caller, printer=body.printer, pool=body.pool, pin=body.pin
     )
     return job_response(job)
@@ -174,14 +174,14 @@ async def cancel_job(request: web.Request) -> web.Response:
     caller = request[CALLER]
     job_id = job_id_of(request)
     body = await optional_json(request, CancelRequest)
-    job = await deps_of(request).service.cancel(job_id, caller, pin=body.pin)
+    job = await deps_of(request).service.front.cancel(job_id, caller, pin=body.pin)
     return job_response(job, 202 if job.state is JobState.PRINTING else 200)
 
 
 async def replay_job(request: web.Request) -> web.Response:
     """POST /v1/jobs/{id}/replay (tech): DEAD → RELEASED once."""
     caller = request[CALLER]
-    job = await deps_of(request).service.replay(job_id_of(request), caller)
+    job = await deps_of(request).service.front.replay(job_id_of(request), caller)
     return job_response(job)
 
 
@@ -201,7 +201,7 @@ async def resolve_job(request: web.Request) -> web.Response:
             'or ask for the pages that did not: {"rest": true}',
             [errors.FieldProblem("body.printed", "required: true or false (or rest: true)")],
         )
-    job = await deps_of(request).service.resolve(
+    job = await deps_of(request).service.resolutions.resolve(
         job_id, caller, printed=bool(body.printed), rest=bool(body.rest)
     )
     return job_response(job)

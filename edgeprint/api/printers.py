@@ -144,7 +144,7 @@ def _age(since: float | None, now: float) -> float | None:
 
 
 async def _printers_out(deps: Deps, names: set[str] | None = None) -> PrintersOut:
-    queues = await deps.service.queues()
+    queues = await deps.service.views.queues()
     depths, oldest, now = queues.waiting, queues.oldest_waiting, queues.at
     printers = sorted(
         (
@@ -194,7 +194,7 @@ def _pause_handler(paused: bool) -> Handler:
         caller = request[CALLER]
         name = request.match_info["name"]
         deps = deps_of(request)
-        await deps.service.set_paused(name, paused, caller)
+        await deps.service.printers.set_paused(name, paused, caller)
         return json_response(await _one_printer(deps, name))
 
     return handler
@@ -211,7 +211,7 @@ async def trust_printer(request: web.Request) -> web.Response:
     caller = request[CALLER]
     name = request.match_info["name"]
     deps = deps_of(request)
-    await deps.service.trust_printer(name, caller)
+    await deps.service.printers.trust_printer(name, caller)
     return json_response(await _one_printer(deps, name))
 
 
@@ -220,7 +220,7 @@ async def media_loaded(request: web.Request) -> web.Response:
     caller = request[CALLER]
     name = request.match_info["name"]
     deps = deps_of(request)
-    await deps.service.media_loaded(name, caller)
+    await deps.service.printers.media_loaded(name, caller)
     printer = await _one_printer(deps, name)
     return json_response(MediaLoadedOut(printer=name, runway=printer.runway))
 
@@ -230,7 +230,7 @@ async def drain_printer(request: web.Request) -> web.Response:
     caller = request[CALLER]
     name = request.match_info["name"]
     deps = deps_of(request)
-    moved = await deps.service.drain(name, caller)
+    moved = await deps.service.printers.drain(name, caller)
     return json_response(DrainOut(printer=await _one_printer(deps, name), moved=moved))
 
 
@@ -240,7 +240,7 @@ async def identify_printer(request: web.Request) -> web.Response:
     name = request.match_info["name"]
     body = await optional_json(request, IdentifyRequest)
     deps = deps_of(request)
-    done = await deps.service.identify(name, body.how, caller, deps.identify)
+    done = await deps.service.printers.identify(name, body.how, caller, deps.identify)
     return json_response(
         IdentifyOut(printer=name, action=done.action, printer_job_id=done.printer_job_id)
     )
@@ -255,9 +255,9 @@ async def dead_letter(request: web.Request) -> web.Response:
     if problems_:
         raise invalid("invalid query parameters", problems_, "query")
     service = deps_of(request).service
-    dead = await service.dead_letters(after_seq=after, limit=limit)
-    counts = await service.jobs_by_state()
-    rehearsal = await service.jobs_by_state(rehearsal=True)  # a person acts on those too
+    dead = await service.views.dead_letters(after_seq=after, limit=limit)
+    counts = await service.views.jobs_by_state()
+    rehearsal = await service.views.jobs_by_state(rehearsal=True)  # a person acts on those too
     return json_response(
         DeadLetterOut(
             jobs=[JobOut.from_record(j) for j in dead],
@@ -270,7 +270,7 @@ async def dead_letter(request: web.Request) -> web.Response:
 async def stats(request: web.Request) -> web.Response:
     """GET /v1/stats (tech): jobs by state, dead letters by reason, printers in short."""
     deps = deps_of(request)
-    st = await deps.service.stats()
+    st = await deps.service.views.stats()
     printers = [
         PrinterSummaryOut(
             name=snap.name,
@@ -298,7 +298,7 @@ async def stats(request: web.Request) -> web.Response:
         StatsOut(
             jobs_by_state={s.value: n for s, n in st.jobs_by_state.items()},
             dead_letters=st.jobs_by_state.get(JobState.DEAD, 0)
-            + (await deps.service.jobs_by_state(rehearsal=True))[JobState.DEAD],
+            + (await deps.service.views.jobs_by_state(rehearsal=True))[JobState.DEAD],
             dead_letters_by_reason=st.dead_by_reason,
             printers=printers,
             pools=pools,
@@ -325,7 +325,7 @@ async def webhook_deliveries(request: web.Request) -> web.Response:
     limit, cursor = paging(q, 100, problems_)
     if problems_:
         raise invalid("invalid query parameters", problems_, "query")
-    failed = await deps_of(request).service.failed_webhook_deliveries(
+    failed = await deps_of(request).service.printers.failed_webhook_deliveries(
         after_seq=cursor or 0, limit=limit
     )
     out = [

@@ -246,7 +246,7 @@ async def _read_form(request: web.Request, fields: _Fields) -> None:
                     raise errors.UnsupportedDocument("a ZPL label, not a PDF")
                 fields.title = file_title(part.filename)
                 fields.document = await _read_document(
-                    part, service.stage_document, server.max_document_bytes
+                    part, service.documents.stage_document, server.max_document_bytes
                 )
             elif part.name in ("owner", "target", "form_key"):
                 setattr(fields, part.name, await _read_field(part))

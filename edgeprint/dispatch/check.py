@@ -66,7 +66,7 @@ async def check_printer(
 async def _tls(printer: PrinterConfig, service: JobService, timeout_s: float) -> TlsCheck:
     if printer.tls == "verify":
         return TlsCheck("verify", None, None, None)
-    pinned = printer.tls_fingerprint or await service.printer_pin(printer.name)
+    pinned = printer.tls_fingerprint or await service.printers.printer_pin(printer.name)
     pinned = tls.parse_fingerprint(pinned) if pinned else None
     url = URL(printer.uri)
     try:

@@ -21,6 +21,7 @@ from edgeprint.backoff import Backoff
 from edgeprint.config import DispatchConfig
 from edgeprint.copies import Copy, CopyState
 from edgeprint.dispatch import formats
+from edgeprint.dispatch.leases import Ownership
 from edgeprint.dispatch.monitor import Monitor
 from edgeprint.dispatch.observer import MonitoringFailed, Observer, Unsettled
 from edgeprint.dispatch.stall import stall_reasons, stalled_since
@@ -30,7 +31,6 @@ from edgeprint.metrics import Metrics
 from edgeprint.printers.health import trays_of
 from edgeprint.printers.ipp import IppClient, PrinterStatus
 from edgeprint.service import JobRecord, JobService
-from edgeprint.service.leases import Ownership
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ class CopyRun:
             except errors.PrinterError as exc:
                 return Outcome(Ended.REFUSED, copy, error=exc)
             crash_point("after_create_job")
-            sending = await self.service.copy_created(copy, made, sending=True)
+            sending = await self.service.worker.copy_created(copy, made, sending=True)
             if sending is None or sending.state is not CopyState.SENDING:
                 return Outcome(Ended.CHANGED, sending or copy)  # cancelled meanwhile
             self._check_lease()
@@ -128,15 +128,15 @@ class CopyRun:
                 )
             except errors.PrinterAmbiguous as exc:  # all, part or none of it arrived
                 if exc.body_sent:
-                    sending = await self.service.copy_written(sending) or sending
+                    sending = await self.service.worker.copy_written(sending) or sending
                 return Outcome(Ended.UNSETTLED, sending)
             except errors.PrinterUnreachable:
-                await self.service.copy_unsent(sending)  # not one byte left
+                await self.service.worker.copy_unsent(sending)  # not one byte left
                 return Outcome(Ended.UNSETTLED, sending)
             except errors.PrinterError as exc:
                 return Outcome(Ended.REFUSED, sending, error=exc)
             crash_point("after_send_document")
-            acked = await self.service.copy_acknowledged(sending)
+            acked = await self.service.worker.copy_acknowledged(sending)
         else:
             self._check_lease()
             try:
@@ -145,12 +145,12 @@ class CopyRun:
                 )
             except errors.PrinterAmbiguous as exc:
                 if exc.body_sent:
-                    copy = await self.service.copy_written(copy) or copy
+                    copy = await self.service.worker.copy_written(copy) or copy
                 return Outcome(Ended.UNSETTLED, copy)
             except errors.PrinterError as exc:
                 return Outcome(Ended.REFUSED, copy, error=exc)
             crash_point("after_send_document")
-            acked = await self.service.copy_acknowledged(copy, made)
+            acked = await self.service.worker.copy_acknowledged(copy, made)
         if acked is None or acked.state is not CopyState.ACKNOWLEDGED:
             return Outcome(Ended.CHANGED, acked or copy)  # cancelled meanwhile
         return await self.follow(job, acked)
@@ -194,7 +194,7 @@ class CopyRun:
         while not self.stop.is_set():
             if self.cancel.is_set():
                 self.cancel.clear()
-                current = await self.service.copy(copy.id)
+                current = await self.service.worker.copy(copy.id)
                 if current is None or not current.live:
                     return Outcome(Ended.CHANGED, current or copy)
                 copy = current
@@ -226,7 +226,7 @@ class CopyRun:
                     if not noted:
                         noted = True
                         out = f" after {copy.pages_out} impression(s)" if copy.pages_out else ""
-                        await self.service.note(
+                        await self.service.worker.note(
                             job,
                             self.name,
                             f"{self.name} cannot go on ({why}){out}: waiting for a "

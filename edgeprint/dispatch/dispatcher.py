@@ -14,6 +14,7 @@ from edgeprint import errors
 from edgeprint.board import PrinterBoard
 from edgeprint.config import Config, PrinterConfig
 from edgeprint.dispatch import check
+from edgeprint.dispatch.leases import Ownership, SoleOwner
 from edgeprint.dispatch.worker import PrinterWorker
 from edgeprint.documents.cache import RenditionCache
 from edgeprint.documents.capabilities import REQUESTED_ATTRIBUTES
@@ -25,7 +26,6 @@ from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.printers.ipp import IppClient
 from edgeprint.printers.testpage import render_test_page
 from edgeprint.service import Identified, JobService, PrinterCheck
-from edgeprint.service.leases import Ownership, SoleOwner
 
 log = logging.getLogger(__name__)
 
@@ -245,7 +245,7 @@ class Dispatcher:
     async def _housekeeping(self) -> None:
         """Expire held jobs and delete old documents every ``retention.interval_s``."""
         await self._every(
-            self.config.retention.interval_s, self.service.housekeeping, "housekeeping"
+            self.config.retention.interval_s, self.service.upkeep.housekeeping, "housekeeping"
         )
 
     async def _stock_watch(self) -> None:

@@ -62,8 +62,8 @@ class PrinterLife:
     async def _load(self) -> None:
         if self._loaded:
             return
-        self.epoch = await self.service.printer_epoch(self.name)
-        self.traits = await self.service.printer_traits(self.name) or Traits()
+        self.epoch = await self.service.worker.printer_epoch(self.name)
+        self.traits = await self.service.worker.printer_traits(self.name) or Traits()
         self._traits_saved = self.traits
         self._loaded = True
 
@@ -109,14 +109,14 @@ class PrinterLife:
                 why=cause,
             )
         if cause is not None or clock.wall - self._epoch_saved_at >= EPOCH_SAVE_EVERY_S:
-            await self.service.save_printer_epoch(self.name, self.epoch)
+            await self.service.worker.save_printer_epoch(self.name, self.epoch)
             self._epoch_saved_at = clock.wall
         await self._save_traits()
         return cause is not None
 
     async def _save_traits(self) -> None:
         if self.traits != self._traits_saved:
-            await self.service.save_printer_traits(self.name, self.traits)
+            await self.service.worker.save_printer_traits(self.name, self.traits)
             log_event(log, "printer_personality", printer=self.name, traits=self.traits.as_json())
             self._traits_saved = self.traits
 

@@ -22,6 +22,7 @@ from edgeprint.backoff import Backoff
 from edgeprint.board import PrinterBoard, Usability
 from edgeprint.config import DispatchConfig, PrinterConfig
 from edgeprint.dispatch import formats
+from edgeprint.dispatch.leases import Ownership
 from edgeprint.dispatch.life import PrinterLife
 from edgeprint.dispatch.ready import ready_stock
 from edgeprint.dispatch.rolls import RollCounter
@@ -37,7 +38,6 @@ from edgeprint.printers import levels, problems, reasons, supplies, tls
 from edgeprint.printers.health import Health, HealthChange, HealthSettings, PrinterSnapshot
 from edgeprint.printers.ipp import IppClient, PrinterStatus
 from edgeprint.service import JobService
-from edgeprint.service.leases import Ownership
 from edgeprint.stock import StockView
 
 log = logging.getLogger(__name__)
@@ -265,7 +265,9 @@ class Monitor:
         await self.health_changed(self.health.on_transport_failure(str(exc), now))
         self.metrics.printer_healthy.labels(printer=self.name).set(int(self.health.healthy))
         if not self.health.healthy:  # jobs named for it keep arriving (or come back): move them
-            await self.service.fail_over_waiting(self.name, self.health.reason or "unreachable")
+            await self.service.printers.fail_over_waiting(
+                self.name, self.health.reason or "unreachable"
+            )
         return now - self.unreachable_since
 
     async def ensure_trust(self) -> None:
@@ -283,7 +285,7 @@ class Monitor:
             self._trusted = True
             return
         url = URL(self.config.uri)
-        pinned = await self.service.printer_pin(self.name)
+        pinned = await self.service.printers.printer_pin(self.name)
         got = await tls.trust(
             url.host or "",
             url.port or 631,
@@ -292,7 +294,7 @@ class Monitor:
             timeout_s=self.settings.request_timeout_s,
         )
         if got.first_contact:
-            await self.service.pin_printer(self.name, got.fingerprint)
+            await self.service.printers.pin_printer(self.name, got.fingerprint)
         self.client.ssl = got.ssl
         self._trusted = True
 
@@ -332,7 +334,7 @@ class Monitor:
                 error=str(exc),
                 head_hex=head.hex(),
             )
-        await self.service.fail_over_waiting(self.name, problem)
+        await self.service.printers.fail_over_waiting(self.name, problem)
         return self._bad_answer.failed()
 
     async def health_changed(self, change: HealthChange | None) -> None:
@@ -343,19 +345,19 @@ class Monitor:
         self.metrics.health_changes.labels(
             printer=self.name, healthy=str(change.healthy).lower()
         ).inc()
-        await self.service.printer_health_changed(self.name, change.healthy, change.reason)
+        await self.service.printers.printer_health_changed(self.name, change.healthy, change.reason)
         if change.healthy:
             log_event(log, "printer_healthy", printer=self.name)
-            self.service.wake(self.name, self.config.pool)
+            self.service.board.wake(self.name, self.config.pool)
             return
         log_event(
             log, "printer_unhealthy", level=logging.WARNING, printer=self.name, why=change.reason
         )
-        await self.service.fail_over_waiting(self.name, change.reason or "unhealthy")
+        await self.service.printers.fail_over_waiting(self.name, change.reason or "unhealthy")
 
     def _note_paused(self, now: float) -> bool:
         """A technician's pause is a problem too (no new work), from when it was first seen."""
-        paused = self.service.is_paused(self.name)
+        paused = self.name in self.service.admission.paused
         fact = problems.Fact("paused", f"paused: no new work until resumed ({self.name})")
         self.health.ledger.update([fact] if paused else [], now, group="paused")
         return paused

@@ -160,7 +160,7 @@ class Observer:
         pj = obs.pj
         await self.learn_from(copy, pj, job)
         if obs.settled is not None:
-            return await self.service.settle_copy(
+            return await self.service.outcomes.settle_copy(
                 copy, obs.settled, obs.outcome or "", pj, evidence=obs.evidence.value
             )
         if pj is None:
@@ -176,7 +176,7 @@ class Observer:
         )
         if not changed:
             return copy
-        return await self.service.copy_reported(copy, pj)
+        return await self.service.worker.copy_reported(copy, pj)
 
     async def send_cancel(self, copy: Copy, *, tries: int = 1) -> bool:
         """Cancel-Job for a copy already recorded ``cancelling``; True when the printer took
@@ -210,7 +210,7 @@ class Observer:
                     delay *= 4
                     continue
                 return False
-            await self.service.copy_cancel_sent(copy)
+            await self.service.worker.copy_cancel_sent(copy)
             return took
         return False
 
@@ -221,7 +221,7 @@ class Observer:
         if copy.cancel_sent_at is None:
             await self.send_cancel(copy)
         if copy.printer_job_id is None:
-            return await self.service.copy(copy.id)
+            return await self.service.worker.copy(copy.id)
         polls = Backoff(self.settings.poll_interval_min_s, self.settings.poll_interval_max_s)
         bound = self.settings.request_timeout_s * 3 if within_s is None else within_s
         deadline = self._clock() + bound
@@ -238,7 +238,7 @@ class Observer:
             if self._clock() >= deadline:
                 break
             await asyncio.sleep(polls.failed())  # the printer is stopping the job: poll, bounded
-        return await self.service.copy(copy.id)
+        return await self.service.worker.copy(copy.id)
 
     async def _list_patiently(self, tries: int = 3) -> list[PrinterJob] | None:
         """Get-Jobs, a few times over a failing answer; None when it cannot be had now."""
@@ -297,7 +297,7 @@ class Observer:
         """
         ctx = self.context()
         if copy.epoch is not None and copy.epoch != ctx.epoch:
-            await self.service.settle_copy(
+            await self.service.outcomes.settle_copy(
                 copy,
                 CopyState.VANISHED,
                 f"the printer restarted since (epoch {copy.epoch} → {ctx.epoch}): a job it "
@@ -308,7 +308,7 @@ class Observer:
         listed = await self._list_patiently()
         if listed is None:
             return False  # not now: the copy stays as it is, the sweep tries again later
-        known = await self.service.known_printer_jobs(copy.printer, ctx.epoch)
+        known = await self.service.worker.known_printer_jobs(copy.printer, ctx.epoch)
         owner = job.owner if job is not None else ""
         found = evidence.find_orphans(copy, owner, listed, known, ctx.traits)
         if len(found) == 1:
@@ -321,10 +321,10 @@ class Observer:
                 printer=copy.printer,
                 printer_job_id=pj.job_id,
             )
-            await self.service.copy_found(copy, pj)
+            await self.service.worker.copy_found(copy, pj)
             return True
         if not found:
-            await self.service.settle_copy(
+            await self.service.outcomes.settle_copy(
                 copy,
                 CopyState.VANISHED,
                 "no printer job matches it: never created, or purged",
@@ -341,7 +341,7 @@ class Observer:
             printer=copy.printer,
             candidates=ids,
         )
-        await self.service.settle_copy(
+        await self.service.outcomes.settle_copy(
             copy,
             CopyState.LOST,
             f"printer jobs {ids} could each be it: cancel the stray one",

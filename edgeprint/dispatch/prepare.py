@@ -58,14 +58,14 @@ class Preparer:
             if made is None:
                 return None
             fmt, data = made
-            redescribed = await self.service.redescribe_copy(copy, fmt, len(data))
+            redescribed = await self.service.worker.redescribe_copy(copy, fmt, len(data))
             # not redescribed: a person cancelled it meanwhile; the run stops before the upload
             return redescribed or replace(copy, document_format=fmt, document_bytes=len(data)), data
         if job.claims > 1 and await self._pdf_failed_here(job):
             # The printer lists PDF but could not print this one: once more, in raster.
             rendered = await self._rendition(job, raster_only=True)
             if rendered is None:
-                await self.service.settle_copy(
+                await self.service.outcomes.settle_copy(
                     copy,
                     CopyState.REFUSED,
                     "no raster could be made",
@@ -73,14 +73,16 @@ class Preparer:
                 )
                 return None
             fmt, data = rendered
-            redescribed = await self.service.redescribe_copy(copy, fmt, len(data))
+            redescribed = await self.service.worker.redescribe_copy(copy, fmt, len(data))
             if redescribed is not None:
                 return redescribed, data
         try:
-            document = await self.service.read_document(job)
+            document = await self.service.documents.read_document(job)
             if job.from_page is not None:  # the rest only: the copy carries fewer bytes
                 copy = (
-                    await self.service.redescribe_copy(copy, copy.document_format, len(document))
+                    await self.service.worker.redescribe_copy(
+                        copy, copy.document_format, len(document)
+                    )
                     or copy
                 )
         except OSError as exc:
@@ -101,13 +103,13 @@ class Preparer:
                 "it); nothing was sent"
             )
             if copy is not None:
-                await self.service.settle_copy(
+                await self.service.outcomes.settle_copy(
                     copy, CopyState.REFUSED, why, evidence=Evidence.NO_DOCUMENT.value
                 )
-            await self.service.fail(job, self.name, "unsupported_document", why)
+            await self.service.outcomes.fail(job, self.name, "unsupported_document", why)
             return None
         try:
-            document = await self.service.read_document(job)
+            document = await self.service.documents.read_document(job)
         except OSError as exc:
             await self._refuse_unreadable(job, copy, exc)
             return None
@@ -117,7 +119,7 @@ class Preparer:
         """The document cannot be read: its copy (if opened) is refused unsent, and the job
         goes where an unreadable document goes."""
         if copy is not None:
-            await self.service.settle_copy(
+            await self.service.outcomes.settle_copy(
                 copy,
                 CopyState.REFUSED,
                 f"document unreadable: {exc}",
@@ -141,7 +143,7 @@ class Preparer:
             c.printer == self.name
             and c.state is CopyState.DOCUMENT_ERROR
             and c.document_format == formats.PDF
-            for c in await self.service.copies_of(job.id)
+            for c in await self.service.worker.copies_of(job.id)
         )
 
     async def _rendition(self, job: JobRecord, *, raster_only: bool) -> tuple[str, bytes] | None:
@@ -155,9 +157,9 @@ class Preparer:
         caps = formats.without_pdf(caps) if raster_only else caps
         try:
             if job.from_page is None:
-                path = await self.service.document_path(job)
+                path = await self.service.documents.document_path(job)
             else:  # the rest only: its own file, not the cached rendition of the whole
-                path = await self.service.rest_path(job)
+                path = await self.service.documents.rest_path(job)
         except OSError as exc:
             await self._unreadable(job, exc)
             return None
@@ -170,23 +172,23 @@ class Preparer:
                 str(path),
             )
         except errors.DocumentUnprintable as exc:
-            await self.service.fail(job, self.name, exc.slug.replace("-", "_"), exc.detail)
+            await self.service.outcomes.fail(job, self.name, exc.slug.replace("-", "_"), exc.detail)
             return None
         except errors.RenderFailed as exc:
-            verdict = self.service.on_failure(job, self.name, "render-failed", str(exc))
-            await self.service.settle_job(job, self.name, verdict)
+            verdict = self.service.outcomes.on_failure(job, self.name, "render-failed", str(exc))
+            await self.service.outcomes.settle_job(job, self.name, verdict)
             return None
         except OSError as exc:
             await self._unreadable(job, exc)
             return None
         if made.note:
-            await self.service.note(job, self.name, made.note)
+            await self.service.worker.note(job, self.name, made.note)
         return made.format, made.data
 
     async def _unreadable(self, job: JobRecord, exc: OSError) -> None:
         """The document of a claimed job could not be read: gone → DEAD, else later again."""
         if isinstance(exc, FileNotFoundError):
-            await self.service.fail(job, self.name, "document_missing", f"document: {exc}")
+            await self.service.outcomes.fail(job, self.name, "document_missing", f"document: {exc}")
         else:  # EMFILE, EIO…: the document is there, reading it failed now
             log_event(
                 log,
@@ -198,4 +200,6 @@ class Preparer:
                 correlation_id=job.correlation_id,
             )
             not_before = self.service.run() + self.settings.unreachable_retry_max_s
-            await self.service.requeue(job, self.name, f"document: {exc}", not_before, count=False)
+            await self.service.outcomes.requeue(
+                job, self.name, f"document: {exc}", not_before, count=False
+            )

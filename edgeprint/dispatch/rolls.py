@@ -54,7 +54,7 @@ class RollCounter:
         """The roll stored before this worker started (a restart keeps counting)."""
         if self._loaded or self.runway is None:
             return
-        stored = await self.service.printer_roll(self.name)
+        stored = await self.service.worker.printer_roll(self.name)
         if stored is not None:
             self.runway.roll = stored
         self._loaded = True
@@ -77,7 +77,7 @@ class RollCounter:
         if cause is not None:
             self._changed(cause)
         if runway.roll != before:
-            await self.service.save_printer_roll(self.name, runway.roll)
+            await self.service.worker.save_printer_roll(self.name, runway.roll)
 
     async def printed(self, labels: int, *, live: bool = True) -> None:
         """``labels`` came out of the printer (a job settled DONE here; ``live``: not a
@@ -87,7 +87,7 @@ class RollCounter:
             return
         await self._load()
         runway.printed(labels, self._clock(), live=live)
-        await self.service.save_printer_roll(self.name, runway.roll)
+        await self.service.worker.save_printer_roll(self.name, runway.roll)
 
     def media_loaded(self) -> None:
         """A technician says a new roll is in (the service stores the reset count)."""

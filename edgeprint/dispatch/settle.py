@@ -94,7 +94,7 @@ class Settlement:
 
     def policy(self) -> Policy:
         """The service's policy, with what this printer is known to do."""
-        base = self.service.policy
+        base = self.service.outcomes.policy
         counting = base.counting | ({self.name} if self.monitor.life.traits.impressions else set())
         return replace(base, counting=frozenset(counting))
 
@@ -108,7 +108,7 @@ class Settlement:
                 obs = outcome.observation
                 assert obs is not None
                 assert obs.pj is not None
-                _, done = await self.service.settle_printed(
+                _, done = await self.service.outcomes.settle_printed(
                     job, outcome.copy, obs.pj, evidence=obs.evidence.value
                 )
                 if done is not None:
@@ -135,7 +135,7 @@ class Settlement:
         Raises Unsettled when the printer cannot be asked.
         """
         for _ in range(ROUNDS):
-            copies = await self.service.copies_of(job.id)
+            copies = await self.service.worker.copies_of(job.id)
             for c in copies:
                 if c.live and c.printer == self.name and c.printer_job_id is not None:
                     try:
@@ -143,7 +143,7 @@ class Settlement:
                     except MonitoringFailed:
                         continue  # judged as it stands; following it retries the printer
                     await self.observer.record(c, obs, job)
-            copies = await self.service.copies_of(job.id)
+            copies = await self.service.worker.copies_of(job.id)
             verdict = self.judge(job, copies)
             self.metrics.reconciliations.labels(printer=self.name, verdict=verdict.kind).inc()
             log_event(
@@ -163,7 +163,7 @@ class Settlement:
                     return copy
                 case Kind.CANCEL:
                     assert copy is not None
-                    cancelling = await self.service.copy_cancelling(copy, verdict.kind.value)
+                    cancelling = await self.service.worker.copy_cancelling(copy, verdict.kind.value)
                     if cancelling is not None:
                         await self.observer.await_cancel(cancelling)
                 case Kind.WAIT:
@@ -176,11 +176,11 @@ class Settlement:
                     if not await self.observer.find(copy, job):
                         raise Unsettled
                 case _:
-                    current = await self.service.find(job.id)
+                    current = await self.service.worker.find(job.id)
                     if current is None or current.state is not JobState.PRINTING:
                         return True
                     await self._count_outcome(job, verdict)
-                    await self.service.settle_job(job, self.name, verdict)
+                    await self.service.outcomes.settle_job(job, self.name, verdict)
                     return True
         return False
 
@@ -217,19 +217,19 @@ class Settlement:
         cancel it meanwhile.
         """
         if copy.printer_job_id is not None:
-            cancelling = await self.service.copy_cancelling(copy, f"refused: {exc}")
+            cancelling = await self.service.worker.copy_cancelling(copy, f"refused: {exc}")
             if cancelling is not None:
                 # an empty printer job blocks a printer that takes one job at a time
                 await self.observer.send_cancel(cancelling, tries=REFUSED_CANCEL_TRIES)
                 copy = cancelling
-        settled = await self.service.settle_copy(
+        settled = await self.service.outcomes.settle_copy(
             copy, CopyState.REFUSED, str(exc), evidence=Evidence.REFUSED.value
         )
         if settled is None:  # it settled otherwise meanwhile: let the copies decide
             return await self.conclude(job)
-        judged = self.judge(job, await self.service.copies_of(job.id))
+        judged = self.judge(job, await self.service.worker.copies_of(job.id))
         if judged.kind is not Kind.SEND:  # e.g. a person's cancel
-            await self.service.settle_job(job, self.name, judged)
+            await self.service.outcomes.settle_job(job, self.name, judged)
             return True
         refusal, sig = refusal_of(exc)
         if refusal is Refusal.OTHER:
@@ -237,7 +237,7 @@ class Settlement:
                 self.monitor.health.on_job_failed(job.id, self._clock())
             )
         verdict = on_refusal(job_facts(job), self.name, refusal, sig, str(exc), self.policy())
-        await self.service.settle_job(job, self.name, replace(verdict, copy=settled))
+        await self.service.outcomes.settle_job(job, self.name, replace(verdict, copy=settled))
         return True
 
     async def move_stuck(self, job: JobRecord, copy: Copy, why: str = "") -> Next:
@@ -254,7 +254,9 @@ class Settlement:
         (a job that finished may have printed: moving it could print it twice).
         """
         why = why or self.monitor.health.reason or "it cannot go on"
-        cancelling = await self.service.copy_cancelling(copy, f"{self.name} cannot go on ({why})")
+        cancelling = await self.service.worker.copy_cancelling(
+            copy, f"{self.name} cannot go on ({why})"
+        )
         accepted = False
         after: Copy | None = copy
         if cancelling is not None:
@@ -267,7 +269,7 @@ class Settlement:
                     # all (a cancel taken, the job finished anyway): wait for its word
                     after = await self.observer.await_cancel(after)
             else:
-                after = await self.service.copy(cancelling.id)
+                after = await self.service.worker.copy(cancelling.id)
         cleanly = (
             after is not None
             and not after.live
@@ -292,12 +294,12 @@ class Settlement:
         self.left_live = after is None or after.live
         # failed here: its pool's peers have it first (PEER_FIRST_S), as the printer may look
         # idle once the cancel took its job and still be jammed
-        await self.service.requeue(
+        await self.service.outcomes.requeue(
             job, self.name, reason, self.service.run(), count=False, failure_sig=STUCK_SIG
         )
         # a job named for this printer goes to its pool: the printer may look idle now and
         # still be jammed (its peers take it, as they take its other waiting jobs)
-        await self.service.fail_over_waiting(self.name, reason)
+        await self.service.printers.fail_over_waiting(self.name, reason)
         return True
 
     async def _still_stalled(self) -> bool:
@@ -320,7 +322,7 @@ class Settlement:
             printer_job_id=copy.printer_job_id,
             error=why,
         )
-        await self.service.settle_copy(
+        await self.service.outcomes.settle_copy(
             copy,
             CopyState.LOST,
             f"cannot report job state: {why}",
@@ -328,7 +330,7 @@ class Settlement:
         )
         health = self.monitor.health
         await self.monitor.health_changed(health.on_monitoring_failed(why, self._clock()))
-        await self.service.fail_over_waiting(self.name, health.reason or why)
+        await self.service.printers.fail_over_waiting(self.name, health.reason or why)
         await self.conclude(job)
 
     async def give_up_in_hand(self) -> None:
@@ -340,8 +342,8 @@ class Settlement:
         "reprint"``). Its copies stay live here: when the printer comes back
         they are settled (live ones cancelled) before it gets new work.
         """
-        for job in await self.service.printing_on(self.name):
-            copies = await self.service.copies_of(job.id)
+        for job in await self.service.worker.printing_on(self.name):
+            copies = await self.service.worker.copies_of(job.id)
             current = [c for c in copies if c.claim == job.claims and c.live]
             risky = any(c.document_may_have_left for c in current)
             if any(c.cancel_origin == ORIGIN_REQUESTED for c in current):
@@ -349,9 +351,9 @@ class Settlement:
                 why = f"cancelled as asked; {self.name} became unreachable before it confirmed"
                 if risky:
                     why += " (it may have printed part of it)"
-                await self.service.cancelled(job, self.name, why)
+                await self.service.outcomes.cancelled(job, self.name, why)
             elif not risky or self.settings.on_unknown_outcome == "reprint":
-                await self.service.requeue(
+                await self.service.outcomes.requeue(
                     job,
                     self.name,
                     f"{self.name} unreachable; moved to a peer",
@@ -359,7 +361,7 @@ class Settlement:
                     count=False,
                 )
             else:
-                await self.service.fail(
+                await self.service.outcomes.fail(
                     job,
                     self.name,
                     "outcome_unknown",
@@ -373,15 +375,15 @@ class Settlement:
 
         True when nothing is left open; raises Unsettled.
         """
-        current = {(j.id, j.claims) for j in await self.service.printing_on(self.name)}
-        for copy in await self.service.open_copies_on(self.name):
+        current = {(j.id, j.claims) for j in await self.service.worker.printing_on(self.name)}
+        for copy in await self.service.worker.open_copies_on(self.name):
             if (copy.job_id, copy.claim) in current:
                 continue
             if not await self.settle_stale(copy):
                 return False
         live = {
             c.printer_job_id
-            for c in await self.service.open_copies_on(self.name)
+            for c in await self.service.worker.open_copies_on(self.name)
             if c.printer_job_id is not None
         }
         await self.observer.cancel_strays(live)
@@ -393,16 +395,16 @@ class Settlement:
         True when it is settled (or could be left); raises Unsettled.
         """
         if copy.printer_job_id is None:
-            if not await self.observer.find(copy, await self.service.find(copy.job_id)):
+            if not await self.observer.find(copy, await self.service.worker.find(copy.job_id)):
                 return False
-            refreshed = await self.service.copy(copy.id)
+            refreshed = await self.service.worker.copy(copy.id)
             if refreshed is None or not refreshed.live or refreshed.printer_job_id is None:
                 return True
             copy = refreshed
         try:
             obs = await self.observer.look(copy)
         except MonitoringFailed as exc:
-            await self.service.settle_copy(
+            await self.service.outcomes.settle_copy(
                 copy,
                 CopyState.LOST,
                 f"cannot report job state: {exc}",
@@ -418,15 +420,17 @@ class Settlement:
                 printer=self.name,
                 printer_job_id=copy.printer_job_id,
             )
-            cancelling = await self.service.copy_cancelling(copy, "its job left this printer")
+            cancelling = await self.service.worker.copy_cancelling(
+                copy, "its job left this printer"
+            )
             if cancelling is None:
                 return True
             after = await self.observer.await_cancel(cancelling)
             return after is None or not after.live
         settled = await self.observer.record(copy, obs)
         if settled is not None and settled.state is CopyState.PRINTED:
-            await self.service.stale_copy_printed(settled)
-            stale = await self.service.find(copy.job_id)  # its labels came off the roll too
+            await self.service.worker.stale_copy_printed(settled)
+            stale = await self.service.worker.find(copy.job_id)  # its labels came off the roll too
             if stale is not None:
                 await self.monitor.rolls.printed(
                     labels_of(stale.document_pages, stale.copies, stale.from_page),

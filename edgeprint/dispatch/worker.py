@@ -24,6 +24,7 @@ from edgeprint.config import DispatchConfig, PrinterConfig
 from edgeprint.copies import Copy
 from edgeprint.dispatch import formats
 from edgeprint.dispatch.copy_run import CopyRun, Outcome, wait_any
+from edgeprint.dispatch.leases import Ownership, SoleOwner
 from edgeprint.dispatch.monitor import Monitor
 from edgeprint.dispatch.observer import Observer, Unsettled
 from edgeprint.dispatch.prepare import Preparer
@@ -36,7 +37,6 @@ from edgeprint.metrics import Metrics
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.printers.ipp import IppClient, PrinterStatus
 from edgeprint.service import JobRecord, JobService
-from edgeprint.service.leases import Ownership, SoleOwner
 
 log = logging.getLogger(__name__)
 
@@ -206,14 +206,14 @@ class PrinterWorker:
             self._needs_reconcile |= new_epoch
             self._unreachable.reset()
             if not m.health.healthy:  # before anything that may wait on the printer
-                await self.service.fail_over_waiting(self.name, m.health.reason or "")
+                await self.service.printers.fail_over_waiting(self.name, m.health.reason or "")
             if self._needs_reconcile and not await self._sweep():
                 await self._hold_off(self.settings.unreachable_retry_max_s)
                 return
             if not m.health.healthy:
                 await self._hold_off(self.settings.unreachable_retry_max_s)
                 return
-            if self.service.is_paused(self.name) or self.retired:
+            if self.name in self.service.admission.paused or self.retired:
                 await self._hold_off(self.settings.idle_probe_interval_s)
                 return
             if status.queued_job_count >= self.config.max_inflight:
@@ -264,7 +264,7 @@ class PrinterWorker:
         epoch = self.monitor.life.epoch_number
         takes_zpl = formats.takes_raw(self.monitor.capabilities, formats.ZPL)
         if self.monitor.sends != formats.PDF:
-            job = await self.service.claim_next(self.name, takes_zpl=takes_zpl)
+            job = await self.service.worker.claim_next(self.name, takes_zpl=takes_zpl)
             if job is None:
                 await self._idle()
                 return
@@ -275,7 +275,7 @@ class PrinterWorker:
             if rendered is None:
                 return
             fmt, data = rendered
-            copy = await self.service.open_copy(
+            copy = await self.service.worker.open_copy(
                 job,
                 self.name,
                 operation=operation,
@@ -289,7 +289,7 @@ class PrinterWorker:
                 return
             await self._print(job, copy, data, status)
             return
-        claimed = await self.service.claim_and_open(
+        claimed = await self.service.worker.claim_and_open(
             self.name,
             operation=operation,
             document_format=DOCUMENT_FORMAT,
@@ -367,7 +367,7 @@ class PrinterWorker:
         True when nothing is left open; then new work may be sent.
         """
         try:
-            for job in await self.service.printing_on(self.name):
+            for job in await self.service.worker.printing_on(self.name):
                 nxt = await self.settle.conclude(job)
                 if isinstance(nxt, Copy):
                     self.current_job = job.id
@@ -402,7 +402,7 @@ class PrinterWorker:
     async def _idle(self) -> None:
         """Nothing to claim: wait for a wake-up, the next backed-off job, or a probe."""
         timeout = self.settings.idle_probe_interval_s
-        ready_at = await self.service.next_ready_at(self.name)
+        ready_at = await self.service.worker.next_ready_at(self.name)
         if ready_at is not None:
             timeout = min(timeout, max(0.0, ready_at - self.service.run()) + 0.001)
         await self._pause(timeout)

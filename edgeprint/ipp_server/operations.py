@@ -592,7 +592,7 @@ class IppServer:
             limit = self.service.config.server.max_document_bytes
             if len(data) > limit:
                 raise errors.PayloadTooLarge("the document", limit)
-            staged = self.service.stage_document()
+            staged = self.service.documents.stage_document()
             try:
                 staged.write(data)
             except BaseException:
@@ -613,7 +613,7 @@ class IppServer:
         if staged.size == 0:
             staged.discard()
             raise _refuse(Status.CLIENT_ERROR_BAD_REQUEST, "the request carries no document")
-        result = await self.service.submit(
+        result = await self.service.front.submit(
             meta, staged, key, ctx.caller, document_format=fmt if raw else "application/pdf"
         )
         crash_point("ipp_after_store")
@@ -623,7 +623,7 @@ class IppServer:
         """A staged PDF replaced by one of the pages ``page_ranges`` select (what is
         stored, and so printed, is only those pages)."""
         try:
-            return await self.service.select_pages(staged, page_ranges)
+            return await self.service.documents.select_pages(staged, page_ranges)
         except errors.NoPageSelected as exc:
             raise _refuse(
                 Status.CLIENT_ERROR_ATTRIBUTES_OR_VALUES_NOT_SUPPORTED, str(exc), "page-ranges"
@@ -643,8 +643,8 @@ class IppServer:
         if kind not in A.CONVERTED_FORMATS:
             return staged  # a PDF (or something the PDF check will refuse)
         staged.discard()
-        pdf = await self.service.document_as_pdf(raw, kind)
-        out = self.service.stage_document()
+        pdf = await self.service.documents.document_as_pdf(raw, kind)
+        out = self.service.documents.stage_document()
         try:
             out.write(pdf)
         except BaseException:
@@ -697,7 +697,7 @@ class IppServer:
         if fmt in A.RAW_FORMATS:
             queue = ctx.queue
             on_printer = queue.kind == "printer"
-            self.service.check_format(
+            self.service.admission.check_format(
                 queue.name if on_printer else None, None if on_printer else queue.name, fmt
             )
         self._meta(ctx, self._owner(message, ctx), self._hold(message, ctx), self._copies(message))
@@ -755,9 +755,9 @@ class IppServer:
         if job_id is not None:
             job = await self.service.get(job_id)
         elif 0 < ipp_id < PENDING_BASE:
-            job = await self.service.job_by_seq(ipp_id)
+            job = await self.service.views.job_by_seq(ipp_id)
         else:
-            job = await self.service.job_by_idempotency_key(_created_key(ipp_id))
+            job = await self.service.views.job_by_idempotency_key(_created_key(ipp_id))
             if job is not None:
                 self._names.ipp_ids.setdefault(job.id, ipp_id)
                 self._names.by_ipp_id[ipp_id] = job.id
@@ -835,7 +835,7 @@ class IppServer:
                     Status.CLIENT_ERROR_NOT_POSSIBLE,
                     f"job {ipp_id} is {job.state.value} and cannot be canceled",
                 )
-            await self.service.cancel(job.id, ctx.caller)
+            await self.service.front.cancel(job.id, ctx.caller)
 
     def _audit(
         self, message: IppMessage, ctx: Context, job_id: str
@@ -857,11 +857,13 @@ class IppServer:
             if job.state in A.NOT_COMPLETED:
                 with contextlib.suppress(errors.StateConflict):  # it finished meanwhile
                     async with self._audit(message, ctx, job.id):
-                        await self.service.cancel(job.id, ctx.caller)
+                        await self.service.front.cancel(job.id, ctx.caller)
 
     async def _queue_jobs(self, queue: A.Queue, owner: str | None = None) -> list[JobRecord]:
         printer = queue.name if queue.kind == "printer" else None
-        jobs = await self.service.recent_jobs(printer=printer, owner=owner, limit=GET_JOBS_SCAN)
+        jobs = await self.service.views.recent_jobs(
+            printer=printer, owner=owner, limit=GET_JOBS_SCAN
+        )
         return [j for j in jobs if self._on_queue(j, queue)]
 
     async def _get_job_attributes(

@@ -1,12 +1,13 @@
 """The use cases; the only door to the store (DESIGN §1).
 
-``jobs``: :class:`JobService`, every use case the API, the IPP server and the
-dispatcher call; ``admission``: where a printable job goes (reads the
+``jobs``: :class:`JobService`, one handle on the parts the API, the IPP server and the
+dispatcher call (``front``, ``views``, ``resolutions``, ``worker``, ``outcomes``,
+``printers``, ``documents``, ``upkeep``); ``admission``: where a printable job goes (reads the
 dispatcher's published :class:`~edgeprint.board.PrinterBoard`); ``records``:
 what the service takes and returns.
 """
 
-from edgeprint.service.jobs import JobService, Queues
+from edgeprint.service.jobs import JobService
 from edgeprint.service.records import (
     Caller,
     CheckPrinter,
@@ -20,6 +21,7 @@ from edgeprint.service.records import (
     SubmitResult,
     request_digest,
 )
+from edgeprint.service.views import Queues
 
 __all__ = [
     "Caller",

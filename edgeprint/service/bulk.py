@@ -1,11 +1,11 @@
 """Many jobs at once: release, cancel, replay or resolve jobs chosen by id or by a filter.
 
-Each selected job goes through its single-job use case (:meth:`JobService.release`,
-``cancel``, ``replay``, ``resolve``), so its conditional write stays the only arbiter: a
-job acted on by a bulk call and, at the same moment, by another bulk call or a single
-call is acted on exactly once, and every loser is told ``conflict`` with the state it
-found. A bulk call is therefore not one transaction: each job's outcome is its own, and
-the answer lists them all (DESIGN §5, "Many jobs at once, reprints").
+Each selected job goes through its single-job use case (:meth:`Front.release`,
+``cancel``, ``replay``, :meth:`Resolutions.resolve`), so its conditional write stays the
+only arbiter: a job acted on by a bulk call and, at the same moment, by another bulk call
+or a single call is acted on exactly once, and every loser is told ``conflict`` with the
+state it found. A bulk call is therefore not one transaction: each job's outcome is its
+own, and the answer lists them all (DESIGN §5, "Many jobs at once, reprints").
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ class BulkActions:
         self._service.check_target(printer, pool, "body")
 
         async def one(job_id: str) -> JobRecord:
-            return await self._service.release(job_id, caller, printer=printer, pool=pool)
+            return await self._service.front.release(job_id, caller, printer=printer, pool=pool)
 
         return await self._run(Action.RELEASE, selector, caller, one)
 
@@ -142,7 +142,7 @@ class BulkActions:
         """→ CANCELLED for each selected job (a PRINTING one: ``cancel-requested``)."""
 
         async def one(job_id: str) -> JobRecord:
-            return await self._service.cancel(job_id, caller)
+            return await self._service.front.cancel(job_id, caller)
 
         return await self._run(Action.CANCEL, selector, caller, one)
 
@@ -150,7 +150,7 @@ class BulkActions:
         """DEAD → RELEASED once for each selected job."""
 
         async def one(job_id: str) -> JobRecord:
-            return await self._service.replay(job_id, caller)
+            return await self._service.front.replay(job_id, caller)
 
         return await self._run(Action.REPLAY, selector, caller, one)
 
@@ -158,7 +158,7 @@ class BulkActions:
         """Each selected DEAD ``outcome_unknown`` job: printed → DONE, else RELEASED."""
 
         async def one(job_id: str) -> JobRecord:
-            return await self._service.resolve(job_id, caller, printed=printed)
+            return await self._service.resolutions.resolve(job_id, caller, printed=printed)
 
         return await self._run(Action.RESOLVE, selector, caller, one)
 

@@ -63,7 +63,7 @@ class Previews:
             except FileNotFoundError:
                 pass  # evicted between the lookup and the read: draw it again
         try:
-            path = await self._service.document_path(job)
+            path = await self._service.documents.document_path(job)
         except FileNotFoundError:
             raise self._gone(job) from None
         except OSError as exc:

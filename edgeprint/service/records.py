@@ -83,7 +83,7 @@ class SubmitResult:
 
 @dataclass(frozen=True)
 class JobStats:
-    """What :meth:`JobService.stats` read: counts, and queues keyed by (printer, pool)."""
+    """What :meth:`Views.stats` read: counts, and queues keyed by (printer, pool)."""
 
     jobs_by_state: dict[JobState, int]
     dead_by_reason: dict[str, int]

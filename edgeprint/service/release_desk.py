@@ -16,7 +16,7 @@ the PIN settings), so parallel guesses cannot outrun the lock; a right one gives
 only its own count (so a person's own valid code does not wipe an attacker's wrong
 guesses), and the count ages out ``pin_lockout_s`` after the last wrong try. A wrong
 credential is one fixed error whether or not such an owner exists. Releases go through
-:meth:`JobService.release` one job at a time, so exactly-once, PIN rules, admission
+:meth:`Front.release` one job at a time, so exactly-once, PIN rules, admission
 and failover stay what they are.
 """
 
@@ -253,7 +253,7 @@ class ReleaseDesk:
             return None
         if job.state is JobState.HELD:
             try:
-                moved_on = await self.service.check_pin(job, pin, caller)
+                moved_on = await self.service.front.check_pin(job, pin, caller)
             except (errors.PinMismatch, errors.PinRequired):
                 return None
             if moved_on is None:
@@ -277,7 +277,7 @@ class ReleaseDesk:
             members, pool = config.pools[name], True
         else:
             raise errors.PrinterNotFound(name)
-        depths = (await self.service.queues()).waiting
+        depths = (await self.service.views.queues()).waiting
         usable = self.service.admission.usable
         printers = tuple(PlacePrinter(p, depths.get((p, None), 0), usable(p)) for p in members)
         ready = [p for p in printers if p.ready]
@@ -348,7 +348,9 @@ class ReleaseDesk:
         place_pool: str | None,
     ) -> Outcome:
         try:
-            job = await self.service.release(job_id, caller, printer=printer, pool=pool, pin=pin)
+            job = await self.service.front.release(
+                job_id, caller, printer=printer, pool=pool, pin=pin
+            )
         except errors.StateConflict as exc:
             return Outcome(job_id, "conflict", state=exc.state)
         except errors.JobNotFound:

@@ -1,7 +1,7 @@
 """Printers a reload removed whose waiting jobs the store could not move yet (issue 27 §4).
 
 A reload that removes a printer moves its waiting jobs to the printer's pool
-(:meth:`JobService.retire`). When the disk refuses that write (read-only, I/O errors),
+(:meth:`PrinterControls.retire`). When the disk refuses that write (read-only, I/O errors),
 the removed printer's worker claims nothing new, so without a second try those jobs
 would wait for ever: :class:`Retirements` tries again, with back-off, until the store
 takes the write, unless a later reload configured the printer again.
@@ -36,7 +36,7 @@ class Retirements:
         """Move ``printer``'s waiting jobs now; on a store error, keep trying in a task of its
         own and raise the error (the reload logs it)."""
         try:
-            await self.service.retire(printer)
+            await self.service.printers.retire(printer)
         except errors.StoreError:
             task = asyncio.create_task(self._again(printer), name=f"retire:{printer.name}")
             self._tasks.add(task)
@@ -50,7 +50,7 @@ class Retirements:
             if any(p.name == printer.name for p in self.service.config.printers):
                 return  # configured again: its worker prints them
             try:
-                moved = await self.service.retire(printer)
+                moved = await self.service.printers.retire(printer)
             except errors.StoreError:
                 delay = min(2 * delay, RETRY_MAX_S)
                 continue

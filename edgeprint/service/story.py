@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from edgeprint.service.jobs import JobService
 from edgeprint.service.records import JobRecord
 from edgeprint.states import JobState
-from edgeprint.store.jobs import EventRecord
+from edgeprint.store.job_reads import EventRecord
 from edgeprint.store.story import CopyRow, copies_of
 
 

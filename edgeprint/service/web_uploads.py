@@ -1,7 +1,7 @@
 """Upload from any browser (issue 24, ``[release] web_upload``): a HELD job and its one-time PIN.
 
 A person with no IPP client uploads a PDF from ``GET /upload``; the job is submitted
-through :meth:`JobService.submit` like any other (the same document checks, limits,
+through :meth:`Front.submit` like any other (the same document checks, limits,
 targets), HELD under the name they typed, with a release PIN the server makes.
 
 The page carries a one-time form key (random, 128 bits). The job's Idempotency-Key is
@@ -60,9 +60,11 @@ class WebUploads:
     async def submit(
         self, meta: JobRequest, document: StagedDocument, form_key: str, correlation_id: str | None
     ) -> SubmitResult:
-        """Submit the upload as any job is (raises what JobService.submit raises); ``meta``
+        """Submit the upload as any job is (raises what Front.submit raises); ``meta``
         must be HELD and carry :meth:`pin_for` ``form_key`` as its release PIN."""
         if not meta.hold or meta.release_pin != self.pin_for(form_key):
             raise ValueError("an upload from the page is HELD with the PIN of its form key")
         caller = Caller(CALLER_NAME, "kiosk", correlation_id)
-        return await self._service.submit(meta, document, self.idempotency_key(form_key), caller)
+        return await self._service.front.submit(
+            meta, document, self.idempotency_key(form_key), caller
+        )

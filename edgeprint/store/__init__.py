@@ -4,7 +4,7 @@
 both engines offer; :func:`edgeprint.store.backends.from_config` picks one.
 """
 
+from edgeprint.records import JobRecord
 from edgeprint.store.db import Store
-from edgeprint.store.jobs import JobRecord
 
 __all__ = ["JobRecord", "Store"]

@@ -40,3 +40,9 @@ def from_config(
         appliance_id=appliance_id if config.shared else None,
         on_commit=on_commit,
     )
+
+
+async def write_probe(store: interface.Store) -> None:
+    """A write that changes nothing, through the writer: ``/readyz`` asks whether one goes
+    through now. Raises errors.StoreError."""
+    await store.write("SELECT 1")

@@ -8,10 +8,11 @@ a state that allows the action (someone else changed it first).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from edgeprint.copies import (
+    ORIGIN_EDGEPRINT,
     ORIGIN_REQUESTED,
     SETTLE,
     Copy,
@@ -21,6 +22,7 @@ from edgeprint.copies import (
     copy_targets,
 )
 from edgeprint.states import Action
+from edgeprint.store.copy_reads import CopyReads, copy_from_row
 from edgeprint.store.guards import (
     CANCELLING,
     LEASED_COPY,
@@ -31,7 +33,7 @@ from edgeprint.store.guards import (
     fenced,
     in_list,
 )
-from edgeprint.store.interface import Params, Row, Rows, Store
+from edgeprint.store.interface import Params, Store
 from edgeprint.store.leases import Fence
 
 _LIVE_SQL = in_list(LIVE_COPIES)
@@ -65,14 +67,43 @@ _SETTABLE = frozenset(
         "sheets_completed",
     }
 )
-_COLUMNS = tuple(Copy.__dataclass_fields__)
 
 
-def copy_from_row(row: Row) -> Copy:
-    """The :class:`Copy` of a ``SELECT *`` / ``RETURNING *`` row of ``copies``."""
-    d = {k: row[k] for k in _COLUMNS}
-    d["state"] = CopyState(d["state"])
-    return Copy(**d)
+class Figures(Protocol):
+    """What a printer said of one of its jobs (``printers.ipp.PrinterJob`` is one)."""
+
+    @property
+    def job_id(self) -> int: ...
+    @property
+    def state(self) -> int: ...
+    @property
+    def reasons(self) -> tuple[str, ...]: ...
+    @property
+    def k_octets(self) -> int | None: ...
+    @property
+    def created_s(self) -> int | None: ...
+    @property
+    def impressions_completed(self) -> int | None: ...
+    @property
+    def sheets_completed(self) -> int | None: ...
+    @property
+    def uuid(self) -> str | None: ...
+    @property
+    def created_dt(self) -> str | None: ...
+
+
+def _figures(pj: Figures | None, outcome: str) -> dict[str, object]:
+    """The columns a printer's figures of a copy set (none but ``outcome`` without any)."""
+    sets: dict[str, object] = {"outcome": outcome}
+    if pj is not None:
+        sets.update(
+            job_state=pj.state,
+            job_state_reasons=",".join(pj.reasons),
+            k_octets=pj.k_octets,
+            impressions_completed=pj.impressions_completed,
+            sheets_completed=pj.sheets_completed,
+        )
+    return sets
 
 
 def transition_sql(action: CopyAction, sets: Mapping[str, Any]) -> str:
@@ -98,11 +129,11 @@ def transition_sql(action: CopyAction, sets: Mapping[str, Any]) -> str:
     )
 
 
-class Copies:
+class Copies(CopyReads):
     """Queries on the ``copies`` table of one :class:`Store`."""
 
     def __init__(self, store: Store, *, fence: Fence | None = None) -> None:
-        self._store = store
+        super().__init__(store)
         #: With printer leases: every write of a printer's worker carries its lease's epoch.
         self.fence = fence
 
@@ -150,9 +181,21 @@ class Copies:
         RETURNING *
         """
         params = (
-            state.value, operation, document_format, document_bytes, impressions_expected,
-            printer_up_s, epoch, sent_at, f"printer:{printer}", now, now, job_id, printer, claim,
-        )  # fmt: skip
+            state.value,
+            operation,
+            document_format,
+            document_bytes,
+            impressions_expected,
+            printer_up_s,
+            epoch,
+            sent_at,
+            f"printer:{printer}",
+            now,
+            now,
+            job_id,
+            printer,
+            claim,
+        )
         return self._fenced((sql, params), printer, LEASED_JOB)
 
     def open_claimed_sql(
@@ -191,9 +234,18 @@ class Copies:
         RETURNING *
         """
         params = (
-            state.value, operation, document_format, printer_up_s, epoch, sent_at,
-            f"printer:{printer}", now, now, printer, now,
-        )  # fmt: skip
+            state.value,
+            operation,
+            document_format,
+            printer_up_s,
+            epoch,
+            sent_at,
+            f"printer:{printer}",
+            now,
+            now,
+            printer,
+            now,
+        )
         return self._fenced((sql, params), printer, LEASED_JOB)
 
     async def open(self, **kw: Any) -> Copy | None:
@@ -234,26 +286,6 @@ class Copies:
         )
         return copy_from_row(rows[0]) if rows else None
 
-    async def settle_with(
-        self,
-        copy_id: int,
-        state: CopyState,
-        *,
-        now: float,
-        actor: str,
-        sets: Mapping[str, Any],
-        then: list[tuple[str, Params]],
-        printer: str | None = None,
-    ) -> tuple[Copy | None, Sequence[Rows]]:
-        """Settle a copy as ``state`` and run ``then`` in the same transaction (all or none)."""
-        stmt = self.change_sql(
-            copy_id, SETTLE[state], now=now, actor=actor, sets={**sets, "settled_at": now},
-            printer=printer,
-        )  # fmt: skip
-        rows = await self._store.write_many([stmt, *then])
-        copy = copy_from_row(rows[0][0]) if rows[0] else None
-        return copy, rows[1:]
-
     def request_cancel_sql(self, job_id: str, *, now: float, actor: str) -> tuple[str, Params]:
         """Mark the live copies of a PRINTING job's current claim as cancelled by a person."""
         sql = f"""
@@ -270,25 +302,140 @@ class Copies:
         rows = await self._store.write(*self.request_cancel_sql(job_id, now=now, actor=actor))
         return [copy_from_row(r) for r in rows]
 
-    async def report(
-        self, copy_id: int, facts: Mapping[str, Any], *, now: float, printer: str | None = None
-    ) -> Copy | None:
+    async def report(self, copy: Copy, pj: Figures, *, now: float) -> Copy | None:
         """Record what the printer reports of a live copy (no state change); None if settled.
 
         ``time-at-creation``, ``job-uuid`` and ``date-time-at-creation`` are kept once
         learnt: they are the copy's identity.
         """
-        stmt = (
+        sql = (
             "UPDATE copies SET created_s = COALESCE(created_s, ?), "
             "job_uuid = COALESCE(job_uuid, ?), created_dt = COALESCE(created_dt, ?), "
             "job_state = ?, job_state_reasons = ?, k_octets = ?, impressions_completed = ?, "
             "sheets_completed = ?, updated_at = ? "
-            f"WHERE id = ? AND state IN ({_LIVE_SQL}) RETURNING *",
-            (facts.get("created_s"), facts.get("job_uuid"), facts.get("created_dt"),
-             facts.get("job_state"), facts.get("job_state_reasons", ""), facts.get("k_octets"),
-             facts.get("impressions_completed"), facts.get("sheets_completed"), now, copy_id),
-        )  # fmt: skip
-        rows = await self._store.write(*(stmt if printer is None else self._fenced(stmt, printer)))
+            f"WHERE id = ? AND state IN ({_LIVE_SQL}) RETURNING *"
+        )
+        figures = _figures(pj, "")
+        figures.pop("outcome")
+        params = (pj.created_s, pj.uuid, pj.created_dt, *figures.values(), now, copy.id)
+        rows = await self._store.write(*self._fenced((sql, params), copy.printer))
+        return copy_from_row(rows[0]) if rows else None
+
+    # --- one method per copy transition (copies.COPY_TRANSITIONS), by the copy's printer ---
+
+    async def _change(self, copy: Copy, action: CopyAction, now: float, **sets: Any) -> Copy | None:
+        return await self.change(
+            copy.id,
+            action,
+            now=now,
+            actor=f"printer:{copy.printer}",
+            sets=sets,
+            printer=copy.printer,
+        )
+
+    async def found(self, copy: Copy, pj: Figures, *, now: float) -> Copy | None:
+        """The printer job of a copy whose job-id was never stored has been found."""
+        return await self._change(
+            copy,
+            CopyAction.CREATED,
+            now,
+            printer_job_id=pj.job_id,
+            created_s=pj.created_s,
+            job_uuid=pj.uuid,
+            created_dt=pj.created_dt,
+        )
+
+    async def created(
+        self, copy: Copy, printer_job_id: int, job_uuid: str | None, *, now: float
+    ) -> Copy | None:
+        """Create-Job made the printer job (the document goes later)."""
+        return await self._change(
+            copy, CopyAction.CREATED, now, printer_job_id=printer_job_id, job_uuid=job_uuid
+        )
+
+    async def sending(
+        self, copy: Copy, printer_job_id: int, job_uuid: str | None, *, now: float
+    ) -> Copy | None:
+        """Create-Job made the printer job and the upload starts now."""
+        return await self._change(
+            copy,
+            CopyAction.SEND,
+            now,
+            printer_job_id=printer_job_id,
+            job_uuid=job_uuid,
+            sent_at=now,
+        )
+
+    async def written(self, copy: Copy, *, now: float) -> Copy | None:
+        """Every byte of the upload was handed to the connection."""
+        return await self._change(copy, CopyAction.SEND, now, written_at=now)
+
+    async def unsent(self, copy: Copy, *, now: float) -> Copy | None:
+        """Not one byte of the upload left."""
+        return await self._change(copy, CopyAction.UNSEND, now, sent_at=None)
+
+    async def acknowledge(
+        self,
+        copy: Copy,
+        *,
+        now: float,
+        printer_job_id: int | None = None,
+        job_uuid: str | None = None,
+    ) -> Copy | None:
+        """The printer has the whole document (with its job-id when the answer gave one)."""
+        if printer_job_id is None:
+            return await self._change(copy, CopyAction.ACKNOWLEDGE, now, acknowledged_at=now)
+        return await self._change(
+            copy,
+            CopyAction.ACKNOWLEDGE,
+            now,
+            acknowledged_at=now,
+            printer_job_id=printer_job_id,
+            job_uuid=job_uuid,
+        )
+
+    async def cancelling(self, copy: Copy, *, now: float) -> Copy | None:
+        """edgeprint will Cancel-Job this copy (recorded before the request is sent)."""
+        return await self._change(copy, CopyAction.CANCEL, now, cancel_origin=ORIGIN_EDGEPRINT)
+
+    async def cancel_sent(self, copy: Copy, *, now: float) -> Copy | None:
+        """Cancel-Job for this copy was answered."""
+        return await self._change(copy, CopyAction.CANCEL, now, cancel_sent_at=now)
+
+    def settle_sql(
+        self,
+        copy: Copy,
+        state: CopyState,
+        outcome: str,
+        pj: Figures | None,
+        *,
+        evidence: str | None,
+        now: float,
+    ) -> tuple[str, Params]:
+        """The copy settles as ``state`` by ``evidence``, with the printer's last figures."""
+        sets = {**_figures(pj, outcome), "settled_by": evidence, "settled_at": now}
+        return self.change_sql(
+            copy.id,
+            SETTLE[state],
+            now=now,
+            actor=f"printer:{copy.printer}",
+            sets=sets,
+            printer=copy.printer,
+        )
+
+    async def settle(
+        self,
+        copy: Copy,
+        state: CopyState,
+        outcome: str,
+        pj: Figures | None,
+        *,
+        evidence: str | None,
+        now: float,
+    ) -> Copy | None:
+        """See :meth:`settle_sql`; None if it already was settled."""
+        sql = self.settle_sql(copy, state, outcome, pj, evidence=evidence, now=now)
+        rows = await self._store.write(*sql)
         return copy_from_row(rows[0]) if rows else None
 
     async def redescribe(
@@ -301,46 +448,3 @@ class Copies:
             (document_format, document_bytes, now, copy_id),
         )
         return copy_from_row(rows[0]) if rows else None
-
-    async def get(self, copy_id: int) -> Copy | None:
-        rows = await self._store.read("SELECT * FROM copies WHERE id = ?", (copy_id,))
-        return copy_from_row(rows[0]) if rows else None
-
-    async def of_job(self, job_id: str) -> list[Copy]:
-        """Every copy of the job, oldest first."""
-        rows = await self._store.read(
-            "SELECT * FROM copies WHERE job_id = ? ORDER BY id", (job_id,)
-        )
-        return [copy_from_row(r) for r in rows]
-
-    async def open_on(self, printer: str) -> list[Copy]:
-        """Live copies on ``printer`` (anything it may still hold), oldest first."""
-        rows = await self._store.read(
-            f"SELECT * FROM copies WHERE printer = ? AND state IN ({_LIVE_SQL}) ORDER BY id",
-            (printer,),
-        )
-        return [copy_from_row(r) for r in rows]
-
-    async def known_printer_jobs(
-        self, printer: str, epoch: int | None = None
-    ) -> set[tuple[int, int | None]]:
-        """(job-id, time-at-creation) of the copies on ``printer`` whose job-id is known.
-
-        A printer reuses job-ids after a restart, so a job is "known" by both
-        (``None`` for a copy whose time-at-creation was never learnt); with ``epoch``,
-        only copies made in that epoch (or before epochs were recorded) count.
-        """
-        if epoch is None:
-            rows = await self._store.read(
-                "SELECT printer_job_id, created_s FROM copies "
-                "WHERE printer = ? AND printer_job_id IS NOT NULL",
-                (printer,),
-            )
-        else:
-            rows = await self._store.read(
-                "SELECT printer_job_id, created_s FROM copies "
-                "WHERE printer = ? AND printer_job_id IS NOT NULL "
-                "AND (epoch = ? OR epoch IS NULL)",
-                (printer, epoch),
-            )
-        return {(int(r[0]), None if r[1] is None else int(r[1])) for r in rows}

@@ -7,110 +7,29 @@ RETURNING *``; the allowed source states come from :data:`states.TRANSITIONS`.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from edgeprint.copies import ORIGIN_REQUESTED, PRINTED_COPY_STATES, CopyState
-from edgeprint.records import JobRecord as JobRecord
+from edgeprint.copies import PRINTED_COPY_STATES
+from edgeprint.records import JobRecord
 from edgeprint.states import Action, JobState, sources, target
-from edgeprint.stock import PageSizes
 from edgeprint.store.guards import (
-    CANCELLING,
-    CLAIMED,
-    DEAD,
     EXPIRABLE,
     EXPIRED,
-    FINISHED,
-    HELD,
     LEASED_JOB,
-    LEASED_PRINTER,
     LIVE_COPIES,
     ON_PRINTER,
-    WAITING,
-    fenced,
     in_list,
 )
-from edgeprint.store.interface import Dialect, Store
-from edgeprint.store.leases import Fence
-from edgeprint.store.stock_sql import StockCondition
+from edgeprint.store.job_reads import ROW
+from edgeprint.store.job_rows import JobRows
 
-_ANY_FIT = StockCondition.anything()
-
-#: What every read of a job selects (and every write returns): its columns, then the
-#: facts computed from its copies (the last two fields of :class:`JobRecord`). The job's id
-#: is CAST in the subqueries: SQLite (3.40) plans a RETURNING clause's correlated subquery
-#: on a bare ``jobs.id`` as a scan of every copy (13 ms a write at 60,000 copies, found by
-#: the soak); with the CAST it searches ``copies_by_job``.
-_JOB_ID = "CAST(jobs.id AS TEXT)"
-ROW = (
-    f"*, (jobs.state IN ({in_list(ON_PRINTER)}) AND EXISTS (SELECT 1 FROM copies c "
-    f"WHERE c.job_id = {_JOB_ID} AND c.claim = jobs.claims "
-    f"AND c.state = '{CANCELLING.value}' "
-    f"AND c.cancel_origin = '{ORIGIN_REQUESTED}')) AS cancel_requested, "
-    f"(SELECT count(*) FROM copies c WHERE c.job_id = {_JOB_ID} "
-    f"AND c.state = '{CopyState.INCOMPLETE.value}') AS truncated_copies"
-)
-
-
-@dataclass(frozen=True, slots=True)
-class NewJob:
-    """What :meth:`Jobs.insert` stores for a new job."""
-
-    id: str
-    idempotency_key: str
-    request_sha256: str
-    state: JobState
-    owner: str
-    printer: str | None
-    pool: str | None
-    priority: int
-    copies: int
-    document_sha256: str
-    document_bytes: int
-    token_name: str
-    correlation_id: str | None
-    release_pin_hash: str | None = None
-    document_pages: int | None = None
-    page_short_min: int | None = None  # its pages' edges (stock.PageSizes), hundredths of mm
-    page_short_max: int | None = None
-    page_long_min: int | None = None
-    page_long_max: int | None = None
-    page_landscape: int | None = None
-
-    @staticmethod
-    def edges(sizes: PageSizes | None) -> dict[str, int | None]:
-        """The ``page_*`` fields for ``sizes`` (all None when not known)."""
-        s = sizes
-        return {
-            "page_short_min": s.short_min if s else None,
-            "page_short_max": s.short_max if s else None,
-            "page_long_min": s.long_min if s else None,
-            "page_long_max": s.long_max if s else None,
-            "page_landscape": int(s.landscape) if s else None,
-        }
-
-    document_format: str = "application/pdf"
-    title: str | None = None
+#: The states a cancel ends at once: every source of CANCEL but a printer's.
+_CANCEL_AT_ONCE = tuple(s for s in sources(Action.CANCEL) if s not in ON_PRINTER)
 
 
 #: Guard for resolving an unknown outcome: only a job parked DEAD ``outcome_unknown``.
 GUARD_OUTCOME_UNKNOWN = "dead_reason = 'outcome_unknown'"
-
-
-@dataclass(frozen=True, slots=True)
-class EventRecord:
-    """One row of ``job_events``."""
-
-    seq: int
-    job_id: str
-    at: float
-    from_state: JobState | None
-    to_state: JobState
-    actor: str
-    reason: str | None
-    correlation_id: str | None
 
 
 #: Columns a transition may set besides the state bookkeeping.
@@ -178,91 +97,6 @@ def _transition_shape(
     return sql, target(action).value, tuple(s.value for s in allowed)
 
 
-_INSERT = (
-    """
-INSERT INTO jobs (id, idempotency_key, request_sha256, state, owner, printer, pool, priority,
-                  copies, document_sha256, document_bytes, created_at, updated_at, released_at,
-                  token_name, correlation_id, actor, reason, release_pin_hash,
-                  document_pages, page_short_min, page_short_max, page_long_min, page_long_max,
-                  page_landscape, rehearsal, document_format, title, created_run, released_run)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'submit', ?, ?, ?, ?, ?, ?, ?,
-        (SELECT CASE WHEN mode = 'rehearsal' THEN 1 ELSE 0 END FROM event_mode WHERE id = 1),
-        ?, ?, ?, ?)
-ON CONFLICT (idempotency_key) DO NOTHING
-RETURNING """
-    + ROW
-)
-
-# Every SET expression is evaluated on the old row (SQLite and PostgreSQL alike).
-# Parameters: max_failures, now, lockout_s, job_id, now.
-_TAKE_PIN_ATTEMPT = f"""
-UPDATE jobs
-SET pin_failures = CASE WHEN pin_locked_until IS NOT NULL THEN 1 ELSE pin_failures + 1 END,
-    pin_locked_until = CASE
-        WHEN (CASE WHEN pin_locked_until IS NOT NULL THEN 1 ELSE pin_failures + 1 END) >= ?
-        THEN ? + ?
-        ELSE NULL END
-WHERE id = ? AND state IN ({in_list(HELD)})
-  AND (pin_locked_until IS NULL OR pin_locked_until <= ?)
-RETURNING pin_failures, pin_locked_until
-"""
-
-# The next claimable job for one printer: its own jobs and its pool's, lowest
-# priority number first, the printer's own jobs before pool jobs of the same
-# priority, then acceptance order.
-#: A pool job that just failed on a printer is left to the pool's other printers for this
-#: long after it becomes claimable again; only then may the printer that failed it retake it
-#: (a printer that aborts every job must not burn one job's attempts while a peer idles).
-PEER_FIRST_S = 5.0
-
-#: issue 23 (zpl): a pool job in a raw label language (ZPL) is claimed only by a printer
-#: that takes it; its one parameter says whether the claiming printer does. A job naming a
-#: printer is not filtered: that printer claims it and refuses it unsent if it cannot take it.
-FORMAT_FITS = "(document_format = 'application/pdf' OR ?)"
-
-_READY = """
-    SELECT id, priority, 0 AS own, seq FROM jobs
-    WHERE state IN ({waiting}) AND printer = ? AND not_before <= ? AND {{own_fit}}
-    UNION ALL
-    SELECT id, priority, 1 AS own, seq FROM jobs
-    WHERE state IN ({waiting}) AND printer IS NULL AND pool = ? AND not_before <= ?
-      AND (failure_printer IS DISTINCT FROM ? OR not_before <= ?) AND {{pool_fit}}
-      AND {format_fits}
-""".format(waiting=in_list(WAITING), format_fits=FORMAT_FITS)
-
-#: The claimed job on SQLite: one writer, so the first ready job is free to take.
-_NEXT_SQLITE = f"SELECT id FROM ({_READY}) AS ready ORDER BY priority, own, seq LIMIT 1"
-#: On PostgreSQL several appliances claim at once: a job another transaction is claiming
-#: (row locked) is skipped rather than waited for, so concurrent claims take different jobs
-#: instead of all but one finding nothing (UNION cannot be locked: the row is, by a join).
-_NEXT_POSTGRESQL = (
-    f"SELECT j.id FROM jobs j JOIN ({_READY}) AS ready ON ready.id = j.id "
-    "ORDER BY ready.priority, ready.own, ready.seq LIMIT 1 FOR UPDATE OF j SKIP LOCKED"
-)
-_NEXT: dict[Dialect, str] = {"sqlite": _NEXT_SQLITE, "postgresql": _NEXT_POSTGRESQL}
-
-_CLAIM_NEXT_TEMPLATE = (
-    f"""
-UPDATE jobs
-SET state = '{CLAIMED.value}', printed_on = ?, printer_job_id = NULL, claimed_at = ?,
-    attempts = attempts + 1, claims = claims + 1, updated_at = ?, actor = ?,
-    reason = '{Action.CLAIM.value}', waiting_reason = NULL
-WHERE id = ({{next}}) AND state IN ({in_list(WAITING)})
-RETURNING """
-    + ROW
-)
-
-
-@functools.lru_cache(maxsize=256)
-def _claim_next(dialect: Dialect, fit: StockCondition, fenced_: bool) -> str:
-    """The claim per dialect and stock condition (printers' stock changes seldom: cached)."""
-    ready = _NEXT[dialect].format(own_fit=fit.own, pool_fit=fit.pool)
-    sql = _CLAIM_NEXT_TEMPLATE.format(next=ready)
-    return fenced(sql, LEASED_PRINTER) if fenced_ else sql
-
-
-#: Guard for a release that keeps the job's stored target: it must have one.
-GUARD_HAS_TARGET = "(printer IS NOT NULL OR pool IS NOT NULL)"
 #: Guard for a printer's outcome: the job must still be held by that printer, in that claim.
 GUARD_ON_PRINTER = "printed_on = ? AND claims = ?"
 _LIVE_COPY = (
@@ -280,80 +114,9 @@ GUARD_PRINTED = (
 _ON_PRINTER_FENCED = f"{GUARD_ON_PRINTER} AND {LEASED_JOB}"
 
 
-def like_escape(text: str) -> str:
-    """``text`` as a LIKE pattern that matches itself (escape character ``\\``)."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-class Jobs:
-    """Queries on the ``jobs`` and ``job_events`` tables of one :class:`Store`."""
-
-    def __init__(
-        self,
-        store: Store,
-        *,
-        fence: Fence | None = None,
-        run: Callable[[], float] | None = None,
-    ) -> None:
-        self._store = store
-        #: The run clock (edgeprint.clock, issue 27): what ``created_run``/``finished_run``
-        #: and ``not_before`` are read on. None: each write's ``now`` stands for it (tests).
-        self.run = run
-        #: With printer leases (a shared store): what fences this appliance's printer writes.
-        self.fence = fence
-
-    def _run(self, now: float) -> float:
-        """The run clock now (``now`` when none is kept)."""
-        return now if self.run is None else self.run()
-
-    @property
-    def store(self) -> Store:
-        """The store these queries run on (shared with :class:`~edgeprint.store.copies.Copies`)."""
-        return self._store
-
-    async def insert(self, job: NewJob, now: float, actor: str) -> JobRecord | None:
-        """Store a new job; ``None`` when its idempotency key already exists.
-
-        Raises errors.StoreError. Durable (committed) when it returns.
-        """
-        released_at = now if job.state is JobState.RELEASED else None
-        run = self._run(now)
-        rows = await self._store.write(
-            _INSERT,
-            (
-                job.id, job.idempotency_key, job.request_sha256, job.state.value, job.owner,
-                job.printer, job.pool, job.priority, job.copies, job.document_sha256,
-                job.document_bytes, now, now, released_at, job.token_name, job.correlation_id,
-                actor, job.release_pin_hash, job.document_pages, job.page_short_min,
-                job.page_short_max, job.page_long_min, job.page_long_max, job.page_landscape,
-                job.document_format, job.title, run, None if released_at is None else run,
-            ),
-        )  # fmt: skip
-        return JobRecord.from_row(rows[0]) if rows else None
-
-    async def take_pin_attempt(
-        self, job_id: str, *, now: float, max_failures: int, lockout_s: float
-    ) -> tuple[int, float | None] | None:
-        """Count one PIN attempt on a HELD job before the PIN is checked.
-
-        Counting first (one conditional UPDATE) means concurrent guesses cannot
-        outrun the lock: the ``max_failures``-th attempt sets ``pin_locked_until``
-        = now + ``lockout_s`` at once (a correct PIN's release clears it); an
-        expired lock starts the count afresh.
-        Returns (attempts so far, locked until) or None when the job is not
-        HELD or its release is locked right now. Raises errors.StoreError.
-        """
-        rows = await self._store.write(
-            _TAKE_PIN_ATTEMPT, (max_failures, now, lockout_s, job_id, now)
-        )
-        return (int(rows[0][0]), rows[0][1]) if rows else None
-
-    async def clear_pin_attempts(self, job_id: str) -> None:
-        """A right PIN shown without a release (issue 24: a release page's look-up): its
-        count of tries starts afresh, as a release with it would."""
-        await self._store.write(
-            "UPDATE jobs SET pin_failures = 0, pin_locked_until = NULL WHERE id = ?", (job_id,)
-        )
+class Jobs(JobRows):
+    """Writes of the ``jobs`` table of one :class:`Store`: one named method per transition
+    (:class:`JobRows` holds the claim, the inserts and notes; :class:`JobReads` the reads)."""
 
     def transition_sql(
         self,
@@ -406,240 +169,292 @@ class Jobs:
         constants (never client input) with ``?`` marks for ``guard_params``.
         """
         sql, params = self.transition_sql(
-            job_id, action, now=now, actor=actor, reason=reason, correlation_id=correlation_id,
-            sets=sets, only_from=only_from, guard=guard, guard_params=guard_params,
-        )  # fmt: skip
+            job_id,
+            action,
+            now=now,
+            actor=actor,
+            reason=reason,
+            correlation_id=correlation_id,
+            sets=sets,
+            only_from=only_from,
+            guard=guard,
+            guard_params=guard_params,
+        )
         rows = await self._store.write(sql, params)
         return JobRecord.from_row(rows[0]) if rows else None
 
-    async def claim_next(
-        self, printer: str, pool: str | None, *, now: float, actor: str,
-        fit: StockCondition | None = None, takes_zpl: bool = False, run: float | None = None,
-    ) -> JobRecord | None:  # fmt: skip
-        """Move the next claimable job for ``printer`` (whose pages ``fit`` its stock) to
-        PRINTING; ``None`` if there is none. Raises errors.StoreError.
-        """
-        claim = self.claim_next_sql(
-            printer, pool, now=now, actor=actor, fit=fit, takes_zpl=takes_zpl, run=run
-        )
-        rows = await self._store.write(*claim)
+    # --- one method per transition (each one conditional write, from states.TRANSITIONS) ---
+
+    async def _one(self, sql: str, params: tuple[Any, ...]) -> JobRecord | None:
+        rows = await self._store.write(sql, params)
         return JobRecord.from_row(rows[0]) if rows else None
 
-    def claim_next_sql(
-        self, printer: str, pool: str | None, *, now: float, actor: str,
-        fit: StockCondition | None = None, takes_zpl: bool = False, run: float | None = None,
-    ) -> tuple[str, tuple[Any, ...]]:  # fmt: skip
-        """The claim of :meth:`claim_next` (to run with other statements): only a job whose
-        pages ``fit`` this printer's stock (None: any job); fenced by the printer's lease
-        when leases are on. ``takes_zpl``: the printer takes ZPL, so its pool's ZPL jobs
-        are its to claim (:data:`FORMAT_FITS`). ``now`` is the wall clock written for people;
-        ``not_before`` is judged on the run clock (``run``; default: read it now)."""
-        ready = self._run(now) if run is None else run
-        params = (
-            printer, now, now, actor, printer, ready, pool, ready, printer, ready - PEER_FIRST_S,
-            takes_zpl,
-        )  # fmt: skip
-        fit = fit or _ANY_FIT
-        if self.fence is None:
-            return _claim_next(self._store.dialect, fit, False), params
-        return _claim_next(self._store.dialect, fit, True), (
-            *params,
-            printer,
-            *self.fence.params(printer),
+    async def release(
+        self,
+        job_id: str,
+        *,
+        now: float,
+        actor: str,
+        correlation_id: str | None,
+        printer: str | None,
+        pool: str | None,
+        reset_pin: bool = False,
+    ) -> JobRecord | None:
+        """HELD → RELEASED for ``printer``/``pool``; ``reset_pin``: a right PIN opened it, so
+        its count of tries starts afresh. None: the job was not HELD."""
+        sets: dict[str, Any] = {"released_at": now, "printer": printer, "pool": pool}
+        if reset_pin:
+            sets.update(pin_failures=0, pin_locked_until=None)
+        return await self.transition(
+            job_id,
+            Action.RELEASE,
+            now=now,
+            actor=actor,
+            correlation_id=correlation_id,
+            sets=sets,
         )
 
-    def on_printer(self, printer: str, claims: int) -> tuple[str, tuple[Any, ...]]:
+    async def cancel_waiting(
+        self, job_id: str, *, now: float, actor: str, correlation_id: str | None
+    ) -> JobRecord | None:
+        """HELD, RELEASED or DEAD → CANCELLED at once (no printer holds it)."""
+        return await self.transition(
+            job_id,
+            Action.CANCEL,
+            now=now,
+            actor=actor,
+            correlation_id=correlation_id,
+            only_from=_CANCEL_AT_ONCE,
+            sets={"finished_at": now},
+        )
+
+    async def cancel_unsent(
+        self, job_id: str, *, now: float, actor: str, correlation_id: str | None
+    ) -> JobRecord | None:
+        """PRINTING → CANCELLED while no copy of its claim is live at a printer."""
+        return await self.transition(
+            job_id,
+            Action.CANCEL,
+            now=now,
+            actor=actor,
+            correlation_id=correlation_id,
+            only_from=ON_PRINTER,
+            sets={"finished_at": now},
+            guard=GUARD_NO_LIVE_COPY,
+        )
+
+    async def replay(
+        self,
+        job_id: str,
+        *,
+        now: float,
+        actor: str,
+        correlation_id: str | None,
+        reason: str | None = None,
+        unknown_only: bool = False,
+        from_page: int | None = None,
+        pages_printed: int | None = None,
+    ) -> JobRecord | None:
+        """DEAD → RELEASED, attempts and back-off reset. ``unknown_only``: only a job parked
+        ``outcome_unknown`` (a technician's "not printed"); ``from_page``: print only the
+        pages from there on, of a job whose ``pages_printed`` is still that (its rest)."""
+        sets: dict[str, Any] = {
+            "attempts": 0,
+            "not_before": 0.0,
+            "dead_reason": None,
+            "printed_on": None,
+            "printer_job_id": None,
+            "released_at": now,
+        }
+        guard = GUARD_OUTCOME_UNKNOWN if unknown_only else None
+        params: tuple[Any, ...] = ()
+        if from_page is not None:
+            sets["from_page"] = from_page
+            guard, params = f"{GUARD_OUTCOME_UNKNOWN} AND pages_printed = ?", (pages_printed,)
+        return await self.transition(
+            job_id,
+            Action.REPLAY,
+            now=now,
+            actor=actor,
+            reason=reason,
+            correlation_id=correlation_id,
+            sets=sets,
+            guard=guard,
+            guard_params=params,
+        )
+
+    async def resolve_printed(
+        self, job_id: str, *, now: float, actor: str, reason: str, correlation_id: str | None
+    ) -> JobRecord | None:
+        """DEAD ``outcome_unknown`` → DONE: a person saw the copy."""
+        return await self.transition(
+            job_id,
+            Action.RESOLVE,
+            now=now,
+            actor=actor,
+            reason=reason,
+            correlation_id=correlation_id,
+            sets={"finished_at": now, "settled_by": "person"},
+            guard=GUARD_OUTCOME_UNKNOWN,
+        )
+
+    def complete_sql(
+        self,
+        job_id: str,
+        printer: str,
+        claims: int,
+        *,
+        now: float,
+        evidence: str | None,
+        printed_on: str | None = None,
+    ) -> tuple[str, tuple[Any, ...]]:
+        """PRINTING on ``printer`` in ``claims`` → DONE, if one of its copies printed (to run
+        with other statements: :mod:`edgeprint.store.units`). ``printed_on``: the printer the
+        printed copy came out of, where it is another."""
+        sets: dict[str, Any] = {
+            "finished_at": now,
+            "last_error": None,
+            "settled_by": evidence,
+            "pages_printed": None,
+        }
+        if printed_on is not None:
+            sets["printed_on"] = printed_on
+        on_printer, params = self._on_printer(printer, claims)
+        return self.transition_sql(
+            job_id,
+            Action.COMPLETE,
+            now=now,
+            actor=f"printer:{printer}",
+            reason=evidence,
+            sets=sets,
+            guard=f"{on_printer} AND {GUARD_PRINTED}",
+            guard_params=params,
+        )
+
+    async def complete(
+        self,
+        job_id: str,
+        printer: str,
+        claims: int,
+        *,
+        now: float,
+        evidence: str | None,
+        printed_on: str | None = None,
+    ) -> JobRecord | None:
+        """See :meth:`complete_sql`; None if the job is not ``printer``'s in that claim."""
+        sql, params = self.complete_sql(
+            job_id, printer, claims, now=now, evidence=evidence, printed_on=printed_on
+        )
+        return await self._one(sql, params)
+
+    async def requeue(
+        self,
+        job_id: str,
+        printer: str,
+        claims: int,
+        *,
+        now: float,
+        reason: str,
+        not_before: float,
+        failure_sig: str | None = None,
+        attempts: int | None = None,
+    ) -> JobRecord | None:
+        """PRINTING on ``printer`` → RELEASED, claimable from ``not_before`` (run clock).
+        ``failure_sig``: how it failed there; ``attempts``: its count of attempts now (an
+        attempt given back)."""
+        sets: dict[str, Any] = {
+            "not_before": not_before,
+            "printer_job_id": None,
+            "last_error": reason,
+            "printed_on": None,
+        }
+        if failure_sig is not None:
+            sets.update(failure_sig=failure_sig, failure_printer=printer)
+        if attempts is not None:
+            sets["attempts"] = attempts
+        on_printer, params = self._on_printer(printer, claims)
+        return await self.transition(
+            job_id,
+            Action.RETRY,
+            now=now,
+            actor=f"printer:{printer}",
+            reason=reason,
+            sets=sets,
+            guard=on_printer,
+            guard_params=params,
+        )
+
+    async def fail(
+        self,
+        job_id: str,
+        printer: str,
+        claims: int,
+        *,
+        now: float,
+        reason: str,
+        error: str,
+        dead_reason: str,
+        evidence: str | None,
+        pages: int | None,
+    ) -> JobRecord | None:
+        """PRINTING on ``printer`` → DEAD with ``dead_reason``; ``pages``: what came out."""
+        on_printer, params = self._on_printer(printer, claims)
+        return await self.transition(
+            job_id,
+            Action.FAIL,
+            now=now,
+            actor=f"printer:{printer}",
+            reason=reason,
+            sets={
+                "last_error": error,
+                "dead_reason": dead_reason,
+                "finished_at": now,
+                "settled_by": evidence,
+                "pages_printed": pages,
+            },
+            guard=on_printer,
+            guard_params=params,
+        )
+
+    async def cancel_printing(
+        self,
+        job_id: str,
+        printer: str,
+        claims: int,
+        *,
+        now: float,
+        reason: str,
+        error: str | None,
+        evidence: str | None,
+        pages: int | None,
+    ) -> JobRecord | None:
+        """PRINTING on ``printer`` → CANCELLED: a person cancelled it (here or at the printer)."""
+        on_printer, params = self._on_printer(printer, claims)
+        return await self.transition(
+            job_id,
+            Action.CANCEL,
+            now=now,
+            actor=f"printer:{printer}",
+            reason=reason,
+            sets={
+                "finished_at": now,
+                "last_error": error,
+                "settled_by": evidence,
+                "pages_printed": pages,
+            },
+            only_from=ON_PRINTER,
+            guard=on_printer,
+            guard_params=params,
+        )
+
+    def _on_printer(self, printer: str, claims: int) -> tuple[str, tuple[Any, ...]]:
         """Guard and parameters of a printer's outcome: :data:`GUARD_ON_PRINTER`, fenced by
         the printer's lease when leases are on."""
         if self.fence is None:
             return GUARD_ON_PRINTER, (printer, claims)
         return _ON_PRINTER_FENCED, (printer, claims, *self.fence.params(printer))
 
-    async def note_waiting(self, printer: str, text: str, *, now: float) -> list[str]:
-        """Set ``last_error`` of the RELEASED jobs aimed at ``printer``; their ids."""
-        rows = await self._store.write(
-            "UPDATE jobs SET last_error = ?, updated_at = ? "
-            f"WHERE state IN ({in_list(WAITING)}) AND printer = ? RETURNING id",
-            (text, now, printer),
-        )
-        return [str(r[0]) for r in rows]
-
-    async def note_printing(self, job_id: str, printer: str, text: str, *, now: float) -> None:
-        """Set ``last_error`` of a job PRINTING on ``printer`` (no state change)."""
-        await self._store.write(
-            "UPDATE jobs SET last_error = ?, updated_at = ? "
-            f"WHERE id = ? AND state IN ({in_list(ON_PRINTER)}) AND printed_on = ?",
-            (text, now, job_id, printer),
-        )
-
-    async def printing_on(self, printer: str) -> list[JobRecord]:
-        """Jobs PRINTING on ``printer``, oldest claim first."""
-        rows = await self._store.read(
-            f"SELECT {ROW} FROM jobs WHERE state IN ({in_list(ON_PRINTER)}) AND printed_on = ? "
-            "ORDER BY claimed_at",
-            (printer,),
-        )
-        return [JobRecord.from_row(r) for r in rows]
-
-    async def next_not_before(self, printer: str, pool: str | None, now: float) -> float | None:
-        """When the next RELEASED job this printer could take becomes claimable (a pool job
-        this printer failed: ``PEER_FIRST_S`` later), if that is after ``now``."""
-        rows = await self._store.read(
-            "SELECT min(ready) FROM (SELECT CASE WHEN printer IS NULL AND failure_printer = ? "
-            "THEN not_before + ? ELSE not_before END AS ready FROM jobs "
-            f"WHERE state IN ({in_list(WAITING)}) "
-            "AND (printer = ? OR (printer IS NULL AND pool = ?))) AS q "
-            "WHERE ready > ?",
-            (printer, PEER_FIRST_S, printer, pool, now),
-        )
-        value = rows[0][0] if rows else None
-        return float(value) if value is not None else None
-
-    async def get(self, job_id: str) -> JobRecord | None:
-        """The job with this id, or None. Raises errors.StoreUnavailable."""
-        rows = await self._store.read(f"SELECT {ROW} FROM jobs WHERE id = ?", (job_id,))
-        return JobRecord.from_row(rows[0]) if rows else None
-
-    async def get_by_key(self, idempotency_key: str) -> JobRecord | None:
-        """The job stored under this Idempotency-Key, or None."""
-        rows = await self._store.read(
-            f"SELECT {ROW} FROM jobs WHERE idempotency_key = ?", (idempotency_key,)
-        )
-        return JobRecord.from_row(rows[0]) if rows else None
-
-    async def list_jobs(
-        self,
-        *,
-        state: JobState | None = None,
-        owner: str | None = None,
-        printer: str | None = None,
-        before_seq: int | None = None,
-        limit: int = 50,
-        idempotency_key: str | None = None,
-        id_prefix: str | None = None,
-        owner_contains: str | None = None,
-    ) -> list[JobRecord]:
-        """Jobs newest first, filtered; ``before_seq`` pages (exclusive).
-
-        Search (issue 24): ``idempotency_key`` exact; ``id_prefix`` the id's first hex
-        characters (checked by the caller: lowercase hex only); ``owner_contains`` a
-        substring of the owner, case-insensitive (LIKE wildcards in it are matched as
-        themselves).
-        """
-        where: list[str] = []
-        params: list[Any] = []
-        if idempotency_key is not None:
-            where.append("idempotency_key = ?")
-            params.append(idempotency_key)
-        if id_prefix is not None:
-            where.append("id LIKE ?")
-            params.append(id_prefix + "%")
-        if owner_contains is not None:
-            where.append("lower(owner) LIKE ? ESCAPE '\\'")
-            params.append("%" + like_escape(owner_contains.lower()) + "%")
-        if state is not None:
-            where.append("state = ?")
-            params.append(state.value)
-        if owner is not None:
-            where.append("owner = ?")
-            params.append(owner)
-        if printer is not None:
-            where.append("(printer = ? OR printed_on = ?)")
-            params.extend([printer, printer])
-        if before_seq is not None:
-            where.append("seq < ?")
-            params.append(before_seq)
-        clause = f"WHERE {' AND '.join(where)}" if where else ""
-        params.append(limit)
-        rows = await self._store.read(
-            f"SELECT {ROW} FROM jobs {clause} ORDER BY seq DESC LIMIT ?", tuple(params)
-        )
-        return [JobRecord.from_row(r) for r in rows]
-
-    async def events(self, job_id: str) -> list[EventRecord]:
-        """The job's event history, oldest first."""
-        rows = await self._store.read(
-            "SELECT * FROM job_events WHERE job_id = ? ORDER BY seq", (job_id,)
-        )
-        out = []
-        for r in rows:
-            d = dict(r)
-            d["from_state"] = JobState(d["from_state"]) if d["from_state"] else None
-            d["to_state"] = JobState(d["to_state"])
-            out.append(EventRecord(**d))
-        return out
-
-    async def count_by_state(
-        self, *, rehearsal: bool = False, since: float | None = None
-    ) -> dict[JobState, int]:
-        """Number of live jobs (or, with ``rehearsal``, rehearsal jobs) in each state (every
-        state present, zero if none); ``since``: only jobs made from then on."""
-        rows = await self._store.read(
-            "SELECT state, count(*) FROM jobs WHERE rehearsal = ? AND created_at >= ? "
-            "GROUP BY state",
-            (int(rehearsal), since if since is not None else 0.0),
-        )
-        counts = dict.fromkeys(JobState, 0)
-        for r in rows:
-            counts[JobState(r[0])] = int(r[1])
-        return counts
-
-    async def ids_with_documents(self, ids: set[str]) -> set[str]:
-        """Those of ``ids`` that are jobs whose document has not been deleted."""
-        out: set[str] = set()
-        chunk = list(ids)
-        for i in range(0, len(chunk), 500):
-            part = chunk[i : i + 500]
-            marks = ", ".join("?" for _ in part)
-            rows = await self._store.read(
-                f"SELECT id FROM jobs WHERE id IN ({marks}) AND document_deleted_at IS NULL",
-                tuple(part),
-            )
-            out.update(str(r[0]) for r in rows)
-        return out
-
     # --- admission, failover, dead letters, housekeeping (DESIGN §4) ------------------
-
-    async def waiting_depths(self) -> dict[tuple[str | None, str | None], int]:
-        """RELEASED jobs by (printer, pool) target: the waiting depth of each queue."""
-        rows = await self._store.read(
-            "SELECT printer, pool, count(*) FROM jobs "
-            f"WHERE state IN ({in_list(WAITING)}) GROUP BY 1, 2"
-        )
-        return {(r[0], r[1]): int(r[2]) for r in rows}
-
-    async def oldest_waiting(self) -> dict[tuple[str | None, str | None], float]:
-        """The oldest release (run-clock seconds, ``released_run``) of each (printer, pool)
-        queue: compare with the run clock now, which no wall-clock step moves."""
-        rows = await self._store.read(
-            "SELECT printer, pool, min(released_run) FROM jobs "
-            f"WHERE state IN ({in_list(WAITING)}) "
-            "GROUP BY 1, 2"
-        )
-        return {(r[0], r[1]): float(r[2]) for r in rows if r[2] is not None}
-
-    async def retarget_waiting(
-        self, printer: str, pool: str, *, now: float, actor: str, reason: str
-    ) -> list[str]:
-        """Move RELEASED jobs for ``printer`` to its ``pool`` (any healthy peer takes them).
-
-        Returns the ids moved. A conditional UPDATE: jobs claimed meanwhile stay.
-        """
-        rows = await self._store.write(
-            "UPDATE jobs SET printer = NULL, pool = ?, updated_at = ?, actor = ?, "
-            f"last_error = ? WHERE state IN ({in_list(WAITING)}) AND printer = ? RETURNING id",
-            (pool, now, actor, reason, printer),
-        )
-        return [str(r[0]) for r in rows]
-
-    async def dead_letters(self, *, after_seq: int = 0, limit: int = 100) -> list[JobRecord]:
-        """DEAD jobs, oldest first; ``after_seq`` pages forwards (exclusive)."""
-        rows = await self._store.read(
-            f"SELECT {ROW} FROM jobs WHERE state IN ({in_list(DEAD)}) AND seq > ? "
-            "ORDER BY seq LIMIT ?",
-            (after_seq, limit),
-        )
-        return [JobRecord.from_row(r) for r in rows]
 
     async def expire_held(self, created_before: float, *, now: float) -> list[str]:
         """HELD jobs accepted before ``created_before`` (run clock) → EXPIRED; the ids (events
@@ -651,65 +466,3 @@ class Jobs:
             (now, now, self._run(now), created_before),
         )
         return [str(r[0]) for r in rows]
-
-    async def retention_due(self, finished_before: float, limit: int = 500) -> list[str]:
-        """Terminal jobs (not DEAD: replayable) finished before the cut (run clock) whose
-        document remains."""
-        rows = await self._store.read(
-            f"SELECT id FROM jobs WHERE state IN ({in_list(FINISHED)}) "
-            "AND finished_run <= ? AND document_deleted_at IS NULL ORDER BY finished_run LIMIT ?",
-            (finished_before, limit),
-        )
-        return [str(r[0]) for r in rows]
-
-    async def mark_documents_deleted(self, ids: list[str], *, now: float) -> None:
-        """Record that the documents of these (terminal) jobs were deleted."""
-        for i in range(0, len(ids), 500):
-            part = ids[i : i + 500]
-            marks = ", ".join("?" for _ in part)
-            await self._store.write(
-                f"UPDATE jobs SET document_deleted_at = ? WHERE id IN ({marks}) "
-                f"AND state IN ({in_list(FINISHED)})",
-                (now, *part),
-            )
-
-    # --- printer flags --------------------------------------------------------
-
-    async def paused_printers(self) -> set[str]:
-        """Names of printers a technician paused (persisted across restarts)."""
-        rows = await self._store.read("SELECT name FROM printer_flags WHERE paused = 1")
-        return {str(r[0]) for r in rows}
-
-    async def set_paused(self, printer: str, paused: bool, *, now: float, actor: str) -> None:
-        """Persist a printer's paused flag."""
-        await self._store.write(
-            "INSERT INTO printer_flags (name, paused, updated_at, actor) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (name) DO UPDATE SET paused = excluded.paused, "
-            "updated_at = excluded.updated_at, actor = excluded.actor",
-            (printer, int(paused), now, actor),
-        )
-
-    # --- ipps pins ---------------------------------------------------------------------------
-
-    async def pin(self, printer: str) -> str | None:
-        """The certificate fingerprint pinned for ``printer``, or None."""
-        rows = await self._store.read(
-            "SELECT fingerprint FROM printer_pins WHERE printer = ?", (printer,)
-        )
-        return str(rows[0][0]) if rows else None
-
-    async def set_pin(self, printer: str, fingerprint: str, *, now: float, actor: str) -> bool:
-        """Pin ``fingerprint`` unless a pin exists (trust on *first* use); True if stored."""
-        rows = await self._store.write(
-            "INSERT INTO printer_pins (printer, fingerprint, pinned_at, actor) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (printer) DO NOTHING RETURNING printer",
-            (printer, fingerprint, now, actor),
-        )
-        return bool(rows)
-
-    async def forget_pin(self, printer: str) -> bool:
-        """A technician re-trusts the printer: the next contact pins its certificate anew."""
-        rows = await self._store.write(
-            "DELETE FROM printer_pins WHERE printer = ? RETURNING printer", (printer,)
-        )
-        return bool(rows)

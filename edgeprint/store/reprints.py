@@ -28,7 +28,7 @@ from typing import Any
 from edgeprint.records import JobRecord
 from edgeprint.states import JobState
 from edgeprint.store.interface import Store
-from edgeprint.store.jobs import ROW
+from edgeprint.store.job_reads import ROW
 
 _DONE = JobState.DONE.value
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from edgeprint.copies import Copy
-from edgeprint.store.copies import copy_from_row
+from edgeprint.store.copy_reads import copy_from_row
 from edgeprint.store.interface import Store
 
 

@@ -23,9 +23,10 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 from edgeprint.config import ClusterConfig
+from edgeprint.logs import log_event
 from edgeprint.metrics import Metrics
 from edgeprint.store.leases import Fence, Lease, Leases
 
@@ -143,10 +144,7 @@ class LeaseKeeper:
                 if self.after_beat is not None:
                     await self.after_beat()
             except Exception as exc:
-                log.warning(
-                    "lease heartbeat failed",
-                    extra={"event": "lease_heartbeat_failed", "error": str(exc)},
-                )
+                log_event(log, "lease_heartbeat_failed", level=logging.WARNING, error=str(exc))
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.next_beat_in()):
                     await stop.wait()
@@ -222,11 +220,16 @@ class LeaseKeeper:
             self._seen.pop(printer, None)
             if row is not None:
                 self._metrics.printer_takeovers.labels(printer=printer).inc()
-            log.info(
-                "printer lease taken",
-                extra={"event": "lease_taken", "printer": printer, "epoch": taken.epoch,
-                       "from": row.owner if row is not None else None},
-            )  # fmt: skip
+            # "from" is a keyword of Python, not of the log line
+            taken_from: dict[str, Any] = {"from": row.owner if row is not None else None}
+            log_event(
+                log,
+                "lease_taken",
+                message="printer lease taken",
+                printer=printer,
+                epoch=taken.epoch,
+                **taken_from,
+            )
             self.on_change(printer)
         self.view = {k: v for k, v in rows.items() if not k.startswith(MEMBER)}
 
@@ -267,8 +270,15 @@ class LeaseKeeper:
             return
         self._renewed_at.pop(printer, None)
         if handed_back:  # a clean stop: nothing went wrong
-            log.info("printer lease handed back", extra={"event": "lease_handed_back",
-                                                         "printer": printer})  # fmt: skip
+            log_event(
+                log, "lease_handed_back", message="printer lease handed back", printer=printer
+            )
         else:
-            log.warning("printer lease lost", extra={"event": "lease_lost", "printer": printer})
+            log_event(
+                log,
+                "lease_lost",
+                message="printer lease lost",
+                level=logging.WARNING,
+                printer=printer,
+            )
         self.on_change(printer)
