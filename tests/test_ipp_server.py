@@ -17,10 +17,12 @@ import pytest
 from edgeprint.api import ipp
 from edgeprint.api.app import Deps
 from edgeprint.api.routes import build_app
+from edgeprint.ipp import codec
+from edgeprint.ipp.names import GroupTag, Operation, Status, Tag
+from edgeprint.ipp.values import Attribute, Range, Value, attr, strings
 from edgeprint.ipp_server import attributes as A
 from edgeprint.ipp_server.operations import Context
-from edgeprint.printers import codec, supplies
-from edgeprint.printers.codec import GroupTag, Operation, Status, Tag, attr
+from edgeprint.printers import supplies
 from edgeprint.printers.health import PrinterSnapshot
 from testbed.pdfs import make_page_tree_cycle_pdf, make_pdf
 from testbed.rig import Rig
@@ -199,7 +201,7 @@ async def ipp_app(make_appliance: Callable[..., Any]) -> AsyncIterator[tuple[App
 
 
 def _raw_request(
-    queue: IppQueue, operation: int, *attributes: codec.Attribute, data: bytes = b""
+    queue: IppQueue, operation: int, *attributes: Attribute, data: bytes = b""
 ) -> bytes:
     return queue.request(operation, *attributes, data=data).encode()
 
@@ -377,7 +379,7 @@ async def test_only_the_advertised_ipp_versions_are_served(
         answer = codec.parse(raw)
         assert (answer.status_code, answer.version) == (Status.SUCCESSFUL_OK, version)
         supported = answer.get(GroupTag.PRINTER, "ipp-versions-supported")
-        assert list(codec.strings(supported)) == ["1.1", "2.0"]
+        assert list(strings(supported)) == ["1.1", "2.0"]
 
 
 def _by_job_uri(queue: IppQueue, operation: int, job_uri: str) -> codec.IppMessage:
@@ -564,7 +566,7 @@ async def test_printer_attributes_describe_the_queue(ipp_app: tuple[Appliance, I
     _app, queue = ipp_app
     attrs = await queue.send(queue.request(Operation.GET_PRINTER_ATTRIBUTES))
     printer = GroupTag.PRINTER
-    formats = codec.strings(attrs.get(printer, "document-format-supported"))
+    formats = strings(attrs.get(printer, "document-format-supported"))
     assert list(formats) == [
         "application/pdf", "image/pwg-raster", "image/urf", "image/jpeg",
         "application/vnd.zebra-zpl", "application/octet-stream",
@@ -690,8 +692,8 @@ async def _rendered_badge(tmp_path: Path, fmt: str) -> bytes:
 # --- IPP Everywhere extras: page-ranges, overrides, icons, supplies -------------------------
 
 
-def _ranges(*pairs: tuple[int, int]) -> codec.Attribute:
-    return attr("page-ranges", Tag.RANGE_OF_INTEGER, *[codec.Range(lo, hi) for lo, hi in pairs])
+def _ranges(*pairs: tuple[int, int]) -> Attribute:
+    return attr("page-ranges", Tag.RANGE_OF_INTEGER, *[Range(lo, hi) for lo, hi in pairs])
 
 
 @pytest.mark.parametrize("operation", ["Print-Job", "Create-Job"])
@@ -739,22 +741,20 @@ async def test_bad_page_ranges_and_overrides_are_refused_and_store_nothing(
     from tests.ipp_samples import pages_pdf
 
     pdf = pages_pdf(["one", "two"])
-    media = codec.Value(
+    media = Value(
         Tag.BEG_COLLECTION,
-        [attr("pages", Tag.RANGE_OF_INTEGER, codec.Range(1, 1)), attr("media", Tag.KEYWORD, "x")],
+        [attr("pages", Tag.RANGE_OF_INTEGER, Range(1, 1)), attr("media", Tag.KEYWORD, "x")],
     )
-    only_pages = codec.Value(
-        Tag.BEG_COLLECTION, [attr("pages", Tag.RANGE_OF_INTEGER, codec.Range(1, 1))]
-    )
+    only_pages = Value(Tag.BEG_COLLECTION, [attr("pages", Tag.RANGE_OF_INTEGER, Range(1, 1))])
     unsupported = Status.CLIENT_ERROR_ATTRIBUTES_OR_VALUES_NOT_SUPPORTED
-    cases: list[tuple[str, codec.Attribute, int]] = [
+    cases: list[tuple[str, Attribute, int]] = [
         ("descending", _ranges((3, 4), (1, 2)), unsupported),
         ("overlapping", _ranges((1, 3), (2, 4)), unsupported),
         ("from page 0", _ranges((0, 1)), unsupported),
         ("upper below lower", _ranges((2, 1)), unsupported),
         ("an integer", attr("page-ranges", Tag.INTEGER, 2), Status.CLIENT_ERROR_BAD_REQUEST),
         ("past the last page", _ranges((3, 9)), unsupported),
-        ("an override of media", codec.Attribute("overrides", [media]), unsupported),
+        ("an override of media", Attribute("overrides", [media]), unsupported),
     ]
     async with make_appliance() as app:
         queue = IppQueue(app.http, app.url, "lobby")
@@ -771,7 +771,7 @@ async def test_bad_page_ranges_and_overrides_are_refused_and_store_nothing(
             queue.request(
                 Operation.VALIDATE_JOB,
                 attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf"),
-                job=[codec.Attribute("overrides", [only_pages]), _ranges((1, 1))],
+                job=[Attribute("overrides", [only_pages]), _ranges((1, 1))],
             )
         )
         assert fine.status_code == Status.SUCCESSFUL_OK, status_message(fine)
@@ -790,7 +790,7 @@ async def test_printer_icons_are_served_pngs(app: Appliance) -> None:
     )
     icons = answer.get(GroupTag.PRINTER, "printer-icons")
     assert icons is not None
-    urls = list(codec.strings(icons))
+    urls = list(strings(icons))
     assert [u.rsplit("/", 1)[-1] for u in urls] == ["48.png", "128.png", "512.png"]
     for url, size in zip(urls, (48, 128, 512), strict=True):
         async with app.http.get(url) as r:
@@ -847,7 +847,7 @@ def test_supplies_are_relayed_as_the_printers_said_or_unknown() -> None:
     pool = {a.name: a for a in A.supply_attributes(
         queue("lobby", "pool", ("p1", "p2")), [_snapshot("p1", said), _snapshot("p2", said)]
     )}  # fmt: skip
-    assert list(codec.strings(pool["printer-supply-description"])) == [
+    assert list(strings(pool["printer-supply-description"])) == [
         "p1: Black Toner", "p1: Waste", "p2: Black Toner", "p2: Waste",
     ]  # fmt: skip
     assert [v.value for v in pool["printer-supply"].values] == [
@@ -856,10 +856,10 @@ def test_supplies_are_relayed_as_the_printers_said_or_unknown() -> None:
     ]  # fmt: skip
     assert pool["printer-supply-info-uri"].value == "http://h:1/"
     assert [v.value for v in pool["marker-levels"].values] == [40, 40]
-    assert list(codec.strings(pool["marker-names"])) == ["p1: Black Toner", "p2: Black Toner"]
+    assert list(strings(pool["marker-names"])) == ["p1: Black Toner", "p2: Black Toner"]
     one = {a.name: a for a in A.supply_attributes(queue("p1", "printer", ("p1",)), [
         _snapshot("p1", said), _snapshot("p2", None)])}  # fmt: skip
-    assert list(codec.strings(one["printer-supply-description"])) == ["Black Toner", "Waste"]
+    assert list(strings(one["printer-supply-description"])) == ["Black Toner", "Waste"]
     assert one["printer-supply-info-uri"].value == "http://printer/supplies"
     none = {a.name: a for a in A.supply_attributes(queue("p2", "printer", ("p2",)), [
         _snapshot("p1", said), _snapshot("p2", None)])}  # fmt: skip
@@ -882,7 +882,7 @@ async def test_a_pool_queue_relays_its_printers_supplies(
             )
         )
         found = answer.get(GroupTag.PRINTER, "printer-supply-description")
-        return list(codec.strings(found)) if found is not None else []
+        return list(strings(found)) if found is not None else []
 
     deadline = time.monotonic() + 20
     while not {d.split(":")[0] for d in await descriptions()} >= {"printer-01", "printer-02"}:

@@ -57,6 +57,10 @@ LEAVES = (
     "edgeprint.background",
     # issue 27: the run clock and the wall-clock step detector (pure)
     "edgeprint.clock",
+    # issue 28: IPP said once, the codec and the names shared by the client (printers),
+    # the server (ipp_server) and everything between (dispatch, api); as a leaf it may
+    # import only other leaves
+    "edgeprint.ipp",
 )
 
 #: layer → (its module prefixes, the layers it may import besides its own and the leaves).

@@ -25,10 +25,10 @@ from aiohttp import web
 from edgeprint import errors
 from edgeprint.api import peers, plain_http
 from edgeprint.faults import crash_point
+from edgeprint.ipp import codec
+from edgeprint.ipp.names import Operation, Status
 from edgeprint.ipp_server import limits
 from edgeprint.ipp_server.operations import Context, IppServer, status_for
-from edgeprint.printers import codec
-from edgeprint.printers.codec import Operation, Status
 from edgeprint.service import Caller
 from edgeprint.spool import StagedDocument
 

@@ -12,15 +12,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from edgeprint.printers.codec import (
-    Attribute,
-    DateTime,
-    Range,
-    Resolution,
-    Tag,
-    Value,
-    attr,
-)
+from edgeprint.ipp.names import Tag
+from edgeprint.ipp.values import Attribute, DateTime, Range, Resolution, Value, attr
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.printers.supplies import Marker
 from edgeprint.records import JobRecord

@@ -26,11 +26,21 @@ from pydantic import ValidationError
 
 from edgeprint import errors
 from edgeprint.faults import crash_point
+from edgeprint.ipp import codec
+from edgeprint.ipp.codec import IppMessage
+from edgeprint.ipp.names import GroupTag, Operation, Status, Tag
+from edgeprint.ipp.values import (
+    Attribute,
+    AttributeGroup,
+    Range,
+    StringWithLanguage,
+    Value,
+    attr,
+    strings,
+)
 from edgeprint.ipp_server import attributes as A
 from edgeprint.ipp_server import limits
 from edgeprint.models import SubmitMetadata
-from edgeprint.printers import codec
-from edgeprint.printers.codec import Attribute, GroupTag, IppMessage, Operation, Status, Tag
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.records import JobRecord
 from edgeprint.service import Caller, JobService
@@ -194,7 +204,7 @@ def _ipp_wording(exc: errors.EdgeprintError) -> str | None:
 
 
 def _strings(message: IppMessage, name: str) -> list[str]:
-    return list(codec.strings(message.get(GroupTag.OPERATION, name)))
+    return list(strings(message.get(GroupTag.OPERATION, name)))
 
 
 def _uri_path(uri: str, name: str) -> str:
@@ -211,7 +221,7 @@ def _created_key(ipp_id: int) -> str:
 
 
 def _tag_names(tags: Sequence[int]) -> list[str]:
-    return [codec.Tag(t).name.lower().replace("_", "-") for t in tags]
+    return [Tag(t).name.lower().replace("_", "-") for t in tags]
 
 
 def _one(message: IppMessage, group: int, name: str, tags: Sequence[int]) -> object:
@@ -288,7 +298,7 @@ class IppServer:
             request = codec.parse(raw)
         except errors.IppParseError:
             return
-        group = codec.AttributeGroup(GroupTag.UNSUPPORTED)
+        group = AttributeGroup(GroupTag.UNSUPPORTED)
         for name in names:
             for g in request.groups:
                 a = g.get(name)
@@ -296,7 +306,7 @@ class IppServer:
                     group.attributes.append(a)
                     break
             else:
-                group.attributes.append(Attribute(name, [codec.Value.out_of_band(Tag.UNSUPPORTED)]))
+                group.attributes.append(Attribute(name, [Value.out_of_band(Tag.UNSUPPORTED)]))
         response.groups.append(group)
 
     async def _answer(self, message: IppMessage, ctx: Context) -> IppMessage:
@@ -433,7 +443,7 @@ class IppServer:
         if ctx.user is not None:
             return ctx.user
         value = message.value(GroupTag.OPERATION, "requesting-user-name")
-        if isinstance(value, codec.StringWithLanguage):
+        if isinstance(value, StringWithLanguage):
             value = value.text
         if isinstance(value, str) and value.strip():
             return value
@@ -500,7 +510,7 @@ class IppServer:
 
     def _job_name(self, message: IppMessage) -> str | None:
         value = message.value(GroupTag.OPERATION, "job-name")
-        if isinstance(value, codec.StringWithLanguage):
+        if isinstance(value, StringWithLanguage):
             value = value.text
         if not isinstance(value, str) or not value:
             return None
@@ -512,13 +522,13 @@ class IppServer:
         if a is None:
             return None
         values = [v.value for v in a.values]
-        if not values or not all(isinstance(v, codec.Range) for v in values):
+        if not values or not all(isinstance(v, Range) for v in values):
             raise _refuse(
                 Status.CLIENT_ERROR_BAD_REQUEST,
                 "page-ranges must be rangeOfInteger values",
                 "page-ranges",
             )
-        ranges = tuple((v.lower, v.upper) for v in values if isinstance(v, codec.Range))
+        ranges = tuple((v.lower, v.upper) for v in values if isinstance(v, Range))
         last = 0
         for lower, upper in ranges:
             if not last < lower <= upper:
@@ -665,7 +675,7 @@ class IppServer:
             ipp_id = self._names.ipp_ids.get(job.id, job.seq)
         name = self._names.job_names.get(job.id) or job.title
         attrs = A.job_attributes(ctx.queue, job, ipp_id, name)
-        response.groups.append(codec.AttributeGroup(GroupTag.JOB, A.select(attrs, requested)))
+        response.groups.append(AttributeGroup(GroupTag.JOB, A.select(attrs, requested)))
 
     def _short_job_group(
         self, ctx: Context, job: JobRecord, response: IppMessage, ipp_id: int | None = None
@@ -725,7 +735,7 @@ class IppServer:
         crash_point("ipp_create_job")
         attrs = A.pending_job_attributes(ctx.queue, ipp_id, pending.name, owner, pending.created_at)
         keep = {"job-id", "job-uri", "job-state", "job-state-reasons", "job-state-message"}
-        response.groups.append(codec.AttributeGroup(GroupTag.JOB, A.select(attrs, keep)))
+        response.groups.append(AttributeGroup(GroupTag.JOB, A.select(attrs, keep)))
 
     def _expire_pending(self) -> None:
         """Create-Jobs whose document did not come within multiple-operation-time-out."""
@@ -875,7 +885,7 @@ class IppServer:
             attrs = A.pending_job_attributes(
                 ctx.queue, ipp_id, pending.name, pending.owner, pending.created_at
             )
-            response.groups.append(codec.AttributeGroup(GroupTag.JOB, A.select(attrs, requested)))
+            response.groups.append(AttributeGroup(GroupTag.JOB, A.select(attrs, requested)))
             return
         try:
             job = await self._find(ipp_id, ctx)
@@ -885,11 +895,11 @@ class IppServer:
             # A Create-Job of an earlier process life whose document was never stored.
             resend = self.timer() - self._up_timer < LOST_RESEND_WINDOW_S
             attrs = A.lost_job_attributes(ctx.queue, ipp_id, resend)
-            response.groups.append(codec.AttributeGroup(GroupTag.JOB, A.select(attrs, requested)))
+            response.groups.append(AttributeGroup(GroupTag.JOB, A.select(attrs, requested)))
             if resend:
                 response.status_code = Status.SERVER_ERROR_SERVICE_UNAVAILABLE
                 ops = response.groups[0].attributes
-                ops.append(codec.attr("status-message", Tag.TEXT, A.LOST_MESSAGE))
+                ops.append(attr("status-message", Tag.TEXT, A.LOST_MESSAGE))
             return
         self._job_group(ctx, job, response, requested)
 
@@ -907,7 +917,7 @@ class IppServer:
                 "requested-attributes must be keywords",
                 "requested-attributes",
             )
-        return set(codec.strings(a))
+        return set(strings(a))
 
     async def _get_jobs(self, message: IppMessage, ctx: Context, response: IppMessage) -> None:
         self._check_target(message, ctx)
@@ -952,7 +962,7 @@ class IppServer:
             ctx.queue, self.printers(), queued, self.up_since, self.clock()
         )
         response.groups.append(
-            codec.AttributeGroup(GroupTag.PRINTER, A.select(attrs, self._requested(message)))
+            AttributeGroup(GroupTag.PRINTER, A.select(attrs, self._requested(message)))
         )
 
     async def _identify_printer(

@@ -37,8 +37,9 @@ import aiohttp
 from aiohttp import web
 from yarl import URL
 
-from edgeprint.printers import codec
-from edgeprint.printers.codec import AttributeGroup, GroupTag, Operation, Status, Tag, attr
+from edgeprint.ipp import codec
+from edgeprint.ipp.names import GroupTag, Operation, Status, Tag
+from edgeprint.ipp.values import Attribute, AttributeGroup, Value, attr
 
 _TERMINAL = {7, 8, 9}
 _COMPLETED, _ABORTED, _CANCELED, _PROCESSING, _HELD = 9, 8, 7, 5, 4  # job-state
@@ -473,7 +474,7 @@ class AdversaryProxy:
                 names = [str(v.value) for v in wanted.values]
                 for extra in _AGE_ATTRIBUTES:
                     if extra not in names:
-                        wanted.values.append(codec.Value.keyword(extra))
+                        wanted.values.append(Value.keyword(extra))
         return msg
 
     def _schedule(self, body: bytes, after_s: float) -> None:
@@ -722,14 +723,14 @@ class AdversaryProxy:
 
 #: What a printer answering nonsense about its supplies and trays sends (Knobs.garbage_supplies).
 _JUNK_SUPPLIES = (
-    codec.Attribute("printer-supply", [codec.Value(Tag.OCTET_STRING, b"\xff\x00;level=lots;type="),
-                                       codec.Value(Tag.INTEGER, 42)]),
+    Attribute("printer-supply", [Value(Tag.OCTET_STRING, b"\xff\x00;level=lots;type="),
+                                       Value(Tag.INTEGER, 42)]),
     attr("printer-supply-description", Tag.INTEGER, 7),
     attr("marker-names", Tag.NAME, "\x07" * 300),
     attr("marker-levels", Tag.TEXT, "full"),
     attr("printer-input-tray", Tag.OCTET_STRING, b"name=;level=-9;maxcapacity=0", b"\x00\x01\x02"),
-    codec.Attribute("media-ready", [codec.Value(Tag.KEYWORD, "\x1b\x07"),
-                                    codec.Value(Tag.INTEGER, -1)]),
+    Attribute("media-ready", [Value(Tag.KEYWORD, "\x1b\x07"),
+                                    Value(Tag.INTEGER, -1)]),
 )  # fmt: skip
 
 
@@ -763,7 +764,7 @@ def _contradict_supplies(g: AttributeGroup) -> None:
             v.value = b"type=sheetFeedAutoRemovableTray;maxcapacity=250;level=300;name=main;"
         elif b"name=by-pass-tray" in raw:  # not the key=value; form at all
             v.value = b"By-pass tray: 25 sheets of #10 envelopes"
-    trays.values.append(codec.Value(Tag.OCTET_STRING, b"name=main;level=-5;maxcapacity=-7;"))
+    trays.values.append(Value(Tag.OCTET_STRING, b"name=main;level=-5;maxcapacity=-7;"))
 
 
 def _abort(request: web.Request) -> None:
@@ -777,7 +778,7 @@ def _ipp(message: codec.IppMessage) -> web.Response:
     return web.Response(body=message.encode(), content_type="application/ipp")
 
 
-def _int(a: codec.Attribute | None) -> int | None:
+def _int(a: Attribute | None) -> int | None:
     if a is None or not a.values:
         return None
     v = a.values[0].value

@@ -22,8 +22,9 @@ from typing import Any
 import aiohttp
 
 from edgeprint import errors
-from edgeprint.printers import codec
-from edgeprint.printers.codec import GroupTag, Operation, Tag, attr
+from edgeprint.ipp import codec
+from edgeprint.ipp.names import GroupTag, Operation, Tag
+from edgeprint.ipp.values import attr
 from testbed.adversary.catalogue import RIGHT_STOCK
 from testbed.adversary.generator import POOL, PRINTERS, Scenario
 from testbed.adversary.proxy import AdversaryProxy, Knobs, Record
