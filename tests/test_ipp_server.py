@@ -21,7 +21,7 @@ from edgeprint.ipp import codec
 from edgeprint.ipp.names import GroupTag, Operation, Status, Tag
 from edgeprint.ipp.values import Attribute, Range, Value, attr, strings
 from edgeprint.ipp_server import attributes as A
-from edgeprint.ipp_server.operations import Context
+from edgeprint.ipp_server.request import Context
 from edgeprint.printers import supplies
 from edgeprint.printers.health import PrinterSnapshot
 from testbed.pdfs import make_page_tree_cycle_pdf, make_pdf
@@ -900,7 +900,8 @@ async def test_a_create_job_lost_in_a_restart_aborts_after_the_resend_window(
     app: Appliance,
 ) -> None:
     """Get-Job-Attributes of a Create-Job id from an earlier life answers service-unavailable (resend) within LOST_RESEND_WINDOW_S of the start, and aborted (nothing printed) after it."""
-    from edgeprint.ipp_server.operations import LOST_RESEND_WINDOW_S, PENDING_BASE, IppServer
+    from edgeprint.ipp_server.pending import LOST_RESEND_WINDOW_S, PENDING_BASE
+    from edgeprint.ipp_server.server import IppServer
     from edgeprint.service import Caller
 
     now = [0.0]

@@ -74,7 +74,8 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "webhooks": (("edgeprint.webhooks",), ("store",)),
     # the wire models the two front doors share (JSON bodies, validated submissions)
     "models": (("edgeprint.models",), ()),
-    "ipp_server": (("edgeprint.ipp_server",), ("service", "models", "printers")),
+    # issue 28: the formats a queue takes and which are converted are documents' knowledge
+    "ipp_server": (("edgeprint.ipp_server",), ("service", "models", "printers", "documents")),
     "api": (("edgeprint.api",), ("service", "models", "ipp_server", "printers")),
     "cli": (
         (

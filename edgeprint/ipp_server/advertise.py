@@ -28,6 +28,7 @@ from zeroconf.asyncio import AsyncZeroconf
 
 from edgeprint import background
 from edgeprint.config import Config
+from edgeprint.documents import formats
 from edgeprint.ipp_server import attributes as A
 
 log = logging.getLogger(__name__)
@@ -80,8 +81,8 @@ def service_info(config: Config, queue: str, host: str, port: int, server: str) 
         # raw languages are left out: a driverless client picks its format from pdl
         "pdl": ",".join(
             f
-            for f in A.DOCUMENT_FORMATS
-            if f != "application/octet-stream" and f not in A.RAW_FORMATS
+            for f in formats.DOCUMENT_FORMATS
+            if f != formats.OCTET_STREAM and f not in formats.RAW_FORMATS
         ),
         "URF": ",".join(A.URF_SUPPORTED),  # AirPrint clients look for it
         "UUID": uuid,

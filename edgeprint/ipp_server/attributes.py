@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from edgeprint.documents import formats
 from edgeprint.ipp.names import Tag
 from edgeprint.ipp.values import Attribute, DateTime, Range, Resolution, Value, attr
 from edgeprint.printers.health import PrinterSnapshot
@@ -53,20 +54,11 @@ OPERATIONS = (
     0x003B,
     0x003C,
 )
-#: Formats kept as a PDF of their pages when a client sends them (AirPrint, Mopria, IPP Everywhere).
-CONVERTED_FORMATS = ("image/pwg-raster", "image/urf", "image/jpeg")
 #: What the queues take as Apple raster (urf-supported, and the URF key of the DNS-SD record).
 URF_SUPPORTED = ("V1.4", "CP1", "W8", "SRGB24", "RS300-600", "DM1")
 #: The PWG raster a queue takes (pwg-raster-document-resolution-supported, -type-supported).
 PWG_RASTER_DPI = (300, 600)
 PWG_RASTER_TYPES = ("black_1", "sgray_8", "srgb_8")
-#: issue 23 (zpl): raw label languages a queue takes as they are (checked, sent unchanged to
-#: a printer that lists them; never converted, never sniffed).
-RAW_FORMATS = ("application/vnd.zebra-zpl",)
-#: Formats a queue takes (octet-stream: sniffed).
-DOCUMENT_FORMATS = (
-    "application/pdf", *CONVERTED_FORMATS, *RAW_FORMATS, "application/octet-stream"
-)  # fmt: skip
 MAX_COPIES = 99
 #: printer-icons sizes in pixels (square PNGs in ipp_server/icons/).
 ICON_SIZES = (48, 128, 512)
@@ -172,7 +164,7 @@ def printer_attributes(
         attr("copies-default", Tag.INTEGER, 1),
         attr("copies-supported", Tag.RANGE_OF_INTEGER, Range(1, MAX_COPIES)),
         attr("document-format-default", Tag.MIME_MEDIA_TYPE, "application/pdf"),
-        attr("document-format-supported", Tag.MIME_MEDIA_TYPE, *DOCUMENT_FORMATS),
+        attr("document-format-supported", Tag.MIME_MEDIA_TYPE, *formats.DOCUMENT_FORMATS),
         attr(
             "pwg-raster-document-resolution-supported",
             Tag.RESOLUTION,
@@ -407,7 +399,7 @@ def lost_job_attributes(queue: Queue, ipp_job_id: int, resend: bool) -> list[Att
 
     ``resend``: the answer asks the client to send the job again (pending-held,
     job-incoming: the document never arrived), else it is aborted. See
-    :data:`edgeprint.ipp_server.operations.LOST_RESEND_WINDOW_S` for why.
+    :data:`edgeprint.ipp_server.pending.LOST_RESEND_WINDOW_S` for why.
     """
     state, reason = (PENDING_HELD, "job-incoming") if resend else (ABORTED, "aborted-by-system")
     return [

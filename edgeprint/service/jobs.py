@@ -242,7 +242,7 @@ class JobService:
         ``document_format``: ``application/pdf`` or ``application/vnd.zebra-zpl``
         (counted in labels, sent unchanged).
         """
-        try:
+        with document:  # committed, or discarded whatever happens here
             sizes: PageSizes | None = None
             title = meta.title
             if document_format == zpl.ZPL:
@@ -267,8 +267,6 @@ class JobService:
                 pin_hash = await pins.hash_pin_async(meta.release_pin)
             job_id = uuid.uuid4().hex
             await document.commit(job_id)
-        finally:
-            document.discard()
 
         state = JobState.HELD if meta.hold else JobState.RELEASED
         printer, pool = meta.printer, meta.pool
