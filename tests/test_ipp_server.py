@@ -19,6 +19,7 @@ from edgeprint.api.app import Deps
 from edgeprint.api.routes import build_app
 from edgeprint.ipp import codec
 from edgeprint.ipp.names import GroupTag, Operation, Status, Tag
+from edgeprint.ipp.names import JobState as IppJobState
 from edgeprint.ipp.values import Attribute, Range, Value, attr, strings
 from edgeprint.ipp_server import attributes as A
 from edgeprint.ipp_server.request import Context
@@ -78,8 +79,12 @@ async def test_print_job_prints_once_and_reports_completed(
     queue, client, rig = lobby
     answer = await queue.print_job(make_pdf("ipp once"), attr("job-name", Tag.NAME, "badge.pdf"))
     assert answer.status_code == Status.SUCCESSFUL_OK, status_message(answer)
-    assert answer.value(GroupTag.JOB, "job-state") in (A.PENDING, A.PROCESSING, A.COMPLETED)
-    done = await wait_job_state(queue, job_id(answer), {A.COMPLETED})
+    assert answer.value(GroupTag.JOB, "job-state") in (
+        IppJobState.PENDING,
+        IppJobState.PROCESSING,
+        IppJobState.COMPLETED,
+    )
+    done = await wait_job_state(queue, job_id(answer), {IppJobState.COMPLETED})
     assert done.value(GroupTag.JOB, "job-state-reasons") == "job-completed-successfully"
     assert done.value(GroupTag.JOB, "job-name") == "badge.pdf"
     job = await client.job(edgeprint_id(answer))
@@ -94,13 +99,13 @@ async def test_held_job_waits_for_an_api_release(lobby: tuple[IppQueue, Any, Rig
         make_pdf("held"), job=[attr("job-hold-until", Tag.KEYWORD, "indefinite")]
     )
     assert answer.status_code == Status.SUCCESSFUL_OK, status_message(answer)
-    assert answer.value(GroupTag.JOB, "job-state") == A.PENDING_HELD
+    assert answer.value(GroupTag.JOB, "job-state") == IppJobState.PENDING_HELD
     job_uuid = edgeprint_id(answer)
     assert (await client.job(job_uuid))["state"] == "HELD"
     assert rig.printed("printer-01") + rig.printed("printer-02") == []
     status, body = await client.post(f"/v1/jobs/{job_uuid}/release")
     assert status == 200, body
-    await wait_job_state(queue, job_id(answer), {A.COMPLETED})
+    await wait_job_state(queue, job_id(answer), {IppJobState.COMPLETED})
     assert_each_printed_once(rig, [job_uuid])
 
 
@@ -113,11 +118,11 @@ async def test_a_hold_queue_holds_unless_the_client_says_no_hold(
     attrs = await queue.send(queue.request(Operation.GET_PRINTER_ATTRIBUTES))
     assert attrs.value(GroupTag.PRINTER, "job-hold-until-default") == "indefinite"
     held = await queue.print_job(make_pdf("hold queue"))
-    assert held.value(GroupTag.JOB, "job-state") == A.PENDING_HELD
+    assert held.value(GroupTag.JOB, "job-state") == IppJobState.PENDING_HELD
     now = await queue.print_job(
         make_pdf("no hold"), job=[attr("job-hold-until", Tag.KEYWORD, "no-hold")]
     )
-    await wait_job_state(queue, job_id(now), {A.COMPLETED})
+    await wait_job_state(queue, job_id(now), {IppJobState.COMPLETED})
     assert (await client.job(edgeprint_id(held)))["state"] == "HELD"
     assert_each_printed_once(rig, [edgeprint_id(now)])
     assert [p.job_name for p in rig.printed("printer-02")] == [f"edgeprint-{edgeprint_id(now)}"]
@@ -151,8 +156,11 @@ async def test_a_repeated_job_uuid_is_the_same_job(lobby: tuple[IppQueue, Any, R
         ids.append((edgeprint_id(sent), job_id(sent)))
     assert ids[0][0] == ids[1][0]  # one edgeprint job, known by both Create-Job ids
     for _, ipp_job_id in ids:
-        assert edgeprint_id(await wait_job_state(queue, ipp_job_id, {A.COMPLETED})) == ids[0][0]
-    await wait_job_state(queue, job_id(first), {A.COMPLETED})
+        assert (
+            edgeprint_id(await wait_job_state(queue, ipp_job_id, {IppJobState.COMPLETED}))
+            == ids[0][0]
+        )
+    await wait_job_state(queue, job_id(first), {IppJobState.COMPLETED})
     assert_each_printed_once(rig, [edgeprint_id(first), ids[0][0]])
 
 
@@ -170,7 +178,9 @@ async def test_get_jobs_and_cancel_follow_edgeprint_states(
         )
     )
     listed = [(g.get("job-id"), g.get("job-state")) for g in pending.groups_of(GroupTag.JOB)]
-    assert [(i.value, s.value) for i, s in listed if i and s] == [(job_id(held), A.PENDING_HELD)]
+    assert [(i.value, s.value) for i, s in listed if i and s] == [
+        (job_id(held), IppJobState.PENDING_HELD)
+    ]
     cancel = await queue.send(
         queue.request(Operation.CANCEL_JOB, attr("job-id", Tag.INTEGER, job_id(held)))
     )
@@ -183,7 +193,9 @@ async def test_get_jobs_and_cancel_follow_edgeprint_states(
             attr("requested-attributes", Tag.KEYWORD, "job-state"),
         )
     )
-    assert [g.get("job-state").value for g in done.groups_of(GroupTag.JOB)] == [A.CANCELED]  # type: ignore[union-attr]
+    assert [g.get("job-state").value for g in done.groups_of(GroupTag.JOB)] == [
+        IppJobState.CANCELED
+    ]  # type: ignore[union-attr]
     again = await queue.send(
         queue.request(Operation.CANCEL_JOB, attr("job-id", Tag.INTEGER, job_id(held)))
     )
@@ -413,7 +425,7 @@ async def test_jobs_are_addressed_by_job_uri_at_the_queue_or_at_the_job_uri(
         answer = codec.parse(raw)
         assert answer.status_code == Status.SUCCESSFUL_OK, (path, status_message(answer))
         assert answer.value(GroupTag.JOB, "job-id") == job_id(held)
-        assert answer.value(GroupTag.JOB, "job-state") == A.PENDING_HELD
+        assert answer.value(GroupTag.JOB, "job-state") == IppJobState.PENDING_HELD
     before = app.snapshot()
     fmt = attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf")
     other = job_uri.rsplit("/", 1)[0] + f"/{job_id(held) + 1}"
@@ -628,11 +640,11 @@ async def test_create_job_ids_survive_a_restart(make_appliance: Callable[..., An
         found = await queue.job_attributes(job_id(created))
         assert found.status_code == Status.SUCCESSFUL_OK, status_message(found)
         assert edgeprint_id(found) == edgeprint_id(sent)
-        assert found.value(GroupTag.JOB, "job-state") == A.PENDING
+        assert found.value(GroupTag.JOB, "job-state") == IppJobState.PENDING
         lost = await queue.job_attributes(job_id(orphan))
         assert lost.status_code == Status.SERVER_ERROR_SERVICE_UNAVAILABLE
         assert "nothing was printed" in status_message(lost)
-        assert lost.value(GroupTag.JOB, "job-state") == A.PENDING_HELD
+        assert lost.value(GroupTag.JOB, "job-state") == IppJobState.PENDING_HELD
         assert lost.value(GroupTag.JOB, "job-state-reasons") == "job-incoming"
         late = await queue.send(
             queue.request(
@@ -661,7 +673,7 @@ async def test_a_raster_or_jpeg_from_a_phone_prints_once(
         )
     )
     assert answer.status_code == Status.SUCCESSFUL_OK, status_message(answer)
-    await wait_job_state(queue, job_id(answer), {A.COMPLETED})
+    await wait_job_state(queue, job_id(answer), {IppJobState.COMPLETED})
     job = await client.job(edgeprint_id(answer))
     assert job["state"] == "DONE"
     assert job["document"]["pages"] == 1
@@ -725,7 +737,7 @@ async def test_page_ranges_print_only_those_pages(
     assert answer.status_code == Status.SUCCESSFUL_OK, status_message(answer)
     job = await client.job(edgeprint_id(answer))
     assert job["document"]["pages"] == 3
-    await wait_job_state(queue, job_id(answer), {A.COMPLETED})
+    await wait_job_state(queue, job_id(answer), {IppJobState.COMPLETED})
     assert_each_printed_once(rig, [job["id"]])
     ((where, line),) = [(printer, p) for printer in rig for p in rig.printed(printer.name)]
     assert line.pages == 3
@@ -914,11 +926,11 @@ async def test_a_create_job_lost_in_a_restart_aborts_after_the_resend_window(
     )
     soon = codec.parse(await server.handle(ask.encode(), ctx))
     assert soon.status_code == Status.SERVER_ERROR_SERVICE_UNAVAILABLE
-    assert soon.value(GroupTag.JOB, "job-state") == A.PENDING_HELD
+    assert soon.value(GroupTag.JOB, "job-state") == IppJobState.PENDING_HELD
     now[0] = LOST_RESEND_WINDOW_S + 1
     late = codec.parse(await server.handle(ask.encode(), ctx))
     assert late.status_code == Status.SUCCESSFUL_OK
-    assert late.value(GroupTag.JOB, "job-state") == A.ABORTED
+    assert late.value(GroupTag.JOB, "job-state") == IppJobState.ABORTED
     assert late.value(GroupTag.JOB, "job-state-reasons") == "aborted-by-system"
 
 

@@ -29,6 +29,7 @@ from edgeprint.documents.capabilities import (
     parse_capabilities,
 )
 from edgeprint.epochs import Clock, Epoch, Reading, advance
+from edgeprint.ipp import names
 from edgeprint.metrics import Metrics
 from edgeprint.personality import JobAnswer, Traits, learn_forgotten, learn_job, learn_printer
 from edgeprint.printers import levels, problems, reasons, supplies, tls
@@ -57,8 +58,6 @@ EPOCH_SAVE_EVERY_S = 60.0
 #: printer-up-time readings at least this far apart teach whether it moves (seconds; it
 #: counts whole seconds, so a moving one has moved by then).
 UP_TIME_LEARN_S = 1.5
-
-_PRINTER_STATES = {3: "idle", 4: "processing", 5: "stopped"}
 
 
 class Monitor:
@@ -450,7 +449,7 @@ class Monitor:
             health_reason=self.health.reason,
             reachable=self.reachable,
             paused=paused,
-            printer_state=_PRINTER_STATES.get(st.state, str(st.state)) if st else None,
+            printer_state=names.state_keyword(st.state) if st else None,
             printer_state_reasons=st.reasons if st else (),
             printer_state_message=st.message if st else "",
             queued_job_count=st.queued_job_count if st else None,

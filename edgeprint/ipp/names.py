@@ -158,12 +158,22 @@ class JobState(IntEnum):
     COMPLETED = 9
 
 
+def state_keyword(printer_state: int) -> str:
+    """A printer-state value in words (``idle``, ``processing``, ``stopped``); a value
+    outside RFC 8011's three as its number."""
+    try:
+        return keyword(PrinterState(printer_state))
+    except ValueError:
+        return str(printer_state)
+
+
 def keyword(value: IntEnum) -> str:
     """A name as IPP spells it: ``Status.SERVER_ERROR_BUSY`` → ``server-error-busy``,
     ``PrinterState.IDLE`` → ``idle``, ``Tag.NAME_WITH_LANGUAGE`` → ``name-with-language``."""
     return value.name.lower().replace("_", "-")
 
 
-def operation_name(op: Operation) -> str:
-    """An operation as RFC 8011 spells it: ``Operation.GET_JOBS`` → ``Get-Jobs``."""
+def operation_name(op: IntEnum) -> str:
+    """An operation as RFC 8011 spells it: ``Operation.GET_JOBS`` → ``Get-Jobs`` (pyipp's
+    enum of operations is named the same way)."""
     return "-".join(w.capitalize() for w in op.name.split("_"))

@@ -30,6 +30,7 @@ from edgeprint import background
 from edgeprint.config import Config
 from edgeprint.documents import formats
 from edgeprint.ipp_server import attributes as A
+from edgeprint.logs import log_event
 
 log = logging.getLogger(__name__)
 
@@ -140,9 +141,12 @@ async def advertised(config: Config, host: str, port: int) -> AsyncIterator[list
     except OSError as exc:
         for made in responders:
             await made.async_close()
-        log.warning(
-            "DNS-SD advertising unavailable",
-            extra={"event": "ipp_advertise_failed", "error": str(exc)},
+        log_event(
+            log,
+            "ipp_advertise_failed",
+            message="DNS-SD advertising unavailable",
+            level=logging.WARNING,
+            error=str(exc),
         )
         yield []
         return
@@ -164,9 +168,8 @@ async def advertised(config: Config, host: str, port: int) -> AsyncIterator[list
             )
         )
         await asyncio.gather(*announced)
-        log.info(
-            "IPP queues advertised",
-            extra={"event": "ipp_advertised", "queues": [i.name for i in infos]},
+        log_event(
+            log, "ipp_advertised", message="IPP queues advertised", queues=[i.name for i in infos]
         )
 
     try:

@@ -44,41 +44,33 @@ from pyipp.serializer import encode_dict as encode_ipp
 from pyipp.tags import ATTRIBUTE_TAG_MAP
 from yarl import URL
 
-from edgeprint import errors, evidence, faults
+from edgeprint import errors, faults
+from edgeprint.evidence import Listing, PrinterJob
 from edgeprint.faults import crash_point
+from edgeprint.ipp.names import Operation, Status, operation_name
 from edgeprint.printers import tls
 
-# job-state values and the job record live with what they prove (edgeprint.evidence)
-JOB_PENDING, JOB_HELD, JOB_PROCESSING, JOB_STOPPED = (
-    evidence.JOB_PENDING, evidence.JOB_HELD, evidence.JOB_PROCESSING, evidence.JOB_STOPPED,
-)  # fmt: skip
-JOB_CANCELED, JOB_ABORTED, JOB_COMPLETED = (
-    evidence.JOB_CANCELED, evidence.JOB_ABORTED, evidence.JOB_COMPLETED,
-)  # fmt: skip
-JOB_TERMINAL = evidence.JOB_TERMINAL
-PrinterJob = evidence.PrinterJob
-Listing = evidence.Listing
-
-#: Statuses that blame the document or its attributes: the job is poison.
+#: Statuses that blame the document or its attributes: the job is poison. The codes are
+#: the ones pyipp's enum named document-format-error, -password, -permission, -security
+#: and -unprintable: its names from 0x040F on are one code below RFC 8011's and PWG
+#: 5100.13's (it lacks compression-not-supported), so the set holds these numbers.
 POISON_STATUSES = frozenset(
     {
-        IppStatus.ERROR_DOCUMENT_FORMAT_NOT_SUPPORTED,  # 0x040A
-        IppStatus.ERROR_ATTRIBUTES_OR_VALUES,  # 0x040B
-        IppStatus.ERROR_CONFLICTING,  # 0x040E
-        IppStatus.ERROR_DOCUMENT_FORMAT_ERROR,  # 0x0410
-        IppStatus.ERROR_DOCUMENT_PASSWORD,  # 0x0417
-        IppStatus.ERROR_DOCUMENT_PERMISSION,  # 0x0418
-        IppStatus.ERROR_DOCUMENT_SECURITY,  # 0x0419
-        IppStatus.ERROR_DOCUMENT_UNPRINTABLE,  # 0x041A
-        IppStatus.ERROR_REQUEST_ENTITY,  # 0x0408 document too large for this printer
+        Status.CLIENT_ERROR_DOCUMENT_FORMAT_NOT_SUPPORTED,  # 0x040A
+        Status.CLIENT_ERROR_ATTRIBUTES_OR_VALUES_NOT_SUPPORTED,  # 0x040B
+        Status.CLIENT_ERROR_CONFLICTING_ATTRIBUTES,  # 0x040E
+        Status.CLIENT_ERROR_COMPRESSION_ERROR,  # 0x0410
+        Status.CLIENT_ERROR_PRINT_SUPPORT_FILE_NOT_FOUND,  # 0x0417
+        Status.CLIENT_ERROR_DOCUMENT_PASSWORD_ERROR,  # 0x0418
+        Status.CLIENT_ERROR_DOCUMENT_PERMISSION_ERROR,  # 0x0419
+        Status.CLIENT_ERROR_DOCUMENT_SECURITY_ERROR,  # 0x041A
+        Status.CLIENT_ERROR_REQUEST_ENTITY_TOO_LARGE,  # 0x0408 too large for this printer
     }
 )
-_NOT_FOUND = frozenset({IppStatus.ERROR_NOT_FOUND, IppStatus.ERROR_GONE})
-#: server-error-version-not-supported (RFC 8011 §13.1.5.4)
-_VERSION_NOT_SUPPORTED = 0x0503
+_NOT_FOUND = frozenset({Status.CLIENT_ERROR_NOT_FOUND, Status.CLIENT_ERROR_GONE})
 
 #: Operations the printer may have acted on before a time-out or disconnect.
-_ACTING = frozenset({IppOperation.CREATE_JOB, IppOperation.SEND_DOCUMENT, IppOperation.PRINT_JOB})
+_ACTING = frozenset({Operation.CREATE_JOB, Operation.SEND_DOCUMENT, Operation.PRINT_JOB})
 
 _PRINTER_ATTRS = [
     "printer-state",
@@ -212,10 +204,6 @@ def _as_list(value: Any) -> list[Any]:
     return [value]
 
 
-def _op_name(op: IppOperation) -> str:
-    return "-".join(part.capitalize() for part in op.name.split("_"))
-
-
 @dataclass(frozen=True)
 class PrinterStatus:
     """What Get-Printer-Attributes says (RFC 8011 §5.4)."""
@@ -287,10 +275,12 @@ def _printer_job(attrs: Mapping[str, Any]) -> PrinterJob:
     )
 
 
-_OPERATION_NAMES = {op.value: _op_name(op) for op in IppOperation}
+#: operations-supported values in words, as pyipp's enum names every one it knows (CUPS's too).
+_OPERATION_NAMES = {op.value: operation_name(op) for op in IppOperation}
 
 
 def _status_name(code: int) -> str:
+    """A status in pyipp's words (the outcome label of the request metric)."""
     try:
         return IppStatus(code).name.lower().replace("_", "-")
     except ValueError:
@@ -344,7 +334,7 @@ class IppClient:
 
     # --- transport and classification ---------------------------------------------
 
-    def _encode(self, op: IppOperation, message: dict[str, Any]) -> bytes:
+    def _encode(self, op: Operation, message: dict[str, Any]) -> bytes:
         operation_attributes = {
             "attributes-charset": "utf-8",
             "attributes-natural-language": "en",
@@ -364,7 +354,7 @@ class IppClient:
 
     async def _call(
         self,
-        op: IppOperation,
+        op: Operation,
         message: dict[str, Any],
         *,
         document: bytes | None = None,
@@ -382,7 +372,10 @@ class IppClient:
                 op, message, document=document, ok_not_found=ok_not_found, timeout_s=timeout_s
             )
         except errors.PrinterTransient as exc:
-            if exc.status_code != _VERSION_NOT_SUPPORTED or self.version == (1, 1):
+            if exc.status_code != Status.SERVER_ERROR_VERSION_NOT_SUPPORTED or self.version == (
+                1,
+                1,
+            ):
                 raise
         self.version = (1, 1)
         return await self._call_once(
@@ -391,7 +384,7 @@ class IppClient:
 
     async def _call_once(
         self,
-        op: IppOperation,
+        op: Operation,
         message: dict[str, Any],
         *,
         document: bytes | None = None,
@@ -405,7 +398,7 @@ class IppClient:
         connection (``errors.PrinterAmbiguous.body_sent``); ``timeout_s`` overrides
         the deadline of a request without one.
         """
-        name = _op_name(op)
+        name = operation_name(op)
         await self.budget.take()
         started = time.perf_counter()
         outcome = "error"
@@ -469,9 +462,9 @@ class IppClient:
 
     @staticmethod
     def _transport(
-        op: IppOperation, detail: str, cause: BaseException, body_sent: bool
+        op: Operation, detail: str, cause: BaseException, body_sent: bool
     ) -> errors.PrinterError:
-        name = _op_name(op)
+        name = operation_name(op)
         if isinstance(cause, aiohttp.ClientConnectorError | ConnectionRefusedError):
             return errors.PrinterUnreachable(name, f"cannot connect: {cause}")
         if op in _ACTING:
@@ -481,12 +474,12 @@ class IppClient:
         return errors.PrinterTransient(name, detail)
 
     @staticmethod
-    def _status_error(op: IppOperation, status: int, parsed: dict[str, Any]) -> errors.PrinterError:
-        name = _op_name(op)
+    def _status_error(op: Operation, status: int, parsed: dict[str, Any]) -> errors.PrinterError:
+        name = operation_name(op)
         op_attrs = parsed.get("operation-attributes")
         message = str(op_attrs.get("status-message", "")) if isinstance(op_attrs, dict) else ""
         detail = f"{_status_name(status)}{': ' + message if message else ''}"
-        if status == IppStatus.ERROR_BUSY:
+        if status == Status.SERVER_ERROR_BUSY:
             return errors.PrinterBusy(name, detail, status_code=status)
         if status in POISON_STATUSES:
             return errors.PrinterPermanent(name, detail, status_code=status)
@@ -499,7 +492,7 @@ class IppClient:
         the ``probe_attributes`` too; raises errors.PrinterTransient and kin."""
         wanted = self._probe_attributes if describe else self._state_attributes
         parsed = await self._call(
-            IppOperation.GET_PRINTER_ATTRIBUTES,
+            Operation.GET_PRINTER_ATTRIBUTES,
             {"operation-attributes-tag": {"requested-attributes": wanted}},
             timeout_s=self._probe_timeout_s,
         )
@@ -534,7 +527,7 @@ class IppClient:
         """Get-Printer-Attributes for ``names`` (e.g. printer-make-and-model, media-ready),
         as parsed: one value a scalar, several a list. For read-only callers (discovery)."""
         parsed = await self._call(
-            IppOperation.GET_PRINTER_ATTRIBUTES,
+            Operation.GET_PRINTER_ATTRIBUTES,
             {"operation-attributes-tag": {"requested-attributes": list(names)}},
         )
         assert parsed is not None
@@ -555,8 +548,8 @@ class IppClient:
             "operation-attributes-tag": {"requesting-user-name": user, "job-name": job_name},
             **self._job_attributes(copies),
         }
-        parsed = await self._call(IppOperation.CREATE_JOB, message)
-        return self._job_ref(IppOperation.CREATE_JOB, parsed)
+        parsed = await self._call(Operation.CREATE_JOB, message)
+        return self._job_ref(Operation.CREATE_JOB, parsed)
 
     async def send_document(
         self, job_id: int, user: str, data: bytes, document_format: str
@@ -574,7 +567,7 @@ class IppClient:
                 "last-document": True,
             }
         }
-        await self._call(IppOperation.SEND_DOCUMENT, message, document=data)
+        await self._call(Operation.SEND_DOCUMENT, message, document=data)
 
     async def print_job(
         self,
@@ -594,13 +587,13 @@ class IppClient:
             },
             **self._job_attributes(copies),
         }
-        parsed = await self._call(IppOperation.PRINT_JOB, message, document=data)
-        return self._job_ref(IppOperation.PRINT_JOB, parsed)
+        parsed = await self._call(Operation.PRINT_JOB, message, document=data)
+        return self._job_ref(Operation.PRINT_JOB, parsed)
 
     async def get_job_attributes(self, job_id: int) -> PrinterJob | None:
         """Get-Job-Attributes (RFC 8011 §4.3.4); None when the printer does not know the job-id."""
         parsed = await self._call(
-            IppOperation.GET_JOB_ATTRIBUTES,
+            Operation.GET_JOB_ATTRIBUTES,
             {"operation-attributes-tag": {"job-id": job_id, "requested-attributes": _JOB_ATTRS}},
             ok_not_found=True,
             # one job's attributes: as small a status read as a probe, so a printer that hangs
@@ -621,7 +614,7 @@ class IppClient:
         not yet finished (RFC 8011 §4.2.6.1).
         """
         parsed = await self._call(
-            IppOperation.GET_JOBS,
+            Operation.GET_JOBS,
             {"operation-attributes-tag": {"which-jobs": which, "requested-attributes": _JOB_ATTRS}},
         )
         assert parsed is not None
@@ -633,25 +626,25 @@ class IppClient:
         """Cancel-Job (RFC 8011 §4.3.3); False when the job is unknown or already finished."""
         try:
             parsed = await self._call(
-                IppOperation.CANCEL_JOB,
+                Operation.CANCEL_JOB,
                 {"operation-attributes-tag": {"job-id": job_id}},
                 ok_not_found=True,
             )
         except errors.PrinterTransient as exc:
-            if exc.status_code == IppStatus.ERROR_NOT_POSSIBLE:
+            if exc.status_code == Status.CLIENT_ERROR_NOT_POSSIBLE:
                 return False
             raise
         return parsed is not None
 
     @staticmethod
-    def _job_ref(op: IppOperation, parsed: dict[str, Any] | None) -> PrinterJobRef:
+    def _job_ref(op: Operation, parsed: dict[str, Any] | None) -> PrinterJobRef:
         assert parsed is not None
         op_attrs = parsed.get("operation-attributes")
         groups = (*parsed["jobs"], op_attrs if isinstance(op_attrs, dict) else {})
         for group in groups:
             if "job-id" in group:
                 return PrinterJobRef(int(group["job-id"]), _text(group.get("job-uuid")))
-        raise errors.PrinterProtocolError(_op_name(op), "the answer has no job-id")
+        raise errors.PrinterProtocolError(operation_name(op), "the answer has no job-id")
 
     async def identify(self, user: str) -> None:
         """Identify-Printer (PWG 5100.13 §6.1.1) with the printer's default identify-actions.
@@ -660,6 +653,6 @@ class IppClient:
         that matters if sent twice).
         """
         await self._call(
-            IppOperation.IDENTIFY_PRINTER,
+            Operation.IDENTIFY_PRINTER,
             {"operation-attributes-tag": {"requesting-user-name": user}},
         )

@@ -38,12 +38,11 @@ from aiohttp import web
 from yarl import URL
 
 from edgeprint.ipp import codec
-from edgeprint.ipp.names import GroupTag, Operation, Status, Tag
+from edgeprint.ipp.names import GroupTag, Operation, PrinterState, Status, Tag
 from edgeprint.ipp.values import Attribute, AttributeGroup, Value, attr
 
 _TERMINAL = {7, 8, 9}
 _COMPLETED, _ABORTED, _CANCELED, _PROCESSING, _HELD = 9, 8, 7, 5, 4  # job-state
-_PRINTER_IDLE, _PRINTER_PROCESSING, _PRINTER_STOPPED = 3, 4, 5  # printer-state
 _ACTING = {Operation.CREATE_JOB, Operation.PRINT_JOB, Operation.SEND_DOCUMENT}
 _UPLOADS = {Operation.PRINT_JOB, Operation.SEND_DOCUMENT}
 _MAKES = {Operation.CREATE_JOB, Operation.PRINT_JOB}
@@ -640,24 +639,24 @@ class AdversaryProxy:
         reasons_attr = g.get("printer-state-reasons")
         reasons = [] if reasons_attr is None else [str(v.value) for v in reasons_attr.values]
         reasons = [r for r in reasons if r != "none"]
-        suffix = "-warning" if state == _PRINTER_PROCESSING else "-report"
+        suffix = "-warning" if state == PrinterState.PROCESSING else "-report"
         stall = self._stall()
         if not stall:
             self._stopping.clear()  # cleared: the jobs it held show as the printer says
         stopping = stall if any(j[0] == self.life for j in self._stopping) else ""
         if stopping and not any(r.startswith(stopping) for r in reasons):
             reasons.append(f"{stopping}-warning")  # the sheet is still jammed in there
-            state = _PRINTER_PROCESSING
+            state = PrinterState.PROCESSING
             g.set(attr("printer-state", Tag.ENUM, state))
         stalled = any(r.startswith(_STALLS) for r in reasons)
-        if k.error_stop and state == _PRINTER_PROCESSING and stalled:
+        if k.error_stop and state == PrinterState.PROCESSING and stalled:
             reasons = [_as_error(r) if r.startswith(_STALLS) else r for r in reasons]
-            g.set(attr("printer-state", Tag.ENUM, _PRINTER_STOPPED))
+            g.set(attr("printer-state", Tag.ENUM, PrinterState.STOPPED))
         elif k.stall_as is not None and stalled:
             end = "" if k.stall_as == "bare" else "-report"
             reasons = [_suffixed(r, end) if r.startswith(_STALLS) else r for r in reasons]
             if k.stall_as == "idle-report":
-                g.set(attr("printer-state", Tag.ENUM, _PRINTER_IDLE))
+                g.set(attr("printer-state", Tag.ENUM, PrinterState.IDLE))
         if k.bypass_empty:
             reasons.append("media-empty" + suffix)
             trays = g.get("printer-input-tray")
@@ -676,7 +675,7 @@ class AdversaryProxy:
             for junk in _JUNK_SUPPLIES:
                 g.set(junk)
         if k.head_open and state is not None:
-            g.set(attr("printer-state", Tag.ENUM, _PRINTER_STOPPED))
+            g.set(attr("printer-state", Tag.ENUM, PrinterState.STOPPED))
             g.set(attr("printer-state-message", Tag.TEXT, "Print head open."))
             reasons.append("other")
             self._fault_shown = time.monotonic()
