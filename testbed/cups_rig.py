@@ -23,7 +23,7 @@ from typing import Any
 from edgeprint.errors import IppParseError
 from edgeprint.ipp import codec
 from edgeprint.ipp.codec import IppMessage
-from edgeprint.ipp.names import GroupTag, Operation, Tag
+from edgeprint.ipp.names import GroupTag, Operation, Status, Tag
 from edgeprint.ipp.values import Attribute, AttributeGroup, attr
 from testbed.rig import find_tool, free_ports
 
@@ -261,7 +261,8 @@ class Cupsd:
             resp = self.ipp("/", CUPS_GET_PRINTERS, None, timeout=1.0)
         except (OSError, http.client.HTTPException, CupsError, IppParseError):
             return False
-        return resp.status_code in (0x0000, 0x0406)  # ok, or not-found (no queues yet)
+        # not-found: CUPS is up but has no queues yet
+        return resp.status_code in (Status.SUCCESSFUL_OK, Status.CLIENT_ERROR_NOT_FOUND)
 
     def ipp(
         self,
