@@ -1,4 +1,4 @@
-"""The IPP codec (edgeprint.printers.codec): exact round trips, pyipp agrees, bad bytes are typed."""
+"""The IPP codec (edgeprint.ipp.codec): exact round trips, pyipp agrees, bad bytes are typed."""
 
 from __future__ import annotations
 

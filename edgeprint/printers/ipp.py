@@ -1,14 +1,14 @@
 """A typed IPP client over pyipp for the operations edgeprint uses (RFC 8011).
 
-This module is the only home of pyipp. Every failure is classified here, once,
-into :mod:`edgeprint.errors` types:
+This module is the only home of pyipp. Every failure is classified once, by
+:mod:`edgeprint.printers.failures`, into :mod:`edgeprint.errors` types:
 
 - :class:`errors.PrinterUnreachable`: no connection; the printer did not act.
 - :class:`errors.PrinterBusy`: ``server-error-busy`` (0x0507), backpressure.
 - :class:`errors.PrinterTransient`: other failures the printer did not act on.
 - :class:`errors.PrinterPermanent`: the printer refused the document or its
   attributes (RFC 8011 §4.1.6 / PWG 5100.x status codes listed in
-  :data:`POISON_STATUSES`).
+  :data:`edgeprint.printers.failures.POISON_STATUSES`).
 - :class:`errors.PrinterAmbiguous`: time-out or broken connection during an
   operation that may have acted (Create-Job, Send-Document, Print-Job).
 
@@ -29,15 +29,12 @@ import asyncio
 import itertools
 import ssl
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 import aiohttp
 import aiohttp.abc
-from aiohttp.payload import BytesPayload
 from pyipp.enums import IppOperation, IppStatus
 from pyipp.parser import parse as parse_ipp
 from pyipp.serializer import encode_dict as encode_ipp
@@ -46,67 +43,9 @@ from yarl import URL
 
 from edgeprint import errors, faults
 from edgeprint.evidence import Listing, PrinterJob
-from edgeprint.faults import crash_point
 from edgeprint.ipp.names import Operation, Status, operation_name
-from edgeprint.printers import tls
+from edgeprint.printers import answers, failures, tls, transport
 
-#: Statuses that blame the document or its attributes: the job is poison. The codes are
-#: the ones pyipp's enum named document-format-error, -password, -permission, -security
-#: and -unprintable: its names from 0x040F on are one code below RFC 8011's and PWG
-#: 5100.13's (it lacks compression-not-supported), so the set holds these numbers.
-POISON_STATUSES = frozenset(
-    {
-        Status.CLIENT_ERROR_DOCUMENT_FORMAT_NOT_SUPPORTED,  # 0x040A
-        Status.CLIENT_ERROR_ATTRIBUTES_OR_VALUES_NOT_SUPPORTED,  # 0x040B
-        Status.CLIENT_ERROR_CONFLICTING_ATTRIBUTES,  # 0x040E
-        Status.CLIENT_ERROR_COMPRESSION_ERROR,  # 0x0410
-        Status.CLIENT_ERROR_PRINT_SUPPORT_FILE_NOT_FOUND,  # 0x0417
-        Status.CLIENT_ERROR_DOCUMENT_PASSWORD_ERROR,  # 0x0418
-        Status.CLIENT_ERROR_DOCUMENT_PERMISSION_ERROR,  # 0x0419
-        Status.CLIENT_ERROR_DOCUMENT_SECURITY_ERROR,  # 0x041A
-        Status.CLIENT_ERROR_REQUEST_ENTITY_TOO_LARGE,  # 0x0408 too large for this printer
-    }
-)
-_NOT_FOUND = frozenset({Status.CLIENT_ERROR_NOT_FOUND, Status.CLIENT_ERROR_GONE})
-
-#: Operations the printer may have acted on before a time-out or disconnect.
-_ACTING = frozenset({Operation.CREATE_JOB, Operation.SEND_DOCUMENT, Operation.PRINT_JOB})
-
-_PRINTER_ATTRS = [
-    "printer-state",
-    "printer-state-reasons",
-    "printer-state-message",
-    "queued-job-count",
-    "operations-supported",
-    "document-format-supported",
-    "copies-supported",
-    "printer-is-accepting-jobs",
-    "printer-up-time",
-    "printer-config-change-time",
-    "printer-uuid",
-    "printer-input-tray",
-    "printer-config-change-date-time",
-    # the stock it has ready, on every probe: a roll change is seen within one interval
-    # even where printer-config-change-time does not move (issue 23)
-    "media-ready",
-    "media-col-ready",
-]
-_JOB_ATTRS = [
-    "job-id",
-    "job-name",
-    "job-state",
-    "job-state-reasons",
-    "job-state-message",
-    "job-k-octets",
-    "job-k-octets-processed",
-    "job-originating-user-name",
-    "job-impressions",
-    "job-impressions-completed",
-    "job-media-sheets-completed",
-    "time-at-creation",
-    "date-time-at-creation",
-    "job-uuid",
-]
 #: Every attribute this client sends; pyipp drops any it has no tag for.
 _SENT_ATTRIBUTES = (
     "requesting-user-name",
@@ -122,86 +61,11 @@ _missing = [a for a in _SENT_ATTRIBUTES if a not in ATTRIBUTE_TAG_MAP]
 if _missing:  # pragma: no cover - a pyipp upgrade would trip this at import
     raise ImportError(f"pyipp has no tag for {_missing}: it would drop them silently")
 
-#: The most requests edgeprint sends one printer, whatever it answers or fails to answer
-#: (issue 22, I6): a sustained rate (per second) and the burst above it. Each request
-#: opens at most one connection, so the same bound holds for connections.
-MAX_REQUESTS_PER_S = 40.0
-MAX_REQUEST_BURST = 20.0
-
 #: Observer of each request: (operation, outcome, seconds).
 Observe = Callable[[str, str, float], None]
 
 _HEADERS = {"Content-Type": "application/ipp", "Accept": "application/ipp"}
 _request_ids = itertools.count(1)
-
-
-class _TrackedBody(BytesPayload):
-    """A request body that knows whether all of it was handed to the connection.
-
-    With the ``during_send_document`` crash point armed (tests only), half a
-    document is handed over, then the process is killed.
-    """
-
-    written = False
-    split_at: int | None = None
-
-    def __init__(self, value: bytes) -> None:
-        # aiohttp warns (ResourceWarning) about any body over 1 MiB given as bytes; the
-        # document is already in memory, and one write of it is what this class does.
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "Sending a large body", ResourceWarning)
-            super().__init__(value)
-
-    async def write(self, writer: aiohttp.abc.AbstractStreamWriter) -> None:
-        await self.write_with_length(writer, None)
-
-    async def write_with_length(
-        self, writer: aiohttp.abc.AbstractStreamWriter, content_length: int | None
-    ) -> None:
-        if self.split_at is not None:
-            await writer.write(self._value[: self.split_at])
-            await writer.drain()
-            crash_point("during_send_document")
-            await writer.write(self._value[self.split_at :])
-        else:
-            await super().write_with_length(writer, content_length)
-        self.written = True
-
-
-class RequestBudget:
-    """A token bucket: at most ``burst`` requests at once, then ``rate`` a second.
-
-    The bound holds by construction, whatever loop above asks: a request that would
-    exceed it waits for its turn (the clock is the event loop's).
-    """
-
-    def __init__(self, rate: float = MAX_REQUESTS_PER_S, burst: float = MAX_REQUEST_BURST) -> None:
-        self.rate = rate
-        self.burst = burst
-        self._tokens = burst
-        self._at: float | None = None
-        self.waited = 0  # requests that had to wait for their turn (a storm held back)
-
-    async def take(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            now = loop.time()
-            if self._at is not None:
-                self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
-            self._at = now
-            if self._tokens >= 1.0:
-                self._tokens -= 1.0
-                return
-            self.waited += 1
-            await asyncio.sleep((1.0 - self._tokens) / self.rate)  # the bucket's own pace
-
-
-def _as_list(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    if isinstance(value, list):
-        return value
-    return [value]
 
 
 @dataclass(frozen=True)
@@ -243,38 +107,6 @@ class PrinterJobRef:
     uuid: str | None = None
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _text(value: Any) -> str | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return str(value)
-
-
-def _printer_job(attrs: Mapping[str, Any]) -> PrinterJob:
-    k = attrs.get("job-k-octets")
-    state = attrs.get("job-state")
-    return PrinterJob(
-        job_id=int(attrs.get("job-id", 0)),
-        name=str(attrs.get("job-name", "")),
-        state=int(state) if isinstance(state, int) else 0,
-        reasons=tuple(str(r) for r in _as_list(attrs.get("job-state-reasons"))),
-        message=str(attrs.get("job-state-message", "")),
-        k_octets=int(k) if isinstance(k, int) else None,
-        created_s=int(t) if isinstance(t := attrs.get("time-at-creation"), int) and t > 0 else None,
-        user=str(attrs.get("job-originating-user-name", "")),
-        impressions_completed=_int(attrs.get("job-impressions-completed")),
-        uuid=_text(attrs.get("job-uuid")),
-        impressions=_int(attrs.get("job-impressions")),
-        sheets_completed=_int(attrs.get("job-media-sheets-completed")),
-        created_dt=_text(attrs.get("date-time-at-creation")),
-    )
-
-
 #: operations-supported values in words, as pyipp's enum names every one it knows (CUPS's too).
 _OPERATION_NAMES = {op.value: operation_name(op) for op in IppOperation}
 
@@ -312,8 +144,10 @@ class IppClient:
         """``probe_attributes`` are asked for besides the printer's state, on every probe that
         describes the printer (:meth:`get_printer_attributes`)."""
         self.uri = uri
-        self._probe_attributes = list(dict.fromkeys([*_PRINTER_ATTRS, *probe_attributes]))
-        self._state_attributes = list(_PRINTER_ATTRS)
+        self._probe_attributes = list(
+            dict.fromkeys([*answers.PRINTER_ATTRIBUTES, *probe_attributes])
+        )
+        self._state_attributes = list(answers.PRINTER_ATTRIBUTES)
         self._session = session
         self._request_timeout_s = request_timeout_s
         self._upload_timeout_s = upload_timeout_s
@@ -325,8 +159,8 @@ class IppClient:
         self._url = parsed.with_scheme(scheme)
         #: The IPP version spoken; (1, 1) once the printer refused 2.0 (remembered).
         self.version: tuple[int, int] = (2, 0)
-        #: Bounds the requests to this printer (MAX_REQUESTS_PER_S).
-        self.budget = RequestBudget()
+        #: Bounds the requests to this printer (transport.MAX_REQUESTS_PER_S).
+        self.budget = transport.RequestBudget()
         #: ``ssl=`` of every request: the pinned certificate (printers.tls) for ipps://.
         self.ssl: aiohttp.Fingerprint | ssl.SSLContext | bool = True
         if parsed.explicit_port is None and default_port is not None:
@@ -402,7 +236,7 @@ class IppClient:
         await self.budget.take()
         started = time.perf_counter()
         outcome = "error"
-        body = _TrackedBody(self._encode(op, message) + (document or b""))
+        body = transport.TrackedBody(self._encode(op, message) + (document or b""))
         if document and faults.armed("during_send_document"):
             body.split_at = len(body._value) - len(document) // 2
         if document is not None:
@@ -426,10 +260,10 @@ class IppClient:
                 raise tls.certificate_changed(exc) from exc  # nothing was sent
             except TimeoutError as exc:
                 outcome = "timeout"
-                raise self._transport(op, "no answer in time", exc, body.written) from exc
+                raise failures.transport_error(op, "no answer in time", exc, body.written) from exc
             except (aiohttp.ClientError, OSError) as exc:
                 outcome = "unreachable"
-                raise self._transport(
+                raise failures.transport_error(
                     op, str(exc) or type(exc).__name__, exc, body.written
                 ) from exc
             if http_status == 426:
@@ -453,37 +287,15 @@ class IppClient:
             outcome = _status_name(status)
             if status < 0x0200:
                 return parsed
-            if ok_not_found and status in _NOT_FOUND:
+            if ok_not_found and status in failures.NOT_FOUND:
                 return None
-            raise self._status_error(op, status, parsed)
+            op_attrs = parsed.get("operation-attributes")
+            said = str(op_attrs.get("status-message", "")) if isinstance(op_attrs, dict) else ""
+            detail = f"{_status_name(status)}{': ' + said if said else ''}"
+            raise failures.status_error(op, status, detail)
         finally:
             if self._observe is not None:
                 self._observe(name, outcome, time.perf_counter() - started)
-
-    @staticmethod
-    def _transport(
-        op: Operation, detail: str, cause: BaseException, body_sent: bool
-    ) -> errors.PrinterError:
-        name = operation_name(op)
-        if isinstance(cause, aiohttp.ClientConnectorError | ConnectionRefusedError):
-            return errors.PrinterUnreachable(name, f"cannot connect: {cause}")
-        if op in _ACTING:
-            return errors.PrinterAmbiguous(name, f"outcome unknown: {detail}", body_sent=body_sent)
-        if isinstance(cause, TimeoutError):
-            return errors.PrinterTimedOut(name, detail)
-        return errors.PrinterTransient(name, detail)
-
-    @staticmethod
-    def _status_error(op: Operation, status: int, parsed: dict[str, Any]) -> errors.PrinterError:
-        name = operation_name(op)
-        op_attrs = parsed.get("operation-attributes")
-        message = str(op_attrs.get("status-message", "")) if isinstance(op_attrs, dict) else ""
-        detail = f"{_status_name(status)}{': ' + message if message else ''}"
-        if status == Status.SERVER_ERROR_BUSY:
-            return errors.PrinterBusy(name, detail, status_code=status)
-        if status in POISON_STATUSES:
-            return errors.PrinterPermanent(name, detail, status_code=status)
-        return errors.PrinterTransient(name, detail, status_code=status)
 
     # --- operations ------------------------------------------------------------------
 
@@ -504,21 +316,23 @@ class IppClient:
         return PrinterStatus(
             state=int(attrs.get("printer-state", 3)),
             reasons=tuple(
-                str(r) for r in _as_list(attrs.get("printer-state-reasons")) if r != "none"
+                str(r) for r in answers.as_list(attrs.get("printer-state-reasons")) if r != "none"
             ),
             message=str(attrs.get("printer-state-message", "")),
             queued_job_count=int(attrs.get("queued-job-count", 0)),
             operations=frozenset(
                 _OPERATION_NAMES.get(int(o), str(o))
-                for o in _as_list(attrs.get("operations-supported"))
+                for o in answers.as_list(attrs.get("operations-supported"))
             ),
-            formats=frozenset(str(f) for f in _as_list(attrs.get("document-format-supported"))),
+            formats=frozenset(
+                str(f) for f in answers.as_list(attrs.get("document-format-supported"))
+            ),
             copies_supported=copies is not None and copies != [1, 1] and copies != 1,
             accepting_jobs=bool(attrs.get("printer-is-accepting-jobs", True)),
             up_time_s=int(up) if isinstance(up, int) else None,
             config_change_time=changed if isinstance(changed, int) else None,
-            printer_uuid=_text(attrs.get("printer-uuid")),
-            config_change_dt=_text(attrs.get("printer-config-change-date-time")),
+            printer_uuid=answers.text(attrs.get("printer-uuid")),
+            config_change_dt=answers.text(attrs.get("printer-config-change-date-time")),
             described=describe,
             attributes=attrs,
         )
@@ -594,7 +408,12 @@ class IppClient:
         """Get-Job-Attributes (RFC 8011 §4.3.4); None when the printer does not know the job-id."""
         parsed = await self._call(
             Operation.GET_JOB_ATTRIBUTES,
-            {"operation-attributes-tag": {"job-id": job_id, "requested-attributes": _JOB_ATTRS}},
+            {
+                "operation-attributes-tag": {
+                    "job-id": job_id,
+                    "requested-attributes": answers.JOB_ATTRIBUTES,
+                }
+            },
             ok_not_found=True,
             # one job's attributes: as small a status read as a probe, so a printer that hangs
             # while it holds a job is seen within the probe's bound (Get-Jobs, a list that
@@ -603,7 +422,7 @@ class IppClient:
         )
         if parsed is None or not parsed["jobs"]:
             return None
-        return _printer_job(parsed["jobs"][0])
+        return answers.printer_job(parsed["jobs"][0])
 
     async def get_jobs(self, which: str = "all") -> tuple[list[PrinterJob], Listing]:
         """Get-Jobs (RFC 8011 §4.2.6) with the job attributes edgeprint reads.
@@ -615,10 +434,15 @@ class IppClient:
         """
         parsed = await self._call(
             Operation.GET_JOBS,
-            {"operation-attributes-tag": {"which-jobs": which, "requested-attributes": _JOB_ATTRS}},
+            {
+                "operation-attributes-tag": {
+                    "which-jobs": which,
+                    "requested-attributes": answers.JOB_ATTRIBUTES,
+                }
+            },
         )
         assert parsed is not None
-        jobs = [_printer_job(j) for j in parsed["jobs"]]
+        jobs = [answers.printer_job(j) for j in parsed["jobs"]]
         ignored = any("which-jobs" in group for group in parsed.get("unsupported-attributes", []))
         return jobs, Listing.LIVE if (which != "all" or ignored) else Listing.ALL
 
@@ -643,7 +467,7 @@ class IppClient:
         groups = (*parsed["jobs"], op_attrs if isinstance(op_attrs, dict) else {})
         for group in groups:
             if "job-id" in group:
-                return PrinterJobRef(int(group["job-id"]), _text(group.get("job-uuid")))
+                return PrinterJobRef(int(group["job-id"]), answers.text(group.get("job-uuid")))
         raise errors.PrinterProtocolError(operation_name(op), "the answer has no job-id")
 
     async def identify(self, user: str) -> None:
