@@ -40,8 +40,9 @@ from bench.harness import (
     until,
 )
 from edgeprint.errors import IppParseError
-from edgeprint.printers import codec
-from edgeprint.printers.codec import Operation, Tag, attr
+from edgeprint.ipp import codec
+from edgeprint.ipp.names import Operation, Tag
+from edgeprint.ipp.values import attr
 from testbed.cups_rig import Cupsd, CupsError, cups_tools, first, ipp_request
 from testbed.pdfs import make_pdf
 from testbed.rig import Rig, RigError, printed_names

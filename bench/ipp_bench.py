@@ -20,8 +20,9 @@ from typing import Any
 import aiohttp
 
 from bench.harness import Kiosk, Run, Stand, parser, printed_at
-from edgeprint.printers import codec
-from edgeprint.printers.codec import Operation, Tag, attr
+from edgeprint.ipp import codec
+from edgeprint.ipp.names import Operation, Tag
+from edgeprint.ipp.values import AttributeGroup, attr
 from testbed.config import KIOSK_TOKEN, config_dict, to_toml
 from testbed.pdfs import make_pdf
 from testbed.proc import ServeProcess
@@ -103,9 +104,7 @@ async def _ipp_held(http: aiohttp.ClientSession, url: str, n: int) -> str:
         Operation.PRINT_JOB, n, printer_uri=uri,
         attributes=[attr("requesting-user-name", Tag.NAME, "bench")], data=make_pdf(f"ipp {n}"),
     )  # fmt: skip
-    body.groups.append(
-        codec.AttributeGroup(0x02, [attr("job-hold-until", Tag.KEYWORD, "indefinite")])
-    )
+    body.groups.append(AttributeGroup(0x02, [attr("job-hold-until", Tag.KEYWORD, "indefinite")]))
     async with http.post(f"{url}/ipp/print/lobby", data=body.encode(),
                          headers={"Content-Type": "application/ipp"}) as r:  # fmt: skip
         answer = codec.parse(await r.read())

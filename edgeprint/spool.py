@@ -31,9 +31,9 @@ import hashlib
 import os
 import secrets
 import shutil
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, Protocol, Self
 
 from edgeprint import errors
 
@@ -111,7 +111,10 @@ def _unlink(path: Path) -> None:
 class StagedDocument:
     """A document being received: bytes go to a temporary file, the digest is kept running.
 
-    Use :meth:`write` per chunk, then :meth:`commit` (durable) or :meth:`discard`.
+    Use :meth:`write` per chunk, then :meth:`commit` (durable). It is a context manager
+    that discards itself unless committed: ``with spool.stage() as staged:`` (or
+    ``async with``) leaves nothing in ``spool/tmp`` whatever the block ends in. A reader
+    that fills it for someone else to commit writes under :meth:`filling`.
     """
 
     def __init__(self, spool: Spool, tmp_path: Path, fh: BinaryIO) -> None:
@@ -122,6 +125,31 @@ class StagedDocument:
         self.size = 0
         self.head = b""
         self._next_check = _CHECK_EVERY
+        #: True once :meth:`commit` made it a job's document.
+        self.committed = False
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if not self.committed:
+            self.discard()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.__exit__()
+
+    @contextlib.contextmanager
+    def filling(self) -> Iterator[Self]:
+        """A block that writes the document for a later owner: an exception inside it
+        discards the document; otherwise it stays staged for whoever commits it."""
+        try:
+            yield self
+        except BaseException:
+            self.discard()
+            raise
 
     @property
     def sha256(self) -> str:
@@ -195,6 +223,7 @@ class StagedDocument:
             except errors.StoreError:
                 _unlink(final)
                 raise
+        self.committed = True
         return final
 
     def _finish(self, fh: BinaryIO, final: Path) -> None:

@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from edgeprint.errors import IppParseError
-from edgeprint.printers import codec
-from edgeprint.printers.codec import Attribute, GroupTag, IppMessage, Operation, Tag, attr
+from edgeprint.ipp import codec
+from edgeprint.ipp.codec import IppMessage
+from edgeprint.ipp.names import GroupTag, Operation, Status, Tag
+from edgeprint.ipp.values import Attribute, AttributeGroup, attr
 from testbed.rig import find_tool, free_ports
 
 #: tool → Debian package that ships it.
@@ -80,7 +82,7 @@ def ipp_request(
     """An IPP/1.1 request: charset, language, ``printer-uri``, ``attrs``; a job group."""
     msg = codec.request(operation, 1, printer_uri=printer_uri, attributes=attrs, version=(1, 1))
     if job_attrs:
-        msg.groups.append(codec.AttributeGroup(GroupTag.JOB, list(job_attrs)))
+        msg.groups.append(AttributeGroup(GroupTag.JOB, list(job_attrs)))
     msg.data = data
     return msg.encode()
 
@@ -259,7 +261,8 @@ class Cupsd:
             resp = self.ipp("/", CUPS_GET_PRINTERS, None, timeout=1.0)
         except (OSError, http.client.HTTPException, CupsError, IppParseError):
             return False
-        return resp.status_code in (0x0000, 0x0406)  # ok, or not-found (no queues yet)
+        # not-found: CUPS is up but has no queues yet
+        return resp.status_code in (Status.SUCCESSFUL_OK, Status.CLIENT_ERROR_NOT_FOUND)
 
     def ipp(
         self,

@@ -8,8 +8,10 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from edgeprint.printers import codec
-from edgeprint.printers.codec import Attribute, GroupTag, IppMessage, Operation, Tag, attr
+from edgeprint.ipp import codec
+from edgeprint.ipp.codec import IppMessage
+from edgeprint.ipp.names import GroupTag, Operation, Tag
+from edgeprint.ipp.values import Attribute, AttributeGroup, attr
 
 _ids = itertools.count(1)
 
@@ -43,7 +45,7 @@ class IppQueue:
             data=data,
         )
         if job:
-            message.groups.append(codec.AttributeGroup(GroupTag.JOB, list(job)))
+            message.groups.append(AttributeGroup(GroupTag.JOB, list(job)))
         return message
 
     async def post(

@@ -19,8 +19,9 @@ import pytest
 from edgeprint.api.audited import AUDITED
 from edgeprint.api.auth import token_digest
 from edgeprint.api.routes import ROUTES
+from edgeprint.ipp.names import Operation, Status, Tag
+from edgeprint.ipp.values import attr
 from edgeprint.logs import JsonLines
-from edgeprint.printers.codec import Operation, Status, Tag, attr
 from edgeprint.server import DB_FILE
 from edgeprint.store.audit import AuditEntry
 from testbed.pdfs import make_pdf

@@ -31,7 +31,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgeprint.printers import codec
+from edgeprint.ipp import codec
+from edgeprint.ipp.names import GroupTag, Operation, Status, Tag
+from edgeprint.ipp.values import Attribute, AttributeGroup, Value, attr
 from edgeprint.server import DB_FILE
 from testbed.pdfs import make_pdf
 from tests.conftest import KIOSK_TOKEN
@@ -576,42 +578,40 @@ _IPP_PATH = "/ipp/print/lobby"
 _IPP_URI = "ipp://127.0.0.1/ipp/print/lobby"
 
 
-def _good_ipp(operation: int = codec.Operation.PRINT_JOB, data: bytes = PDF) -> bytes:
+def _good_ipp(operation: int = Operation.PRINT_JOB, data: bytes = PDF) -> bytes:
     return codec.request(
         operation,
         7,
         printer_uri=_IPP_URI,
         attributes=[
-            codec.attr("requesting-user-name", codec.Tag.NAME, "ann"),
-            codec.attr("job-name", codec.Tag.NAME, "fuzz"),
-            codec.attr("document-format", codec.Tag.MIME_MEDIA_TYPE, "application/pdf"),
+            attr("requesting-user-name", Tag.NAME, "ann"),
+            attr("job-name", Tag.NAME, "fuzz"),
+            attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf"),
         ],
         data=data,
     ).encode()
 
 
-def _ipp_values() -> st.SearchStrategy[codec.Value]:
+def _ipp_values() -> st.SearchStrategy[Value]:
     """Any value tag (known or not) with raw or typed values, including wrong syntaxes."""
     # Tags the codec carries as bytes (out-of-band, octetString, unassigned): wrong lengths
     # of typed values are the mutation test's job.
     bytes_tags = [*range(0x10, 0x21), *range(0x24, 0x31), *range(0x38, 0x40), *range(0x60, 0x7F)]
     raw = st.builds(
-        codec.Value,
+        Value,
         st.sampled_from(bytes_tags),
         st.binary(max_size=12),
     )
     return (
         raw
         | st.builds(
-            codec.Value,
-            st.sampled_from([codec.Tag.INTEGER, codec.Tag.ENUM]),
+            Value,
+            st.sampled_from([Tag.INTEGER, Tag.ENUM]),
             st.integers(-(2**31), 2**31 - 1),
         )
         | st.builds(
-            codec.Value,
-            st.sampled_from(
-                [codec.Tag.KEYWORD, codec.Tag.NAME, codec.Tag.URI, codec.Tag.MIME_MEDIA_TYPE]
-            ),
+            Value,
+            st.sampled_from([Tag.KEYWORD, Tag.NAME, Tag.URI, Tag.MIME_MEDIA_TYPE]),
             odd_text.filter(
                 lambda s: "\ud800" not in s and all(not 0xD800 <= ord(c) <= 0xDFFF for c in s)
             ),
@@ -629,16 +629,14 @@ _IPP_NAMES = st.sampled_from([
 ipp_messages = st.builds(
     codec.IppMessage,
     st.sampled_from([(1, 1), (2, 0), (2, 2), (0, 0), (3, 0)]),
-    st.sampled_from([int(o) for o in codec.Operation]) | st.integers(0, 0xFFFF),
+    st.sampled_from([int(o) for o in Operation]) | st.integers(0, 0xFFFF),
     st.integers(-(2**31), 2**31 - 1),
     st.lists(
         st.builds(
-            codec.AttributeGroup,
+            AttributeGroup,
             st.sampled_from([1, 2, 4, 5]),
             st.lists(
-                st.builds(
-                    codec.Attribute, _IPP_NAMES, st.lists(_ipp_values(), min_size=1, max_size=2)
-                ),
+                st.builds(Attribute, _IPP_NAMES, st.lists(_ipp_values(), min_size=1, max_size=2)),
                 max_size=6,
             ),
         ),
@@ -657,7 +655,7 @@ def check_ipp_answer(answer: Answer, request: bytes) -> codec.IppMessage | None:
         return None
     assert answer.status == 200, answer
     parsed = codec.parse(answer.body)
-    assert parsed.status_code != codec.Status.SERVER_ERROR_INTERNAL_ERROR, parsed
+    assert parsed.status_code != Status.SERVER_ERROR_INTERNAL_ERROR, parsed
     if len(request) >= 8 and request[0] in (1, 2):
         assert parsed.request_id == int.from_bytes(request[4:8], "big", signed=True)
     return parsed
@@ -670,9 +668,9 @@ def _check_ipp_store(
     assert after.staging == []
     created = (
         parsed is not None
-        and parsed.status_code == codec.Status.SUCCESSFUL_OK
+        and parsed.status_code == Status.SUCCESSFUL_OK
         and request[2:4] == b"\x00\x02"  # a Print-Job that succeeded stores one job
-        and parsed.get(codec.GroupTag.JOB, "job-id") is not None
+        and parsed.get(GroupTag.JOB, "job-id") is not None
     )
     grown = 1 if created else 0
     assert (after.jobs, after.documents) == (before.jobs + grown, before.documents + grown), parsed
@@ -732,5 +730,5 @@ def test_ipp_fuzz_queue_still_prints(live: Live) -> None:
     body = _good_ipp()
     parsed = check_ipp_answer(send_ipp(live, body), body)
     assert parsed is not None
-    assert parsed.status_code == codec.Status.SUCCESSFUL_OK, parsed
+    assert parsed.status_code == Status.SUCCESSFUL_OK, parsed
     assert stored(live).jobs == before.jobs + 1

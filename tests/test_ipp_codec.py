@@ -1,4 +1,4 @@
-"""The IPP codec (edgeprint.printers.codec): exact round trips, pyipp agrees, bad bytes are typed."""
+"""The IPP codec (edgeprint.ipp.codec): exact round trips, pyipp agrees, bad bytes are typed."""
 
 from __future__ import annotations
 
@@ -15,19 +15,16 @@ from hypothesis import strategies as st
 from pyipp import parser as pyipp_parser
 
 from edgeprint import errors
-from edgeprint.printers import codec
-from edgeprint.printers.codec import (
+from edgeprint.ipp import codec
+from edgeprint.ipp.codec import IppMessage
+from edgeprint.ipp.names import OUT_OF_BAND, GroupTag, Operation, Status, Tag
+from edgeprint.ipp.values import (
     Attribute,
     AttributeGroup,
     DateTime,
-    GroupTag,
-    IppMessage,
-    Operation,
     Range,
     Resolution,
-    Status,
     StringWithLanguage,
-    Tag,
     Value,
     attr,
 )
@@ -293,7 +290,7 @@ def _plain_values() -> st.SearchStrategy[Value]:
             _text,
         ),
         st.builds(Value, st.just(Tag.OCTET_STRING), st.binary(max_size=12)),
-        st.builds(Value, st.sampled_from(sorted(codec.OUT_OF_BAND)), st.just(b"")),
+        st.builds(Value, st.sampled_from(sorted(OUT_OF_BAND)), st.just(b"")),
         st.builds(Value, st.just(Tag.RANGE_OF_INTEGER), st.builds(Range, _int32, _int32)),
         st.builds(
             Value,

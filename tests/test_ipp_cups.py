@@ -19,7 +19,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from edgeprint.printers.codec import Operation, Tag, attr
+from edgeprint.ipp.names import Operation, Tag
+from edgeprint.ipp.values import attr
 from testbed.cups_rig import Cupsd, CupsError, cups_tools, first
 from testbed.pdfs import make_pdf
 from testbed.proc import ServeProcess

@@ -16,10 +16,13 @@ import pytest
 from edgeprint.api import ipp
 from edgeprint.api.app import Deps
 from edgeprint.api.factory import build_app
+from edgeprint.ipp import codec
+from edgeprint.ipp.names import GroupTag, Operation, Status, Tag
+from edgeprint.ipp.names import JobState as IppJobState
+from edgeprint.ipp.values import Attribute, Range, Value, attr, strings
 from edgeprint.ipp_server import attributes as A
-from edgeprint.ipp_server.operations import Context
-from edgeprint.printers import codec, supplies
-from edgeprint.printers.codec import GroupTag, Operation, Status, Tag, attr
+from edgeprint.ipp_server.request import Context
+from edgeprint.printers import supplies
 from edgeprint.printers.health import PrinterSnapshot
 from testbed.pdfs import make_page_tree_cycle_pdf, make_pdf
 from testbed.rig import Rig
@@ -76,8 +79,12 @@ async def test_print_job_prints_once_and_reports_completed(
     queue, client, rig = lobby
     answer = await queue.print_job(make_pdf("ipp once"), attr("job-name", Tag.NAME, "badge.pdf"))
     assert answer.status_code == Status.SUCCESSFUL_OK, status_message(answer)
-    assert answer.value(GroupTag.JOB, "job-state") in (A.PENDING, A.PROCESSING, A.COMPLETED)
-    done = await wait_job_state(queue, job_id(answer), {A.COMPLETED})
+    assert answer.value(GroupTag.JOB, "job-state") in (
+        IppJobState.PENDING,
+        IppJobState.PROCESSING,
+        IppJobState.COMPLETED,
+    )
+    done = await wait_job_state(queue, job_id(answer), {IppJobState.COMPLETED})
     assert done.value(GroupTag.JOB, "job-state-reasons") == "job-completed-successfully"
     assert done.value(GroupTag.JOB, "job-name") == "badge.pdf"
     job = await client.job(edgeprint_id(answer))
@@ -92,13 +99,13 @@ async def test_held_job_waits_for_an_api_release(lobby: tuple[IppQueue, Any, Rig
         make_pdf("held"), job=[attr("job-hold-until", Tag.KEYWORD, "indefinite")]
     )
     assert answer.status_code == Status.SUCCESSFUL_OK, status_message(answer)
-    assert answer.value(GroupTag.JOB, "job-state") == A.PENDING_HELD
+    assert answer.value(GroupTag.JOB, "job-state") == IppJobState.PENDING_HELD
     job_uuid = edgeprint_id(answer)
     assert (await client.job(job_uuid))["state"] == "HELD"
     assert rig.printed("printer-01") + rig.printed("printer-02") == []
     status, body = await client.post(f"/v1/jobs/{job_uuid}/release")
     assert status == 200, body
-    await wait_job_state(queue, job_id(answer), {A.COMPLETED})
+    await wait_job_state(queue, job_id(answer), {IppJobState.COMPLETED})
     assert_each_printed_once(rig, [job_uuid])
 
 
@@ -111,11 +118,11 @@ async def test_a_hold_queue_holds_unless_the_client_says_no_hold(
     attrs = await queue.send(queue.request(Operation.GET_PRINTER_ATTRIBUTES))
     assert attrs.value(GroupTag.PRINTER, "job-hold-until-default") == "indefinite"
     held = await queue.print_job(make_pdf("hold queue"))
-    assert held.value(GroupTag.JOB, "job-state") == A.PENDING_HELD
+    assert held.value(GroupTag.JOB, "job-state") == IppJobState.PENDING_HELD
     now = await queue.print_job(
         make_pdf("no hold"), job=[attr("job-hold-until", Tag.KEYWORD, "no-hold")]
     )
-    await wait_job_state(queue, job_id(now), {A.COMPLETED})
+    await wait_job_state(queue, job_id(now), {IppJobState.COMPLETED})
     assert (await client.job(edgeprint_id(held)))["state"] == "HELD"
     assert_each_printed_once(rig, [edgeprint_id(now)])
     assert [p.job_name for p in rig.printed("printer-02")] == [f"edgeprint-{edgeprint_id(now)}"]
@@ -149,8 +156,11 @@ async def test_a_repeated_job_uuid_is_the_same_job(lobby: tuple[IppQueue, Any, R
         ids.append((edgeprint_id(sent), job_id(sent)))
     assert ids[0][0] == ids[1][0]  # one edgeprint job, known by both Create-Job ids
     for _, ipp_job_id in ids:
-        assert edgeprint_id(await wait_job_state(queue, ipp_job_id, {A.COMPLETED})) == ids[0][0]
-    await wait_job_state(queue, job_id(first), {A.COMPLETED})
+        assert (
+            edgeprint_id(await wait_job_state(queue, ipp_job_id, {IppJobState.COMPLETED}))
+            == ids[0][0]
+        )
+    await wait_job_state(queue, job_id(first), {IppJobState.COMPLETED})
     assert_each_printed_once(rig, [edgeprint_id(first), ids[0][0]])
 
 
@@ -168,7 +178,9 @@ async def test_get_jobs_and_cancel_follow_edgeprint_states(
         )
     )
     listed = [(g.get("job-id"), g.get("job-state")) for g in pending.groups_of(GroupTag.JOB)]
-    assert [(i.value, s.value) for i, s in listed if i and s] == [(job_id(held), A.PENDING_HELD)]
+    assert [(i.value, s.value) for i, s in listed if i and s] == [
+        (job_id(held), IppJobState.PENDING_HELD)
+    ]
     cancel = await queue.send(
         queue.request(Operation.CANCEL_JOB, attr("job-id", Tag.INTEGER, job_id(held)))
     )
@@ -181,7 +193,9 @@ async def test_get_jobs_and_cancel_follow_edgeprint_states(
             attr("requested-attributes", Tag.KEYWORD, "job-state"),
         )
     )
-    assert [g.get("job-state").value for g in done.groups_of(GroupTag.JOB)] == [A.CANCELED]  # type: ignore[union-attr]
+    assert [g.get("job-state").value for g in done.groups_of(GroupTag.JOB)] == [
+        IppJobState.CANCELED
+    ]  # type: ignore[union-attr]
     again = await queue.send(
         queue.request(Operation.CANCEL_JOB, attr("job-id", Tag.INTEGER, job_id(held)))
     )
@@ -199,7 +213,7 @@ async def ipp_app(make_appliance: Callable[..., Any]) -> AsyncIterator[tuple[App
 
 
 def _raw_request(
-    queue: IppQueue, operation: int, *attributes: codec.Attribute, data: bytes = b""
+    queue: IppQueue, operation: int, *attributes: Attribute, data: bytes = b""
 ) -> bytes:
     return queue.request(operation, *attributes, data=data).encode()
 
@@ -377,7 +391,7 @@ async def test_only_the_advertised_ipp_versions_are_served(
         answer = codec.parse(raw)
         assert (answer.status_code, answer.version) == (Status.SUCCESSFUL_OK, version)
         supported = answer.get(GroupTag.PRINTER, "ipp-versions-supported")
-        assert list(codec.strings(supported)) == ["1.1", "2.0"]
+        assert list(strings(supported)) == ["1.1", "2.0"]
 
 
 def _by_job_uri(queue: IppQueue, operation: int, job_uri: str) -> codec.IppMessage:
@@ -411,7 +425,7 @@ async def test_jobs_are_addressed_by_job_uri_at_the_queue_or_at_the_job_uri(
         answer = codec.parse(raw)
         assert answer.status_code == Status.SUCCESSFUL_OK, (path, status_message(answer))
         assert answer.value(GroupTag.JOB, "job-id") == job_id(held)
-        assert answer.value(GroupTag.JOB, "job-state") == A.PENDING_HELD
+        assert answer.value(GroupTag.JOB, "job-state") == IppJobState.PENDING_HELD
     before = app.snapshot()
     fmt = attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf")
     other = job_uri.rsplit("/", 1)[0] + f"/{job_id(held) + 1}"
@@ -564,7 +578,7 @@ async def test_printer_attributes_describe_the_queue(ipp_app: tuple[Appliance, I
     _app, queue = ipp_app
     attrs = await queue.send(queue.request(Operation.GET_PRINTER_ATTRIBUTES))
     printer = GroupTag.PRINTER
-    formats = codec.strings(attrs.get(printer, "document-format-supported"))
+    formats = strings(attrs.get(printer, "document-format-supported"))
     assert list(formats) == [
         "application/pdf", "image/pwg-raster", "image/urf", "image/jpeg",
         "application/vnd.zebra-zpl", "application/octet-stream",
@@ -626,11 +640,11 @@ async def test_create_job_ids_survive_a_restart(make_appliance: Callable[..., An
         found = await queue.job_attributes(job_id(created))
         assert found.status_code == Status.SUCCESSFUL_OK, status_message(found)
         assert edgeprint_id(found) == edgeprint_id(sent)
-        assert found.value(GroupTag.JOB, "job-state") == A.PENDING
+        assert found.value(GroupTag.JOB, "job-state") == IppJobState.PENDING
         lost = await queue.job_attributes(job_id(orphan))
         assert lost.status_code == Status.SERVER_ERROR_SERVICE_UNAVAILABLE
         assert "nothing was printed" in status_message(lost)
-        assert lost.value(GroupTag.JOB, "job-state") == A.PENDING_HELD
+        assert lost.value(GroupTag.JOB, "job-state") == IppJobState.PENDING_HELD
         assert lost.value(GroupTag.JOB, "job-state-reasons") == "job-incoming"
         late = await queue.send(
             queue.request(
@@ -659,7 +673,7 @@ async def test_a_raster_or_jpeg_from_a_phone_prints_once(
         )
     )
     assert answer.status_code == Status.SUCCESSFUL_OK, status_message(answer)
-    await wait_job_state(queue, job_id(answer), {A.COMPLETED})
+    await wait_job_state(queue, job_id(answer), {IppJobState.COMPLETED})
     job = await client.job(edgeprint_id(answer))
     assert job["state"] == "DONE"
     assert job["document"]["pages"] == 1
@@ -690,8 +704,8 @@ async def _rendered_badge(tmp_path: Path, fmt: str) -> bytes:
 # --- IPP Everywhere extras: page-ranges, overrides, icons, supplies -------------------------
 
 
-def _ranges(*pairs: tuple[int, int]) -> codec.Attribute:
-    return attr("page-ranges", Tag.RANGE_OF_INTEGER, *[codec.Range(lo, hi) for lo, hi in pairs])
+def _ranges(*pairs: tuple[int, int]) -> Attribute:
+    return attr("page-ranges", Tag.RANGE_OF_INTEGER, *[Range(lo, hi) for lo, hi in pairs])
 
 
 @pytest.mark.parametrize("operation", ["Print-Job", "Create-Job"])
@@ -723,7 +737,7 @@ async def test_page_ranges_print_only_those_pages(
     assert answer.status_code == Status.SUCCESSFUL_OK, status_message(answer)
     job = await client.job(edgeprint_id(answer))
     assert job["document"]["pages"] == 3
-    await wait_job_state(queue, job_id(answer), {A.COMPLETED})
+    await wait_job_state(queue, job_id(answer), {IppJobState.COMPLETED})
     assert_each_printed_once(rig, [job["id"]])
     ((where, line),) = [(printer, p) for printer in rig for p in rig.printed(printer.name)]
     assert line.pages == 3
@@ -739,22 +753,20 @@ async def test_bad_page_ranges_and_overrides_are_refused_and_store_nothing(
     from tests.ipp_samples import pages_pdf
 
     pdf = pages_pdf(["one", "two"])
-    media = codec.Value(
+    media = Value(
         Tag.BEG_COLLECTION,
-        [attr("pages", Tag.RANGE_OF_INTEGER, codec.Range(1, 1)), attr("media", Tag.KEYWORD, "x")],
+        [attr("pages", Tag.RANGE_OF_INTEGER, Range(1, 1)), attr("media", Tag.KEYWORD, "x")],
     )
-    only_pages = codec.Value(
-        Tag.BEG_COLLECTION, [attr("pages", Tag.RANGE_OF_INTEGER, codec.Range(1, 1))]
-    )
+    only_pages = Value(Tag.BEG_COLLECTION, [attr("pages", Tag.RANGE_OF_INTEGER, Range(1, 1))])
     unsupported = Status.CLIENT_ERROR_ATTRIBUTES_OR_VALUES_NOT_SUPPORTED
-    cases: list[tuple[str, codec.Attribute, int]] = [
+    cases: list[tuple[str, Attribute, int]] = [
         ("descending", _ranges((3, 4), (1, 2)), unsupported),
         ("overlapping", _ranges((1, 3), (2, 4)), unsupported),
         ("from page 0", _ranges((0, 1)), unsupported),
         ("upper below lower", _ranges((2, 1)), unsupported),
         ("an integer", attr("page-ranges", Tag.INTEGER, 2), Status.CLIENT_ERROR_BAD_REQUEST),
         ("past the last page", _ranges((3, 9)), unsupported),
-        ("an override of media", codec.Attribute("overrides", [media]), unsupported),
+        ("an override of media", Attribute("overrides", [media]), unsupported),
     ]
     async with make_appliance() as app:
         queue = IppQueue(app.http, app.url, "lobby")
@@ -771,7 +783,7 @@ async def test_bad_page_ranges_and_overrides_are_refused_and_store_nothing(
             queue.request(
                 Operation.VALIDATE_JOB,
                 attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf"),
-                job=[codec.Attribute("overrides", [only_pages]), _ranges((1, 1))],
+                job=[Attribute("overrides", [only_pages]), _ranges((1, 1))],
             )
         )
         assert fine.status_code == Status.SUCCESSFUL_OK, status_message(fine)
@@ -790,7 +802,7 @@ async def test_printer_icons_are_served_pngs(app: Appliance) -> None:
     )
     icons = answer.get(GroupTag.PRINTER, "printer-icons")
     assert icons is not None
-    urls = list(codec.strings(icons))
+    urls = list(strings(icons))
     assert [u.rsplit("/", 1)[-1] for u in urls] == ["48.png", "128.png", "512.png"]
     for url, size in zip(urls, (48, 128, 512), strict=True):
         async with app.http.get(url) as r:
@@ -847,7 +859,7 @@ def test_supplies_are_relayed_as_the_printers_said_or_unknown() -> None:
     pool = {a.name: a for a in A.supply_attributes(
         queue("lobby", "pool", ("p1", "p2")), [_snapshot("p1", said), _snapshot("p2", said)]
     )}  # fmt: skip
-    assert list(codec.strings(pool["printer-supply-description"])) == [
+    assert list(strings(pool["printer-supply-description"])) == [
         "p1: Black Toner", "p1: Waste", "p2: Black Toner", "p2: Waste",
     ]  # fmt: skip
     assert [v.value for v in pool["printer-supply"].values] == [
@@ -856,10 +868,10 @@ def test_supplies_are_relayed_as_the_printers_said_or_unknown() -> None:
     ]  # fmt: skip
     assert pool["printer-supply-info-uri"].value == "http://h:1/"
     assert [v.value for v in pool["marker-levels"].values] == [40, 40]
-    assert list(codec.strings(pool["marker-names"])) == ["p1: Black Toner", "p2: Black Toner"]
+    assert list(strings(pool["marker-names"])) == ["p1: Black Toner", "p2: Black Toner"]
     one = {a.name: a for a in A.supply_attributes(queue("p1", "printer", ("p1",)), [
         _snapshot("p1", said), _snapshot("p2", None)])}  # fmt: skip
-    assert list(codec.strings(one["printer-supply-description"])) == ["Black Toner", "Waste"]
+    assert list(strings(one["printer-supply-description"])) == ["Black Toner", "Waste"]
     assert one["printer-supply-info-uri"].value == "http://printer/supplies"
     none = {a.name: a for a in A.supply_attributes(queue("p2", "printer", ("p2",)), [
         _snapshot("p1", said), _snapshot("p2", None)])}  # fmt: skip
@@ -882,7 +894,7 @@ async def test_a_pool_queue_relays_its_printers_supplies(
             )
         )
         found = answer.get(GroupTag.PRINTER, "printer-supply-description")
-        return list(codec.strings(found)) if found is not None else []
+        return list(strings(found)) if found is not None else []
 
     async def both_probed() -> list[str] | None:
         found = await descriptions()
@@ -900,7 +912,8 @@ async def test_a_create_job_lost_in_a_restart_aborts_after_the_resend_window(
     app: Appliance,
 ) -> None:
     """Get-Job-Attributes of a Create-Job id from an earlier life answers service-unavailable (resend) within LOST_RESEND_WINDOW_S of the start, and aborted (nothing printed) after it."""
-    from edgeprint.ipp_server.operations import LOST_RESEND_WINDOW_S, PENDING_BASE, IppServer
+    from edgeprint.ipp_server.pending import LOST_RESEND_WINDOW_S, PENDING_BASE
+    from edgeprint.ipp_server.server import IppServer
     from edgeprint.service import Caller
 
     now = [0.0]
@@ -913,11 +926,11 @@ async def test_a_create_job_lost_in_a_restart_aborts_after_the_resend_window(
     )
     soon = codec.parse(await server.handle(ask.encode(), ctx))
     assert soon.status_code == Status.SERVER_ERROR_SERVICE_UNAVAILABLE
-    assert soon.value(GroupTag.JOB, "job-state") == A.PENDING_HELD
+    assert soon.value(GroupTag.JOB, "job-state") == IppJobState.PENDING_HELD
     now[0] = LOST_RESEND_WINDOW_S + 1
     late = codec.parse(await server.handle(ask.encode(), ctx))
     assert late.status_code == Status.SUCCESSFUL_OK
-    assert late.value(GroupTag.JOB, "job-state") == A.ABORTED
+    assert late.value(GroupTag.JOB, "job-state") == IppJobState.ABORTED
     assert late.value(GroupTag.JOB, "job-state-reasons") == "aborted-by-system"
 
 

@@ -19,10 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from edgeprint.ipp import codec
+from edgeprint.ipp.names import GroupTag, Operation, Status, Tag
+from edgeprint.ipp.values import Attribute, AttributeGroup, StringWithLanguage, Value, attr
 from edgeprint.ipp_server import attributes as A
 from edgeprint.ipp_server import limits
-from edgeprint.printers import codec
-from edgeprint.printers.codec import Attribute, GroupTag, Operation, Status, Tag, Value, attr
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.records import JobRecord
 from edgeprint.states import JobState
@@ -106,7 +107,7 @@ def _value(tag: int, size: int) -> Value:
     if tag == Tag.OCTET_STRING:
         return Value(tag, b"\x01" * size)
     if tag in (Tag.TEXT_WITH_LANGUAGE, Tag.NAME_WITH_LANGUAGE):
-        return Value(tag, codec.StringWithLanguage("en", "é" * (size // 2) + "a" * (size % 2)))
+        return Value(tag, StringWithLanguage("en", "é" * (size // 2) + "a" * (size % 2)))
     if tag in (Tag.TEXT, Tag.NAME):
         return Value(tag, "é" * (size // 2) + "a" * (size % 2))
     return Value(tag, "a" * size)
@@ -129,9 +130,7 @@ def test_a_request_value_over_its_syntax_limit_is_named(tag: int) -> None:
 
     def message(size: int, name: str = "x-attribute") -> codec.IppMessage:
         request = codec.request(Operation.PRINT_JOB, 1, printer_uri="ipp://h/ipp/print/lobby")
-        request.groups.append(
-            codec.AttributeGroup(GroupTag.JOB, [Attribute(name, [_value(tag, size)])])
-        )
+        request.groups.append(AttributeGroup(GroupTag.JOB, [Attribute(name, [_value(tag, size)])]))
         return request
 
     assert limits.too_long(message(most)) == []
@@ -145,12 +144,12 @@ def test_a_collection_member_and_a_language_are_checked_too() -> None:
 
     def request(*job: Attribute) -> codec.IppMessage:
         message = codec.request(Operation.PRINT_JOB, 1, printer_uri="ipp://h/ipp/print/lobby")
-        message.groups.append(codec.AttributeGroup(GroupTag.JOB, list(job)))
+        message.groups.append(AttributeGroup(GroupTag.JOB, list(job)))
         return message
 
     member = attr("media-col", Tag.BEG_COLLECTION, [attr("media-type", Tag.KEYWORD, "k" * 256)])
     name = attr("media-col", Tag.BEG_COLLECTION, [attr("m" * 256, Tag.KEYWORD, "k")])
-    language = attr("x-name", Tag.NAME_WITH_LANGUAGE, codec.StringWithLanguage("l" * 64, "n"))
+    language = attr("x-name", Tag.NAME_WITH_LANGUAGE, StringWithLanguage("l" * 64, "n"))
     fine = attr("media-col", Tag.BEG_COLLECTION, [attr("media-type", Tag.KEYWORD, "k" * 255)])
     assert limits.too_long(request(member)) == ["media-col"]
     assert limits.too_long(request(name)) == ["media-col"]
@@ -206,7 +205,7 @@ def _all_within(message: codec.IppMessage) -> None:
         for a in group.attributes:
             for v in a.values:
                 most, x = limits.limit(a.name, v.tag), v.value
-                if isinstance(x, codec.StringWithLanguage):
+                if isinstance(x, StringWithLanguage):
                     x = x.text
                 size = (
                     len(x)
@@ -228,7 +227,7 @@ def test_edgeprints_own_answers_are_cut_to_their_limits() -> None:
     job = _job(title="😀" * 200, last_error=error)
     response = codec.response(Status.SUCCESSFUL_OK, 1, status_message="ß" * 300)
     response.groups.append(
-        codec.AttributeGroup(GroupTag.JOB, A.job_attributes(_queue(), job, 7, job.title))
+        AttributeGroup(GroupTag.JOB, A.job_attributes(_queue(), job, 7, job.title))
     )
     snapshot = PrinterSnapshot(
         name="p1",
@@ -247,7 +246,7 @@ def test_edgeprints_own_answers_are_cut_to_their_limits() -> None:
         supplies=None,
     )
     response.groups.append(
-        codec.AttributeGroup(
+        AttributeGroup(
             GroupTag.PRINTER, A.printer_attributes(_queue(), [snapshot], 0, 1.0e9, 1.0e9)
         )
     )
@@ -330,7 +329,7 @@ async def test_a_300_octet_job_name_of_150_characters_is_cut_stored_and_echoed(
     created = await queue.send(
         queue.request(
             Operation.CREATE_JOB,
-            attr("job-name", Tag.NAME_WITH_LANGUAGE, codec.StringWithLanguage("en", "🖨" * 64)),
+            attr("job-name", Tag.NAME_WITH_LANGUAGE, StringWithLanguage("en", "🖨" * 64)),
             job=HOLD,
         )
     )
@@ -429,7 +428,7 @@ def _refused_cases(queue: IppQueue) -> list[tuple[str, codec.IppMessage, str]]:
                     attr(
                         "job-message-to-operator",
                         Tag.TEXT_WITH_LANGUAGE,
-                        codec.StringWithLanguage("en", "ж" * 550),
+                        StringWithLanguage("en", "ж" * 550),
                     )
                 ],
             ),

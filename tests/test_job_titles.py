@@ -18,7 +18,8 @@ import pypdf
 import pytest
 
 from edgeprint.documents import inspect_pdf
-from edgeprint.printers.codec import GroupTag, Operation, Status, Tag, attr
+from edgeprint.ipp.names import GroupTag, Operation, Status, Tag
+from edgeprint.ipp.values import attr
 from edgeprint.states import JobState
 from edgeprint.store.interface import Store
 from edgeprint.store.job_rows import NewJob

@@ -60,6 +60,10 @@ LEAVES = (
     "edgeprint.background",
     # issue 27: the run clock and the wall-clock step detector (pure)
     "edgeprint.clock",
+    # issue 28: IPP said once, the codec and the names shared by the client (printers),
+    # the server (ipp_server) and everything between (dispatch, api); as a leaf it may
+    # import only other leaves
+    "edgeprint.ipp",
 )
 
 #: layer → (its module prefixes, the layers it may import besides its own and the leaves).
@@ -77,7 +81,8 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # the wire models the two front doors share (JSON bodies, validated submissions); a
     # package by subject since issue 28 (edgeprint.models.jobs, .printers, .release, …)
     "models": (("edgeprint.models",), ()),
-    "ipp_server": (("edgeprint.ipp_server",), ("service", "models", "printers")),
+    # issue 28: the formats a queue takes and which are converted are documents' knowledge
+    "ipp_server": (("edgeprint.ipp_server",), ("service", "models", "printers", "documents")),
     "api": (("edgeprint.api",), ("service", "models", "ipp_server", "printers")),
     "cli": (
         (

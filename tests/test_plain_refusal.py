@@ -24,8 +24,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from edgeprint.printers import codec
-from edgeprint.printers.codec import GroupTag, Operation, Status, Tag, attr
+from edgeprint.ipp import codec
+from edgeprint.ipp.names import GroupTag, Operation, Status, Tag
+from edgeprint.ipp.values import attr
 from testbed.pdfs import make_pdf
 from tests.conftest import KIOSK_TOKEN, Appliance
 

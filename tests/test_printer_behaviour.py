@@ -15,8 +15,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from edgeprint.printers import codec
-from edgeprint.printers.codec import Operation, Tag, attr
+from edgeprint.ipp import codec
+from edgeprint.ipp.names import Operation, Tag
+from edgeprint.ipp.values import attr
 from edgeprint.server import Running
 from testbed.adversary.proxy import AdversaryProxy, Knobs
 from testbed.pdfs import make_pdf

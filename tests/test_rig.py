@@ -29,16 +29,15 @@ from pyipp.enums import IppJobState, IppOperation, IppPrinterState
 from pyipp.exceptions import IPPConnectionError
 
 from edgeprint import errors
-from edgeprint.printers.ipp import (
+from edgeprint.evidence import (
     JOB_ABORTED,
     JOB_CANCELED,
     JOB_COMPLETED,
     JOB_PROCESSING,
     JOB_TERMINAL,
-    IppClient,
     PrinterJob,
-    PrinterStatus,
 )
+from edgeprint.printers.ipp import IppClient, PrinterStatus
 from testbed import rig as rig_module
 from testbed.pdfs import make_pages_pdf, make_pdf
 from testbed.rig import Rig, RigError, fault_line

@@ -22,8 +22,9 @@ from edgeprint.api.auth import TokenAuth, token_digest
 from edgeprint.api.refusals import RefusalLog
 from edgeprint.config import parse_config
 from edgeprint.config_checks import token_expiry
-from edgeprint.printers import codec
-from edgeprint.printers.codec import Operation, Status, Tag, attr
+from edgeprint.ipp import codec
+from edgeprint.ipp.names import Operation, Status, Tag
+from edgeprint.ipp.values import attr
 from edgeprint.reload import restart_keys
 from edgeprint.server import DB_FILE
 from testbed.pdfs import make_pdf

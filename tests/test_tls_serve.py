@@ -30,8 +30,9 @@ import aiohttp
 import pytest
 
 from edgeprint import certificates
-from edgeprint.printers import codec
-from edgeprint.printers.codec import GroupTag, Operation, Status
+from edgeprint.ipp import codec
+from edgeprint.ipp.names import GroupTag, Operation, Status
+from edgeprint.ipp.values import strings
 from testbed.pdfs import make_pdf
 from testbed.rig import Rig, find_tool
 from tests.conftest import KIOSK_TOKEN, Appliance
@@ -561,7 +562,7 @@ async def test_an_ipps_queue_says_so_in_its_attributes(
         printer = GroupTag.PRINTER
         assert answer.value(printer, "printer-uri-supported") == f"ipps://{base}/ipp/print/lobby"
         assert answer.value(printer, "uri-security-supported") == "tls"
-        icons = codec.strings(answer.get(printer, "printer-icons"))
+        icons = strings(answer.get(printer, "printer-icons"))
         assert len(icons) == 3
         assert all(i.startswith(f"https://{base}/ipp/icons/") for i in icons), icons
         # The icons over plain HTTP: a redirect like any page.

@@ -16,7 +16,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from edgeprint.printers.codec import Operation, Status, Tag, attr
+from edgeprint.ipp.names import Operation, Status, Tag
+from edgeprint.ipp.values import attr
 from testbed.adversary.proxy import AdversaryProxy, Knobs
 from testbed.rig import Rig
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN

@@ -15,8 +15,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from edgeprint.printers import codec
-from edgeprint.printers.codec import GroupTag, Operation, Status, Tag, attr
+from edgeprint.ipp import codec
+from edgeprint.ipp.names import GroupTag, Operation, Status, Tag
+from edgeprint.ipp.values import Attribute, AttributeGroup, Range, Value, attr
 from edgeprint.server import DB_FILE
 from testbed.pdfs import make_pdf
 from tests.conftest import KIOSK_TOKEN, TECH_TOKEN, Appliance
@@ -129,7 +130,7 @@ async def test_the_rest_of_a_zpl_job_cannot_be_asked_for(zpl_app: Appliance) -> 
     assert (await after.json())["state"] == "DEAD"
 
 
-def _print_job(queue: IppQueue, doc: bytes, *extra: codec.Attribute) -> codec.IppMessage:
+def _print_job(queue: IppQueue, doc: bytes, *extra: Attribute) -> codec.IppMessage:
     return queue.request(
         Operation.PRINT_JOB, attr("document-format", Tag.MIME_MEDIA_TYPE, ZPL), *extra, data=doc
     )
@@ -176,9 +177,9 @@ async def test_zpl_with_page_ranges_is_refused_over_ipp(zpl_app: Appliance) -> N
     """page-ranges select PDF pages; a ZPL document is sent whole: refused, nothing stored."""
     queue = IppQueue(zpl_app.http, zpl_app.url, "lobby")
     before = zpl_app.snapshot()
-    ranges = codec.Attribute("page-ranges", [codec.Value(Tag.RANGE_OF_INTEGER, codec.Range(1, 1))])
+    ranges = Attribute("page-ranges", [Value(Tag.RANGE_OF_INTEGER, Range(1, 1))])
     message = _print_job(queue, BADGE)
-    message.groups.append(codec.AttributeGroup(GroupTag.JOB, [ranges]))
+    message.groups.append(AttributeGroup(GroupTag.JOB, [ranges]))
     answer = await queue.send(message, Authorization=f"Bearer {KIOSK_TOKEN}")
     assert answer.status_code == Status.CLIENT_ERROR_ATTRIBUTES_OR_VALUES_NOT_SUPPORTED
     assert (

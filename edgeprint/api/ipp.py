@@ -2,7 +2,7 @@
 
 Addresses (``[ipp] allowed_networks``), Basic auth, the rate limit, and the
 body's size and time limits are checked here; the IPP itself is
-:class:`edgeprint.ipp_server.operations.IppServer`'s. Every answer to a request
+:class:`edgeprint.ipp_server.server.IppServer`'s. Every answer to a request
 that got this far is an IPP response (``application/ipp``), HTTP 200, except
 401 (Basic auth wanted) and 403 (address not allowed), which carry one too.
 """
@@ -25,10 +25,13 @@ from aiohttp import web
 from edgeprint import errors
 from edgeprint.api import peers, plain_http
 from edgeprint.faults import crash_point
+from edgeprint.ipp import codec
+from edgeprint.ipp.names import Operation, Status
 from edgeprint.ipp_server import limits
-from edgeprint.ipp_server.operations import Context, IppServer, status_for
-from edgeprint.printers import codec
-from edgeprint.printers.codec import Operation, Status
+from edgeprint.ipp_server.request import Context
+from edgeprint.ipp_server.server import IppServer
+from edgeprint.ipp_server.statuses import status_for
+from edgeprint.logs import log_event
 from edgeprint.service import Caller
 from edgeprint.spool import StagedDocument
 
@@ -125,23 +128,17 @@ class IppEndpoint:
             return bytes(buf[:start]), first
 
     async def _read_document(
-        self, request: web.Request, first: bytes, limit: int
-    ) -> StagedDocument:
-        """The rest of the body, streamed into the spool's staging area (at most ``limit``)."""
-        staged = self.deps.service.documents.stage_document()
-        try:
-            if len(first) > limit:
+        self, request: web.Request, first: bytes, limit: int, staged: StagedDocument
+    ) -> None:
+        """The rest of the body, streamed into ``staged`` (at most ``limit``)."""
+        if len(first) > limit:
+            raise errors.PayloadTooLarge("the document", limit)
+        staged.write(first)
+        crash_point("ipp_during_document")
+        while chunk := await request.content.read(_CHUNK):
+            if staged.size + len(chunk) > limit:
                 raise errors.PayloadTooLarge("the document", limit)
-            staged.write(first)
-            crash_point("ipp_during_document")
-            while chunk := await request.content.read(_CHUNK):
-                if staged.size + len(chunk) > limit:
-                    raise errors.PayloadTooLarge("the document", limit)
-                staged.write(chunk)
-        except BaseException:
-            staged.discard()
-            raise
-        return staged
+            staged.write(chunk)
 
     async def handle(self, request: web.Request) -> web.Response:
         """One IPP request on one queue."""
@@ -176,61 +173,60 @@ class IppEndpoint:
         server = config.server
         head = b""
         document: StagedDocument | None = None
-        try:
-            await self.deps.rate_limiter.hit(name)
-            async with asyncio.timeout(server.body_timeout_s):
-                limit = server.max_document_bytes + ATTRIBUTES_BYTES
-                if request.content_length is not None and request.content_length > limit:
-                    head = await request.content.read(8)
-                    raise errors.PayloadTooLarge("the IPP request", limit)
-                head, first = await self._read_head(request)
-                if first is not None:
-                    document = await self._read_document(request, first, server.max_document_bytes)
-                    crash_point("ipp_after_document")
-        except TimeoutError:
-            if document is not None:
-                document.discard()
-            late = errors.BodyTimeout(server.body_timeout_s)
-            return _answer(Status.CLIENT_ERROR_TIMEOUT, str(late), head)
-        except errors.EdgeprintError as exc:
-            if document is not None:
-                document.discard()
-            if isinstance(exc, errors.RateLimited):
-                self.deps.metrics.rate_limited.inc()
-            status, detail = status_for(exc)
-            return _answer(status, detail, head)
-        except ConnectionResetError:
-            if document is not None:
-                document.discard()
-            log.info(
-                "IPP client went away while sending its request",
-                extra={"event": "ipp_client_gone", "queue": request.match_info["name"][:40]},
-            )
-            return _answer(Status.CLIENT_ERROR_BAD_REQUEST, "the request was cut short", head)
-        except BaseException:
-            if document is not None:
-                document.discard()
-            raise
+        with contextlib.ExitStack() as staging:  # the document is discarded unless a job took it
+            try:
+                await self.deps.rate_limiter.hit(name)
+                async with asyncio.timeout(server.body_timeout_s):
+                    limit = server.max_document_bytes + ATTRIBUTES_BYTES
+                    if request.content_length is not None and request.content_length > limit:
+                        head = await request.content.read(8)
+                        raise errors.PayloadTooLarge("the IPP request", limit)
+                    head, first = await self._read_head(request)
+                    if first is not None:
+                        document = staging.enter_context(
+                            self.deps.service.documents.stage_document()
+                        )
+                        await self._read_document(
+                            request, first, server.max_document_bytes, document
+                        )
+                        crash_point("ipp_after_document")
+            except TimeoutError:
+                late = errors.BodyTimeout(server.body_timeout_s)
+                return _answer(Status.CLIENT_ERROR_TIMEOUT, str(late), head)
+            except errors.EdgeprintError as exc:
+                if isinstance(exc, errors.RateLimited):
+                    self.deps.metrics.rate_limited.inc()
+                status, detail = status_for(exc)
+                return _answer(status, detail, head)
+            except ConnectionResetError:
+                log_event(
+                    log,
+                    "ipp_client_gone",
+                    message="IPP client went away while sending its request",
+                    queue=request.match_info["name"][:40],
+                )
+                return _answer(Status.CLIENT_ERROR_BAD_REQUEST, "the request was cut short", head)
 
-        def not_found(text: str) -> web.Response:
-            if document is not None:
-                document.discard()
-            return _answer(Status.CLIENT_ERROR_NOT_FOUND, text, head[:8])
+            def not_found(text: str) -> web.Response:
+                return _answer(Status.CLIENT_ERROR_NOT_FOUND, text, head[:8])
 
-        host, s = request.host, "s" if request.secure else ""  # ipps:// and https:// over TLS
-        queue = self.server.queue(
-            request.match_info["name"], f"ipp{s}://{host}", f"http{s}://{host}/"
-        )
-        if queue is None:
-            return not_found(
-                f"no queue {request.match_info['name'][:40]!r}; queues are printer and pool names"
+            host, s = request.host, "s" if request.secure else ""  # ipps:// and https:// over TLS
+            queue = self.server.queue(
+                request.match_info["name"], f"ipp{s}://{host}", f"http{s}://{host}/"
             )
-        job = request.match_info.get("job")
-        if job is not None and not (job.isascii() and job.isdigit()):
-            return not_found(f"no job {job[:40]!r} on this queue; job-uris end in a job-id")
-        caller = Caller(name, role, request.get(self.correlation_id), request.remote, "ipp-user")
-        ctx = Context(queue, caller, user, document, int(job) if job is not None else None)
-        body = await self.server.handle(head, ctx)
+            if queue is None:
+                return not_found(
+                    f"no queue {request.match_info['name'][:40]!r}; queues are printer and "
+                    "pool names"
+                )
+            job = request.match_info.get("job")
+            if job is not None and not (job.isascii() and job.isdigit()):
+                return not_found(f"no job {job[:40]!r} on this queue; job-uris end in a job-id")
+            caller = Caller(
+                name, role, request.get(self.correlation_id), request.remote, "ipp-user"
+            )
+            ctx = Context(queue, caller, user, document, int(job) if job is not None else None)
+            body = await self.server.handle(head, ctx)
         return web.Response(body=body, content_type=CONTENT_TYPE)
 
     def icon(self, size: int) -> Callable[[web.Request], Awaitable[web.Response]]:

@@ -21,6 +21,7 @@ double tap one job (:mod:`edgeprint.service.web_uploads`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
 import ipaddress
 from dataclasses import dataclass
@@ -232,40 +233,40 @@ async def _read_form(request: web.Request, fields: _Fields) -> None:
         raise errors.UnsupportedDocument("send the upload form (multipart/form-data)")
     server = deps_of(request).config.server
     service = deps_of(request).service
-    try:
-        reader = await request.multipart()
-        while (part := await reader.next()) is not None:
-            if not isinstance(part, BodyPartReader):
-                raise errors.MalformedRequest("nested multipart bodies are not accepted")
-            if part.name == "document" and not part.filename and fields.document is None:
-                await part.release()  # no file chosen: the browser sends an empty part
-            elif part.name == "document":
-                if fields.document is not None:
-                    raise errors.MalformedRequest("more than one file")
-                if document_format(part) != "application/pdf":
-                    raise errors.UnsupportedDocument("a ZPL label, not a PDF")
-                fields.title = file_title(part.filename)
-                fields.document = await _read_document(
-                    part, service.documents.stage_document, server.max_document_bytes
-                )
-            elif part.name in ("owner", "target", "form_key"):
-                setattr(fields, part.name, await _read_field(part))
-            else:
-                raise errors.InvalidRequest(
-                    "unexpected form field",
-                    [errors.FieldProblem(str(part.name)[:40], "unknown field")],
-                )
-    except (ValueError, AssertionError, asyncio.IncompleteReadError, aiohttp.ClientError,
-            ConnectionError, HttpProcessingError) as exc:  # fmt: skip
-        if fields.document is not None:
-            fields.document.discard()
+    with contextlib.ExitStack() as on_error:  # the staged document, until the form is read
+        try:
+            reader = await request.multipart()
+            while (part := await reader.next()) is not None:
+                if not isinstance(part, BodyPartReader):
+                    raise errors.MalformedRequest("nested multipart bodies are not accepted")
+                if part.name == "document" and not part.filename and fields.document is None:
+                    await part.release()  # no file chosen: the browser sends an empty part
+                elif part.name == "document":
+                    if fields.document is not None:
+                        raise errors.MalformedRequest("more than one file")
+                    if document_format(part) != "application/pdf":
+                        raise errors.UnsupportedDocument("a ZPL label, not a PDF")
+                    fields.title = file_title(part.filename)
+                    fields.document = on_error.enter_context(
+                        await _read_document(
+                            part, service.documents.stage_document, server.max_document_bytes
+                        )
+                    )
+                elif part.name in ("owner", "target", "form_key"):
+                    setattr(fields, part.name, await _read_field(part))
+                else:
+                    raise errors.InvalidRequest(
+                        "unexpected form field",
+                        [errors.FieldProblem(str(part.name)[:40], "unknown field")],
+                    )
+        except (ValueError, AssertionError, asyncio.IncompleteReadError, aiohttp.ClientError,
+                ConnectionError, HttpProcessingError) as exc:  # fmt: skip
             fields.document = None
-        raise errors.MalformedRequest(f"malformed or truncated form: {exc}") from exc
-    except BaseException:
-        if fields.document is not None:
-            fields.document.discard()
+            raise errors.MalformedRequest(f"malformed or truncated form: {exc}") from exc
+        except BaseException:
             fields.document = None
-        raise
+            raise
+        on_error.pop_all()  # read whole: upload_submit's now
 
 
 def _meta(fields: _Fields, pin: str) -> SubmitMetadata:
@@ -400,17 +401,15 @@ async def upload_submit(request: web.Request) -> web.Response:
             raise errors.InvalidRequest(
                 "no file", [errors.FieldProblem("form.document", "choose a PDF file")]
             )
-        if not is_form_key(fields.form_key):
-            raise errors.MalformedRequest("the form is damaged: reload the page")
-        pin = door.uploads.pin_for(fields.form_key)
-        meta = _meta(fields, pin)
-        staged, fields.document = fields.document, None
-        result = await door.uploads.submit(meta, staged, fields.form_key,
-                                           request.get(CORRELATION_ID))  # fmt: skip
+        with fields.document as staged:  # discarded unless the job takes it
+            if not is_form_key(fields.form_key):
+                raise errors.MalformedRequest("the form is damaged: reload the page")
+            pin = door.uploads.pin_for(fields.form_key)
+            meta = _meta(fields, pin)
+            result = await door.uploads.submit(meta, staged, fields.form_key,
+                                               request.get(CORRELATION_ID))  # fmt: skip
     except errors.EdgeprintError as exc:
         audited.note(request).actor = fields.owner or None  # the audit row's who
-        if fields.document is not None:
-            fields.document.discard()
         answer = problems.from_error(exc)  # the status (and Retry-After) /v1/jobs would give
         retry = answer.headers.get("Retry-After")
         return _refused(

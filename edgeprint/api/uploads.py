@@ -8,6 +8,7 @@ staging file and the request is refused as soon as it passes its limit.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import warnings
 from collections.abc import Callable
@@ -171,14 +172,11 @@ async def _read_document(
     part: BodyPartReader, stage: Callable[[], StagedDocument], limit: int
 ) -> StagedDocument:
     staged = stage()
-    try:
+    with staged.filling():  # discarded on any error; the caller commits it
         while chunk := await part.read_chunk(_CHUNK):
             if staged.size + len(chunk) > limit:
                 raise errors.PayloadTooLarge("the document", limit)
             staged.write(chunk)
-    except BaseException:
-        staged.discard()
-        raise
     return staged
 
 
@@ -210,7 +208,7 @@ async def read_upload(
     raw_meta: bytes | None = None
     staged: StagedDocument | None = None
     fmt = "application/pdf"
-    try:
+    with contextlib.ExitStack() as on_error:  # the staged document, until it is returned
         try:
             reader = await request.multipart()
             while (part := await reader.next()) is not None:
@@ -225,7 +223,9 @@ async def read_upload(
                     if staged is not None:
                         raise errors.MalformedRequest("more than one 'document' part")
                     fmt = document_format(part)
-                    staged = await _read_document(part, stage, max_document_bytes)
+                    staged = on_error.enter_context(
+                        await _read_document(part, stage, max_document_bytes)
+                    )
                 elif name is None:
                     raise errors.InvalidRequest(
                         "a part has no name; give each part a Content-Disposition header "
@@ -259,8 +259,6 @@ async def read_upload(
             )
         assert raw_meta is not None
         assert staged is not None
-        return Upload(parse_metadata(raw_meta), staged, fmt)
-    except BaseException:
-        if staged is not None:
-            staged.discard()
-        raise
+        upload = Upload(parse_metadata(raw_meta), staged, fmt)
+        on_error.pop_all()  # the caller's now
+        return upload

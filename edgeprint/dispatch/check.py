@@ -17,13 +17,11 @@ from edgeprint import errors
 from edgeprint.config import PrinterConfig
 from edgeprint.dispatch.ready import ready_stock
 from edgeprint.documents.capabilities import parse_capabilities
+from edgeprint.ipp import names
 from edgeprint.printers import tls
 from edgeprint.printers.ipp import IppClient
 from edgeprint.service import JobService, PrinterCheck
 from edgeprint.service.records import TlsCheck
-
-#: printer-state (RFC 8011 §5.4.11) in words.
-_STATES = {3: "idle", 4: "processing", 5: "stopped"}
 
 
 async def check_printer(
@@ -52,7 +50,7 @@ async def check_printer(
     return PrinterCheck(
         reachable=True,
         round_trip_s=round(elapsed, 4),
-        printer_state=_STATES.get(status.state, str(status.state)),
+        printer_state=names.state_keyword(status.state),
         printer_state_reasons=status.reasons,
         printer_state_message=status.message,
         accepting_jobs=status.accepting_jobs,

@@ -32,6 +32,7 @@ from edgeprint.documents.capabilities import (
     parse_capabilities,
 )
 from edgeprint.epochs import Clock
+from edgeprint.ipp import names
 from edgeprint.logs import log_event
 from edgeprint.metrics import Metrics
 from edgeprint.printers import levels, problems, reasons, supplies, tls
@@ -53,8 +54,6 @@ DESCRIBE_EVERY_S = 60.0
 #: A printer-up-time this far behind the time since the printer was described means it
 #: restarted (seconds; printer-up-time counts whole seconds).
 RESTART_SLACK_S = 2.0
-
-_PRINTER_STATES = {3: "idle", 4: "processing", 5: "stopped"}
 
 
 class Monitor:
@@ -379,7 +378,7 @@ class Monitor:
             health_reason=self.health.reason,
             reachable=self.reachable,
             paused=paused,
-            printer_state=_PRINTER_STATES.get(st.state, str(st.state)) if st else None,
+            printer_state=names.state_keyword(st.state) if st else None,
             printer_state_reasons=st.reasons if st else (),
             printer_state_message=st.message if st else "",
             queued_job_count=st.queued_job_count if st else None,

@@ -5,7 +5,8 @@ printer says it takes; ``ladder`` picks the format to send; ``render`` runs
 the render workers (a process pool) that use ``raster`` (PDFium via pypdfium2)
 and the encoders ``pwg`` and ``urf``; ``cache`` keeps renditions under
 ``data_dir``; ``rendition`` is what a sender reads (cached, or rendered and
-cached on the way).
+cached on the way); ``formats`` names what the IPP queues take and sniffs
+``application/octet-stream``.
 
 The names of ``check`` are re-exported so ``documents.count_pages`` keeps working.
 """

@@ -19,9 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-#: operations-supported values (RFC 8011 §5.4.15).
-OP_CREATE_JOB = 0x0005
-OP_SEND_DOCUMENT = 0x0006
+from edgeprint.ipp.names import Operation
 
 #: resolution units (RFC 8011 §5.1.16).
 UNITS_DPI = 3
@@ -91,7 +89,7 @@ class PrinterCapabilities:
     @property
     def create_job(self) -> bool:
         """Create-Job and Send-Document are both supported (else Print-Job only)."""
-        return {OP_CREATE_JOB, OP_SEND_DOCUMENT} <= self.operations
+        return {Operation.CREATE_JOB, Operation.SEND_DOCUMENT} <= self.operations
 
     @property
     def urf_types(self) -> tuple[str, ...]:

@@ -84,7 +84,7 @@ class PrinterProtocolError(PrinterAnswerError):
     """The printer's answer could not be parsed as IPP (``head``: its first bytes)."""
 
 
-# --- the IPP codec (edgeprint.printers.codec) -------------------------------------
+# --- the IPP codec (edgeprint.ipp.codec) -------------------------------------
 
 
 class IppParseError(EdgeprintError):

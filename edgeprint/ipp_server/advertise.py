@@ -28,7 +28,9 @@ from zeroconf.asyncio import AsyncZeroconf
 
 from edgeprint import background
 from edgeprint.config import Config
+from edgeprint.documents import formats
 from edgeprint.ipp_server import attributes as A
+from edgeprint.logs import log_event
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +82,8 @@ def service_info(config: Config, queue: str, host: str, port: int, server: str) 
         # raw languages are left out: a driverless client picks its format from pdl
         "pdl": ",".join(
             f
-            for f in A.DOCUMENT_FORMATS
-            if f != "application/octet-stream" and f not in A.RAW_FORMATS
+            for f in formats.DOCUMENT_FORMATS
+            if f != formats.OCTET_STREAM and f not in formats.RAW_FORMATS
         ),
         "URF": ",".join(A.URF_SUPPORTED),  # AirPrint clients look for it
         "UUID": uuid,
@@ -139,9 +141,12 @@ async def advertised(config: Config, host: str, port: int) -> AsyncIterator[list
     except OSError as exc:
         for made in responders:
             await made.async_close()
-        log.warning(
-            "DNS-SD advertising unavailable",
-            extra={"event": "ipp_advertise_failed", "error": str(exc)},
+        log_event(
+            log,
+            "ipp_advertise_failed",
+            message="DNS-SD advertising unavailable",
+            level=logging.WARNING,
+            error=str(exc),
         )
         yield []
         return
@@ -163,9 +168,8 @@ async def advertised(config: Config, host: str, port: int) -> AsyncIterator[list
             )
         )
         await asyncio.gather(*announced)
-        log.info(
-            "IPP queues advertised",
-            extra={"event": "ipp_advertised", "queues": [i.name for i in infos]},
+        log_event(
+            log, "ipp_advertised", message="IPP queues advertised", queues=[i.name for i in infos]
         )
 
     try:

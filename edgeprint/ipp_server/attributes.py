@@ -12,32 +12,24 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from edgeprint.printers.codec import (
-    Attribute,
-    DateTime,
-    Range,
-    Resolution,
-    Tag,
-    Value,
-    attr,
-)
+from edgeprint.documents import formats
+from edgeprint.ipp.names import JobState as IppJobState
+from edgeprint.ipp.names import Operation, PrinterState, Tag
+from edgeprint.ipp.values import Attribute, DateTime, Range, Resolution, Value, attr
 from edgeprint.printers.health import PrinterSnapshot
 from edgeprint.printers.supplies import Marker
 from edgeprint.records import JobRecord
 from edgeprint.states import JobState
 
-#: IPP job-state enum values (RFC 8011 §5.3.7).
-PENDING, PENDING_HELD, PROCESSING, PROCESSING_STOPPED, CANCELED, ABORTED, COMPLETED = range(3, 10)
-
 #: edgeprint state → (IPP job-state, job-state-reasons).
-JOB_STATES: dict[JobState, tuple[int, tuple[str, ...]]] = {
-    JobState.HELD: (PENDING_HELD, ("job-hold-until-specified",)),
-    JobState.RELEASED: (PENDING, ("job-queued",)),
-    JobState.PRINTING: (PROCESSING, ("job-printing",)),
-    JobState.DONE: (COMPLETED, ("job-completed-successfully",)),
-    JobState.CANCELLED: (CANCELED, ("job-canceled-by-user",)),
-    JobState.EXPIRED: (CANCELED, ("job-canceled-by-operator",)),
-    JobState.DEAD: (ABORTED, ("aborted-by-system",)),
+JOB_STATES: dict[JobState, tuple[IppJobState, tuple[str, ...]]] = {
+    JobState.HELD: (IppJobState.PENDING_HELD, ("job-hold-until-specified",)),
+    JobState.RELEASED: (IppJobState.PENDING, ("job-queued",)),
+    JobState.PRINTING: (IppJobState.PROCESSING, ("job-printing",)),
+    JobState.DONE: (IppJobState.COMPLETED, ("job-completed-successfully",)),
+    JobState.CANCELLED: (IppJobState.CANCELED, ("job-canceled-by-user",)),
+    JobState.EXPIRED: (IppJobState.CANCELED, ("job-canceled-by-operator",)),
+    JobState.DEAD: (IppJobState.ABORTED, ("aborted-by-system",)),
 }
 #: Not completed in Get-Jobs' sense (which-jobs=not-completed).
 NOT_COMPLETED = frozenset({JobState.HELD, JobState.RELEASED, JobState.PRINTING})
@@ -48,32 +40,23 @@ VERSIONS = ((1, 1), (2, 0))
 
 #: Operations every queue serves, in operations-supported order.
 OPERATIONS = (
-    0x0002,
-    0x0004,
-    0x0005,
-    0x0006,
-    0x0008,
-    0x0009,
-    0x000A,
-    0x000B,
-    0x0039,
-    0x003B,
-    0x003C,
+    Operation.PRINT_JOB,
+    Operation.VALIDATE_JOB,
+    Operation.CREATE_JOB,
+    Operation.SEND_DOCUMENT,
+    Operation.CANCEL_JOB,
+    Operation.GET_JOB_ATTRIBUTES,
+    Operation.GET_JOBS,
+    Operation.GET_PRINTER_ATTRIBUTES,
+    Operation.CANCEL_MY_JOBS,
+    Operation.CLOSE_JOB,
+    Operation.IDENTIFY_PRINTER,
 )
-#: Formats kept as a PDF of their pages when a client sends them (AirPrint, Mopria, IPP Everywhere).
-CONVERTED_FORMATS = ("image/pwg-raster", "image/urf", "image/jpeg")
 #: What the queues take as Apple raster (urf-supported, and the URF key of the DNS-SD record).
 URF_SUPPORTED = ("V1.4", "CP1", "W8", "SRGB24", "RS300-600", "DM1")
 #: The PWG raster a queue takes (pwg-raster-document-resolution-supported, -type-supported).
 PWG_RASTER_DPI = (300, 600)
 PWG_RASTER_TYPES = ("black_1", "sgray_8", "srgb_8")
-#: issue 23 (zpl): raw label languages a queue takes as they are (checked, sent unchanged to
-#: a printer that lists them; never converted, never sniffed).
-RAW_FORMATS = ("application/vnd.zebra-zpl",)
-#: Formats a queue takes (octet-stream: sniffed).
-DOCUMENT_FORMATS = (
-    "application/pdf", *CONVERTED_FORMATS, *RAW_FORMATS, "application/octet-stream"
-)  # fmt: skip
 MAX_COPIES = 99
 #: printer-icons sizes in pixels (square PNGs in ipp_server/icons/).
 ICON_SIZES = (48, 128, 512)
@@ -93,17 +76,35 @@ _MEDIA_SIZES = {  # hundredths of a millimetre (PWG 5101.1)
 
 #: requested-attributes group names (RFC 8011 §4.2.5.1).
 JOB_TEMPLATE = frozenset(
-    {
-        "copies-default", "copies-supported", "finishings-default", "finishings-supported",
-        "job-hold-until-default", "job-hold-until-supported", "media-default", "media-ready",
-        "media-supported", "media-col-default", "media-col-ready", "media-col-supported",
-        "media-size-supported", "orientation-requested-default",
-        "orientation-requested-supported", "output-bin-default", "output-bin-supported",
-        "print-quality-default", "print-quality-supported", "printer-resolution-default",
-        "printer-resolution-supported", "sides-default", "sides-supported",
-        "multiple-document-handling-supported", "job-sheets-default", "job-sheets-supported",
-    }
-)  # fmt: skip
+    [
+        "copies-default",
+        "copies-supported",
+        "finishings-default",
+        "finishings-supported",
+        "job-hold-until-default",
+        "job-hold-until-supported",
+        "media-default",
+        "media-ready",
+        "media-supported",
+        "media-col-default",
+        "media-col-ready",
+        "media-col-supported",
+        "media-size-supported",
+        "orientation-requested-default",
+        "orientation-requested-supported",
+        "output-bin-default",
+        "output-bin-supported",
+        "print-quality-default",
+        "print-quality-supported",
+        "printer-resolution-default",
+        "printer-resolution-supported",
+        "sides-default",
+        "sides-supported",
+        "multiple-document-handling-supported",
+        "job-sheets-default",
+        "job-sheets-supported",
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -150,10 +151,14 @@ def queue_state(queue: Queue, printers: Sequence[PrinterSnapshot]) -> tuple[int,
     if mine and not usable:
         reasons = ["paused"] if all(p.paused for p in mine) else ["other-error"]
         why = "; ".join(f"{p.name}: {p.health_reason or 'paused'}" for p in mine)
-        return 5, reasons, f"no printer behind this queue can print now ({why}); jobs wait"
+        return (
+            PrinterState.STOPPED,
+            reasons,
+            f"no printer behind this queue can print now ({why}); jobs wait",
+        )
     if any(p.printing_job for p in mine):
-        return 4, ["none"], "Printing."
-    return 3, ["none"], "Idle."
+        return PrinterState.PROCESSING, ["none"], "Printing."
+    return PrinterState.IDLE, ["none"], "Idle."
 
 
 def printer_attributes(
@@ -166,10 +171,8 @@ def printer_attributes(
 
     def media_col(media: str) -> list[Attribute]:
         x, y = _MEDIA_SIZES[media]
-        return [
-            Attribute("media-size", [Value(Tag.BEG_COLLECTION, [
-                attr("x-dimension", Tag.INTEGER, x), attr("y-dimension", Tag.INTEGER, y)])]),
-        ]  # fmt: skip
+        size = [attr("x-dimension", Tag.INTEGER, x), attr("y-dimension", Tag.INTEGER, y)]
+        return [Attribute("media-size", [Value(Tag.BEG_COLLECTION, size)])]
 
     return [
         attr("charset-configured", Tag.CHARSET, "utf-8"),
@@ -179,7 +182,7 @@ def printer_attributes(
         attr("copies-default", Tag.INTEGER, 1),
         attr("copies-supported", Tag.RANGE_OF_INTEGER, Range(1, MAX_COPIES)),
         attr("document-format-default", Tag.MIME_MEDIA_TYPE, "application/pdf"),
-        attr("document-format-supported", Tag.MIME_MEDIA_TYPE, *DOCUMENT_FORMATS),
+        attr("document-format-supported", Tag.MIME_MEDIA_TYPE, *formats.DOCUMENT_FORMATS),
         attr(
             "pwg-raster-document-resolution-supported",
             Tag.RESOLUTION,
@@ -400,7 +403,7 @@ def pending_job_attributes(
         attr("job-printer-uri", Tag.URI, queue.uri),
         attr("job-name", Tag.NAME, name or f"job {ipp_job_id}"),
         attr("job-originating-user-name", Tag.NAME, owner),
-        attr("job-state", Tag.ENUM, PENDING_HELD),
+        attr("job-state", Tag.ENUM, IppJobState.PENDING_HELD),
         attr("job-state-reasons", Tag.KEYWORD, "job-incoming"),
         attr("job-state-message", Tag.TEXT, "waiting for the document (Send-Document)"),
         attr("number-of-documents", Tag.INTEGER, 0),
@@ -414,9 +417,13 @@ def lost_job_attributes(queue: Queue, ipp_job_id: int, resend: bool) -> list[Att
 
     ``resend``: the answer asks the client to send the job again (pending-held,
     job-incoming: the document never arrived), else it is aborted. See
-    :data:`edgeprint.ipp_server.operations.LOST_RESEND_WINDOW_S` for why.
+    :data:`edgeprint.ipp_server.pending.LOST_RESEND_WINDOW_S` for why.
     """
-    state, reason = (PENDING_HELD, "job-incoming") if resend else (ABORTED, "aborted-by-system")
+    state, reason = (
+        (IppJobState.PENDING_HELD, "job-incoming")
+        if resend
+        else (IppJobState.ABORTED, "aborted-by-system")
+    )
     return [
         attr("job-id", Tag.INTEGER, ipp_job_id),
         attr("job-uri", Tag.URI, f"{queue.uri}/{ipp_job_id}"),

@@ -27,13 +27,9 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable
 
-from edgeprint.printers.codec import (
-    Attribute,
-    IppMessage,
-    StringWithLanguage,
-    Tag,
-    Value,
-)
+from edgeprint.ipp.codec import IppMessage
+from edgeprint.ipp.names import Tag
+from edgeprint.ipp.values import Attribute, StringWithLanguage, Value
 
 #: An attribute syntax's longest value in octets, by value tag (RFC 8011 §5.1; for the
 #: ``…WithLanguage`` tags, the text or name part; its language is a naturalLanguage).

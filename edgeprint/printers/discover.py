@@ -23,11 +23,10 @@ from zeroconf import DNSQuestionType, InterfaceChoice, IPVersion, ServiceStateCh
 from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
 
 from edgeprint import errors
+from edgeprint.ipp import names
 from edgeprint.printers.ipp import IppClient
 
 SERVICE_TYPES = ("_ipp._tcp.local.", "_ipps._tcp.local.")
-#: printer-state (RFC 8011 §5.4.11) → its keyword.
-_STATES = {3: "idle", 4: "processing", 5: "stopped"}
 _DESCRIPTION = ("printer-make-and-model", "media-ready", "printer-info")
 _QM = DNSQuestionType.QM
 #: TXT ``product`` of the queues an edgeprint appliance advertises (ipp_server/advertise.py):
@@ -150,7 +149,7 @@ async def describe(
         service=advert.service,
         uri=advert.uri,
         make_and_model=str(model) if model else None,
-        state=_STATES.get(status.state, str(status.state)),
+        state=names.state_keyword(status.state),
         state_reasons=list(status.reasons),
         formats=sorted(status.formats),
         media_ready=[str(m) for m in _as_list(extra.get("media-ready"))],

@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from edgeprint.ipp.names import PrinterState
 from edgeprint.printers import problems, reasons
 from edgeprint.printers.ipp import PrinterStatus
 from edgeprint.printers.levels import MediaLevel, SupplyLevel
@@ -70,7 +71,6 @@ STALL_REASONS = frozenset(
 #: Reasons about paper in one input: another input with media may print instead.
 #: (media-needed is not one: it says the job in hand needs media the printer lacks.)
 MEDIA_REASONS = frozenset({"media-empty", "input-tray-missing", "media-low"})
-PRINTER_PROCESSING, PRINTER_STOPPED = 4, 5
 
 
 #: ``media-jam-warning`` → ``media-jam``; a value's severity (a bare keyword is an error).
@@ -132,7 +132,10 @@ def blocking_values(status: PrinterStatus, trays: Sequence[Tray]) -> list[tuple[
     out: list[tuple[str | None, str]] = []
     # holding jobs counts as busy whatever printer-state says: a device may stay "idle"
     # with a jammed job it holds (google/cloudprint_logocert#137)
-    busy = status.state in (PRINTER_PROCESSING, PRINTER_STOPPED) or status.queued_job_count > 0
+    busy = (
+        status.state in (PrinterState.PROCESSING, PrinterState.STOPPED)
+        or status.queued_job_count > 0
+    )
     empty_said = False
     for r in status.reasons:
         if r == "none":
@@ -231,7 +234,7 @@ class Health:
         """
         self.reachable = True
         self.consecutive_failures = 0
-        if status.state == PRINTER_STOPPED:
+        if status.state == PrinterState.STOPPED:
             self.stopped_since = self.stopped_since if self.stopped_since is not None else now
             self._stopped_t = self._stopped_t if self._stopped_t is not None else self._t(now)
         else:

@@ -1,14 +1,14 @@
 """A typed IPP client over pyipp for the operations edgeprint uses (RFC 8011).
 
-This module is the only home of pyipp. Every failure is classified here, once,
-into :mod:`edgeprint.errors` types:
+This module is the only home of pyipp. Every failure is classified once, by
+:mod:`edgeprint.printers.failures`, into :mod:`edgeprint.errors` types:
 
 - :class:`errors.PrinterUnreachable`: no connection; the printer did not act.
 - :class:`errors.PrinterBusy`: ``server-error-busy`` (0x0507), backpressure.
 - :class:`errors.PrinterTransient`: other failures the printer did not act on.
 - :class:`errors.PrinterPermanent`: the printer refused the document or its
   attributes (RFC 8011 §4.1.6 / PWG 5100.x status codes listed in
-  :data:`POISON_STATUSES`).
+  :data:`edgeprint.printers.failures.POISON_STATUSES`).
 - :class:`errors.PrinterAmbiguous`: time-out or broken connection during an
   operation that may have acted (Create-Job, Send-Document, Print-Job).
 
@@ -29,92 +29,23 @@ import asyncio
 import itertools
 import ssl
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 import aiohttp
 import aiohttp.abc
-from aiohttp.payload import BytesPayload
 from pyipp.enums import IppOperation, IppStatus
 from pyipp.parser import parse as parse_ipp
 from pyipp.serializer import encode_dict as encode_ipp
 from pyipp.tags import ATTRIBUTE_TAG_MAP
 from yarl import URL
 
-from edgeprint import errors, evidence, faults
-from edgeprint.faults import crash_point
-from edgeprint.printers import tls
+from edgeprint import errors, faults
+from edgeprint.evidence import Listing, PrinterJob
+from edgeprint.ipp.names import Operation, Status, operation_name
+from edgeprint.printers import answers, failures, tls, transport
 
-# job-state values and the job record live with what they prove (edgeprint.evidence)
-JOB_PENDING, JOB_HELD, JOB_PROCESSING, JOB_STOPPED = (
-    evidence.JOB_PENDING, evidence.JOB_HELD, evidence.JOB_PROCESSING, evidence.JOB_STOPPED,
-)  # fmt: skip
-JOB_CANCELED, JOB_ABORTED, JOB_COMPLETED = (
-    evidence.JOB_CANCELED, evidence.JOB_ABORTED, evidence.JOB_COMPLETED,
-)  # fmt: skip
-JOB_TERMINAL = evidence.JOB_TERMINAL
-PrinterJob = evidence.PrinterJob
-Listing = evidence.Listing
-
-#: Statuses that blame the document or its attributes: the job is poison.
-POISON_STATUSES = frozenset(
-    {
-        IppStatus.ERROR_DOCUMENT_FORMAT_NOT_SUPPORTED,  # 0x040A
-        IppStatus.ERROR_ATTRIBUTES_OR_VALUES,  # 0x040B
-        IppStatus.ERROR_CONFLICTING,  # 0x040E
-        IppStatus.ERROR_DOCUMENT_FORMAT_ERROR,  # 0x0410
-        IppStatus.ERROR_DOCUMENT_PASSWORD,  # 0x0417
-        IppStatus.ERROR_DOCUMENT_PERMISSION,  # 0x0418
-        IppStatus.ERROR_DOCUMENT_SECURITY,  # 0x0419
-        IppStatus.ERROR_DOCUMENT_UNPRINTABLE,  # 0x041A
-        IppStatus.ERROR_REQUEST_ENTITY,  # 0x0408 document too large for this printer
-    }
-)
-_NOT_FOUND = frozenset({IppStatus.ERROR_NOT_FOUND, IppStatus.ERROR_GONE})
-#: server-error-version-not-supported (RFC 8011 §13.1.5.4)
-_VERSION_NOT_SUPPORTED = 0x0503
-
-#: Operations the printer may have acted on before a time-out or disconnect.
-_ACTING = frozenset({IppOperation.CREATE_JOB, IppOperation.SEND_DOCUMENT, IppOperation.PRINT_JOB})
-
-_PRINTER_ATTRS = [
-    "printer-state",
-    "printer-state-reasons",
-    "printer-state-message",
-    "queued-job-count",
-    "operations-supported",
-    "document-format-supported",
-    "copies-supported",
-    "printer-is-accepting-jobs",
-    "printer-up-time",
-    "printer-config-change-time",
-    "printer-uuid",
-    "printer-input-tray",
-    "printer-config-change-date-time",
-    # the stock it has ready, on every probe: a roll change is seen within one interval
-    # even where printer-config-change-time does not move (issue 23)
-    "media-ready",
-    "media-col-ready",
-]
-_JOB_ATTRS = [
-    "job-id",
-    "job-name",
-    "job-state",
-    "job-state-reasons",
-    "job-state-message",
-    "job-k-octets",
-    "job-k-octets-processed",
-    "job-originating-user-name",
-    "job-impressions",
-    "job-impressions-completed",
-    "job-media-sheets-completed",
-    "time-at-creation",
-    "date-time-at-creation",
-    "job-uuid",
-]
 #: Every attribute this client sends; pyipp drops any it has no tag for.
 _SENT_ATTRIBUTES = (
     "requesting-user-name",
@@ -130,90 +61,11 @@ _missing = [a for a in _SENT_ATTRIBUTES if a not in ATTRIBUTE_TAG_MAP]
 if _missing:  # pragma: no cover - a pyipp upgrade would trip this at import
     raise ImportError(f"pyipp has no tag for {_missing}: it would drop them silently")
 
-#: The most requests edgeprint sends one printer, whatever it answers or fails to answer
-#: (issue 22, I6): a sustained rate (per second) and the burst above it. Each request
-#: opens at most one connection, so the same bound holds for connections.
-MAX_REQUESTS_PER_S = 40.0
-MAX_REQUEST_BURST = 20.0
-
 #: Observer of each request: (operation, outcome, seconds).
 Observe = Callable[[str, str, float], None]
 
 _HEADERS = {"Content-Type": "application/ipp", "Accept": "application/ipp"}
 _request_ids = itertools.count(1)
-
-
-class _TrackedBody(BytesPayload):
-    """A request body that knows whether all of it was handed to the connection.
-
-    With the ``during_send_document`` crash point armed (tests only), half a
-    document is handed over, then the process is killed.
-    """
-
-    written = False
-    split_at: int | None = None
-
-    def __init__(self, value: bytes) -> None:
-        # aiohttp warns (ResourceWarning) about any body over 1 MiB given as bytes; the
-        # document is already in memory, and one write of it is what this class does.
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "Sending a large body", ResourceWarning)
-            super().__init__(value)
-
-    async def write(self, writer: aiohttp.abc.AbstractStreamWriter) -> None:
-        await self.write_with_length(writer, None)
-
-    async def write_with_length(
-        self, writer: aiohttp.abc.AbstractStreamWriter, content_length: int | None
-    ) -> None:
-        if self.split_at is not None:
-            await writer.write(self._value[: self.split_at])
-            await writer.drain()
-            crash_point("during_send_document")
-            await writer.write(self._value[self.split_at :])
-        else:
-            await super().write_with_length(writer, content_length)
-        self.written = True
-
-
-class RequestBudget:
-    """A token bucket: at most ``burst`` requests at once, then ``rate`` a second.
-
-    The bound holds by construction, whatever loop above asks: a request that would
-    exceed it waits for its turn (the clock is the event loop's).
-    """
-
-    def __init__(self, rate: float = MAX_REQUESTS_PER_S, burst: float = MAX_REQUEST_BURST) -> None:
-        self.rate = rate
-        self.burst = burst
-        self._tokens = burst
-        self._at: float | None = None
-        self.waited = 0  # requests that had to wait for their turn (a storm held back)
-
-    async def take(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            now = loop.time()
-            if self._at is not None:
-                self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
-            self._at = now
-            if self._tokens >= 1.0:
-                self._tokens -= 1.0
-                return
-            self.waited += 1
-            await asyncio.sleep((1.0 - self._tokens) / self.rate)  # the bucket's own pace
-
-
-def _as_list(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    if isinstance(value, list):
-        return value
-    return [value]
-
-
-def _op_name(op: IppOperation) -> str:
-    return "-".join(part.capitalize() for part in op.name.split("_"))
 
 
 @dataclass(frozen=True)
@@ -255,42 +107,12 @@ class PrinterJobRef:
     uuid: str | None = None
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _text(value: Any) -> str | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return str(value)
-
-
-def _printer_job(attrs: Mapping[str, Any]) -> PrinterJob:
-    k = attrs.get("job-k-octets")
-    state = attrs.get("job-state")
-    return PrinterJob(
-        job_id=int(attrs.get("job-id", 0)),
-        name=str(attrs.get("job-name", "")),
-        state=int(state) if isinstance(state, int) else 0,
-        reasons=tuple(str(r) for r in _as_list(attrs.get("job-state-reasons"))),
-        message=str(attrs.get("job-state-message", "")),
-        k_octets=int(k) if isinstance(k, int) else None,
-        created_s=int(t) if isinstance(t := attrs.get("time-at-creation"), int) and t > 0 else None,
-        user=str(attrs.get("job-originating-user-name", "")),
-        impressions_completed=_int(attrs.get("job-impressions-completed")),
-        uuid=_text(attrs.get("job-uuid")),
-        impressions=_int(attrs.get("job-impressions")),
-        sheets_completed=_int(attrs.get("job-media-sheets-completed")),
-        created_dt=_text(attrs.get("date-time-at-creation")),
-    )
-
-
-_OPERATION_NAMES = {op.value: _op_name(op) for op in IppOperation}
+#: operations-supported values in words, as pyipp's enum names every one it knows (CUPS's too).
+_OPERATION_NAMES = {op.value: operation_name(op) for op in IppOperation}
 
 
 def _status_name(code: int) -> str:
+    """A status in pyipp's words (the outcome label of the request metric)."""
     try:
         return IppStatus(code).name.lower().replace("_", "-")
     except ValueError:
@@ -322,8 +144,10 @@ class IppClient:
         """``probe_attributes`` are asked for besides the printer's state, on every probe that
         describes the printer (:meth:`get_printer_attributes`)."""
         self.uri = uri
-        self._probe_attributes = list(dict.fromkeys([*_PRINTER_ATTRS, *probe_attributes]))
-        self._state_attributes = list(_PRINTER_ATTRS)
+        self._probe_attributes = list(
+            dict.fromkeys([*answers.PRINTER_ATTRIBUTES, *probe_attributes])
+        )
+        self._state_attributes = list(answers.PRINTER_ATTRIBUTES)
         self._session = session
         self._request_timeout_s = request_timeout_s
         self._upload_timeout_s = upload_timeout_s
@@ -335,8 +159,8 @@ class IppClient:
         self._url = parsed.with_scheme(scheme)
         #: The IPP version spoken; (1, 1) once the printer refused 2.0 (remembered).
         self.version: tuple[int, int] = (2, 0)
-        #: Bounds the requests to this printer (MAX_REQUESTS_PER_S).
-        self.budget = RequestBudget()
+        #: Bounds the requests to this printer (transport.MAX_REQUESTS_PER_S).
+        self.budget = transport.RequestBudget()
         #: ``ssl=`` of every request: the pinned certificate (printers.tls) for ipps://.
         self.ssl: aiohttp.Fingerprint | ssl.SSLContext | bool = True
         if parsed.explicit_port is None and default_port is not None:
@@ -344,7 +168,7 @@ class IppClient:
 
     # --- transport and classification ---------------------------------------------
 
-    def _encode(self, op: IppOperation, message: dict[str, Any]) -> bytes:
+    def _encode(self, op: Operation, message: dict[str, Any]) -> bytes:
         operation_attributes = {
             "attributes-charset": "utf-8",
             "attributes-natural-language": "en",
@@ -364,7 +188,7 @@ class IppClient:
 
     async def _call(
         self,
-        op: IppOperation,
+        op: Operation,
         message: dict[str, Any],
         *,
         document: bytes | None = None,
@@ -382,7 +206,10 @@ class IppClient:
                 op, message, document=document, ok_not_found=ok_not_found, timeout_s=timeout_s
             )
         except errors.PrinterTransient as exc:
-            if exc.status_code != _VERSION_NOT_SUPPORTED or self.version == (1, 1):
+            if exc.status_code != Status.SERVER_ERROR_VERSION_NOT_SUPPORTED or self.version == (
+                1,
+                1,
+            ):
                 raise
         self.version = (1, 1)
         return await self._call_once(
@@ -391,7 +218,7 @@ class IppClient:
 
     async def _call_once(
         self,
-        op: IppOperation,
+        op: Operation,
         message: dict[str, Any],
         *,
         document: bytes | None = None,
@@ -405,11 +232,11 @@ class IppClient:
         connection (``errors.PrinterAmbiguous.body_sent``); ``timeout_s`` overrides
         the deadline of a request without one.
         """
-        name = _op_name(op)
+        name = operation_name(op)
         await self.budget.take()
         started = time.perf_counter()
         outcome = "error"
-        body = _TrackedBody(self._encode(op, message) + (document or b""))
+        body = transport.TrackedBody(self._encode(op, message) + (document or b""))
         if document and faults.armed("during_send_document"):
             body.split_at = len(body._value) - len(document) // 2
         if document is not None:
@@ -433,10 +260,10 @@ class IppClient:
                 raise tls.certificate_changed(exc) from exc  # nothing was sent
             except TimeoutError as exc:
                 outcome = "timeout"
-                raise self._transport(op, "no answer in time", exc, body.written) from exc
+                raise failures.transport_error(op, "no answer in time", exc, body.written) from exc
             except (aiohttp.ClientError, OSError) as exc:
                 outcome = "unreachable"
-                raise self._transport(
+                raise failures.transport_error(
                     op, str(exc) or type(exc).__name__, exc, body.written
                 ) from exc
             if http_status == 426:
@@ -460,37 +287,15 @@ class IppClient:
             outcome = _status_name(status)
             if status < 0x0200:
                 return parsed
-            if ok_not_found and status in _NOT_FOUND:
+            if ok_not_found and status in failures.NOT_FOUND:
                 return None
-            raise self._status_error(op, status, parsed)
+            op_attrs = parsed.get("operation-attributes")
+            said = str(op_attrs.get("status-message", "")) if isinstance(op_attrs, dict) else ""
+            detail = f"{_status_name(status)}{': ' + said if said else ''}"
+            raise failures.status_error(op, status, detail)
         finally:
             if self._observe is not None:
                 self._observe(name, outcome, time.perf_counter() - started)
-
-    @staticmethod
-    def _transport(
-        op: IppOperation, detail: str, cause: BaseException, body_sent: bool
-    ) -> errors.PrinterError:
-        name = _op_name(op)
-        if isinstance(cause, aiohttp.ClientConnectorError | ConnectionRefusedError):
-            return errors.PrinterUnreachable(name, f"cannot connect: {cause}")
-        if op in _ACTING:
-            return errors.PrinterAmbiguous(name, f"outcome unknown: {detail}", body_sent=body_sent)
-        if isinstance(cause, TimeoutError):
-            return errors.PrinterTimedOut(name, detail)
-        return errors.PrinterTransient(name, detail)
-
-    @staticmethod
-    def _status_error(op: IppOperation, status: int, parsed: dict[str, Any]) -> errors.PrinterError:
-        name = _op_name(op)
-        op_attrs = parsed.get("operation-attributes")
-        message = str(op_attrs.get("status-message", "")) if isinstance(op_attrs, dict) else ""
-        detail = f"{_status_name(status)}{': ' + message if message else ''}"
-        if status == IppStatus.ERROR_BUSY:
-            return errors.PrinterBusy(name, detail, status_code=status)
-        if status in POISON_STATUSES:
-            return errors.PrinterPermanent(name, detail, status_code=status)
-        return errors.PrinterTransient(name, detail, status_code=status)
 
     # --- operations ------------------------------------------------------------------
 
@@ -499,7 +304,7 @@ class IppClient:
         the ``probe_attributes`` too; raises errors.PrinterTransient and kin."""
         wanted = self._probe_attributes if describe else self._state_attributes
         parsed = await self._call(
-            IppOperation.GET_PRINTER_ATTRIBUTES,
+            Operation.GET_PRINTER_ATTRIBUTES,
             {"operation-attributes-tag": {"requested-attributes": wanted}},
             timeout_s=self._probe_timeout_s,
         )
@@ -511,21 +316,23 @@ class IppClient:
         return PrinterStatus(
             state=int(attrs.get("printer-state", 3)),
             reasons=tuple(
-                str(r) for r in _as_list(attrs.get("printer-state-reasons")) if r != "none"
+                str(r) for r in answers.as_list(attrs.get("printer-state-reasons")) if r != "none"
             ),
             message=str(attrs.get("printer-state-message", "")),
             queued_job_count=int(attrs.get("queued-job-count", 0)),
             operations=frozenset(
                 _OPERATION_NAMES.get(int(o), str(o))
-                for o in _as_list(attrs.get("operations-supported"))
+                for o in answers.as_list(attrs.get("operations-supported"))
             ),
-            formats=frozenset(str(f) for f in _as_list(attrs.get("document-format-supported"))),
+            formats=frozenset(
+                str(f) for f in answers.as_list(attrs.get("document-format-supported"))
+            ),
             copies_supported=copies is not None and copies != [1, 1] and copies != 1,
             accepting_jobs=bool(attrs.get("printer-is-accepting-jobs", True)),
             up_time_s=int(up) if isinstance(up, int) else None,
             config_change_time=changed if isinstance(changed, int) else None,
-            printer_uuid=_text(attrs.get("printer-uuid")),
-            config_change_dt=_text(attrs.get("printer-config-change-date-time")),
+            printer_uuid=answers.text(attrs.get("printer-uuid")),
+            config_change_dt=answers.text(attrs.get("printer-config-change-date-time")),
             described=describe,
             attributes=attrs,
         )
@@ -534,7 +341,7 @@ class IppClient:
         """Get-Printer-Attributes for ``names`` (e.g. printer-make-and-model, media-ready),
         as parsed: one value a scalar, several a list. For read-only callers (discovery)."""
         parsed = await self._call(
-            IppOperation.GET_PRINTER_ATTRIBUTES,
+            Operation.GET_PRINTER_ATTRIBUTES,
             {"operation-attributes-tag": {"requested-attributes": list(names)}},
         )
         assert parsed is not None
@@ -555,8 +362,8 @@ class IppClient:
             "operation-attributes-tag": {"requesting-user-name": user, "job-name": job_name},
             **self._job_attributes(copies),
         }
-        parsed = await self._call(IppOperation.CREATE_JOB, message)
-        return self._job_ref(IppOperation.CREATE_JOB, parsed)
+        parsed = await self._call(Operation.CREATE_JOB, message)
+        return self._job_ref(Operation.CREATE_JOB, parsed)
 
     async def send_document(
         self, job_id: int, user: str, data: bytes, document_format: str
@@ -574,7 +381,7 @@ class IppClient:
                 "last-document": True,
             }
         }
-        await self._call(IppOperation.SEND_DOCUMENT, message, document=data)
+        await self._call(Operation.SEND_DOCUMENT, message, document=data)
 
     async def print_job(
         self,
@@ -594,14 +401,19 @@ class IppClient:
             },
             **self._job_attributes(copies),
         }
-        parsed = await self._call(IppOperation.PRINT_JOB, message, document=data)
-        return self._job_ref(IppOperation.PRINT_JOB, parsed)
+        parsed = await self._call(Operation.PRINT_JOB, message, document=data)
+        return self._job_ref(Operation.PRINT_JOB, parsed)
 
     async def get_job_attributes(self, job_id: int) -> PrinterJob | None:
         """Get-Job-Attributes (RFC 8011 §4.3.4); None when the printer does not know the job-id."""
         parsed = await self._call(
-            IppOperation.GET_JOB_ATTRIBUTES,
-            {"operation-attributes-tag": {"job-id": job_id, "requested-attributes": _JOB_ATTRS}},
+            Operation.GET_JOB_ATTRIBUTES,
+            {
+                "operation-attributes-tag": {
+                    "job-id": job_id,
+                    "requested-attributes": answers.JOB_ATTRIBUTES,
+                }
+            },
             ok_not_found=True,
             # one job's attributes: as small a status read as a probe, so a printer that hangs
             # while it holds a job is seen within the probe's bound (Get-Jobs, a list that
@@ -610,7 +422,7 @@ class IppClient:
         )
         if parsed is None or not parsed["jobs"]:
             return None
-        return _printer_job(parsed["jobs"][0])
+        return answers.printer_job(parsed["jobs"][0])
 
     async def get_jobs(self, which: str = "all") -> tuple[list[PrinterJob], Listing]:
         """Get-Jobs (RFC 8011 §4.2.6) with the job attributes edgeprint reads.
@@ -621,11 +433,16 @@ class IppClient:
         not yet finished (RFC 8011 §4.2.6.1).
         """
         parsed = await self._call(
-            IppOperation.GET_JOBS,
-            {"operation-attributes-tag": {"which-jobs": which, "requested-attributes": _JOB_ATTRS}},
+            Operation.GET_JOBS,
+            {
+                "operation-attributes-tag": {
+                    "which-jobs": which,
+                    "requested-attributes": answers.JOB_ATTRIBUTES,
+                }
+            },
         )
         assert parsed is not None
-        jobs = [_printer_job(j) for j in parsed["jobs"]]
+        jobs = [answers.printer_job(j) for j in parsed["jobs"]]
         ignored = any("which-jobs" in group for group in parsed.get("unsupported-attributes", []))
         return jobs, Listing.LIVE if (which != "all" or ignored) else Listing.ALL
 
@@ -633,25 +450,25 @@ class IppClient:
         """Cancel-Job (RFC 8011 §4.3.3); False when the job is unknown or already finished."""
         try:
             parsed = await self._call(
-                IppOperation.CANCEL_JOB,
+                Operation.CANCEL_JOB,
                 {"operation-attributes-tag": {"job-id": job_id}},
                 ok_not_found=True,
             )
         except errors.PrinterTransient as exc:
-            if exc.status_code == IppStatus.ERROR_NOT_POSSIBLE:
+            if exc.status_code == Status.CLIENT_ERROR_NOT_POSSIBLE:
                 return False
             raise
         return parsed is not None
 
     @staticmethod
-    def _job_ref(op: IppOperation, parsed: dict[str, Any] | None) -> PrinterJobRef:
+    def _job_ref(op: Operation, parsed: dict[str, Any] | None) -> PrinterJobRef:
         assert parsed is not None
         op_attrs = parsed.get("operation-attributes")
         groups = (*parsed["jobs"], op_attrs if isinstance(op_attrs, dict) else {})
         for group in groups:
             if "job-id" in group:
-                return PrinterJobRef(int(group["job-id"]), _text(group.get("job-uuid")))
-        raise errors.PrinterProtocolError(_op_name(op), "the answer has no job-id")
+                return PrinterJobRef(int(group["job-id"]), answers.text(group.get("job-uuid")))
+        raise errors.PrinterProtocolError(operation_name(op), "the answer has no job-id")
 
     async def identify(self, user: str) -> None:
         """Identify-Printer (PWG 5100.13 §6.1.1) with the printer's default identify-actions.
@@ -660,6 +477,6 @@ class IppClient:
         that matters if sent twice).
         """
         await self._call(
-            IppOperation.IDENTIFY_PRINTER,
+            Operation.IDENTIFY_PRINTER,
             {"operation-attributes-tag": {"requesting-user-name": user}},
         )

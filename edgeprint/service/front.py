@@ -54,7 +54,7 @@ class Front:
         ``document_format``: ``application/pdf`` or ``application/vnd.zebra-zpl``
         (counted in labels, sent unchanged).
         """
-        try:
+        with document:  # committed, or discarded whatever happens here
             sizes: PageSizes | None = None
             title = meta.title
             if document_format == zpl.ZPL:
@@ -79,8 +79,6 @@ class Front:
                 pin_hash = await pins.hash_pin_async(meta.release_pin)
             job_id = uuid.uuid4().hex
             await document.commit(job_id)
-        finally:
-            document.discard()
 
         state = JobState.HELD if meta.hold else JobState.RELEASED
         printer, pool = meta.printer, meta.pool

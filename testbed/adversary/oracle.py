@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from edgeprint.evidence import EVIDENCE, Evidence
-from edgeprint.printers.ipp import MAX_REQUEST_BURST, MAX_REQUESTS_PER_S
+from edgeprint.printers.transport import MAX_REQUEST_BURST, MAX_REQUESTS_PER_S
 from testbed.adversary.runner import TERMINAL, RunOutcome
 from testbed.rig import Printed
 

@@ -37,12 +37,12 @@ import aiohttp
 from aiohttp import web
 from yarl import URL
 
-from edgeprint.printers import codec
-from edgeprint.printers.codec import AttributeGroup, GroupTag, Operation, Status, Tag, attr
+from edgeprint.ipp import codec
+from edgeprint.ipp.names import GroupTag, Operation, PrinterState, Status, Tag
+from edgeprint.ipp.values import Attribute, AttributeGroup, Value, attr
 
 _TERMINAL = {7, 8, 9}
 _COMPLETED, _ABORTED, _CANCELED, _PROCESSING, _HELD = 9, 8, 7, 5, 4  # job-state
-_PRINTER_IDLE, _PRINTER_PROCESSING, _PRINTER_STOPPED = 3, 4, 5  # printer-state
 _ACTING = {Operation.CREATE_JOB, Operation.PRINT_JOB, Operation.SEND_DOCUMENT}
 _UPLOADS = {Operation.PRINT_JOB, Operation.SEND_DOCUMENT}
 _MAKES = {Operation.CREATE_JOB, Operation.PRINT_JOB}
@@ -473,7 +473,7 @@ class AdversaryProxy:
                 names = [str(v.value) for v in wanted.values]
                 for extra in _AGE_ATTRIBUTES:
                     if extra not in names:
-                        wanted.values.append(codec.Value.keyword(extra))
+                        wanted.values.append(Value.keyword(extra))
         return msg
 
     def _schedule(self, body: bytes, after_s: float) -> None:
@@ -639,24 +639,24 @@ class AdversaryProxy:
         reasons_attr = g.get("printer-state-reasons")
         reasons = [] if reasons_attr is None else [str(v.value) for v in reasons_attr.values]
         reasons = [r for r in reasons if r != "none"]
-        suffix = "-warning" if state == _PRINTER_PROCESSING else "-report"
+        suffix = "-warning" if state == PrinterState.PROCESSING else "-report"
         stall = self._stall()
         if not stall:
             self._stopping.clear()  # cleared: the jobs it held show as the printer says
         stopping = stall if any(j[0] == self.life for j in self._stopping) else ""
         if stopping and not any(r.startswith(stopping) for r in reasons):
             reasons.append(f"{stopping}-warning")  # the sheet is still jammed in there
-            state = _PRINTER_PROCESSING
+            state = PrinterState.PROCESSING
             g.set(attr("printer-state", Tag.ENUM, state))
         stalled = any(r.startswith(_STALLS) for r in reasons)
-        if k.error_stop and state == _PRINTER_PROCESSING and stalled:
+        if k.error_stop and state == PrinterState.PROCESSING and stalled:
             reasons = [_as_error(r) if r.startswith(_STALLS) else r for r in reasons]
-            g.set(attr("printer-state", Tag.ENUM, _PRINTER_STOPPED))
+            g.set(attr("printer-state", Tag.ENUM, PrinterState.STOPPED))
         elif k.stall_as is not None and stalled:
             end = "" if k.stall_as == "bare" else "-report"
             reasons = [_suffixed(r, end) if r.startswith(_STALLS) else r for r in reasons]
             if k.stall_as == "idle-report":
-                g.set(attr("printer-state", Tag.ENUM, _PRINTER_IDLE))
+                g.set(attr("printer-state", Tag.ENUM, PrinterState.IDLE))
         if k.bypass_empty:
             reasons.append("media-empty" + suffix)
             trays = g.get("printer-input-tray")
@@ -675,7 +675,7 @@ class AdversaryProxy:
             for junk in _JUNK_SUPPLIES:
                 g.set(junk)
         if k.head_open and state is not None:
-            g.set(attr("printer-state", Tag.ENUM, _PRINTER_STOPPED))
+            g.set(attr("printer-state", Tag.ENUM, PrinterState.STOPPED))
             g.set(attr("printer-state-message", Tag.TEXT, "Print head open."))
             reasons.append("other")
             self._fault_shown = time.monotonic()
@@ -722,14 +722,14 @@ class AdversaryProxy:
 
 #: What a printer answering nonsense about its supplies and trays sends (Knobs.garbage_supplies).
 _JUNK_SUPPLIES = (
-    codec.Attribute("printer-supply", [codec.Value(Tag.OCTET_STRING, b"\xff\x00;level=lots;type="),
-                                       codec.Value(Tag.INTEGER, 42)]),
+    Attribute("printer-supply", [Value(Tag.OCTET_STRING, b"\xff\x00;level=lots;type="),
+                                       Value(Tag.INTEGER, 42)]),
     attr("printer-supply-description", Tag.INTEGER, 7),
     attr("marker-names", Tag.NAME, "\x07" * 300),
     attr("marker-levels", Tag.TEXT, "full"),
     attr("printer-input-tray", Tag.OCTET_STRING, b"name=;level=-9;maxcapacity=0", b"\x00\x01\x02"),
-    codec.Attribute("media-ready", [codec.Value(Tag.KEYWORD, "\x1b\x07"),
-                                    codec.Value(Tag.INTEGER, -1)]),
+    Attribute("media-ready", [Value(Tag.KEYWORD, "\x1b\x07"),
+                                    Value(Tag.INTEGER, -1)]),
 )  # fmt: skip
 
 
@@ -763,7 +763,7 @@ def _contradict_supplies(g: AttributeGroup) -> None:
             v.value = b"type=sheetFeedAutoRemovableTray;maxcapacity=250;level=300;name=main;"
         elif b"name=by-pass-tray" in raw:  # not the key=value; form at all
             v.value = b"By-pass tray: 25 sheets of #10 envelopes"
-    trays.values.append(codec.Value(Tag.OCTET_STRING, b"name=main;level=-5;maxcapacity=-7;"))
+    trays.values.append(Value(Tag.OCTET_STRING, b"name=main;level=-5;maxcapacity=-7;"))
 
 
 def _abort(request: web.Request) -> None:
@@ -777,7 +777,7 @@ def _ipp(message: codec.IppMessage) -> web.Response:
     return web.Response(body=message.encode(), content_type="application/ipp")
 
 
-def _int(a: codec.Attribute | None) -> int | None:
+def _int(a: Attribute | None) -> int | None:
     if a is None or not a.values:
         return None
     v = a.values[0].value

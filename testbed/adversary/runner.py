@@ -22,8 +22,9 @@ from typing import Any
 import aiohttp
 
 from edgeprint import errors
-from edgeprint.printers import codec
-from edgeprint.printers.codec import GroupTag, Operation, Tag, attr
+from edgeprint.ipp import codec
+from edgeprint.ipp.names import GroupTag, JobState, Operation, Tag
+from edgeprint.ipp.values import attr
 from testbed.adversary.catalogue import RIGHT_STOCK
 from testbed.adversary.generator import POOL, PRINTERS, Scenario
 from testbed.adversary.proxy import AdversaryProxy, Knobs, Record
@@ -32,6 +33,11 @@ from testbed.pdfs import make_pdf
 from testbed.proc import ServeProcess
 from testbed.rig import Printed, Rig
 
+#: A printer's job-state values (RFC 8011 §5.3.7): not yet finished, and finished.
+_LIVE = frozenset(
+    {JobState.PENDING, JobState.PENDING_HELD, JobState.PROCESSING, JobState.PROCESSING_STOPPED}
+)
+_FINISHED = frozenset({JobState.CANCELED, JobState.ABORTED, JobState.COMPLETED})
 #: Dispatch settings of an adversary run: the tests' fast ones, with short grace periods.
 DISPATCH = {
     **FAST_DISPATCH,
@@ -190,7 +196,7 @@ async def _printer_jobs(uri: str) -> list[dict[str, Any]]:
 async def _panel_cancel(uri: str, job_id: str) -> None:
     """A person at the printer cancels the job edgeprint made for ``job_id``."""
     for j in await _printer_jobs(uri):
-        if job_id in str(j.get("job-name", "")) and j.get("job-state") not in (7, 8, 9):
+        if job_id in str(j.get("job-name", "")) and j.get("job-state") not in _FINISHED:
             msg = codec.request(
                 Operation.CANCEL_JOB, 2, printer_uri=uri,
                 attributes=[attr("job-id", Tag.INTEGER, int(j["job-id"])),
@@ -424,7 +430,7 @@ async def _settle(
             out.leftovers[p] = [
                 str(j.get("job-name"))
                 for j in await _printer_jobs(rig[p].uri)
-                if j.get("job-state") in (3, 4, 5, 6)
+                if j.get("job-state") in _LIVE
                 and str(j.get("job-name", "")).startswith("edgeprint-")
             ]
         if not any(out.leftovers.values()) or time.monotonic() >= deadline:

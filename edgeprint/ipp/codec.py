@@ -8,6 +8,8 @@ after end-of-attributes. ``message.encode()`` gives the same bytes back for
 every valid message, so a test proxy can parse a printer's answer, change one
 attribute and pass the rest through untouched.
 
+The values are :mod:`edgeprint.ipp.values`, the tags and codes :mod:`edgeprint.ipp.names`.
+
 pyipp (the client side, in ``printers/ipp.py``) builds and reads IPP for the
 operations edgeprint sends; it folds groups into dicts and drops value tags, so
 it cannot re-encode what it reads. This module is for the places that need the
@@ -21,322 +23,30 @@ Malformed or truncated input raises :class:`edgeprint.errors.IppParseError`
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta, timezone
-from enum import IntEnum
 
 from edgeprint import errors
+from edgeprint.ipp.names import END_OF_ATTRIBUTES, GroupTag, Tag
+from edgeprint.ipp.values import (
+    Attribute,
+    AttributeGroup,
+    Collection,
+    DateTime,
+    PyValue,
+    Range,
+    Resolution,
+    StringWithLanguage,
+    Value,
+    attr,
+)
 
-
-class GroupTag(IntEnum):
-    """Delimiter tags that open an attribute group (RFC 8010 §3.5.1, RFC 8011 and PWG 5100)."""
-
-    OPERATION = 0x01
-    JOB = 0x02
-    PRINTER = 0x04
-    UNSUPPORTED = 0x05
-    SUBSCRIPTION = 0x06
-    EVENT_NOTIFICATION = 0x07
-    RESOURCE = 0x08
-    DOCUMENT = 0x09
-    SYSTEM = 0x0A
-
-
-#: The delimiter that ends the attributes; the document data follows it.
-END_OF_ATTRIBUTES = 0x03
-
-
-class Tag(IntEnum):
-    """Value tags (RFC 8010 §3.5.2)."""
-
-    UNSUPPORTED = 0x10
-    DEFAULT = 0x11
-    UNKNOWN = 0x12
-    NO_VALUE = 0x13
-    NOT_SETTABLE = 0x15
-    DELETE_ATTRIBUTE = 0x16
-    ADMIN_DEFINE = 0x17
-    INTEGER = 0x21
-    BOOLEAN = 0x22
-    ENUM = 0x23
-    OCTET_STRING = 0x30
-    DATE_TIME = 0x31
-    RESOLUTION = 0x32
-    RANGE_OF_INTEGER = 0x33
-    BEG_COLLECTION = 0x34
-    TEXT_WITH_LANGUAGE = 0x35
-    NAME_WITH_LANGUAGE = 0x36
-    END_COLLECTION = 0x37
-    TEXT = 0x41
-    NAME = 0x42
-    KEYWORD = 0x44
-    URI = 0x45
-    URI_SCHEME = 0x46
-    CHARSET = 0x47
-    NATURAL_LANGUAGE = 0x48
-    MIME_MEDIA_TYPE = 0x49
-    MEMBER_ATTR_NAME = 0x4A
-
-
-class Operation(IntEnum):
-    """Operation ids edgeprint sends or serves (RFC 8011 §5.4.15, PWG 5100.13)."""
-
-    PRINT_JOB = 0x0002
-    PRINT_URI = 0x0003
-    VALIDATE_JOB = 0x0004
-    CREATE_JOB = 0x0005
-    SEND_DOCUMENT = 0x0006
-    SEND_URI = 0x0007
-    CANCEL_JOB = 0x0008
-    GET_JOB_ATTRIBUTES = 0x0009
-    GET_JOBS = 0x000A
-    GET_PRINTER_ATTRIBUTES = 0x000B
-    HOLD_JOB = 0x000C
-    RELEASE_JOB = 0x000D
-    RESTART_JOB = 0x000E
-    PAUSE_PRINTER = 0x0010
-    RESUME_PRINTER = 0x0011
-    PURGE_JOBS = 0x0012
-    SET_JOB_ATTRIBUTES = 0x0014
-    CLOSE_JOB = 0x003B
-    IDENTIFY_PRINTER = 0x003C
-    VALIDATE_DOCUMENT = 0x003D
-    CANCEL_MY_JOBS = 0x0039
-
-
-class Status(IntEnum):
-    """Status codes (RFC 8011 §B)."""
-
-    SUCCESSFUL_OK = 0x0000
-    SUCCESSFUL_OK_IGNORED_OR_SUBSTITUTED_ATTRIBUTES = 0x0001
-    SUCCESSFUL_OK_CONFLICTING_ATTRIBUTES = 0x0002
-    CLIENT_ERROR_BAD_REQUEST = 0x0400
-    CLIENT_ERROR_FORBIDDEN = 0x0401
-    CLIENT_ERROR_NOT_AUTHENTICATED = 0x0402
-    CLIENT_ERROR_NOT_AUTHORIZED = 0x0403
-    CLIENT_ERROR_NOT_POSSIBLE = 0x0404
-    CLIENT_ERROR_TIMEOUT = 0x0405
-    CLIENT_ERROR_NOT_FOUND = 0x0406
-    CLIENT_ERROR_GONE = 0x0407
-    CLIENT_ERROR_REQUEST_ENTITY_TOO_LARGE = 0x0408
-    CLIENT_ERROR_REQUEST_VALUE_TOO_LONG = 0x0409
-    CLIENT_ERROR_DOCUMENT_FORMAT_NOT_SUPPORTED = 0x040A
-    CLIENT_ERROR_ATTRIBUTES_OR_VALUES_NOT_SUPPORTED = 0x040B
-    CLIENT_ERROR_URI_SCHEME_NOT_SUPPORTED = 0x040C
-    CLIENT_ERROR_CHARSET_NOT_SUPPORTED = 0x040D
-    CLIENT_ERROR_CONFLICTING_ATTRIBUTES = 0x040E
-    CLIENT_ERROR_COMPRESSION_NOT_SUPPORTED = 0x040F
-    CLIENT_ERROR_COMPRESSION_ERROR = 0x0410
-    CLIENT_ERROR_DOCUMENT_FORMAT_ERROR = 0x0411
-    CLIENT_ERROR_DOCUMENT_ACCESS_ERROR = 0x0412
-    CLIENT_ERROR_DOCUMENT_UNPRINTABLE = 0x041B
-    SERVER_ERROR_INTERNAL_ERROR = 0x0500
-    SERVER_ERROR_OPERATION_NOT_SUPPORTED = 0x0501
-    SERVER_ERROR_SERVICE_UNAVAILABLE = 0x0502
-    SERVER_ERROR_VERSION_NOT_SUPPORTED = 0x0503
-    SERVER_ERROR_DEVICE_ERROR = 0x0504
-    SERVER_ERROR_TEMPORARY_ERROR = 0x0505
-    SERVER_ERROR_NOT_ACCEPTING_JOBS = 0x0506
-    SERVER_ERROR_BUSY = 0x0507
-    SERVER_ERROR_JOB_CANCELED = 0x0508
-    SERVER_ERROR_MULTIPLE_DOCUMENT_JOBS_NOT_SUPPORTED = 0x0509
-
-
-#: Out-of-band value tags: no value, only the tag says something (RFC 8010 §3.8).
-OUT_OF_BAND = frozenset(range(0x10, 0x20))
 _INTEGER_TAGS = frozenset({Tag.INTEGER, Tag.ENUM})
 #: Character-string tags whose value is one UTF-8 string.
 _STRING_TAGS = frozenset(range(0x40, 0x60)) - {Tag.MEMBER_ATTR_NAME}
 
 
-# --- values -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Resolution:
-    """A resolution value: ``units`` 3 = dots per inch, 4 = dots per centimetre."""
-
-    x: int
-    y: int
-    units: int
-
-
-@dataclass(frozen=True)
-class Range:
-    """A rangeOfInteger value (both ends included)."""
-
-    lower: int
-    upper: int
-
-
-@dataclass(frozen=True)
-class StringWithLanguage:
-    """A textWithLanguage or nameWithLanguage value."""
-
-    language: str
-    text: str
-
-
-@dataclass(frozen=True)
-class DateTime:
-    """An RFC 2579 DateAndTime, field by field, so that it encodes back to the same bytes."""
-
-    year: int
-    month: int
-    day: int
-    hour: int
-    minute: int
-    second: int
-    deci_seconds: int
-    direction: str  # "+" or "-" from UTC
-    utc_hours: int
-    utc_minutes: int
-
-    @classmethod
-    def from_datetime(cls, when: datetime) -> DateTime:
-        """The DateAndTime of an aware ``datetime`` (tenths of a second kept)."""
-        offset = when.utcoffset() or timedelta(0)
-        minutes = int(offset.total_seconds()) // 60
-        sign = "-" if minutes < 0 else "+"
-        minutes = abs(minutes)
-        return cls(
-            when.year,
-            when.month,
-            when.day,
-            when.hour,
-            when.minute,
-            when.second,
-            when.microsecond // 100_000,
-            sign,
-            minutes // 60,
-            minutes % 60,
-        )
-
-    def to_datetime(self) -> datetime:
-        """This DateAndTime as an aware ``datetime``."""
-        offset = timedelta(hours=self.utc_hours, minutes=self.utc_minutes)
-        zone = UTC if not offset else timezone(-offset if self.direction == "-" else offset)
-        return datetime(
-            self.year,
-            self.month,
-            self.day,
-            self.hour,
-            self.minute,
-            self.second,
-            self.deci_seconds * 100_000,
-            tzinfo=zone,
-        )
-
-
-@dataclass
-class Attribute:
-    """One attribute: its name and its values in order (a 1setOf has several)."""
-
-    name: str
-    values: list[Value]
-
-    @property
-    def value(self) -> object:
-        """The first value's Python value (the common case of a single-valued attribute)."""
-        return self.values[0].value
-
-    @property
-    def tag(self) -> int:
-        """The first value's tag."""
-        return self.values[0].tag
-
-
-#: A collection value: its member attributes in order.
-Collection = list[Attribute]
-
-#: What a :class:`Value` holds, by tag: int (integer, enum), bool, bytes (octetString,
-#: out-of-band, unknown tags), str (character strings), DateTime, Resolution, Range,
-#: StringWithLanguage or Collection.
-PyValue = int | bool | bytes | str | DateTime | Resolution | Range | StringWithLanguage | Collection
-
-
-@dataclass
-class Value:
-    """One value and its value tag (an ``Attribute``'s values may have different tags)."""
-
-    tag: int
-    value: PyValue
-
-    # Constructors named in IPP's terms, for building messages.
-    @classmethod
-    def integer(cls, n: int) -> Value:
-        return cls(Tag.INTEGER, n)
-
-    @classmethod
-    def enum(cls, n: int) -> Value:
-        return cls(Tag.ENUM, n)
-
-    @classmethod
-    def boolean(cls, b: bool) -> Value:
-        return cls(Tag.BOOLEAN, b)
-
-    @classmethod
-    def keyword(cls, s: str) -> Value:
-        return cls(Tag.KEYWORD, s)
-
-    @classmethod
-    def text(cls, s: str) -> Value:
-        return cls(Tag.TEXT, s)
-
-    @classmethod
-    def name(cls, s: str) -> Value:
-        return cls(Tag.NAME, s)
-
-    @classmethod
-    def uri(cls, s: str) -> Value:
-        return cls(Tag.URI, s)
-
-    @classmethod
-    def out_of_band(cls, tag: int) -> Value:
-        """``unknown``, ``no-value``, ``unsupported``…: a tag with no value bytes."""
-        return cls(tag, b"")
-
-
-def attr(name: str, tag: int, *values: PyValue) -> Attribute:
-    """An attribute whose values all have ``tag``: ``attr("job-id", Tag.INTEGER, 7)``."""
-    return Attribute(name, [Value(tag, v) for v in values])
-
-
 # --- the message ----------------------------------------------------------------------
-
-
-@dataclass
-class AttributeGroup:
-    """One attribute group: its delimiter tag and its attributes in order."""
-
-    tag: int
-    attributes: list[Attribute] = field(default_factory=list)
-
-    def get(self, name: str) -> Attribute | None:
-        """The attribute called ``name``, or None."""
-        for a in self.attributes:
-            if a.name == name:
-                return a
-        return None
-
-    def set(self, attribute: Attribute) -> None:
-        """Replace the attribute of that name where it stands, or append it."""
-        for i, a in enumerate(self.attributes):
-            if a.name == attribute.name:
-                self.attributes[i] = attribute
-                return
-        self.attributes.append(attribute)
-
-    def remove(self, name: str) -> bool:
-        """Remove every attribute called ``name``; True if there was one."""
-        before = len(self.attributes)
-        self.attributes = [a for a in self.attributes if a.name != name]
-        return len(self.attributes) != before
-
-    def names(self) -> list[str]:
-        """The attribute names in order."""
-        return [a.name for a in self.attributes]
 
 
 @dataclass
@@ -738,10 +448,3 @@ def iter_attributes(message: IppMessage, group: int) -> Iterator[Attribute]:
     """Every attribute of every group tagged ``group``, in order."""
     for g in message.groups_of(group):
         yield from g.attributes
-
-
-def strings(a: Attribute | None) -> Sequence[str]:
-    """The string values of an attribute (empty when it is absent)."""
-    if a is None:
-        return []
-    return [v.value for v in a.values if isinstance(v.value, str)]
