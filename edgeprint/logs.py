@@ -59,9 +59,15 @@ class JsonLines(logging.Formatter):
         if not _LEADING.isdisjoint(record.__dict__):
             return self._as_object(record)
         parts = [
-            '{"time": "', rfc3339_ms(record.created), '", "level": ', _quote(record.levelname),
-            ', "logger": ', _quote(record.name), ', "message": ', _quote(record.getMessage()),
-        ]  # fmt: skip
+            '{"time": "',
+            rfc3339_ms(record.created),
+            '", "level": ',
+            _quote(record.levelname),
+            ', "logger": ',
+            _quote(record.name),
+            ', "message": ',
+            _quote(record.getMessage()),
+        ]
         if record.exc_text:
             parts += (', "exc_info": ', _quote(record.exc_text))
         if record.stack_info:

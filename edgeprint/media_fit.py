@@ -93,8 +93,14 @@ def view_of(ready: Sequence[Mapping[str, Any] | str], fit: str | None = None) ->
             except (KeyError, TypeError, ValueError):
                 continue
             if short > 0 and long > 0:
-                stocks.append(Stock(min(short, long), max(short, long), bool(item.get("label")),
-                                    item.get("name")))  # fmt: skip
+                stocks.append(
+                    Stock(
+                        min(short, long),
+                        max(short, long),
+                        bool(item.get("label")),
+                        item.get("name"),
+                    )
+                )
                 if item.get("fit") in ("exact", "center", "scale"):
                     fits.add(str(item["fit"]))
         else:

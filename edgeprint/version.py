@@ -23,8 +23,11 @@ def commit() -> str:
     try:
         out = subprocess.run(
             ["git", "-C", str(Path(__file__).parent), "rev-parse", "--short=12", "HEAD"],
-            capture_output=True, text=True, timeout=2, check=True,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=2,
+            check=True,
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return out.stdout.strip() or "unknown"

@@ -259,8 +259,14 @@ async def _read_form(request: web.Request, fields: _Fields) -> None:
                         "unexpected form field",
                         [errors.FieldProblem(str(part.name)[:40], "unknown field")],
                     )
-        except (ValueError, AssertionError, asyncio.IncompleteReadError, aiohttp.ClientError,
-                ConnectionError, HttpProcessingError) as exc:  # fmt: skip
+        except (
+            ValueError,
+            AssertionError,
+            asyncio.IncompleteReadError,
+            aiohttp.ClientError,
+            ConnectionError,
+            HttpProcessingError,
+        ) as exc:
             fields.document = None
             raise errors.MalformedRequest(f"malformed or truncated form: {exc}") from exc
         except BaseException:
@@ -406,16 +412,21 @@ async def upload_submit(request: web.Request) -> web.Response:
                 raise errors.MalformedRequest("the form is damaged: reload the page")
             pin = door.uploads.pin_for(fields.form_key)
             meta = _meta(fields, pin)
-            result = await door.uploads.submit(meta, staged, fields.form_key,
-                                               request.get(CORRELATION_ID))  # fmt: skip
+            result = await door.uploads.submit(
+                meta, staged, fields.form_key, request.get(CORRELATION_ID)
+            )
     except errors.EdgeprintError as exc:
         audited.note(request).actor = fields.owner or None  # the audit row's who
         answer = problems.from_error(exc)  # the status (and Retry-After) /v1/jobs would give
         retry = answer.headers.get("Retry-After")
         return _refused(
-            answer.status, _words(exc, fields.owner), request, fields.owner, fields.target,
+            answer.status,
+            _words(exc, fields.owner),
+            request,
+            fields.owner,
+            fields.target,
             {"Retry-After": retry} if retry else None,
-        )  # fmt: skip
+        )
     found = audited.note(request)  # the audit row: who uploaded what (never the PIN)
     found.actor, found.target = meta.owner, result.job.id
     return _page("Your PIN", _done(result.job, pin), 201 if result.created else 200)

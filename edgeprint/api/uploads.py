@@ -248,8 +248,13 @@ async def read_upload(
                 "malformed or truncated multipart body: a part header is too long or malformed "
                 f"({type(exc).__name__})"
             ) from exc
-        except (ValueError, AssertionError, asyncio.IncompleteReadError, aiohttp.ClientError,
-                ConnectionError) as exc:  # fmt: skip
+        except (
+            ValueError,
+            AssertionError,
+            asyncio.IncompleteReadError,
+            aiohttp.ClientError,
+            ConnectionError,
+        ) as exc:
             raise errors.MalformedRequest(f"malformed or truncated multipart body: {exc}") from exc
         missing = [n for n, v in (("metadata", raw_meta), ("document", staged)) if v is None]
         if missing:

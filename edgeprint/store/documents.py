@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 
 from edgeprint import errors
+from edgeprint.logs import log_event
 from edgeprint.store.interface import Store
 
 log = logging.getLogger(__name__)
@@ -107,11 +108,14 @@ class DbDocuments:
             try:
                 await self.delete(job_id)
             except errors.StoreError as exc:
-                log.warning(
-                    "document not deleted from the database",
-                    extra={"event": "document_discard_failed", "job_id": job_id,
-                           "error": str(exc)},
-                )  # fmt: skip
+                log_event(
+                    log,
+                    "document_discard_failed",
+                    message="document not deleted from the database",
+                    level=logging.WARNING,
+                    job_id=job_id,
+                    error=str(exc),
+                )
 
     async def delete(self, job_id: str) -> None:
         """Drop every chunk of ``job_id``'s document (none is fine)."""

@@ -115,17 +115,33 @@ class Outbox:
         )
 
     async def park(
-        self, url: str, event: OutboxEvent, *, attempts: int, first_attempt_at: float,
-        now: float, error: str,
-    ) -> None:  # fmt: skip
+        self,
+        url: str,
+        event: OutboxEvent,
+        *,
+        attempts: int,
+        first_attempt_at: float,
+        now: float,
+        error: str,
+    ) -> None:
         """Record that ``event`` was given up for ``url`` (once per receiver and event)."""
         await self._store.write(
             "INSERT INTO webhook_failures (url, event_seq, event_id, type, job_id, "
             "printer, attempts, first_attempt_at, failed_at, last_error) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            (url, event.seq, event.id, event.type, event.job_id, event.printer, attempts,
-             first_attempt_at, now, error),
-        )  # fmt: skip
+            (
+                url,
+                event.seq,
+                event.id,
+                event.type,
+                event.job_id,
+                event.printer,
+                attempts,
+                first_attempt_at,
+                now,
+                error,
+            ),
+        )
 
     async def failures(self, *, after_seq: int = 0, limit: int = 100) -> list[FailedDelivery]:
         """Parked deliveries, oldest first; ``after_seq`` pages forwards (exclusive)."""

@@ -36,11 +36,17 @@ class PrinterMemory:
             return None
         r = rows[0]
         return Epoch(
-            number=int(r[0]), began_at=float(r[1]), cause=str(r[2]),
-            up_time_s=None if r[3] is None else int(r[3]), seen_at=float(r[4]),
-            boot_id=str(r[5]), boot_s=float(r[6]), printer_uuid=r[7],
-            config_change_time=None if r[8] is None else int(r[8]), config_change_dt=r[9],
-        )  # fmt: skip
+            number=int(r[0]),
+            began_at=float(r[1]),
+            cause=str(r[2]),
+            up_time_s=None if r[3] is None else int(r[3]),
+            seen_at=float(r[4]),
+            boot_id=str(r[5]),
+            boot_s=float(r[6]),
+            printer_uuid=r[7],
+            config_change_time=None if r[8] is None else int(r[8]),
+            config_change_dt=r[9],
+        )
 
     async def save_epoch(self, printer: str, e: Epoch) -> None:
         """Store the printer's epoch (a new one, or the same one's latest reading)."""
@@ -54,9 +60,20 @@ class PrinterMemory:
             "printer_uuid = excluded.printer_uuid, "
             "config_change_time = excluded.config_change_time, "
             "config_change_dt = excluded.config_change_dt",
-            (printer, e.number, e.began_at, e.cause, e.up_time_s, e.seen_at, e.boot_id,
-             e.boot_s, e.printer_uuid, e.config_change_time, e.config_change_dt),
-        )  # fmt: skip
+            (
+                printer,
+                e.number,
+                e.began_at,
+                e.cause,
+                e.up_time_s,
+                e.seen_at,
+                e.boot_id,
+                e.boot_s,
+                e.printer_uuid,
+                e.config_change_time,
+                e.config_change_dt,
+            ),
+        )
 
     async def traits(self, printer: str) -> Traits | None:
         """What the printer is known to keep and echo (None: nothing learnt yet)."""
@@ -84,10 +101,11 @@ class PrinterMemory:
         r = rows[0]
         media = json.loads(r[2]) if r[2] is not None else None
         return Roll(
-            printed=int(r[0]), changed_at=None if r[1] is None else float(r[1]),
+            printed=int(r[0]),
+            changed_at=None if r[1] is None else float(r[1]),
             media=tuple(str(m) for m in media) if isinstance(media, list) else None,
             empty=bool(r[3]),
-        )  # fmt: skip
+        )
 
     async def save_roll(self, printer: str, roll: Roll, *, now: float) -> None:
         await self._store.write(
@@ -96,7 +114,12 @@ class PrinterMemory:
             "ON CONFLICT (printer) DO UPDATE SET printed = excluded.printed, "
             "changed_at = excluded.changed_at, media = excluded.media, "
             "empty = excluded.empty, updated_at = excluded.updated_at",
-            (printer, roll.printed, roll.changed_at,
-             None if roll.media is None else json.dumps(list(roll.media)),
-             int(roll.empty), now),
-        )  # fmt: skip
+            (
+                printer,
+                roll.printed,
+                roll.changed_at,
+                None if roll.media is None else json.dumps(list(roll.media)),
+                int(roll.empty),
+                now,
+            ),
+        )

@@ -109,20 +109,46 @@ class Reprints:
         job_reason = f"reprint of {new.asked_id}: {new.reason}"
         note = f"reprinted as {new.id}: {new.reason}"
         data: dict[str, Any] = {
-            "job_id": new.id, "reprint_of": new.original_id, "asked_for": new.asked_id,
-            "idempotency_key": new.idempotency_key, "reason": new.reason, "actor": new.actor,
-            "printer": new.printer, "pool": new.pool, "correlation_id": new.correlation_id,
-        }  # fmt: skip
+            "job_id": new.id,
+            "reprint_of": new.original_id,
+            "asked_for": new.asked_id,
+            "idempotency_key": new.idempotency_key,
+            "reason": new.reason,
+            "actor": new.actor,
+            "printer": new.printer,
+            "pool": new.pool,
+            "correlation_id": new.correlation_id,
+        }
         statements: list[tuple[str, tuple[Any, ...]]] = []
         if self._store.dialect == "postgresql":
             statements.append((_LOCK_ORIGINAL, (new.original_id,)))
         stamp = now if run is None else run  # created_run and released_run
-        statements.append((
-            _INSERT_REPRINT,
-            (new.id, new.idempotency_key, new.request_sha256, new.printer, new.pool, now, now,
-             now, new.token_name, new.correlation_id, new.actor, job_reason, new.original_id,
-             stamp, stamp, new.asked_id, new.document_sha256, new.original_id, max_reprints),
-        ))  # fmt: skip
+        statements.append(
+            (
+                _INSERT_REPRINT,
+                (
+                    new.id,
+                    new.idempotency_key,
+                    new.request_sha256,
+                    new.printer,
+                    new.pool,
+                    now,
+                    now,
+                    now,
+                    new.token_name,
+                    new.correlation_id,
+                    new.actor,
+                    job_reason,
+                    new.original_id,
+                    stamp,
+                    stamp,
+                    new.asked_id,
+                    new.document_sha256,
+                    new.original_id,
+                    max_reprints,
+                ),
+            )
+        )
         noted = [new.asked_id]
         if new.original_id != new.asked_id:
             noted.append(new.original_id)
@@ -130,11 +156,19 @@ class Reprints:
             statements.append(
                 (_NOTE_ON_ORIGINAL, (job_id, now, new.actor, note, new.correlation_id, new.id))
             )
-        statements.append((
-            _WEBHOOK,
-            (new.webhook_id, now, new.id, new.printer or new.pool,
-             json.dumps(data, separators=(",", ":"), ensure_ascii=False), new.id),
-        ))  # fmt: skip
+        statements.append(
+            (
+                _WEBHOOK,
+                (
+                    new.webhook_id,
+                    now,
+                    new.id,
+                    new.printer or new.pool,
+                    json.dumps(data, separators=(",", ":"), ensure_ascii=False),
+                    new.id,
+                ),
+            )
+        )
         results = await self._store.write_many(statements)
         rows = results[1 if self._store.dialect == "postgresql" else 0]
         return JobRecord.from_row(rows[0]) if rows else None

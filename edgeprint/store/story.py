@@ -24,7 +24,11 @@ async def copies_of(store: Store, job_id: str) -> list[CopyRow]:
     """Every copy of the job with its bookkeeping, oldest first."""
     rows = await store.read("SELECT * FROM copies WHERE job_id = ? ORDER BY id", (job_id,))
     return [
-        CopyRow(copy_from_row(r), str(r["actor"]), float(r["created_at"]),
-                None if r["settled_at"] is None else float(r["settled_at"]))
+        CopyRow(
+            copy_from_row(r),
+            str(r["actor"]),
+            float(r["created_at"]),
+            None if r["settled_at"] is None else float(r["settled_at"]),
+        )
         for r in rows
-    ]  # fmt: skip
+    ]

@@ -60,15 +60,25 @@ class Waiting:
         return out
 
     async def mark(
-        self, printer: str | None, pool: str | None, sizes: PageSizes, reason: str | None,
-        *, now: float,
-    ) -> list[str]:  # fmt: skip
+        self,
+        printer: str | None,
+        pool: str | None,
+        sizes: PageSizes,
+        reason: str | None,
+        *,
+        now: float,
+    ) -> list[str]:
         """Set the group's waiting reason (None clears it); the ids of jobs that had none
         and now have one (they begin to wait)."""
         key = (
-            printer, pool, sizes.short_min, sizes.short_max, sizes.long_min, sizes.long_max,
+            printer,
+            pool,
+            sizes.short_min,
+            sizes.short_max,
+            sizes.long_min,
+            sizes.long_max,
             int(sizes.landscape),
-        )  # fmt: skip
+        )
         began: list[str] = []
         if reason is not None:
             rows = await self._store.write(
