@@ -271,3 +271,25 @@ async def test_cancel_of_a_printing_job_flags_its_copy_or_ends_it(
     bare = await service.worker.claim_next("printer-03")
     assert bare is not None
     assert (await service.front.cancel(bare.id, KIOSK)).state is S.CANCELLED
+
+
+async def test_selected_pages_replace_the_staged_document_and_none_selected_leaves_nothing(
+    memory_service: MemoryService,
+) -> None:
+    """``select_pages`` keeps a whole selection as it is, replaces a cut one by a new staged
+    document (the old one gone), and on a selection of no page discards what was staged."""
+    documents, spool = memory_service.service.documents, memory_service.service.spool
+    staged = spool.stage()
+    staged.write(make_pdf(pages=3))
+    assert await documents.select_pages(staged, [(1, 3)]) is staged  # every page
+    cut = await documents.select_pages(staged, [(2, 2)])
+    assert cut is not staged
+    assert not staged.tmp_path.exists()
+    assert cut.tmp_path.exists()
+    assert (await documents.inspect(cut)).pages == 1
+    cut.discard()
+    nothing = spool.stage()
+    nothing.write(make_pdf(pages=2))
+    with pytest.raises(errors.NoPageSelected):
+        await documents.select_pages(nothing, [(5, 9)])
+    assert list(spool.tmp_dir.iterdir()) == []

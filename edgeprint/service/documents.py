@@ -5,6 +5,7 @@ raster → PDF, and reading it back for a printer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import io
 import logging
@@ -109,24 +110,20 @@ class Documents:
         Raises errors.NoPageSelected (the staged document is discarded) and
         errors.DocumentRejected when the pages cannot be taken out.
         """
-        try:
+        with contextlib.ExitStack() as unless_kept:  # discarded on error, or when replaced
+            unless_kept.enter_context(staged)
             raw = staged.contents().read()
             cut = await asyncio.to_thread(
                 pages.cut, raw, ranges, self._s.config.server.max_document_pages
             )
-        except BaseException:
-            staged.discard()
-            raise
-        if cut is None or cut is raw:
-            return staged  # every page, or not a PDF the check takes
-        staged.discard()
-        out = self._s.spool.stage()
-        try:
+            if cut is None or cut is raw:
+                unless_kept.pop_all()
+                return staged  # every page, or not a PDF the check takes
+        with contextlib.ExitStack() as unless_kept:
+            out = unless_kept.enter_context(self._s.spool.stage())
             out.write(cut)
-        except BaseException:
-            out.discard()
-            raise
-        return out
+            unless_kept.pop_all()
+            return out
 
     async def document_path(self, job: JobRecord) -> Path:
         """Where the job's document is stored (for the render pool, which reads it itself);
