@@ -96,6 +96,7 @@ class Dispatcher:
                 self.config.dispatch.probe_timeout_s, self.config.dispatch.request_timeout_s
             ),
             observe=observe,
+            on_held=metrics.ipp_requests_held.labels(printer=p.name).inc,
             probe_attributes=(*REQUESTED_ATTRIBUTES, *supplies.SUPPLY_ATTRIBUTES),
         )
         stop = self._stops[p.name] = asyncio.Event()

@@ -127,7 +127,8 @@ class IppClient:
     ``probe_timeout_s`` (default: ``request_timeout_s``), as does Get-Job-Attributes: a
     printer that does not say how it is within that is shown as not answering (DESIGN §4),
     while the other requests about a job keep the longer bound.
-    ``observe(operation, outcome, seconds)`` is called for every request (metrics).
+    ``observe(operation, outcome, seconds)`` is called for every request, ``on_held()`` for
+    each one the request budget held back (metrics).
     """
 
     def __init__(
@@ -139,6 +140,7 @@ class IppClient:
         upload_timeout_s: float = 60.0,
         probe_timeout_s: float | None = None,
         observe: Observe | None = None,
+        on_held: Callable[[], None] | None = None,
         probe_attributes: Sequence[str] = (),
     ) -> None:
         """``probe_attributes`` are asked for besides the printer's state, on every probe that
@@ -160,7 +162,7 @@ class IppClient:
         #: The IPP version spoken; (1, 1) once the printer refused 2.0 (remembered).
         self.version: tuple[int, int] = (2, 0)
         #: Bounds the requests to this printer (transport.MAX_REQUESTS_PER_S).
-        self.budget = transport.RequestBudget()
+        self.budget = transport.RequestBudget(on_held=on_held)
         #: ``ssl=`` of every request: the pinned certificate (printers.tls) for ipps://.
         self.ssl: aiohttp.Fingerprint | ssl.SSLContext | bool = True
         if parsed.explicit_port is None and default_port is not None:

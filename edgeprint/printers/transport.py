@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import warnings
+from collections.abc import Callable
 
 import aiohttp.abc
 from aiohttp.payload import BytesPayload
@@ -59,15 +60,23 @@ class RequestBudget:
     exceed it waits for its turn (the clock is the event loop's).
     """
 
-    def __init__(self, rate: float = MAX_REQUESTS_PER_S, burst: float = MAX_REQUEST_BURST) -> None:
+    def __init__(
+        self,
+        rate: float = MAX_REQUESTS_PER_S,
+        burst: float = MAX_REQUEST_BURST,
+        *,
+        on_held: Callable[[], None] | None = None,
+    ) -> None:
         self.rate = rate
         self.burst = burst
         self._tokens = burst
         self._at: float | None = None
-        self.waited = 0  # requests that had to wait for their turn (a storm held back)
+        #: Called once for each request that had to wait for its turn (a storm held back).
+        self._on_held = on_held
 
     async def take(self) -> None:
         loop = asyncio.get_running_loop()
+        held = False
         while True:
             now = loop.time()
             if self._at is not None:
@@ -76,5 +85,7 @@ class RequestBudget:
             if self._tokens >= 1.0:
                 self._tokens -= 1.0
                 return
-            self.waited += 1
+            if not held and self._on_held is not None:
+                self._on_held()
+            held = True
             await asyncio.sleep((1.0 - self._tokens) / self.rate)  # the bucket's own pace
