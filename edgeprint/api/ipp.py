@@ -43,8 +43,6 @@ log = logging.getLogger(__name__)
 PATH = "/ipp/print/{name}"
 #: A job's job-uri: it takes the job operations on that job (DESIGN §11).
 JOB_PATH = "/ipp/print/{name}/{job}"
-#: The queues' printer-icons, one route per size (PNG, package data of edgeprint.ipp_server).
-ICON_PATH = "/ipp/icons/{size}.png"
 #: Operations whose request carries a document after the attributes.
 _WITH_DOCUMENT = {Operation.PRINT_JOB, Operation.SEND_DOCUMENT}
 CONTENT_TYPE = "application/ipp"

@@ -111,7 +111,6 @@ class LeaseKeeper:
         self._seen: dict[str, tuple[Lease, float]] = {}
         #: Every lease as last read (for the printer views).
         self.view: dict[str, Lease] = {}
-        self.beats = 0
 
     # --- what workers and views ask ------------------------------------------------------
 
@@ -178,7 +177,6 @@ class LeaseKeeper:
         """One heartbeat: renew what is held, drop what was lost, take up to the share."""
         start = self._mono()
         rows = await self._leases.all()
-        self.beats += 1
         now = self._mono()
         expires = self._wall() + self._cfg.lease_s
         await self._renew_member(rows, start, expires)
