@@ -1,10 +1,13 @@
 """Join the result files of one ``make bench`` run into one table.
 
-Reads ``bench/results/<name>.json`` for :data:`BENCHMARKS`, prints a Markdown table and
-writes ``bench/results/latest.{json,md}``. Exit 1 when a file is missing or older than
-``--max-age-s`` (its benchmark did not run), or a benchmark reported duplicates or losses.
+Reads ``bench/results/<name>.json`` for :data:`BENCHMARKS` (and :data:`OPTIONAL` when
+present), prints a Markdown table and writes ``bench/results/latest.{json,md}``. Exit 1 when
+a file is missing or its run (the date it recorded) is older than ``--max-age-s`` (its
+benchmark did not run), or a benchmark reported duplicates or losses. ``--readme`` rewrites
+the README's Performance table from ``latest.json`` (tests/test_readme_figures.py checks
+that the two agree).
 
-    .venv/bin/python -m bench.report
+    .venv/bin/python -m bench.report [--max-age-s S] && .venv/bin/python -m bench.report --readme
 """
 
 from __future__ import annotations
@@ -16,16 +19,37 @@ import math
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results"
+#: Every benchmark ``make bench`` runs, by the name of its result file.
 BENCHMARKS = (
-    "api", "print", "failover", "cups", "chaos", "resources", "render", "fleet",
-    "soak", "ipp", "pg", "adversary", "morning", "powercut", "dist",
-)  # fmt: skip
+    "api",
+    "print",
+    "failover",
+    "cups",
+    "chaos",
+    "resources",
+    "render",
+    "fleet",
+    "soak",
+    "ipp",
+    "pg",
+    "adversary",
+    "morning",
+    "powercut",
+    "dist",
+)
+#: Result files joined when present, whatever their age: runs ``make bench`` does not make
+#: (``bench.print_bench --versus <commit>``, adversary runs of chosen seeds kept by name).
+OPTIONAL = ("print_versus", "adversary_issue23", "adversary_issue25")
+README = REPO / "README.md"
+#: The README's Performance table lies between these lines; ``--readme`` rewrites it.
+BEGIN = "<!-- bench.report: generated from bench/results/latest.json; do not edit -->"
+END = "<!-- bench.report: end -->"
 
 
 @dataclass(frozen=True)
@@ -37,6 +61,8 @@ class Row:
     edgeprint: str
     other: str = ""
     ratio: str = ""
+    #: ``<benchmark>:<n>``, set by :func:`join`: which result file the row comes from.
+    key: str = ""
 
 
 def num(v: Any, unit: str = "") -> str:
@@ -100,8 +126,10 @@ def _api(d: Mapping[str, Any]) -> list[Row]:
     ):
         same = "bare aiohttp + aiosqlite, same durable write: "
         rows.append(Row("API", f"{what}: throughput", *cells(f"{op}.rate_per_s", "/s", same)))
-        lat = {w: f"{side(w, f'{op}.p50_ms', 'ms')} / {side(w, f'{op}.p99_ms', 'ms')}"
-               for w in ("edgeprint", "baseline")}  # fmt: skip
+        lat = {
+            w: f"{side(w, f'{op}.p50_ms', 'ms')} / {side(w, f'{op}.p99_ms', 'ms')}"
+            for w in ("edgeprint", "baseline")
+        }
         p99 = ratio(dig(d, f"summary.ratio_edgeprint_over_baseline.{op}.p99_ms"))
         figure = f"{what}: p50 / p99 latency (ratio of p99)"
         rows.append(Row("API", figure, lat["edgeprint"], f"bare: {lat['baseline']}", p99))
@@ -118,6 +146,41 @@ def _api(d: Mapping[str, Any]) -> list[Row]:
     edge, bare, r = cells("contention.wall_ms", "ms")
     figure = "1,000 concurrent releases of one job: burst time"
     rows.append(Row("API", figure, f"{edge} ({outcome})", bare, r))
+    if dig(d, "summary.edgeprint-tls"):
+        rows += _tls(d)
+    return rows
+
+
+def _tls(d: Mapping[str, Any]) -> list[Row]:
+    """The same run's edgeprint over TLS beside edgeprint over plain HTTP (issue 26)."""
+
+    def side(who: str, path: str, unit: str) -> str:
+        return spread(dig(d, f"summary.{who}.{path}"), unit)
+
+    rows = []
+    for op, unit in (("submit", "µs"), ("release", "µs")):
+        for path, what, u in (
+            ("rate_per_s", "throughput", "/s"),
+            ("server_cpu_us_per_req", "server CPU per request", unit),
+        ):
+            rows.append(
+                Row(
+                    "API over TLS",
+                    f"{op}, 50 kept-alive connections: {what}",
+                    side("edgeprint-tls", f"{op}.{path}", u),
+                    "plain HTTP: " + side("edgeprint", f"{op}.{path}", u),
+                    ratio(dig(d, f"summary.ratio_tls_over_plain.{op}.{path}")),
+                )
+            )
+    rows.append(
+        Row(
+            "API over TLS",
+            "1,000 clients releasing one job at once, each a new connection: burst time",
+            side("edgeprint-tls", "contention.wall_ms", "ms"),
+            "plain HTTP: " + side("edgeprint", "contention.wall_ms", "ms"),
+            ratio(dig(d, "summary.ratio_tls_over_plain.contention.wall_ms")),
+        )
+    )
     return rows
 
 
@@ -230,21 +293,29 @@ def _ipp(d: Mapping[str, Any]) -> list[Row]:
     ]
 
 
-def _adversary(d: Mapping[str, Any]) -> list[Row]:
-    sm = d["summary"]
-    v = sm["violations"]
-    return [
-        Row(
-            "printer adversary",
-            f"{sm['seeds']} seeds of generated printers ({sm['behaviours']} behaviours, "
-            f"{sm['pairs']} pairs; {sm['appliance_kills']} appliance kills, "
-            f"{sm['printer_restarts']} printer restarts)",
-            ", ".join(f"{i} {v[i]}" for i in ("I1", "I2", "I3", "I4", "I5", "I6")),
-            f"DONE {sm['done']} ({sm['printed_unverified']} printed_unverified), "
-            f"DEAD {sm['dead']}, undecidable {sm['undecidable']}, peak "
-            f"{sm['peak_requests_per_s']} requests/s",
-        ),
-    ]
+def _adversary(section: str) -> Callable[[Mapping[str, Any]], list[Row]]:
+    """Rows of a ``bench.adversary_bench`` result (``section`` says which run)."""
+
+    def rows(d: Mapping[str, Any]) -> list[Row]:
+        sm = d["summary"]
+        v = sm["violations"]
+        stopped = sm.get("sent_while_stopped")
+        extra = "" if stopped is None else f"; {stopped} jobs sent to a stopped printer"
+        return [
+            Row(
+                section,
+                f"{sm['seeds']} seeds of generated printers ({sm['behaviours']} behaviours, "
+                f"{int(sm['pairs']):,} pairs; {int(sm['appliance_kills']):,} appliance kills, "
+                f"{sm['printer_restarts']} printer restarts)",
+                ", ".join(f"{i} {v[i]}" for i in ("I1", "I2", "I3", "I4", "I5", "I6")) + extra,
+                f"DONE {int(sm['done']):,} ({sm['printed_unverified']} printed_unverified, "
+                f"{sm.get('hidden_by_printer', '–')} of them hidden by the printer), "
+                f"DEAD {sm['dead']}, undecidable {sm['undecidable']}, peak "
+                f"{sm['peak_requests_per_s']} requests/s",
+            ),
+        ]
+
+    return rows
 
 
 def _dist(d: Mapping[str, Any]) -> list[Row]:
@@ -271,10 +342,13 @@ _ROWS: dict[str, Callable[[Mapping[str, Any]], list[Row]]] = {
     "soak": _generic("soak"),
     "ipp": _ipp,
     "pg": _generic("PostgreSQL, two boxes"),
-    "adversary": _adversary,
+    "adversary": _adversary("printer adversary"),
+    "adversary_issue23": _adversary("printer adversary, issue 23's behaviours added"),
+    "adversary_issue25": _adversary("printer adversary, seeds drawing issue 25's behaviours"),
     "morning": _generic("opening morning"),
     "powercut": _generic("power cuts"),
     "dist": _dist,
+    "print_versus": _generic("printing, this tree beside an older commit"),
 }
 
 
@@ -294,8 +368,8 @@ def _bad_counts(name: str, d: Mapping[str, Any]) -> list[str]:
                 else:
                     walk(v, f"{path}.{key}")
 
-    walk({k: v for k, v in d.items() if k in ("summary", "chaos", "totals", "across", "takeover")},
-         name)  # fmt: skip
+    kept = ("summary", "chaos", "totals", "across", "takeover")
+    walk({k: v for k, v in d.items() if k in kept}, name)
     return found
 
 
@@ -310,55 +384,115 @@ def table(rows: list[Row]) -> str:
     return "\n".join(out)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--max-age-s", type=float, default=3600.0)
-    parser.add_argument("--results", type=Path, default=RESULTS)
-    args = parser.parse_args(argv)
+def run_date(d: Mapping[str, Any]) -> str:
+    """When a result file's benchmark ran, as it recorded it ("" when it did not)."""
+    m = d.get("machine")
+    return str((m.get("date") if isinstance(m, Mapping) else None) or d.get("date") or "")
+
+
+def _age_s(path: Path, d: Mapping[str, Any], now: float) -> float:
+    """Seconds since the benchmark ran: its recorded date, else the file's mtime (a fresh
+    checkout makes every file new, so the date is the truth when there is one)."""
+    when = run_date(d)
+    try:
+        return now - dt.datetime.fromisoformat(when).timestamp()
+    except ValueError:
+        return now - path.stat().st_mtime
+
+
+def runs_table(benchmarks: Mapping[str, Any]) -> str:
+    """One line per joined result file: when it ran, the machine's load, the command."""
+    out = ["| benchmark | ran | load average (start → end) | command |", "|---|---|---|---|"]
+    for name, b in benchmarks.items():
+        load = b.get("loadavg") or ""
+        out.append(f"| {name} | {b.get('date', '')[:16]} | {load} | `{b.get('command', '')}` |")
+    return "\n".join(out)
+
+
+def _load(d: Mapping[str, Any]) -> str:
+    m = d.get("machine")
+    if not isinstance(m, Mapping):
+        return ""
+    start, end = m.get("loadavg_start") or m.get("loadavg"), m.get("loadavg_end")
+    one = [f"{x[0]:.1f}" for x in (start, end) if isinstance(x, list | tuple) and x]
+    return " → ".join(one)
+
+
+def join(results: Path, max_age_s: float) -> dict[str, Any]:
+    """Every result file's rows and summary, and the problems found (missing, stale, bad)."""
     rows: list[Row] = []
     problems: list[str] = []
     summaries: dict[str, Any] = {}
     machine: dict[str, Any] = {}
     now = time.time()
-    for name in BENCHMARKS:
-        path = args.results / f"{name}.json"
+    for name in (*BENCHMARKS, *OPTIONAL):
+        path = results / f"{name}.json"
         if not path.exists():
-            problems.append(f"{name}: {path} missing (did bench.{name}_bench run?)")
+            if name not in OPTIONAL:
+                problems.append(f"{name}: {path} missing (did bench.{name}_bench run?)")
             continue
-        if now - path.stat().st_mtime > args.max_age_s:
-            problems.append(f"{name}: {path} is older than {args.max_age_s:.0f} s (stale)")
         d = json.loads(path.read_text())
-        rows += _ROWS[name](d)
+        if name not in OPTIONAL and _age_s(path, d, now) > max_age_s:
+            problems.append(f"{name}: {path} is older than {max_age_s:.0f} s (stale)")
+        mine = _ROWS[name](d)
+        rows += [replace(r, key=f"{name}:{i}") for i, r in enumerate(mine)]
         problems += _bad_counts(name, d)
         summaries[name] = {k: d[k] for k in ("summary", "table", "chaos", "settings") if k in d}
+        summaries[name].update(date=run_date(d), loadavg=_load(d), command=d.get("command", ""))
         if "platform" not in machine and isinstance(d.get("machine"), Mapping):
             machine = dict(d["machine"])
-    md = table(rows)
-    generated = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    return {
+        "generated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "command": "make bench",
+        "machine": machine,
+        "rows": [r.__dict__ for r in rows],
+        "problems": problems,
+        "benchmarks": summaries,
+    }
+
+
+def markdown(latest: Mapping[str, Any]) -> str:
+    """``latest.md``: the machine, the table of every row, and when each benchmark ran."""
+    m = latest["machine"]
     header = (
-        f"`make bench`, {generated}; {machine.get('nproc', '?')} cores, "
-        f"{machine.get('platform', '')}, Python {machine.get('python', '?')}, "
-        f"SQLite {machine.get('sqlite', '?')}"
+        f"`make bench`, joined {latest['generated_at']}; {m.get('nproc', '?')} cores, "
+        f"{m.get('platform', '')}, Python {m.get('python', '?')}, SQLite {m.get('sqlite', '?')}"
     )
-    (args.results / "latest.md").write_text(f"{header}\n\n{md}\n")
-    (args.results / "latest.json").write_text(
-        json.dumps(
-            {
-                "generated_at": generated,
-                "command": "make bench",
-                "machine": machine,
-                "rows": [r.__dict__ for r in rows],
-                "problems": problems,
-                "benchmarks": summaries,
-            },
-            indent=1,
-            default=str,
-        )
+    rows = [Row(**r) for r in latest["rows"]]
+    return f"{header}\n\n{table(rows)}\n\n{runs_table(latest['benchmarks'])}\n"
+
+
+def readme_section(readme: str, latest: Mapping[str, Any]) -> str:
+    """``readme`` with the text between :data:`BEGIN` and :data:`END` rendered from
+    ``latest``. Raises ValueError when the markers are missing."""
+    start, end = readme.find(BEGIN), readme.find(END)
+    if start < 0 or end < start:
+        raise ValueError(f"the README has no {BEGIN!r} … {END!r} block")
+    return readme[: start + len(BEGIN)] + "\n" + markdown(latest) + readme[end:]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--max-age-s", type=float, default=3600.0)
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--readme",
+        action="store_true",
+        help="only rewrite README.md's Performance table from the results' latest.json",
     )
-    print(header + "\n\n" + md)
-    for p in problems:
+    args = parser.parse_args(argv)
+    if args.readme:
+        latest = json.loads((args.results / "latest.json").read_text())
+        README.write_text(readme_section(README.read_text(), latest))
+        return 0
+    latest = join(args.results, args.max_age_s)
+    md = markdown(latest)
+    (args.results / "latest.md").write_text(md)
+    (args.results / "latest.json").write_text(json.dumps(latest, indent=1, default=str) + "\n")
+    print(md)
+    for p in latest["problems"]:
         print(f"PROBLEM: {p}", file=sys.stderr)
-    return 1 if problems else 0
+    return 1 if latest["problems"] else 0
 
 
 if __name__ == "__main__":
