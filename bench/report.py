@@ -16,6 +16,7 @@ import argparse
 import datetime as dt
 import json
 import math
+import re
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -466,9 +467,57 @@ def readme_section(readme: str, latest: Mapping[str, Any]) -> str:
     """``readme`` with the text between :data:`BEGIN` and :data:`END` rendered from
     ``latest``. Raises ValueError when the markers are missing."""
     start, end = readme.find(BEGIN), readme.find(END)
-    if start < 0 or end < start:
+    if start < 0 or end < start or "\n## Performance\n" not in readme[:start]:
         raise ValueError(f"the README has no {BEGIN!r} … {END!r} block")
     return readme[: start + len(BEGIN)] + "\n" + markdown(latest) + readme[end:]
+
+
+#: A figure with its unit, as prose quotes one: ``13.4 ms``, ``0.306×``, ``5.5 MiB``,
+#: ``2,223 releases/s``.
+FIGURE = re.compile(r"(?<![\w.,])(\d[\d,]*(?:\.\d+)?)\s?(×|ms|µs|MiB|KiB|%|/s| \w+/s| s\b)")
+
+
+def _performance(readme: str) -> str:
+    """The README's Performance section, up to the next ``## `` heading."""
+    start = readme.index("\n## Performance\n")
+    end = readme.find("\n## ", start + 1)
+    return readme[start : end if end > 0 else len(readme)]
+
+
+def _written_by_benches() -> set[str]:
+    """The result files bench/*_bench.py write, by name (``parser("x", …)`` → x.json)."""
+    names: set[str] = set()
+    for path in (REPO / "bench").glob("*_bench.py"):
+        text = path.read_text()
+        names |= set(re.findall(r'parser\("(\w+)"', text))
+        names |= set(re.findall(r'RESULTS / "(\w+)\.json"', text))
+    return names - {"startup"}  # bench.startup_bench writes dist.json
+
+
+def check(results: Path, readme: str) -> list[str]:
+    """Why ``readme``'s Performance figures are not latest.json's (empty: they agree):
+    latest.json's rows are not what the result files give, a benchmark's file is not
+    joined, the table between the markers is not rendered from latest.json, or the prose
+    around it quotes a figure (with its unit) the table does not show."""
+    latest = json.loads((results / "latest.json").read_text())
+    out: list[str] = []
+    if join(results, float("inf"))["rows"] != latest["rows"]:
+        out.append("latest.json's rows are not the result files': run `python -m bench.report`")
+    unjoined = _written_by_benches() - set(BENCHMARKS) - set(OPTIONAL)
+    out += [f"bench writes {n}.json, which the report does not join" for n in sorted(unjoined)]
+    try:
+        section = _performance(readme)
+        rendered = readme_section(readme, latest)
+    except ValueError as exc:
+        return [*out, f"README: {exc}"]
+    if rendered != readme:
+        out.append("README's table is not latest.json's: run `python -m bench.report --readme`")
+    table = section[section.index(BEGIN) : section.index(END)]
+    prose = section.replace(table, "")
+    for m in FIGURE.finditer(prose):
+        if not re.search(rf"(?<![\d.,]){re.escape(m.group(1))}(?![\d,])", table):
+            out.append(f"README prose quotes {m.group(0).strip()!r}, which the table does not show")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -478,13 +527,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--readme",
         action="store_true",
-        help="only rewrite README.md's Performance table from the results' latest.json",
+        help="only rewrite the README's Performance table from the results' latest.json",
     )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="only check that the README's Performance figures are latest.json's (exit 1: not)",
+    )
+    parser.add_argument("--readme-file", type=Path, default=README)
     args = parser.parse_args(argv)
     if args.readme:
         latest = json.loads((args.results / "latest.json").read_text())
-        README.write_text(readme_section(README.read_text(), latest))
+        args.readme_file.write_text(readme_section(args.readme_file.read_text(), latest))
         return 0
+    if args.check:
+        problems = check(args.results, args.readme_file.read_text())
+        for p in problems:
+            print(f"PROBLEM: {p}", file=sys.stderr)
+        return 1 if problems else 0
     latest = join(args.results, args.max_age_s)
     md = markdown(latest)
     (args.results / "latest.md").write_text(md)
