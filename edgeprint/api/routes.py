@@ -952,7 +952,6 @@ def build_app(deps: app.Deps) -> web.Application:
     application[release.DESK] = ReleaseDesk(deps.service)
     endpoint = application[ipp.ENDPOINT] = ipp.IppEndpoint(deps, app.CORRELATION_ID)
     application[upload_page.DOOR] = upload_page.UploadDoor(deps)
-    openapi.document_bytes()  # built now, not on the first request
     for route in ROUTES:
         handler = route.handler if route.bind is None else route.bind(endpoint)
         assert handler is not None, route.operation_id
