@@ -120,13 +120,18 @@ async def fleet(stand: Stand, jobs: int, idle_s: float) -> dict[str, Any]:
 
 def gap_row(r: dict[str, Any]) -> dict[str, Any]:
     n = r["printers"]
-    return versus(f"{n} printers printing at once: idle gap between jobs while work waits, p90",
-               "ms", r["gap_waiting"]["p90_ms"], "goal", GAP_P90_GOAL_MS,
-               f"p50 {r['gap_waiting']['p50_ms']} ms, p99 {r['gap_waiting']['p99_ms']} ms over "
-               f"{r['gap_pairs']:,} gaps; parts, p50: printed → DONE {r['detect_p50_ms']} ms, "
-               f"DONE → next claimed {r['done_to_claim_p50_ms']} ms, claimed → printer starts "
-               f"{r['claim_to_start_p50_ms']} ms; machine {r['printing_machine_cores']} of "
-               f"{os.cpu_count()} cores busy")  # fmt: skip
+    return versus(
+        f"{n} printers printing at once: idle gap between jobs while work waits, p90",
+        "ms",
+        r["gap_waiting"]["p90_ms"],
+        "goal",
+        GAP_P90_GOAL_MS,
+        f"p50 {r['gap_waiting']['p50_ms']} ms, p99 {r['gap_waiting']['p99_ms']} ms over "
+        f"{r['gap_pairs']:,} gaps; parts, p50: printed → DONE {r['detect_p50_ms']} ms, "
+        f"DONE → next claimed {r['done_to_claim_p50_ms']} ms, claimed → printer starts "
+        f"{r['claim_to_start_p50_ms']} ms; machine {r['printing_machine_cores']} of "
+        f"{os.cpu_count()} cores busy",
+    )
 
 
 def table(r: dict[str, Any], small: dict[str, Any] | None, idle_s: float) -> list[dict[str, Any]]:
@@ -135,29 +140,60 @@ def table(r: dict[str, Any], small: dict[str, Any] | None, idle_s: float) -> lis
     cores = os.cpu_count() or 1
     both = r["appliance_cpu_ms_per_job"] + r["printers_cpu_ms_per_job"]
     return [
-        versus(f"{n} printers: appliance RSS at ready", "MiB", r["at_ready"]["VmRSS"],
-               goal, RSS_GOAL_MIB),
-        versus(f"{n} printers: appliance RSS after {jobs:,} jobs", "MiB",
-               r["after_jobs"]["VmRSS"], goal, RSS_GOAL_MIB, f"peak {r['after_jobs']['VmHWM']}"),
-        versus(f"{n} printers idle: appliance CPU, probes included", "% of a core",
-               r["idle_cpu_pct"], goal, IDLE_CPU_GOAL_PCT, f"over {idle_s:g} s"),
+        versus(
+            f"{n} printers: appliance RSS at ready",
+            "MiB",
+            r["at_ready"]["VmRSS"],
+            goal,
+            RSS_GOAL_MIB,
+        ),
+        versus(
+            f"{n} printers: appliance RSS after {jobs:,} jobs",
+            "MiB",
+            r["after_jobs"]["VmRSS"],
+            goal,
+            RSS_GOAL_MIB,
+            f"peak {r['after_jobs']['VmHWM']}",
+        ),
+        versus(
+            f"{n} printers idle: appliance CPU, probes included",
+            "% of a core",
+            r["idle_cpu_pct"],
+            goal,
+            IDLE_CPU_GOAL_PCT,
+            f"over {idle_s:g} s",
+        ),
         gap_row(r),
         *([gap_row(small)] if small is not None else []),
-        versus(f"{n} printers printing: CPU per printed job, appliance", "ms",
-               r["appliance_cpu_ms_per_job"], "the printers and their print commands",
-               r["printers_cpu_ms_per_job"],
-               f"so this box prints at most {1000 * cores / both:,.0f} jobs/s with the printers "
-               f"on it, {1000 * cores / r['appliance_cpu_ms_per_job']:,.0f} jobs/s with the "
-               f"printers elsewhere"),
-        versus(f"{n} printers: {jobs:,} jobs waiting, printers resumed → all printed", "s",
-               r["resume_to_all_printed_s"], "their submits", r["submit_s"],
-               f"release {r['release_s']} s; appliance CPU meanwhile {r['printing_cpu_cores']} "
-               f"cores, the machine's {r['printing_machine_cores']} of {os.cpu_count()}; "
-               f"{r['duplicates']} duplicates, {r['losses']} losses"),
-        versus(f"{n} printers: open descriptors after the jobs", "fds", r["after_jobs"]["fds"],
-               "at ready", r["at_ready"]["fds"], f"threads {r['after_jobs']['Threads']} "
-               f"(at ready {r['at_ready']['Threads']})"),
-    ]  # fmt: skip
+        versus(
+            f"{n} printers printing: CPU per printed job, appliance",
+            "ms",
+            r["appliance_cpu_ms_per_job"],
+            "the printers and their print commands",
+            r["printers_cpu_ms_per_job"],
+            f"so this box prints at most {1000 * cores / both:,.0f} jobs/s with the printers "
+            f"on it, {1000 * cores / r['appliance_cpu_ms_per_job']:,.0f} jobs/s with the "
+            f"printers elsewhere",
+        ),
+        versus(
+            f"{n} printers: {jobs:,} jobs waiting, printers resumed → all printed",
+            "s",
+            r["resume_to_all_printed_s"],
+            "their submits",
+            r["submit_s"],
+            f"release {r['release_s']} s; appliance CPU meanwhile {r['printing_cpu_cores']} "
+            f"cores, the machine's {r['printing_machine_cores']} of {os.cpu_count()}; "
+            f"{r['duplicates']} duplicates, {r['losses']} losses",
+        ),
+        versus(
+            f"{n} printers: open descriptors after the jobs",
+            "fds",
+            r["after_jobs"]["fds"],
+            "at ready",
+            r["at_ready"]["fds"],
+            f"threads {r['after_jobs']['Threads']} (at ready {r['at_ready']['Threads']})",
+        ),
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
