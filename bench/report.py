@@ -46,8 +46,9 @@ BENCHMARKS = (
     "dist",
 )
 #: Result files joined when present, whatever their age: runs ``make bench`` does not make
-#: (``bench.print_bench --versus <commit>``, adversary runs of chosen seeds kept by name).
-OPTIONAL = ("print_versus", "adversary_issue23", "adversary_issue25")
+#: (``bench.print_bench --versus <commit>``, ``bench.restart_bench`` on a kept data folder,
+#: adversary runs of chosen seeds kept by name).
+OPTIONAL = ("print_versus", "restart", "adversary_issue23", "adversary_issue25")
 README = REPO / "README.md"
 #: The README's Performance table lies between these lines; ``--readme`` rewrites it.
 BEGIN = "<!-- bench.report: generated from bench/results/latest.json; do not edit -->"

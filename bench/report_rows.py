@@ -307,4 +307,5 @@ ROWS: dict[str, Callable[[Mapping[str, Any]], list[Row]]] = {
     "powercut": _generic("power cuts"),
     "dist": _dist,
     "print_versus": _generic("printing, this tree beside an older commit"),
+    "restart": _generic("restart, this tree beside an older commit"),
 }
