@@ -38,7 +38,8 @@ test-fast:
 	$(PY) -m pytest -q -m "not slow"
 
 # Each benchmark writes bench/results/<name>.json; bench.report joins them into
-# bench/results/latest.{json,md} and prints the table. A failing benchmark fails the target.
+# bench/results/latest.{json,md}, prints the table, then rewrites README.md's Performance
+# table from latest.json (tests/test_readme_figures.py). A failing benchmark fails the target.
 BENCHES = api print failover cups chaos resources render fleet soak ipp pg adversary morning powercut
 # printers (ippeveprinter + its dbus-daemon), the CUPS scheduler of the side-by-side run,
 # PostgreSQL (bench.pg_bench runs its own throw-away cluster)
@@ -51,12 +52,12 @@ bench-deps: install
 bench: bench-deps
 	@for b in $(BENCHES); do echo "== bench.$${b}_bench"; $(PY) -m bench.$${b}_bench || exit 1; done
 	$(MAKE) --no-print-directory dist && $(PY) -m bench.startup_bench
-	$(PY) -m bench.report --max-age-s 21600
+	$(PY) -m bench.report --max-age-s 21600 && $(PY) -m bench.report --readme
 
 bench-quick: bench-deps
 	@for b in $(BENCHES); do echo "== bench.$${b}_bench --quick"; $(PY) -m bench.$${b}_bench --quick || exit 1; done
 	$(MAKE) --no-print-directory dist && $(PY) -m bench.startup_bench --quick
-	$(PY) -m bench.report --max-age-s 21600
+	$(PY) -m bench.report --max-age-s 21600 && $(PY) -m bench.report --readme
 
 dist: $(PY)
 	PY=$(PY) bash scripts/build_dist.sh

@@ -69,11 +69,15 @@ async def _seeds(seeds: Sequence[int], work: Path, jsonl: Path) -> None:
                 "restarts": sum(len(t) for t in out.restarts.values()),
                 "seconds": round(out.seconds, 2),
                 "violations": [vars(x) for x in v.violations],
-                "done": v.done, "unverified": v.unverified, "dead": v.dead,
-                "hidden": v.hidden, "undecidable": v.undecidable,
-                "peak_requests": v.peak_requests, "peak_connections": v.peak_connections,
+                "done": v.done,
+                "unverified": v.unverified,
+                "dead": v.dead,
+                "hidden": v.hidden,
+                "undecidable": v.undecidable,
+                "peak_requests": v.peak_requests,
+                "peak_connections": v.peak_connections,
                 "sent_while_stopped": v.sent_while_stopped,
-            }  # fmt: skip
+            }
             if v.violations:
                 entry["scenario"] = scn.to_dict()
             with jsonl.open("a") as f:
@@ -100,8 +104,11 @@ def _tables(log: Sequence[dict[str, Any]]) -> tuple[str, str, dict[str, Any]]:
     rows = [head, "|---|---|---:|" + "---:|" * len(oracle.INVARIANTS)]
     for b in catalogue.CATALOGUE:
         c = per.get(b.id, Counter())
-        rows.append(f"| {b.id} | {b.part} | {c['seeds']} | "
-                    + " | ".join(str(c[i]) for i in oracle.INVARIANTS) + " |")  # fmt: skip
+        rows.append(
+            f"| {b.id} | {b.part} | {c['seeds']} | "
+            + " | ".join(str(c[i]) for i in oracle.INVARIANTS)
+            + " |"
+        )
     pair_rows = [
         f"{a} + {b}: {c['seeds']} seeds; {_cells(c)}" for (a, b), c in sorted(pairs.items())
     ]
@@ -132,9 +139,15 @@ def _workers(args: Any, seeds: Sequence[int], run: Run, jsonl: Path) -> None:
     children = []
     for w in range(k):
         cmd = [
-            sys.executable, "-m", "bench.adversary_bench", "--child", "--seed-list",
-            ",".join(str(x) for x in seeds[w::k]), "--jsonl", str(run.work / f"part-{w}.jsonl"),
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "bench.adversary_bench",
+            "--child",
+            "--seed-list",
+            ",".join(str(x) for x in seeds[w::k]),
+            "--jsonl",
+            str(run.work / f"part-{w}.jsonl"),
+        ]
         children.append(subprocess.Popen(cmd, cwd=Path(__file__).resolve().parent.parent))
     try:
         codes = [c.wait() for c in children]
@@ -172,12 +185,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="print the catalogue and stop")
     ap.add_argument("--workers", type=int, default=WORKERS, help=f"default {WORKERS}")
     ap.add_argument("--jsonl", type=Path, default=None, help="append each seed's verdict here")
-    ap.add_argument("--merge", type=Path, nargs="+", default=None,
-                    help="make the tables of these --jsonl files; run no seed")  # fmt: skip
+    ap.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="make the tables of these --jsonl files; run no seed",
+    )
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--seed-list", default="", help=argparse.SUPPRESS)
-    ap.add_argument("--with", dest="with_", metavar="BEHAVIOUR", default=None,
-                    help="only the seeds (of those given) with BEHAVIOUR")  # fmt: skip
+    ap.add_argument(
+        "--with",
+        dest="with_",
+        metavar="BEHAVIOUR",
+        default=None,
+        help="only the seeds (of those given) with BEHAVIOUR",
+    )
     args = ap.parse_args(argv)
     if args.list:
         print(catalogue.listing())
@@ -211,40 +234,62 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     failing = [e for e in log if e["violations"]]
     for e in failing:
-        run.failures.append(f"seed {e['seed']}: " + "; ".join(
-            f"{x['invariant']} {x['detail']}" for x in e["violations"]))  # fmt: skip
+        run.failures.append(
+            f"seed {e['seed']}: "
+            + "; ".join(f"{x['invariant']} {x['detail']}" for x in e["violations"])
+        )
     seconds = [e["seconds"] for e in log]
     figures = {
-        "seeds": len(log), "behaviours": stats["behaviours_seen"], "pairs": stats["pairs_seen"],
-        "appliance_kills": kills, "printer_restarts": restarts,
+        "seeds": len(log),
+        "behaviours": stats["behaviours_seen"],
+        "pairs": stats["pairs_seen"],
+        "appliance_kills": kills,
+        "printer_restarts": restarts,
         "violations": {i: broke[i] for i in oracle.INVARIANTS},
-        "duplicates": broke["I2"], "silent_done": broke["I1"], "needless_doubt": broke["I5"],
+        "duplicates": broke["I2"],
+        "silent_done": broke["I1"],
+        "needless_doubt": broke["I5"],
         "storms": broke["I6"],
         "done": sum(e["done"] for e in log),
         "printed_unverified": sum(e["unverified"] for e in log),
-        "dead": sum(e["dead"] for e in log), "hidden_by_printer": sum(e["hidden"] for e in log),
+        "dead": sum(e["dead"] for e in log),
+        "hidden_by_printer": sum(e["hidden"] for e in log),
         "undecidable": sum(e["undecidable"] for e in log),
         "peak_requests_per_s": max((e["peak_requests"] for e in log), default=0),
         "sent_while_stopped": sum(e.get("sent_while_stopped", 0) for e in log),
-        "seed_seconds_p50": percentile(seconds, 50), "seconds": round(took, 1),
-    }  # fmt: skip
+        "seed_seconds_p50": percentile(seconds, 50),
+        "seconds": round(took, 1),
+    }
     table_rows = [
-        {"figure": "seeds of generated printers, invariants I1–I6 (violations)",
-         "unit": "", "median": len(log),
-         "note": ", ".join(f"{i} {broke[i]}" for i in oracle.INVARIANTS)},
-        {"figure": "behaviours; appliance kills; printer restarts", "unit": "",
-         "median": stats["behaviours_seen"], "note": f"kills {kills}, restarts {restarts}"},
-    ]  # fmt: skip
+        {
+            "figure": "seeds of generated printers, invariants I1–I6 (violations)",
+            "unit": "",
+            "median": len(log),
+            "note": ", ".join(f"{i} {broke[i]}" for i in oracle.INVARIANTS),
+        },
+        {
+            "figure": "behaviours; appliance kills; printer restarts",
+            "unit": "",
+            "median": stats["behaviours_seen"],
+            "note": f"kills {kills}, restarts {restarts}",
+        },
+    ]
     markdown = f"{per}\n\n{summary}"
     print(pairs)
     code = run.finish(
-        markdown, summary=figures, table=table_rows, seeds=log if failing else [],
-        failing_seeds=[e["seed"] for e in failing], per_behaviour=stats["per_behaviour"],
+        markdown,
+        summary=figures,
+        table=table_rows,
+        seeds=log if failing else [],
+        failing_seeds=[e["seed"] for e in failing],
+        per_behaviour=stats["per_behaviour"],
         per_pair=stats["per_pair"],
-    )  # fmt: skip
+    )
     print(summary)
-    print(f"open head: {figures['sent_while_stopped']} job(s) made on a printer more than "
-          f"{oracle.STOPPED_GRACE_S} s after it said it was stopped")  # fmt: skip
+    print(
+        f"open head: {figures['sent_while_stopped']} job(s) made on a printer more than "
+        f"{oracle.STOPPED_GRACE_S} s after it said it was stopped"
+    )
     (run.args.out.parent / "adversary_failing.json").write_text(json.dumps(failing, indent=2))
     return code
 

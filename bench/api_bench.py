@@ -168,18 +168,26 @@ def server(name: str, folder: Path, high_water: int) -> Iterator[Target]:
 def submit_cmd(target: Target, args: argparse.Namespace, n: int) -> dict[str, Any]:
     """The load generator's command for ``n`` held uploads to ``target``."""
     return {
-        "op": "submit", "url": target.submit_url, "n": n, "concurrency": args.concurrency,
-        "max_seconds": PHASE_TIMEOUT_S, "doc_bytes": args.doc_kib * 1024,
-        "metadata": {"owner": "bench", "pool": POOL, "hold": True}, "cafile": target.cafile,
-    }  # fmt: skip
+        "op": "submit",
+        "url": target.submit_url,
+        "n": n,
+        "concurrency": args.concurrency,
+        "max_seconds": PHASE_TIMEOUT_S,
+        "doc_bytes": args.doc_kib * 1024,
+        "metadata": {"owner": "bench", "pool": POOL, "hold": True},
+        "cafile": target.cafile,
+    }
 
 
 def release_cmd(target: Target, args: argparse.Namespace, ids: list[str]) -> dict[str, Any]:
     """The load generator's command releasing each of ``ids`` once."""
     return {
-        "op": "release", "urls": [target.release_url.format(id=i) for i in ids],
-        "concurrency": args.concurrency, "max_seconds": PHASE_TIMEOUT_S, "cafile": target.cafile,
-    }  # fmt: skip
+        "op": "release",
+        "urls": [target.release_url.format(id=i) for i in ids],
+        "concurrency": args.concurrency,
+        "max_seconds": PHASE_TIMEOUT_S,
+        "cafile": target.cafile,
+    }
 
 
 def measured(gen: LoadGen, target: Target, cmd: dict[str, Any]) -> dict[str, Any]:
@@ -202,8 +210,13 @@ def run_round(gen: LoadGen, target: Target, args: argparse.Namespace, n: int) ->
     release = release_cmd(target, args, ids)
     rel = measured(gen, target, release)
     one = gen.call({**submit, "n": 1, "concurrency": 1})["ids"]
-    burst = {"op": "burst", "url": target.release_url.format(id=one[0]), "n": args.burst,
-             "max_seconds": PHASE_TIMEOUT_S, "cafile": target.cafile}  # fmt: skip
+    burst = {
+        "op": "burst",
+        "url": target.release_url.format(id=one[0]),
+        "n": args.burst,
+        "max_seconds": PHASE_TIMEOUT_S,
+        "cafile": target.cafile,
+    }
     con = measured(gen, target, burst)
     con["wall_ms"] = con["wall_s"] * 1000.0
     expected = [
@@ -296,9 +309,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         )
                     if res is not None:
                         runs[name].append(res)
-                        print(f"bench: {name} run {r + 1}: " + ", ".join(
-                            f"{ph} {res[ph][k]:,.0f} {k}" for ph, k in METRICS
-                        ), file=sys.stderr)  # fmt: skip
+                        print(
+                            f"bench: {name} run {r + 1}: "
+                            + ", ".join(f"{ph} {res[ph][k]:,.0f} {k}" for ph, k in METRICS),
+                            file=sys.stderr,
+                        )
             if args.profile:
                 profile = bench.attempt(
                     "release profile", lambda: profile_release(gen, args, bench.work)

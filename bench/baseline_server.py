@@ -185,11 +185,18 @@ async def submit(request: web.Request) -> web.Response:
     rows = await request.app[WRITER].write(
         _INSERT,
         (
-            uuid.uuid4().hex, key, "HELD" if meta.get("hold", True) else "RELEASED",
-            meta.get("owner", ""), meta.get("printer"), meta.get("pool"), digest.hexdigest(),
-            size, now, now,
+            uuid.uuid4().hex,
+            key,
+            "HELD" if meta.get("hold", True) else "RELEASED",
+            meta.get("owner", ""),
+            meta.get("printer"),
+            meta.get("pool"),
+            digest.hexdigest(),
+            size,
+            now,
+            now,
         ),
-    )  # fmt: skip
+    )
     if not rows:
         return _problem(409, "Idempotency-Key already used")
     return web.json_response(dict(rows[0]), status=201)

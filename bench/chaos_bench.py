@@ -342,10 +342,12 @@ def recovery(
         printing = [j for j, e in at_kill.items() if e is not None and e.to_state == "PRINTING"]
         waiting = [j for j, e in at_kill.items() if e is not None and e.to_state == "RELEASED"]
         left = [
-            next((e.at for e in events[j] if e.at >= r.t_restart and e.from_state == "PRINTING"),
-                 None)
+            next(
+                (e.at for e in events[j] if e.at >= r.t_restart and e.from_state == "PRINTING"),
+                None,
+            )
             for j in printing
-        ]  # fmt: skip
+        ]
         claimed = {
             j
             for j, evs in events.items()
@@ -519,8 +521,16 @@ def table_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
     )
     single("appliance_kills", "appliance SIGKILLs (each restarted at once)", "")
     n_busy = sum(1 for k in kills if k["printing_at_kill"])
-    rows.append({"figure": "  of which hit with a job PRINTING", "unit": "", "median": n_busy,
-                 "min": n_busy, "max": n_busy, "note": "store events at the kill"})  # fmt: skip
+    rows.append(
+        {
+            "figure": "  of which hit with a job PRINTING",
+            "unit": "",
+            "median": n_busy,
+            "min": n_busy,
+            "max": n_busy,
+            "note": "store events at the kill",
+        }
+    )
     single("printer_kills", "printer SIGKILLs (restarted after 0.3–1.5 s)", "")
     single("printer_kills_with_job_in_hand", "  of which hit a printer with a job in hand", "")
     single("jobs_accepted", "jobs accepted (2xx)", "jobs", f"of {run['jobs_planned']} submitted")
@@ -531,8 +541,16 @@ def table_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
     single("done", "DONE", "jobs")
     single("dead", "DEAD", "jobs")
     for reason, n in sorted(run["dead_by_reason"].items()):
-        rows.append({"figure": f"  DEAD {reason}", "unit": "jobs", "median": n, "min": n,
-                     "max": n, "note": ""})  # fmt: skip
+        rows.append(
+            {
+                "figure": f"  DEAD {reason}",
+                "unit": "jobs",
+                "median": n,
+                "min": n,
+                "max": n,
+                "note": "",
+            }
+        )
     single(
         "dead_outcome_unknown_in_hand",
         "  DEAD outcome_unknown, in a killed printer's hands",
@@ -542,8 +560,9 @@ def table_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
     single("dead_unexplained", "  DEAD otherwise (must be 0)", "jobs")
     single("requeues", "requeues (PRINTING → RELEASED)", "")
     single("duplicates", "**duplicates** (printed > 1×, must be 0)", "jobs")
-    single("losses", "**losses** (accepted, not DONE/DEAD, or DONE without paper; must be 0)",
-           "jobs")  # fmt: skip
+    single(
+        "losses", "**losses** (accepted, not DONE/DEAD, or DONE without paper; must be 0)", "jobs"
+    )
     single("printed_not_accepted", "printed, but the client never got a 2xx", "jobs")
     return rows
 

@@ -360,8 +360,9 @@ def one_rep(work: Work, rep: int, plan: Plan) -> dict[str, Any]:
     kill_at = rng.randint(max(1, plan.jobs // 4), max(1, (3 * plan.jobs) // 4))
 
     def edge(key: str) -> EdgeSide:
-        return EdgeSide(work.root / f"r{rep}-edge-{key}", plan.printers, work.doc,
-                        f"cb{rep}{key}", work.source)  # fmt: skip
+        return EdgeSide(
+            work.root / f"r{rep}-edge-{key}", plan.printers, work.doc, f"cb{rep}{key}", work.source
+        )
 
     def cups(key: str, config: str) -> CupsSide:
         return CupsSide(

@@ -14,11 +14,13 @@ gives the same gap where the box has CPU to spare.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import sys
 import time
 from collections.abc import Awaitable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from bench.harness import (
@@ -33,11 +35,14 @@ from bench.harness import (
     http_session,
     ms,
     open_fds,
+    own_cpu,
     parser,
     percentile,
     percentiles_ms,
     printed_count,
     proc_status,
+    profile_text,
+    py_spy,
     read_store,
     rig_cpu_s,
     system_busy_s,
@@ -54,8 +59,12 @@ HEALTHY_TIMEOUT_S = 120.0
 T = TypeVar("T")
 
 
-async def fleet(stand: Stand, jobs: int, idle_s: float) -> dict[str, Any]:
-    """Healthy → RSS and idle CPU → every printer printing → RSS; figures and raw samples."""
+async def fleet(
+    stand: Stand, jobs: int, idle_s: float, profile: Path | None = None
+) -> dict[str, Any]:
+    """Healthy → RSS and idle CPU → every printer printing → RSS; figures and raw samples.
+    With ``profile``, py-spy samples the appliance while the printers print (raw stacks
+    there; the CPU figures are then the sampled appliance's)."""
     n = len(stand.rig)
     names = [p.name for p in stand.rig]
     out: dict[str, Any] = {"printers": n, "jobs": jobs}
@@ -87,12 +96,14 @@ async def fleet(stand: Stand, jobs: int, idle_s: float) -> dict[str, Any]:
         out["release_s"] = round(time.monotonic() - t0, 2)
         t0, t_resume, cpu0 = time.monotonic(), time.time(), tree_cpu_s(stand.pid)
         busy0, rig0 = system_busy_s(), rig_cpu_s(stand.rig)
-        await each([tech.post(f"/v1/printers/{name}/resume") for name in names])
+        spying = py_spy(stand.pid, profile) if profile else contextlib.nullcontext()
+        with spying:
+            await each([tech.post(f"/v1/printers/{name}/resume") for name in names])
 
-        async def all_out() -> bool:
-            return printed_count(stand.rig) >= jobs
+            async def all_out() -> bool:
+                return printed_count(stand.rig) >= jobs
 
-        await until(all_out, 60.0 + jobs * 0.05, 0.1, f"fewer than {jobs} printed")
+            await until(all_out, 60.0 + jobs * 0.05, 0.1, f"fewer than {jobs} printed")
         out["resume_to_all_printed_s"] = round(time.monotonic() - t0, 2)
         took = time.monotonic() - t0
         appliance_s = tree_cpu_s(stand.pid) - cpu0
@@ -120,13 +131,18 @@ async def fleet(stand: Stand, jobs: int, idle_s: float) -> dict[str, Any]:
 
 def gap_row(r: dict[str, Any]) -> dict[str, Any]:
     n = r["printers"]
-    return versus(f"{n} printers printing at once: idle gap between jobs while work waits, p90",
-               "ms", r["gap_waiting"]["p90_ms"], "goal", GAP_P90_GOAL_MS,
-               f"p50 {r['gap_waiting']['p50_ms']} ms, p99 {r['gap_waiting']['p99_ms']} ms over "
-               f"{r['gap_pairs']:,} gaps; parts, p50: printed → DONE {r['detect_p50_ms']} ms, "
-               f"DONE → next claimed {r['done_to_claim_p50_ms']} ms, claimed → printer starts "
-               f"{r['claim_to_start_p50_ms']} ms; machine {r['printing_machine_cores']} of "
-               f"{os.cpu_count()} cores busy")  # fmt: skip
+    return versus(
+        f"{n} printers printing at once: idle gap between jobs while work waits, p90",
+        "ms",
+        r["gap_waiting"]["p90_ms"],
+        "goal",
+        GAP_P90_GOAL_MS,
+        f"p50 {r['gap_waiting']['p50_ms']} ms, p99 {r['gap_waiting']['p99_ms']} ms over "
+        f"{r['gap_pairs']:,} gaps; parts, p50: printed → DONE {r['detect_p50_ms']} ms, "
+        f"DONE → next claimed {r['done_to_claim_p50_ms']} ms, claimed → printer starts "
+        f"{r['claim_to_start_p50_ms']} ms; machine {r['printing_machine_cores']} of "
+        f"{os.cpu_count()} cores busy",
+    )
 
 
 def table(r: dict[str, Any], small: dict[str, Any] | None, idle_s: float) -> list[dict[str, Any]]:
@@ -135,29 +151,60 @@ def table(r: dict[str, Any], small: dict[str, Any] | None, idle_s: float) -> lis
     cores = os.cpu_count() or 1
     both = r["appliance_cpu_ms_per_job"] + r["printers_cpu_ms_per_job"]
     return [
-        versus(f"{n} printers: appliance RSS at ready", "MiB", r["at_ready"]["VmRSS"],
-               goal, RSS_GOAL_MIB),
-        versus(f"{n} printers: appliance RSS after {jobs:,} jobs", "MiB",
-               r["after_jobs"]["VmRSS"], goal, RSS_GOAL_MIB, f"peak {r['after_jobs']['VmHWM']}"),
-        versus(f"{n} printers idle: appliance CPU, probes included", "% of a core",
-               r["idle_cpu_pct"], goal, IDLE_CPU_GOAL_PCT, f"over {idle_s:g} s"),
+        versus(
+            f"{n} printers: appliance RSS at ready",
+            "MiB",
+            r["at_ready"]["VmRSS"],
+            goal,
+            RSS_GOAL_MIB,
+        ),
+        versus(
+            f"{n} printers: appliance RSS after {jobs:,} jobs",
+            "MiB",
+            r["after_jobs"]["VmRSS"],
+            goal,
+            RSS_GOAL_MIB,
+            f"peak {r['after_jobs']['VmHWM']}",
+        ),
+        versus(
+            f"{n} printers idle: appliance CPU, probes included",
+            "% of a core",
+            r["idle_cpu_pct"],
+            goal,
+            IDLE_CPU_GOAL_PCT,
+            f"over {idle_s:g} s",
+        ),
         gap_row(r),
         *([gap_row(small)] if small is not None else []),
-        versus(f"{n} printers printing: CPU per printed job, appliance", "ms",
-               r["appliance_cpu_ms_per_job"], "the printers and their print commands",
-               r["printers_cpu_ms_per_job"],
-               f"so this box prints at most {1000 * cores / both:,.0f} jobs/s with the printers "
-               f"on it, {1000 * cores / r['appliance_cpu_ms_per_job']:,.0f} jobs/s with the "
-               f"printers elsewhere"),
-        versus(f"{n} printers: {jobs:,} jobs waiting, printers resumed → all printed", "s",
-               r["resume_to_all_printed_s"], "their submits", r["submit_s"],
-               f"release {r['release_s']} s; appliance CPU meanwhile {r['printing_cpu_cores']} "
-               f"cores, the machine's {r['printing_machine_cores']} of {os.cpu_count()}; "
-               f"{r['duplicates']} duplicates, {r['losses']} losses"),
-        versus(f"{n} printers: open descriptors after the jobs", "fds", r["after_jobs"]["fds"],
-               "at ready", r["at_ready"]["fds"], f"threads {r['after_jobs']['Threads']} "
-               f"(at ready {r['at_ready']['Threads']})"),
-    ]  # fmt: skip
+        versus(
+            f"{n} printers printing: CPU per printed job, appliance",
+            "ms",
+            r["appliance_cpu_ms_per_job"],
+            "the printers and their print commands",
+            r["printers_cpu_ms_per_job"],
+            f"so this box prints at most {1000 * cores / both:,.0f} jobs/s with the printers "
+            f"on it, {1000 * cores / r['appliance_cpu_ms_per_job']:,.0f} jobs/s with the "
+            f"printers elsewhere",
+        ),
+        versus(
+            f"{n} printers: {jobs:,} jobs waiting, printers resumed → all printed",
+            "s",
+            r["resume_to_all_printed_s"],
+            "their submits",
+            r["submit_s"],
+            f"release {r['release_s']} s; appliance CPU meanwhile {r['printing_cpu_cores']} "
+            f"cores, the machine's {r['printing_machine_cores']} of {os.cpu_count()}; "
+            f"{r['duplicates']} duplicates, {r['losses']} losses",
+        ),
+        versus(
+            f"{n} printers: open descriptors after the jobs",
+            "fds",
+            r["after_jobs"]["fds"],
+            "at ready",
+            r["at_ready"]["fds"],
+            f"threads {r['after_jobs']['Threads']} (at ready {r['at_ready']['Threads']})",
+        ),
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -172,6 +219,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=10,
         help="printers of the second, smaller fleet in the same run (0: none)",
     )
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="py-spy on the appliance while the printers print: print_profile.txt beside --out",
+    )
     args = ap.parse_args(argv)
     printers = args.printers or (50 if args.quick else 200)
     jobs = args.jobs or (1_000 if args.quick else 10_000)
@@ -182,7 +234,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     high_water = -(-jobs // printers) + 10
     with Run("fleet", args) as run:
         stand = run.stand("fleet", printers, printer={"high_water": high_water}, engine="lean")
-        out = run.attempt_async("fleet", fleet(stand.start(), jobs, idle_s))
+        raw = run.work / "print.pyspy" if args.profile else None
+        out = run.attempt_async("fleet", fleet(stand.start(), jobs, idle_s, raw))
+        if raw is not None and out is not None:
+            prof = own_cpu(raw)
+            title = f"edgeprint while {printers} printers print {jobs:,} jobs (sampled by py-spy)"
+            args.out.with_name("print_profile.txt").write_text(profile_text(title, prof))
+            out["profile"] = prof
         small = None
         if args.small:
             # The same, on as few printers as the box carries without running out of CPU.

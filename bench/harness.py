@@ -946,8 +946,10 @@ def stand_finished(store: Store, job_id: str) -> float | None:
 
 def gaps(stand: Stand, store: Store) -> dict[str, list[float]]:
     """Per printer, between consecutive documents: interval, idle gap and its parts (s)."""
-    out: dict[str, list[float]] = {k: [] for k in ("interval", "idle", "detect", "done_to_claim",
-                                                   "claim_to_start", "processing")}  # fmt: skip
+    out: dict[str, list[float]] = {
+        k: []
+        for k in ("interval", "idle", "detect", "done_to_claim", "claim_to_start", "processing")
+    }
     for p in stand.rig:
         proc = processing_times(p.server_log)
         lines = sorted(stand.rig.printed(p.name), key=printed_at)

@@ -68,13 +68,18 @@ async def _round(
 
         async def ipp(i: int) -> bool:
             body = codec.request(
-                Operation.PRINT_JOB, i + 1, printer_uri=uri,
-                attributes=[attr("requesting-user-name", Tag.NAME, "bench"),
-                            attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf")],
+                Operation.PRINT_JOB,
+                i + 1,
+                printer_uri=uri,
+                attributes=[
+                    attr("requesting-user-name", Tag.NAME, "bench"),
+                    attr("document-format", Tag.MIME_MEDIA_TYPE, "application/pdf"),
+                ],
                 data=docs[i],
-            ).encode()  # fmt: skip
-            async with http.post(f"{url}/ipp/print/lobby", data=body,
-                                 headers={"Content-Type": "application/ipp"}) as r:  # fmt: skip
+            ).encode()
+            async with http.post(
+                f"{url}/ipp/print/lobby", data=body, headers={"Content-Type": "application/ipp"}
+            ) as r:
                 raw = await r.read()
             return r.status == 200 and codec.parse(raw).status_code == 0
 
@@ -92,8 +97,12 @@ async def _round(
         order = [("ipp", ipp), ("json", json_api)]
         for name, send in order if ipp_first else reversed(order):
             wall, lat, failed = await _drive(len(docs), concurrency, send)
-            out[name] = {"rate_per_s": len(docs) / wall, "p50_ms": statistics.median(lat),
-                         "p99_ms": lat[int(0.99 * (len(lat) - 1))], "failed": failed}  # fmt: skip
+            out[name] = {
+                "rate_per_s": len(docs) / wall,
+                "p50_ms": statistics.median(lat),
+                "p99_ms": lat[int(0.99 * (len(lat) - 1))],
+                "failed": failed,
+            }
         return out
 
 
@@ -101,12 +110,16 @@ async def _ipp_held(http: aiohttp.ClientSession, url: str, n: int) -> str:
     """An IPP Print-Job held (job-hold-until indefinite) on the lobby queue; its job id."""
     uri = url.replace("http://", "ipp://") + "/ipp/print/lobby"
     body = codec.request(
-        Operation.PRINT_JOB, n, printer_uri=uri,
-        attributes=[attr("requesting-user-name", Tag.NAME, "bench")], data=make_pdf(f"ipp {n}"),
-    )  # fmt: skip
+        Operation.PRINT_JOB,
+        n,
+        printer_uri=uri,
+        attributes=[attr("requesting-user-name", Tag.NAME, "bench")],
+        data=make_pdf(f"ipp {n}"),
+    )
     body.groups.append(AttributeGroup(0x02, [attr("job-hold-until", Tag.KEYWORD, "indefinite")]))
-    async with http.post(f"{url}/ipp/print/lobby", data=body.encode(),
-                         headers={"Content-Type": "application/ipp"}) as r:  # fmt: skip
+    async with http.post(
+        f"{url}/ipp/print/lobby", data=body.encode(), headers={"Content-Type": "application/ipp"}
+    ) as r:
         answer = codec.parse(await r.read())
     return str(answer.value(0x02, "job-uuid")).removeprefix("urn:uuid:").replace("-", "")
 
@@ -179,16 +192,25 @@ def main() -> int:
         lines.append(f"| {label} | {s['rate_per_s']:.0f} | {s['p50_ms']:.1f} | {s['p99_ms']:.1f} |")
     p50 = {k: statistics.median(v) * 1000 for k, v in printed.items()}
     printed_ratio = p50["ipp"] / p50["json"]
-    lines.append(f"\nIPP/JSON throughput: {ratio:.2f}x; failed requests: {failed}; "
-                 f"release → printed "
-                 f"p50: held over IPP {p50['ipp']:.1f} ms, over JSON {p50['json']:.1f} ms "
-                 f"({printed_ratio:.2f}x, {args.held} each)")  # fmt: skip
+    lines.append(
+        f"\nIPP/JSON throughput: {ratio:.2f}x; failed requests: {failed}; "
+        f"release → printed "
+        f"p50: held over IPP {p50['ipp']:.1f} ms, over JSON {p50['json']:.1f} ms "
+        f"({printed_ratio:.2f}x, {args.held} each)"
+    )
     if failed or ratio < 0.8:
         run.failures.append(f"failed requests {failed}, IPP/JSON {ratio:.2f} (goal ≥ 0.8)")
-    return run.finish("\n".join(lines), settings=vars(args), summary=summary, ratio=ratio,
-                      failed=failed, rounds=rounds,
-                      release_to_printed_p50_ms=p50, release_to_printed_ratio=printed_ratio,
-                      release_to_printed_s=printed)  # fmt: skip
+    return run.finish(
+        "\n".join(lines),
+        settings=vars(args),
+        summary=summary,
+        ratio=ratio,
+        failed=failed,
+        rounds=rounds,
+        release_to_printed_p50_ms=p50,
+        release_to_printed_ratio=printed_ratio,
+        release_to_printed_s=printed,
+    )
 
 
 if __name__ == "__main__":

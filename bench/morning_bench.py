@@ -60,37 +60,67 @@ def speeds(n: int, slow: int) -> tuple[float, ...]:
 def full_plan(seed_: int, wrong_stock: bool) -> Plan:
     """The morning: 3,000 badges, 20 printers, 40 kiosks, 10 minutes of arrivals."""
     return Plan(
-        badges=3000, kiosks=40, speeds=speeds(20, 3), span_s=600.0, ramp_s=20.0, decay_s=150.0,
-        real_minutes=REAL_MINUTES, seed=seed_, deadline_s=1200.0, tech_reaction_s=10.0,
-        faults=tuple(f for f in (
-            Fault("roll", 40.0, 60.0, "printer-04"),
-            Fault("stock", 70.0, 90.0, "printer-09"),
-            Fault("power", 100.0, 20.0, "printer-14"),
-            Fault("appliance", 130.0),
-        ) if wrong_stock or f.kind != "stock"),
-    )  # fmt: skip
+        badges=3000,
+        kiosks=40,
+        speeds=speeds(20, 3),
+        span_s=600.0,
+        ramp_s=20.0,
+        decay_s=150.0,
+        real_minutes=REAL_MINUTES,
+        seed=seed_,
+        deadline_s=1200.0,
+        tech_reaction_s=10.0,
+        faults=tuple(
+            f
+            for f in (
+                Fault("roll", 40.0, 60.0, "printer-04"),
+                Fault("stock", 70.0, 90.0, "printer-09"),
+                Fault("power", 100.0, 20.0, "printer-14"),
+                Fault("appliance", 130.0),
+            )
+            if wrong_stock or f.kind != "stock"
+        ),
+    )
 
 
 def quick_plan(seed_: int, wrong_stock: bool) -> Plan:
     """300 badges, 6 printers, 12 kiosks, 2.5 minutes of arrivals, one fault of each kind."""
     return Plan(
-        badges=300, kiosks=12, speeds=(1.0, 1.5, 2.0, 2.5, 3.0, 4.5), span_s=150.0,
-        ramp_s=5.0, decay_s=40.0, real_minutes=REAL_MINUTES, seed=seed_, deadline_s=480.0,
+        badges=300,
+        kiosks=12,
+        speeds=(1.0, 1.5, 2.0, 2.5, 3.0, 4.5),
+        span_s=150.0,
+        ramp_s=5.0,
+        decay_s=40.0,
+        real_minutes=REAL_MINUTES,
+        seed=seed_,
+        deadline_s=480.0,
         tech_reaction_s=5.0,
-        faults=tuple(f for f in (
-            Fault("roll", 15.0, 20.0, "printer-02"),
-            Fault("stock", 30.0, 25.0, "printer-03"),
-            Fault("power", 50.0, 10.0, "printer-05"),
-            Fault("appliance", 70.0),
-        ) if wrong_stock or f.kind != "stock"),
-    )  # fmt: skip
+        faults=tuple(
+            f
+            for f in (
+                Fault("roll", 15.0, 20.0, "printer-02"),
+                Fault("stock", 30.0, 25.0, "printer-03"),
+                Fault("power", 50.0, 10.0, "printer-05"),
+                Fault("appliance", 70.0),
+            )
+            if wrong_stock or f.kind != "stock"
+        ),
+    )
 
 
 def ci_plan(seed_: int) -> Plan:
     """The CI check (tests/test_morning.py): 90 badges on 4 fast printers, every fault."""
     return Plan(
-        badges=90, kiosks=8, speeds=(0.2, 0.3, 0.4, 0.6), span_s=25.0, ramp_s=2.0,
-        decay_s=8.0, real_minutes=REAL_MINUTES, seed=seed_, deadline_s=150.0,
+        badges=90,
+        kiosks=8,
+        speeds=(0.2, 0.3, 0.4, 0.6),
+        span_s=25.0,
+        ramp_s=2.0,
+        decay_s=8.0,
+        real_minutes=REAL_MINUTES,
+        seed=seed_,
+        deadline_s=150.0,
         tech_reaction_s=1.0,
         faults=(
             Fault("roll", 4.0, 5.0, "printer-01"),
@@ -98,7 +128,7 @@ def ci_plan(seed_: int) -> Plan:
             Fault("power", 12.0, 3.0, "printer-03"),
             Fault("appliance", 16.0),
         ),
-    )  # fmt: skip
+    )
 
 
 async def bounded_rush(stand: Stand, plan: Plan, arrivals: list[float]) -> Morning:
@@ -116,8 +146,11 @@ def morning(run: Run, plan: Plan) -> dict[str, Any]:
     arrivals = doors_open_arrivals(
         plan.badges, plan.span_s, ramp_s=plan.ramp_s, decay_s=plan.decay_s, seed=plan.seed
     )
-    stand = run.stand("morning", plan.printers, speeds={
-        f"printer-{i + 1:02d}": s for i, s in enumerate(plan.speeds)})  # fmt: skip
+    stand = run.stand(
+        "morning",
+        plan.printers,
+        speeds={f"printer-{i + 1:02d}": s for i, s in enumerate(plan.speeds)},
+    )
     stand.rig.record_media = True
     try:
         stand.start(serve=False)
@@ -137,46 +170,82 @@ def table(r: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
     goal_p99 = round(1.1 * i["p99"] + 1.0, 2)
     stock = r["wrong_stock_by_printer"]
     return [
-        versus(f"{plan.badges:,} badges, {plan.kiosks} kiosks, {plan.printers} printers, a "
-               f"{plan.real_minutes:g}-minute morning compressed {plan.compression:g}×: "
-               "capacity used while work waits", "of capacity", r["capacity_used"], "goal",
-               CAPACITY_GOAL,
-               f"{r['badges_per_min_while_waiting']} vs {r['capacity_per_min_while_waiting']} "
-               f"badges/min over {r['work_waited_s']} s of waiting work; a printer's idle gap "
-               f"between badges then p50 {r['idle_gap_while_waiting_s']['p50']} s, p95 "
-               f"{r['idle_gap_while_waiting_s']['p95']} s"),
-        versus("wait, asked for → printed, p99", "s", w["p99"], "ideal + goal", goal_p99,
-               f"p50 {w['p50']} s / p95 {w['p95']} s; ideal (zero overhead, same arrivals, "
-               f"printers and fault windows) p50 {i['p50']} s / p95 {i['p95']} s / p99 "
-               f"{i['p99']} s; goal {WAIT_GOAL}"),
-        versus("badges on the wrong stock (the printer's media-ready as each began printing)",
-               "badges", r["wrong_stock"], "goal", 0,
-               ", ".join(f"{p}: {n}" for p, n in stock.items()) or "none"),
-        versus("duplicates / losses on the printers' logs", "badges",
-               r["duplicates"] + r["losses"], "goal", 0,
-               f"{r['duplicates']} duplicates, {r['losses']} lost, {r['not_accepted']} never "
-               f"accepted; end states {r['states']}; the technician resolved "
-               f"{r['technician_resolved']} DEAD outcome_unknown by looking at the tray "
-               f"({r['technician_found_printed']} had come out)"),
-        one("appliance CPU over the morning, both lives (and its render workers)", "s",
-            r["appliance_cpu_s"], f"restart → ready {r['appliance_restart_to_ready_s']} s; "
+        versus(
+            f"{plan.badges:,} badges, {plan.kiosks} kiosks, {plan.printers} printers, a "
+            f"{plan.real_minutes:g}-minute morning compressed {plan.compression:g}×: "
+            "capacity used while work waits",
+            "of capacity",
+            r["capacity_used"],
+            "goal",
+            CAPACITY_GOAL,
+            f"{r['badges_per_min_while_waiting']} vs {r['capacity_per_min_while_waiting']} "
+            f"badges/min over {r['work_waited_s']} s of waiting work; a printer's idle gap "
+            f"between badges then p50 {r['idle_gap_while_waiting_s']['p50']} s, p95 "
+            f"{r['idle_gap_while_waiting_s']['p95']} s",
+        ),
+        versus(
+            "wait, asked for → printed, p99",
+            "s",
+            w["p99"],
+            "ideal + goal",
+            goal_p99,
+            f"p50 {w['p50']} s / p95 {w['p95']} s; ideal (zero overhead, same arrivals, "
+            f"printers and fault windows) p50 {i['p50']} s / p95 {i['p95']} s / p99 "
+            f"{i['p99']} s; goal {WAIT_GOAL}",
+        ),
+        versus(
+            "badges on the wrong stock (the printer's media-ready as each began printing)",
+            "badges",
+            r["wrong_stock"],
+            "goal",
+            0,
+            ", ".join(f"{p}: {n}" for p, n in stock.items()) or "none",
+        ),
+        versus(
+            "duplicates / losses on the printers' logs",
+            "badges",
+            r["duplicates"] + r["losses"],
+            "goal",
+            0,
+            f"{r['duplicates']} duplicates, {r['losses']} lost, {r['not_accepted']} never "
+            f"accepted; end states {r['states']}; the technician resolved "
+            f"{r['technician_resolved']} DEAD outcome_unknown by looking at the tray "
+            f"({r['technician_found_printed']} had come out)",
+        ),
+        one(
+            "appliance CPU over the morning, both lives (and its render workers)",
+            "s",
+            r["appliance_cpu_s"],
+            f"restart → ready {r['appliance_restart_to_ready_s']} s; "
             f"kiosks: {r['kiosk_503']} × 503, {r['kiosk_connection_errors']} connection "
-            f"errors, {r['replayed']} replayed"),
-        one("appliance peak RSS (VmHWM), the larger of its two lives", "MiB",
-            r["appliance_peak_rss_mib"]),
-    ]  # fmt: skip
+            f"errors, {r['replayed']} replayed",
+        ),
+        one(
+            "appliance peak RSS (VmHWM), the larger of its two lives",
+            "MiB",
+            r["appliance_peak_rss_mib"],
+        ),
+    ]
 
 
 def one(figure: str, unit: str, value: float, note: str = "") -> dict[str, Any]:
     """A row with one measured value (no spread, nothing beside it)."""
-    return {"figure": figure, "unit": unit, "median": value, "min": value, "max": value,
-            "note": note}  # fmt: skip
+    return {
+        "figure": figure,
+        "unit": unit,
+        "median": value,
+        "min": value,
+        "max": value,
+        "note": note,
+    }
 
 
 def one_line(r: dict[str, Any] | None, plan: Plan) -> str:
     if r is None:
-        return (f"morning: {plan.badges} badges, capacity used – (goal {CAPACITY_GOAL}), "
-                "wait p99 – s vs ideal – s, wrong stock –, duplicates –, lost –")  # fmt: skip
+        return (
+            f"morning: {plan.badges} badges, capacity used – (goal {CAPACITY_GOAL}), "
+            "wait p99 – s vs ideal – s, wrong stock –, duplicates –, lost –"
+        )
     return (
         f"morning: {r['badges']} badges, capacity used {r['capacity_used']} (goal "
         f"{CAPACITY_GOAL}), wait p99 {r['wait_s']['p99']} s vs ideal {r['ideal_wait_s']['p99']} "
@@ -198,11 +267,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     s = seed(args.seed)
     wrong = not args.no_wrong_stock
     plan = ci_plan(s) if args.ci else quick_plan(s, wrong) if args.quick else full_plan(s, wrong)
-    print(f"bench: {plan.badges:,} badges from {plan.kiosks} kiosks over {plan.span_s:g} s: a "
-          f"{plan.real_minutes:g}-minute morning compressed {plan.compression:g}×; "
-          f"{plan.printers} printers at {', '.join(f'{x:g}' for x in plan.speeds)} s a badge; "
-          f"faults {', '.join(f.kind for f in plan.faults)}; seed {s}",
-          file=sys.stderr)  # fmt: skip
+    print(
+        f"bench: {plan.badges:,} badges from {plan.kiosks} kiosks over {plan.span_s:g} s: a "
+        f"{plan.real_minutes:g}-minute morning compressed {plan.compression:g}×; "
+        f"{plan.printers} printers at {', '.join(f'{x:g}' for x in plan.speeds)} s a badge; "
+        f"faults {', '.join(f.kind for f in plan.faults)}; seed {s}",
+        file=sys.stderr,
+    )
     r: dict[str, Any] | None = None
     with Run("morning", args) as run:
         r = run.attempt("morning", lambda: morning(run, plan))

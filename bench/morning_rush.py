@@ -186,8 +186,9 @@ async def kiosk(
             b.tries += 1
             form = aiohttp.FormData()
             form.add_field("metadata", meta, content_type="application/json")
-            form.add_field("document", docs[b.index], content_type="application/pdf",
-                           filename="badge.pdf")  # fmt: skip
+            form.add_field(
+                "document", docs[b.index], content_type="application/pdf", filename="badge.pdf"
+            )
             try:
                 async with http.post(
                     f"{url}/v1/jobs", data=form, headers={**headers, "Idempotency-Key": b.key}
@@ -244,8 +245,10 @@ async def fault(stand: Stand, life: Life, m: Morning, f: Fault) -> None:
     else:
         raise BenchError(f"unknown fault kind {f.kind!r}")
     m.windows.append((f.kind, name, t0, time.time()))
-    print(f"bench: {f.kind} {name} at +{t0 - m.doors_open:.0f} s, "
-          f"{time.time() - t0:.1f} s", file=sys.stderr)  # fmt: skip
+    print(
+        f"bench: {f.kind} {name} at +{t0 - m.doors_open:.0f} s, {time.time() - t0:.1f} s",
+        file=sys.stderr,
+    )
 
 
 async def technician(http: aiohttp.ClientSession, stand: Stand, m: Morning) -> None:
@@ -271,12 +274,16 @@ async def technician(http: aiohttp.ClientSession, stand: Stand, m: Morning) -> N
                     else set()
                 )
                 came_out = jid in tray
-                async with http.post(f"{url}/v1/jobs/{jid}/resolve", headers=headers,
-                                     json={"printed": came_out}) as r:  # fmt: skip
+                async with http.post(
+                    f"{url}/v1/jobs/{jid}/resolve", headers=headers, json={"printed": came_out}
+                ) as r:
                     if r.status == 200:
                         m.resolved[jid] = came_out
-                        print(f"bench: technician: {jid} {'in' if came_out else 'not in'} "
-                              f"the tray of {job['printed_on']}", file=sys.stderr)  # fmt: skip
+                        print(
+                            f"bench: technician: {jid} {'in' if came_out else 'not in'} "
+                            f"the tray of {job['printed_on']}",
+                            file=sys.stderr,
+                        )
         except (aiohttp.ClientError, OSError, TimeoutError, ValueError, KeyError):
             continue  # the appliance is restarting: look again
 
@@ -301,8 +308,9 @@ async def all_settled(http: aiohttp.ClientSession, stand: Stand, m: Morning) -> 
             dead = (await r.json())["jobs"]
     except (aiohttp.ClientError, OSError, TimeoutError, ValueError, KeyError):
         return False
-    return not [j for j in dead if j["dead_reason"] == "outcome_unknown"
-                and str(j["id"]) not in m.resolved]  # fmt: skip
+    return not [
+        j for j in dead if j["dead_reason"] == "outcome_unknown" and str(j["id"]) not in m.resolved
+    ]
 
 
 def load_labels(stand: Stand) -> None:
@@ -322,8 +330,9 @@ async def rush(stand: Stand, plan: Plan, arrivals: list[float]) -> Morning:
         timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S),
     ) as http:
         tech = Tech(http, stand.url)
-        await until(lambda: tech.all_healthy(plan.printers), HEALTHY_TIMEOUT_S, 0.2,
-                    "printers not healthy")  # fmt: skip
+        await until(
+            lambda: tech.all_healthy(plan.printers), HEALTHY_TIMEOUT_S, 0.2, "printers not healthy"
+        )
         doors = time.time() + 1.0
         badges = [
             Badge(i, f"morning-{plan.seed}-{i:05d}", doors + t, i % plan.kiosks)
@@ -340,8 +349,12 @@ async def rush(stand: Stand, plan: Plan, arrivals: list[float]) -> Morning:
             await asyncio.gather(*tasks, driver)
             left = doors + plan.deadline_s - time.time()
             try:
-                await until(lambda: all_settled(http, stand, m), max(1.0, left), 0.5,
-                            "badges not all printed")  # fmt: skip
+                await until(
+                    lambda: all_settled(http, stand, m),
+                    max(1.0, left),
+                    0.5,
+                    "badges not all printed",
+                )
                 m.settled = True
             except BenchError as exc:
                 m.errors.append(str(exc))
@@ -360,8 +373,11 @@ async def report_progress(stand: Stand, m: Morning) -> None:
         await asyncio.sleep(PROGRESS_EVERY_S)
         asked = sum(1 for b in m.badges if b.first_try is not None)
         accepted = sum(1 for b in m.badges if b.job_id is not None)
-        print(f"bench: +{time.time() - m.doors_open:.0f} s: {asked} asked, {accepted} "
-              f"accepted, {printed_count(stand.rig)} printed", file=sys.stderr)  # fmt: skip
+        print(
+            f"bench: +{time.time() - m.doors_open:.0f} s: {asked} asked, {accepted} "
+            f"accepted, {printed_count(stand.rig)} printed",
+            file=sys.stderr,
+        )
 
 
 def fits(ready: tuple[str, ...]) -> bool | None:
@@ -413,8 +429,7 @@ def ground(stand: Stand, m: Morning) -> dict[str, Any]:
     printers = [IdealPrinter(n, measured[n], down[n]) for n in names]
     arrivals = [b.arrival for b in m.badges]
     ideal = ideal_schedule(arrivals, printers)
-    waits = [min(t for _, t in ours[b.job_id]) - b.arrival
-             for b in m.badges if b.job_id in ours]  # fmt: skip
+    waits = [min(t for _, t in ours[b.job_id]) - b.arrival for b in m.badges if b.job_id in ours]
     use = capacity_used(arrivals, [x for v in ours.values() for x in v], printers)
     gaps = idle_gaps(stand, use.periods)
     store = read_store(stand.data_dir)

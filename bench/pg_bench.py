@@ -180,12 +180,19 @@ async def takeover(stands: dict[str, Stand], rounds: int) -> dict[str, Any]:
             for p, job_id in held.items():
                 first = min((x for x in rig.printed(p) if printed_at(x) >= killed), key=printed_at)
                 taken = first_log(log, "lease_taken", killed, p)
-                samples.append({
-                    "round": i, "victim": name, "printer": p, "job": job_id,
-                    "takeover_s": round(printed_at(first) - killed, 3),
-                    "first_print_is_the_job": edgeprint_id(first.job_name) == job_id,
-                    "kill_to_lease_taken_s": None if taken is None else round(taken - killed, 3),
-                })  # fmt: skip
+                samples.append(
+                    {
+                        "round": i,
+                        "victim": name,
+                        "printer": p,
+                        "job": job_id,
+                        "takeover_s": round(printed_at(first) - killed, 3),
+                        "first_print_is_the_job": edgeprint_id(first.job_name) == job_id,
+                        "kill_to_lease_taken_s": None
+                        if taken is None
+                        else round(taken - killed, 3),
+                    }
+                )
             try:
                 await asyncio.to_thread(victim.serve.start)
             except (RuntimeError, TimeoutError) as exc:
@@ -211,9 +218,10 @@ PHASES = ("throughput", "across", "takeover", "failover")
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = parser(
-        "pg", __doc__,
+        "pg",
+        __doc__,
         "fewer jobs (300 per appliance, 20 releases across, 6 takeovers, 1 failover per kind)",
-    )  # fmt: skip
+    )
     ap.add_argument("--connections", type=int, default=50, help="connections per appliance")
     ap.add_argument("--only", choices=PHASES, help="run this phase alone (not in make bench)")
     args = ap.parse_args(argv)
@@ -254,15 +262,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         table += [
             versus(
                 f"releases/s, one appliance on PostgreSQL, {args.connections} connections",
-                "req/s", _round(rates.get("pg1")), "sqlite", _round(rates.get("sqlite")),
+                "req/s",
+                _round(rates.get("pg1")),
+                "sqlite",
+                _round(rates.get("sqlite")),
                 f"goal ≥ {GOAL_RATIO}× SQLite",
             ),
             versus(
                 f"releases/s, two appliances on one PostgreSQL, {args.connections} "
                 "connections each (sum)",
-                "req/s", _round(rates.get("pg2")), "sqlite", _round(rates.get("sqlite")),
+                "req/s",
+                _round(rates.get("pg2")),
+                "sqlite",
+                _round(rates.get("sqlite")),
             ),
-        ]  # fmt: skip
+        ]
     if result is not None:
         table += _across_rows(result)
         if result["duplicates"] or result["losses"]:
@@ -275,12 +289,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if failover is not None:
         table += failover_rows(failover)
     code = run.finish(
-        figures_markdown(table), table=table, rates=rates, across=result, takeover=taken,
+        figures_markdown(table),
+        table=table,
+        rates=rates,
+        across=result,
+        takeover=taken,
         failover=failover,
-        settings={"jobs": jobs, "connections": args.connections, "across": n_across,
-                  "takeover_rounds": n_takeover, "failover_rounds": n_failover,
-                  "phases": sorted(phases)},
-    )  # fmt: skip
+        settings={
+            "jobs": jobs,
+            "connections": args.connections,
+            "across": n_across,
+            "takeover_rounds": n_takeover,
+            "failover_rounds": n_failover,
+            "phases": sorted(phases),
+        },
+    )
     if args.only:
         _keep_other_phases(args.out, previous)
     if failover is not None:
@@ -325,15 +348,22 @@ def _throughput_phase(
             "throughput sqlite", throughput([sqlite], jobs, connections)
         )
         sqlite.stop()
-    one = run.stand("pg1", THROUGHPUT_PRINTERS, printer=printer,
-                    sections={"store": {"url": cluster.url()}})  # fmt: skip
+    one = run.stand(
+        "pg1", THROUGHPUT_PRINTERS, printer=printer, sections={"store": {"url": cluster.url()}}
+    )
     if run.attempt("start pg1", one.start):
         rates["pg1"] = run.attempt_async("throughput pg1", throughput([one], jobs, connections))
         one.stop()
     shared = {"store": {"url": cluster.url(), "shared": True}}
-    two = [run.stand(f"pg2{x}", THROUGHPUT_PRINTERS, printer=printer,
-                     sections={**shared, "cluster": {"appliance_id": f"pg2{x}"}})
-           for x in "ab"]  # fmt: skip
+    two = [
+        run.stand(
+            f"pg2{x}",
+            THROUGHPUT_PRINTERS,
+            printer=printer,
+            sections={**shared, "cluster": {"appliance_id": f"pg2{x}"}},
+        )
+        for x in "ab"
+    ]
     if all(run.attempt(f"start pg2 {i}", s.start) for i, s in enumerate(two)):
         rates["pg2"] = run.attempt_async("throughput pg2", throughput(two, jobs, connections))
     for s in two:
@@ -346,10 +376,15 @@ def _across_phase(run: Run, cluster: PostgresCluster, n: int) -> dict[str, Any] 
     store = {"url": cluster.url(), "shared": True}
     b = run.stand("b", 1, sections={"store": store, "cluster": {"appliance_id": "b"}})
     a = run.stand(
-        "a", 1, sections={"store": store, "cluster": {"appliance_id": "a"},
-                          "printers": [{"name": "printer-01", "uri": NOWHERE}]},
+        "a",
+        1,
+        sections={
+            "store": store,
+            "cluster": {"appliance_id": "a"},
+            "printers": [{"name": "printer-01", "uri": NOWHERE}],
+        },
         dispatch={"in_hand_timeout_s": 86400},
-    )  # fmt: skip
+    )
     result = None
     if run.attempt("start b", b.start) and run.attempt("start a", a.start):
         result = run.attempt_async("across", across(a, b, n))
@@ -361,10 +396,12 @@ def _across_phase(run: Run, cluster: PostgresCluster, n: int) -> dict[str, Any] 
 def _takeover_phase(run: Run, cluster: PostgresCluster, n: int) -> dict[str, Any] | None:
     """(c): appliances a and b on one rig, each SIGKILLed in turn."""
     store = {"url": cluster.url(), "shared": True}
-    a = run.stand("ta", TAKEOVER_PRINTERS,
-                  sections={"store": store, "cluster": {"appliance_id": "a"}})  # fmt: skip
-    b = run.stand("tb", TAKEOVER_PRINTERS, peer=a,
-                  sections={"store": store, "cluster": {"appliance_id": "b"}})  # fmt: skip
+    a = run.stand(
+        "ta", TAKEOVER_PRINTERS, sections={"store": store, "cluster": {"appliance_id": "a"}}
+    )
+    b = run.stand(
+        "tb", TAKEOVER_PRINTERS, peer=a, sections={"store": store, "cluster": {"appliance_id": "b"}}
+    )
     taken = None
     if run.attempt("start a", a.start) and run.attempt("start b", b.start):
         taken = run.attempt_async("takeover", takeover({"a": a, "b": b}, n))
@@ -377,15 +414,23 @@ def _across_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     far, near = result["a"], result["b"]
     return [
         versus(
-            "release on A → printed on B's printer, p50", "ms", far["p50_ms"], "goal",
-            GOAL_ACROSS_P50_MS, f"p99 {far['p99_ms']} ms; {result['jobs'] // 2} jobs",
+            "release on A → printed on B's printer, p50",
+            "ms",
+            far["p50_ms"],
+            "goal",
+            GOAL_ACROSS_P50_MS,
+            f"p99 {far['p99_ms']} ms; {result['jobs'] // 2} jobs",
         ),
         versus(
-            "release on A → printed, p50, beside release on B (same box) → printed", "ms",
-            far["p50_ms"], "same_box", near["p50_ms"], f"same box p99 {near['p99_ms']} ms",
+            "release on A → printed, p50, beside release on B (same box) → printed",
+            "ms",
+            far["p50_ms"],
+            "same_box",
+            near["p50_ms"],
+            f"same box p99 {near['p99_ms']} ms",
         ),
         row("duplicates / losses across", "jobs", [result["duplicates"] + result["losses"]]),
-    ]  # fmt: skip
+    ]
 
 
 def _takeover_rows(taken: dict[str, Any]) -> list[dict[str, Any]]:
@@ -396,20 +441,30 @@ def _takeover_rows(taken: dict[str, Any]) -> list[dict[str, Any]]:
     bad = sum(taken[k] for k in ("duplicates", "losses", "elsewhere", "unexpected"))
     return [
         versus(
-            "takeover: SIGKILL → the first print by the new owner, median", "s",
-            taken["median_s"], "goal", goal, f"goal lease_s {lease:g} s + 2 s; {note}",
+            "takeover: SIGKILL → the first print by the new owner, median",
+            "s",
+            taken["median_s"],
+            "goal",
+            goal,
+            f"goal lease_s {lease:g} s + 2 s; {note}",
         ),
         versus(
-            "takeover: SIGKILL → the first print by the new owner, max", "s",
-            taken["max_s"], "goal", goal, note,
+            "takeover: SIGKILL → the first print by the new owner, max",
+            "s",
+            taken["max_s"],
+            "goal",
+            goal,
+            note,
         ),
         row(
-            "takeover: SIGKILL → lease taken (the survivor's log)", "s",
+            "takeover: SIGKILL → lease taken (the survivor's log)",
+            "s",
             [s["kill_to_lease_taken_s"] for s in taken["samples"]],
         ),
-        row("duplicates / losses over takeovers", "jobs", [bad],
-            f"{n} jobs, on the printers' logs"),
-    ]  # fmt: skip
+        row(
+            "duplicates / losses over takeovers", "jobs", [bad], f"{n} jobs, on the printers' logs"
+        ),
+    ]
 
 
 def _round(v: float | None) -> float | None:

@@ -96,22 +96,42 @@ def failover_phase(run: Run, kills: int) -> dict[str, Any] | None:
 
 def failover_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
-    for kind, what in (("kill", "SIGKILL of the primary's host"),
-                       ("cut", "the primary's host cut off the network")):  # fmt: skip
+    for kind, what in (
+        ("kill", "SIGKILL of the primary's host"),
+        ("cut", "the primary's host cut off the network"),
+    ):
         got = [s for s in result["samples"] if s["kind"] == kind]
         if not got:
             continue
         note = f"{len(got)} rounds; strict synchronous Patroni pair, ttl 8 s"
         rows += [
-            row(f"failover ({what}): write unavailable, client side", "s",
-                [s["write_unavailable_s"] for s in got], note),
-            row(f"failover ({what}): takeover, fault → the replica primary", "s",
-                [s["takeover_s"] for s in got], "Patroni's REST API"),
-            row(f"failover ({what}): slowest answer", "s",
-                [s["slowest_answer_s"] for s in got], "client timeout 15 s, query 3 s"),
-        ]  # fmt: skip
-    rows.append(row("failover: lost / duplicated jobs", "jobs",
-                    [result["lost"] + result["duplicates"]], "printers' logs"))  # fmt: skip
+            row(
+                f"failover ({what}): write unavailable, client side",
+                "s",
+                [s["write_unavailable_s"] for s in got],
+                note,
+            ),
+            row(
+                f"failover ({what}): takeover, fault → the replica primary",
+                "s",
+                [s["takeover_s"] for s in got],
+                "Patroni's REST API",
+            ),
+            row(
+                f"failover ({what}): slowest answer",
+                "s",
+                [s["slowest_answer_s"] for s in got],
+                "client timeout 15 s, query 3 s",
+            ),
+        ]
+    rows.append(
+        row(
+            "failover: lost / duplicated jobs",
+            "jobs",
+            [result["lost"] + result["duplicates"]],
+            "printers' logs",
+        )
+    )
     return rows
 
 

@@ -30,19 +30,41 @@ def table(s: dict[str, Any]) -> list[dict[str, Any]]:
     note = f"{s['cuts']} cuts, seed {s['seed']}"
     return [
         row("power cuts survived", "cuts", [s["cuts"]], note),
-        row("jobs acknowledged (2xx) across the cuts", "jobs", [s["acknowledged_jobs"]],
-            f"{s['submissions']} submissions sent"),
-        row("lost / corrupted / printed twice", "jobs",
+        row(
+            "jobs acknowledged (2xx) across the cuts",
+            "jobs",
+            [s["acknowledged_jobs"]],
+            f"{s['submissions']} submissions sent",
+        ),
+        row(
+            "lost / corrupted / printed twice",
+            "jobs",
             [s["lost"] + s["corrupted"] + s["duplicates"]],
-            f"lost {s['lost']}, corrupted {s['corrupted']}, duplicates {s['duplicates']}"),
-        row("webhooks of stored events lost", "webhooks", [s["webhooks_lost"]],
-            f"{s['webhooks_delivered']} delivered"),
-        {"figure": "restart → serving after a cut", "unit": "ms", "median": restart["p50"],
-         "min": None, "max": restart["max"], "note": "ready line and a 200 to GET /v1/jobs"},
-        {"figure": "start → serving after a clean stop, same filesystem and store", "unit": "ms",
-         "median": s["clean_start_ms"]["p50"], "min": None, "max": s["clean_start_ms"]["max"],
-         "note": f"{s['clean_start_ms']['starts']} starts after the last cut (normal start-up)"},
-    ]  # fmt: skip
+            f"lost {s['lost']}, corrupted {s['corrupted']}, duplicates {s['duplicates']}",
+        ),
+        row(
+            "webhooks of stored events lost",
+            "webhooks",
+            [s["webhooks_lost"]],
+            f"{s['webhooks_delivered']} delivered",
+        ),
+        {
+            "figure": "restart → serving after a cut",
+            "unit": "ms",
+            "median": restart["p50"],
+            "min": None,
+            "max": restart["max"],
+            "note": "ready line and a 200 to GET /v1/jobs",
+        },
+        {
+            "figure": "start → serving after a clean stop, same filesystem and store",
+            "unit": "ms",
+            "median": s["clean_start_ms"]["p50"],
+            "min": None,
+            "max": s["clean_start_ms"]["max"],
+            "note": f"{s['clean_start_ms']['starts']} starts after the last cut (normal start-up)",
+        },
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -268,16 +268,32 @@ def raster_table(idle: dict[str, Any], load: dict[str, Any]) -> list[dict[str, A
         return {"median": v, "min": v, "max": v}
 
     return [
-        {"figure": "release → printed, idle raster-only printer (render + PWG raster), p50",
-         "unit": "ms", "edgeprint": one(idle["raster"]["p50_ms"]),
-         "PDF printer, same run": one(idle["pdf"]["p50_ms"]), "ratio": ratio},
-        {"figure": "same, a badge already rendered (rendition cache), p50", "unit": "ms",
-         **one(idle["raster_cached"]["p50_ms"])},
-        {"figure": "while 8 long documents render: /healthz p99", "unit": "ms",
-         **one(load["healthz"]["p99_ms"]), "note": "target < 50 ms"},
-        {"figure": "while 8 long documents render: a badge on a PDF printer, release → printed "
-         "p99", "unit": "ms", **one(load["badge"]["p99_ms"]), "note": "target < 200 ms"},
-    ]  # fmt: skip
+        {
+            "figure": "release → printed, idle raster-only printer (render + PWG raster), p50",
+            "unit": "ms",
+            "edgeprint": one(idle["raster"]["p50_ms"]),
+            "PDF printer, same run": one(idle["pdf"]["p50_ms"]),
+            "ratio": ratio,
+        },
+        {
+            "figure": "same, a badge already rendered (rendition cache), p50",
+            "unit": "ms",
+            **one(idle["raster_cached"]["p50_ms"]),
+        },
+        {
+            "figure": "while 8 long documents render: /healthz p99",
+            "unit": "ms",
+            **one(load["healthz"]["p99_ms"]),
+            "note": "target < 50 ms",
+        },
+        {
+            "figure": "while 8 long documents render: a badge on a PDF printer, release → printed "
+            "p99",
+            "unit": "ms",
+            **one(load["badge"]["p99_ms"]),
+            "note": "target < 200 ms",
+        },
+    ]
 
 
 async def no_pdf(run: Run, args: argparse.Namespace) -> dict[str, Any]:
@@ -322,11 +338,14 @@ async def one_run(run: Run, rep: int, args: argparse.Namespace) -> dict[str, Any
     out: dict[str, Any] = {}
     plan: list[tuple[str, int, Callable[[Stand], Awaitable[dict[str, Any]]]]] = [
         ("latency", 1, lambda s: phase_latency(s, args.latency_jobs, f"lat-{rep}")),
-        ("drain1", 1, lambda s: phase_drain(s, args.drain_jobs, f"dr1-{rep}",
-                                            {"printer": "printer-01"})),
+        (
+            "drain1",
+            1,
+            lambda s: phase_drain(s, args.drain_jobs, f"dr1-{rep}", {"printer": "printer-01"}),
+        ),
         ("drain2", 2, lambda s: phase_drain(s, args.drain_jobs, f"dr2-{rep}", {"pool": POOL})),
         ("recovery", 2, lambda s: phase_recovery(s, args.recovery_jobs, f"rec-{rep}")),
-    ]  # fmt: skip
+    ]
     for name, printers, phase in plan:
         t0 = time.monotonic()
         stand = run.stand(f"r{rep}-{name}", printers).start()
@@ -379,20 +398,30 @@ def main_versus(args: argparse.Namespace) -> int:
     ratio = round(this / before, 3) if this and before else None
     shown = {who: "–" if v is None else f"{v:.1f}" for who, v in ((rev, before), ("this", this))}
     rows = [
-        {**row("release → printed, idle printer, p50: this tree", "ms",
-               [r["release_to_printed_p50_ms"] for r in per["this"]]),
-         "note": f"{rev}: {shown[rev]} ms; ratio {ratio}"},
-        row(f"release → printed, idle printer, p50: {rev}", "ms",
-            [r["release_to_printed_p50_ms"] for r in per[rev]]),
-    ]  # fmt: skip
+        {
+            **row(
+                "release → printed, idle printer, p50: this tree",
+                "ms",
+                [r["release_to_printed_p50_ms"] for r in per["this"]],
+            ),
+            "note": f"{rev}: {shown[rev]} ms; ratio {ratio}",
+        },
+        row(
+            f"release → printed, idle printer, p50: {rev}",
+            "ms",
+            [r["release_to_printed_p50_ms"] for r in per[rev]],
+        ),
+    ]
     for who, rs in per.items():
         for k in CHECK_KEYS:
             run.failures += [f"{who}: {k} = {r[k]}" for r in rs if r.get(k)]
     print(f"release → printed p50: this tree {shown['this']} ms, {rev} {shown[rev]} ms: {ratio}×")
     return run.finish(
-        figures_markdown(rows), summary={"p50_ms": p50, "ratio": ratio, "versus": rev},
-        runs=per, table=rows,
-    )  # fmt: skip
+        figures_markdown(rows),
+        summary={"p50_ms": p50, "ratio": ratio, "versus": rev},
+        runs=per,
+        table=rows,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -162,11 +162,18 @@ async def store_layer(data_dir: Path, ids: dict[str, list[str]], cut: float) -> 
             if claimed is None or claimed.id != job_id:
                 raise BenchError(f"store layer: {job_id} was not claimed ({claimed})")
             copy = await Copies(store).open(
-                job_id=job_id, claim=claimed.claims, printer=printer, state=CopyState.SENDING,
-                operation="Print-Job", document_format="application/pdf",
-                document_bytes=claimed.document_bytes, impressions_expected=None,
-                printer_up_s=None, now=now,
-            )  # fmt: skip
+                job_id=job_id,
+                claim=claimed.claims,
+                printer=printer,
+                state=CopyState.SENDING,
+                operation="Print-Job",
+                document_format="application/pdf",
+                document_bytes=claimed.document_bytes,
+                impressions_expected=None,
+                printer_up_s=None,
+                epoch=None,
+                now=now,
+            )
             assert copy is not None
             await Copies(store).change(
                 copy.id,
@@ -178,11 +185,19 @@ async def store_layer(data_dir: Path, ids: dict[str, list[str]], cut: float) -> 
             reason = DEAD_REASONS[k % len(DEAD_REASONS)]
             now = time.time()
             out = await jobs.transition(
-                job_id, Action.FAIL, now=now, actor=f"printer:{printer}", reason=reason,
-                sets={"last_error": f"{reason} (resources bench)", "dead_reason": reason,
-                      "finished_at": now},
-                guard=GUARD_ON_PRINTER, guard_params=(printer, claimed.claims),
-            )  # fmt: skip
+                job_id,
+                Action.FAIL,
+                now=now,
+                actor=f"printer:{printer}",
+                reason=reason,
+                sets={
+                    "last_error": f"{reason} (resources bench)",
+                    "dead_reason": reason,
+                    "finished_at": now,
+                },
+                guard=GUARD_ON_PRINTER,
+                guard_params=(printer, claimed.claims),
+            )
             dead += out is not None
     finally:
         await store.close()
@@ -229,12 +244,16 @@ def clone(data_dir: Path, total: int, rng: random.Random) -> dict[str, Any]:
         states = rng.choices(list(MIX), list(MIX.values()), k=n)
         plan = sorted(
             (
-                now - (rng.uniform(60.0, HELD_WINDOW_S) if s == "HELD"
-                       else rng.uniform(3600.0, HISTORY_DAYS * 86400.0)),
+                now
+                - (
+                    rng.uniform(60.0, HELD_WINDOW_S)
+                    if s == "HELD"
+                    else rng.uniform(3600.0, HISTORY_DAYS * 86400.0)
+                ),
                 s,
             )
             for s in states
-        )  # fmt: skip
+        )
         retention = Config().retention.document_retention_s
         placeholders = ", ".join("?" for _ in cols)
         insert = f"INSERT INTO jobs ({', '.join(cols)}) VALUES ({placeholders})"
@@ -290,9 +309,15 @@ def clone(data_dir: Path, total: int, rng: random.Random) -> dict[str, Any]:
                 inserts.append(values)
                 for i, e in enumerate(evs[1:], start=1):
                     steps.setdefault(i, []).append(
-                        (e["to_state"], float(e["at"]) + delta, e["actor"], e["reason"],
-                         cid(e["correlation_id"]), job_id)
-                    )  # fmt: skip
+                        (
+                            e["to_state"],
+                            float(e["at"]) + delta,
+                            e["actor"],
+                            e["reason"],
+                            cid(e["correlation_id"]),
+                            job_id,
+                        )
+                    )
                 finals.append(final_row)
             conn.execute("BEGIN IMMEDIATE")
             conn.executemany(insert, inserts)
@@ -362,8 +387,14 @@ async def load(
                 break
 
     async def filtered() -> None:
-        for q in ("state=DONE", "state=HELD", "state=DEAD", "owner=guest00042",
-                  "printer=printer-07", "state=CANCELLED&owner=guest01234"):  # fmt: skip
+        for q in (
+            "state=DONE",
+            "state=HELD",
+            "state=DEAD",
+            "owner=guest00042",
+            "printer=printer-07",
+            "state=CANCELLED&owner=guest01234",
+        ):
             await tech.get(f"/v1/jobs?{q}&limit=100")
 
     async def repeat(path: str) -> None:
@@ -463,16 +494,31 @@ def table_rows(r: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
     n_empty = len(r["empty_starts"])
     steps = {s["step"]: s for s in r["load"]["steps"]}
     rows = [
-        _row("start-up → /readyz 200, empty store", "ms",
-             [s["ready_ms"] for s in r["empty_starts"]],
-             f"{n_empty} starts, {PRINTERS} printers; spawn → 200, 5 ms poll"),
-        _row(f"start-up → /readyz 200, {jobs:,} jobs", "ms",
-             [s["ready_ms"] for s in r["full_starts"]], f"{n_full} starts, {PRINTERS} printers"),
-        _row("VmRSS at ready, empty store", "MiB", [s["VmRSS"] for s in r["empty_starts"]],
-             f"{n_empty} starts"),
-        _row(f"VmRSS at ready, {jobs:,} jobs", "MiB", [s["VmRSS"] for s in r["full_starts"]],
-             f"{n_full} starts"),
-    ]  # fmt: skip
+        _row(
+            "start-up → /readyz 200, empty store",
+            "ms",
+            [s["ready_ms"] for s in r["empty_starts"]],
+            f"{n_empty} starts, {PRINTERS} printers; spawn → 200, 5 ms poll",
+        ),
+        _row(
+            f"start-up → /readyz 200, {jobs:,} jobs",
+            "ms",
+            [s["ready_ms"] for s in r["full_starts"]],
+            f"{n_full} starts, {PRINTERS} printers",
+        ),
+        _row(
+            "VmRSS at ready, empty store",
+            "MiB",
+            [s["VmRSS"] for s in r["empty_starts"]],
+            f"{n_empty} starts",
+        ),
+        _row(
+            f"VmRSS at ready, {jobs:,} jobs",
+            "MiB",
+            [s["VmRSS"] for s in r["full_starts"]],
+            f"{n_full} starts",
+        ),
+    ]
     for name, s in steps.items():
         if name == "ready":
             continue
@@ -481,18 +527,37 @@ def table_rows(r: dict[str, Any], plan: Plan) -> list[dict[str, Any]]:
         )
     rows += [
         _row("VmHWM (peak RSS) after the load", "MiB", [r["load"]["hwm_mib"]]),
-        _row("store: sqlite + wal per job", "bytes/job", [size["sqlite_bytes"] / jobs],
-             f"{size['sqlite_bytes'] / 2**20:.1f} MiB for {jobs:,} jobs, WAL checkpointed"),
-        _row("  jobs table + its indexes per job", "bytes/job",
-             [(pt.get("jobs", 0)) / jobs], "dbstat"),
-        _row("  job_events table + its index per job", "bytes/job",
-             [pt.get("job_events", 0) / jobs],
-             f"{size['events'] / jobs:.2f} events per job; dbstat"),
-        _row("  per event row (job_events + index)", "bytes/event",
-             [pt.get("job_events", 0) / max(1, size["events"])], "dbstat"),
-        _row(f"fill {r['clone']['clones']:,} cloned jobs", "s", [r["clone"]["clone_s"]],
-             "plain SQL, triggers write the events"),
-    ]  # fmt: skip
+        _row(
+            "store: sqlite + wal per job",
+            "bytes/job",
+            [size["sqlite_bytes"] / jobs],
+            f"{size['sqlite_bytes'] / 2**20:.1f} MiB for {jobs:,} jobs, WAL checkpointed",
+        ),
+        _row(
+            "  jobs table + its indexes per job",
+            "bytes/job",
+            [(pt.get("jobs", 0)) / jobs],
+            "dbstat",
+        ),
+        _row(
+            "  job_events table + its index per job",
+            "bytes/job",
+            [pt.get("job_events", 0) / jobs],
+            f"{size['events'] / jobs:.2f} events per job; dbstat",
+        ),
+        _row(
+            "  per event row (job_events + index)",
+            "bytes/event",
+            [pt.get("job_events", 0) / max(1, size["events"])],
+            "dbstat",
+        ),
+        _row(
+            f"fill {r['clone']['clones']:,} cloned jobs",
+            "s",
+            [r["clone"]["clone_s"]],
+            "plain SQL, triggers write the events",
+        ),
+    ]
     return rows
 
 

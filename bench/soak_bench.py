@@ -126,9 +126,14 @@ class Soak:
 
     async def sample(self, label: str = "") -> dict[str, float]:
         pid = self.stand.pid
-        s = {"t_s": round(time.monotonic() - self.t0, 1), "requests": len(self.latency),
-             **proc_status(pid), "fds": open_fds(pid), "sockets": sockets(pid),
-             "tasks": await self.tasks()}  # fmt: skip
+        s = {
+            "t_s": round(time.monotonic() - self.t0, 1),
+            "requests": len(self.latency),
+            **proc_status(pid),
+            "fds": open_fds(pid),
+            "sockets": sockets(pid),
+            "tasks": await self.tasks(),
+        }
         if label:
             s["label"] = label  # type: ignore[assignment]
         self.samples.append(s)
@@ -363,24 +368,58 @@ def table(r: dict[str, Any]) -> list[dict[str, Any]]:
     n = f"{r['requests']:,} requests"
     aw, end = r["after_warmup"], r["end"]
     return [
-        versus(f"soak, {n}: RSS growth after warm-up", "MiB", r["rss_growth_mib"], "goal",
-               RSS_GROWTH_GOAL_MIB, f"{aw['VmRSS']} → {end['VmRSS']} MiB (heap, RssAnon: "
-               f"{aw.get('RssAnon')} → {end.get('RssAnon')}); after warm-up "
-               f"{r['rss_slope_mib_per_100k_requests']} MiB per 100,000 requests (fit)"),
-        versus(f"soak, {n}: open descriptors, after warm-up → end", "fds", end["fds"],
-               "after warm-up", aw["fds"], "goal: no growth"),
-        versus(f"soak, {n}: threads, after warm-up → end", "threads", end["Threads"],
-               "after warm-up", aw["Threads"], "goal: no growth"),
-        versus(f"soak, {n}: asyncio tasks, after warm-up → end", "tasks", end["tasks"],
-               "after warm-up", aw["tasks"], "goal: no growth"),
-        versus(f"soak, {n}: p99 latency, last 10 % vs first 10 %", "ms",
-               r["p99_last_10pct_ms"], "first 10 %", r["p99_first_10pct_ms"],
-               f"goal ≤ {P99_RATIO_GOAL}×; {r['measured_rate_per_s']:,} requests/s, "
-               f"{r['jobs']:,} jobs printed"),
-        versus(f"soak, {n}: SQLite file + WAL at the end", "MiB",
-               round(r["db_mib"] + r["wal_mib"], 1), "WAL", r["wal_mib"],
-               f"{r['jobs']:,} jobs kept"),
-    ]  # fmt: skip
+        versus(
+            f"soak, {n}: RSS growth after warm-up",
+            "MiB",
+            r["rss_growth_mib"],
+            "goal",
+            RSS_GROWTH_GOAL_MIB,
+            f"{aw['VmRSS']} → {end['VmRSS']} MiB (heap, RssAnon: "
+            f"{aw.get('RssAnon')} → {end.get('RssAnon')}); after warm-up "
+            f"{r['rss_slope_mib_per_100k_requests']} MiB per 100,000 requests (fit)",
+        ),
+        versus(
+            f"soak, {n}: open descriptors, after warm-up → end",
+            "fds",
+            end["fds"],
+            "after warm-up",
+            aw["fds"],
+            "goal: no growth",
+        ),
+        versus(
+            f"soak, {n}: threads, after warm-up → end",
+            "threads",
+            end["Threads"],
+            "after warm-up",
+            aw["Threads"],
+            "goal: no growth",
+        ),
+        versus(
+            f"soak, {n}: asyncio tasks, after warm-up → end",
+            "tasks",
+            end["tasks"],
+            "after warm-up",
+            aw["tasks"],
+            "goal: no growth",
+        ),
+        versus(
+            f"soak, {n}: p99 latency, last 10 % vs first 10 %",
+            "ms",
+            r["p99_last_10pct_ms"],
+            "first 10 %",
+            r["p99_first_10pct_ms"],
+            f"goal ≤ {P99_RATIO_GOAL}×; {r['measured_rate_per_s']:,} requests/s, "
+            f"{r['jobs']:,} jobs printed",
+        ),
+        versus(
+            f"soak, {n}: SQLite file + WAL at the end",
+            "MiB",
+            round(r["db_mib"] + r["wal_mib"], 1),
+            "WAL",
+            r["wal_mib"],
+            f"{r['jobs']:,} jobs kept",
+        ),
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -33,8 +33,10 @@ def time_to_ready(command: list[str], work: Path, env: dict[str, str]) -> float:
     started = time.perf_counter()
     proc = subprocess.Popen(
         [*command, "serve", "--config", str(cfg)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
     try:
         while time.perf_counter() - started < DEADLINE_S:
             try:
@@ -74,9 +76,12 @@ def main() -> int:
             results["built"].append(time_to_ready(built, work, built_env))
             results["package"].append(time_to_ready(package, work, pkg_env))
     version = subprocess.run(
-        [SYSTEM_PYTHON, str(DIST), "--version"], capture_output=True, text=True, check=True,
+        [SYSTEM_PYTHON, str(DIST), "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
         env={"PATH": "/usr/bin:/bin", "HOME": tempfile.gettempdir()},
-    ).stdout.strip()  # fmt: skip
+    ).stdout.strip()
     out: dict[str, Any] = {
         "file": str(DIST.relative_to(REPO)),
         "bytes": DIST.stat().st_size,

@@ -11,14 +11,13 @@ import fcntl
 import logging
 import os
 import signal
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
 
-from edgeprint import background, errors, reload, tls_runtime
+from edgeprint import background, companions, errors, tls_runtime
 from edgeprint.api import http_server, tls_info
 from edgeprint.api.app import Deps
 from edgeprint.api.auth import TokenAuth
@@ -26,24 +25,25 @@ from edgeprint.api.factory import build_app
 from edgeprint.api.ratelimit import TokenRateLimiter
 from edgeprint.board import PrinterBoard
 from edgeprint.certificates import CertificateError
-from edgeprint.config import Config, load_config
+from edgeprint.config import Config
 from edgeprint.dispatch.dispatcher import Dispatcher
 from edgeprint.dispatch.leases import LeaseKeeper
 from edgeprint.documents.cache import RenditionCache
 from edgeprint.documents.render import RenderPool
 from edgeprint.ipp_server import advertise
+from edgeprint.logs import log_event
 from edgeprint.metrics import Metrics
-from edgeprint.service import Caller, JobService, clock_watch
+from edgeprint.service import JobService, clock_watch
 from edgeprint.service.previews import Previews
 from edgeprint.service.retirements import Retirements
+from edgeprint.sighup import Reloads
 from edgeprint.spool import Spool
-from edgeprint.store import backends, db, documents, health
+from edgeprint.store import backends, db
 from edgeprint.store.interface import Store
 from edgeprint.store.jobs import Jobs
 from edgeprint.store.leases import Fence, Leases
 from edgeprint.store.outbox import Outbox
 from edgeprint.systemd import Systemd
-from edgeprint.webhooks.delivery import Deliveries
 
 log = logging.getLogger(__name__)
 
@@ -97,38 +97,6 @@ async def _leases(
         stop.set()
         await task
         await keeper.give_up_all()
-
-
-@contextlib.asynccontextmanager
-async def _documents_in_database(spool: Spool, store: Store, shared: bool) -> AsyncIterator[None]:
-    """With PostgreSQL, documents are kept in the database too (edgeprint.store.documents):
-    drop the ones no job refers to, fetch the ones this data_dir lacks (a new appliance),
-    mirror new ones, delete removed ones in a task of their own."""
-    if store.dialect != "postgresql":
-        yield
-        return
-    docs = documents.DbDocuments(store)
-    # an upload on another appliance stores its chunks before its job row: spare an hour's
-    dropped = await docs.sweep_orphans(older_than_s=_OTHERS_UPLOADS_S if shared else 0.0)
-    restored = await documents.restore(docs, spool.dir, spool.tmp_dir)
-    if dropped or restored:
-        log.info(
-            "documents synchronised with the database",
-            extra={"event": "documents_restored", "count": len(restored), "dropped": dropped},
-        )
-    spool.mirror = docs
-    task = asyncio.create_task(docs.run_discards(), name="documents:discards")
-    try:
-        yield
-    finally:
-        spool.mirror = None
-        docs.stop_discards()
-        await task
-
-
-#: How old a document without a job must be before a start-up sweep of a shared database
-#: drops it (another appliance may be storing its job right now).
-_OTHERS_UPLOADS_S = 3600.0
 
 
 def _listen_to_other_appliances(store: Store, service: JobService) -> None:
@@ -201,12 +169,12 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
         jobs = Jobs(store, fence=fence, run=watch.clock.run)
         removed = await _sweep_orphans(spool, jobs)
         if removed:
-            log.info("orphan documents removed", extra={"event": "spool_swept", "count": removed})
+            log_event(log, "spool_swept", message="orphan documents removed", count=removed)
         async with (
-            _store_health(store, spool, jobs, metrics),
-            _keeping_time(watch),
-            _documents_in_database(spool, store, config.store.shared),
-            _webhooks(config, Outbox(store), metrics, watch.clock.run),
+            companions.store_health(store, spool, jobs, metrics),
+            companions.keeping_time(watch),
+            companions.documents_in_database(spool, store, config.store.shared),
+            companions.webhooks(config, Outbox(store), metrics, watch.clock.run),
             _leases(config, store, fence, metrics) as keeper,
             aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit_per_host=4), raise_for_status=False
@@ -220,13 +188,18 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
             # there for the service's rings; neither calls the other.
             board = PrinterBoard()
             service = JobService(
-                config, jobs, spool, metrics, board=board, renderer=renderer,
-                renditions=renditions,
-            )  # fmt: skip
+                config, jobs, spool, metrics, board=board, renderer=renderer, renditions=renditions
+            )
             dispatcher = Dispatcher(
-                config, service, session, metrics, renderer=renderer, renditions=renditions,
-                board=board, ownership=keeper,
-            )  # fmt: skip
+                config,
+                service,
+                session,
+                metrics,
+                renderer=renderer,
+                renditions=renditions,
+                board=board,
+                ownership=keeper,
+            )
             if keeper is not None:
                 keeper.on_change = dispatcher.lease_changed
                 keeper.after_beat = (
@@ -259,11 +232,15 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                         for printer in removed:  # a store error: tried again later
                             await retirements.retire(printer)
 
-                    log.info(
-                        "edgeprint ready",
-                        extra={"event": "ready", "host": host, "port": port,
-                               "data_dir": str(data_dir), "tls": served is not None},
-                    )  # fmt: skip
+                    log_event(
+                        log,
+                        "ready",
+                        message="edgeprint ready",
+                        host=host,
+                        port=port,
+                        data_dir=str(data_dir),
+                        tls=served is not None,
+                    )
                     yield Running(
                         service, store, host, port, dispatcher, dispatch_task, reconfigure, served
                     )
@@ -282,61 +259,7 @@ async def _running(config: Config, data_dir: Path) -> AsyncIterator[Running]:
                 await renderer.close()
     finally:
         await store.close()
-        log.info("edgeprint stopped", extra={"event": "stopped"})
-
-
-@contextlib.asynccontextmanager
-async def _store_health(
-    store: Store, spool: Spool, jobs: Jobs, metrics: Metrics
-) -> AsyncIterator[None]:
-    """With SQLite, a disk that refuses writes is waited out (edgeprint.store.health): the
-    spool and the store report to the store's health, a task probes until writes work."""
-    if not isinstance(store, db.Store):
-        metrics.store_writable.set(1)  # PostgreSQL: its outages are store-unavailable, not this
-        yield
-        return
-    watch = store.health
-    watch.on_change = lambda ok: metrics.store_writable.set(int(ok))
-    watch.on_error = lambda kind: metrics.store_write_errors.labels(kind=kind).inc()
-    metrics.store_writable.set(1)
-    spool.on_disk_error = watch.failed
-
-    async def store_probe() -> None:
-        await store.probe()
-        await spool.sweep_leftovers(jobs.ids_with_documents)
-
-    probing = health.probe_until_writable(watch, spool.probe, store_probe, store.reopen)
-    async with background.running(probing, "store:health"):
-        yield
-
-
-@contextlib.asynccontextmanager
-async def _keeping_time(watch: clock_watch.ClockWatch) -> AsyncIterator[None]:
-    """Watch the wall clock and store the run clock while running; store it at a clean stop."""
-    async with background.running(watch.run(), "clock"):
-        yield
-    with contextlib.suppress(errors.StoreError):
-        await watch.advance()
-
-
-@contextlib.asynccontextmanager
-async def _webhooks(
-    config: Config, outbox: Outbox, metrics: Metrics, run: Callable[[], float]
-) -> AsyncIterator[None]:
-    """Subscribe the outbox to the configured events; deliver them in a task of their own."""
-    deliveries = Deliveries(
-        config.webhooks,
-        outbox,
-        metrics,
-        retention_s=config.retention.document_retention_s,
-        run=run,
-    )
-    await deliveries.prepare(time.time())  # before any job can change state
-    if not config.webhooks:
-        yield
-        return
-    async with background.running(deliveries.run(), "webhooks"):
-        yield
+        log_event(log, "stopped", message="edgeprint stopped")
 
 
 @contextlib.asynccontextmanager
@@ -402,9 +325,13 @@ def _certificate(config: Config, metrics: Metrics) -> tls_runtime.ServedCertific
     try:
         return tls_runtime.ServedCertificate.start(config.server, metrics)
     except CertificateError as exc:
-        log.error(
-            tls_runtime.refused(exc, at_start=True),
-            extra={"event": "tls_refused", "path": str(exc.path), "reason": exc.reason},
+        log_event(
+            log,
+            "tls_refused",
+            message=tls_runtime.refused(exc, at_start=True),
+            level=logging.ERROR,
+            path=str(exc.path),
+            reason=exc.reason,
         )
         raise
 
@@ -419,29 +346,6 @@ async def _watching(served: tls_runtime.ServedCertificate | None) -> AsyncIterat
         yield
 
 
-def reload_certificate(served: tls_runtime.ServedCertificate | None, config: Config) -> bool:
-    """Read the certificate files again (every reload); False when the new pair is refused
-    (logged with its reason; the running certificate stays)."""
-    return certificate_refused(served, config) is None
-
-
-def certificate_refused(served: tls_runtime.ServedCertificate | None, config: Config) -> str | None:
-    """Read the certificate files again; why the new pair is refused ("file: reason", never
-    key material; logged, the running certificate stays), or None when it is served."""
-    if served is None or not config.server.serves_tls:
-        return None
-    try:
-        served.reload(config.server)
-    except CertificateError as exc:
-        log.error(
-            tls_runtime.refused(exc, at_start=False),
-            extra={"event": "tls_reload_refused", "path": str(exc.path), "reason": exc.reason},
-        )
-        folder = f"{exc.path.parent}{os.sep}"  # names within the folder: the row is short
-        return f"{exc.path.name}: {exc.reason.replace(folder, '')}"
-    return None
-
-
 async def serve(config: Config, config_path: Path | None = None) -> None:
     """Run until SIGTERM or SIGINT (then stop gracefully) or until the dispatcher fails.
 
@@ -449,7 +353,7 @@ async def serve(config: Config, config_path: Path | None = None) -> None:
     its watchdog from the event loop, and says STOPPING=1 on the way out.
     Raises what ended the dispatcher (e.g. errors.StoreError), so the process
     exits non-zero and systemd restarts it. With ``config_path``, SIGHUP
-    reloads the config from it (:func:`_reload`).
+    reloads the config from it (edgeprint.sighup).
     """
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -460,73 +364,13 @@ async def serve(config: Config, config_path: Path | None = None) -> None:
         status = f"listening on {run.host}:{run.port}, {len(config.printers)} printer(s)"
         systemd.ready(status)
         if config_path is not None:
-            current = [config]
-            one_at_a_time = asyncio.Lock()
-            reloads: set[asyncio.Task[None]] = set()
-
-            async def reload_now() -> None:
-                async with one_at_a_time:
-                    systemd.reloading()
-                    try:
-                        current[0], outcome, detail = await _reload(run, current[0], config_path)
-                        refused = certificate_refused(run.tls, current[0])
-                        if refused is not None:  # the config part still applied, if it did
-                            outcome, detail = "refused", f"{detail}; certificate refused: {refused}"
-                        await _audit_reload(run, config_path, outcome, detail)
-                    finally:
-                        systemd.ready(status)
-
-            def on_hup() -> None:
-                task = asyncio.create_task(reload_now(), name="reload")
-                reloads.add(task)  # held until done (the loop keeps only weak references)
-                task.add_done_callback(reloads.discard)
-
-            loop.add_signal_handler(signal.SIGHUP, on_hup)
+            audit = run.service.audit
+            reloads = Reloads(config, config_path, run.reconfigure, audit, run.tls, systemd, status)
+            reloads.install(loop)
         stopping = asyncio.ensure_future(stop.wait())
         await asyncio.wait([stopping, run.dispatch_task], return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
         systemd.stopping()
         if run.dispatch_task.done() and not stop.is_set():
             run.dispatch_task.result()  # re-raise what killed the dispatcher
-        log.info("stopping", extra={"event": "stopping"})
-
-
-async def _reload(run: Running, current: Config, path: Path) -> tuple[Config, str, str]:
-    """Read ``path`` again and apply it if it is valid and changes only live keys; the config
-    now in force, and the audit row's outcome and detail. A refusal is logged with
-    check-config's message and changes nothing."""
-    try:
-        new = load_config(path)
-    except errors.ConfigError as exc:
-        log.error(
-            "config reload refused: invalid config; the running config stays",
-            extra={"event": "reload_refused", "detail": str(exc)},
-        )
-        return current, "refused", "invalid config"  # its message may quote values
-    blocked = reload.restart_keys(current, new)
-    if blocked:
-        log.error(
-            "config reload refused: these keys change only at a restart (systemctl restart "
-            "edgeprint); the running config stays",
-            extra={"event": "reload_refused", "keys": blocked},
-        )
-        return current, "refused", "restart keys: " + ", ".join(blocked)
-    changed = reload.changed_keys(current, new)
-    try:
-        await run.reconfigure(new)
-    except errors.StoreError as exc:  # while moving a removed printer's waiting jobs
-        # The new config is in force; the move is tried again until the store takes it
-        # (edgeprint.service.retirements: the removed printer's worker claims nothing new).
-        log.error(
-            "config reload: the store failed while moving jobs",
-            extra={"event": "reload_store_failed", "error": str(exc)},
-        )
-    log.info("config reloaded", extra={"event": "config_reloaded", "keys": changed})
-    return new, "done", ", ".join(changed) or "nothing changed"
-
-
-async def _audit_reload(run: Running, path: Path, outcome: str, detail: str) -> None:
-    """The reload's audit row: who is ``signal`` (SIGHUP), what the config file (by name),
-    the detail the changed keys or why it was refused (a certificate's reason included)."""
-    who = Caller("signal", "tech", kind="system")
-    await run.service.audit.record(who, "config-reload", "config", path.name, outcome, detail)
+        log_event(log, "stopping")

@@ -94,7 +94,12 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     # the composition root: opens and wires everything
     "root": (
-        ("edgeprint.server",),
+        (
+            "edgeprint.server",
+            # issue 28: what runs beside the API and the workers, and reload on SIGHUP
+            "edgeprint.companions",
+            "edgeprint.sighup",
+        ),
         (
             "store",
             "documents",

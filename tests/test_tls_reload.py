@@ -26,7 +26,7 @@ import pytest
 
 from edgeprint import certificates
 from edgeprint.config import parse_config
-from edgeprint.server import reload_certificate
+from edgeprint.sighup import reload_certificate
 from edgeprint.tls_runtime import ServedCertificate
 from testbed.config import TECH_TOKEN, config_dict, to_toml
 from testbed.pdfs import make_pdf

@@ -3,6 +3,8 @@ its role check and the audit trail, and the state its handlers share."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from aiohttp import web
 
 from edgeprint.api import app, audited, ipp, openapi, plain_http, release, upload_page
@@ -36,7 +38,8 @@ def build_app(deps: app.Deps) -> web.Application:
     application[release.DESK] = ReleaseDesk(deps.service)
     endpoint = application[ipp.ENDPOINT] = ipp.IppEndpoint(deps, app.CORRELATION_ID)
     application[upload_page.DOOR] = upload_page.UploadDoor(deps)
-    application[DOCUMENT] = openapi.document_bytes()  # built now, not on the first request
+    make_document: Callable[[], bytes] = openapi.document_bytes  # at its first GET, then cached
+    application[DOCUMENT] = make_document
     for route in ROUTES:
         handler = route.handler if route.bind is None else route.bind(endpoint)
         assert handler is not None, route.operation_id

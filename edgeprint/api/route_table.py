@@ -20,8 +20,9 @@ from edgeprint.models import JobOut, Problem
 
 #: Where the OpenAPI document is served.
 PATH = "/v1/openapi.json"
-#: The document's bytes, built once by ``build_app`` (edgeprint.api.openapi.document_bytes).
-DOCUMENT = web.AppKey("openapi_document", bytes)
+#: What makes the document's bytes, cached after the first GET (building it is ~20 ms of
+#: pydantic's JSON schema work that start-up need not pay): edgeprint.api.openapi.document_bytes.
+DOCUMENT: web.AppKey[Callable[[], bytes]] = web.AppKey("openapi_document")
 
 Body = Literal[
     "multipart",
@@ -164,4 +165,4 @@ def job_answer(description: str) -> Answer:
 
 async def openapi_json(request: web.Request) -> web.Response:
     """GET /v1/openapi.json: the contract; no token (it describes the API, holds no data)."""
-    return web.Response(body=request.app[DOCUMENT], content_type="application/json")
+    return web.Response(body=request.app[DOCUMENT](), content_type="application/json")

@@ -10,10 +10,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 
-import pypdf
-
 from edgeprint import errors
-from edgeprint.documents import check
 
 
 def selected(ranges: Sequence[tuple[int, int]], total: int) -> list[int]:
@@ -27,6 +24,10 @@ def cut(pdf: bytes, ranges: Sequence[tuple[int, int]], max_pages: int) -> bytes 
     submission check (``check.count_pages``: unreadable, encrypted, a hostile page tree,
     more than ``max_pages``), which then says why. Raises errors.NoPageSelected, and
     errors.DocumentRejected when pypdf cannot take the pages out."""
+    import pypdf  # here, not at start-up: most appliances never cut pages (issue 28)
+
+    from edgeprint.documents import check
+
     try:
         total = check.count_pages(io.BytesIO(pdf), max_pages)
     except errors.DocumentRejected:

@@ -22,15 +22,19 @@ import ipaddress
 import logging
 import socket
 from collections.abc import AsyncIterator
-
-from zeroconf import InterfaceChoice, IPVersion, ServiceInfo
-from zeroconf.asyncio import AsyncZeroconf
+from typing import TYPE_CHECKING
 
 from edgeprint import background
 from edgeprint.config import Config
 from edgeprint.documents import formats
 from edgeprint.ipp_server import attributes as A
 from edgeprint.logs import log_event
+
+# zeroconf is imported where it is used: an appliance that does not advertise never loads
+# it (issue 28: start-up imports what the configuration needs).
+if TYPE_CHECKING:
+    from zeroconf import InterfaceChoice, ServiceInfo
+    from zeroconf.asyncio import AsyncZeroconf
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +103,8 @@ def service_info(config: Config, queue: str, host: str, port: int, server: str) 
     if tls:
         txt["TLS"] = "1.2"  # the lowest TLS version served (certificates.server_context)
     # No "mopria-certified": edgeprint is not certified, and the key claims it.
+    from zeroconf import ServiceInfo
+
     return ServiceInfo(
         stype,
         f"edgeprint {queue}.{stype}",
@@ -111,6 +117,8 @@ def service_info(config: Config, queue: str, host: str, port: int, server: str) 
 
 def subtype_info(info: ServiceInfo, subtype: str) -> ServiceInfo:
     """``info`` (its name, port, host and TXT) under ``<subtype>._sub.<its type>``."""
+    from zeroconf import ServiceInfo
+
     return ServiceInfo(
         f"{subtype}._sub.{info.type}",
         info.name,
@@ -130,6 +138,9 @@ async def advertised(config: Config, host: str, port: int) -> AsyncIterator[list
     if not (config.ipp.enabled and config.ipp.advertise):
         yield []
         return
+    from zeroconf import InterfaceChoice, IPVersion
+    from zeroconf.asyncio import AsyncZeroconf
+
     loopback = host not in ("", "0.0.0.0", "::") and ipaddress.ip_address(host).is_loopback
     interfaces: InterfaceChoice | list[str] = [host] if loopback else InterfaceChoice.All
     server = f"{socket.gethostname().split('.')[0]}.local."
