@@ -30,7 +30,8 @@ from edgeprint.logs import log_event
 from edgeprint.metrics import Metrics
 from edgeprint.store.leases import Fence, Lease, Leases
 
-log = logging.getLogger(__name__)
+#: The logger name its lines have always had (the JSON line's ``logger`` field).
+log = logging.getLogger("edgeprint.service.leases")
 
 #: Prefix of the member rows (the lease table's other use): one per live appliance.
 MEMBER = "@appliance:"

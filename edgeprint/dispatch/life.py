@@ -20,7 +20,8 @@ from edgeprint.personality import JobAnswer, Traits, learn_forgotten, learn_job,
 from edgeprint.printers.ipp import PrinterStatus
 from edgeprint.service import JobService
 
-log = logging.getLogger(__name__)
+#: The logger name its lines have always had (the JSON line's ``logger`` field).
+log = logging.getLogger("edgeprint.dispatch.monitor")
 
 #: The epoch's latest reading is stored at least this often (a restart of the appliance then
 #: compares the printer's up-time with a reading at most this old) (seconds).

@@ -190,9 +190,12 @@ class Monitor:
         if not status.described and not self._described_since(status, self._clock()):
             asked = self._clocks()
             status = await self.client.get_printer_attributes(describe=True)
-        new_epoch = await self.life.observe(status, asked)
-        if new_epoch:
-            self._described = None  # another life: describe it again
+        lived = self.life.epoch.number if self.life.epoch is not None else None
+        try:
+            new_epoch = await self.life.observe(status, asked)
+        finally:  # another life (even one the store failed to keep): describe it again
+            if (self.life.epoch.number if self.life.epoch is not None else None) != lived:
+                self._described = None
         if new_epoch and not status.described:
             status = await self.client.get_printer_attributes(describe=True)
         now = self._clock()

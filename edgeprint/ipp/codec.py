@@ -23,7 +23,7 @@ Malformed or truncated input raises :class:`edgeprint.errors.IppParseError`
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from edgeprint import errors
@@ -442,9 +442,3 @@ def encode(message: IppMessage) -> bytes:
     out.append(bytes([END_OF_ATTRIBUTES]))
     out.append(message.data)
     return b"".join(out)
-
-
-def iter_attributes(message: IppMessage, group: int) -> Iterator[Attribute]:
-    """Every attribute of every group tagged ``group``, in order."""
-    for g in message.groups_of(group):
-        yield from g.attributes

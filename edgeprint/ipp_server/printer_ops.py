@@ -27,7 +27,8 @@ from edgeprint.ipp_server.state import SHORT_JOB, Handler, ServerState
 from edgeprint.ipp_server.submit import UUID_KEY, store_document
 from edgeprint.logs import log_event
 
-log = logging.getLogger(__name__)
+#: The logger name its lines have always had (the JSON line's ``logger`` field).
+log = logging.getLogger("edgeprint.ipp_server.operations")
 
 
 async def print_job(
