@@ -17,6 +17,7 @@ from edgeprint.copies import JobFacts
 from edgeprint.records import JobRecord as JobRecord
 from edgeprint.states import JobState
 from edgeprint.stock import StockView
+from edgeprint.store.copies import Figures
 
 
 @dataclass(frozen=True)
@@ -145,27 +146,9 @@ class PrinterCheck:
 CheckPrinter = Callable[[str], Awaitable[PrinterCheck]]
 
 
-class PrinterJobReport(Protocol):
-    """What a printer said of one of its jobs (``printers.ipp.PrinterJob`` is one)."""
-
-    @property
-    def job_id(self) -> int: ...
-    @property
-    def state(self) -> int: ...
-    @property
-    def reasons(self) -> tuple[str, ...]: ...
-    @property
-    def k_octets(self) -> int | None: ...
-    @property
-    def created_s(self) -> int | None: ...
-    @property
-    def impressions_completed(self) -> int | None: ...
-    @property
-    def sheets_completed(self) -> int | None: ...
-    @property
-    def uuid(self) -> str | None: ...
-    @property
-    def created_dt(self) -> str | None: ...
+#: What a printer said of one of its jobs (``printers.ipp.PrinterJob`` is one): the store's
+#: protocol, which it reads the figures from.
+PrinterJobReport = Figures
 
 
 class PrinterJobMade(Protocol):
