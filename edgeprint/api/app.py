@@ -81,18 +81,6 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 IDEMPOTENCY_KEY_RE = re.compile(IDEMPOTENCY_KEY_PATTERN)
 _JOB_ID_RE = re.compile(JOB_ID_PATTERN)
 _CORRELATION_RE = re.compile(r"^[\x21-\x7e]{1,128}$")
-_LIST_PARAMS = {
-    "state",
-    "owner",
-    "printer",
-    "limit",
-    "cursor",
-    "idempotency_key",
-    "id_prefix",
-    "owner_contains",
-}
-_ID_PREFIX_RE = re.compile(r"^[0-9a-f]{4,32}$")
-_PRINTABLE_RE = re.compile(r"^[^\x00-\x1f\x7f-\x9f]+$")
 # ASCII digits only: str.isdigit() also accepts "²" or "١", which int() refuses or misreads.
 _LIMIT_RE = re.compile(r"^[0-9]{1,3}$")
 _CURSOR_RE = re.compile(r"^[0-9]{1,18}$")
