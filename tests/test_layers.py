@@ -465,3 +465,74 @@ def test_tests_and_the_testbed_never_import_the_benches() -> None:
         if "bench" in _top_level_imports(p)
     )
     assert offenders == []
+
+
+def _store_columns() -> set[str]:
+    """Every column of every table the SQLite migrations make."""
+    import sqlite3
+
+    from edgeprint.store.schema.sqlite import MIGRATIONS
+
+    conn = sqlite3.connect(":memory:")
+    for statements in MIGRATIONS:
+        for stmt in statements:
+            conn.execute(stmt)
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    return {r[1] for t in tables for r in conn.execute(f"PRAGMA table_info({t})")}
+
+
+def _wire_fields() -> set[str]:
+    """Every field name (and alias) of the API's wire models: those may be dict keys anywhere."""
+    import inspect
+
+    from pydantic import BaseModel
+
+    from edgeprint import models
+
+    out: set[str] = set()
+    for obj in vars(models).values():
+        if inspect.isclass(obj) and issubclass(obj, BaseModel):
+            for name, info in obj.model_fields.items():
+                out |= {name, info.alias} if info.alias else {name}
+    return out
+
+
+def column_dicts(source: str, columns: set[str], wire: set[str]) -> list[str]:
+    """Dict literals in ``source`` made only of store column names, two or more, one of them
+    a name no wire model uses: a row's columns spelled outside the store."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Dict) or len(node.keys) < 2:
+            continue
+        keys = [
+            k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)
+        ]
+        spelled = len(keys) == len(node.keys)
+        if spelled and set(keys) <= columns and not set(keys) <= wire:
+            out.append(f"line {node.lineno}: columns {sorted(set(keys) - wire)}")
+    return out
+
+
+def test_no_column_dict_above_the_store() -> None:
+    """Above edgeprint/store/ no dict literal spells a row's columns (a store-only column
+    beside others): the store's named operations take arguments, not column dicts."""
+    columns, wire = _store_columns(), _wire_fields()
+    leaks = {
+        str(path.relative_to(PACKAGE)): found
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.relative_to(PACKAGE).parts[0] != "store"
+        and (found := column_dicts(path.read_text(), columns, wire))
+    }
+    assert leaks == {}
+
+
+def test_a_column_dict_is_caught() -> None:
+    """A planted row of columns is reported; a webhook body of wire names is not."""
+    columns, wire = _store_columns(), _wire_fields()
+    source = (
+        "SETS = {'finished_at': now, 'pin_failures': 0, 'settled_by': 'person'}\n"
+        "BODY = {'id': job_id, 'state': 'RELEASED', 'printer': printer}\n"
+    )
+    assert "pin_failures" in columns
+    assert "pin_failures" not in wire
+    assert column_dicts(source, columns, wire) == ["line 1: columns ['pin_failures']"]
