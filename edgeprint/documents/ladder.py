@@ -60,7 +60,7 @@ class Choice:
     """What to send: the format and, for a raster or JPEG, how to render it.
 
     ``color_space`` is a PWG raster type keyword (``sgray_8``, ``black_1``,
-    ``srgb_8``) for every raster format (for URF: W8 or SRGB24, the same depths).
+    ``srgb_8``) for every raster format; :attr:`urf_type` gives the URF keyword.
     ``media`` is None when the printer is left to choose (a PDF on a printer
     that lists no loaded media).
     """
@@ -77,6 +77,10 @@ class Choice:
     @property
     def one_page_per_job(self) -> bool:
         return self.format == JPEG
+
+    @property
+    def urf_type(self) -> str | None:
+        return _URF_OF.get(self.color_space or "")
 
 
 def page_hmm(size_pt: tuple[float, float]) -> tuple[int, int]:
